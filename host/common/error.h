@@ -1,0 +1,118 @@
+// host/common/error.h: errors as values for everything that reads untrusted input
+// (files, config, plugins, requests) or can fail at run time (Vulkan, memory).
+// Not here: programmer mistakes inside the runtime, which are asserts (TDM_ASSERT).
+//
+// Usage:
+//   Result<int> parse(std::string_view s);
+//   Result<void> load() {
+//       int n = TDM_TRY(parse("12"));          // returns the error to our caller
+//       if (n < 0) return Error::format("bad count {}", n);
+//       return {};
+//   }
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace tdm {
+
+class Error {
+public:
+    Error() = default;
+    explicit Error(std::string message) : message_(std::move(message)) {}
+
+    template <class... Args>
+    static Error format(fmt::format_string<Args...> f, Args&&... args) {
+        return Error(fmt::format(f, std::forward<Args>(args)...));
+    }
+
+    const std::string& message() const { return message_; }
+
+    // Prefix context: "loading model.gguf: " + original message.
+    Error context(std::string_view what) const {
+        return Error(std::string(what) + ": " + message_);
+    }
+
+private:
+    std::string message_;
+};
+
+template <class T>
+class [[nodiscard]] Result {
+public:
+    Result(T value) : v_(std::move(value)) {}           // NOLINT: implicit by design
+    Result(Error error) : v_(std::move(error)) {}       // NOLINT
+
+    bool ok() const { return v_.index() == 0; }
+    explicit operator bool() const { return ok(); }
+
+    T& value() & { return std::get<0>(v_); }
+    const T& value() const& { return std::get<0>(v_); }
+    T&& value() && { return std::get<0>(std::move(v_)); }
+    T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
+    T& operator*() & { return value(); }
+    const T& operator*() const& { return value(); }
+
+    const Error& error() const { return std::get<1>(v_); }
+    Error&& take_error() { return std::get<1>(std::move(v_)); }
+
+private:
+    std::variant<T, Error> v_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+public:
+    Result() = default;
+    Result(Error error) : err_(std::move(error)), ok_(false) {}  // NOLINT
+
+    bool ok() const { return ok_; }
+    explicit operator bool() const { return ok_; }
+    void value() const {}
+    const Error& error() const { return err_; }
+    Error&& take_error() { return std::move(err_); }
+
+private:
+    Error err_;
+    bool ok_ = true;
+};
+
+using Status = Result<void>;
+
+[[noreturn]] inline void assert_fail(const char* expr, const char* file, int line, const char* msg) {
+    std::fprintf(stderr, "tandem: internal error: %s:%d: assertion '%s' failed%s%s\n", file, line,
+                 expr, msg ? ": " : "", msg ? msg : "");
+    std::abort();
+}
+
+}  // namespace tdm
+
+// Evaluates a Result-returning expression; on error returns it from the enclosing
+// function (which must return a Result/Status), otherwise yields the value.
+// Uses a GNU statement expression (GCC and Clang).
+#define TDM_TRY(expr)                                            \
+    ({                                                           \
+        auto tdm_try_result_ = (expr);                           \
+        if (!tdm_try_result_.ok()) return tdm_try_result_.take_error(); \
+        std::move(tdm_try_result_).value();                      \
+    })
+
+// Same, adding context to the error message on the way out.
+#define TDM_TRY_CTX(expr, ctx)                                   \
+    ({                                                           \
+        auto tdm_try_result_ = (expr);                           \
+        if (!tdm_try_result_.ok()) return tdm_try_result_.error().context(ctx); \
+        std::move(tdm_try_result_).value();                      \
+    })
+
+// Internal invariants only (never for untrusted input).
+#define TDM_ASSERT(cond) \
+    ((cond) ? (void)0 : ::tdm::assert_fail(#cond, __FILE__, __LINE__, nullptr))
+#define TDM_ASSERT_MSG(cond, msg) \
+    ((cond) ? (void)0 : ::tdm::assert_fail(#cond, __FILE__, __LINE__, msg))
