@@ -1,0 +1,73 @@
+// host/formats/mapped_file.cpp: POSIX mmap/madvise behind MappedFile.
+#include "formats/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace tdm {
+
+Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Error::format("{}: cannot open: {}", path, std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        int err = errno;
+        ::close(fd);
+        return Error::format("{}: cannot stat: {}", path, std::strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return Error::format("{}: not a regular file", path);
+    }
+    std::unique_ptr<MappedFile> f(new MappedFile());
+    f->path_ = path;
+    f->size_ = uint64_t(st.st_size);
+    if (f->size_ > 0) {
+        // MAP_PRIVATE + PROT_READ: we never write, and a private mapping keeps other
+        // processes' writes to the file from being our problem beyond what they change.
+        void* p = ::mmap(nullptr, size_t(f->size_), PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            int err = errno;
+            ::close(fd);
+            return Error::format("{}: cannot map {} bytes: {}", path, f->size_, std::strerror(err));
+        }
+        f->data_ = static_cast<const uint8_t*>(p);
+        f->mapped_ = true;
+    }
+    ::close(fd);  // the mapping keeps its own reference to the file
+    return f;
+}
+
+std::unique_ptr<MappedFile> MappedFile::from_bytes(std::string name, std::string bytes) {
+    std::unique_ptr<MappedFile> f(new MappedFile());
+    f->path_ = std::move(name);
+    f->owned_ = std::move(bytes);
+    f->data_ = reinterpret_cast<const uint8_t*>(f->owned_.data());
+    f->size_ = f->owned_.size();
+    return f;
+}
+
+MappedFile::~MappedFile() {
+    if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_t(size_));
+}
+
+void MappedFile::release_pages(uint64_t offset, uint64_t length) const {
+    if (!mapped_ || offset >= size_) return;
+    if (length > size_ - offset) length = size_ - offset;
+    const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+    // The mapping starts on a page boundary, so offsets within it align the same way.
+    uint64_t begin = (offset + page - 1) / page * page;
+    uint64_t end = (offset + length) / page * page;
+    // The page holding the end of the file is shared with nothing after it.
+    if (offset + length == size_) end = (size_ + page - 1) / page * page;
+    if (end <= begin) return;
+    // Failure only means the pages stay resident; nothing to report to the caller.
+    ::madvise(const_cast<uint8_t*>(data_) + begin, size_t(end - begin), MADV_DONTNEED);
+}
+
+}  // namespace tdm
