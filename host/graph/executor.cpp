@@ -1,0 +1,221 @@
+// host/graph/executor.cpp: memory planning, hazard tracking and recording.
+#include "graph/executor.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "common/log.h"
+#include "graph/kernels.h"
+
+namespace tdm {
+namespace {
+
+constexpr uint64_t kAlign = 256;
+
+uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+uint64_t tensor_bytes(const Tensor& t) {
+    // Activations and inputs are 4-byte elements (f32 / i32).
+    return uint64_t(t.elements()) * 4;
+}
+
+// First-fit allocator over one address range; blocks freed when their tensor dies.
+class FirstFit {
+public:
+    uint64_t alloc(uint64_t size) {
+        size = align_up(size, kAlign);
+        uint64_t at = 0;
+        for (const auto& [off, sz] : used_) {
+            if (off >= at + size) break;
+            at = std::max(at, align_up(off + sz, kAlign));
+        }
+        used_.emplace(at, size);
+        top_ = std::max(top_, at + size);
+        return at;
+    }
+    void free(uint64_t off) { used_.erase(off); }
+    uint64_t top() const { return top_; }
+
+private:
+    std::map<uint64_t, uint64_t> used_;  // offset -> size, ordered
+    uint64_t top_ = 0;
+};
+
+struct Range {
+    VkBuffer buffer;
+    uint64_t begin, end;
+    bool overlaps(const Range& o) const { return buffer == o.buffer && begin < o.end && o.begin < end; }
+};
+
+}  // namespace
+
+vk::BufferSlice CompiledGraph::storage(TensorId t) const {
+    auto it = storage_.find(graph_.tensor(t).base);
+    TDM_ASSERT(it != storage_.end());
+    return it->second;
+}
+
+void* CompiledGraph::input_data(TensorId t) {
+    TDM_ASSERT(graph_.tensor(t).kind == TensorKind::input);
+    return storage(t).mapped();
+}
+
+const void* CompiledGraph::output_data(TensorId t) const { return storage(t).mapped(); }
+
+Status CompiledGraph::plan() {
+    const auto& nodes = graph_.nodes();
+    const size_t n_tensors = graph_.tensor_count();
+    std::vector<int> last_use(n_tensors, -1);
+    std::vector<bool> is_output(n_tensors, false);
+    for (TensorId o : graph_.outputs()) is_output[graph_.tensor(o).base] = true;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        const OpDesc& d = nodes[i].desc;
+        for (int k = 0; k < d.n_in; ++k) {
+            const TensorId b = graph_.tensor(d.in[k]).base;
+            last_use[b] = std::max(last_use[b], int(i));
+        }
+    }
+
+    // inputs and outputs: host-visible buffers
+    uint64_t in_bytes = 0, out_bytes = 0;
+    std::vector<uint64_t> in_off(n_tensors), out_off(n_tensors);
+    for (TensorId t : graph_.inputs()) {
+        in_off[t] = in_bytes;
+        in_bytes = align_up(in_bytes + tensor_bytes(graph_.tensor(t)), kAlign);
+    }
+    for (TensorId t = 1; t < n_tensors; ++t) {
+        const Tensor& x = graph_.tensor(t);
+        if (x.kind == TensorKind::activation && is_output[t]) {
+            out_off[t] = out_bytes;
+            out_bytes = align_up(out_bytes + tensor_bytes(x), kAlign);
+        }
+    }
+
+    // activations: first fit by liveness, in node order
+    FirstFit ff;
+    std::vector<uint64_t> act_off(n_tensors, 0);
+    std::vector<bool> placed(n_tensors, false);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        for (TensorId o : {nodes[i].out, nodes[i].out2}) {
+            if (o == kNoTensor) continue;
+            const Tensor& x = graph_.tensor(o);
+            if (x.kind != TensorKind::activation || is_output[o]) continue;
+            act_off[o] = ff.alloc(tensor_bytes(x));
+            placed[o] = true;
+            if (last_use[o] < 0) last_use[o] = int(i);  // unused result: dies at once
+        }
+        // free what dies here (after the outputs are placed: no in-place aliasing)
+        const OpDesc& d = nodes[i].desc;
+        for (int k = 0; k < d.n_in; ++k) {
+            const TensorId b = graph_.tensor(d.in[k]).base;
+            if (placed[b] && last_use[b] == int(i)) {
+                ff.free(act_off[b]);
+                placed[b] = false;
+            }
+        }
+        for (TensorId o : {nodes[i].out, nodes[i].out2})
+            if (o != kNoTensor && placed[o] && last_use[o] == int(i)) {
+                ff.free(act_off[o]);
+                placed[o] = false;
+            }
+    }
+    activation_bytes_ = ff.top();
+
+    if (activation_bytes_)
+        activations_ = TDM_TRY(vk::Buffer::create(device_, activation_bytes_, vk::MemoryKind::device, "graph activations"));
+    if (in_bytes) inputs_ = TDM_TRY(vk::Buffer::create(device_, in_bytes, vk::MemoryKind::host, "graph inputs"));
+    if (out_bytes) outputs_ = TDM_TRY(vk::Buffer::create(device_, out_bytes, vk::MemoryKind::host, "graph outputs"));
+
+    for (TensorId t : graph_.inputs())
+        storage_[t] = {inputs_.get(), in_off[t], std::max<uint64_t>(4, tensor_bytes(graph_.tensor(t)))};
+    for (TensorId t = 1; t < n_tensors; ++t) {
+        const Tensor& x = graph_.tensor(t);
+        if (x.kind != TensorKind::activation) continue;
+        const uint64_t bytes = tensor_bytes(x);
+        if (is_output[t])
+            storage_[t] = {outputs_.get(), out_off[t], bytes};
+        else
+            storage_[t] = {activations_.get(), act_off[t], bytes};
+    }
+    return {};
+}
+
+Status CompiledGraph::record(vk::PipelineManager& pipelines) {
+    cb_ = TDM_TRY(vk::CommandBuffer::create(device_));
+    TDM_TRY(cb_->begin());
+    RecordContext ctx{device_, pipelines, *cb_, graph_, *this};
+
+    std::vector<Range> pending_reads, pending_writes;
+    auto range_of = [&](TensorId t) -> Range {
+        const vk::BufferSlice s = storage(t);
+        return {s.handle(), s.offset, s.offset + s.size};
+    };
+    auto slice_range = [](const vk::BufferSlice& s) -> Range { return {s.handle(), s.offset, s.offset + s.size}; };
+
+    for (const Node& node : graph_.nodes()) {
+        const OpDesc& d = node.desc;
+        if (d.op == TDM_OP_VIEW_COLS || d.op == TDM_OP_RESHAPE) continue;  // no work
+        std::vector<Range> reads, writes;
+        for (int k = 0; k < d.n_in; ++k) {
+            const Tensor& t = graph_.tensor(d.in[k]);
+            if (t.kind == TensorKind::weight) continue;  // never written
+            if (t.kind == TensorKind::kv) {
+                reads.push_back(slice_range(t.kv->k));
+                reads.push_back(slice_range(t.kv->v));
+                reads.push_back(slice_range(t.kv->block_table));
+                continue;
+            }
+            reads.push_back(range_of(d.in[k]));
+        }
+        if (d.op == TDM_OP_KV_STORE || d.op == TDM_OP_ATTENTION) {
+            reads.push_back(range_of(graph_.batch_positions()));
+            reads.push_back(range_of(graph_.batch_seq_ids()));
+        }
+        if (d.op == TDM_OP_KV_STORE) {
+            const KvLayerBinding* kv = graph_.tensor(d.in[0]).kv;
+            writes.push_back(slice_range(kv->k));
+            writes.push_back(slice_range(kv->v));
+        } else {
+            for (TensorId o : {node.out, node.out2})
+                if (o != kNoTensor) writes.push_back(range_of(o));
+        }
+
+        bool hazard = false;
+        for (const Range& r : reads)
+            for (const Range& w : pending_writes) hazard |= r.overlaps(w);
+        for (const Range& w : writes) {
+            for (const Range& pw : pending_writes) hazard |= w.overlaps(pw);
+            for (const Range& pr : pending_reads) hazard |= w.overlaps(pr);
+        }
+        if (hazard) {
+            cb_->record_barrier();
+            ++barriers_;
+            pending_reads.clear();
+            pending_writes.clear();
+        }
+        pending_reads.insert(pending_reads.end(), reads.begin(), reads.end());
+        pending_writes.insert(pending_writes.end(), writes.begin(), writes.end());
+        TDM_TRY_CTX(record_node(ctx, node), fmt::format("recording {} '{}'", op_name(d.op), d.name));
+    }
+    cb_->record_host_barrier();
+    TDM_TRY(cb_->end());
+    return {};
+}
+
+Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(vk::Device& device, vk::PipelineManager& pipelines,
+                                                              Graph graph) {
+    std::unique_ptr<CompiledGraph> cg(new CompiledGraph(device, std::move(graph)));
+    TDM_TRY(cg->plan());
+    TDM_TRY(cg->record(pipelines));
+    TDM_LOG_DEBUG("graph", "compiled {} nodes: {} dispatches, {} barriers, {} activations",
+                  cg->graph_.nodes().size(), cg->dispatch_count(), cg->barriers_,
+                  vk::format_bytes(cg->activation_bytes_));
+    return cg;
+}
+
+CompiledGraph::~CompiledGraph() {
+    if (cb_ && cb_->pending()) (void)cb_->wait();
+}
+
+}  // namespace tdm

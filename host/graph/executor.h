@@ -1,0 +1,68 @@
+// host/graph/executor.h: turns a Graph into a recorded command buffer and runs it.
+//
+// compile() places every activation in one device arena by liveness (a tensor's
+// memory is reused once its last reader has run), gets every pipeline, and
+// records all dispatches with the barriers their read/write hazards need into a
+// single command buffer. Inputs live in host-visible memory written before each
+// run; outputs (Graph::mark_output) in host-visible memory read after it. The
+// recorded buffer is replayed by every run(), so a model keeps one compiled graph
+// per batch shape; positions, sequence ids and block tables are device data, not
+// recorded constants, so the same graph serves every step.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/graph.h"
+#include "vk/recorder.h"
+
+namespace tdm {
+
+class CompiledGraph {
+public:
+    static Result<std::unique_ptr<CompiledGraph>> compile(vk::Device& device, vk::PipelineManager& pipelines,
+                                                          Graph graph);
+    ~CompiledGraph();
+
+    const Graph& graph() const { return graph_; }
+
+    // Host memory of an input tensor (elements() * element size bytes).
+    void* input_data(TensorId t);
+    template <class T>
+    T* input_as(TensorId t) { return static_cast<T*>(input_data(t)); }
+    // Host memory of an output tensor; valid after wait()/run().
+    const void* output_data(TensorId t) const;
+    template <class T>
+    const T* output_as(TensorId t) const { return static_cast<const T*>(output_data(t)); }
+
+    Status submit() { return cb_->submit(); }
+    Status wait() { return cb_->wait(); }
+    Status run() {
+        TDM_TRY(submit());
+        return wait();
+    }
+    bool pending() const { return cb_->pending(); }
+
+    uint64_t activation_bytes() const { return activation_bytes_; }
+    uint32_t dispatch_count() const { return cb_->dispatch_count(); }
+    uint32_t barrier_count() const { return barriers_; }
+
+    // Storage of a tensor's base (for kernels): buffer slice and whether it is host memory.
+    vk::BufferSlice storage(TensorId t) const;
+
+private:
+    CompiledGraph(vk::Device& d, Graph g) : device_(d), graph_(std::move(g)) {}
+    Status plan();
+    Status record(vk::PipelineManager& pipelines);
+
+    vk::Device& device_;
+    Graph graph_;
+    std::unique_ptr<vk::Buffer> activations_, inputs_, outputs_;
+    std::unordered_map<TensorId, vk::BufferSlice> storage_;  // by base tensor id
+    std::unique_ptr<vk::CommandBuffer> cb_;
+    uint64_t activation_bytes_ = 0;
+    uint32_t barriers_ = 0;
+};
+
+}  // namespace tdm

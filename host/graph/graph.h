@@ -1,0 +1,128 @@
+// host/graph/graph.h: the op graph a model builds for one batch shape.
+//
+// Tensors are F32 activations (or I32 ids), weights resident on the device, and
+// KV layers of the pool. Every activation is a 2-D strided view: `rows` rows of
+// ne[0] contiguous elements, `row_stride` elements apart, starting `off` elements
+// into its storage; ne[1..3] only factor the rows. Ops are appended in execution
+// order and validated as they are added (shape errors name the op and shapes).
+// The batch's positions and sequence ids are graph inputs that attention and
+// kv_store use implicitly.
+// Not here: memory planning and recording (executor.h), op kernels (kernels.cpp).
+#pragma once
+
+#include <tandem/ops.h>
+
+#include <string>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/error.h"
+#include "vk/memory.h"
+
+namespace tdm {
+
+class DeviceWeight;
+
+using TensorId = uint32_t;  // 0 = none
+constexpr TensorId kNoTensor = 0;
+
+enum class TensorKind : uint8_t {
+    activation,  // produced by an op, placed by the planner
+    input,       // written by the host before each run
+    weight,
+    kv,          // a KV layer of the pool
+    view,        // shares another tensor's storage
+};
+
+// One attention layer's KV storage in the paged pool (host/kv).
+struct KvLayerBinding {
+    vk::BufferSlice k, v;                       // [n_blocks][block_size][n_kv_head][d] each
+    VkBufferView k_view = VK_NULL_HANDLE;       // texel views (RGBA16F / RGBA32F) on the texel path
+    VkBufferView v_view = VK_NULL_HANDLE;
+    bool f16 = true;
+    uint32_t n_kv_head = 0, dk = 0, dv = 0;
+    uint32_t block_size = 0, max_blocks = 0;    // block table: I32 [n_seq_slots][max_blocks]
+    vk::BufferSlice block_table;
+    std::string name;
+};
+
+struct Tensor {
+    DType type = DType::F32;
+    int64_t ne[4] = {1, 1, 1, 1};
+    TensorKind kind = TensorKind::activation;
+    TensorId base = kNoTensor;  // storage owner (itself unless a view)
+    uint64_t off = 0;           // element offset into the base's storage
+    uint64_t row_stride = 0;    // elements between consecutive rows
+    const DeviceWeight* weight = nullptr;
+    const KvLayerBinding* kv = nullptr;
+    int producer = -1;          // node index, -1 for inputs/weights/kv
+    std::string name;
+
+    int64_t cols() const { return ne[0]; }
+    int64_t rows() const { return ne[1] * ne[2] * ne[3]; }
+    int64_t elements() const { return ne[0] * rows(); }
+    bool contiguous() const { return row_stride == uint64_t(ne[0]); }
+};
+
+struct OpDesc {
+    tdm_op op = TDM_OP_NONE;
+    TensorId in[8] = {};
+    int n_in = 0;
+    int32_t i[16] = {};
+    float f[8] = {};
+    std::string name;  // optional: names the output (for taps and debugging)
+};
+
+struct Node {
+    OpDesc desc;
+    TensorId out = kNoTensor;
+    TensorId out2 = kNoTensor;  // second output (top-k values)
+};
+
+class Graph {
+public:
+    Graph();
+
+    TensorId input(DType type, std::vector<int64_t> ne, std::string name);
+    TensorId weight(const DeviceWeight* w);
+    TensorId kv(const KvLayerBinding* layer);
+
+    // The batch: positions (I32 [n]) and sequence ids (I32 [n]) used by
+    // kv_store/attention. Set before adding those ops.
+    void set_batch(TensorId positions, TensorId seq_ids);
+    TensorId batch_positions() const { return positions_; }
+    TensorId batch_seq_ids() const { return seq_ids_; }
+
+    // Appends an op; returns its output tensor or an error naming the problem.
+    Result<TensorId> op(const OpDesc& desc);
+    TensorId second_output(TensorId out) const;
+
+    // Keeps a tensor alive to the end and readable by the host after a run.
+    Status mark_output(TensorId t);
+
+    const Tensor& tensor(TensorId id) const { return tensors_[id]; }
+    Tensor& tensor_mut(TensorId id) { return tensors_[id]; }
+    size_t tensor_count() const { return tensors_.size(); }
+    const std::vector<Node>& nodes() const { return nodes_; }
+    const std::vector<TensorId>& outputs() const { return outputs_; }
+    const std::vector<TensorId>& inputs() const { return inputs_; }
+    TensorId find(std::string_view name) const;  // last tensor with this name
+
+    std::string describe(TensorId id) const;  // "q_proj f32 [2048, 4]"
+
+private:
+    TensorId add_tensor(Tensor t);
+    Result<TensorId> add_activation(DType type, std::vector<int64_t> ne, int producer, std::string name);
+    Result<TensorId> add_view(TensorId base, std::vector<int64_t> ne, uint64_t off, uint64_t row_stride,
+                              std::string name);
+    Status check_f32(const OpDesc& d, int idx) const;
+
+    std::vector<Tensor> tensors_;
+    std::vector<Node> nodes_;
+    std::vector<TensorId> outputs_, inputs_;
+    TensorId positions_ = kNoTensor, seq_ids_ = kNoTensor;
+};
+
+const char* op_name(tdm_op op);
+
+}  // namespace tdm

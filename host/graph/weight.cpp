@@ -1,0 +1,169 @@
+// host/graph/weight.cpp
+#include "graph/weight.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "vk/recorder.h"
+
+namespace tdm {
+
+Status write_device(vk::Device& device, const vk::BufferSlice& dst, uint64_t size, uint64_t granule,
+                    const std::function<void(uint8_t*, uint64_t, uint64_t)>& fill) {
+    if (size == 0) return {};
+    if (uint8_t* p = dst.mapped()) {
+        fill(p, 0, size);
+        return {};
+    }
+    const uint64_t piece = std::max<uint64_t>(granule, (32ull << 20) / std::max<uint64_t>(granule, 1) * granule);
+    auto staging = TDM_TRY(vk::Buffer::create(device, std::min(piece, size), vk::MemoryKind::host, "upload staging"));
+    auto cb = TDM_TRY(vk::CommandBuffer::create(device));
+    for (uint64_t off = 0; off < size; off += piece) {
+        const uint64_t n = std::min(piece, size - off);
+        fill(staging->mapped(), off, n);
+        TDM_TRY(cb->begin());
+        cb->record_copy({staging.get(), 0, n}, dst.sub(off, n), n);
+        TDM_TRY(cb->end());
+        TDM_TRY(cb->submit_and_wait());
+    }
+    return {};
+}
+
+Status read_device(vk::Device& device, const vk::BufferSlice& src, void* dst, uint64_t size) {
+    if (const uint8_t* p = src.mapped()) {
+        std::memcpy(dst, p, size);
+        return {};
+    }
+    auto staging = TDM_TRY(vk::Buffer::create(device, size, vk::MemoryKind::host, "readback staging"));
+    auto cb = TDM_TRY(vk::CommandBuffer::create(device));
+    TDM_TRY(cb->begin());
+    cb->record_copy(src, {staging.get(), 0, size}, size);
+    cb->record_host_barrier();
+    TDM_TRY(cb->end());
+    TDM_TRY(cb->submit_and_wait());
+    std::memcpy(dst, staging->mapped(), size);
+    return {};
+}
+
+namespace {
+
+Result<VkBufferView> make_view(vk::Device& device, const vk::BufferSlice& s, VkFormat format, std::string_view what) {
+    VkBufferViewCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+    ci.buffer = s.handle();
+    ci.format = format;
+    ci.offset = s.offset;
+    ci.range = s.size;
+    VkBufferView view = VK_NULL_HANDLE;
+    TDM_VK_CHECK(device.fn().vkCreateBufferView(device.handle(), &ci, nullptr, &view),
+                 fmt::format("creating texel view of {}", what));
+    return view;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DeviceWeight>> DeviceWeight::upload(vk::Device& device, vk::Arena& arena, std::string name,
+                                                           DType type, const int64_t ne[4], const uint8_t* data,
+                                                           const WeightUploadOptions& opt) {
+    const WeightLayout probe = TDM_TRY(weight_layout(type, ne[0], ne[1] * ne[2] * ne[3]));
+    const uint64_t src_row = row_bytes(type, uint64_t(ne[0]));
+    (void)probe;
+    return upload(device, arena, std::move(name), type, ne,
+                  RowSource([data, src_row](uint8_t* dst, int64_t r0, int64_t n) {
+                      std::memcpy(dst, data + uint64_t(r0) * src_row, uint64_t(n) * src_row);
+                  }),
+                  opt);
+}
+
+Result<std::unique_ptr<DeviceWeight>> DeviceWeight::upload(vk::Device& device, vk::Arena& arena, std::string name,
+                                                           DType type, const int64_t ne[4], const RowSource& rows,
+                                                           const WeightUploadOptions& opt) {
+    std::unique_ptr<DeviceWeight> w(new DeviceWeight());
+    w->device_ = &device;
+    w->name_ = std::move(name);
+    for (int i = 0; i < 4; ++i) w->ne_[i] = ne[i];
+    w->layout_ = TDM_TRY_CTX(weight_layout(type, ne[0], ne[1] * ne[2] * ne[3]), w->name_);
+    const WeightLayout& l = w->layout_;
+    const vk::DeviceCaps& caps = device.caps();
+    const bool texel = caps.prefer_texel_weights && l.texel_rows;
+
+    // rows per chunk: every binding (storage range, texel elements) must fit
+    uint64_t limit = caps.max_storage_buffer_range ? caps.max_storage_buffer_range : (1ull << 31);
+    if (texel) limit = std::min<uint64_t>(limit, caps.max_texel_buffer_elements * 16);
+    if (opt.max_binding_bytes) limit = std::min(limit, opt.max_binding_bytes);
+    uint64_t rows_per_chunk = std::max<uint64_t>(1, limit / l.main_row_bytes);
+    if (l.scale_row_bytes) {
+        uint64_t slimit = caps.max_storage_buffer_range ? caps.max_storage_buffer_range : (1ull << 31);
+        if (texel) slimit = std::min<uint64_t>(slimit, caps.max_texel_buffer_elements * 2);
+        if (opt.max_binding_bytes) slimit = std::min(slimit, opt.max_binding_bytes);
+        rows_per_chunk = std::min<uint64_t>(rows_per_chunk, std::max<uint64_t>(1, slimit / l.scale_row_bytes));
+    }
+    if (l.main_row_bytes > limit)
+        return Error::format("weight {}: one row ({} bytes) exceeds the device's binding limit ({} bytes)",
+                             w->name_, l.main_row_bytes, limit);
+
+    const uint64_t src_row = row_bytes(type, uint64_t(l.cols));
+    std::vector<uint8_t> scratch;
+    for (int64_t r0 = 0; r0 < l.rows; r0 += int64_t(rows_per_chunk)) {
+        WeightChunk c;
+        c.row_begin = r0;
+        c.n_rows = std::min<int64_t>(int64_t(rows_per_chunk), l.rows - r0);
+        c.main = TDM_TRY(arena.allocate(uint64_t(c.n_rows) * l.main_row_bytes, w->name_));
+        if (l.scale_row_bytes) c.scale = TDM_TRY(arena.allocate(uint64_t(c.n_rows) * l.scale_row_bytes, w->name_));
+
+        if (l.scale_row_bytes == 0) {
+            TDM_TRY(write_device(device, c.main, c.main.size, l.main_row_bytes,
+                                 [&](uint8_t* dst, uint64_t off, uint64_t n) {
+                                     rows(dst, c.row_begin + int64_t(off / l.main_row_bytes),
+                                          int64_t(n / l.main_row_bytes));
+                                 }));
+        } else {
+            // Split planes: produce source rows in pieces, scatter into both planes.
+            const int64_t piece = std::max<int64_t>(1, int64_t((16ull << 20) / src_row));
+            std::vector<uint8_t> mainbuf, scalebuf;
+            for (int64_t p0 = 0; p0 < c.n_rows; p0 += piece) {
+                const int64_t pn = std::min(piece, c.n_rows - p0);
+                scratch.resize(uint64_t(pn) * src_row);
+                rows(scratch.data(), c.row_begin + p0, pn);
+                if (c.main.mapped() && c.scale.mapped()) {  // unified memory: repack in place
+                    repack_rows(l, scratch.data(), pn, c.main.mapped() + uint64_t(p0) * l.main_row_bytes,
+                                c.scale.mapped() + uint64_t(p0) * l.scale_row_bytes);
+                    continue;
+                }
+                mainbuf.resize(uint64_t(pn) * l.main_row_bytes);
+                scalebuf.resize(uint64_t(pn) * l.scale_row_bytes);
+                repack_rows(l, scratch.data(), pn, mainbuf.data(), scalebuf.data());
+                TDM_TRY(write_device(device, c.main.sub(uint64_t(p0) * l.main_row_bytes, mainbuf.size()), mainbuf.size(),
+                                     l.main_row_bytes, [&](uint8_t* dst, uint64_t off, uint64_t n) {
+                                         std::memcpy(dst, mainbuf.data() + off, n);
+                                     }));
+                TDM_TRY(write_device(device, c.scale.sub(uint64_t(p0) * l.scale_row_bytes, scalebuf.size()),
+                                     scalebuf.size(), l.scale_row_bytes, [&](uint8_t* dst, uint64_t off, uint64_t n) {
+                                         std::memcpy(dst, scalebuf.data() + off, n);
+                                     }));
+            }
+        }
+        if (texel) {
+            c.main_view = TDM_TRY(make_view(device, c.main, VK_FORMAT_R32G32B32A32_UINT, w->name_));
+            if (c.scale) c.scale_view = TDM_TRY(make_view(device, c.scale, VK_FORMAT_R16_UINT, w->name_));
+        }
+        w->chunks_.push_back(c);
+    }
+    return w;
+}
+
+uint64_t DeviceWeight::device_bytes() const {
+    uint64_t n = 0;
+    for (const auto& c : chunks_) n += c.main.size + c.scale.size;
+    return n;
+}
+
+DeviceWeight::~DeviceWeight() {
+    if (!device_) return;
+    for (auto& c : chunks_) {
+        if (c.main_view) device_->fn().vkDestroyBufferView(device_->handle(), c.main_view, nullptr);
+        if (c.scale_view) device_->fn().vkDestroyBufferView(device_->handle(), c.scale_view, nullptr);
+    }
+}
+
+}  // namespace tdm

@@ -1,0 +1,55 @@
+// host/graph/weight_layout.cpp
+#include "graph/weight_layout.h"
+
+#include <cstring>
+
+namespace tdm {
+
+Result<WeightLayout> weight_layout(DType type, int64_t cols, int64_t rows) {
+    const DTypeTraits* tr = dtype_traits(static_cast<uint32_t>(type));
+    if (!tr) return Error::format("unsupported weight type id {}", static_cast<uint32_t>(type));
+    if (cols <= 0 || rows <= 0) return Error::format("weight of shape {}x{} is empty", rows, cols);
+    if (cols % tr->block_size != 0)
+        return Error::format("{} weight row of {} elements is not a multiple of the block size {}", tr->name,
+                             cols, tr->block_size);
+    WeightLayout l;
+    l.type = type;
+    l.cols = cols;
+    l.rows = rows;
+    const uint64_t blocks = uint64_t(cols) / tr->block_size;
+    switch (type) {
+        case DType::Q8_0:
+        case DType::Q4_0:
+        case DType::Q6_K:
+            l.main_row_bytes = blocks * (tr->block_bytes - 2);
+            l.scale_row_bytes = blocks * 2;
+            break;
+        default:
+            l.main_row_bytes = blocks * tr->block_bytes;
+            l.scale_row_bytes = 0;
+            break;
+    }
+    l.texel_rows = l.main_row_bytes % 16 == 0;
+    return l;
+}
+
+void repack_rows(const WeightLayout& l, const uint8_t* src, int64_t n_rows, uint8_t* main_dst,
+                 uint8_t* scale_dst) {
+    const DTypeTraits& tr = traits(l.type);
+    if (l.scale_row_bytes == 0) {
+        std::memcpy(main_dst, src, size_t(n_rows) * l.main_row_bytes);
+        return;
+    }
+    // d sits at the start of Q8_0/Q4_0 blocks and at the end (offset 208) of Q6_K.
+    const size_t d_at = l.type == DType::Q6_K ? 208 : 0;
+    const size_t rest_at = l.type == DType::Q6_K ? 0 : 2;
+    const size_t rest = tr.block_bytes - 2;
+    const uint64_t n_blocks = uint64_t(n_rows) * (uint64_t(l.cols) / tr.block_size);
+    for (uint64_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* blk = src + b * tr.block_bytes;
+        std::memcpy(main_dst + b * rest, blk + rest_at, rest);
+        std::memcpy(scale_dst + b * 2, blk + d_at, 2);
+    }
+}
+
+}  // namespace tdm

@@ -1,0 +1,40 @@
+// host/graph/weight_layout.h: how a weight matrix is laid out in device memory.
+//
+// Kernels read weights as 16-byte texels (RGBA32UI texel views or uvec4 storage
+// loads), so every row of the "main plane" must be a whole number of 16-byte
+// units. GGUF blocks of Q4_K (144 B) and Q5_K (176 B) already are; Q8_0 (34 B),
+// Q4_0 (18 B) and Q6_K (210 B) are not, because of their 2-byte f16 scale `d`.
+// Those are split at load time: the rest of the block goes to the main plane
+// (32, 16, 208 B) and `d` to a separate "scale plane" of f16 values. The split
+// is lossless and keeps the total size equal to the file's, so weights never
+// take more memory than in the GGUF file. F32/F16/BF16 rows are kept as is.
+// Not here: uploading (weight.h), dequantization formulas (shaders, quant.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/dtype.h"
+#include "common/error.h"
+
+namespace tdm {
+
+struct WeightLayout {
+    DType type = DType::F32;
+    int64_t cols = 0;               // ne0
+    int64_t rows = 0;               // ne1 * ne2 * ne3
+    uint64_t main_row_bytes = 0;    // bytes of one row in the main plane
+    uint64_t scale_row_bytes = 0;   // bytes of one row in the scale plane (0: none)
+    bool texel_rows = false;        // main rows are whole 16-byte texels (matmul/get_rows usable)
+};
+
+// Layout of a [rows x cols] weight of `type`. Error if cols is not a multiple of
+// the block size.
+Result<WeightLayout> weight_layout(DType type, int64_t cols, int64_t rows);
+
+// Splits `n_rows` GGUF-layout rows starting at `src` into the two planes.
+// main_dst receives n_rows * main_row_bytes, scale_dst n_rows * scale_row_bytes.
+void repack_rows(const WeightLayout& l, const uint8_t* src, int64_t n_rows, uint8_t* main_dst,
+                 uint8_t* scale_dst);
+
+}  // namespace tdm

@@ -1,0 +1,267 @@
+// host/vk/pipeline.cpp
+#include "vk/pipeline.h"
+
+#include <zstd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "common/log.h"
+
+namespace tdm::vk {
+
+// ---------------------------------------------------------------------------
+// SPIR-V reflection: just enough to find set-0 bindings and their kinds.
+// ---------------------------------------------------------------------------
+Result<ShaderBindings> reflect_bindings(const uint32_t* code, size_t words) {
+    if (words < 5 || code[0] != 0x07230203) return Error("not a SPIR-V module (bad magic)");
+    enum : uint32_t {
+        kOpTypeImage = 25, kOpTypeSampledImage = 27, kOpTypeStruct = 30, kOpTypePointer = 32,
+        kOpVariable = 59, kOpDecorate = 71, kOpTypeArray = 28, kOpTypeRuntimeArray = 29,
+    };
+    enum : uint32_t { kDecBlock = 2, kDecBufferBlock = 3, kDecBinding = 33, kDecDescriptorSet = 34 };
+    enum : uint32_t { kScUniformConstant = 0, kScUniform = 2, kScStorageBuffer = 12 };
+
+    struct Var { uint32_t type_ptr; uint32_t storage; };
+    std::unordered_map<uint32_t, uint32_t> binding, set, pointee, ptr_storage, array_elem;
+    std::unordered_map<uint32_t, uint32_t> image_sampled, image_dim;  // image id -> Sampled, Dim
+    std::unordered_map<uint32_t, uint32_t> sampled_image;             // sampled image -> image
+    std::unordered_map<uint32_t, bool> buffer_block, block;
+    std::unordered_map<uint32_t, Var> vars;
+
+    size_t i = 5;
+    while (i < words) {
+        const uint32_t op = code[i] & 0xffff, len = code[i] >> 16;
+        if (len == 0 || i + len > words) return Error("malformed SPIR-V instruction stream");
+        const uint32_t* a = code + i + 1;
+        switch (op) {
+            case kOpDecorate:
+                if (len >= 4 && a[1] == kDecBinding) binding[a[0]] = a[2];
+                if (len >= 4 && a[1] == kDecDescriptorSet) set[a[0]] = a[2];
+                if (len >= 3 && a[1] == kDecBufferBlock) buffer_block[a[0]] = true;
+                if (len >= 3 && a[1] == kDecBlock) block[a[0]] = true;
+                break;
+            case kOpTypePointer:
+                if (len >= 4) { ptr_storage[a[0]] = a[1]; pointee[a[0]] = a[2]; }
+                break;
+            case kOpTypeImage:
+                if (len >= 9) { image_dim[a[0]] = a[2]; image_sampled[a[0]] = a[6]; }
+                break;
+            case kOpTypeSampledImage:
+                if (len >= 3) sampled_image[a[0]] = a[1];
+                break;
+            case kOpTypeArray:
+            case kOpTypeRuntimeArray:
+                if (len >= 3) array_elem[a[0]] = a[1];
+                break;
+            case kOpVariable:
+                if (len >= 4) vars[a[1]] = {a[0], a[2]};
+                break;
+            default: break;
+        }
+        i += len;
+    }
+
+    ShaderBindings out;
+    for (const auto& [id, var] : vars) {
+        auto b = binding.find(id);
+        if (b == binding.end()) continue;
+        if (set.count(id) && set[id] != 0) return Error("shader uses descriptor set != 0");
+        uint32_t t = pointee.count(var.type_ptr) ? pointee[var.type_ptr] : 0;
+        while (array_elem.count(t)) t = array_elem[t];
+        VkDescriptorType dt;
+        if (var.storage == kScStorageBuffer || (var.storage == kScUniform && buffer_block.count(t))) {
+            dt = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        } else if (var.storage == kScUniform) {
+            dt = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+        } else if (var.storage == kScUniformConstant) {
+            uint32_t img = sampled_image.count(t) ? sampled_image[t] : t;
+            if (!image_dim.count(img) || image_dim[img] != 5 /* Buffer */)
+                return Error("shader uses an image/sampler that is not a texel buffer");
+            dt = image_sampled[img] == 2 ? VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER
+                                         : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+        } else {
+            return Error::format("unsupported storage class {} for binding {}", var.storage, b->second);
+        }
+        if (out.types.size() <= b->second) out.types.resize(b->second + 1, VK_DESCRIPTOR_TYPE_MAX_ENUM);
+        out.types[b->second] = dt;
+    }
+    // Holes (VK_DESCRIPTOR_TYPE_MAX_ENUM) are bindings the compiler removed as
+    // unused in this variant; the host still passes them and they are skipped.
+    return out;
+}
+
+// ---------------------------------------------------------------------------
+// Persistent pipeline cache
+// ---------------------------------------------------------------------------
+std::string user_cache_dir() {
+    std::filesystem::path dir;
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+        dir = x;
+    else if (const char* h = std::getenv("HOME"); h && *h)
+        dir = std::filesystem::path(h) / ".cache";
+    else
+        return {};
+    dir /= "tandem";
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return {};
+    return dir.string();
+}
+
+namespace {
+
+std::string uuid_hex(const uint8_t* u) {
+    std::string s;
+    for (uint32_t i = 0; i < VK_UUID_SIZE; ++i) s += fmt::format("{:02x}", u[i]);
+    return s;
+}
+
+std::vector<uint8_t> read_compressed(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return {};
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string z = ss.str();
+    const unsigned long long n = ZSTD_getFrameContentSize(z.data(), z.size());
+    if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n > (512ull << 20)) return {};
+    std::vector<uint8_t> out(n);
+    const size_t got = ZSTD_decompress(out.data(), out.size(), z.data(), z.size());
+    if (ZSTD_isError(got) || got != n) return {};
+    return out;
+}
+
+}  // namespace
+
+PipelineManager::PipelineManager(Device& device) : device_(device) {
+    std::vector<uint8_t> initial;
+    const std::string dir = user_cache_dir();
+    if (!dir.empty() && !std::getenv("TANDEM_NO_PIPELINE_CACHE")) {
+        const DeviceCaps& c = device.caps();
+        cache_path_ = fmt::format("{}/pipelines-{:04x}-{:04x}-{}.zst", dir, c.vendor_id, c.device_id,
+                                  uuid_hex(c.pipeline_cache_uuid));
+        initial = read_compressed(cache_path_);
+    }
+    VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    ci.initialDataSize = initial.size();
+    ci.pInitialData = initial.empty() ? nullptr : initial.data();
+    // A corrupt or foreign cache blob is the driver's to reject; retry empty.
+    if (device.fn().vkCreatePipelineCache(device.handle(), &ci, nullptr, &cache_) != VK_SUCCESS) {
+        ci.initialDataSize = 0;
+        ci.pInitialData = nullptr;
+        initial.clear();
+        if (device.fn().vkCreatePipelineCache(device.handle(), &ci, nullptr, &cache_) != VK_SUCCESS)
+            cache_ = VK_NULL_HANDLE;
+    }
+    loaded_cache_bytes_ = initial.size();
+}
+
+Status PipelineManager::save_cache() {
+    if (!cache_ || cache_path_.empty()) return {};
+    const DeviceFuncs& f = device_.fn();
+    size_t n = 0;
+    TDM_VK_CHECK(f.vkGetPipelineCacheData(device_.handle(), cache_, &n, nullptr), "reading pipeline cache");
+    if (n == 0 || n == loaded_cache_bytes_) return {};
+    std::vector<uint8_t> data(n);
+    TDM_VK_CHECK(f.vkGetPipelineCacheData(device_.handle(), cache_, &n, data.data()), "reading pipeline cache");
+    std::vector<char> z(ZSTD_compressBound(n));
+    const size_t zn = ZSTD_compress(z.data(), z.size(), data.data(), n, 3);
+    if (ZSTD_isError(zn)) return Error("compressing the pipeline cache failed");
+    const std::string tmp = cache_path_ + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary);
+        out.write(z.data(), std::streamsize(zn));
+        if (!out) return Error::format("cannot write pipeline cache {}", tmp);
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, cache_path_, ec);  // atomic: concurrent runs never see half a file
+    if (ec) return Error::format("cannot write pipeline cache {}: {}", cache_path_, ec.message());
+    loaded_cache_bytes_ = n;
+    return {};
+}
+
+PipelineManager::~PipelineManager() {
+    if (auto st = save_cache(); !st.ok()) TDM_LOG_WARN("vulkan", "{}", st.error().message());
+    const DeviceFuncs& f = device_.fn();
+    for (auto& [key, p] : pipelines_) {
+        f.vkDestroyPipeline(device_.handle(), p->pipeline_, nullptr);
+        f.vkDestroyPipelineLayout(device_.handle(), p->layout_, nullptr);
+        f.vkDestroyDescriptorSetLayout(device_.handle(), p->set_layout_, nullptr);
+    }
+    if (cache_) f.vkDestroyPipelineCache(device_.handle(), cache_, nullptr);
+}
+
+Result<const Pipeline*> PipelineManager::get(std::string_view name, const std::vector<uint32_t>& spec) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto key = std::make_pair(std::string(name), spec);
+    if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second.get();
+
+    const ShaderBlob* blob = find_shader(name);
+    if (!blob) return Error::format("internal: no embedded shader named '{}'", name);
+    auto p = std::make_unique<Pipeline>();
+    p->bindings_ = TDM_TRY_CTX(reflect_bindings(blob->code, blob->words), fmt::format("shader {}", name));
+    p->local_size_ = spec.empty() ? 1 : spec[0];
+    p->name_ = std::string(name);
+    const DeviceFuncs& f = device_.fn();
+    VkDevice dev = device_.handle();
+
+    std::vector<VkDescriptorSetLayoutBinding> lb;
+    for (uint32_t b = 0; b < p->bindings_.types.size(); ++b) {
+        if (p->bindings_.types[b] == VK_DESCRIPTOR_TYPE_MAX_ENUM) continue;
+        VkDescriptorSetLayoutBinding x{};
+        x.binding = b;
+        x.descriptorType = p->bindings_.types[b];
+        x.descriptorCount = 1;
+        x.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+        lb.push_back(x);
+    }
+    VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    dl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+    dl.bindingCount = uint32_t(lb.size());
+    dl.pBindings = lb.data();
+    TDM_VK_CHECK(f.vkCreateDescriptorSetLayout(dev, &dl, nullptr, &p->set_layout_), "descriptor set layout");
+
+    VkPushConstantRange pcr{VK_SHADER_STAGE_COMPUTE_BIT, 0, 128};
+    VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    pl.setLayoutCount = 1;
+    pl.pSetLayouts = &p->set_layout_;
+    pl.pushConstantRangeCount = 1;
+    pl.pPushConstantRanges = &pcr;
+    TDM_VK_CHECK(f.vkCreatePipelineLayout(dev, &pl, nullptr, &p->layout_), "pipeline layout");
+
+    VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    sm.codeSize = blob->words * 4;
+    sm.pCode = blob->code;
+    VkShaderModule module = VK_NULL_HANDLE;
+    TDM_VK_CHECK(f.vkCreateShaderModule(dev, &sm, nullptr, &module), fmt::format("shader module {}", name));
+
+    std::vector<VkSpecializationMapEntry> entries(spec.size());
+    for (uint32_t k = 0; k < spec.size(); ++k) entries[k] = {k, k * 4, 4};
+    VkSpecializationInfo si{uint32_t(entries.size()), entries.data(), spec.size() * 4, spec.data()};
+
+    VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.module = module;
+    ci.stage.pName = "main";
+    ci.stage.pSpecializationInfo = spec.empty() ? nullptr : &si;
+    ci.layout = p->layout_;
+    VkResult r = f.vkCreateComputePipelines(dev, cache_, 1, &ci, nullptr, &p->pipeline_);
+    f.vkDestroyShaderModule(dev, module, nullptr);
+    if (r != VK_SUCCESS) return Error::format("creating pipeline {}: {}", name, result_name(r));
+
+    if (!spec.empty()) {
+        p->name_ += "<";
+        for (size_t k = 0; k < spec.size(); ++k) p->name_ += (k ? "," : "") + std::to_string(spec[k]);
+        p->name_ += ">";
+    }
+    const Pipeline* out = p.get();
+    pipelines_.emplace(std::move(key), std::move(p));
+    return out;
+}
+
+}  // namespace tdm::vk

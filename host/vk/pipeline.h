@@ -1,0 +1,87 @@
+// host/vk/pipeline.h: compute pipelines from embedded SPIR-V.
+//
+// Shaders are compiled at build time and embedded (shaders/CMakeLists.txt);
+// descriptor bindings are read from the SPIR-V itself, so a shader and its
+// host-side layout cannot drift apart. Sizes known when the pipeline is created
+// are specialization constants (constant_id i <- values[i]; id 0 is the
+// workgroup size by convention); per-dispatch values are push constants.
+// A VkPipelineCache is kept in $XDG_CACHE_HOME/tandem (zstd-compressed) so the
+// driver's JIT work is reused across runs.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vk/device.h"
+
+namespace tdm::vk {
+
+struct ShaderBlob {
+    const char* name;
+    const uint32_t* code;
+    size_t words;
+};
+
+// The embedded shader registry (generated at build time).
+const ShaderBlob* find_shader(std::string_view name);
+size_t shader_count();
+const ShaderBlob& shader_at(size_t i);
+
+struct ShaderBindings {
+    // index = binding number (set 0); VK_DESCRIPTOR_TYPE_MAX_ENUM = not used by this variant
+    std::vector<VkDescriptorType> types;
+};
+// Reads set-0 bindings from SPIR-V; error if the module is malformed.
+Result<ShaderBindings> reflect_bindings(const uint32_t* code, size_t words);
+
+class Pipeline {
+public:
+    const std::string& name() const { return name_; }
+    VkPipeline handle() const { return pipeline_; }
+    VkPipelineLayout layout() const { return layout_; }
+    const std::vector<VkDescriptorType>& bindings() const { return bindings_.types; }
+    uint32_t local_size() const { return local_size_; }
+
+private:
+    friend class PipelineManager;
+    std::string name_;  // shader name plus specialization, for logs and profiles
+    VkPipeline pipeline_ = VK_NULL_HANDLE;
+    VkPipelineLayout layout_ = VK_NULL_HANDLE;
+    VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+    ShaderBindings bindings_;
+    uint32_t local_size_ = 1;
+};
+
+class PipelineManager {
+public:
+    // Loads the persistent cache (if any) for this device.
+    explicit PipelineManager(Device& device);
+    ~PipelineManager();  // saves the cache when it grew
+    PipelineManager(const PipelineManager&) = delete;
+    PipelineManager& operator=(const PipelineManager&) = delete;
+
+    // Returns a pipeline for shader `name` with specialization constants
+    // `spec` (spec[0] = workgroup size). Pipelines are created once and kept.
+    Result<const Pipeline*> get(std::string_view name, const std::vector<uint32_t>& spec);
+
+    Status save_cache();
+    const std::string& cache_path() const { return cache_path_; }
+    size_t pipeline_count() const { return pipelines_.size(); }
+
+private:
+    Device& device_;
+    VkPipelineCache cache_ = VK_NULL_HANDLE;
+    std::string cache_path_;
+    size_t loaded_cache_bytes_ = 0;
+    std::mutex mutex_;
+    std::map<std::pair<std::string, std::vector<uint32_t>>, std::unique_ptr<Pipeline>> pipelines_;
+};
+
+// $XDG_CACHE_HOME/tandem or ~/.cache/tandem (created if missing); "" if neither works.
+std::string user_cache_dir();
+
+}  // namespace tdm::vk

@@ -1,0 +1,95 @@
+// host/vk/recorder.h: command recording and submission.
+//
+// record_* only records; submit() hands the buffer to the queue and returns;
+// wait() blocks on its fence. A recorded buffer can be submitted again and again
+// (graphs of the same shape are recorded once and replayed). Every dispatch
+// goes through record_dispatch, which knows the pipeline's name for profiles.
+// With profiling on (Device::profiling()), a timestamp follows each dispatch and
+// the per-label times are added to a Profiler.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "vk/memory.h"
+#include "vk/pipeline.h"
+
+namespace tdm::vk {
+
+struct Binding {
+    VkDescriptorType type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    VkBuffer buffer = VK_NULL_HANDLE;
+    uint64_t offset = 0, range = 0;
+    VkBufferView view = VK_NULL_HANDLE;
+
+    static Binding storage(const BufferSlice& s) {
+        return {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, s.handle(), s.offset, s.size, VK_NULL_HANDLE};
+    }
+    static Binding texel(VkBufferView v) {
+        return {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, VK_NULL_HANDLE, 0, 0, v};
+    }
+};
+
+// Accumulated per-op GPU times, printed as a table (TANDEM_PROFILE=1).
+class Profiler {
+public:
+    void add(const std::string& label, double ns);
+    std::string table() const;  // sorted by total time, with share of the whole
+    void reset();
+    bool empty() const;
+
+private:
+    struct Entry { uint64_t count = 0; double total_ns = 0; };
+    mutable std::mutex mutex_;
+    std::map<std::string, Entry> entries_;
+};
+Profiler& global_profiler();
+
+class CommandBuffer {
+public:
+    static Result<std::unique_ptr<CommandBuffer>> create(Device& device);
+    ~CommandBuffer();
+    CommandBuffer(const CommandBuffer&) = delete;
+    CommandBuffer& operator=(const CommandBuffer&) = delete;
+
+    Status begin();  // discards what was recorded before
+    void record_dispatch(const Pipeline& p, std::span<const Binding> bindings, const void* push,
+                         uint32_t push_size, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1,
+                         std::string_view label = {});
+    // Makes earlier shader/transfer writes visible to later shader/transfer reads.
+    void record_barrier();
+    // Makes device writes visible to host reads after wait().
+    void record_host_barrier();
+    void record_copy(const BufferSlice& src, const BufferSlice& dst, uint64_t size);
+    void record_fill(const BufferSlice& dst, uint32_t value);
+    void record_update(const BufferSlice& dst, const void* data, uint32_t size);  // size <= 65536, %4 == 0
+    Status end();
+
+    Status submit();
+    Status wait();
+    Status submit_and_wait() {
+        TDM_TRY(submit());
+        return wait();
+    }
+    bool pending() const { return pending_; }
+    uint32_t dispatch_count() const { return uint32_t(labels_.size()); }
+
+private:
+    CommandBuffer(Device& d) : device_(d) {}
+    Device& device_;
+    VkCommandPool pool_ = VK_NULL_HANDLE;
+    VkCommandBuffer cb_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    VkQueryPool queries_ = VK_NULL_HANDLE;
+    uint32_t query_capacity_ = 0;
+    bool pending_ = false;
+    bool recording_ = false;
+    std::vector<std::string> labels_;  // one per dispatch (profiling)
+    Status grow_queries(uint32_t n);
+};
+
+}  // namespace tdm::vk

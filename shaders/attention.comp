@@ -1,0 +1,138 @@
+// attention.comp: causal attention of each token's query heads over its sequence's
+// paged KV (include/paged_kv.glsl), with GQA, sliding window, custom scale and
+// logit softcap.
+//   o[t][h] = sum_k softmax_k(cap(scale * q[t][h] . K[k][h/G])) V[k][h/G]
+// over keys k with k <= pos[t] and, if window > 0, pos[t] - k < window.
+//
+// One workgroup per (kv head, token) handles the G query heads that share the kv
+// head, so K/V are read once for them. Keys are processed in chunks of CH at
+// fixed absolute boundaries (multiples of CH) with an online softmax; within a
+// chunk, scores are computed by lanes over keys, then every lane walks the keys
+// in order for its own output dims. Each query's result therefore depends only
+// on its own keys, never on how many tokens share the batch (batch invariance).
+//
+// KV pools are read as vec4 texels (KV_TEXEL: uniform texel buffers, RGBA16F or
+// RGBA32F views) or as storage buffers (KV_F16 selects packed halves).
+// Dispatch: x = n_kv_head, y = n_tokens.
+#version 450
+#include "reduce.glsl"
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint G = 1;            // query heads per kv head
+layout(constant_id = 2) const uint KV_F16 = 1;
+layout(constant_id = 3) const uint DV4_PER_LANE = 1; // ceil(dv / 4 / local_size)
+
+const uint CH = 256;
+
+layout(binding = 0, std430) readonly buffer QBuf { float q[]; };
+#ifdef KV_TEXEL
+layout(binding = 1) uniform samplerBuffer k_tex;
+layout(binding = 2) uniform samplerBuffer v_tex;
+vec4 load_k4(uint e) { return texelFetch(k_tex, int(e >> 2)); }
+vec4 load_v4(uint e) { return texelFetch(v_tex, int(e >> 2)); }
+#else
+layout(binding = 1, std430) readonly buffer KPool { uint k_pool[]; };
+layout(binding = 2, std430) readonly buffer VPool { uint v_pool[]; };
+vec4 load_k4(uint e) {
+    if (KV_F16 != 0) return vec4(unpackHalf2x16(k_pool[e >> 1]), unpackHalf2x16(k_pool[(e >> 1) + 1]));
+    return uintBitsToFloat(uvec4(k_pool[e], k_pool[e + 1], k_pool[e + 2], k_pool[e + 3]));
+}
+vec4 load_v4(uint e) {
+    if (KV_F16 != 0) return vec4(unpackHalf2x16(v_pool[e >> 1]), unpackHalf2x16(v_pool[(e >> 1) + 1]));
+    return uintBitsToFloat(uvec4(v_pool[e], v_pool[e + 1], v_pool[e + 2], v_pool[e + 3]));
+}
+#endif
+layout(binding = 3, std430) readonly buffer PosBuf { int pos[]; };
+layout(binding = 4, std430) readonly buffer SeqBuf { int seq[]; };
+layout(binding = 5, std430) readonly buffer BtBuf { int bt[]; };
+layout(binding = 6, std430) writeonly buffer OBuf { float o_out[]; };
+
+layout(push_constant) uniform Params {
+    uint n_tokens, n_head, n_kv_head, dk, dv;
+    uint q_off, q_stride, o_off, o_stride;
+    uint pos_off, seq_off;
+    uint block_size, max_blocks;
+    uint window;
+    float scale, softcap;
+} p;
+
+#include "paged_kv.glsl"
+
+shared float sm_score[G * CH];
+
+void main() {
+    const uint g = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
+    if (t >= p.n_tokens) return;
+    const uint lane = gl_LocalInvocationID.x, LS = gl_WorkGroupSize.x;
+    const uint s = uint(seq[p.seq_off + t]);
+    const uint pq = uint(pos[p.pos_off + t]);
+    const uint k_end = pq + 1;
+    const uint k_begin = (p.window > 0 && pq + 1 > p.window) ? pq + 1 - p.window : 0;
+    const uint qb = p.q_off + t * p.q_stride + g * G * p.dk;
+
+    float m[G], l[G];
+    vec4 acc[G * DV4_PER_LANE];
+    for (uint j = 0; j < G; ++j) { m[j] = -1.0 / 0.0; l[j] = 0.0; }
+    for (uint i = 0; i < G * DV4_PER_LANE; ++i) acc[i] = vec4(0.0);
+
+    for (uint c = (k_begin / CH) * CH; c < k_end; c += CH) {
+        const uint c_end = min(c + CH, k_end);
+        // phase 1: scores of this chunk, lanes over keys
+        float cmax[G];
+        for (uint j = 0; j < G; ++j) cmax[j] = -1.0 / 0.0;
+        for (uint k = c + lane; k < c + CH; k += LS) {
+            const bool valid = k >= k_begin && k < c_end;
+            const uint kb = valid ? kv_element(s, k, g, p.dk, 0) : 0;
+            for (uint j = 0; j < G; ++j) {
+                float sc = -1.0 / 0.0;
+                if (valid) {
+                    float dotv = 0.0;
+                    for (uint d = 0; d < p.dk; d += 4)
+                        dotv += dot(vec4(q[qb + j * p.dk + d], q[qb + j * p.dk + d + 1], q[qb + j * p.dk + d + 2],
+                                         q[qb + j * p.dk + d + 3]),
+                                    load_k4(kb + d));
+                    sc = dotv * p.scale;
+                    if (p.softcap > 0.0) sc = p.softcap * tanh(sc / p.softcap);
+                }
+                sm_score[j * CH + (k - c)] = sc;
+                cmax[j] = max(cmax[j], sc);
+            }
+        }
+        for (uint j = 0; j < G; ++j) cmax[j] = workgroup_max(cmax[j]);  // includes a barrier when multi-subgroup
+        barrier();
+        // phase 2: online softmax update; every lane walks the keys in order
+        for (uint j = 0; j < G; ++j) {
+            const float m_new = max(m[j], cmax[j]);
+            const float alpha = exp(m[j] - m_new);
+            l[j] *= alpha;
+            for (uint i = 0; i < DV4_PER_LANE; ++i) acc[j * DV4_PER_LANE + i] *= alpha;
+            m[j] = m_new;
+        }
+        for (uint k = max(c, k_begin); k < c_end; ++k) {
+            const uint vb = kv_element(s, k, g, p.dv, 0);
+            for (uint j = 0; j < G; ++j) {
+                const float pk = exp(sm_score[j * CH + (k - c)] - m[j]);
+                l[j] += pk;
+                for (uint i = 0; i < DV4_PER_LANE; ++i) {
+                    const uint d4 = lane + i * LS;
+                    if (4 * d4 < p.dv) acc[j * DV4_PER_LANE + i] += pk * load_v4(vb + 4 * d4);
+                }
+            }
+        }
+        barrier();  // sm_score is rewritten by the next chunk
+    }
+
+    for (uint j = 0; j < G; ++j) {
+        const float inv = 1.0 / l[j];
+        const uint ob = p.o_off + t * p.o_stride + (g * G + j) * p.dv;
+        for (uint i = 0; i < DV4_PER_LANE; ++i) {
+            const uint d4 = lane + i * LS;
+            if (4 * d4 < p.dv) {
+                const vec4 v = acc[j * DV4_PER_LANE + i] * inv;
+                o_out[ob + 4 * d4] = v.x;
+                o_out[ob + 4 * d4 + 1] = v.y;
+                o_out[ob + 4 * d4 + 2] = v.z;
+                o_out[ob + 4 * d4 + 3] = v.w;
+            }
+        }
+    }
+}

@@ -1,0 +1,22 @@
+# Shader variants: tandem_shader(<name> <source> [DEFINES...]).
+# Names encode types: <op>_<weight type>_<access path>; the host picks them in
+# host/graph/kernels.cpp.
+
+foreach(wt f32 f16 bf16 q8_0 q4_0 q4_K q5_K q6_K)
+  string(TOUPPER ${wt} WT)
+  tandem_shader(matmul_${wt}_tex matmul.comp WTYPE_${WT} WEIGHTS_TEXEL)
+  tandem_shader(matmul_${wt}_buf matmul.comp WTYPE_${WT})
+  tandem_shader(get_rows_${wt}_tex get_rows.comp WTYPE_${WT} WEIGHTS_TEXEL)
+  tandem_shader(get_rows_${wt}_buf get_rows.comp WTYPE_${WT})
+endforeach()
+
+tandem_shader(norm norm.comp)
+tandem_shader(elementwise elementwise.comp)
+tandem_shader(rope rope.comp)
+tandem_shader(softmax softmax.comp)
+tandem_shader(argmax argmax.comp)
+tandem_shader(topk topk.comp)
+tandem_shader(kv_store kv_store.comp)
+tandem_shader(attention_tex attention.comp KV_TEXEL)
+tandem_shader(attention_buf attention.comp)
+tandem_shader(select_rows select_rows.comp)

@@ -1,0 +1,45 @@
+// tests/support/device_fixture.cpp
+#include "support/device_fixture.h"
+
+#include <cstdlib>
+#include <memory>
+
+namespace tdm::test {
+namespace {
+
+struct Shared {
+    std::unique_ptr<vk::Device> device;
+    std::unique_ptr<vk::PipelineManager> pipelines;
+};
+
+Shared& shared() {
+    static Shared s = [] {
+        Shared out;
+        vk::Device::Options o;
+        const char* nv = std::getenv("TANDEM_TEST_NO_VALIDATE");
+        o.validate = !(nv && *nv && nv[0] != '0');
+        auto dev = vk::Device::create(o);
+        if (!dev.ok()) {
+            std::fprintf(stderr, "tests: cannot create a Vulkan device: %s\n", dev.error().message().c_str());
+            std::abort();  // a test program without a device must fail loudly, not skip
+        }
+        out.device = std::move(dev).value();
+        out.pipelines = std::make_unique<vk::PipelineManager>(*out.device);
+        return out;
+    }();
+    return s;
+}
+
+}  // namespace
+
+vk::Device& test_device() { return *shared().device; }
+vk::PipelineManager& test_pipelines() { return *shared().pipelines; }
+
+void DeviceTest::SetUp() { errors_at_start_ = test_device().instance().validation_errors(); }
+
+void DeviceTest::TearDown() {
+    EXPECT_EQ(test_device().instance().validation_errors(), errors_at_start_)
+        << "the Vulkan validation layer reported errors during this test (see the log above)";
+}
+
+}  // namespace tdm::test
