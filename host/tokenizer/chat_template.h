@@ -1,0 +1,79 @@
+// host/tokenizer/chat_template.h: turning a conversation into prompt text, with a few
+// built-in formats and per-role prefix/suffix overrides (how a TOML config replaces a
+// template). Not a Jinja interpreter: the built-ins reproduce what the models' own
+// templates render for plain text messages (no tools, no images).
+//
+// The output contains special-token text ("<|im_start|>") and no BOS: encode it with
+// Tokenizer::encode(text, /*add_special=*/true, /*parse_special=*/true), which adds BOS
+// where the vocabulary wants one (Gemma) - the Jinja templates' {{ bos_token }}.
+#pragma once
+
+#include "common/error.h"
+#include "tokenizer/tokenizer.h"
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tdm {
+
+struct ChatMessage {
+    std::string role;  // "system", "user", "assistant", or a role the template defines
+    std::string content;
+};
+
+// A template as data. Each role's format holds exactly one "{content}" placeholder,
+// e.g. "<|im_start|>user\n{content}<|im_end|>\n".
+struct ChatTemplateParts {
+    std::string prefix;                        // once, before the first message ("[gMASK]<sop>")
+    std::map<std::string, std::string> roles;  // role -> format
+    std::string generation_prompt;             // appended when add_generation_prompt is set
+    // Gemma: a leading system message is not a turn; its content + "\n\n" is put in front
+    // of the next message's content.
+    bool fold_system_into_first_turn = false;
+    // Gemma: message content is stripped of surrounding whitespace (Jinja "| trim").
+    bool trim_content = false;
+};
+
+class ChatTemplate {
+public:
+    // Built-in names:
+    //   "chatml"             Qwen2/2.5/3 ChatML
+    //   "chatml-thinking"    ChatML, generation prompt opens a <think> block (Qwen3.5 default)
+    //   "chatml-no-thinking" ChatML, generation prompt holds an empty <think></think> block
+    //                        (Qwen3/Qwen3.5 with enable_thinking=false)
+    //   "gemma"              Gemma 2/3 <start_of_turn>role ... <end_of_turn>
+    //   "glm4"               GLM-4 / GLM-OCR: [gMASK]<sop><|role|>\n...
+    static Result<ChatTemplate> builtin(std::string_view name);
+    static std::vector<std::string_view> builtin_names();
+
+    // Checks the parts: every role format has exactly one {content}, role names are not
+    // empty, there is a "user" role.
+    static Result<ChatTemplate> from_parts(ChatTemplateParts parts, std::string name = "custom");
+
+    // Fails on a role the template has no format for, naming the role and the template.
+    Result<std::string> apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+
+    const std::string& name() const { return name_; }
+    const ChatTemplateParts& parts() const { return parts_; }
+
+private:
+    struct Role {
+        std::string before, after;  // the format split at {content}
+    };
+    ChatTemplate() = default;
+    std::string name_;
+    ChatTemplateParts parts_;
+    std::map<std::string, Role, std::less<>> roles_;
+};
+
+// The built-in template for a GGUF general.architecture or HF model_type: "qwen35*" ->
+// chatml-thinking, other "qwen*" -> chatml, "gemma*" -> gemma, "glm*"/"chatglm*" -> glm4.
+Result<std::string> builtin_template_for_architecture(std::string_view arch);
+
+// The built-in template whose marker tokens the vocabulary has: <|im_start|> -> chatml,
+// <start_of_turn> -> gemma, [gMASK] -> glm4.
+Result<std::string> builtin_template_for_tokenizer(const Tokenizer& tok);
+
+}  // namespace tdm
