@@ -50,7 +50,10 @@ uint32_t ascii_lower(uint32_t c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
 
 bool is_cr_lf(uint32_t c) { return c == '\r' || c == '\n'; }
 
-// Length of a contraction 's 't 're 've 'm 'll 'd at pos (0 if none).
+// Length of a contraction 's 't 're 've 'm 'll 'd at pos (0 if none). Case-insensitive
+// means ASCII case, as in llama.cpp. HF's (?i:...) uses Unicode case folding, under which
+// only U+017F LONG S also matches ('s'); so "'ſ" is the one input where the splitters
+// differ from tokenizer.json (checked against Python `regex` on 30,000 random strings).
 size_t contraction(const Cps& c, size_t pos, size_t e, bool any_case) {
     if (c.cp[pos] != '\'' || pos + 1 >= e) return 0;
     auto at = [&](size_t i) { return any_case ? ascii_lower(c.cp[i]) : c.cp[i]; };
