@@ -232,7 +232,7 @@ Result<std::string> GgufWriter::to_bytes() const {
     TDM_TRY(status());
     std::string out;
     TDM_TRY(emit(encode_head(), tensors_, alignment_, [&](const void* p, size_t n) {
-        out.append(static_cast<const char*>(p), n);
+        if (n > 0) out.append(static_cast<const char*>(p), n);
         return Status{};
     }));
     return out;

@@ -11,7 +11,7 @@
 #include "formats/gguf_writer.h"
 #include "support/fixtures.h"
 
-#include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -226,7 +226,7 @@ TEST(GgufRoundTrip, tensors_of_several_types_and_alignments_keep_shape_type_and_
             EXPECT_EQ(t->offset % alignment, 0u);
             EXPECT_EQ(t->file_offset, f->data_offset() + t->offset);
             ASSERT_EQ(t->nbytes, datas[i].size());
-            EXPECT_EQ(std::memcmp(f->tensor_data(*t), datas[i].data(), datas[i].size()), 0) << cases[i].name;
+            EXPECT_TRUE(std::equal(datas[i].begin(), datas[i].end(), f->tensor_data(*t))) << cases[i].name;
         }
         EXPECT_EQ(f->find_tensor("nope"), nullptr);
     }
