@@ -171,7 +171,7 @@ Result<GgufValue> parse_value(GgufCursor& c, uint32_t raw_type) {
     if (v.elem_type == GgufType::STRING) {
         uint64_t start = c.pos();
         for (uint64_t i = 0; i < v.count; ++i)
-            TDM_TRY_CTX(c.string("string length"), fmt::format("array element {}", i));
+            TDM_TRY_CTX(c.string("string"), fmt::format("array element {}", i));
         v.nbytes = c.pos() - start;
     } else {
         v.nbytes = v.count * min_elem;
@@ -308,12 +308,15 @@ Status GgufFile::check_tensor_ranges() {
                                  printable(t.name), t.offset, alignment_);
         uint64_t end = 0;
         if (__builtin_add_overflow(data_offset_, t.offset, &t.file_offset) ||
-            __builtin_add_overflow(t.file_offset, t.nbytes, &end) || end > size)
+            __builtin_add_overflow(t.file_offset, t.nbytes, &end))
+            return Error::format("tensor '{}': data offset {} + {} bytes overflows 64 bits, beyond the end of the "
+                                 "{}-byte file",
+                                 printable(t.name), t.offset, t.nbytes, size);
+        if (end > size)
             return Error::format(
                 "tensor '{}' ({} bytes of {}) at data offset {} extends beyond the end of the file: "
                 "bytes [{}, {}) of a {}-byte file",
-                printable(t.name), t.nbytes, ggml_type_name(t.type), t.offset, data_offset_ + t.offset,
-                data_offset_ + t.offset + t.nbytes, size);
+                printable(t.name), t.nbytes, ggml_type_name(t.type), t.offset, t.file_offset, end, size);
     }
     return {};
 }

@@ -196,7 +196,7 @@ TEST(GgufReject, gguf_rejects_truncated_tensor_data) {
                             "120-byte file"}));
     // An offset far past the end, and one that overflows 64 bits with the data offset.
     EXPECT_TRUE(fails_with(parse(one_tensor({4, 2}, 0, uint64_t(1) << 40, 32)), {"tensor 'w'", "beyond the end"}));
-    EXPECT_TRUE(fails_with(parse(one_tensor({4, 2}, 0, ~uint64_t(31), 32)), {"tensor 'w'", "beyond the end"}));
+    EXPECT_TRUE(fails_with(parse(one_tensor({4, 2}, 0, ~uint64_t(31), 32)), {"tensor 'w'", "overflows 64 bits, beyond the end"}));
 }
 
 TEST(GgufReject, gguf_open_names_a_missing_file) {
