@@ -224,8 +224,8 @@ Status write_vocab_gguf(const Vocab& v, GgufWriter& w, const GgufVocabExport& op
             model = as_scores ? "llama" : "gemma4";
             pre = as_scores ? "default" : "gemma4";
             if (!as_scores && !v.add_bos)
-                return Error::format("{}: a gemma4 GGUF tokenizer always adds bos (llama.cpp), this vocabulary "
-                                     "does not; export it with SpmStyle::scores", src);
+                return Error::format("{}: llama.cpp forces add_bos for a gemma4 GGUF tokenizer, but this "
+                                     "vocabulary has add_bos=false; export it with SpmStyle::scores", src);
             if (v.ignore_merges)
                 return Error::format("{}: ignore_merges cannot be expressed for a SentencePiece-style GGUF", src);
             break;
