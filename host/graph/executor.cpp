@@ -16,8 +16,9 @@ constexpr uint64_t kAlign = 256;
 uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 uint64_t tensor_bytes(const Tensor& t) {
-    // Activations and inputs are 4-byte elements (f32 / i32).
-    return uint64_t(t.elements()) * 4;
+    // Activations and inputs are 4-byte elements (f32 / i32), rounded to whole
+    // 16-byte texels so that any tensor can also be read through a texel view.
+    return align_up(uint64_t(t.elements()) * 4, 16);
 }
 
 // First-fit allocator over one address range; blocks freed when their tensor dies.
@@ -54,6 +55,22 @@ vk::BufferSlice CompiledGraph::storage(TensorId t) const {
     auto it = storage_.find(graph_.tensor(t).base);
     TDM_ASSERT(it != storage_.end());
     return it->second;
+}
+
+Result<VkBufferView> CompiledGraph::texel_view(TensorId t) const {
+    const TensorId base = graph_.tensor(t).base;
+    if (auto it = views_.find(base); it != views_.end()) return it->second;
+    const vk::BufferSlice s = storage(t);
+    VkBufferViewCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+    ci.buffer = s.handle();
+    ci.format = VK_FORMAT_R32G32B32A32_SFLOAT;
+    ci.offset = s.offset;
+    ci.range = s.size;
+    VkBufferView view = VK_NULL_HANDLE;
+    TDM_VK_CHECK(device_.fn().vkCreateBufferView(device_.handle(), &ci, nullptr, &view),
+                 fmt::format("texel view of {}", graph_.describe(t)));
+    views_[base] = view;
+    return view;
 }
 
 void* CompiledGraph::input_data(TensorId t) {
@@ -216,6 +233,7 @@ Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(vk::Device& device
 
 CompiledGraph::~CompiledGraph() {
     if (cb_ && cb_->pending()) (void)cb_->wait();
+    for (auto& [id, view] : views_) device_.fn().vkDestroyBufferView(device_.handle(), view, nullptr);
 }
 
 }  // namespace tdm

@@ -48,8 +48,10 @@ public:
     uint32_t dispatch_count() const { return cb_->dispatch_count(); }
     uint32_t barrier_count() const { return barriers_; }
 
-    // Storage of a tensor's base (for kernels): buffer slice and whether it is host memory.
+    // Storage of a tensor's base (for kernels).
     vk::BufferSlice storage(TensorId t) const;
+    // An RGBA32F texel view of a tensor's base storage (created on first use).
+    Result<VkBufferView> texel_view(TensorId t) const;
 
 private:
     CompiledGraph(vk::Device& d, Graph g) : device_(d), graph_(std::move(g)) {}
@@ -60,6 +62,7 @@ private:
     Graph graph_;
     std::unique_ptr<vk::Buffer> activations_, inputs_, outputs_;
     std::unordered_map<TensorId, vk::BufferSlice> storage_;  // by base tensor id
+    mutable std::unordered_map<TensorId, VkBufferView> views_;  // by base tensor id
     std::unique_ptr<vk::CommandBuffer> cb_;
     uint64_t activation_bytes_ = 0;
     uint32_t barriers_ = 0;

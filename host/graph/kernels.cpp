@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "graph/weight.h"
@@ -14,6 +15,13 @@ namespace {
 
 constexpr uint32_t kLocal = 64;     // default workgroup size
 constexpr uint32_t kMaxGroupsY = 65535;
+uint32_t matmul_rows() {
+    static const uint32_t n = [] {
+        const char* e = std::getenv("TANDEM_MATMUL_ROWS");
+        return e ? uint32_t(std::atoi(e)) : 4u;
+    }();
+    return n;
+}
 
 uint32_t div_up(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
 
@@ -65,8 +73,12 @@ Status record_matmul(Rec& r, const Node& n, const std::string& label) {
     const uint32_t N = uint32_t(x.rows());
     // Tokens per pass: the smallest variant covering the batch (see matmul.comp).
     const uint32_t nt = N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : 8;
-    const vk::Pipeline* p =
-        TDM_TRY(r.pipe(weight_variant("matmul", w.type(), texel), {kLocal, nt, fuse_add ? 1u : 0u}));
+    // One subgroup per workgroup (a lane-strided reduction with no barriers on
+    // lavapipe); matmul_rows() rows per workgroup share each fetched piece of x.
+    const uint32_t ls = std::max<uint32_t>(8, r.c.device.caps().subgroup_size);
+    const uint32_t rows_per_group = matmul_rows();
+    const vk::Pipeline* p = TDM_TRY(
+        r.pipe(weight_variant("matmul", w.type(), texel), {ls, nt, fuse_add ? 1u : 0u, rows_per_group}));
     struct {
         uint32_t K, M, N, x_off, x_stride, y_off, y_stride, w_off, s_off, add_off, add_stride;
     } pc{};
@@ -84,8 +96,10 @@ Status record_matmul(Rec& r, const Node& n, const std::string& label) {
         }
         vk::Binding bw, bs;
         weight_bindings(ch, texel, &bw, &bs);
-        r.dispatch(*p, {bw, bs, r.sb(d.in[1]), r.sb(n.out), fuse_add ? r.sb(d.in[2]) : r.sb(d.in[1])}, pc,
-                   div_up(ch.n_rows, kLocal), 1, label);
+        const vk::Binding bx = texel ? vk::Binding::texel(TDM_TRY(r.c.compiled.texel_view(d.in[1]))) : r.sb(d.in[1]);
+        const uint32_t groups = div_up(ch.n_rows, rows_per_group);
+        r.dispatch(*p, {bw, bs, bx, r.sb(n.out), fuse_add ? r.sb(d.in[2]) : r.sb(d.in[1])}, pc,
+                   std::min(groups, kMaxGroupsY), div_up(groups, kMaxGroupsY), label);
     }
     (void)y;
     return {};

@@ -1,0 +1,114 @@
+// host/bench/op_bench.cpp
+#include "bench/op_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+
+#include "common/quant.h"
+#include "graph/executor.h"
+#include "graph/weight.h"
+
+namespace tdm {
+namespace {
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Touching a buffer larger than the last-level cache evicts the weights.
+void flush_caches() {
+    static std::vector<uint8_t> junk(256u << 20);
+    static uint8_t v = 0;
+    std::memset(junk.data(), ++v, junk.size());
+}
+
+Result<double> median_run_seconds(CompiledGraph& cg, int iterations, bool flush) {
+    for (int i = 0; i < 2; ++i) TDM_TRY(cg.run());  // warm-up: JIT, first-touch
+    std::vector<double> t;
+    for (int i = 0; i < iterations; ++i) {
+        if (flush) flush_caches();
+        const double t0 = now_s();
+        TDM_TRY(cg.run());
+        t.push_back(now_s() - t0);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+Result<double> dispatch_overhead(vk::Device& device, vk::PipelineManager& pipelines, int n_ops) {
+    Graph g;
+    TensorId x = g.input(DType::F32, {4}, "x");
+    for (int i = 0; i < n_ops; ++i) {
+        OpDesc d;
+        d.op = TDM_OP_SCALE;
+        d.in[0] = x;
+        d.n_in = 1;
+        d.f[0] = 1.0f;
+        x = TDM_TRY(g.op(d));
+    }
+    TDM_TRY(g.mark_output(x));
+    auto cg = TDM_TRY(CompiledGraph::compile(device, pipelines, std::move(g)));
+    return median_run_seconds(*cg, 21, false);
+}
+
+}  // namespace
+
+Result<nlohmann::json> run_op_bench(vk::Device& device, vk::PipelineManager& pipelines, const OpBenchOptions& opt) {
+    nlohmann::json out;
+    out["device"] = device.caps().name;
+    out["weight_path"] = device.caps().prefer_texel_weights ? "texel" : "storage";
+    out["matrix"] = {opt.rows, opt.cols};
+
+    const double t1 = TDM_TRY(dispatch_overhead(device, pipelines, 1));
+    const double t101 = TDM_TRY(dispatch_overhead(device, pipelines, 101));
+    out["dispatch_overhead_us"] = (t101 - t1) / 100.0 * 1e6;
+    out["empty_graph_run_us"] = t1 * 1e6;
+
+    std::mt19937 rng(42);
+    std::normal_distribution<float> nd(0.0f, 0.05f);
+    std::vector<float> wf(size_t(opt.rows * opt.cols));
+    for (float& v : wf) v = nd(rng);
+
+    nlohmann::json results = nlohmann::json::array();
+    for (const std::string& tname : opt.types) {
+        DType type;
+        if (!parse_dtype(tname, &type)) return Error::format("bench: unknown weight type '{}'", tname);
+        const std::vector<uint8_t> bytes = quantize_matrix(type, wf.data(), opt.rows, opt.cols);
+        vk::Arena arena(device, vk::MemoryKind::device, "bench weights", 64ull << 20);
+        const int64_t ne[4] = {opt.cols, opt.rows, 1, 1};
+        auto w = TDM_TRY(DeviceWeight::upload(device, arena, "W", type, ne, bytes.data()));
+        const double wbytes = double(w->device_bytes());
+        double t_single = 0;
+        for (int n : opt.batches) {
+            Graph g;
+            const TensorId x = g.input(DType::F32, {opt.cols, n}, "x");
+            OpDesc d;
+            d.op = TDM_OP_MATMUL;
+            d.in[0] = g.weight(w.get());
+            d.in[1] = x;
+            d.n_in = 2;
+            const TensorId y = TDM_TRY(g.op(d));
+            TDM_TRY(g.mark_output(y));
+            auto cg = TDM_TRY(CompiledGraph::compile(device, pipelines, std::move(g)));
+            float* px = cg->input_as<float>(x);
+            for (int64_t i = 0; i < opt.cols * n; ++i) px[i] = nd(rng);
+            const double t = TDM_TRY(median_run_seconds(*cg, opt.iterations, opt.flush_cache));
+            if (n == 1) t_single = t;
+            nlohmann::json r;
+            r["type"] = tname;
+            r["batch"] = n;
+            r["ms"] = t * 1e3;
+            r["weight_bytes"] = wbytes;
+            r["gb_per_s"] = wbytes / t / 1e9;
+            r["ms_per_token"] = t * 1e3 / n;
+            if (t_single > 0) r["n_x_single_over_batch"] = double(n) * t_single / t;
+            results.push_back(r);
+        }
+    }
+    out["matmul"] = results;
+    return out;
+}
+
+}  // namespace tdm

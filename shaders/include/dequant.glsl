@@ -1,0 +1,131 @@
+// dequant.glsl: the weight types, as 32-element pieces. For each WTYPE_*:
+// UNIT elements form one unit (a quant block or group of blocks that shares a
+// header), PIECES 32-element pieces per unit, piece_offset(pc) the first element
+// of piece pc within its unit, and dequant_piece(row, unit, piece, w) the 32
+// weights of that piece as 8 vec4 (in element order). Reads the weight planes of
+// weights.glsl; needs push constants K, w_off, s_off.
+// Layouts: host/graph/weight_layout.h. Formulas: spec/quants.md (f32 arithmetic
+// in llama.cpp's order: (d * sc) * q - (dmin * m)).
+#if defined(WTYPE_F32)
+const uint UNIT = 32, PIECES = 1;
+void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
+    const uint base = p.w_off + row * (p.K / 4) + u * 8;
+    [[unroll]] for (uint j = 0; j < 8; ++j) w[j] = uintBitsToFloat(load_w(base + j));
+}
+#elif defined(WTYPE_F16) || defined(WTYPE_BF16)
+const uint UNIT = 32, PIECES = 1;
+void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
+    const uint base = p.w_off + row * (p.K / 8) + u * 4;
+    [[unroll]] for (uint j = 0; j < 4; ++j) {
+        const uvec4 q = load_w(base + j);
+#if defined(WTYPE_F16)
+        w[2 * j] = vec4(unpackHalf2x16(q.x), unpackHalf2x16(q.y));
+        w[2 * j + 1] = vec4(unpackHalf2x16(q.z), unpackHalf2x16(q.w));
+#else
+        w[2 * j] = uintBitsToFloat(uvec4(q.x << 16, q.x & 0xffff0000u, q.y << 16, q.y & 0xffff0000u));
+        w[2 * j + 1] = uintBitsToFloat(uvec4(q.z << 16, q.z & 0xffff0000u, q.w << 16, q.w & 0xffff0000u));
+#endif
+    }
+}
+#elif defined(WTYPE_Q8_0)
+const uint UNIT = 32, PIECES = 1;
+void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
+    const uint nb = p.K / 32;
+    const uvec4 q0 = load_w(p.w_off + (row * nb + u) * 2), q1 = load_w(p.w_off + (row * nb + u) * 2 + 1);
+    const float d = load_scale(p.s_off + row * nb + u);
+    [[unroll]] for (uint j = 0; j < 4; ++j) {
+        w[j] = vec4(i8x4(q0[j])) * d;
+        w[4 + j] = vec4(i8x4(q1[j])) * d;
+    }
+}
+#elif defined(WTYPE_Q4_0)
+const uint UNIT = 32, PIECES = 1;
+void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
+    const uint nb = p.K / 32;
+    const uvec4 q = load_w(p.w_off + row * nb + u);
+    const float d = load_scale(p.s_off + row * nb + u);
+    [[unroll]] for (uint j = 0; j < 4; ++j) {
+        w[j] = (lo4(q[j]) - 8.0) * d;      // weights 4j .. 4j+3
+        w[4 + j] = (hi4(q[j]) - 8.0) * d;  // weights 16+4j ..
+    }
+}
+#elif defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
+// unit = 64 weights: sub-blocks 2c (low nibbles, piece 0) and 2c+1 (high, piece 1)
+// of super-block b, where u = 4b + c.
+#if defined(WTYPE_Q4_K)
+const uint TEX = 9, QS = 1;   // header, qs[128]
+#else
+const uint TEX = 11, QS = 3;  // header, qh[32], qs[128]
+#endif
+const uint UNIT = 64, PIECES = 2;
+void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
+    const uint b = u / 4, c = u % 4, j = 2 * c + pc;  // j: sub-block
+    const uint base = p.w_off + (row * (p.K / 256) + b) * TEX;
+    const uvec4 h = load_w(base);
+    const float d = half_lo(h.x), dmin = half_hi(h.x);
+    uint sc, m;  // get_scale_min_k4(j); scales[i] = byte 4 + i of the header
+    if (j < 4) {
+        sc = byte_of(h, 4 + j) & 63u;
+        m = byte_of(h, 8 + j) & 63u;
+    } else {
+        sc = (byte_of(h, 8 + j) & 15u) | ((byte_of(h, j) >> 6) << 4);
+        m = (byte_of(h, 8 + j) >> 4) | ((byte_of(h, 4 + j) >> 6) << 4);
+    }
+    const float d1 = d * float(sc), m1 = dmin * float(m);
+    const uvec4 qa = load_w(base + QS + 2 * c), qb = load_w(base + QS + 2 * c + 1);
+#if defined(WTYPE_Q5_K)
+    const uvec4 qh0 = load_w(base + 1), qh1 = load_w(base + 2);
+#endif
+    [[unroll]] for (uint i = 0; i < 4; ++i) {
+        vec4 va = pc == 0 ? lo4(qa[i]) : hi4(qa[i]);
+        vec4 vb = pc == 0 ? lo4(qb[i]) : hi4(qb[i]);
+#if defined(WTYPE_Q5_K)
+        const uint wa = qh0[i] >> j, wb = qh1[i] >> j;  // bit j of qh[l]
+        va += 16.0 * vec4(uvec4(wa, wa >> 8, wa >> 16, wa >> 24) & 1u);
+        vb += 16.0 * vec4(uvec4(wb, wb >> 8, wb >> 16, wb >> 24) & 1u);
+#endif
+        w[i] = d1 * va - m1;
+        w[4 + i] = d1 * vb - m1;
+    }
+}
+#elif defined(WTYPE_Q6_K)
+// unit = 128 weights: half hh of super-block b (u = 2b + hh); piece g = 0..3.
+// Main plane per block: ql[128] (texels 0-7), qh[64] (8-11), scales[16] (12).
+const uint TEX = 13, UNIT = 128, PIECES = 4;
+void dequant_piece(uint row, uint u, uint g, out vec4 w[8]) {
+    const uint b = u / 2, hh = u % 2;
+    const uint blk = row * (p.K / 256) + b;
+    const uint base = p.w_off + blk * TEX;
+    const float d = load_scale(p.s_off + blk);
+    const uvec4 scv = load_w(base + 12);
+    const uint qlt = 4 * hh + 2 * (g & 1u);  // texel of ql[64hh + 32(g&1)]
+    const uvec4 qa = load_w(base + qlt), qb = load_w(base + qlt + 1);
+    const uvec4 qh0 = load_w(base + 8 + 2 * hh), qh1 = load_w(base + 9 + 2 * hh);
+    const uint is = 8 * hh + 2 * g;  // scale index of weights l = 0..15
+    const float da = d * float(bitfieldExtract(int(scv[is >> 2]), int((is & 3u) * 8u), 8));
+    const float db = d * float(bitfieldExtract(int(scv[(is + 1) >> 2]), int(((is + 1) & 3u) * 8u), 8));
+    [[unroll]] for (uint i = 0; i < 4; ++i) {
+        const vec4 la = g < 2 ? lo4(qa[i]) : hi4(qa[i]);
+        const vec4 lb = g < 2 ? lo4(qb[i]) : hi4(qb[i]);
+        const uint ha = qh0[i] >> (2 * g), hb = qh1[i] >> (2 * g);
+        const vec4 hia = vec4(uvec4(ha, ha >> 8, ha >> 16, ha >> 24) & 3u);
+        const vec4 hib = vec4(uvec4(hb, hb >> 8, hb >> 16, hb >> 24) & 3u);
+        w[i] = da * (la + 16.0 * hia - 32.0);
+        w[4 + i] = db * (lb + 16.0 * hib - 32.0);
+    }
+}
+#else
+#error "matmul.comp: define one WTYPE_*"
+#endif
+
+// First element (within the unit) of 32-element piece pc.
+uint piece_offset(uint pc) {
+#if defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
+    return 32 * pc;
+#elif defined(WTYPE_Q6_K)
+    return 32 * pc;
+#else
+    return 0;
+#endif
+}
+

@@ -1,0 +1,387 @@
+// tests/ops/ops_test.cpp: every op of the library against the plain-C++ reference
+// (tests/support/reference.h, double accumulation), on the test device with the
+// validation layer on.
+//
+// To add a case: build the op with OpHarness, run, and compare with the reference
+// using nmse (normalized mean squared error) or exact equality for integer ops.
+// Tolerances: 1e-10 for plain f32 arithmetic, looser where the device's exp/sin
+// or f16 storage legitimately differ from double (said at each use).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "common/quant.h"
+#include "support/device_fixture.h"
+#include "support/op_harness.h"
+#include "support/reference.h"
+
+namespace tdm {
+namespace {
+
+using test::OpHarness;
+
+std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.0f, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = nd(rng);
+    return v;
+}
+
+class Ops : public test::DeviceTest {
+protected:
+    OpHarness h{device(), pipelines()};
+};
+
+// ----------------------------------------------------------------------------- weights
+
+const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0,
+                              DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+class WeightOps : public test::DeviceTest, public ::testing::WithParamInterface<DType> {};
+
+TEST_P(WeightOps, matmul_matches_reference_for_batches_and_fused_add) {
+    const DType t = GetParam();
+    const int64_t K = 512, M = 37;
+    const auto wf = randn(size_t(K * M), 1, 0.1f);
+    const auto wb = quantize_matrix(t, wf.data(), M, K);
+    for (int64_t n : {1, 3, 16}) {
+        OpHarness h(device(), pipelines());
+        const auto x = randn(size_t(K * n), 2 + uint32_t(n));
+        const auto a = randn(size_t(M * n), 50 + uint32_t(n));
+        const TensorId w = h.weight(t, K, M, wb);
+        const TensorId xi = h.input_f32({K, n}, x);
+        const TensorId y = h.op(TDM_OP_MATMUL, {w, xi});
+        const TensorId ya = h.op(TDM_OP_MATMUL, {w, xi, h.input_f32({M, n}, a, "add")});
+        h.run({y, ya});
+        const auto ref = ref::matmul(x, t, wb, M, K);
+        EXPECT_LT(ref::nmse(h.f32(y), ref), 1e-9) << dtype_name(t) << " n=" << n;
+        EXPECT_LT(ref::nmse(h.f32(ya), ref::add(ref, a, M)), 1e-9) << dtype_name(t) << " n=" << n;
+    }
+}
+
+TEST_P(WeightOps, matmul_over_row_chunks_equals_single_binding) {
+    // Weights larger than a binding are split in row chunks; force tiny chunks.
+    const DType t = GetParam();
+    const int64_t K = 256, M = 50;
+    const auto wf = randn(size_t(K * M), 3, 0.1f);
+    const auto wb = quantize_matrix(t, wf.data(), M, K);
+    const auto x = randn(size_t(K * 2), 4);
+    std::vector<float> outs[2];
+    for (int chunked = 0; chunked < 2; ++chunked) {
+        OpHarness h(device(), pipelines());
+        WeightUploadOptions o;
+        if (chunked) o.max_binding_bytes = 7 * row_bytes(t, K);  // 7 rows per chunk
+        const TensorId y = h.op(TDM_OP_MATMUL, {h.weight(t, K, M, wb, o), h.input_f32({K, 2}, x)});
+        h.run({y});
+        outs[chunked] = h.f32(y);
+    }
+    EXPECT_EQ(outs[0], outs[1]);
+}
+
+TEST_P(WeightOps, get_rows_matches_reference_dequantization) {
+    const DType t = GetParam();
+    const int64_t K = 512, M = 40;
+    const auto wf = randn(size_t(K * M), 5, 0.5f);
+    const auto wb = quantize_matrix(t, wf.data(), M, K);
+    const std::vector<int32_t> ids = {3, 0, 39, 17, 17, 22};
+    WeightUploadOptions o;
+    o.max_binding_bytes = 9 * row_bytes(t, K);  // ids fall in different chunks
+    OpHarness h(device(), pipelines());
+    const TensorId y = h.op(TDM_OP_GET_ROWS, {h.weight(t, K, M, wb, o), h.input_i32({6}, ids)});
+    h.run({y});
+    const auto ref = ref::get_rows(t, wb, K, ids);
+    const auto got = h.f32(y);
+    ASSERT_EQ(got.size(), ref.size());
+    for (size_t i = 0; i < ref.size(); ++i)
+        EXPECT_NEAR(got[i], ref[i], 1e-6f * (1.0f + std::fabs(ref[i]))) << dtype_name(t) << " at " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, WeightOps, ::testing::ValuesIn(kWeightTypes),
+                         [](const auto& p) { return std::string(dtype_name(p.param)); });
+
+// ----------------------------------------------------------------------------- elementwise
+
+TEST_F(Ops, binary_ops_match_reference_with_and_without_broadcast) {
+    const int64_t C = 37, R = 5;
+    const auto a = randn(size_t(C * R), 10), b = randn(size_t(C * R), 11), b1 = randn(size_t(C), 12);
+    const TensorId ta = h.input_f32({C, R}, a), tb = h.input_f32({C, R}, b), tb1 = h.input_f32({C, 1}, b1);
+    const TensorId add = h.op(TDM_OP_ADD, {ta, tb}), mul = h.op(TDM_OP_MUL, {ta, tb}),
+                   sub = h.op(TDM_OP_SUB, {ta, tb}), addb = h.op(TDM_OP_ADD, {ta, tb1}),
+                   mulb = h.op(TDM_OP_MUL, {ta, tb1});
+    h.run({add, mul, sub, addb, mulb});
+    EXPECT_EQ(h.f32(add), ref::add(a, b, C));
+    EXPECT_EQ(h.f32(mul), ref::mul(a, b, C));
+    EXPECT_EQ(h.f32(sub), ref::sub(a, b, C));
+    EXPECT_EQ(h.f32(addb), ref::add(a, b1, C));
+    EXPECT_EQ(h.f32(mulb), ref::mul(a, b1, C));
+}
+
+TEST_F(Ops, unary_and_glu_ops_match_reference) {
+    const int64_t C = 64, R = 3;
+    const auto a = randn(size_t(C * R), 20, 3.0f), b = randn(size_t(C * R), 21);
+    const TensorId ta = h.input_f32({C, R}, a), tb = h.input_f32({C, R}, b);
+    struct Case { TensorId t; std::vector<float> ref; const char* name; };
+    std::vector<Case> cases = {
+        {h.op(TDM_OP_SCALE, {ta}, {}, {0.37f}), ref::scale(a, 0.37f), "scale"},
+        {h.op(TDM_OP_UNARY, {ta}, {TDM_UNARY_SILU}), ref::silu(a), "silu"},
+        {h.op(TDM_OP_UNARY, {ta}, {TDM_UNARY_GELU_TANH}), ref::gelu_tanh(a), "gelu_tanh"},
+        {h.op(TDM_OP_UNARY, {ta}, {TDM_UNARY_SIGMOID}), ref::sigmoid(a), "sigmoid"},
+        {h.op(TDM_OP_UNARY, {ta}, {TDM_UNARY_SOFTPLUS}), ref::softplus(a), "softplus"},
+        {h.op(TDM_OP_UNARY, {ta}, {TDM_UNARY_EXP}), ref::exp(a), "exp"},
+        {h.op(TDM_OP_UNARY, {ta}, {TDM_UNARY_NEG}), ref::neg(a), "neg"},
+        {h.op(TDM_OP_UNARY, {ta}, {TDM_UNARY_SOFTCAP}, {2.5f}), ref::softcap(a, 2.5f), "softcap"},
+        {h.op(TDM_OP_UNARY, {ta}, {TDM_UNARY_ADD_SCALAR}, {-1.25f}), ref::add_scalar(a, -1.25f), "add_scalar"},
+        {h.op(TDM_OP_GLU, {ta, tb}, {TDM_GLU_SWIGLU}), ref::swiglu(a, b), "swiglu"},
+        {h.op(TDM_OP_GLU, {ta, tb}, {TDM_GLU_GEGLU}), ref::geglu(a, b), "geglu"},
+    };
+    std::vector<TensorId> outs;
+    for (auto& c : cases) outs.push_back(c.t);
+    h.run(outs);
+    // exp/tanh on the device are accurate to a few ulp, not to double
+    for (auto& c : cases) EXPECT_LT(ref::nmse(h.f32(c.t), c.ref), 1e-11) << c.name;
+}
+
+// ----------------------------------------------------------------------------- norms
+
+TEST_F(Ops, rms_norm_in_all_weight_modes_and_l2_norm_match_reference) {
+    const int64_t C = 96, R = 7;
+    const auto x = randn(size_t(C * R), 30, 2.0f), w = randn(size_t(C), 31);
+    const TensorId tx = h.input_f32({C, R}, x), tw = h.input_f32({C}, w, "w");
+    const TensorId n0 = h.op(TDM_OP_RMS_NORM, {tx}, {TDM_NORM_NO_WEIGHT}, {1e-6f});
+    const TensorId n1 = h.op(TDM_OP_RMS_NORM, {tx, tw}, {TDM_NORM_WEIGHT}, {1e-6f});
+    const TensorId n2 = h.op(TDM_OP_RMS_NORM, {tx, tw}, {TDM_NORM_WEIGHT_PLUS_ONE}, {1e-5f});
+    const TensorId l2 = h.op(TDM_OP_L2_NORM, {tx}, {}, {1e-6f});
+    h.run({n0, n1, n2, l2});
+    EXPECT_LT(ref::nmse(h.f32(n0), ref::rms_norm(x, C, 1e-6f, ref::NormWeight::None)), 1e-12);
+    EXPECT_LT(ref::nmse(h.f32(n1), ref::rms_norm(x, C, 1e-6f, ref::NormWeight::Plain, w)), 1e-12);
+    EXPECT_LT(ref::nmse(h.f32(n2), ref::rms_norm(x, C, 1e-5f, ref::NormWeight::OnePlus, w)), 1e-12);
+    EXPECT_LT(ref::nmse(h.f32(l2), ref::l2_norm(x, C, 1e-6f)), 1e-12);
+}
+
+TEST_F(Ops, norm_over_head_rows_of_a_column_view_matches_reference) {
+    // q|gate interleaved per head (Qwen3.5): view the q half of each head row.
+    const int64_t D = 32, H = 3, N = 2;
+    const auto qg = randn(size_t(2 * D * H * N), 33);
+    const auto w = randn(size_t(D), 34);
+    const TensorId t = h.input_f32({2 * D * H, N}, qg);
+    const TensorId rows = h.op(TDM_OP_RESHAPE, {t}, {int32_t(2 * D), int32_t(H * N)});
+    const TensorId q = h.op(TDM_OP_VIEW_COLS, {rows}, {0, int32_t(D)});
+    const TensorId y = h.op(TDM_OP_RMS_NORM, {q, h.input_f32({D}, w, "w")}, {TDM_NORM_WEIGHT}, {1e-6f});
+    h.run({y});
+    const auto qv = ref::view_cols(qg, 2 * D, 0, D);
+    EXPECT_LT(ref::nmse(h.f32(y), ref::rms_norm(qv, D, 1e-6f, ref::NormWeight::Plain, w)), 1e-12);
+}
+
+TEST_F(Ops, gated_rms_norm_matches_reference) {
+    const int64_t D = 64, R = 6;
+    const auto o = randn(size_t(D * R), 35), z = randn(size_t(D * R), 36), w = randn(size_t(D), 37);
+    const TensorId y =
+        h.op(TDM_OP_GATED_RMS_NORM, {h.input_f32({D, R}, o), h.input_f32({D}, w, "w"), h.input_f32({D, R}, z, "z")}, {},
+             {1e-6f});
+    h.run({y});
+    EXPECT_LT(ref::nmse(h.f32(y), ref::gated_rms_norm(o, z, D, D, w, 1e-6f)), 1e-11);
+}
+
+// ----------------------------------------------------------------------------- rope
+
+struct RopeCase {
+    const char* name;
+    tdm_rope_mode mode;
+    int n_rot;
+    tdm_rope_sections sections;
+    std::array<int, 4> sec;
+    bool ff;
+    float freq_scale;
+};
+
+class RopeOps : public test::DeviceTest, public ::testing::WithParamInterface<RopeCase> {};
+
+TEST_P(RopeOps, rope_matches_reference) {
+    const RopeCase c = GetParam();
+    const int64_t D = 64, H = 3, N = 5;
+    const auto x = randn(size_t(D * H * N), 40);
+    const int streams = c.sections ? 4 : 1;
+    std::vector<int32_t> pos;
+    for (int t = 0; t < N; ++t)
+        for (int s = 0; s < streams; ++s) pos.push_back(t * 7 + 3 + s * (c.sections ? 5 : 0));
+    std::vector<float> ff(size_t(c.n_rot / 2));
+    for (size_t i = 0; i < ff.size(); ++i) ff[i] = 1.0f + 0.25f * float(i % 5);
+    OpHarness h(device(), pipelines());
+    std::vector<TensorId> in = {h.input_f32({D, H, N}, x), h.input_i32({int64_t(pos.size())}, pos, "pos")};
+    if (c.ff) in.push_back(h.input_f32({int64_t(ff.size())}, ff, "ff"));
+    const TensorId y = h.op(TDM_OP_ROPE, in, {c.mode, c.n_rot, c.sections, c.sec[0], c.sec[1], c.sec[2]},
+                            {10000.0f, c.freq_scale});
+    h.run({y});
+    ref::RopeParams p;
+    p.n_rot = c.n_rot;
+    p.theta = 10000.0;
+    p.pairing = c.mode == TDM_ROPE_NEOX ? ref::RopePairing::NeoX : ref::RopePairing::Adjacent;
+    p.freq_scale = c.freq_scale == 0 ? 1.0 : c.freq_scale;
+    if (c.ff) p.freq_factors = ff;
+    p.mrope = c.sections == TDM_ROPE_SECTIONS_CONTIGUOUS ? ref::MRope::Contiguous
+              : c.sections == TDM_ROPE_SECTIONS_INTERLEAVED ? ref::MRope::Interleaved
+                                                            : ref::MRope::None;
+    p.sections = c.sec;
+    // angles up to ~40 rad in f32: sin/cos carry ~1e-6 absolute error
+    EXPECT_LT(ref::nmse(h.f32(y), ref::rope(x, N, H, D, pos, p)), 1e-10) << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, RopeOps,
+    ::testing::Values(RopeCase{"neox", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_NONE, {0, 0, 0, 0}, false, 0},
+                      RopeCase{"adjacent", TDM_ROPE_ADJACENT, 64, TDM_ROPE_SECTIONS_NONE, {0, 0, 0, 0}, false, 0},
+                      RopeCase{"neox_partial", TDM_ROPE_NEOX, 16, TDM_ROPE_SECTIONS_NONE, {0, 0, 0, 0}, false, 0},
+                      RopeCase{"adjacent_partial", TDM_ROPE_ADJACENT, 32, TDM_ROPE_SECTIONS_NONE, {0, 0, 0, 0}, false, 0},
+                      RopeCase{"freq_factors", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_NONE, {0, 0, 0, 0}, true, 0},
+                      RopeCase{"freq_scale", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_NONE, {0, 0, 0, 0}, false, 0.25f},
+                      RopeCase{"mrope_contiguous", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_CONTIGUOUS, {8, 12, 12, 0}, false, 0},
+                      RopeCase{"mrope_interleaved", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_INTERLEAVED, {11, 11, 10, 0}, false, 0}),
+    [](const auto& p) { return std::string(p.param.name); });
+
+// ----------------------------------------------------------------------------- softmax, selection
+
+TEST_F(Ops, softmax_matches_reference) {
+    const int64_t C = 300, R = 4;
+    const auto x = randn(size_t(C * R), 50, 4.0f);
+    const TensorId y = h.op(TDM_OP_SOFTMAX, {h.input_f32({C, R}, x)}, {}, {0.5f});
+    h.run({y});
+    EXPECT_LT(ref::nmse(h.f32(y), ref::softmax(x, C, 0.5f)), 1e-11);
+}
+
+TEST_F(Ops, argmax_and_top_k_match_reference_including_ties) {
+    const int64_t C = 1000, R = 3;
+    auto x = randn(size_t(C * R), 60);
+    x[5] = x[700] = 9.0f;           // row 0: tie at the maximum -> lowest index
+    x[C + 10] = x[C + 11] = 5.0f;   // row 1: tie inside the top-k
+    x[C + 999] = 6.0f;
+    const TensorId tx = h.input_f32({C, R}, x);
+    const TensorId am = h.op(TDM_OP_ARGMAX, {tx});
+    const TensorId tk = h.op(TDM_OP_TOP_K, {tx}, {7});
+    const TensorId tv = h.graph().second_output(tk);
+    h.run({am, tk, tv});
+    EXPECT_EQ(h.i32(am), ref::argmax(x, C));
+    const auto ids = h.i32(tk);
+    EXPECT_EQ(ids, ref::top_k(x, C, 7));
+    const auto vals = h.f32(tv);
+    for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(vals[i], x[(i / 7) * C + size_t(ids[i])]);
+}
+
+// ----------------------------------------------------------------------------- layout ops
+
+TEST_F(Ops, concat_copy_cast_select_rows_and_views_match_reference) {
+    const int64_t A = 12, B = 20, R = 5;
+    const auto a = randn(size_t(A * R), 70), b = randn(size_t(B * R), 71);
+    const TensorId ta = h.input_f32({A, R}, a), tb = h.input_f32({B, R}, b);
+    const TensorId cat = h.op(TDM_OP_CONCAT, {ta, tb});
+    const TensorId view = h.op(TDM_OP_VIEW_COLS, {cat}, {4, 16});
+    const TensorId cp = h.op(TDM_OP_COPY, {view});
+    const TensorId f16 = h.op(TDM_OP_CAST, {ta}, {TDM_DTYPE_F16});
+    const TensorId bf16 = h.op(TDM_OP_CAST, {ta}, {TDM_DTYPE_BF16});
+    const TensorId sel = h.op(TDM_OP_SELECT_ROWS, {cat, h.input_i32({3}, {4, 0, 2})});
+    h.run({cat, cp, f16, bf16, sel});
+    const auto rcat = ref::concat(a, A, b, B);
+    EXPECT_EQ(h.f32(cat), rcat);
+    EXPECT_EQ(h.f32(cp), ref::view_cols(rcat, A + B, 4, 16));
+    EXPECT_EQ(h.f32(f16), ref::cast_round(a, DType::F16));
+    EXPECT_EQ(h.f32(bf16), ref::cast_round(a, DType::BF16));
+    const std::vector<int32_t> ids = {4, 0, 2};
+    EXPECT_EQ(h.f32(sel), ref::select_rows(rcat, A + B, ids));
+}
+
+// ----------------------------------------------------------------------------- KV and attention
+
+struct AttnCase {
+    const char* name;
+    int n_head, n_kv_head, dk, dv;
+    int window;
+    float softcap;
+    bool f16;
+};
+
+class AttentionOps : public test::DeviceTest, public ::testing::WithParamInterface<AttnCase> {};
+
+TEST_P(AttentionOps, paged_attention_after_kv_store_matches_reference) {
+    const AttnCase c = GetParam();
+    const int block = 16;
+    const int kv_len = 300;  // two 256-key chunks
+    const int n_q = 4;       // the last 4 positions are queried (a verify batch)
+    // two sequences with interleaved, non-contiguous blocks; we use sequence 1
+    const int nb = (kv_len + block - 1) / block;
+    std::vector<std::vector<int32_t>> lists(2);
+    for (int b = 0; b < nb; ++b) {
+        lists[0].push_back(2 * b);
+        lists[1].push_back(2 * (nb - 1 - b) + 1);
+    }
+    auto kv = test::make_test_kv(device(), uint32_t(c.n_kv_head), uint32_t(c.dk), uint32_t(c.dv), block,
+                                 uint32_t(2 * nb), lists, c.f16);
+    const auto k = randn(size_t(kv_len * c.n_kv_head * c.dk), 80);
+    const auto v = randn(size_t(kv_len * c.n_kv_head * c.dv), 81);
+    const auto q = randn(size_t(n_q * c.n_head * c.dk), 82);
+    const float scale = 1.0f / std::sqrt(float(c.dk)) * 1.3f;
+
+    // 1) store all K/V of sequence 1 (one batch of kv_len tokens)
+    {
+        OpHarness h(device(), pipelines());
+        std::vector<int32_t> pos(kv_len), seq(kv_len, 1);
+        for (int i = 0; i < kv_len; ++i) pos[i] = i;
+        h.batch(pos, seq);
+        const TensorId st = h.op(TDM_OP_KV_STORE, {h.graph().kv(&kv->binding), h.input_f32({c.dk, c.n_kv_head, kv_len}, k, "k"),
+                                                   h.input_f32({c.dv, c.n_kv_head, kv_len}, v, "v")});
+        (void)st;
+        h.run({});
+    }
+    // 2) attend from the last n_q positions
+    OpHarness h(device(), pipelines());
+    std::vector<int32_t> qpos, seq(n_q, 1);
+    for (int i = 0; i < n_q; ++i) qpos.push_back(kv_len - n_q + i);
+    h.batch(qpos, seq);
+    const TensorId o = h.op(TDM_OP_ATTENTION, {h.input_f32({c.dk, c.n_head, n_q}, q, "q"), h.graph().kv(&kv->binding)},
+                            {c.window}, {scale, c.softcap});
+    h.run({o});
+
+    const auto kr = c.f16 ? ref::cast_round(k, DType::F16) : k;
+    const auto vr = c.f16 ? ref::cast_round(v, DType::F16) : v;
+    ref::AttnParams p;
+    p.n_head = c.n_head;
+    p.n_head_kv = c.n_kv_head;
+    p.head_dim = c.dk;
+    p.head_dim_v = c.dv;
+    p.scale = scale;
+    p.softcap = c.softcap;
+    p.window = c.window;
+    EXPECT_LT(ref::nmse(h.f32(o), ref::attention(q, qpos, kr, vr, {}, p)), 1e-10) << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, AttentionOps,
+                         ::testing::Values(AttnCase{"mha_f16", 4, 4, 64, 64, 0, 0, true},
+                                           AttnCase{"gqa_f16", 8, 2, 64, 64, 0, 0, true},
+                                           AttnCase{"gqa_f32", 6, 2, 32, 32, 0, 0, false},
+                                           AttnCase{"window", 4, 2, 64, 64, 37, 0, true},
+                                           AttnCase{"softcap", 4, 1, 64, 64, 0, 20.0f, true},
+                                           AttnCase{"dv_differs", 4, 2, 64, 128, 0, 0, true},
+                                           AttnCase{"head_dim_256", 2, 1, 256, 256, 0, 0, true}),
+                         [](const auto& p) { return std::string(p.param.name); });
+
+// ----------------------------------------------------------------------------- validation
+
+TEST_F(Ops, shape_errors_name_the_op_and_the_shapes) {
+    const TensorId a = h.input_f32({8, 2}, std::vector<float>(16)), b = h.input_f32({9, 2}, std::vector<float>(18));
+    OpDesc d;
+    d.op = TDM_OP_ADD;
+    d.in[0] = a;
+    d.in[1] = b;
+    d.n_in = 2;
+    auto r = h.graph().op(d);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message().find("add: shapes differ"), std::string::npos) << r.error().message();
+    d.op = TDM_OP_ROPE;
+    d.f[0] = 10000.0f;
+    auto r2 = h.graph().op(d);
+    ASSERT_FALSE(r2.ok());
+    EXPECT_NE(r2.error().message().find("rope"), std::string::npos) << r2.error().message();
+}
+
+}  // namespace
+}  // namespace tdm

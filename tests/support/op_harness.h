@@ -1,0 +1,60 @@
+// tests/support/op_harness.h: build a small graph from host vectors, run it on the
+// test device, read results back. Used by the op and batch-invariance tests.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "graph/executor.h"
+#include "graph/weight.h"
+
+namespace tdm::test {
+
+// A paged KV layer for tests: pools filled through kv_store, block table chosen
+// by the test (deliberately non-contiguous), f16 or f32 storage.
+struct TestKvLayer {
+    std::unique_ptr<vk::Buffer> k, v, table;
+    std::vector<VkBufferView> views;
+    KvLayerBinding binding;
+    vk::Device* device = nullptr;
+    ~TestKvLayer();
+};
+// n_seq sequences, each with the given block list.
+std::unique_ptr<TestKvLayer> make_test_kv(vk::Device& d, uint32_t n_kv_head, uint32_t dk, uint32_t dv,
+                                          uint32_t block_size, uint32_t n_blocks,
+                                          const std::vector<std::vector<int32_t>>& block_lists, bool f16);
+
+class OpHarness {
+public:
+    OpHarness(vk::Device& device, vk::PipelineManager& pipelines);
+
+    Graph& graph() { return graph_; }
+    TensorId input_f32(std::vector<int64_t> ne, std::vector<float> data, const char* name = "x");
+    TensorId input_i32(std::vector<int64_t> ne, std::vector<int32_t> data, const char* name = "ids");
+    // Raw GGUF-layout bytes of a [rows x cols] weight.
+    TensorId weight(DType t, int64_t cols, int64_t rows, const std::vector<uint8_t>& bytes,
+                    const WeightUploadOptions& opt = {});
+    TensorId op(tdm_op op, std::vector<TensorId> in, std::vector<int32_t> i = {}, std::vector<float> f = {});
+    // Sets the batch positions / sequence ids used by kv_store and attention.
+    void batch(std::vector<int32_t> positions, std::vector<int32_t> seq_ids);
+
+    // Compiles with these outputs, writes the inputs, runs. Asserts on error.
+    void run(std::vector<TensorId> outputs);
+    void rerun();  // runs the compiled graph again (inputs unchanged)
+    std::vector<float> f32(TensorId t) const;
+    std::vector<int32_t> i32(TensorId t) const;
+    CompiledGraph& compiled() { return *compiled_; }
+
+private:
+    vk::Device& device_;
+    vk::PipelineManager& pipelines_;
+    Graph graph_;
+    vk::Arena arena_;
+    std::vector<std::unique_ptr<DeviceWeight>> weights_;
+    std::map<TensorId, std::vector<float>> f32_inputs_;
+    std::map<TensorId, std::vector<int32_t>> i32_inputs_;
+    std::unique_ptr<CompiledGraph> compiled_;
+};
+
+}  // namespace tdm::test
