@@ -234,7 +234,7 @@ void Tokenizer::encode_spm_bpe(std::string_view escaped, std::vector<int32_t>& o
     std::vector<int32_t> symbols;
     for (std::string_view piece : pieces) {
         // gemma4: a run of newlines that is itself a token is emitted whole (§4.4 step 4).
-        if ((vocab_.ignore_merges || (vocab_.pre == PreTokenizer::gemma4 && piece[0] == '\n'))) {
+        if (vocab_.ignore_merges || (vocab_.pre == PreTokenizer::gemma4 && piece[0] == '\n')) {
             if (int32_t id = index_.find(piece); id >= 0) {
                 out.push_back(id);
                 continue;

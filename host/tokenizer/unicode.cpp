@@ -163,7 +163,7 @@ CpClass classify(uint32_t cp) {
         c.punct = (cp >= 0x21 && cp <= 0x2F && cp != '$' && cp != '+') ||
                   (cp >= 0x3A && cp <= 0x40 && cp != '<' && cp != '=' && cp != '>') ||
                   (cp >= 0x5B && cp <= 0x60 && cp != '^' && cp != '`') ||
-                  cp == '{' || cp == '}' || cp == '_';
+                  cp == '{' || cp == '}';
         return c;
     }
     switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {

@@ -136,6 +136,42 @@ TEST(TokenizerSynthetic, spm_vocabulary_round_trips_through_the_gguf_writer) {
     EXPECT_EQ(again->encode("hello world", true), tok.encode("hello world", true));
 }
 
+// ---- a GGUF "gemma4" vocabulary --------------------------------------------------------
+// ids: 0 <pad>, 1 <eos>, 2 <bos>, 3..258 bytes, 259 "\n", 260 "\n\n", 261 "a", 262 "aa", 263 "▁",
+// 264 "▁a"; merges "a a", "▁ a".
+TEST(TokenizerSynthetic, gemma4_emits_newline_runs_that_are_tokens_whole_and_forces_bos) {
+    std::vector<std::string> tokens = {"<pad>", "<eos>", "<bos>"};
+    std::vector<int32_t> types = {3, 3, 3};
+    for (int b = 0; b < 256; ++b) {
+        char name[8];
+        std::snprintf(name, sizeof name, "<0x%02X>", b);
+        tokens.push_back(name);
+        types.push_back(6);
+    }
+    for (const char* t : {"\n", "\n\n", "a", "aa", "\xE2\x96\x81", "\xE2\x96\x81" "a"}) {
+        tokens.push_back(t);
+        types.push_back(1);
+    }
+    GgufWriter w;
+    w.add_string("tokenizer.ggml.model", "gemma4");
+    w.add_array("tokenizer.ggml.tokens", tokens);
+    w.add_array("tokenizer.ggml.token_type", types);
+    w.add_array("tokenizer.ggml.merges", std::vector<std::string>{"a a", "\xE2\x96\x81 a"});
+    w.add_u32("tokenizer.ggml.bos_token_id", 2);
+    w.add_bool("tokenizer.ggml.add_bos_token", false);  // llama.cpp forces it on for gemma4
+    auto file = GgufFile::from_memory("tiny-gemma4.gguf", w.to_bytes().value());
+    ASSERT_TRUE(file.ok());
+    auto tok = load_tokenizer_gguf(**file);
+    ASSERT_TRUE(tok.ok()) << tok.error().message();
+    EXPECT_EQ(tok->vocab().pre, PreTokenizer::gemma4);
+    EXPECT_TRUE(tok->vocab().add_bos);
+    // "\n\n" is a token: emitted whole. "\n\n\n" is not, and no merge joins newlines.
+    EXPECT_EQ(tok->encode("aa\n\na a", true), (Ids{2, 262, 260, 261, 264}));
+    EXPECT_EQ(tok->encode("a\n\n\na", false), (Ids{261, 259, 259, 259, 261}));
+    EXPECT_EQ(tok->encode("b", false), (Ids{kByte0 + 'b'}));
+    EXPECT_EQ(tok->decode(Ids{2, 262, 260, 261, 264}, true), "aa\n\na a");
+}
+
 // ---- tokenizer.json variants -----------------------------------------------------------
 
 nlohmann::json byte_fallback_json(bool prepend) {
