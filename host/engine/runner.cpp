@@ -1,0 +1,127 @@
+// host/engine/runner.cpp
+#include "engine/runner.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.h"
+
+namespace tdm {
+
+Runner::Runner(const Model& model, KvPool& kv, vk::Device& device, vk::PipelineManager& pipelines)
+    : model_(model), kv_(kv), device_(device), pipelines_(pipelines) {}
+
+uint64_t Runner::graph_memory() const {
+    uint64_t n = 0;
+    for (const auto& [k, c] : cache_) n += c.cg->activation_bytes();
+    return n;
+}
+
+Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs) {
+    const auto key = std::make_tuple(n_tokens, n_outputs, int(hidden_point_));
+    if (auto it = cache_.find(key); it != cache_.end()) return &it->second;
+
+    tdm_batch_desc batch{sizeof(tdm_batch_desc), n_tokens, n_outputs};
+    std::vector<const KvLayerBinding*> layers;
+    for (uint32_t i = 0; i < kv_.n_layers(); ++i) layers.push_back(kv_.layer(i));
+    auto g = TDM_TRY(model_.build_graph(batch, layers));
+
+    Compiled c;
+    c.n_outputs = n_outputs;
+    c.tokens = g->tokens;
+    c.positions = g->positions;
+    c.seq_ids = g->seq_ids;
+    c.output_rows = g->output_rows;
+    c.positions4 = g->positions4;
+    c.logits = g->outputs[TDM_OUTPUT_LOGITS];
+    OpDesc am;
+    am.op = TDM_OP_ARGMAX;
+    am.in[0] = c.logits;
+    am.n_in = 1;
+    am.name = "argmax";
+    c.argmax = TDM_TRY(g->graph.op(am));
+    TDM_TRY(g->graph.mark_output(c.logits));
+    TDM_TRY(g->graph.mark_output(c.argmax));
+    if (hidden_point_ != TDM_HIDDEN_NONE) {
+        const TensorId h = g->outputs[hidden_point_ == TDM_HIDDEN_PRE_NORM ? TDM_OUTPUT_HIDDEN_PRE_NORM
+                                                                           : TDM_OUTPUT_HIDDEN_POST_NORM];
+        if (!h)
+            return Error::format("{} does not provide the {} hidden state a drafter needs", model_.arch().desc->name,
+                                 hidden_point_ == TDM_HIDDEN_PRE_NORM ? "pre-norm" : "post-norm");
+        // A view cannot be an output: copy it (cheap, [n_embd, n_tokens]).
+        TensorId out = h;
+        if (g->graph.tensor(h).kind != TensorKind::activation || !g->graph.tensor(h).contiguous()) {
+            OpDesc cp;
+            cp.op = TDM_OP_COPY;
+            cp.in[0] = h;
+            cp.n_in = 1;
+            cp.name = "hidden_copy";
+            out = TDM_TRY(g->graph.op(cp));
+        }
+        TDM_TRY(g->graph.mark_output(out));
+        c.hidden = out;
+    }
+    c.cg = TDM_TRY(CompiledGraph::compile(device_, pipelines_, std::move(g->graph)));
+    TDM_LOG_DEBUG("engine", "graph for {} tokens / {} outputs: {} dispatches, {} barriers, {} activations", n_tokens,
+                  n_outputs, c.cg->dispatch_count(), c.cg->barrier_count(), vk::format_bytes(c.cg->activation_bytes()));
+    auto [it, ok] = cache_.emplace(key, std::move(c));
+    return &it->second;
+}
+
+Status Runner::submit(const ForwardInput& in) {
+    TDM_ASSERT(pending_ == nullptr);
+    const uint32_t n = uint32_t(in.tokens.size());
+    if (n == 0) return Error("forward: empty batch");
+    if (in.positions.size() != n) return Error("forward: one position per token is needed");
+    if (in.output_rows.empty() || in.output_rows.size() > n) return Error("forward: 1..n output rows are needed");
+    int32_t max_pos = 0;
+    for (int32_t p : in.positions) {
+        if (p < 0) return Error("forward: negative position");
+        max_pos = std::max(max_pos, p);
+    }
+    for (size_t i = 0; i < in.output_rows.size(); ++i)
+        if (in.output_rows[i] < 0 || uint32_t(in.output_rows[i]) >= n || (i && in.output_rows[i] <= in.output_rows[i - 1]))
+            return Error("forward: output rows must be ascending rows of the batch");
+    const int32_t n_vocab = int32_t(model_.info().n_vocab);
+    for (int32_t t : in.tokens)
+        if (t < 0 || t >= n_vocab) return Error::format("token id {} is outside the vocabulary of {}", t, n_vocab);
+    TDM_TRY(kv_.reserve(in.seq, uint32_t(max_pos) + 1));
+
+    Compiled* c = TDM_TRY(get(n, uint32_t(in.output_rows.size())));
+    CompiledGraph& cg = *c->cg;
+    std::memcpy(cg.input_data(c->tokens), in.tokens.data(), n * 4);
+    std::memcpy(cg.input_data(c->positions), in.positions.data(), n * 4);
+    int32_t* seq = cg.input_as<int32_t>(c->seq_ids);
+    for (uint32_t i = 0; i < n; ++i) seq[i] = in.seq;
+    std::memcpy(cg.input_data(c->output_rows), in.output_rows.data(), in.output_rows.size() * 4);
+    if (c->positions4) {  // text tokens: t = h = w = position, e = 0
+        int32_t* p4 = cg.input_as<int32_t>(c->positions4);
+        for (uint32_t i = 0; i < n; ++i) {
+            p4[4 * i] = p4[4 * i + 1] = p4[4 * i + 2] = in.positions[i];
+            p4[4 * i + 3] = 0;
+        }
+    }
+    TDM_TRY(cg.submit());
+    pending_ = c;
+    return {};
+}
+
+Result<ForwardOutput> Runner::wait() {
+    TDM_ASSERT(pending_ != nullptr);
+    Compiled* c = pending_;
+    pending_ = nullptr;
+    TDM_TRY(c->cg->wait());
+    ForwardOutput out;
+    out.n_outputs = c->n_outputs;
+    out.logits = c->cg->output_as<float>(c->logits);
+    out.argmax = c->cg->output_as<int32_t>(c->argmax);
+    if (c->hidden) out.hidden = c->cg->output_as<float>(c->hidden);
+    return out;
+}
+
+Result<ForwardOutput> Runner::forward(const ForwardInput& in) {
+    TDM_TRY(submit(in));
+    return wait();
+}
+
+}  // namespace tdm

@@ -1,0 +1,73 @@
+// host/engine/runner.h: runs a model's forward passes against its KV pool.
+//
+// Every distinct batch shape (tokens, output rows) is built by the plugin once,
+// compiled (graph/executor.h), extended with an in-graph argmax of the logits
+// so greedy decoding reads back only token ids, and cached; later steps of the
+// same shape only write inputs and replay. forward() reserves KV blocks for the
+// batch's positions; rolling back is KvPool::truncate.
+// Not here: sampling, generation loops (generate.h), speculation (host/spec).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "graph/executor.h"
+#include "kv/kv_pool.h"
+#include "model/model.h"
+
+namespace tdm {
+
+struct ForwardInput {
+    std::span<const int32_t> tokens;
+    std::span<const int32_t> positions;    // one per token
+    int seq = 0;                           // KV pool sequence of every row
+    std::span<const int32_t> output_rows;  // rows whose logits are wanted (ascending)
+};
+
+// Valid until the next forward with the same shape.
+struct ForwardOutput {
+    uint32_t n_outputs = 0;
+    const float* logits = nullptr;    // [n_outputs][n_vocab]
+    const int32_t* argmax = nullptr;  // [n_outputs]
+    const float* hidden = nullptr;    // [n_tokens][n_embd] when requested (hidden_point)
+};
+
+class Runner {
+public:
+    Runner(const Model& model, KvPool& kv, vk::Device& device, vk::PipelineManager& pipelines);
+
+    // Which hidden state forward() should return (drafters that read it).
+    void set_hidden_point(tdm_hidden_point p) { hidden_point_ = p; }
+
+    // Synchronous forward pass.
+    Result<ForwardOutput> forward(const ForwardInput& in);
+    // Split form, so host work can overlap device work: submit() then wait().
+    Status submit(const ForwardInput& in);
+    Result<ForwardOutput> wait();
+
+    const Model& model() const { return model_; }
+    KvPool& kv() { return kv_; }
+    size_t cached_graphs() const { return cache_.size(); }
+    uint64_t graph_memory() const;  // activation bytes of all cached graphs
+
+private:
+    struct Compiled {
+        std::unique_ptr<CompiledGraph> cg;
+        TensorId tokens = 0, positions = 0, seq_ids = 0, output_rows = 0, positions4 = 0;
+        TensorId logits = 0, argmax = 0, hidden = 0;
+        uint32_t n_outputs = 0;
+    };
+    Result<Compiled*> get(uint32_t n_tokens, uint32_t n_outputs);
+
+    const Model& model_;
+    KvPool& kv_;
+    vk::Device& device_;
+    vk::PipelineManager& pipelines_;
+    tdm_hidden_point hidden_point_ = TDM_HIDDEN_NONE;
+    std::map<std::tuple<uint32_t, uint32_t, int>, Compiled> cache_;
+    Compiled* pending_ = nullptr;
+};
+
+}  // namespace tdm

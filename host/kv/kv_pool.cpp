@@ -1,0 +1,153 @@
+// host/kv/kv_pool.cpp
+#include "kv/kv_pool.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "graph/weight.h"
+
+namespace tdm {
+
+Result<std::unique_ptr<KvPool>> KvPool::create(vk::Device& device, std::span<const tdm_attention_layer> layers,
+                                               const KvPoolConfig& config, std::string name) {
+    if (config.block_size == 0 || config.n_seq_max == 0) return Error("KV pool: block size and sequence count must be > 0");
+    std::unique_ptr<KvPool> pool(new KvPool(device));
+    pool->config_ = config;
+    pool->name_ = std::move(name);
+    const uint64_t es = config.f16 ? 2 : 4;
+    uint64_t bytes_per_block = 0;
+    for (const auto& l : layers) {
+        if (l.n_kv_head == 0 || l.head_dim_k == 0 || l.head_dim_v == 0 || l.head_dim_k % 4 || l.head_dim_v % 4)
+            return Error::format("KV pool: attention layer with {} kv heads of dims {}/{} is not supported (dims must "
+                                 "be non-zero multiples of 4)",
+                                 l.n_kv_head, l.head_dim_k, l.head_dim_v);
+        bytes_per_block += uint64_t(config.block_size) * l.n_kv_head * (l.head_dim_k + l.head_dim_v) * es;
+    }
+    const uint32_t blocks_per_seq = (config.n_ctx + config.block_size - 1) / config.block_size;
+    if (config.memory_budget) {
+        if (bytes_per_block == 0) return Error("KV pool: a memory budget was given for a model without attention");
+        const uint64_t n = config.memory_budget / bytes_per_block;
+        if (n == 0)
+            return Error::format("KV pool: the memory budget of {} holds no block ({} per block of {} tokens)",
+                                 vk::format_bytes(config.memory_budget), vk::format_bytes(bytes_per_block),
+                                 config.block_size);
+        pool->n_blocks_ = uint32_t(std::min<uint64_t>(n, 1u << 30));
+        pool->max_blocks_ = std::min(pool->n_blocks_, blocks_per_seq ? blocks_per_seq : pool->n_blocks_);
+    } else {
+        pool->n_blocks_ = blocks_per_seq * config.n_seq_max;
+        pool->max_blocks_ = blocks_per_seq;
+    }
+    if (pool->max_blocks_ == 0) return Error("KV pool: context length must be > 0");
+
+    auto alloc = [&](uint64_t size, vk::MemoryKind kind, const std::string& what) -> Result<vk::BufferSlice> {
+        auto b = TDM_TRY(vk::Buffer::create(device, size, kind, fmt::format("{} of {}", what, pool->name_)));
+        pool->buffers_.push_back(std::move(b));
+        pool->bytes_ += size;
+        return vk::BufferSlice{pool->buffers_.back().get(), 0, size};
+    };
+    // the table is written by the host between steps: host-visible memory
+    const uint64_t table_bytes = uint64_t(config.n_seq_max) * pool->max_blocks_ * 4;
+    pool->table_ = TDM_TRY(alloc(table_bytes, vk::MemoryKind::host, "KV block table"));
+    std::memset(pool->table_.mapped(), 0, table_bytes);
+
+    for (size_t il = 0; il < layers.size(); ++il) {
+        const auto& l = layers[il];
+        KvLayerBinding b;
+        const uint64_t kbytes = uint64_t(pool->n_blocks_) * config.block_size * l.n_kv_head * l.head_dim_k * es;
+        const uint64_t vbytes = uint64_t(pool->n_blocks_) * config.block_size * l.n_kv_head * l.head_dim_v * es;
+        b.k = TDM_TRY(alloc(kbytes, vk::MemoryKind::device, fmt::format("K of layer {}", il)));
+        b.v = TDM_TRY(alloc(vbytes, vk::MemoryKind::device, fmt::format("V of layer {}", il)));
+        b.f16 = config.f16;
+        b.n_kv_head = l.n_kv_head;
+        b.dk = l.head_dim_k;
+        b.dv = l.head_dim_v;
+        b.block_size = config.block_size;
+        b.max_blocks = pool->max_blocks_;
+        b.block_table = pool->table_;
+        b.name = fmt::format("{} layer {}", pool->name_, il);
+        if (device.caps().prefer_texel_weights) {
+            for (vk::BufferSlice* s : {&b.k, &b.v}) {
+                if (s->size / 16 > device.caps().max_texel_buffer_elements) continue;  // storage path then
+                VkBufferViewCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+                ci.buffer = s->handle();
+                ci.format = config.f16 ? VK_FORMAT_R16G16B16A16_SFLOAT : VK_FORMAT_R32G32B32A32_SFLOAT;
+                ci.offset = s->offset;
+                ci.range = s->size;
+                VkBufferView view = VK_NULL_HANDLE;
+                TDM_VK_CHECK(device.fn().vkCreateBufferView(device.handle(), &ci, nullptr, &view), "KV texel view");
+                pool->views_.push_back(view);
+                (s == &b.k ? b.k_view : b.v_view) = view;
+            }
+            if (!b.k_view || !b.v_view) b.k_view = b.v_view = VK_NULL_HANDLE;
+        }
+        pool->layers_.push_back(std::move(b));
+    }
+    pool->free_.reserve(pool->n_blocks_);
+    for (uint32_t i = pool->n_blocks_; i-- > 0;) pool->free_.push_back(i);  // pop_back gives 0, 1, 2, ...
+    pool->seq_blocks_.resize(config.n_seq_max);
+    pool->live_.assign(config.n_seq_max, false);
+    return pool;
+}
+
+KvPool::~KvPool() {
+    for (VkBufferView v : views_) device_.fn().vkDestroyBufferView(device_.handle(), v, nullptr);
+}
+
+Result<int> KvPool::add_sequence() {
+    for (size_t s = 0; s < live_.size(); ++s)
+        if (!live_[s]) {
+            live_[s] = true;
+            seq_blocks_[s].clear();
+            return int(s);
+        }
+    return Error::format("KV pool of {}: all {} sequence slots are in use", name_, live_.size());
+}
+
+void KvPool::free_sequence(int seq) {
+    TDM_ASSERT(seq >= 0 && size_t(seq) < live_.size());
+    truncate(seq, 0);
+    live_[seq] = false;
+}
+
+Status KvPool::write_table_row(int seq) {
+    int32_t* row = reinterpret_cast<int32_t*>(table_.mapped()) + size_t(seq) * max_blocks_;
+    const auto& blocks = seq_blocks_[seq];
+    std::memcpy(row, blocks.data(), blocks.size() * 4);
+    return {};
+}
+
+Status KvPool::reserve(int seq, uint32_t n_tokens) {
+    TDM_ASSERT(seq >= 0 && size_t(seq) < live_.size() && live_[seq]);
+    const uint32_t need = (n_tokens + config_.block_size - 1) / config_.block_size;
+    auto& blocks = seq_blocks_[seq];
+    if (need <= blocks.size()) return {};
+    if (need > max_blocks_)
+        return Error::format("KV cache full: {} tokens do not fit the context of {} tokens (raise the context "
+                             "length with -c/--ctx-size or [model] n_ctx)",
+                             n_tokens, capacity_tokens());
+    if (need - blocks.size() > free_.size())
+        return Error::format("KV cache full: {} more blocks of {} tokens needed, {} free (raise [model] kv_memory or "
+                             "the context length)",
+                             need - blocks.size(), config_.block_size, free_.size());
+    while (blocks.size() < need) {
+        blocks.push_back(int32_t(free_.back()));
+        free_.pop_back();
+    }
+    return write_table_row(seq);
+}
+
+void KvPool::truncate(int seq, uint32_t n_tokens) {
+    TDM_ASSERT(seq >= 0 && size_t(seq) < live_.size());
+    const uint32_t keep = (n_tokens + config_.block_size - 1) / config_.block_size;
+    auto& blocks = seq_blocks_[seq];
+    while (blocks.size() > keep) {
+        free_.push_back(uint32_t(blocks.back()));
+        blocks.pop_back();
+    }
+}
+
+uint32_t KvPool::reserved_tokens(int seq) const {
+    return uint32_t(seq_blocks_[seq].size()) * config_.block_size;
+}
+
+}  // namespace tdm

@@ -1,0 +1,116 @@
+// host/model/model.cpp
+#include "model/model.h"
+
+#include <filesystem>
+
+#include "common/log.h"
+#include "tokenizer/vocab_gguf.h"
+#include "tokenizer/vocab_json.h"
+
+namespace tdm {
+
+Result<const ArchEntry*> find_architecture(const ModelSource& src, const Registry& registry) {
+    const std::string arch = src.architecture();
+    const bool gguf = src.format() == SourceFormat::gguf;
+    if (arch.empty())
+        return Error::format("{}: the file does not name its architecture ({})", src.path(),
+                             gguf ? "no general.architecture" : "no model_type in config.json");
+    const ArchEntry* e = gguf ? registry.find_arch_gguf(arch) : registry.find_arch_hf(arch);
+    if (!e)
+        return Error::format("{}: unknown architecture '{}'; loaded plugins: {}", src.path(), arch,
+                             registry.describe_architectures());
+    return e;
+}
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, const Registry& registry, vk::Device& device,
+                                           const ModelLoadOptions& opt) {
+    auto src = TDM_TRY(ModelSource::open(path));
+    return load(std::shared_ptr<const ModelSource>(std::move(src)), registry, device, opt);
+}
+
+Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const ModelSource> source, const Registry& registry,
+                                           vk::Device& device, const ModelLoadOptions& opt) {
+    std::unique_ptr<Model> m(new Model());
+    m->source_ = std::move(source);
+    const ModelSource& src = *m->source_;
+    m->arch_ = TDM_TRY(find_architecture(src, registry));
+    m->src_handle_.src = m->source_.get();
+    m->options_.values = opt.options;
+
+    char err[1024] = {0};
+    m->info_.struct_size = sizeof(tdm_model_info);
+    const tdm_arch_desc* d = m->arch_->desc;
+    if (d->create(host_api(), &m->src_handle_, &m->options_, &m->info_, &m->obj_, err, sizeof err) != TDM_OK || !m->obj_)
+        return Error::format("{}: {}", src.path(), err[0] ? err : "the architecture plugin refused the model");
+    if (m->info_.n_vocab == 0 || m->info_.n_embd == 0)
+        return Error::format("{}: plugin {} reported an empty model (n_vocab {}, n_embd {})", src.path(),
+                             m->arch_->plugin->name, m->info_.n_vocab, m->info_.n_embd);
+    if (m->info_.n_attention_layers && !m->info_.attention_layers)
+        return Error::format("plugin {}: attention layers declared without a list", m->arch_->plugin->name);
+
+    // tokenizer: absent or broken is not fatal until text is needed
+    if (const GgufFile* g = src.gguf()) {
+        if (g->find("tokenizer.ggml.model")) {
+            auto t = load_tokenizer_gguf(*g);
+            if (t.ok()) m->tokenizer_ = std::move(t).value();
+            else m->tokenizer_error_ = t.error().message();
+        } else {
+            m->tokenizer_error_ = fmt::format("{} has no tokenizer (no tokenizer.ggml.* keys)", src.path());
+        }
+    } else {
+        std::filesystem::path dir = src.path();
+        if (!std::filesystem::is_directory(dir)) dir = dir.parent_path();
+        const auto tj = dir / "tokenizer.json";
+        if (std::filesystem::exists(tj)) {
+            auto t = load_tokenizer_hf_file(tj.string());
+            if (t.ok()) m->tokenizer_ = std::move(t).value();
+            else m->tokenizer_error_ = t.error().message();
+        } else {
+            m->tokenizer_error_ = fmt::format("no tokenizer.json in {}", dir.string());
+        }
+    }
+    if (!m->tokenizer_) TDM_LOG_INFO("model", "{}", m->tokenizer_error_);
+    if (m->tokenizer_ && m->tokenizer_->n_vocab() > int32_t(m->info_.n_vocab))
+        return Error::format("{}: the tokenizer has {} tokens but the model's vocabulary is {}", src.path(),
+                             m->tokenizer_->n_vocab(), m->info_.n_vocab);
+
+    m->weights_ = std::make_unique<WeightStore>(device, src.path());
+    m->weights_->set_upload_options(opt.upload);
+    if (opt.progress) {
+        const uint64_t total = src.file_bytes();
+        auto fn = opt.progress;
+        m->weights_->set_progress([fn, total](uint64_t done) { fn(done, total); });
+    }
+    tdm_loader loader{m->weights_.get(), &src};
+    if (d->load(m->obj_, &loader, err, sizeof err) != TDM_OK)
+        return Error::format("{}", err[0] ? err : "loading weights failed");
+    TDM_LOG_INFO("model", "{}: {} ({}), {} weights, {}", src.path(), d->name, m->arch_->plugin->name,
+                 m->weights_->count(), vk::format_bytes(m->weights_->device_bytes()));
+    return m;
+}
+
+Model::~Model() {
+    if (obj_ && arch_) arch_->desc->destroy(obj_);
+}
+
+Result<std::unique_ptr<tdm_graph>> Model::build_graph(const tdm_batch_desc& batch,
+                                                      std::span<const KvLayerBinding* const> kv) const {
+    if (kv.size() != info_.n_attention_layers)
+        return Error::format("internal: {} KV layers for a model with {}", kv.size(), info_.n_attention_layers);
+    auto g = std::make_unique<tdm_graph>();
+    init_graph_inputs(*g, batch);
+    g->kv.assign(kv.begin(), kv.end());
+    char err[1024] = {0};
+    if (arch_->desc->build_graph(obj_, g.get(), &batch, err, sizeof err) != TDM_OK)
+        return Error::format("building the {} graph for {} tokens: {}", arch_->desc->name, batch.n_tokens,
+                             err[0] ? err : "failed");
+    const TensorId logits = g->outputs[TDM_OUTPUT_LOGITS];
+    if (!logits) return Error::format("plugin {}: the graph sets no logits output", arch_->plugin->name);
+    const Tensor& t = g->graph.tensor(logits);
+    if (t.type != DType::F32 || t.cols() != int64_t(info_.n_vocab) || t.rows() != int64_t(batch.n_outputs))
+        return Error::format("plugin {}: logits are {}, expected [{}, {}]", arch_->plugin->name, g->graph.describe(logits),
+                             info_.n_vocab, batch.n_outputs);
+    return g;
+}
+
+}  // namespace tdm

@@ -1,0 +1,49 @@
+// host/model/weight_store.h: the weights of one model (or draft head) on the
+// device, loaded on a plugin's request with the transforms of the ABI
+// (tdm_weight_request): shape check, f32 conversion, 1+w, -exp(w), row and
+// column permutations — each applied once, here. Source pages are dropped from
+// RSS after upload, so weights never sit twice in host memory.
+#pragma once
+
+#include <tandem/tandem.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "formats/model_source.h"
+#include "graph/weight.h"
+
+namespace tdm {
+
+class WeightStore {
+public:
+    WeightStore(vk::Device& device, std::string owner);
+
+    // Loads one weight. nullptr (with success) only for an absent optional tensor.
+    Result<const DeviceWeight*> load(const ModelSource& src, const tdm_weight_request& req);
+
+    uint64_t device_bytes() const { return bytes_; }
+    size_t count() const { return weights_.size(); }
+
+    // Progress reporting: called after each weight with bytes loaded so far.
+    void set_progress(std::function<void(uint64_t done)> fn) { progress_ = std::move(fn); }
+    // Test hook: largest binding (forces row chunking).
+    void set_upload_options(const WeightUploadOptions& o) { upload_ = o; }
+
+private:
+    vk::Device& device_;
+    std::string owner_;
+    vk::Arena arena_;
+    std::vector<std::unique_ptr<DeviceWeight>> weights_;
+    uint64_t bytes_ = 0;
+    uint64_t source_bytes_ = 0;
+    std::function<void(uint64_t)> progress_;
+    WeightUploadOptions upload_;
+};
+
+// "[1024, 2048]"
+std::string shape_string(const int64_t* ne, uint32_t n_dims);
+
+}  // namespace tdm

@@ -1,0 +1,57 @@
+// host/plugin/handles.h: the host-side definitions of the ABI's opaque handles.
+// Plugins only ever see pointers to these.
+#pragma once
+
+#include <tandem/tandem.h>
+
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "formats/model_source.h"
+#include "graph/graph.h"
+#include "model/weight_store.h"
+
+struct tdm_model_source {
+    const tdm::ModelSource* src = nullptr;
+    mutable std::deque<std::string> strings;  // keeps strings handed to the plugin alive
+};
+
+struct tdm_loader {
+    tdm::WeightStore* store = nullptr;
+    const tdm::ModelSource* src = nullptr;
+};
+
+struct tdm_options {
+    std::map<std::string, std::string> values;
+};
+
+// The graph a plugin builds, with the batch inputs and outputs the host wires up.
+struct tdm_graph {
+    tdm::Graph graph;
+    tdm_batch_desc batch{};
+    tdm::TensorId tokens = tdm::kNoTensor, positions = tdm::kNoTensor, seq_ids = tdm::kNoTensor;
+    tdm::TensorId positions4 = tdm::kNoTensor, output_rows = tdm::kNoTensor, target_hidden = tdm::kNoTensor;
+    uint32_t n_embd_target = 0;  // width of TDM_INPUT_TARGET_HIDDEN (draft heads)
+    std::vector<const tdm::KvLayerBinding*> kv;         // the model's own layers
+    std::vector<const tdm::KvLayerBinding*> target_kv;  // draft heads: readable target layers
+    tdm::TensorId outputs[4] = {};                      // by tdm_graph_output
+};
+
+namespace tdm {
+
+// A weight handle is the DeviceWeight itself.
+inline const tdm_weight* to_handle(const DeviceWeight* w) { return reinterpret_cast<const tdm_weight*>(w); }
+inline const DeviceWeight* from_handle(const tdm_weight* w) { return reinterpret_cast<const DeviceWeight*>(w); }
+
+// The host API table given to every plugin.
+const tdm_host_api* host_api();
+
+// Sets the calling thread's last error (read by tdm_host_api.last_error).
+tdm_status set_last_error(tdm_status st, std::string message);
+
+// Prepares a graph for a batch: creates the token/position/sequence/output-row inputs.
+void init_graph_inputs(tdm_graph& g, const tdm_batch_desc& batch);
+
+}  // namespace tdm

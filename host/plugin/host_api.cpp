@@ -1,0 +1,448 @@
+// host/plugin/host_api.cpp: the tdm_host_api table (tandem.h §4): C entry points
+// that validate their arguments and forward to the host's C++ objects. Nothing
+// here may throw or abort on a plugin's mistake: it returns a status and leaves
+// a message for last_error().
+#include <cstring>
+#include <string>
+
+#include "common/log.h"
+#include "plugin/handles.h"
+#include "plugin/registry.h"
+
+namespace tdm {
+namespace {
+
+thread_local std::string t_last_error;
+
+// ---- metadata -------------------------------------------------------------------------
+
+const nlohmann::json* hf_lookup(const ModelSource& s, const char* key) {
+    const nlohmann::json* j = s.hf_config();
+    if (!j) return nullptr;
+    std::string_view k(key);
+    while (!k.empty()) {
+        const size_t dot = k.find('.');
+        const std::string part(k.substr(0, dot));
+        if (!j->is_object()) return nullptr;
+        auto it = j->find(part);
+        if (it == j->end()) return nullptr;
+        j = &*it;
+        if (dot == std::string_view::npos) break;
+        k.remove_prefix(dot + 1);
+    }
+    return j;
+}
+
+tdm_status bad_source(const tdm_model_source* src) {
+    return set_last_error(TDM_ERR_INVALID_ARGUMENT, "null model source");
+}
+
+tdm_status not_found(const tdm_model_source* src, const char* key) {
+    return set_last_error(TDM_ERR_NOT_FOUND, fmt::format("{}: no metadata key '{}'", src->src->path(), key ? key : "(null)"));
+}
+
+tdm_source_format api_source_format(const tdm_model_source* src) {
+    return src && src->src->format() == SourceFormat::safetensors ? TDM_SOURCE_SAFETENSORS : TDM_SOURCE_GGUF;
+}
+
+const char* api_source_path(const tdm_model_source* src) { return src ? src->src->path().c_str() : ""; }
+
+int api_meta_has(const tdm_model_source* src, const char* key) {
+    if (!src || !key) return 0;
+    if (const GgufFile* g = src->src->gguf()) return g->find(key) != nullptr;
+    return hf_lookup(*src->src, key) != nullptr;
+}
+
+tdm_status api_meta_get_int(const tdm_model_source* src, const char* key, int64_t* out) {
+    if (!src || !key || !out) return bad_source(src);
+    if (const GgufFile* g = src->src->gguf()) {
+        if (!g->find(key)) return not_found(src, key);
+        auto v = g->get_int(key);
+        if (!v.ok()) {
+            auto b = g->get_bool(key);
+            if (!b.ok()) return set_last_error(TDM_ERR_BAD_MODEL, v.error().message());
+            *out = *b ? 1 : 0;
+            return TDM_OK;
+        }
+        *out = *v;
+        return TDM_OK;
+    }
+    const nlohmann::json* j = hf_lookup(*src->src, key);
+    if (!j) return not_found(src, key);
+    if (j->is_boolean()) {
+        *out = j->get<bool>() ? 1 : 0;
+        return TDM_OK;
+    }
+    if (!j->is_number_integer() && !j->is_number_unsigned())
+        return set_last_error(TDM_ERR_BAD_MODEL, fmt::format("{}: '{}' is not an integer", src->src->path(), key));
+    *out = j->get<int64_t>();
+    return TDM_OK;
+}
+
+tdm_status api_meta_get_float(const tdm_model_source* src, const char* key, double* out) {
+    if (!src || !key || !out) return bad_source(src);
+    if (const GgufFile* g = src->src->gguf()) {
+        if (!g->find(key)) return not_found(src, key);
+        auto v = g->get_float(key);
+        if (v.ok()) {
+            *out = *v;
+            return TDM_OK;
+        }
+        auto i = g->get_int(key);
+        if (!i.ok()) return set_last_error(TDM_ERR_BAD_MODEL, v.error().message());
+        *out = double(*i);
+        return TDM_OK;
+    }
+    const nlohmann::json* j = hf_lookup(*src->src, key);
+    if (!j) return not_found(src, key);
+    if (!j->is_number())
+        return set_last_error(TDM_ERR_BAD_MODEL, fmt::format("{}: '{}' is not a number", src->src->path(), key));
+    *out = j->get<double>();
+    return TDM_OK;
+}
+
+tdm_status api_meta_get_bool(const tdm_model_source* src, const char* key, int* out) {
+    if (!src || !key || !out) return bad_source(src);
+    if (const GgufFile* g = src->src->gguf()) {
+        if (!g->find(key)) return not_found(src, key);
+        auto v = g->get_bool(key);
+        if (!v.ok()) return set_last_error(TDM_ERR_BAD_MODEL, v.error().message());
+        *out = *v ? 1 : 0;
+        return TDM_OK;
+    }
+    const nlohmann::json* j = hf_lookup(*src->src, key);
+    if (!j) return not_found(src, key);
+    if (!j->is_boolean())
+        return set_last_error(TDM_ERR_BAD_MODEL, fmt::format("{}: '{}' is not a boolean", src->src->path(), key));
+    *out = j->get<bool>() ? 1 : 0;
+    return TDM_OK;
+}
+
+tdm_status api_meta_get_string(const tdm_model_source* src, const char* key, const char** out) {
+    if (!src || !key || !out) return bad_source(src);
+    if (const GgufFile* g = src->src->gguf()) {
+        if (!g->find(key)) return not_found(src, key);
+        auto v = g->get_string(key);
+        if (!v.ok()) return set_last_error(TDM_ERR_BAD_MODEL, v.error().message());
+        src->strings.push_back(std::move(v).value());
+    } else {
+        const nlohmann::json* j = hf_lookup(*src->src, key);
+        if (!j) return not_found(src, key);
+        if (!j->is_string())
+            return set_last_error(TDM_ERR_BAD_MODEL, fmt::format("{}: '{}' is not a string", src->src->path(), key));
+        src->strings.push_back(j->get<std::string>());
+    }
+    *out = src->strings.back().c_str();
+    return TDM_OK;
+}
+
+template <class T>
+tdm_status copy_array(const std::vector<T>& v, T* out, uint64_t cap, uint64_t* n) {
+    if (n) *n = v.size();
+    for (uint64_t i = 0; i < v.size() && i < cap && out; ++i) out[i] = v[i];
+    return TDM_OK;
+}
+
+tdm_status api_meta_get_int_array(const tdm_model_source* src, const char* key, int64_t* out, uint64_t cap,
+                                  uint64_t* n) {
+    if (!src || !key) return bad_source(src);
+    if (const GgufFile* g = src->src->gguf()) {
+        if (!g->find(key)) return not_found(src, key);
+        auto v = g->get_int_array(key);
+        if (!v.ok()) return set_last_error(TDM_ERR_BAD_MODEL, v.error().message());
+        return copy_array(*v, out, cap, n);
+    }
+    const nlohmann::json* j = hf_lookup(*src->src, key);
+    if (!j) return not_found(src, key);
+    std::vector<int64_t> v;
+    if (!j->is_array()) return set_last_error(TDM_ERR_BAD_MODEL, fmt::format("'{}' is not an array", key));
+    for (const auto& e : *j) {
+        if (!e.is_number_integer() && !e.is_boolean())
+            return set_last_error(TDM_ERR_BAD_MODEL, fmt::format("'{}' is not an integer array", key));
+        v.push_back(e.is_boolean() ? int64_t(e.get<bool>()) : e.get<int64_t>());
+    }
+    return copy_array(v, out, cap, n);
+}
+
+tdm_status api_meta_get_float_array(const tdm_model_source* src, const char* key, double* out, uint64_t cap,
+                                    uint64_t* n) {
+    if (!src || !key) return bad_source(src);
+    if (const GgufFile* g = src->src->gguf()) {
+        if (!g->find(key)) return not_found(src, key);
+        auto v = g->get_float_array(key);
+        if (!v.ok()) return set_last_error(TDM_ERR_BAD_MODEL, v.error().message());
+        return copy_array(*v, out, cap, n);
+    }
+    const nlohmann::json* j = hf_lookup(*src->src, key);
+    if (!j) return not_found(src, key);
+    std::vector<double> v;
+    if (!j->is_array()) return set_last_error(TDM_ERR_BAD_MODEL, fmt::format("'{}' is not an array", key));
+    for (const auto& e : *j) {
+        if (!e.is_number()) return set_last_error(TDM_ERR_BAD_MODEL, fmt::format("'{}' is not a number array", key));
+        v.push_back(e.get<double>());
+    }
+    return copy_array(v, out, cap, n);
+}
+
+tdm_status api_tensor_info(const tdm_model_source* src, const char* name, tdm_tensor_info* out) {
+    if (!src || !name || !out || out->struct_size < sizeof(tdm_tensor_info))
+        return set_last_error(TDM_ERR_INVALID_ARGUMENT, "tensor_info: bad arguments");
+    const SourceTensor* t = src->src->find(name);
+    if (!t) return set_last_error(TDM_ERR_NOT_FOUND, fmt::format("{}: no tensor '{}'", src->src->path(), name));
+    out->type = dtype_traits(t->type) ? tdm_dtype(t->type) : TDM_DTYPE_INVALID;
+    out->n_dims = uint32_t(std::max(1, t->n_dims));
+    for (int i = 0; i < 4; ++i) out->ne[i] = t->ne[i];
+    return TDM_OK;
+}
+
+// ---- weights ---------------------------------------------------------------------------
+
+tdm_status api_load_weight(tdm_loader* loader, const tdm_weight_request* req, const tdm_weight** out) {
+    if (!loader || !req || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "load_weight: null argument");
+    auto r = loader->store->load(*loader->src, *req);
+    if (!r.ok()) {
+        const std::string& m = r.error().message();
+        const tdm_status st = m.find("missing tensor") != std::string::npos ? TDM_ERR_NOT_FOUND
+                              : m.find("shape") != std::string::npos          ? TDM_ERR_SHAPE
+                              : m.find("does not support") != std::string::npos ? TDM_ERR_UNSUPPORTED
+                              : m.find("out of device memory") != std::string::npos ? TDM_ERR_OUT_OF_MEMORY
+                                                                                      : TDM_ERR_BAD_MODEL;
+        return set_last_error(st, m);
+    }
+    *out = to_handle(*r);
+    return TDM_OK;
+}
+
+tdm_status api_weight_shape(const tdm_weight* w, tdm_tensor_shape* out) {
+    if (!w || !out || out->struct_size < sizeof(tdm_tensor_shape))
+        return set_last_error(TDM_ERR_INVALID_ARGUMENT, "weight_shape: bad arguments");
+    const DeviceWeight* d = from_handle(w);
+    out->type = tdm_dtype(d->type());
+    for (int i = 0; i < 4; ++i) out->ne[i] = d->ne()[i];
+    return TDM_OK;
+}
+
+// ---- graphs ----------------------------------------------------------------------------
+
+tdm_status bad_graph() { return set_last_error(TDM_ERR_INVALID_ARGUMENT, "null graph or argument"); }
+
+bool valid_tensor(const tdm_graph* g, tdm_tensor t) { return t.id != 0 && t.id < g->graph.tensor_count(); }
+
+tdm_status api_graph_op(tdm_graph* g, const tdm_op_desc* d, tdm_tensor* out) {
+    if (!g || !d || !out) return bad_graph();
+    if (d->struct_size < sizeof(tdm_op_desc))
+        return set_last_error(TDM_ERR_INVALID_ARGUMENT, "graph_op: tdm_op_desc.struct_size too small");
+    if (d->n_inputs > 8) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "graph_op: more than 8 inputs");
+    OpDesc o;
+    o.op = tdm_op(d->op);
+    o.n_in = int(d->n_inputs);
+    for (uint32_t k = 0; k < d->n_inputs; ++k) {
+        if (!valid_tensor(g, d->inputs[k]))
+            return set_last_error(TDM_ERR_INVALID_ARGUMENT,
+                                  fmt::format("{}: input {} is not a tensor of this graph", op_name(o.op), k));
+        o.in[k] = d->inputs[k].id;
+    }
+    std::memcpy(o.i, d->i, sizeof o.i);
+    std::memcpy(o.f, d->f, sizeof o.f);
+    if (d->name) o.name = d->name;
+    auto r = g->graph.op(o);
+    if (!r.ok()) return set_last_error(TDM_ERR_SHAPE, r.error().message());
+    out->id = *r;
+    return TDM_OK;
+}
+
+tdm_status api_graph_op_output(tdm_graph* g, tdm_tensor t, uint32_t index, tdm_tensor* out) {
+    if (!g || !out || !valid_tensor(g, t)) return bad_graph();
+    if (index == 0) {
+        *out = t;
+        return TDM_OK;
+    }
+    const TensorId second = index == 1 ? g->graph.second_output(t.id) : kNoTensor;
+    if (!second) return set_last_error(TDM_ERR_NOT_FOUND, fmt::format("tensor has no output {}", index));
+    out->id = second;
+    return TDM_OK;
+}
+
+tdm_status api_graph_weight(tdm_graph* g, const tdm_weight* w, tdm_tensor* out) {
+    if (!g || !w || !out) return bad_graph();
+    out->id = g->graph.weight(from_handle(w));
+    return TDM_OK;
+}
+
+tdm_status api_graph_input(tdm_graph* g, tdm_graph_input which, tdm_tensor* out) {
+    if (!g || !out) return bad_graph();
+    const int64_t n = g->batch.n_tokens;
+    switch (which) {
+        case TDM_INPUT_TOKENS: out->id = g->tokens; return TDM_OK;
+        case TDM_INPUT_POSITIONS: out->id = g->positions; return TDM_OK;
+        case TDM_INPUT_OUTPUT_ROWS: out->id = g->output_rows; return TDM_OK;
+        case TDM_INPUT_POSITIONS_4:
+            if (!g->positions4) g->positions4 = g->graph.input(DType::I32, {4, n}, "positions4");
+            out->id = g->positions4;
+            return TDM_OK;
+        case TDM_INPUT_TARGET_HIDDEN:
+            if (g->n_embd_target == 0)
+                return set_last_error(TDM_ERR_INVALID_ARGUMENT, "TDM_INPUT_TARGET_HIDDEN exists only in draft-head graphs");
+            if (!g->target_hidden)
+                g->target_hidden = g->graph.input(DType::F32, {g->n_embd_target, n}, "target_hidden");
+            out->id = g->target_hidden;
+            return TDM_OK;
+    }
+    return set_last_error(TDM_ERR_INVALID_ARGUMENT, fmt::format("unknown graph input {}", int(which)));
+}
+
+tdm_status api_graph_kv(tdm_graph* g, uint32_t layer, tdm_tensor* out) {
+    if (!g || !out) return bad_graph();
+    if (layer >= g->kv.size())
+        return set_last_error(TDM_ERR_INVALID_ARGUMENT,
+                              fmt::format("KV layer {} does not exist (the model declared {})", layer, g->kv.size()));
+    out->id = g->graph.kv(g->kv[layer]);
+    return TDM_OK;
+}
+
+tdm_status api_graph_target_kv(tdm_graph* g, uint32_t layer, tdm_tensor* out) {
+    if (!g || !out) return bad_graph();
+    if (layer >= g->target_kv.size() || !g->target_kv[layer])
+        return set_last_error(TDM_ERR_INVALID_ARGUMENT,
+                              fmt::format("target KV layer {} was not declared by this draft head", layer));
+    out->id = g->graph.kv(g->target_kv[layer]);
+    return TDM_OK;
+}
+
+tdm_status api_graph_set_output(tdm_graph* g, tdm_graph_output which, tdm_tensor t) {
+    if (!g || !valid_tensor(g, t)) return bad_graph();
+    if (int(which) < 0 || int(which) > 3)
+        return set_last_error(TDM_ERR_INVALID_ARGUMENT, fmt::format("unknown graph output {}", int(which)));
+    g->outputs[which] = t.id;
+    return TDM_OK;
+}
+
+tdm_status api_graph_tensor_shape(tdm_graph* g, tdm_tensor t, tdm_tensor_shape* out) {
+    if (!g || !out || !valid_tensor(g, t) || out->struct_size < sizeof(tdm_tensor_shape)) return bad_graph();
+    const Tensor& x = g->graph.tensor(t.id);
+    out->type = tdm_dtype(x.type);
+    for (int i = 0; i < 4; ++i) out->ne[i] = x.ne[i];
+    return TDM_OK;
+}
+
+// ---- options ---------------------------------------------------------------------------
+
+tdm_status api_option_get_string(const tdm_options* o, const char* key, const char** out) {
+    if (!key || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "option: null argument");
+    if (!o) return set_last_error(TDM_ERR_NOT_FOUND, fmt::format("no option '{}'", key));
+    auto it = o->values.find(key);
+    if (it == o->values.end()) return set_last_error(TDM_ERR_NOT_FOUND, fmt::format("no option '{}'", key));
+    *out = it->second.c_str();
+    return TDM_OK;
+}
+
+tdm_status api_option_get_int(const tdm_options* o, const char* key, int64_t* out) {
+    const char* s = nullptr;
+    if (tdm_status st = api_option_get_string(o, key, &s); st != TDM_OK) return st;
+    char* end = nullptr;
+    const long long v = std::strtoll(s, &end, 10);
+    if (!*s || *end) return set_last_error(TDM_ERR_INVALID_ARGUMENT, fmt::format("option '{}': '{}' is not an integer", key, s));
+    *out = v;
+    return TDM_OK;
+}
+
+tdm_status api_option_get_float(const tdm_options* o, const char* key, double* out) {
+    const char* s = nullptr;
+    if (tdm_status st = api_option_get_string(o, key, &s); st != TDM_OK) return st;
+    char* end = nullptr;
+    const double v = std::strtod(s, &end);
+    if (!*s || *end) return set_last_error(TDM_ERR_INVALID_ARGUMENT, fmt::format("option '{}': '{}' is not a number", key, s));
+    *out = v;
+    return TDM_OK;
+}
+
+// ---- misc ------------------------------------------------------------------------------
+
+void api_log(tdm_log_level level, const char* plugin, const char* message) {
+    const LogLevel l = level <= TDM_LOG_DEBUG ? LogLevel::debug
+                       : level == TDM_LOG_INFO ? LogLevel::info
+                       : level == TDM_LOG_WARN ? LogLevel::warn
+                                               : LogLevel::error;
+    log_message(l, fmt::format("plugin {}", plugin ? plugin : "?"), message ? message : "");
+}
+
+const char* api_last_error() { return t_last_error.c_str(); }
+
+tdm_status api_register_arch(tdm_registry* reg, const tdm_arch_desc* d) {
+    if (!reg) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "register_arch outside init");
+    auto st = reg->registry->add_arch(reg->plugin, d);
+    if (!st.ok()) return set_last_error(TDM_ERR_INVALID_ARGUMENT, st.error().message());
+    reg->plugin->provides.push_back(fmt::format("architecture {}", d->name));
+    return TDM_OK;
+}
+
+tdm_status api_register_draft_head(tdm_registry* reg, const tdm_draft_head_desc* d) {
+    if (!reg) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "register_draft_head outside init");
+    auto st = reg->registry->add_draft_head(reg->plugin, d);
+    if (!st.ok()) return set_last_error(TDM_ERR_INVALID_ARGUMENT, st.error().message());
+    reg->plugin->provides.push_back(fmt::format("draft head {}", d->name));
+    return TDM_OK;
+}
+
+tdm_status api_register_drafter(tdm_registry* reg, const tdm_drafter_desc* d) {
+    if (!reg) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "register_drafter outside init");
+    auto st = reg->registry->add_drafter(reg->plugin, d);
+    if (!st.ok()) return set_last_error(TDM_ERR_INVALID_ARGUMENT, st.error().message());
+    reg->plugin->provides.push_back(fmt::format("drafter {}", d->name));
+    return TDM_OK;
+}
+
+const tdm_host_api kHostApi = {
+    sizeof(tdm_host_api),
+    TDM_ABI_VERSION,
+    "0.1.0",
+    api_log,
+    api_last_error,
+    api_register_arch,
+    api_register_draft_head,
+    api_register_drafter,
+    api_source_format,
+    api_source_path,
+    api_meta_has,
+    api_meta_get_int,
+    api_meta_get_float,
+    api_meta_get_bool,
+    api_meta_get_string,
+    api_meta_get_int_array,
+    api_meta_get_float_array,
+    api_tensor_info,
+    api_load_weight,
+    api_weight_shape,
+    api_graph_op,
+    api_graph_op_output,
+    api_graph_weight,
+    api_graph_input,
+    api_graph_kv,
+    api_graph_target_kv,
+    api_graph_set_output,
+    api_graph_tensor_shape,
+    api_option_get_int,
+    api_option_get_float,
+    api_option_get_string,
+};
+
+}  // namespace
+
+const tdm_host_api* host_api() { return &kHostApi; }
+
+tdm_status set_last_error(tdm_status st, std::string message) {
+    t_last_error = std::move(message);
+    return st;
+}
+
+void init_graph_inputs(tdm_graph& g, const tdm_batch_desc& batch) {
+    g.batch = batch;
+    const int64_t n = batch.n_tokens;
+    g.tokens = g.graph.input(DType::I32, {n}, "tokens");
+    g.positions = g.graph.input(DType::I32, {n}, "positions");
+    g.seq_ids = g.graph.input(DType::I32, {n}, "seq_ids");
+    g.output_rows = g.graph.input(DType::I32, {int64_t(batch.n_outputs)}, "output_rows");
+    g.graph.set_batch(g.positions, g.seq_ids);
+}
+
+}  // namespace tdm

@@ -1,0 +1,39 @@
+// host/plugin/plugin_loader.h: finding and opening plugins.
+//
+// Search order (first plugin of a given name wins; later ones are reported as
+// shadowed): directories from the config ([plugins] paths), TANDEM_PLUGIN_PATH
+// (':'-separated), the build tree's plugin directory (a development build runs
+// its own plugins without installing), then the install directory
+// (/usr/lib/<multiarch>/tandem/plugins). A plugin file is named tandem-*.so.
+// Each is opened with dlopen(RTLD_NOW | RTLD_LOCAL), its one entry point looked
+// up, the ABI version negotiated, and init() called with the registry.
+// A broken plugin found by searching is recorded (shown by `tandem plugins`)
+// and skipped; a plugin named explicitly must load.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plugin/registry.h"
+
+namespace tdm {
+
+struct PluginSearch {
+    std::vector<std::string> dirs;       // from the config, searched first
+    std::vector<std::string> files;      // explicit plugin files: must load
+    std::vector<std::string> disabled;   // plugin names not to load
+    bool use_env = true;                 // TANDEM_PLUGIN_PATH
+    bool use_default_dirs = true;        // build tree, then install dir
+};
+
+Result<std::unique_ptr<Registry>> load_plugins(const PluginSearch& search);
+
+// Loads one plugin file into the registry; the error names the file and the
+// reason (no entry point, ABI versions of both sides, init failure).
+Status load_plugin_file(Registry& registry, const std::string& path, const std::vector<std::string>& disabled = {});
+
+// The directories load_plugins() would search, in order.
+std::vector<std::string> plugin_search_dirs(const PluginSearch& search);
+
+}  // namespace tdm

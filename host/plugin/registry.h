@@ -1,0 +1,89 @@
+// host/plugin/registry.h: what the loaded plugins provide, and lookups by the
+// names users and files use (GGUF general.architecture, HF model_type,
+// --spec-type). Not here: finding and opening plugin files (plugin_loader.h).
+#pragma once
+
+#include <tandem/tandem.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+namespace tdm {
+
+struct PluginRecord;
+
+struct ArchEntry {
+    const tdm_arch_desc* desc = nullptr;
+    const PluginRecord* plugin = nullptr;
+    std::vector<std::string> gguf_names, hf_model_types;
+};
+
+struct DraftHeadEntry {
+    const tdm_draft_head_desc* desc = nullptr;
+    const PluginRecord* plugin = nullptr;
+    std::vector<std::string> spec_types, target_archs;
+};
+
+struct DrafterEntry {
+    const tdm_drafter_desc* desc = nullptr;
+    const PluginRecord* plugin = nullptr;
+    std::vector<std::string> spec_types;
+};
+
+struct PluginRecord {
+    std::string name, version, description, path;
+    uint32_t abi = 0;
+    void* handle = nullptr;             // dlopen handle
+    const tdm_plugin_api* api = nullptr;
+    std::string error;                  // non-empty: failed to load/init (kept for `tandem plugins`)
+    std::vector<std::string> provides;  // "arch qwen3", "drafter ngram-simple", ...
+};
+
+class Registry {
+public:
+    Registry() = default;
+    ~Registry();  // shuts plugins down and unloads them
+    Registry(const Registry&) = delete;
+    Registry& operator=(const Registry&) = delete;
+
+    // Lookups; nullptr if nothing matches.
+    const ArchEntry* find_arch_gguf(std::string_view general_architecture) const;
+    const ArchEntry* find_arch_hf(std::string_view model_type) const;
+    const DrafterEntry* find_drafter(std::string_view spec_type) const;
+    const DraftHeadEntry* find_draft_head(std::string_view spec_type, std::string_view target_arch) const;
+
+    // "qwen-nextn (qwen3, qwen35 / HF: qwen3, qwen3_5); ngram (no architectures)"
+    std::string describe_architectures() const;
+    std::vector<std::string> spec_types() const;  // every --spec-type a plugin answers to
+
+    const std::vector<std::unique_ptr<PluginRecord>>& plugins() const { return plugins_; }
+    const std::vector<ArchEntry>& archs() const { return archs_; }
+    const std::vector<DraftHeadEntry>& draft_heads() const { return heads_; }
+    const std::vector<DrafterEntry>& drafters() const { return drafters_; }
+
+    // Used by the loader and the host API during init.
+    PluginRecord* add_plugin(std::unique_ptr<PluginRecord> p);
+    Status add_arch(const PluginRecord* p, const tdm_arch_desc* d);
+    Status add_draft_head(const PluginRecord* p, const tdm_draft_head_desc* d);
+    Status add_drafter(const PluginRecord* p, const tdm_drafter_desc* d);
+    // Drops what a plugin registered (its init failed).
+    void remove_entries(const PluginRecord* p);
+
+private:
+    std::vector<std::unique_ptr<PluginRecord>> plugins_;
+    std::vector<ArchEntry> archs_;
+    std::vector<DraftHeadEntry> heads_;
+    std::vector<DrafterEntry> drafters_;
+};
+
+// The registration context handed to tdm_plugin_api.init.
+}  // namespace tdm
+
+struct tdm_registry {
+    tdm::Registry* registry;
+    tdm::PluginRecord* plugin;
+};
