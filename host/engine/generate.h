@@ -1,0 +1,63 @@
+// host/engine/generate.h: plain (non-speculative) generation: chunked prefill,
+// then one token per forward pass, sampling, stop conditions, streaming text.
+// The speculative scheduler (host/spec) reuses prefill() and the stop rules.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/runner.h"
+#include "engine/sampler.h"
+
+namespace tdm {
+
+struct GenerateParams {
+    int32_t max_tokens = 128;       // tokens to generate; < 0: until end of generation or context
+    SamplerParams sampling;
+    uint32_t n_batch = 256;         // prefill chunk (tokens per forward pass)
+    bool ignore_eog = false;        // keep going past end-of-generation tokens
+    std::vector<int32_t> stop_tokens;  // extra stop ids
+};
+
+// Receives raw logit rows (--dump-logits).
+using LogitsSink = std::function<void(const float* row, uint32_t n_vocab)>;
+
+struct GenerateStats {
+    uint32_t n_prompt = 0, n_generated = 0;
+    double prefill_ms = 0, decode_ms = 0;
+    double prefill_tps() const { return prefill_ms > 0 ? n_prompt / (prefill_ms / 1e3) : 0; }
+    double decode_tps() const { return decode_ms > 0 ? n_generated / (decode_ms / 1e3) : 0; }
+};
+
+struct GenerateResult {
+    std::vector<int32_t> tokens;  // generated (prompt excluded)
+    std::string text;             // detokenized (empty without a tokenizer)
+    std::string stop_reason;      // "eog", "stop_token", "length", "context"
+    GenerateStats stats;
+};
+
+// Runs the prompt through the model in chunks of n_batch (positions 0..n-1 of
+// `seq`); returns the forward output of the last chunk, whose only output row
+// is the last prompt token (every row when logits_all). The sink, if any, gets
+// every output row in order.
+Result<ForwardOutput> prefill(Runner& runner, int seq, std::span<const int32_t> prompt, uint32_t n_batch,
+                              bool logits_all, const LogitsSink& sink);
+
+// Stop rule shared with the speculative path.
+struct StopRule {
+    const Tokenizer* tokenizer = nullptr;
+    bool ignore_eog = false;
+    std::vector<int32_t> stop_tokens;
+    // "" or the reason to stop after emitting `token`
+    std::string check(int32_t token) const;
+};
+
+// Greedy or sampled generation. `on_text` receives streamed text pieces (never
+// half a UTF-8 character); `sink` receives logits: the last prompt row, then one
+// row per generated token (llama.cpp's --dump-logits convention).
+Result<GenerateResult> generate(Runner& runner, const Tokenizer* tokenizer, int seq, std::span<const int32_t> prompt,
+                                const GenerateParams& params, const std::function<void(const std::string&)>& on_text,
+                                const LogitsSink& sink = {}, bool logits_all = false);
+
+}  // namespace tdm
