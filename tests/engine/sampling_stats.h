@@ -1,0 +1,46 @@
+// tests/engine/sampling_stats.h: a chi-square goodness-of-fit check for the statistical
+// sampling tests. Draws use fixed seeds, so each test is deterministic: the bound only has
+// to be loose enough that a correct sampler with that seed passes, and a biased one (wrong
+// residual, missing renormalisation) lands orders of magnitude above it.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace tdm::test {
+
+// Pearson's statistic for `counts` (n draws in all) against `probs`. Bins with
+// probability 0 must have no draws (any draw there fails outright).
+inline double chi_square(const std::vector<int64_t>& counts, const std::vector<double>& probs) {
+    int64_t n = 0;
+    for (int64_t c : counts) n += c;
+    double chi2 = 0.0;
+    for (size_t i = 0; i < counts.size(); ++i) {
+        const double expected = probs[i] * static_cast<double>(n);
+        if (expected == 0.0) {
+            if (counts[i] != 0) return INFINITY;
+            continue;
+        }
+        const double d = static_cast<double>(counts[i]) - expected;
+        chi2 += d * d / expected;
+    }
+    return chi2;
+}
+
+// Mean + 10 standard deviations of the chi-square distribution with `df` degrees of
+// freedom: about its 1e-6 upper quantile for the df used here (4..9).
+inline double chi_square_bound(int df) { return df + 10.0 * std::sqrt(2.0 * df); }
+
+inline ::testing::AssertionResult fits(const std::vector<int64_t>& counts, const std::vector<double>& probs) {
+    int df = -1;
+    for (double p : probs) df += p > 0.0 ? 1 : 0;
+    const double chi2 = chi_square(counts, probs);
+    const double bound = chi_square_bound(df);
+    if (chi2 <= bound) return ::testing::AssertionSuccess() << "chi2 " << chi2 << " <= " << bound;
+    return ::testing::AssertionFailure() << "chi2 " << chi2 << " > " << bound << " (df " << df << ")";
+}
+
+}  // namespace tdm::test
