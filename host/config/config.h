@@ -1,0 +1,170 @@
+// host/config/config.h: tandem's settings as a typed struct, read from a TOML file
+// (tandem.toml). Every key, its default and the command-line flag that overrides it are
+// documented in docs/CONFIG.md; default_config_text() is the same list as a commented file.
+// Not here: command-line parsing (cli/args.h), applying settings (engine, device, plugins),
+// checks that need a loaded model (whether a chat template name exists, n_ctx vs the
+// model's trained length).
+//
+// Usage:
+//   Config cfg = TDM_TRY(load_config(explicit_path));   // search order below, or defaults
+//   ... apply command-line overrides to cfg ...
+//   TDM_TRY(validate_config(cfg));                       // same range rules as the file
+#pragma once
+
+#include "common/error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tdm {
+
+struct DeviceConfig {
+    std::string select;         // "" = first suitable device; an index ("1") or a name substring
+    bool validate = false;      // Vulkan validation layers
+    bool profile = false;       // GPU timestamps per dispatch
+    uint64_t memory_limit = 0;  // bytes of device memory tandem may use; 0 = no limit
+
+    bool operator==(const DeviceConfig&) const = default;
+};
+
+struct ModelConfig {
+    std::string path;           // target model (GGUF file or safetensors directory)
+    std::string draft_path;     // separate draft model
+    std::string mtp_head_path;  // MTP / NextN / assistant head shipped as its own file
+    int n_ctx = 4096;           // context length in tokens; 0 = the model's trained length
+    std::string kv_type = "f16";  // KV cache element type: "f16" or "f32"
+    uint64_t kv_memory = 0;     // KV budget in bytes; > 0 sizes the context to fit it instead of n_ctx
+    int n_batch = 512;          // prompt tokens per prefill pass
+    bool chat = false;          // interactive chat (conversation) mode
+    std::string chat_template;  // built-in template name; "" = detect from the model
+
+    bool operator==(const ModelConfig&) const = default;
+};
+
+// Overrides for parts of the chat template. A role's turn renders as
+// <role>_prefix + {content} + <role>_suffix; parts not set keep the built-in's.
+struct ChatTemplateConfig {
+    std::optional<std::string> system_prefix, system_suffix;
+    std::optional<std::string> user_prefix, user_suffix;
+    std::optional<std::string> assistant_prefix, assistant_suffix;
+    std::optional<std::string> generation_prompt;  // opens the assistant's turn
+
+    bool empty() const;  // nothing set
+    bool operator==(const ChatTemplateConfig&) const = default;
+};
+
+// Defaults equal SamplerParams' (llama.cpp's); a test keeps them in step.
+struct SamplingConfig {
+    float temperature = 0.8f;     // 0 = greedy
+    int top_k = 40;               // 0 = off
+    float top_p = 0.95f;          // 1 = off
+    float min_p = 0.05f;          // 0 = off
+    float repeat_penalty = 1.0f;  // 1 = off
+    int repeat_last_n = 64;       // 0 = off, -1 = the whole context
+    int64_t seed = -1;            // -1 = random
+
+    bool operator==(const SamplingConfig&) const = default;
+};
+
+struct SpeculativeConfig {
+    // Drafters to use, in order of preference: "draft", "mtp", "nextn", "ngram-simple",
+    // "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache", or a plugin's name.
+    // Empty = none (unless auto_select finds one); "none" alone says so explicitly.
+    std::vector<std::string> type;
+    int draft_max = 16;         // most tokens drafted per round
+    int draft_min = 0;          // fewer than this proposed: skip the round's draft
+    int skip_streak = 0;        // rounds with nothing accepted before one round skips drafting; 0 = off
+    bool auto_select = false;   // key "auto": use a drafter the target model carries when type is empty
+    int ngram_size_n = 12;      // n-gram drafters: length of the lookup key
+    int ngram_size_m = 48;      // n-gram drafters: length of the drafted continuation
+    int ngram_min_hits = 1;     // n-gram drafters: occurrences needed before drafting from a key
+    std::string ngram_cache;    // ngram-cache: static n-gram statistics file
+    std::string trace;          // NDJSON acceptance trace file; "" = off
+
+    bool operator==(const SpeculativeConfig&) const = default;
+};
+
+struct PluginsConfig {
+    std::vector<std::string> paths;    // extra directories searched before the built-in ones
+    std::vector<std::string> disable;  // plugin names not to load
+
+    bool operator==(const PluginsConfig&) const = default;
+};
+
+struct LogConfig {
+    std::string level = "warn";  // trace, debug, info, warn, error, off
+
+    bool operator==(const LogConfig&) const = default;
+};
+
+struct Config {
+    DeviceConfig device;
+    ModelConfig model;
+    ChatTemplateConfig chat_template;
+    SamplingConfig sampling;
+    SpeculativeConfig speculative;
+    PluginsConfig plugins;
+    LogConfig log;
+
+    bool operator==(const Config&) const = default;
+};
+
+// ---- loading ---------------------------------------------------------------------------
+
+// Parses TOML text. `name` labels errors (a path, or "<string>"). On failure the error lists
+// every problem, one per line, sorted by line:
+//   "tandem.toml: unknown key 'speculative.drft_max' at line 12 (did you mean 'draft_max'?)"
+//   "tandem.toml: key 'sampling.top_k' at line 3: expected integer, found string"
+//   "tandem.toml: key 'sampling.top_p' at line 4: 1.5 is outside [0, 1]"
+//   "tandem.toml: TOML syntax error at line 2, column 9: ..."
+Result<Config> load_config_text(std::string_view text, std::string_view name);
+
+// Reads and parses a file; fails if it cannot be read (naming the path and the reason).
+Result<Config> load_config_file(const std::string& path);
+
+// The range and consistency rules, for a Config changed after loading (command-line
+// overrides). Messages name the key: "sampling.top_p: 1.5 is outside [0, 1]".
+Status validate_config(const Config& config);
+
+// Every key the schema knows, "section.key", in documentation order.
+std::vector<std::string> config_keys();
+
+// ---- finding the file --------------------------------------------------------------------
+
+// Where find_config looks. from_environment() reads XDG_CONFIG_HOME and HOME, and takes
+// sysconf_dir from the TANDEM_SYSCONF_DIR compile definition (default /etc/tandem).
+struct ConfigSearchPaths {
+    std::string xdg_config_home;  // "" = unset
+    std::string home;             // "" = unset
+    std::string sysconf_dir;
+
+    static ConfigSearchPaths from_environment();
+};
+
+// The default locations, most specific first: $XDG_CONFIG_HOME/tandem/tandem.toml (or
+// $HOME/.config/tandem/tandem.toml when XDG_CONFIG_HOME is unset or not absolute), then
+// <sysconf_dir>/tandem.toml.
+std::vector<std::string> config_search_candidates(const ConfigSearchPaths& where);
+
+// An explicit path must exist and be a file. Without one, the first default location that
+// exists; none existing is fine (nullopt: run on defaults). A default location that exists
+// but is not a regular file is an error rather than silently skipped.
+Result<std::optional<std::string>> find_config(
+    const std::optional<std::string>& explicit_path,
+    const ConfigSearchPaths& where = ConfigSearchPaths::from_environment());
+
+// find_config, then load_config_file, or the defaults when no file was found.
+Result<Config> load_config(const std::optional<std::string>& explicit_path,
+                           const ConfigSearchPaths& where = ConfigSearchPaths::from_environment());
+
+// ---- the default file --------------------------------------------------------------------
+
+// A commented tandem.toml listing every key with its default (packaging installs it as
+// /etc/tandem/tandem.toml). Loads cleanly as is, and with every "# key = value" line
+// uncommented gives the defaults.
+std::string_view default_config_text();
+
+}  // namespace tdm

@@ -1,0 +1,148 @@
+// host/config/config_rules.cpp: what values each setting accepts. The ranges follow what
+// the consumers can do with a value, not taste: a negative context length or a
+// repeat_penalty of 0 (it divides logits) has no meaning, while a huge draft_max is
+// merely slow and is left to the user.
+#include "config/config_rules.h"
+
+#include "common/log.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace tdm {
+namespace config_detail {
+namespace {
+
+class Checker {
+public:
+    void fail(std::string key, std::string message, std::string other = {}) {
+        issues.push_back({std::move(key), std::move(message), std::move(other)});
+    }
+    void at_least(const char* key, int64_t v, int64_t min, std::string_view note = {}) {
+        if (v < min) fail(key, fmt::format("{} is below the minimum {}{}", v, min, note));
+    }
+    void finite_in(const char* key, float v, float lo, float hi) {
+        if (!std::isfinite(v))
+            fail(key, fmt::format("{} is not a finite number", v));
+        else if (v < lo || v > hi)
+            fail(key, fmt::format("{} is outside [{}, {}]", v, lo, hi));
+    }
+    void one_of(const char* key, const std::string& v, std::initializer_list<const char*> allowed) {
+        for (const char* a : allowed)
+            if (v == a) return;
+        std::string list;
+        for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        fail(key, fmt::format("'{}' is not one of {}", v, list));
+    }
+    std::vector<Issue> issues;
+};
+
+// Drafter names become plugin lookups and command-line words: keep them plain.
+bool plain_name(const std::string& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+    });
+}
+
+void check_model(Checker& c, const ModelConfig& m) {
+    c.at_least("model.n_ctx", m.n_ctx, 0, " (0 means the model's trained length)");
+    c.at_least("model.n_batch", m.n_batch, 1);
+    c.one_of("model.kv_type", m.kv_type, {"f16", "f32"});
+}
+
+void check_chat_template(Checker& c, const ChatTemplateConfig& t) {
+    const std::pair<const char*, const std::optional<std::string>*> parts[] = {
+        {"chat_template.system_prefix", &t.system_prefix},
+        {"chat_template.system_suffix", &t.system_suffix},
+        {"chat_template.user_prefix", &t.user_prefix},
+        {"chat_template.user_suffix", &t.user_suffix},
+        {"chat_template.assistant_prefix", &t.assistant_prefix},
+        {"chat_template.assistant_suffix", &t.assistant_suffix},
+        {"chat_template.generation_prompt", &t.generation_prompt},
+    };
+    // The message goes between prefix and suffix; a placeholder inside a part would
+    // render as literal text or duplicate the message.
+    for (auto [key, part] : parts)
+        if (*part && part->value().find("{content}") != std::string::npos)
+            c.fail(key, "contains '{content}'; the message goes between the prefix and the suffix, "
+                        "so parts hold only the text around it");
+}
+
+void check_sampling(Checker& c, const SamplingConfig& s) {
+    if (!std::isfinite(s.temperature))
+        c.fail("sampling.temperature", fmt::format("{} is not a finite number", s.temperature));
+    else if (s.temperature < 0.0f)
+        c.fail("sampling.temperature", fmt::format("{} is negative (0 means greedy)", s.temperature));
+    c.at_least("sampling.top_k", s.top_k, 0, " (0 turns top-k off)");
+    c.finite_in("sampling.top_p", s.top_p, 0.0f, 1.0f);
+    c.finite_in("sampling.min_p", s.min_p, 0.0f, 1.0f);
+    if (!std::isfinite(s.repeat_penalty) || s.repeat_penalty <= 0.0f)
+        c.fail("sampling.repeat_penalty",
+               fmt::format("{} must be a positive number (1 turns the penalty off)", s.repeat_penalty));
+    c.at_least("sampling.repeat_last_n", s.repeat_last_n, -1, " (-1 means the whole context)");
+    c.at_least("sampling.seed", s.seed, -1, " (-1 means a random seed)");
+}
+
+void check_speculative(Checker& c, const SpeculativeConfig& s) {
+    std::set<std::string> seen;
+    for (const std::string& t : s.type) {
+        if (!plain_name(t))
+            c.fail("speculative.type",
+                   fmt::format("'{}' is not a drafter name (lowercase letters, digits, '-' and '_')", t));
+        else if (!seen.insert(t).second)
+            c.fail("speculative.type", fmt::format("'{}' is listed twice", t));
+    }
+    if (seen.count("none") && s.type.size() > 1)
+        c.fail("speculative.type", "'none' cannot be combined with other drafters");
+    c.at_least("speculative.draft_max", s.draft_max, 1);
+    c.at_least("speculative.draft_min", s.draft_min, 0);
+    if (s.draft_min > s.draft_max)
+        c.fail("speculative.draft_min",
+               fmt::format("draft_min ({}) is larger than draft_max ({})", s.draft_min, s.draft_max),
+               "speculative.draft_max");
+    c.at_least("speculative.skip_streak", s.skip_streak, 0, " (0 turns it off)");
+    c.at_least("speculative.ngram_size_n", s.ngram_size_n, 1);
+    c.at_least("speculative.ngram_size_m", s.ngram_size_m, 1);
+    c.at_least("speculative.ngram_min_hits", s.ngram_min_hits, 1);
+}
+
+void check_plugins(Checker& c, const PluginsConfig& p) {
+    for (const std::string& d : p.paths)
+        if (d.empty()) c.fail("plugins.paths", "an empty directory name");
+    for (const std::string& n : p.disable)
+        if (n.empty()) c.fail("plugins.disable", "an empty plugin name");
+}
+
+void check_log(Checker& c, const LogConfig& l) {
+    LogLevel ignored;
+    if (!parse_log_level(l.level, &ignored))
+        c.one_of("log.level", l.level, {"trace", "debug", "info", "warn", "error", "off"});
+}
+
+}  // namespace
+
+std::vector<Issue> check_rules(const Config& config) {
+    Checker c;
+    check_model(c, config.model);
+    check_chat_template(c, config.chat_template);
+    check_sampling(c, config.sampling);
+    check_speculative(c, config.speculative);
+    check_plugins(c, config.plugins);
+    check_log(c, config.log);
+    return std::move(c.issues);
+}
+
+}  // namespace config_detail
+
+Status validate_config(const Config& config) {
+    std::string text;
+    for (const config_detail::Issue& i : config_detail::check_rules(config))
+        text += (text.empty() ? "" : "\n") + i.key + ": " + i.message;
+    if (!text.empty()) return Error(std::move(text));
+    return {};
+}
+
+bool ChatTemplateConfig::empty() const { return *this == ChatTemplateConfig{}; }
+
+}  // namespace tdm

@@ -1,0 +1,113 @@
+// host/config/default_config.cpp: the commented tandem.toml that packaging installs as
+// /etc/tandem/tandem.toml. Every key is listed, commented out, with its default, so the
+// file documents the schema and changes nothing until a line is uncommented. Tests check
+// that it loads, that uncommenting it yields the defaults, and that it lists every key.
+#include "config/config.h"
+
+namespace tdm {
+
+std::string_view default_config_text() {
+    return R"toml(# tandem.toml: settings for tandem. Every key is shown commented out with its
+# default; uncomment a line to change it. Options given on the command line override
+# this file. tandem reads the first of: --config FILE, $XDG_CONFIG_HOME/tandem/tandem.toml
+# (~/.config/tandem/tandem.toml), /etc/tandem/tandem.toml. Reference: docs/CONFIG.md.
+#
+# Memory sizes are a byte count or a number with a unit: "512MiB", "8GiB", "1.5G"
+# (K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024; KB/MB/GB/TB powers of 1000).
+
+[device]
+# Which Vulkan device: "" for the first suitable one, an index ("1"), or a part of the
+# device name ("7900").
+# select = ""
+# Enable the Vulkan validation layers (slow; for debugging).
+# validate = false
+# Record GPU timestamps for every dispatch and print a profile.
+# profile = false
+# Most device memory tandem may allocate; 0 = no limit.
+# memory_limit = 0
+
+[model]
+# Target model: a GGUF file or a safetensors directory.
+# path = ""
+# A separate draft model (speculative type "draft").
+# draft_path = ""
+# An MTP / NextN / assistant head shipped as its own file (speculative type "mtp").
+# mtp_head_path = ""
+# Context length in tokens; 0 = the model's trained length.
+# n_ctx = 4096
+# KV cache element type: "f16" or "f32".
+# kv_type = "f16"
+# A KV cache budget instead of n_ctx: the context is made as long as fits (0 = unused).
+# Set either n_ctx or kv_memory, not both.
+# kv_memory = 0
+# Prompt tokens processed per prefill pass.
+# n_batch = 512
+# Interactive chat mode.
+# chat = false
+# A built-in chat template: "chatml", "chatml-thinking", "chatml-no-thinking", "gemma",
+# "glm4"; "" = the one the model's files call for.
+# chat_template = ""
+
+[chat_template]
+# Replace parts of the chat template. A turn renders as <role>_prefix, the message,
+# <role>_suffix; parts left unset keep the template's own. Example (ChatML):
+# system_prefix = "<|im_start|>system\n"
+# system_suffix = "<|im_end|>\n"
+# user_prefix = "<|im_start|>user\n"
+# user_suffix = "<|im_end|>\n"
+# assistant_prefix = "<|im_start|>assistant\n"
+# assistant_suffix = "<|im_end|>\n"
+# generation_prompt = "<|im_start|>assistant\n"
+
+[sampling]
+# 0 = greedy (always the likeliest token).
+# temperature = 0.8
+# Keep the k likeliest tokens; 0 = off.
+# top_k = 40
+# Keep the likeliest tokens whose probabilities add up to top_p; 1 = off.
+# top_p = 0.95
+# Drop tokens less likely than min_p times the likeliest; 0 = off.
+# min_p = 0.05
+# Penalise tokens seen in the last repeat_last_n tokens; 1 = off.
+# repeat_penalty = 1.0
+# -1 = the whole context, 0 = off.
+# repeat_last_n = 64
+# -1 = a random seed (printed, so the run can be repeated).
+# seed = -1
+
+[speculative]
+# Drafters, in order of preference, as a list or a comma-separated string: "draft",
+# "mtp", "nextn", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod",
+# "ngram-cache", or one a plugin provides. Empty = none (see auto).
+# type = []
+# Most tokens drafted per round.
+# draft_max = 16
+# Skip a round's draft when fewer tokens than this were proposed.
+# draft_min = 0
+# After this many rounds in a row with no draft token accepted, skip drafting for one
+# round; 0 = off.
+# skip_streak = 0
+# With type empty, use a drafter the target model itself carries (an MTP / NextN head).
+# auto = false
+# n-gram drafters: lookup key length, drafted length, hits needed before drafting.
+# ngram_size_n = 12
+# ngram_size_m = 48
+# ngram_min_hits = 1
+# ngram-cache: a static n-gram statistics file.
+# ngram_cache = ""
+# Write a per-round acceptance trace (NDJSON) to this file; "" = off.
+# trace = ""
+
+[plugins]
+# Extra directories searched for plugins, before the built-in ones.
+# paths = []
+# Plugins not to load, by name.
+# disable = []
+
+[log]
+# trace, debug, info, warn, error or off.
+# level = "warn"
+)toml";
+}
+
+}  // namespace tdm
