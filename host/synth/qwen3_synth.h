@@ -78,14 +78,16 @@ struct Qwen3SynthOptions {
     // typical magnitude (its std; 1 for norm weights), from a stream seeded by
     // perturbation_seed. With the same seed, a shape with the same vocabulary and fewer (or
     // the same) layers and a small perturbation, this is a draft that agrees with its target
-    // often but not always. 0 = no noise.
+    // often but not always (greedy agreement on "small", same layers: ~83% at 0.01, ~75% at
+    // 0.02, ~40% at 0.05). 0 = no noise.
     float perturbation = 0.0f;
     uint64_t perturbation_seed = 0x5eed;
     // Scales the std of layer il's attn_output and ffn_down by residual_decay^il (1 = off).
     // Later layers then change the residual stream less, so a draft made of the first layers
-    // (qwen3_draft_shape) predicts like its target more often: with all layers equal, random
-    // layers are independent and a 2-of-4-layer draft of "small" agrees with its target about
-    // as often as chance. Target and draft must use the same value (qwen3_draft_options keeps it).
+    // (qwen3_draft_shape) predicts like its target more often. With all layers equal, random
+    // layers are independent: a 2-of-4-layer draft of "small" agrees on ~2% of greedy tokens;
+    // with 0.5 on ~64% (3 of 4 layers: ~84%). Target and draft must use the same value
+    // (qwen3_draft_options keeps it).
     float residual_decay = 1.0f;
     // general.name in GGUF; "" gives "tandem synthetic qwen3".
     std::string name;

@@ -258,6 +258,27 @@ TEST(Qwen3Synth, hf_and_gguf_versions_hold_identical_weight_values) {
     }
 }
 
+TEST(Qwen3Synth, hf_checkpoint_can_be_sharded_with_an_index) {
+    const Qwen3Shape s = preset("tiny");
+    const std::string dir = test::make_temp_dir("synth-shard");
+    Qwen3SynthOptions o;
+    o.weight_type = DType::F16;
+    ASSERT_TRUE(synth_qwen3_hf(dir + "/one", s, o).ok());
+    o.hf_shard_bytes = 100'000;  // tiny F16 is ~330 kB: several shards
+    ASSERT_TRUE(synth_qwen3_hf(dir + "/sharded", s, o).ok());
+    EXPECT_TRUE(std::filesystem::exists(dir + "/sharded/model.safetensors.index.json"));
+    EXPECT_FALSE(std::filesystem::exists(dir + "/sharded/model.safetensors"));
+    auto one = open_source(dir + "/one"), sharded = open_source(dir + "/sharded");
+    ASSERT_TRUE(one && sharded);
+    EXPECT_GT(sharded->safetensors()->shard_count(), 2u);
+    expect_table(*sharded, s, /*tied=*/false, /*hf_names=*/true);
+    for (const SourceTensor& t : one->tensors()) {
+        const SourceTensor* u = sharded->find(t.name);
+        ASSERT_TRUE(u) << t.name;
+        EXPECT_EQ(values(t), values(*u)) << t.name;
+    }
+}
+
 TEST(Qwen3Synth, seed_determines_the_file_and_tied_models_have_no_output_matrix) {
     const Qwen3Shape s = preset("tiny");
     const std::string dir = test::make_temp_dir("synth-seed");
