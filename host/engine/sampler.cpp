@@ -151,11 +151,27 @@ float max_logit(const C& cand) {
 
 }  // namespace
 
-void Sampler::apply_top_k() {
+// Top-k straight from the logits: one pass keeping a heap of the k best so far, whose
+// front is the worst of them. Most tokens lose one comparison against the front, so this
+// reads the row once and never writes a vocabulary-sized candidate list.
+void Sampler::select_top_k(const float* logits, int n_vocab) {
+    const auto better = [](const Candidate& a, const Candidate& b) { return by_logit(a, b); };
     const size_t k = static_cast<size_t>(params_.top_k);
-    if (k >= cand_.size()) return;  // keeps everything; no need to sort
-    sort_prefix(cand_.begin(), cand_.begin() + static_cast<ptrdiff_t>(k), cand_.end());
-    cand_.resize(k);
+    cand_.clear();
+    size_t j = 0;
+    for (int32_t i = 0; i < n_vocab; ++i) {
+        Candidate c{i, sanitize(logits[i])};
+        if (j < penalised_.size() && penalised_[j].id == i) c.logit = penalised_[j++].logit;
+        if (cand_.size() < k) {
+            cand_.push_back(c);
+            std::push_heap(cand_.begin(), cand_.end(), better);
+        } else if (better(c, cand_.front())) {
+            std::pop_heap(cand_.begin(), cand_.end(), better);
+            cand_.back() = c;
+            std::push_heap(cand_.begin(), cand_.end(), better);
+        }
+    }
+    std::sort_heap(cand_.begin(), cand_.end(), better);  // best first
     sorted_ = true;
 }
 
@@ -248,11 +264,14 @@ void Sampler::distribution(const float* logits, int n_vocab, std::span<const int
         out->probs.assign(1, 1.0f);
         return;
     }
-    cand_.resize(static_cast<size_t>(n_vocab));
-    for (int32_t i = 0; i < n_vocab; ++i) cand_[static_cast<size_t>(i)] = {i, sanitize(logits[i])};
-    for (const Candidate& p : penalised_) cand_[static_cast<size_t>(p.id)].logit = p.logit;
-    sorted_ = false;
-    if (params_.top_k > 0) apply_top_k();
+    if (params_.top_k > 0 && params_.top_k < n_vocab) {
+        select_top_k(logits, n_vocab);
+    } else {  // top-k off, or keeping everything anyway
+        cand_.resize(static_cast<size_t>(n_vocab));
+        for (int32_t i = 0; i < n_vocab; ++i) cand_[static_cast<size_t>(i)] = {i, sanitize(logits[i])};
+        for (const Candidate& p : penalised_) cand_[static_cast<size_t>(p.id)].logit = p.logit;
+        sorted_ = false;
+    }
     if (params_.top_p < 1.0f) apply_top_p();
     if (params_.min_p > 0.0f) apply_min_p();
     finish(out);

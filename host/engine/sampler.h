@@ -82,8 +82,9 @@ public:
     // far (for the repetition penalty; ids outside [0, n_vocab) are ignored). Greedy gives a
     // point mass on the argmax. NaN logits count as -inf, +inf as the largest float; a row
     // that is entirely -inf gives a uniform distribution (greedy: token 0).
-    // Cost: O(n_vocab) plus sorting the survivors of top-k / top-p; the vocabulary is
-    // sorted whole only when top-k is off and top-p needs most of it.
+    // Cost: one O(n_vocab) pass plus sorting the survivors. Top-k reads the row into a
+    // k-entry heap; without top-k, top-p sorts a widening prefix (the whole vocabulary
+    // only when top-p needs most of it).
     void distribution(const float* logits, int n_vocab, std::span<const int32_t> history,
                       TokenDistribution* out);
 
@@ -101,7 +102,7 @@ private:
 
     void collect_penalties(const float* logits, int n_vocab, std::span<const int32_t> history);
     int32_t penalised_argmax(const float* logits, int n_vocab) const;
-    void apply_top_k();
+    void select_top_k(const float* logits, int n_vocab);
     void apply_top_p();
     void apply_min_p();
     void finish(TokenDistribution* out);
