@@ -201,6 +201,17 @@ Status check_spec(const ProgramSpec& spec) {
         TDM_TRY(check_options(scope, spec.name + " " + c.name));
         TDM_TRY(check_positionals(c.positionals, spec.name + " " + c.name));
     }
+    // ParsedArgs looks options up by id alone, so an id must mean one type everywhere.
+    std::map<std::string, ValueKind> kinds;
+    for (const OptionSpec* o : global) kinds[option_id(*o)] = o->kind;
+    for (const CommandSpec& c : spec.commands) {
+        std::vector<const OptionSpec*> own;
+        collect(c.groups, &own);
+        for (const OptionSpec* o : own)
+            if (!kinds.emplace(option_id(*o), o->kind).second && kinds[option_id(*o)] != o->kind)
+                return Error::format("{} {}: option id '{}' has another type in another command", spec.name, c.name,
+                                     option_id(*o));
+    }
     return {};
 }
 

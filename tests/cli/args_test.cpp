@@ -304,6 +304,9 @@ TEST_F(Args, the_same_spelling_may_serve_different_commands) {
     auto a = parse({"bench", "-m", "b.gguf"}, s);
     ASSERT_TRUE(a.ok()) << a.error().message();
     EXPECT_EQ(a->get_string("model"), "b.gguf");
+    // ... but an id keeps one type across commands, since lookups go by id alone.
+    s.commands[1].groups[0].options.push_back({{"--temp"}, ValueKind::string});
+    EXPECT_TRUE(fails_with(cli::check_spec(s), "option id 'temp' has another type in another command"));
 }
 
 }  // namespace
