@@ -95,20 +95,24 @@ using Status = Result<void>;
 
 // Evaluates a Result-returning expression; on error returns it from the enclosing
 // function (which must return a Result/Status), otherwise yields the value.
-// Uses a GNU statement expression (GCC and Clang).
-#define TDM_TRY(expr)                                            \
-    ({                                                           \
-        auto tdm_try_result_ = (expr);                           \
-        if (!tdm_try_result_.ok()) return tdm_try_result_.take_error(); \
-        std::move(tdm_try_result_).value();                      \
+// Uses a GNU statement expression (GCC and Clang); nests (unique names per use).
+#define TDM_CONCAT_(a, b) a##b
+#define TDM_CONCAT(a, b) TDM_CONCAT_(a, b)
+#define TDM_TRY(expr) TDM_TRY_IMPL_(expr, TDM_CONCAT(tdm_try_result_, __COUNTER__))
+#define TDM_TRY_IMPL_(expr, var)                       \
+    ({                                                 \
+        auto var = (expr);                             \
+        if (!var.ok()) return var.take_error();        \
+        std::move(var).value();                        \
     })
 
 // Same, adding context to the error message on the way out.
-#define TDM_TRY_CTX(expr, ctx)                                   \
-    ({                                                           \
-        auto tdm_try_result_ = (expr);                           \
-        if (!tdm_try_result_.ok()) return tdm_try_result_.error().context(ctx); \
-        std::move(tdm_try_result_).value();                      \
+#define TDM_TRY_CTX(expr, ctx) TDM_TRY_CTX_IMPL_(expr, ctx, TDM_CONCAT(tdm_try_result_, __COUNTER__))
+#define TDM_TRY_CTX_IMPL_(expr, ctx, var)                     \
+    ({                                                        \
+        auto var = (expr);                                    \
+        if (!var.ok()) return var.error().context(ctx);       \
+        std::move(var).value();                               \
     })
 
 // Internal invariants only (never for untrusted input).

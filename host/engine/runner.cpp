@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
+
+#include "graph/weight.h"
 
 #include "common/log.h"
 
@@ -14,6 +17,19 @@ Runner::Runner(const Model& model, KvPool& kv, vk::Device& device, vk::PipelineM
 uint64_t Runner::graph_memory() const {
     uint64_t n = 0;
     for (const auto& [k, c] : cache_) n += c.cg->activation_bytes();
+    return n;
+}
+
+uint64_t Runner::matmul_weight_bytes() const {
+    if (cache_.empty()) return 0;
+    const Graph& g = cache_.begin()->second.cg->graph();
+    std::set<const DeviceWeight*> seen;
+    uint64_t n = 0;
+    for (const Node& node : g.nodes()) {
+        if (node.desc.op != TDM_OP_MATMUL) continue;
+        const DeviceWeight* w = g.tensor(node.desc.in[0]).weight;
+        if (seen.insert(w).second) n += w->device_bytes();
+    }
     return n;
 }
 

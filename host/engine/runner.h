@@ -51,6 +51,9 @@ public:
     KvPool& kv() { return kv_; }
     size_t cached_graphs() const { return cache_.size(); }
     uint64_t graph_memory() const;  // activation bytes of all cached graphs
+    // Bytes of weights a forward pass streams (every weight used by a matmul,
+    // once); 0 before the first forward. The memory-bound cost of a decode step.
+    uint64_t matmul_weight_bytes() const;
 
 private:
     struct Compiled {

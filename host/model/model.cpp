@@ -22,6 +22,29 @@ Result<const ArchEntry*> find_architecture(const ModelSource& src, const Registr
     return e;
 }
 
+Result<ArchProbe> probe_architecture(const ModelSource& src, const Registry& registry) {
+    ArchProbe p;
+    p.arch = TDM_TRY(find_architecture(src, registry));
+    tdm_model_source h;
+    h.src = &src;
+    tdm_model_info info{};
+    info.struct_size = sizeof info;
+    void* obj = nullptr;
+    char err[1024] = {0};
+    if (p.arch->desc->create(host_api(), &h, nullptr, &info, &obj, err, sizeof err) != TDM_OK || !obj)
+        return Error::format("{}: {}", src.path(), err[0] ? err : "the architecture plugin refused the model");
+    p.n_vocab = info.n_vocab;
+    p.n_embd = info.n_embd;
+    p.n_ctx_train = info.n_ctx_train;
+    if (info.attention_layers)
+        p.attention_layers.assign(info.attention_layers, info.attention_layers + info.n_attention_layers);
+    if (info.recurrent_states)
+        p.recurrent_states.assign(info.recurrent_states, info.recurrent_states + info.n_recurrent_states);
+    if (info.description) p.description = info.description;
+    p.arch->desc->destroy(obj);
+    return p;
+}
+
 Result<std::unique_ptr<Model>> Model::load(const std::string& path, const Registry& registry, vk::Device& device,
                                            const ModelLoadOptions& opt) {
     auto src = TDM_TRY(ModelSource::open(path));

@@ -75,4 +75,15 @@ private:
 // and what they accept.
 Result<const ArchEntry*> find_architecture(const ModelSource& src, const Registry& registry);
 
+// What `tandem info` shows without loading weights: the plugin parses the
+// hyper-parameters and declares memory; nothing touches the device.
+struct ArchProbe {
+    const ArchEntry* arch = nullptr;
+    uint32_t n_vocab = 0, n_embd = 0, n_ctx_train = 0;
+    std::vector<tdm_attention_layer> attention_layers;
+    std::vector<tdm_recurrent_state> recurrent_states;
+    std::string description;
+};
+Result<ArchProbe> probe_architecture(const ModelSource& src, const Registry& registry);
+
 }  // namespace tdm

@@ -1,0 +1,195 @@
+// host/cli/app.cpp: config merging and the lazily created device, plugins and
+// models shared by the commands; run_cli() dispatches and turns errors into
+// exit codes (never a crash, never exit() from library code).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "common/log.h"
+#include "config/memory_size.h"
+#include "plugin/plugin_loader.h"
+#include "vk/recorder.h"
+
+namespace tdm::cli {
+
+bool json_output(const ParsedArgs& args) {
+    if (args.flag("json")) return true;
+    auto f = args.get_string("output-format");
+    return f && *f == "json";
+}
+
+std::string human_bytes(uint64_t n) { return vk::format_bytes(n); }
+
+Result<Config> merged_config(const ParsedArgs& a) {
+    Config c = TDM_TRY(load_config(a.get_string("config")));
+    auto cl = [&](std::string_view id) { return a.origin(id) == Origin::command_line || a.origin(id) == Origin::environment; };
+    // device
+    if (cl("device")) c.device.select = *a.get_string("device");
+    if (cl("validate")) c.device.validate = true;
+    if (cl("profile")) c.device.profile = true;
+    if (cl("memory-limit")) c.device.memory_limit = TDM_TRY_CTX(parse_memory_size(*a.get_string("memory-limit")), "--memory-limit");
+    for (const auto& p : a.get_strings("plugin-path")) c.plugins.paths.insert(c.plugins.paths.begin(), p);
+    for (const auto& p : a.get_strings("plugin-disable")) c.plugins.disable.push_back(p);
+    if (cl("log-level")) c.log.level = *a.get_string("log-level");
+    // model
+    if (cl("model")) c.model.path = *a.get_string("model");
+    if (cl("ctx-size")) {
+        c.model.n_ctx = int(*a.get_int("ctx-size"));
+        c.model.kv_memory = 0;  // the command line wins over a file's budget
+    }
+    if (cl("kv-memory")) c.model.kv_memory = TDM_TRY_CTX(parse_memory_size(*a.get_string("kv-memory")), "--kv-memory");
+    if (cl("kv-type")) c.model.kv_type = *a.get_string("kv-type");
+    if (cl("batch-size")) c.model.n_batch = int(*a.get_int("batch-size"));
+    if (cl("chat")) c.model.chat = true;
+    if (cl("chat-template")) c.model.chat_template = *a.get_string("chat-template");
+    if (cl("model-draft")) c.model.draft_path = *a.get_string("model-draft");
+    // sampling
+    if (cl("temp")) c.sampling.temperature = float(*a.get_number("temp"));
+    if (cl("top-k")) c.sampling.top_k = int(*a.get_int("top-k"));
+    if (cl("top-p")) c.sampling.top_p = float(*a.get_number("top-p"));
+    if (cl("min-p")) c.sampling.min_p = float(*a.get_number("min-p"));
+    if (cl("repeat-penalty")) c.sampling.repeat_penalty = float(*a.get_number("repeat-penalty"));
+    if (cl("repeat-last-n")) c.sampling.repeat_last_n = int(*a.get_int("repeat-last-n"));
+    if (cl("seed")) c.sampling.seed = *a.get_int("seed");
+    // speculative
+    if (cl("spec-type")) {
+        c.speculative.type.clear();
+        std::string s = *a.get_string("spec-type"), cur;
+        for (char ch : s + ",") {
+            if (ch == ',') {
+                if (!cur.empty()) c.speculative.type.push_back(cur);
+                cur.clear();
+            } else if (ch != ' ') {
+                cur += ch;
+            }
+        }
+    }
+    if (cl("draft-max")) c.speculative.draft_max = int(*a.get_int("draft-max"));
+    if (cl("draft-min")) c.speculative.draft_min = int(*a.get_int("draft-min"));
+    if (cl("spec-skip-streak")) c.speculative.skip_streak = int(*a.get_int("spec-skip-streak"));
+    if (cl("spec-auto")) c.speculative.auto_select = true;
+    if (cl("spec-trace")) c.speculative.trace = *a.get_string("spec-trace");
+    if (cl("spec-ngram-size-n")) c.speculative.ngram_size_n = int(*a.get_int("spec-ngram-size-n"));
+    if (cl("spec-ngram-size-m")) c.speculative.ngram_size_m = int(*a.get_int("spec-ngram-size-m"));
+    if (cl("spec-ngram-min-hits")) c.speculative.ngram_min_hits = int(*a.get_int("spec-ngram-min-hits"));
+    if (cl("lookup-cache-static")) c.speculative.ngram_cache = *a.get_string("lookup-cache-static");
+    TDM_TRY(validate_config(c));
+    return c;
+}
+
+Result<vk::Device*> App::device() {
+    if (device_) return device_.get();
+    vk::Device::Options o;
+    o.select = config_.device.select;
+    o.validate = config_.device.validate;
+    o.profile = config_.device.profile;
+    o.memory_limit = config_.device.memory_limit;
+    device_ = TDM_TRY(vk::Device::create(o));
+    return device_.get();
+}
+
+Result<vk::PipelineManager*> App::pipelines() {
+    if (pipelines_) return pipelines_.get();
+    vk::Device* d = TDM_TRY(device());
+    pipelines_ = std::make_unique<vk::PipelineManager>(*d);
+    return pipelines_.get();
+}
+
+Result<Registry*> App::registry() {
+    if (registry_) return registry_.get();
+    PluginSearch s;
+    s.dirs = config_.plugins.paths;
+    s.disabled = config_.plugins.disable;
+    registry_ = TDM_TRY(load_plugins(s));
+    return registry_.get();
+}
+
+Result<std::unique_ptr<Model>> App::load_model(const std::string& path) {
+    if (path.empty()) return Error("no model given: use -m FILE (a GGUF file or a Hugging Face directory)");
+    Registry* reg = TDM_TRY(registry());
+    vk::Device* dev = TDM_TRY(device());
+    ModelLoadOptions opt;
+    const bool tty = isatty(fileno(stderr));
+    auto last = std::chrono::steady_clock::now();
+    if (tty) {
+        opt.progress = [&last, path](uint64_t done, uint64_t total) {
+            const auto now = std::chrono::steady_clock::now();
+            if (now - last < std::chrono::milliseconds(100) && done < total) return;
+            last = now;
+            std::fprintf(stderr, "\rloading %s: %3d%% (%s / %s)  ", path.c_str(),
+                         total ? int(100.0 * double(done) / double(total)) : 100, vk::format_bytes(done).c_str(),
+                         vk::format_bytes(total).c_str());
+        };
+    }
+    auto m = Model::load(path, *reg, *dev, opt);
+    if (tty) std::fprintf(stderr, "\r\033[K");
+    return m;
+}
+
+Result<std::unique_ptr<KvPool>> App::make_kv(const Model& model, uint32_t n_seq) {
+    vk::Device* dev = TDM_TRY(device());
+    KvPoolConfig kc;
+    kc.n_ctx = config_.model.n_ctx > 0 ? uint32_t(config_.model.n_ctx) : model.info().n_ctx_train;
+    kc.n_seq_max = n_seq;
+    kc.f16 = config_.model.kv_type != "f32";
+    kc.memory_budget = config_.model.kv_memory;
+    return KvPool::create(*dev, model.attention_layers(), kc, "KV cache of " + model.source().path());
+}
+
+void App::finish() {
+    if (device_ && device_->profiling() && !vk::global_profiler().empty())
+        std::fprintf(stderr, "\nGPU time per op (--profile):\n%s", vk::global_profiler().table().c_str());
+}
+
+int run_cli(int argc, const char* const* argv) {
+    const ProgramSpec& spec = program_spec();
+    auto args = parse_args(spec, argc, argv);
+    if (!args.ok()) {
+        std::fprintf(stderr, "tandem: %s\nRun `tandem --help` for usage.\n", args.error().message().c_str());
+        return 2;
+    }
+    if (args->help_requested() || args->command().empty()) {
+        std::fputs(help_text(spec, args->command()).c_str(), stdout);
+        return args->command().empty() && !args->help_requested() ? 2 : 0;
+    }
+    if (auto lvl = args->get_string("log-level")) {
+        LogLevel l;
+        if (!parse_log_level(*lvl, &l)) {
+            std::fprintf(stderr, "tandem: --log-level: unknown level '%s' (trace, debug, info, warn, error, off)\n",
+                         lvl->c_str());
+            return 2;
+        }
+        set_log_level(l);
+    }
+    auto config = merged_config(*args);
+    if (!config.ok()) {
+        std::fprintf(stderr, "tandem: %s\n", config.error().message().c_str());
+        return 1;
+    }
+    if (!args->get_string("log-level")) {
+        LogLevel l;
+        if (!std::getenv("TANDEM_LOG") && parse_log_level(config->log.level, &l)) set_log_level(l);
+    }
+    App app(*args, std::move(config).value());
+    const std::string& c = args->command();
+    Status st = c == "run"        ? cmd_run(app)
+                : c == "info"     ? cmd_info(app)
+                : c == "tokenize" ? cmd_tokenize(app)
+                : c == "plugins"  ? cmd_plugins(app)
+                : c == "devices"  ? cmd_devices(app)
+                : c == "synth"    ? cmd_synth(app)
+                : c == "demo"     ? cmd_demo(app)
+                : c == "bench"    ? cmd_bench(app)
+                                  : Status(Error::format("unknown command '{}'", c));
+    app.finish();
+    if (!st.ok()) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "tandem %s: error: %s\n", c.c_str(), st.error().message().c_str());
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace tdm::cli

@@ -1,0 +1,220 @@
+// host/cli/cli_spec.cpp: every command and option of the `tandem` CLI, with the
+// help text users read. llama.cpp spellings where an option exists there
+// (-m, -p, -n, -c, -b, -md, --temp, --draft-max, --spec-type ...).
+#include "cli/commands.h"
+
+namespace tdm::cli {
+namespace {
+
+using K = ValueKind;
+
+OptionGroup global_options() {
+    return {"global",
+            {
+                {{"--config"}, K::string, "FILE", "Read settings from this TOML file instead of the first of "
+                 "$XDG_CONFIG_HOME/tandem/tandem.toml and /etc/tandem/tandem.toml. Command-line options override it."},
+                {{"-dev", "--device"}, K::string, "SEL", "Vulkan device: an index from `tandem devices` or part of "
+                 "its name. Default: the best device (a GPU before a CPU device such as lavapipe).", "", "TANDEM_DEVICE"},
+                {{"--validate"}, K::flag, "", "Enable the Vulkan validation layer (slow; reports API misuse).", "",
+                 "TANDEM_VALIDATE"},
+                {{"--profile"}, K::flag, "", "Time every GPU dispatch and print a per-op table at the end.", "",
+                 "TANDEM_PROFILE"},
+                {{"--memory-limit"}, K::string, "SIZE", "Most device memory tandem may allocate (\"8GiB\"); "
+                 "allocations beyond it fail with an error naming them."},
+                {{"--plugin-path"}, K::string, "DIR", "Also search this directory for plugins (repeatable); searched "
+                 "before TANDEM_PLUGIN_PATH and the install directory.", "", "", false, true},
+                {{"--plugin-disable"}, K::string, "NAME", "Do not load the plugin of this name (repeatable).", "", "",
+                 false, true},
+                {{"--log-level"}, K::string, "LEVEL", "trace, debug, info, warn, error or off.", "", "TANDEM_LOG"},
+            }};
+}
+
+OptionGroup model_options(bool required) {
+    return {"model",
+            {
+                {{"-m", "--model"}, K::string, "FILE", "Model: a GGUF file or a Hugging Face directory "
+                 "(config.json + *.safetensors + tokenizer.json).", "", "", required},
+                {{"-c", "--ctx-size"}, K::integer, "N", "Context length in tokens (KV cache size); 0 = the model's "
+                 "trained length.", "4096"},
+                {{"--kv-memory"}, K::string, "SIZE", "Size the KV cache by memory instead (\"2GiB\")."},
+                {{"--kv-type"}, K::string, "TYPE", "KV cache element type: f16 or f32.", "f16"},
+                {{"-b", "--batch-size"}, K::integer, "N", "Prompt tokens per prefill pass.", "512"},
+            }};
+}
+
+OptionGroup prompt_options() {
+    return {"prompt",
+            {
+                {{"-p", "--prompt"}, K::string, "TEXT", "Prompt text."},
+                {{"-f", "--file"}, K::string, "FILE", "Read the prompt from a file."},
+                {{"--prompt-tokens"}, K::size_list, "IDS", "Prompt given as token ids (\"1,2,3\"); needs no "
+                 "tokenizer."},
+                {{"--chat", "-cnv", "--conversation"}, K::flag, "", "Wrap the prompt in the model's chat template "
+                 "as one user turn and open the assistant's turn.", "", "", false, false, "chat"},
+                {{"-sys", "--system-prompt"}, K::string, "TEXT", "System message for --chat."},
+                {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
+                 "chatml-no-thinking, gemma, glm4 (default: the model's family)."},
+            }};
+}
+
+OptionGroup generation_options() {
+    return {"generation",
+            {
+                {{"-n", "--n-predict"}, K::integer, "N", "Tokens to generate; -1 = until end of generation or a full "
+                 "context.", "128"},
+                {{"--ignore-eos"}, K::flag, "", "Do not stop at end-of-generation tokens."},
+                {{"--temp"}, K::number, "T", "Temperature; 0 = greedy (always the likeliest token).", "0.8"},
+                {{"--top-k"}, K::integer, "N", "Keep the N likeliest tokens; 0 = off.", "40"},
+                {{"--top-p"}, K::number, "P", "Keep the likeliest tokens up to probability mass P; 1 = off.", "0.95"},
+                {{"--min-p"}, K::number, "P", "Drop tokens below P x the likeliest token's probability; 0 = off.",
+                 "0.05"},
+                {{"--repeat-penalty"}, K::number, "X", "Penalise recently seen tokens; 1 = off.", "1.0"},
+                {{"--repeat-last-n"}, K::integer, "N", "Window of the repeat penalty; -1 = all, 0 = off.", "64"},
+                {{"-s", "--seed"}, K::integer, "N", "Random seed; -1 = random (the seed used is printed).", "-1"},
+            }};
+}
+
+OptionGroup speculative_options() {
+    return {"speculative decoding",
+            {
+                {{"-md", "--model-draft", "--draft-model"}, K::string, "FILE", "A small draft model with the same "
+                 "vocabulary (speculative type `draft`).", "", "", false, false, "model-draft"},
+                {{"--spec-type"}, K::string, "LIST", "Drafters to use, comma-separated, asked in order: draft, "
+                 "ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache, mtp (also nextn, draft-mtp), "
+                 "or one a plugin registers. `tandem plugins` lists them."},
+                {{"--draft-max", "--draft", "--draft-n"}, K::integer, "N", "Most tokens drafted per round.", "16", "",
+                 false, false, "draft-max"},
+                {{"--draft-min", "--draft-n-min"}, K::integer, "N", "Skip drafting when fewer than N are proposed.",
+                 "0", "", false, false, "draft-min"},
+                {{"--spec-skip-streak"}, K::integer, "N", "After N rounds with nothing accepted, do one plain step "
+                 "before drafting again; 0 = off.", "0"},
+                {{"--spec-auto"}, K::flag, "", "Adapt the draft length to measured acceptance and cost, and stop "
+                 "drafting when it does not pay."},
+                {{"--spec-trace"}, K::string, "FILE", "Write one JSON line per speculative round."},
+                {{"--spec-ngram-size-n"}, K::integer, "N", "n-gram drafters: length of the lookup key.", "12"},
+                {{"--spec-ngram-size-m"}, K::integer, "N", "n-gram drafters: length of the drafted continuation.",
+                 "48"},
+                {{"--spec-ngram-min-hits"}, K::integer, "N", "n-gram drafters: occurrences before a key drafts.", "1"},
+                {{"-lcs", "--lookup-cache-static", "--spec-ngram-cache"}, K::string, "FILE", "ngram-cache: static "
+                 "n-gram statistics file (created if absent, saved at exit).", "", "", false, false,
+                 "lookup-cache-static"},
+            }};
+}
+
+OptionGroup output_options() {
+    return {"output",
+            {
+                {{"--output-format"}, K::string, "FMT", "text, or json (one JSON object with tokens, text, timings "
+                 "and statistics).", "text"},
+                {{"--dump-logits"}, K::string, "FILE", "Write raw little-endian f32 logits: one row of n_vocab for "
+                 "each generated token (row i produced token i; the first is the prompt's last position)."},
+                {{"--logits-all"}, K::flag, "", "With --dump-logits: first a row for every prompt position."},
+            }};
+}
+
+}  // namespace
+
+const ProgramSpec& program_spec() {
+    static const ProgramSpec spec = [] {
+        ProgramSpec p;
+        p.name = "tandem";
+        p.summary = "A Vulkan LLM inference runtime built around speculative decoding: a drafter proposes tokens, the "
+                    "target verifies them in one batched pass, and the output is exactly what the target alone "
+                    "would produce. Models, drafters and draftless drafters are plugins (`tandem plugins`). "
+                    "Run `tandem demo` for a first look, or `tandem COMMAND --help` for a command's options.";
+        p.global = {global_options()};
+
+        CommandSpec run{"run", "generate text from a model (plain or speculative)",
+                        "Generate from a prompt. Greedy with --temp 0. With a drafter (-md FILE or --spec-type) the "
+                        "output is identical to plain decoding, only faster. Prints the text, then timings and "
+                        "speculative statistics on stderr; --output-format json prints one JSON object instead."};
+        run.groups = {model_options(true), prompt_options(), generation_options(), speculative_options(),
+                      output_options()};
+
+        CommandSpec info{"info", "describe a model file: architecture, plugin, hyper-parameters, tensors, tokenizer",
+                         "Describe a model file: its architecture and the plugin that handles it, the "
+                         "hyper-parameters, the tensor table (names, shapes, types), the quantization mix and the "
+                         "tokenizer. Needs no device."};
+        info.groups = {{"info",
+                        {{{"--tensors"}, K::flag, "", "List every tensor (default: the first and last 8)."},
+                         {{"--output-format"}, K::string, "FMT", "text or json.", "text"}}}};
+        info.positionals = {{"FILE", "GGUF file or Hugging Face directory."}};
+
+        CommandSpec tokenize{"tokenize", "print the tokens of a text",
+                             "Tokenize TEXT with a model's tokenizer (-m) or a tokenizer.json (--tokenizer) and "
+                             "print one token per line: id and piece. Special-token text such as <|im_start|> is "
+                             "matched."};
+        tokenize.groups = {{"tokenize",
+                            {{{"-m", "--model"}, K::string, "FILE", "Use this model's tokenizer."},
+                             {{"--tokenizer"}, K::string, "FILE", "Use a tokenizer.json (or a directory holding one)."},
+                             {{"--ids"}, K::flag, "", "Print only the ids, comma-separated."},
+                             {{"--add-special"}, K::flag, "", "Add BOS/EOS as the tokenizer does for a whole prompt."},
+                             {{"--no-parse-special"}, K::flag, "", "Treat special-token text as plain text."},
+                             {{"--output-format"}, K::string, "FMT", "text or json.", "text"}}}};
+        tokenize.positionals = {{"TEXT", "Text to tokenize.", true, true}};
+
+        CommandSpec plugins{"plugins", "list the loaded plugins, their ABI versions and what they register",
+                            "List the plugins found on the search path, their ABI versions and what each registers "
+                            "(architectures, draft heads, drafters). Plugins that failed to load are listed with the "
+                            "reason."};
+        plugins.groups = {{"plugins", {{{"--output-format"}, K::string, "FMT", "text or json.", "text"}}}};
+
+        CommandSpec devices{"devices", "list the Vulkan devices and their capabilities",
+                            "List the Vulkan devices with the capabilities tandem uses, and mark the one it would "
+                            "pick."};
+        devices.groups = {{"devices", {{{"--output-format"}, K::string, "FMT", "text or json.", "text"}}}};
+
+        CommandSpec synth{"synth", "write a synthetic model with random weights in a real layout",
+                          "Write a model with random weights in the exact layout of a real architecture (tensor "
+                          "names, metadata, tokenizer), for demos, tests and benchmarks."};
+        synth.groups = {{"synth",
+                         {{{"--arch"}, K::string, "ARCH", "Architecture.", "qwen3"},
+                          {{"--preset"}, K::string, "NAME", "Shape: tiny, small, or 0.6b (Qwen3-0.6B's shape).",
+                           "tiny"},
+                          {{"-o", "--output"}, K::string, "PATH", "Output GGUF file (or directory with --format hf).",
+                           "", "", true},
+                          {{"--type"}, K::string, "TYPE", "Matrix type: f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K.",
+                           "q8_0"},
+                          {{"--format"}, K::string, "FMT", "gguf, or hf (safetensors directory; f32/f16/bf16 only).",
+                           "gguf"},
+                          {{"--seed"}, K::integer, "N", "Seed of the weights.", "1"},
+                          {{"--tied"}, K::boolean, "BOOL", "Tie the LM head to the token embedding (default: the "
+                           "preset's)."},
+                          {{"--layers"}, K::integer, "N", "Override the number of layers."},
+                          {{"--draft-of-seed"}, K::integer, "N", "Write a draft model for the target of this seed: "
+                           "the target's weights plus noise (--perturbation), same vocabulary."},
+                          {{"--perturbation"}, K::number, "X", "Relative noise of a draft model.", "0.02"},
+                          {{"--repeating"}, K::flag, "", "Weights whose greedy output repeats (for n-gram tests)."}}}};
+
+        CommandSpec demo{"demo", "synthesize a small model in the cache directory (once) and generate from it",
+                         "The quick start: writes a small synthetic Qwen3 model and a draft model to "
+                         "$XDG_CACHE_HOME/tandem/demo (once), then generates with plain and speculative decoding "
+                         "and shows that both produce the same tokens. The weights are random, so the text is "
+                         "meaningless; it shows the runtime working end to end on this machine's Vulkan device."};
+        demo.groups = {{"demo", {{{"-n", "--n-predict"}, K::integer, "N", "Tokens to generate.", "48"}}}};
+
+        CommandSpec bench{"bench", "benchmarks: ops, decode, spec (JSON with --json)",
+                          "Benchmarks. `tandem bench ops`: dispatch overhead and matvec bandwidth per weight type and "
+                          "batch width. `tandem bench decode -m FILE`: prefill and decode tokens/s. `tandem bench spec "
+                          "-m FILE ...`: plain vs speculative decoding per prompt (matched, acceptance, speedup)."};
+        bench.groups = {model_options(false), speculative_options(),
+                        {"bench",
+                         {{{"--json"}, K::flag, "", "Print JSON."},
+                          {{"--prompt-len"}, K::integer, "N", "Prompt tokens (decode/spec benchmarks).", "32"},
+                          {{"--gen-tokens"}, K::integer, "N", "Tokens generated per prompt.", "32"},
+                          {{"--prompts"}, K::integer, "N", "Prompts (spec benchmark).", "4"},
+                          {{"--force-acceptance"}, K::number, "A", "Spec benchmark: a drafter that proposes the "
+                           "target's own future tokens, each accepted with probability A."},
+                          {{"--seed"}, K::integer, "N", "Seed of the benchmark prompts.", "1"},
+                          {{"--types"}, K::string, "LIST", "Ops benchmark: weight types.", "f16,q8_0,q4_K"},
+                          {{"--batches"}, K::size_list, "LIST", "Ops benchmark: batch widths.", "1,4,8,16"},
+                          {{"--iterations"}, K::integer, "N", "Timed runs per measurement (median reported).", "9"}}}};
+        bench.positionals = {{"WHAT", "ops, decode or spec."}};
+
+        p.commands = {run, info, tokenize, plugins, devices, synth, demo, bench};
+        return p;
+    }();
+    return spec;
+}
+
+}  // namespace tdm::cli

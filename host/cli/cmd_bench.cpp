@@ -1,0 +1,179 @@
+// host/cli/cmd_bench.cpp: `tandem bench ops|decode|spec`. Numbers are wall-clock
+// medians; nothing here asserts a speed (benchmarks, not tests).
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/op_bench.h"
+#include "cli/commands.h"
+#include "engine/generate.h"
+
+namespace tdm::cli {
+namespace {
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Host memory read bandwidth (GB/s): all cores summing a 1 GiB buffer, best of 3.
+double measure_read_bandwidth() {
+    const size_t n = (1u << 30) / sizeof(uint64_t);
+    std::vector<uint64_t> buf(n, 1);
+    const unsigned nt = std::max(1u, std::thread::hardware_concurrency());
+    double best = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+        std::vector<uint64_t> sums(nt);
+        const double t0 = now_s();
+        std::vector<std::thread> th;
+        for (unsigned t = 0; t < nt; ++t)
+            th.emplace_back([&, t] {
+                const uint64_t* p = buf.data() + n / nt * t;
+                uint64_t s = 0;
+                for (size_t i = 0; i < n / nt; ++i) s += p[i];
+                sums[t] = s;
+            });
+        for (auto& x : th) x.join();
+        const double dt = now_s() - t0;
+        uint64_t total = 0;
+        for (auto s : sums) total += s;
+        if (total != n / nt * nt) return 0;  // keeps the loop from being optimised away
+        best = std::max(best, double(n * sizeof(uint64_t)) / dt / 1e9);
+    }
+    return best;
+}
+
+uint64_t peak_rss_bytes() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return uint64_t(ru.ru_maxrss) * 1024;
+}
+
+std::vector<int32_t> bench_prompt(const Model& model, uint32_t len, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    // ids of ordinary text tokens: stay below the specials at the end of a synthetic vocabulary
+    const uint32_t hi = std::max<uint32_t>(2, std::min<uint32_t>(model.info().n_vocab, 4096));
+    std::vector<int32_t> p(len);
+    for (auto& t : p) t = int32_t(rng() % hi);
+    return p;
+}
+
+Status bench_ops(App& app) {
+    const ParsedArgs& a = app.args();
+    OpBenchOptions o;
+    o.types.clear();
+    std::string cur;
+    for (char c : a.get_string("types").value_or("f16,q8_0,q4_K") + ",") {
+        if (c == ',') {
+            if (!cur.empty()) o.types.push_back(cur);
+            cur.clear();
+        } else {
+            cur += c;
+        }
+    }
+    if (auto b = a.get_sizes("batches")) {
+        o.batches.clear();
+        for (auto x : *b) o.batches.push_back(int(x));
+    }
+    o.iterations = int(a.get_int("iterations").value_or(9));
+    vk::Device* dev = TDM_TRY(app.device());
+    vk::PipelineManager* pm = TDM_TRY(app.pipelines());
+    nlohmann::json j = TDM_TRY(run_op_bench(*dev, *pm, o));
+    if (a.flag("json")) {
+        std::printf("%s\n", j.dump(2).c_str());
+        return {};
+    }
+    std::printf("device: %s (weights via %s)\ndispatch overhead: %.1f us\n", j["device"].get<std::string>().c_str(),
+                j["weight_path"].get<std::string>().c_str(), j["dispatch_overhead_us"].get<double>());
+    std::printf("%-6s %6s %10s %10s %12s %14s\n", "type", "batch", "ms", "GB/s", "ms/token", "N*t1/tN");
+    for (const auto& r : j["matmul"])
+        std::printf("%-6s %6d %10.3f %10.2f %12.3f %14.2f\n", r["type"].get<std::string>().c_str(), r["batch"].get<int>(),
+                    r["ms"].get<double>(), r["gb_per_s"].get<double>(), r["ms_per_token"].get<double>(),
+                    r.value("n_x_single_over_batch", 1.0));
+    return {};
+}
+
+Status bench_decode(App& app) {
+    const ParsedArgs& a = app.args();
+    const Config& cfg = app.config();
+    vk::Device* dev = TDM_TRY(app.device());
+    vk::PipelineManager* pm = TDM_TRY(app.pipelines());
+    const double t0 = now_s();
+    auto model = TDM_TRY(app.load_model(cfg.model.path));
+    const double load_s = now_s() - t0;
+    auto kv = TDM_TRY(app.make_kv(*model));
+    Runner runner(*model, *kv, *dev, *pm);
+    const int seq = TDM_TRY(kv->add_sequence());
+    const uint32_t plen = uint32_t(a.get_int("prompt-len").value_or(32));
+    const int32_t gen = int32_t(a.get_int("gen-tokens").value_or(32));
+    const auto prompt = bench_prompt(*model, plen, uint64_t(a.get_int("seed").value_or(1)));
+
+    GenerateParams gp;
+    gp.max_tokens = gen;
+    gp.sampling.temperature = 0;
+    gp.ignore_eog = true;
+    gp.n_batch = uint32_t(cfg.model.n_batch);
+    {  // warm-up: pipelines and graphs of both shapes, first-touch of memory
+        GenerateParams w = gp;
+        w.max_tokens = 3;
+        TDM_TRY(generate(runner, nullptr, seq, prompt, w, {}));
+        kv->truncate(seq, 0);
+    }
+    const GenerateResult r = TDM_TRY(generate(runner, nullptr, seq, prompt, gp, {}));
+    const uint64_t bytes = runner.matmul_weight_bytes();
+    const double bw = measure_read_bandwidth();
+    const double ms_per_token = r.stats.decode_ms / std::max<uint32_t>(1, r.stats.n_generated);
+    const double limit_tps = bytes ? bw * 1e9 / double(bytes) : 0;
+    nlohmann::json j;
+    j["model"] = cfg.model.path;
+    j["device"] = dev->caps().name;
+    j["architecture"] = model->arch().desc->name;
+    j["n_params_bytes"] = model->weight_bytes();
+    j["prompt_tokens"] = r.stats.n_prompt;
+    j["generated_tokens"] = r.stats.n_generated;
+    j["prefill_tokens_per_s"] = r.stats.prefill_tps();
+    j["decode_tokens_per_s"] = r.stats.decode_tps();
+    j["decode_ms_per_token"] = ms_per_token;
+    j["weight_bytes_per_token"] = bytes;
+    j["host_read_bandwidth_gb_s"] = bw;
+    j["bandwidth_limit_tokens_per_s"] = limit_tps;
+    j["fraction_of_limit"] = limit_tps > 0 ? r.stats.decode_tps() / limit_tps : 0;
+    j["load_s"] = load_s;
+    j["file_bytes"] = model->source().file_bytes();
+    j["kv_bytes"] = kv->device_bytes();
+    j["kv_context"] = kv->capacity_tokens();
+    j["peak_rss_bytes"] = peak_rss_bytes();
+    j["device_memory_peak_bytes"] = dev->peak_allocated_bytes();
+    if (a.flag("json")) {
+        std::printf("%s\n", j.dump(2).c_str());
+        return {};
+    }
+    std::printf("model %s on %s\n", cfg.model.path.c_str(), dev->caps().name.c_str());
+    std::printf("prefill: %u tokens, %.2f tok/s\n", r.stats.n_prompt, r.stats.prefill_tps());
+    std::printf("decode:  %u tokens, %.2f tok/s (%.1f ms/token)\n", r.stats.n_generated, r.stats.decode_tps(),
+                ms_per_token);
+    std::printf("weights read per token %s, host read bandwidth %.1f GB/s -> limit %.2f tok/s; achieved %.0f%%\n",
+                human_bytes(bytes).c_str(), bw, limit_tps, limit_tps > 0 ? 100.0 * r.stats.decode_tps() / limit_tps : 0.0);
+    std::printf("memory: file %s, KV %s (%u tokens), peak RSS %s, device peak %s\n",
+                human_bytes(model->source().file_bytes()).c_str(), human_bytes(kv->device_bytes()).c_str(),
+                kv->capacity_tokens(), human_bytes(peak_rss_bytes()).c_str(),
+                human_bytes(dev->peak_allocated_bytes()).c_str());
+    return {};
+}
+
+}  // namespace
+
+Status cmd_bench(App& app) {
+    const auto& pos = app.args().positionals();
+    const std::string what = pos.empty() ? "" : pos[0];
+    if (what == "ops") return bench_ops(app);
+    if (what == "decode") return bench_decode(app);
+    return Error::format("bench: unknown benchmark '{}' (ops, decode)", what);
+}
+
+}  // namespace tdm::cli

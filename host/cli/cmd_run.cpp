@@ -1,0 +1,95 @@
+// host/cli/cmd_run.cpp: `tandem run`: generate from a prompt, plain or
+// speculative; text or JSON output; --dump-logits.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/prompt.h"
+#include "engine/generate.h"
+
+namespace tdm::cli {
+namespace {
+
+SamplerParams sampler_params(const Config& c) {
+    SamplerParams s;
+    s.temperature = c.sampling.temperature;
+    s.top_k = c.sampling.top_k;
+    s.top_p = c.sampling.top_p;
+    s.min_p = c.sampling.min_p;
+    s.repeat_penalty = c.sampling.repeat_penalty;
+    s.repeat_last_n = c.sampling.repeat_last_n;
+    if (c.sampling.seed >= 0) s.seed = uint64_t(c.sampling.seed);
+    return s;
+}
+
+}  // namespace
+
+Status cmd_run(App& app) {
+    const ParsedArgs& a = app.args();
+    const Config& cfg = app.config();
+    const bool json = json_output(a);
+    const auto t_load = std::chrono::steady_clock::now();
+    auto model = TDM_TRY(app.load_model(cfg.model.path));
+    auto kv = TDM_TRY(app.make_kv(*model));
+    vk::Device* dev = TDM_TRY(app.device());
+    vk::PipelineManager* pm = TDM_TRY(app.pipelines());
+    const double load_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
+
+    const std::vector<int32_t> prompt = TDM_TRY(prompt_tokens(a, cfg, *model));
+    Runner runner(*model, *kv, *dev, *pm);
+    const int seq = TDM_TRY(kv->add_sequence());
+
+    GenerateParams gp;
+    gp.max_tokens = int32_t(a.get_int("n-predict").value_or(128));
+    gp.sampling = sampler_params(cfg);
+    gp.n_batch = uint32_t(cfg.model.n_batch);
+    gp.ignore_eog = a.flag("ignore-eos");
+
+    std::ofstream dump;
+    LogitsSink sink;
+    if (auto path = a.get_string("dump-logits")) {
+        dump.open(*path, std::ios::binary | std::ios::trunc);
+        if (!dump) return Error::format("cannot write logits to {}", *path);
+        sink = [&dump](const float* row, uint32_t n) { dump.write(reinterpret_cast<const char*>(row), std::streamsize(n) * 4); };
+    }
+    if (!cfg.speculative.type.empty() || !cfg.model.draft_path.empty())
+        return Error("speculative decoding options were given, but this build of `tandem run` decodes plainly");
+
+    auto on_text = [json](const std::string& s) {
+        if (json) return;
+        std::fwrite(s.data(), 1, s.size(), stdout);
+        std::fflush(stdout);
+    };
+    GenerateResult r = TDM_TRY(generate(runner, model->tokenizer(), seq, prompt, gp, on_text, sink, a.flag("logits-all")));
+    if (dump.is_open() && !dump) return Error("writing the logits file failed");
+
+    if (json) {
+        nlohmann::json j;
+        j["model"] = cfg.model.path;
+        j["n_prompt"] = r.stats.n_prompt;
+        j["prompt_tokens"] = prompt;
+        j["tokens"] = r.tokens;
+        j["text"] = r.text;
+        j["stop_reason"] = r.stop_reason;
+        j["timings"] = {{"load_ms", load_ms},
+                        {"prefill_ms", r.stats.prefill_ms},
+                        {"decode_ms", r.stats.decode_ms},
+                        {"prefill_tokens_per_s", r.stats.prefill_tps()},
+                        {"decode_tokens_per_s", r.stats.decode_tps()}};
+        std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    } else {
+        std::printf("\n");
+        std::fprintf(stderr,
+                     "\nprompt: %u tokens in %.1f ms (%.2f tok/s) | generated: %u tokens in %.1f ms (%.2f tok/s) | "
+                     "stop: %s\n",
+                     r.stats.n_prompt, r.stats.prefill_ms, r.stats.prefill_tps(), r.stats.n_generated,
+                     r.stats.decode_ms, r.stats.decode_tps(), r.stop_reason.c_str());
+    }
+    return {};
+}
+
+}  // namespace tdm::cli

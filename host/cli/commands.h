@@ -1,0 +1,66 @@
+// host/cli/commands.h: the `tandem` CLI: its spec (cli_spec.cpp), the shared
+// setup of a command (app.cpp: config, logging, device, plugins, model), and
+// one function per subcommand (cmd_*.cpp). main() only calls run_cli().
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/args.h"
+#include "config/config.h"
+#include "engine/runner.h"
+#include "model/model.h"
+#include "plugin/registry.h"
+
+namespace tdm::cli {
+
+const ProgramSpec& program_spec();
+
+// Exit status: 0 success, 1 failure (error printed), 2 usage error.
+int run_cli(int argc, const char* const* argv);
+
+// What most commands need, created on demand.
+class App {
+public:
+    App(const ParsedArgs& args, Config config) : args_(args), config_(std::move(config)) {}
+    const ParsedArgs& args() const { return args_; }
+    const Config& config() const { return config_; }
+    Config& config() { return config_; }
+
+    Result<vk::Device*> device();
+    Result<vk::PipelineManager*> pipelines();
+    Result<Registry*> registry();
+    // Loads a model with a progress line on a terminal.
+    Result<std::unique_ptr<Model>> load_model(const std::string& path);
+    // A KV pool sized from the config (n_ctx, kv_memory, kv_type) for a model.
+    Result<std::unique_ptr<KvPool>> make_kv(const Model& model, uint32_t n_seq = 1);
+    // Prints the profile table if --profile was on.
+    void finish();
+
+private:
+    const ParsedArgs& args_;
+    Config config_;
+    std::unique_ptr<vk::Device> device_;
+    std::unique_ptr<vk::PipelineManager> pipelines_;
+    std::unique_ptr<Registry> registry_;
+};
+
+// Reads the config file (--config or the default search) and applies the
+// command-line options on top.
+Result<Config> merged_config(const ParsedArgs& args);
+
+Status cmd_run(App& app);
+Status cmd_info(App& app);
+Status cmd_tokenize(App& app);
+Status cmd_plugins(App& app);
+Status cmd_devices(App& app);
+Status cmd_synth(App& app);
+Status cmd_demo(App& app);
+Status cmd_bench(App& app);
+
+// Helpers shared by commands.
+bool json_output(const ParsedArgs& args);  // --output-format json / --json
+std::string human_bytes(uint64_t n);
+
+}  // namespace tdm::cli
