@@ -65,6 +65,19 @@ void GgufWriter::add_scalar_array(std::string_view key, uint32_t elem_type, cons
     add_encoded(key, std::move(enc));
 }
 
+void GgufWriter::add_value(std::string_view key, const GgufValue& v) {
+    std::string enc;
+    put<uint32_t>(enc, uint32_t(v.type));
+    if (v.type == GgufType::ARRAY) {
+        put<uint32_t>(enc, uint32_t(v.elem_type));
+        put<uint64_t>(enc, v.count);
+    } else if (v.type == GgufType::STRING) {
+        put<uint64_t>(enc, v.nbytes);
+    }
+    enc.append(reinterpret_cast<const char*>(v.data), v.nbytes);
+    add_encoded(key, std::move(enc));
+}
+
 void GgufWriter::add_u8(std::string_view k, uint8_t v) { add_scalar(k, uint32_t(GgufType::UINT8), v); }
 void GgufWriter::add_i8(std::string_view k, int8_t v) { add_scalar(k, uint32_t(GgufType::INT8), v); }
 void GgufWriter::add_u16(std::string_view k, uint16_t v) { add_scalar(k, uint32_t(GgufType::UINT16), v); }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "common/error.h"
+#include "formats/gguf.h"
 
 #include <cstdint>
 #include <set>
@@ -50,6 +51,8 @@ public:
     void add_array(std::string_view key, const std::vector<double>& v);
     void add_array(std::string_view key, const std::vector<bool>& v);
     void add_array(std::string_view key, const std::vector<std::string>& v);
+    // Copies a value read from another GGUF file (any type, arrays included) as is.
+    void add_value(std::string_view key, const GgufValue& v);
 
     // Sets the data alignment (a power of two) and writes it as general.alignment
     // (UINT32). Without it the default 32 applies and the key is not written.

@@ -1,6 +1,7 @@
 // host/model/model.cpp
 #include "model/model.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "common/log.h"
@@ -97,7 +98,9 @@ Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const ModelSource> so
         return Error::format("{}: the tokenizer has {} tokens but the model's vocabulary is {}", src.path(),
                              m->tokenizer_->n_vocab(), m->info_.n_vocab);
 
-    m->weights_ = std::make_unique<WeightStore>(device, src.path());
+    // One allocation for a small model, 256 MiB blocks for a large one.
+    const uint64_t block = std::clamp<uint64_t>(src.file_bytes() + (1u << 20), 1u << 20, 256ull << 20);
+    m->weights_ = std::make_unique<WeightStore>(device, src.path(), block);
     m->weights_->set_upload_options(opt.upload);
     if (opt.progress) {
         const uint64_t total = src.file_bytes();

@@ -15,9 +15,9 @@ std::string shape_string(const int64_t* ne, uint32_t n_dims) {
     return s + "]";
 }
 
-WeightStore::WeightStore(vk::Device& device, std::string owner)
+WeightStore::WeightStore(vk::Device& device, std::string owner, uint64_t block_bytes)
     : device_(device), owner_(std::move(owner)), arena_(device, vk::MemoryKind::device, "weights of " + owner_,
-                                                       256ull << 20) {}
+                                                       block_bytes) {}
 
 Result<const DeviceWeight*> WeightStore::load(const ModelSource& src, const tdm_weight_request& req) {
     if (req.struct_size < sizeof(tdm_weight_request) || !req.name)

@@ -19,7 +19,9 @@ namespace tdm {
 
 class WeightStore {
 public:
-    WeightStore(vk::Device& device, std::string owner);
+    // block_bytes: size of the device allocations weights are packed into
+    // (a model's whole file is a good first guess; larger tensors get their own).
+    WeightStore(vk::Device& device, std::string owner, uint64_t block_bytes = 256ull << 20);
 
     // Loads one weight. nullptr (with success) only for an absent optional tensor.
     Result<const DeviceWeight*> load(const ModelSource& src, const tdm_weight_request& req);

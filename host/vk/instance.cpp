@@ -84,6 +84,10 @@ Result<std::unique_ptr<Instance>> Instance::create(const Options& options) {
     ci.ppEnabledExtensionNames = extensions.data();
     if (want_validation) ci.pNext = &dbg;  // also reports problems during vkCreateInstance
     VkResult r = g->vkCreateInstance(&ci, nullptr, &inst->instance_);
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER)  // the loader found no driver at all
+        return Error("no Vulkan device found: the Vulkan loader found no driver "
+                     "(VK_ERROR_INCOMPATIBLE_DRIVER). Install one: 'apt install mesa-vulkan-drivers' provides "
+                     "lavapipe, a CPU device that works without a GPU (check with 'vulkaninfo --summary')");
     if (r != VK_SUCCESS)
         return Error::format("vkCreateInstance failed: {} (is a Vulkan driver installed? "
                              "'apt install mesa-vulkan-drivers' provides a CPU device)",

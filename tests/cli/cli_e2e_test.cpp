@@ -1,0 +1,287 @@
+// tests/cli/cli_e2e_test.cpp: the `tandem` executable end to end: commands,
+// output formats, and every bad input of the runtime issues giving a clear
+// error and a non-zero exit instead of a crash.
+//
+// To add a case: call tandem({...}) and check the exit status and a substring
+// of stdout/stderr. A crash shows up as an exit status >= 128 (signal).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/fixtures.h"
+#include "support/gguf_edit.h"
+#include "tokenizer/vocab_gguf.h"
+#include "synth/qwen3_synth.h"
+
+namespace tdm {
+namespace {
+
+struct CliRun {
+    int status = -1;  // exit code; 128+N for signal N
+    std::string out, err;
+    bool has(const std::string& s) const { return out.find(s) != std::string::npos || err.find(s) != std::string::npos; }
+};
+
+std::string quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+CliRun tandem(const std::vector<std::string>& args, const std::string& env = "") {
+    static const std::string dir = test::make_temp_dir("cli");
+    const std::string out = dir + "/out", err = dir + "/err";
+    std::string cmd = env + " " + quote(TANDEM_BIN);
+    for (const auto& a : args) cmd += " " + quote(a);
+    cmd += " >" + out + " 2>" + err;
+    CliRun r;
+    const int st = std::system(cmd.c_str());
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = test::read_file(out);
+    r.err = test::read_file(err);
+    return r;
+}
+
+// A tiny synthetic model shared by the tests.
+const std::string& tiny_model() {
+    static const std::string path = [] {
+        const std::string p = test::make_temp_dir("cli-model") + "/tiny.gguf";
+        auto shape = synth::qwen3_preset("tiny");
+        synth::Qwen3SynthOptions o;
+        o.weight_type = DType::F16;
+        EXPECT_TRUE(shape.ok() && synth::synth_qwen3_gguf(p, *shape, o).ok());
+        return p;
+    }();
+    return path;
+}
+
+std::string write_text(const std::string& name, const std::string& text) {
+    static const std::string dir = test::make_temp_dir("cli-files");
+    const std::string p = dir + "/" + name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+}
+
+// ------------------------------------------------------------------ commands
+
+TEST(Cli, help_lists_every_command_and_run_help_teaches_the_speculative_options) {
+    CliRun r = tandem({"--help"});
+    EXPECT_EQ(r.status, 0);
+    for (const char* c : {"run", "info", "tokenize", "plugins", "devices", "synth", "demo", "bench"}) EXPECT_TRUE(r.has(c)) << c;
+    r = tandem({"run", "--help"});
+    EXPECT_EQ(r.status, 0);
+    EXPECT_TRUE(r.has("-md, --model-draft"));
+    EXPECT_TRUE(r.has("--spec-type"));
+    EXPECT_TRUE(r.has("--dump-logits"));
+}
+
+TEST(Cli, unknown_option_is_a_usage_error_with_a_suggestion) {
+    CliRun r = tandem({"run", "--temperature", "0"});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(r.has("--temp")) << r.err;
+}
+
+TEST(Cli, devices_lists_the_vulkan_device) {
+    CliRun r = tandem({"devices"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(r.has("* [0]")) << r.out;
+}
+
+TEST(Cli, no_vulkan_device_is_a_clear_error_that_says_how_to_install_one) {
+    CliRun r = tandem({"devices"}, "VK_ICD_FILENAMES=/nonexistent/icd.json VK_DRIVER_FILES=/nonexistent/icd.json");
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    EXPECT_TRUE(r.has("no Vulkan device found")) << r.err;
+    EXPECT_TRUE(r.has("mesa-vulkan-drivers")) << r.err;
+}
+
+TEST(Cli, plugins_lists_qwen_and_reports_broken_plugins_with_reasons) {
+    CliRun r = tandem({"plugins"}, std::string("TANDEM_PLUGIN_PATH=") + TANDEM_TEST_PLUGIN_DIR);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(r.has("qwen-nextn")) << r.out;
+    EXPECT_TRUE(r.has("architecture qwen3")) << r.out;
+    EXPECT_TRUE(r.has("speaks ABI 7..9, this host offers ABI 1..1")) << r.out;
+    EXPECT_TRUE(r.has("does not export tdm_plugin_negotiate")) << r.out;
+    EXPECT_TRUE(r.has("init failed: the answer is not 42 today")) << r.out;
+    EXPECT_TRUE(r.has("drafter echo")) << r.out;
+}
+
+TEST(Cli, info_describes_architecture_plugin_hparams_tensors_and_tokenizer) {
+    CliRun r = tandem({"info", tiny_model()});
+    EXPECT_EQ(r.status, 0) << r.err;
+    for (const char* s : {"architecture:  qwen3", "plugin:        qwen-nextn", "n_layer = 2", "blk.0.attn_q.weight",
+                          "byte-level BPE"})
+        EXPECT_TRUE(r.has(s)) << s << "\n" << r.out;
+    r = tandem({"info", "--output-format", "json", tiny_model()});
+    ASSERT_EQ(r.status, 0);
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["architecture"], "qwen3");
+    EXPECT_EQ(j["plugin"], "qwen-nextn");
+    EXPECT_GT(j["tensors"].size(), 10u);
+}
+
+TEST(Cli, tokenize_prints_ids_and_matches_special_tokens) {
+    CliRun r = tandem({"tokenize", "-m", tiny_model(), "--ids", "<|im_start|>user"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    auto f = GgufFile::open(tiny_model());
+    ASSERT_TRUE(f.ok());
+    auto tok = load_tokenizer_gguf(**f);
+    ASSERT_TRUE(tok.ok());
+    const std::string want = std::to_string(tok->token_id("<|im_start|>")) + ",";
+    EXPECT_EQ(r.out.rfind(want, 0), 0u) << r.out;  // one token for the special text, then "user"
+}
+
+TEST(Cli, run_greedy_is_deterministic_and_json_reports_tokens_text_and_timings) {
+    const std::vector<std::string> args = {"run", "-m", tiny_model(), "-p", "Hello", "-n", "12", "--temp", "0",
+                                           "--ignore-eos", "--output-format", "json"};
+    CliRun a = tandem(args), b = tandem(args);
+    ASSERT_EQ(a.status, 0) << a.err;
+    auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+    EXPECT_EQ(ja["tokens"].size(), 12u);
+    EXPECT_EQ(ja["tokens"], jb["tokens"]);
+    EXPECT_TRUE(ja.contains("text"));
+    EXPECT_GT(ja["timings"]["decode_tokens_per_s"].get<double>(), 0.0);
+    EXPECT_EQ(ja["stop_reason"], "length");
+}
+
+TEST(Cli, prompt_tokens_and_dump_logits_write_one_row_per_generated_token) {
+    const std::string dump = write_text("logits.bin", "");
+    CliRun r = tandem({"run", "-m", tiny_model(), "--prompt-tokens", "1,2,3,4", "-n", "5", "--temp", "0", "--ignore-eos",
+                    "--dump-logits", dump});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(std::filesystem::file_size(dump), 5u * 512u * 4u);
+    r = tandem({"run", "-m", tiny_model(), "--prompt-tokens", "1,2,3,4", "-n", "5", "--temp", "0", "--ignore-eos",
+                "--dump-logits", dump, "--logits-all"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(std::filesystem::file_size(dump), (4u + 4u) * 512u * 4u);  // 4 prompt rows + 4 decode rows
+}
+
+TEST(Cli, sampling_with_a_seed_is_reproducible) {
+    const std::vector<std::string> args = {"run", "-m", tiny_model(), "-p", "Once", "-n", "10", "--temp", "1.0",
+                                           "--seed", "42", "--ignore-eos", "--output-format", "json"};
+    CliRun a = tandem(args), b = tandem(args);
+    ASSERT_EQ(a.status, 0) << a.err;
+    EXPECT_EQ(nlohmann::json::parse(a.out)["tokens"], nlohmann::json::parse(b.out)["tokens"]);
+}
+
+// ------------------------------------------------------------------ bad input
+
+TEST(CliBadInput, a_file_that_is_not_a_model_is_refused) {
+    CliRun r = tandem({"run", "-m", write_text("notes.txt", "just some text\n"), "-p", "x"});
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_TRUE(r.has("GGUF")) << r.err;
+}
+
+TEST(CliBadInput, bad_magic_and_unsupported_version_are_refused) {
+    std::string v4 = "GGUF";
+    v4 += std::string("\x04\0\0\0", 4) + std::string(16, '\0');
+    CliRun r = tandem({"run", "-m", write_text("v4.gguf", v4), "-p", "x"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("version 4")) << r.err;
+    std::string bad = "GGUX" + std::string(20, '\0');
+    r = tandem({"info", write_text("bad.gguf", bad)});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("GGUF")) << r.err;
+}
+
+TEST(CliBadInput, truncated_file_and_tensor_data_beyond_the_end_are_refused) {
+    const std::string full = test::read_file(tiny_model());
+    CliRun r = tandem({"info", write_text("cut_head.gguf", full.substr(0, 300))});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("truncated")) << r.err;
+    r = tandem({"run", "-m", write_text("cut_data.gguf", full.substr(0, full.size() - 1000)), "-p", "x"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("beyond the end") || r.has("past the end") || r.has("end of the file")) << r.err;
+}
+
+TEST(CliBadInput, metadata_array_with_an_absurd_length_is_refused_without_allocating) {
+    std::string f = "GGUF";
+    auto u32 = [&](uint32_t v) { f.append(reinterpret_cast<const char*>(&v), 4); };
+    auto u64 = [&](uint64_t v) { f.append(reinterpret_cast<const char*>(&v), 8); };
+    u32(3);
+    u64(0);
+    u64(1);
+    u64(5);
+    f += "a.arr";
+    u32(9);  // ARRAY
+    u32(4);  // of UINT32
+    u64(uint64_t(1) << 60);
+    CliRun r = tandem({"info", write_text("huge_array.gguf", f)});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_LT(r.status, 128);
+    EXPECT_TRUE(r.has("a.arr")) << r.err;
+}
+
+TEST(CliBadInput, unknown_architecture_lists_the_loaded_plugins) {
+    const std::string p = write_text("llama.gguf", "");
+    ASSERT_TRUE(test::copy_gguf_with_edit(tiny_model(), p, {"", "", "", 16, "general.architecture", "frobnicator"}).ok());
+    CliRun r = tandem({"run", "-m", p, "-p", "x"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("unknown architecture 'frobnicator'")) << r.err;
+    EXPECT_TRUE(r.has("qwen-nextn (GGUF: qwen3")) << r.err;
+}
+
+TEST(CliBadInput, missing_tensor_is_named) {
+    const std::string p = write_text("missing.gguf", "");
+    ASSERT_TRUE(test::copy_gguf_with_edit(tiny_model(), p, {"blk.1.ffn_up.weight"}).ok());
+    CliRun r = tandem({"run", "-m", p, "-p", "x"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("missing tensor 'blk.1.ffn_up.weight'")) << r.err;
+}
+
+TEST(CliBadInput, wrong_tensor_shape_names_expected_and_found) {
+    const std::string p = write_text("shape.gguf", "");
+    ASSERT_TRUE(test::copy_gguf_with_edit(tiny_model(), p, {"", "blk.0.attn_k.weight"}).ok());
+    CliRun r = tandem({"run", "-m", p, "-p", "x"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("tensor 'blk.0.attn_k.weight' has shape [64, 16], expected [64, 32]")) << r.err;
+}
+
+TEST(CliBadInput, unsupported_quant_type_is_named) {
+    const std::string p = write_text("iq2.gguf", "");
+    test::GgufEdit e;
+    e.retype_tensor = "blk.0.ffn_gate.weight";
+    e.retype_to = 3;  // Q4_1: a valid GGUF type (32-element blocks) that tandem does not compute with
+    ASSERT_TRUE(test::copy_gguf_with_edit(tiny_model(), p, e).ok());
+    CliRun r = tandem({"run", "-m", p, "-p", "x"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("has type q4_1, which tandem does not support")) << r.err;
+}
+
+TEST(CliBadInput, bad_toml_reports_line_and_column_and_unknown_keys_are_reported) {
+    CliRun r = tandem({"--config", write_text("bad.toml", "[sampling]\ntemperature = 0.5\ntop_k = = 3\n"), "devices"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("line 3")) << r.err;
+    r = tandem({"--config", write_text("unknown.toml", "[speculative]\ndrft_max = 4\n"), "devices"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("drft_max")) << r.err;
+    EXPECT_TRUE(r.has("draft_max")) << r.err;
+}
+
+TEST(CliBadInput, prompt_longer_than_the_context_is_refused) {
+    std::string ids;
+    for (int i = 0; i < 40; ++i) ids += (i ? "," : "") + std::to_string(i + 1);
+    CliRun r = tandem({"run", "-m", tiny_model(), "-c", "32", "--prompt-tokens", ids, "-n", "4"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("the prompt has 40 tokens but the context holds 32")) << r.err;
+}
+
+TEST(CliBadInput, out_of_device_memory_names_the_allocation_and_its_size) {
+    CliRun r = tandem({"run", "-m", tiny_model(), "-p", "x", "--memory-limit", "64KiB"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("out of device memory: cannot allocate")) << r.err;
+    EXPECT_TRUE(r.has("for token_embd.weight")) << r.err;
+    EXPECT_TRUE(r.has("limit is 64.00 KiB")) << r.err;
+}
+
+TEST(CliBadInput, token_ids_outside_the_vocabulary_are_refused) {
+    CliRun r = tandem({"run", "-m", tiny_model(), "--prompt-tokens", "1,999999", "-n", "2"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("outside the vocabulary")) << r.err;
+}
+
+}  // namespace
+}  // namespace tdm

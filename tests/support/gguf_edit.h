@@ -1,0 +1,25 @@
+// tests/support/gguf_edit.h: copy a GGUF file with one deliberate defect
+// (a tensor removed, reshaped or retyped, a metadata string changed), for tests
+// of the loader's error messages on otherwise real models.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace tdm::test {
+
+struct GgufEdit {
+    std::string drop_tensor;        // tensor left out
+    std::string reshape_tensor;     // tensor whose ne[1] is halved (data truncated to match)
+    std::string retype_tensor;      // tensor rewritten as `retype_to` (zero data of the right size)
+    uint32_t retype_to = 16;        // default: IQ2_XXS, which tandem cannot compute with
+    std::string set_key, set_value; // a string metadata value replaced
+};
+
+Status copy_gguf_with_edit(const std::string& src, const std::string& dst, const GgufEdit& edit);
+
+}  // namespace tdm::test
