@@ -12,7 +12,9 @@
 
 #include "bench/op_bench.h"
 #include "cli/commands.h"
+#include "cli/drafters.h"
 #include "engine/generate.h"
+#include "spec/forced_drafter.h"
 
 namespace tdm::cli {
 namespace {
@@ -166,6 +168,156 @@ Status bench_decode(App& app) {
     return {};
 }
 
+// Plain vs speculative decoding per prompt, each on fresh state (seed 002's
+// bench-speculative, extended): matched, acceptance, tokens per target pass,
+// TPOT, tokens/s, speedup end to end and decode-only.
+Status bench_spec(App& app) {
+    const ParsedArgs& a = app.args();
+    const Config& cfg = app.config();
+    vk::Device* dev = TDM_TRY(app.device());
+    vk::PipelineManager* pm = TDM_TRY(app.pipelines());
+    auto model = TDM_TRY(app.load_model(cfg.model.path));
+    auto kv = TDM_TRY(app.make_kv(*model));
+    Runner runner(*model, *kv, *dev, *pm);
+    const int seq = TDM_TRY(kv->add_sequence());
+    const uint32_t plen = uint32_t(a.get_int("prompt-len").value_or(32));
+    const int32_t gen = int32_t(a.get_int("gen-tokens").value_or(32));
+    const int n_prompts = int(a.get_int("prompts").value_or(4));
+    const uint64_t seed = uint64_t(a.get_int("seed").value_or(1));
+    const std::optional<double> force = a.get_number("force-acceptance");
+    if (force && (*force < 0 || *force > 1)) return Error("--force-acceptance must be in [0, 1]");
+
+    GenerateParams gp;
+    gp.max_tokens = gen;
+    gp.sampling = sampler_params(cfg);
+    gp.sampling.temperature = 0;  // exactness is defined for greedy decoding
+    gp.ignore_eog = true;
+    gp.n_batch = uint32_t(cfg.model.n_batch);
+    const SpecParams sp = spec_params(cfg);
+    DrafterChain chain;
+    if (!force) {
+        chain = TDM_TRY(make_drafters(app, *model));
+        if (chain.empty()) return Error("bench spec: give a drafter (-md FILE, --spec-type ...) or --force-acceptance A");
+    }
+    {  // warm-up: JIT of every graph shape a round uses
+        const auto p = bench_prompt(*model, plen, seed ^ 0xabcdef);
+        GenerateParams w = gp;
+        w.max_tokens = std::min(gen, 8);
+        TDM_TRY(generate(runner, nullptr, seq, p, w, {}));
+        kv->truncate(seq, 0);
+    }
+
+    nlohmann::json prompts = nlohmann::json::array();
+    bool all_matched = true;
+    double plain_ms = 0, spec_ms = 0, plain_dec_ms = 0, spec_dec_ms = 0;
+    uint64_t plain_tokens = 0, spec_tokens = 0;
+    SpecStats total;
+    for (int i = 0; i < n_prompts; ++i) {
+        const auto prompt = bench_prompt(*model, plen, seed + uint64_t(i));
+        kv->truncate(seq, 0);
+        const GenerateResult plain = TDM_TRY(generate(runner, nullptr, seq, prompt, gp, {}));
+        kv->truncate(seq, 0);
+        std::unique_ptr<ForcedDrafter> forced;
+        std::vector<Drafter*> order = chain.order;
+        if (force) {
+            forced = std::make_unique<ForcedDrafter>(plain.tokens, prompt.size(), *force, model->info().n_vocab,
+                                                     seed * 7919 + uint64_t(i));
+            order = {forced.get()};
+        }
+        const SpecResult sr = TDM_TRY(generate_speculative(runner, nullptr, seq, prompt, gp, order, sp, {}));
+        const bool matched = sr.gen.tokens == plain.tokens;
+        all_matched = all_matched && matched;
+        const double pe = plain.stats.prefill_ms + plain.stats.decode_ms, se = sr.gen.stats.prefill_ms + sr.gen.stats.decode_ms;
+        plain_ms += pe;
+        spec_ms += se;
+        plain_dec_ms += plain.stats.decode_ms;
+        spec_dec_ms += sr.gen.stats.decode_ms;
+        plain_tokens += plain.tokens.size();
+        spec_tokens += sr.gen.tokens.size();
+        total.rounds += sr.stats.rounds;
+        total.plain_steps += sr.stats.plain_steps;
+        total.drafted += sr.stats.drafted;
+        total.accepted += sr.stats.accepted;
+        total.emitted += sr.stats.emitted;
+        total.verify_ms += sr.stats.verify_ms;
+        total.draft_ms += sr.stats.draft_ms;
+        total.plain_ms += sr.stats.plain_ms;
+        if (total.drafted_at.size() < sr.stats.drafted_at.size()) {
+            total.drafted_at.resize(sr.stats.drafted_at.size(), 0);
+            total.accepted_at.resize(sr.stats.drafted_at.size(), 0);
+        }
+        for (size_t k = 0; k < sr.stats.drafted_at.size(); ++k) {
+            total.drafted_at[k] += sr.stats.drafted_at[k];
+            total.accepted_at[k] += sr.stats.accepted_at[k];
+        }
+        if (total.drafters.empty()) total.drafters = sr.stats.drafters;
+        else
+            for (size_t k = 0; k < total.drafters.size() && k < sr.stats.drafters.size(); ++k) {
+                DrafterStats& t = total.drafters[k];
+                const DrafterStats& d = sr.stats.drafters[k];
+                t.calls_begin += d.calls_begin;
+                t.calls_gen += d.calls_gen;
+                t.calls_acc += d.calls_acc;
+                t.gen_drafts += d.gen_drafts;
+                t.acc_drafts += d.acc_drafts;
+                t.gen_tokens += d.gen_tokens;
+                t.acc_tokens += d.acc_tokens;
+                t.dur_begin_ms += d.dur_begin_ms;
+                t.dur_gen_ms += d.dur_gen_ms;
+                t.dur_acc_ms += d.dur_acc_ms;
+            }
+        prompts.push_back({{"prompt", i},
+                           {"matched", matched},
+                           {"acceptance_rate", sr.stats.acceptance_rate()},
+                           {"tokens_per_target_pass", sr.stats.tokens_per_target_pass()},
+                           {"plain_tpot_ms", plain.stats.decode_ms / std::max<size_t>(1, plain.tokens.size())},
+                           {"spec_tpot_ms", sr.gen.stats.decode_ms / std::max<size_t>(1, sr.gen.tokens.size())},
+                           {"speedup_e2e", se > 0 ? pe / se : 0},
+                           {"speedup_decode", sr.gen.stats.decode_ms > 0 ? plain.stats.decode_ms / sr.gen.stats.decode_ms : 0}});
+    }
+    // verify cost: T_verify(k+1) / T_decode(1), from the measured rounds
+    const double t_plain_step = plain_dec_ms / std::max<uint64_t>(1, plain_tokens);
+    const double t_verify = total.rounds ? total.verify_ms / double(total.rounds) : 0;
+    nlohmann::json j;
+    j["model"] = cfg.model.path;
+    j["device"] = dev->caps().name;
+    j["drafter"] = force ? fmt::format("forced(A={})", *force) : std::string(chain.order[0]->name());
+    j["draft_max"] = sp.draft_max;
+    j["auto"] = sp.auto_k;
+    j["prompts"] = n_prompts;
+    j["prompt_len"] = plen;
+    j["gen_tokens"] = gen;
+    j["matched"] = all_matched;
+    j["acceptance_rate"] = total.acceptance_rate();
+    j["mean_accepted_length"] = total.mean_accepted_length();
+    j["tokens_per_target_pass"] = total.tokens_per_target_pass();
+    j["plain_tpot_ms"] = t_plain_step;
+    j["spec_tpot_ms"] = spec_dec_ms / std::max<uint64_t>(1, spec_tokens);
+    j["plain_tokens_per_s"] = plain_dec_ms > 0 ? plain_tokens / (plain_dec_ms / 1e3) : 0;
+    j["spec_tokens_per_s"] = spec_dec_ms > 0 ? spec_tokens / (spec_dec_ms / 1e3) : 0;
+    j["speedup_e2e"] = spec_ms > 0 ? plain_ms / spec_ms : 0;
+    j["speedup_decode"] = spec_dec_ms > 0 ? plain_dec_ms / spec_dec_ms : 0;
+    j["verify_ms_per_round"] = t_verify;
+    j["verify_over_decode"] = t_plain_step > 0 ? t_verify / t_plain_step : 0;
+    j["spec"] = total.json();
+    j["per_prompt"] = prompts;
+    if (a.flag("json")) {
+        std::printf("%s\n", j.dump(2).c_str());
+    } else {
+        std::printf("prompts=%d matched=%s\n", n_prompts, all_matched ? "true" : "false");
+        std::printf("acceptance_rate=%.4f mean_accepted_length=%.3f tokens_per_target_pass=%.3f\n",
+                    total.acceptance_rate(), total.mean_accepted_length(), total.tokens_per_target_pass());
+        std::printf("plain: tpot %.2f ms, %.2f tok/s | spec: tpot %.2f ms, %.2f tok/s\n", t_plain_step,
+                    j["plain_tokens_per_s"].get<double>(), j["spec_tpot_ms"].get<double>(),
+                    j["spec_tokens_per_s"].get<double>());
+        std::printf("speedup_e2e=%.3f speedup_decode=%.3f verify/decode=%.3f\n", j["speedup_e2e"].get<double>(),
+                    j["speedup_decode"].get<double>(), j["verify_over_decode"].get<double>());
+        std::printf("%s", total.report().c_str());
+    }
+    if (!all_matched) return Error("speculative output differed from plain decoding (matched=false)");
+    return {};
+}
+
 }  // namespace
 
 Status cmd_bench(App& app) {
@@ -173,7 +325,8 @@ Status cmd_bench(App& app) {
     const std::string what = pos.empty() ? "" : pos[0];
     if (what == "ops") return bench_ops(app);
     if (what == "decode") return bench_decode(app);
-    return Error::format("bench: unknown benchmark '{}' (ops, decode)", what);
+    if (what == "spec") return bench_spec(app);
+    return Error::format("bench: unknown benchmark '{}' (ops, decode, spec)", what);
 }
 
 }  // namespace tdm::cli

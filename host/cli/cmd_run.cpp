@@ -3,30 +3,16 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/drafters.h"
 #include "cli/prompt.h"
 #include "engine/generate.h"
 
 namespace tdm::cli {
-namespace {
-
-SamplerParams sampler_params(const Config& c) {
-    SamplerParams s;
-    s.temperature = c.sampling.temperature;
-    s.top_k = c.sampling.top_k;
-    s.top_p = c.sampling.top_p;
-    s.min_p = c.sampling.min_p;
-    s.repeat_penalty = c.sampling.repeat_penalty;
-    s.repeat_last_n = c.sampling.repeat_last_n;
-    if (c.sampling.seed >= 0) s.seed = uint64_t(c.sampling.seed);
-    return s;
-}
-
-}  // namespace
-
 Status cmd_run(App& app) {
     const ParsedArgs& a = app.args();
     const Config& cfg = app.config();
@@ -56,15 +42,23 @@ Status cmd_run(App& app) {
         if (!dump) return Error::format("cannot write logits to {}", *path);
         sink = [&dump](const float* row, uint32_t n) { dump.write(reinterpret_cast<const char*>(row), std::streamsize(n) * 4); };
     }
-    if (!cfg.speculative.type.empty() || !cfg.model.draft_path.empty())
-        return Error("speculative decoding options were given, but this build of `tandem run` decodes plainly");
-
     auto on_text = [json](const std::string& s) {
         if (json) return;
         std::fwrite(s.data(), 1, s.size(), stdout);
         std::fflush(stdout);
     };
-    GenerateResult r = TDM_TRY(generate(runner, model->tokenizer(), seq, prompt, gp, on_text, sink, a.flag("logits-all")));
+    DrafterChain chain = TDM_TRY(make_drafters(app, *model));
+    GenerateResult r;
+    std::optional<SpecStats> spec;
+    if (chain.empty()) {
+        r = TDM_TRY(generate(runner, model->tokenizer(), seq, prompt, gp, on_text, sink, a.flag("logits-all")));
+    } else {
+        if (sink) return Error("--dump-logits works with plain decoding only (drop the speculative options)");
+        SpecResult sr = TDM_TRY(generate_speculative(runner, model->tokenizer(), seq, prompt, gp, chain.order,
+                                                     spec_params(cfg), on_text));
+        r = std::move(sr.gen);
+        spec = std::move(sr.stats);
+    }
     if (dump.is_open() && !dump) return Error("writing the logits file failed");
 
     if (json) {
@@ -80,6 +74,7 @@ Status cmd_run(App& app) {
                         {"decode_ms", r.stats.decode_ms},
                         {"prefill_tokens_per_s", r.stats.prefill_tps()},
                         {"decode_tokens_per_s", r.stats.decode_tps()}};
+        if (spec) j["speculative"] = spec->json();
         std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
         std::printf("\n");
@@ -88,6 +83,7 @@ Status cmd_run(App& app) {
                      "stop: %s\n",
                      r.stats.n_prompt, r.stats.prefill_ms, r.stats.prefill_tps(), r.stats.n_generated,
                      r.stats.decode_ms, r.stats.decode_tps(), r.stop_reason.c_str());
+        if (spec) std::fprintf(stderr, "%s", spec->report().c_str());
     }
     return {};
 }

@@ -1,0 +1,79 @@
+// host/cli/drafters.cpp
+#include "cli/drafters.h"
+
+#include <algorithm>
+
+#include "spec/draft_model.h"
+#include "spec/plugin_drafter.h"
+
+namespace tdm::cli {
+
+std::vector<std::string> spec_types(const Config& c) {
+    std::vector<std::string> t = c.speculative.type;
+    t.erase(std::remove(t.begin(), t.end(), "none"), t.end());
+    if (t.empty() && !c.model.draft_path.empty()) t.push_back("draft");
+    return t;
+}
+
+SpecParams spec_params(const Config& c) {
+    SpecParams p;
+    p.draft_max = c.speculative.draft_max;
+    p.draft_min = c.speculative.draft_min;
+    p.skip_streak = c.speculative.skip_streak;
+    p.auto_k = c.speculative.auto_select;
+    p.trace_path = c.speculative.trace;
+    return p;
+}
+
+SamplerParams sampler_params(const Config& c) {
+    SamplerParams s;
+    s.temperature = c.sampling.temperature;
+    s.top_k = c.sampling.top_k;
+    s.top_p = c.sampling.top_p;
+    s.min_p = c.sampling.min_p;
+    s.repeat_penalty = c.sampling.repeat_penalty;
+    s.repeat_last_n = c.sampling.repeat_last_n;
+    if (c.sampling.seed >= 0) s.seed = uint64_t(c.sampling.seed);
+    return s;
+}
+
+Result<DrafterChain> make_drafters(App& app, const Model& target) {
+    const Config& cfg = app.config();
+    DrafterChain chain;
+    Registry* reg = TDM_TRY(app.registry());
+    const std::map<std::string, std::string> options = {
+        {"draft_max", std::to_string(cfg.speculative.draft_max)},
+        {"draft_min", std::to_string(cfg.speculative.draft_min)},
+        {"ngram_size_n", std::to_string(cfg.speculative.ngram_size_n)},
+        {"ngram_size_m", std::to_string(cfg.speculative.ngram_size_m)},
+        {"ngram_min_hits", std::to_string(cfg.speculative.ngram_min_hits)},
+        {"ngram_cache", cfg.speculative.ngram_cache},
+        {"n_vocab", std::to_string(target.info().n_vocab)},
+    };
+    for (const std::string& type : spec_types(cfg)) {
+        if (type == "draft") {
+            if (cfg.model.draft_path.empty())
+                return Error("speculative type 'draft' needs a draft model: -md FILE (--model-draft)");
+            auto dm = TDM_TRY_CTX(app.load_model(cfg.model.draft_path), "loading the draft model");
+            if (target.tokenizer() && dm->tokenizer())
+                TDM_TRY(check_vocab_compatible(*target.tokenizer(), *dm->tokenizer()));
+            else if (dm->info().n_vocab > target.info().n_vocab)
+                return Error::format("the draft model's vocabulary ({}) is larger than the target's ({})",
+                                     dm->info().n_vocab, target.info().n_vocab);
+            auto kv = TDM_TRY(app.make_kv(*dm));
+            vk::Device* dev = TDM_TRY(app.device());
+            vk::PipelineManager* pm = TDM_TRY(app.pipelines());
+            chain.owned.push_back(std::make_unique<DraftModelDrafter>(std::move(dm), std::move(kv), *dev, *pm));
+        } else if (const DrafterEntry* e = reg->find_drafter(type)) {
+            chain.owned.push_back(TDM_TRY(PluginDrafter::create(*e, options)));
+        } else {
+            auto known = reg->spec_types();
+            known.insert(known.begin(), "draft");
+            return Error::format("unknown speculative type '{}'; available: {}", type, fmt::join(known, ", "));
+        }
+        chain.order.push_back(chain.owned.back().get());
+    }
+    return chain;
+}
+
+}  // namespace tdm::cli

@@ -1,0 +1,32 @@
+// host/cli/drafters.h: building the drafter chain from --spec-type / -md and
+// the [speculative] settings, for `tandem run` and `tandem bench spec`.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "cli/commands.h"
+#include "spec/drafter.h"
+#include "spec/scheduler.h"
+
+namespace tdm::cli {
+
+struct DrafterChain {
+    std::vector<std::unique_ptr<Drafter>> owned;
+    std::vector<Drafter*> order;  // as asked each round
+    bool empty() const { return order.empty(); }
+};
+
+// The speculative types asked for ("draft" is implied by -md alone); empty
+// means plain decoding.
+std::vector<std::string> spec_types(const Config& config);
+
+// Creates the drafters for `target` in the configured order. Errors: an
+// unknown type (the message lists what the plugins provide), `draft` without
+// a draft model, an incompatible draft vocabulary.
+Result<DrafterChain> make_drafters(App& app, const Model& target);
+
+SpecParams spec_params(const Config& config);
+SamplerParams sampler_params(const Config& config);
+
+}  // namespace tdm::cli

@@ -1,0 +1,53 @@
+// host/spec/draft_model.h: a second, smaller model as drafter (`-md FILE`,
+// speculative type `draft`). It has its own KV in its own pool; it proposes
+// greedily with the argmax computed in its graph, so only token ids come back;
+// after verification its KV is truncated to what the target accepted.
+//
+// The draft model's KV lags the target by the tokens it has not seen yet (the
+// target's bonus token, the last accepted draft, or every token of rounds
+// another drafter won); each draft starts with one catch-up pass over them.
+#pragma once
+
+#include <memory>
+
+#include "engine/runner.h"
+#include "spec/drafter.h"
+
+namespace tdm {
+
+class DraftModelDrafter : public Drafter {
+public:
+    // `runner` runs the draft model against its own KV pool (sequence `seq`).
+    DraftModelDrafter(std::unique_ptr<Model> model, std::unique_ptr<KvPool> kv, vk::Device& device,
+                      vk::PipelineManager& pipelines);
+    const std::string& name() const override { return name_; }
+    Status begin(std::span<const int32_t> prompt) override;
+    Status prepare(const DraftRequest& req) override;
+    Result<std::vector<int32_t>> draft(const DraftRequest& req) override;
+    Status accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) override;
+    void cancel() override;
+
+    const Model& model() const { return *model_; }
+
+private:
+    Status submit_catch_up(const DraftRequest& req);
+
+    std::string name_ = "draft";
+    std::unique_ptr<Model> model_;
+    std::unique_ptr<KvPool> kv_;
+    std::unique_ptr<Runner> runner_;
+    int seq_ = -1;
+    uint32_t n_past_ = 0;       // positions [0, n_past_) of the history are in the draft KV
+    uint32_t last_pos_ = 0;     // position of history.back() in the last draft
+    uint32_t drafted_ = 0;      // tokens proposed in the last draft
+    bool pending_ = false;      // a catch-up pass was submitted by prepare()
+    std::vector<int32_t> tokens_, positions_;  // the catch-up batch (kept alive while in flight)
+};
+
+// Refuses a draft vocabulary that cannot propose the target's tokens, like
+// llama.cpp's common_speculative_are_compatible: same tokenizer type, sizes
+// within 128, same BOS/EOS, identical token text for shared ids (from id 5).
+// The error lists the first mismatches.
+Status check_vocab_compatible(const Tokenizer& target, const Tokenizer& draft);
+
+}  // namespace tdm

@@ -1,0 +1,46 @@
+// host/spec/drafter.h: what the speculative scheduler asks of a drafter. The
+// scheduler is generic over this interface and never knows which drafter it
+// drives (a draft model, a plugin's n-gram table, an MTP head, a benchmark's
+// forced drafter).
+//
+// Protocol per sequence: begin(prompt) once the target has the prompt; then per
+// round prepare(req) (may start device work and return at once: the depth-2
+// overlap), draft(req) with the same request (finishes and returns the
+// proposal), and accept() with the verification result. cancel() drops prepared
+// work (the sequence ended); finish() ends the sequence.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace tdm {
+
+struct DraftRequest {
+    // Prompt and every token emitted so far. history.back() is the last emitted
+    // token: the target has not processed it yet; it sits at position `pos`.
+    std::span<const int32_t> history;
+    uint32_t pos = 0;
+    uint32_t max = 0;  // most tokens to propose (>= 1)
+};
+
+class Drafter {
+public:
+    virtual ~Drafter() = default;
+    virtual const std::string& name() const = 0;
+    virtual Status begin(std::span<const int32_t> prompt) = 0;
+    virtual Status prepare(const DraftRequest& req) { return {}; }
+    // The proposal: up to req.max tokens to follow history (may be empty).
+    virtual Result<std::vector<int32_t>> draft(const DraftRequest& req) = 0;
+    // The target accepted the first n_accepted of n_drafted proposed tokens (0
+    // drafted: the round used another drafter or a plain step). `history` now
+    // ends with the accepted drafts and the target's own next token.
+    virtual Status accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) = 0;
+    virtual void cancel() {}
+    virtual Status finish() { return {}; }
+};
+
+}  // namespace tdm

@@ -1,0 +1,33 @@
+// host/spec/plugin_drafter.h: a draftless drafter registered by a plugin
+// (tdm_drafter_desc: CPU callbacks over the token history), as a Drafter.
+#pragma once
+
+#include <map>
+
+#include "plugin/handles.h"
+#include "plugin/registry.h"
+#include "spec/drafter.h"
+
+namespace tdm {
+
+class PluginDrafter : public Drafter {
+public:
+    // options: the [speculative] settings as strings (ngram_size_n, ...).
+    static Result<std::unique_ptr<PluginDrafter>> create(const DrafterEntry& entry,
+                                                         const std::map<std::string, std::string>& options);
+    ~PluginDrafter() override;
+    const std::string& name() const override { return name_; }
+    Status begin(std::span<const int32_t> prompt) override;
+    Result<std::vector<int32_t>> draft(const DraftRequest& req) override;
+    Status accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) override;
+    Status finish() override;
+
+private:
+    PluginDrafter() = default;
+    const tdm_drafter_desc* desc_ = nullptr;
+    void* obj_ = nullptr;
+    std::string name_;
+    tdm_options options_;
+};
+
+}  // namespace tdm

@@ -1,0 +1,86 @@
+// host/spec/stats.cpp
+#include "spec/stats.h"
+
+#include <fmt/format.h>
+
+namespace tdm {
+
+std::string DrafterStats::line() const {
+    return fmt::format("statistics {}: #calls(b,g,a) = {} {} {}, #gen drafts = {}, #acc drafts = {}, #gen tokens = "
+                       "{}, #acc tokens = {}, dur(b,g,a) = {:.3f}, {:.3f}, {:.3f} ms",
+                       name, calls_begin, calls_gen, calls_acc, gen_drafts, acc_drafts, gen_tokens, acc_tokens,
+                       dur_begin_ms, dur_gen_ms, dur_acc_ms);
+}
+
+nlohmann::json DrafterStats::json() const {
+    return {{"name", name},
+            {"calls_begin", calls_begin},
+            {"calls_gen", calls_gen},
+            {"calls_acc", calls_acc},
+            {"gen_drafts", gen_drafts},
+            {"acc_drafts", acc_drafts},
+            {"gen_tokens", gen_tokens},
+            {"acc_tokens", acc_tokens},
+            {"dur_begin_ms", dur_begin_ms},
+            {"dur_gen_ms", dur_gen_ms},
+            {"dur_acc_ms", dur_acc_ms}};
+}
+
+double SpecStats::tokens_per_target_pass() const {
+    const uint64_t passes = target_passes();
+    return passes ? double(emitted) / double(passes) : 0.0;
+}
+
+void SpecStats::add_round(uint32_t n_drafted, uint32_t n_accepted) {
+    ++rounds;
+    drafted += n_drafted;
+    accepted += n_accepted;
+    if (drafted_at.size() < n_drafted) {
+        drafted_at.resize(n_drafted, 0);
+        accepted_at.resize(n_drafted, 0);
+    }
+    for (uint32_t i = 0; i < n_drafted; ++i) {
+        drafted_at[i]++;
+        if (i < n_accepted) accepted_at[i]++;
+    }
+}
+
+std::string SpecStats::report() const {
+    std::string s = fmt::format("draft acceptance rate = {:.5f} ({} accepted / {} generated)\n", acceptance_rate(),
+                                accepted, drafted);
+    for (const auto& d : drafters) s += d.line() + "\n";
+    s += fmt::format("rounds = {}, plain steps = {}, mean accepted length = {:.3f}, tokens per target pass = {:.3f}\n",
+                     rounds, plain_steps, mean_accepted_length(), tokens_per_target_pass());
+    s += fmt::format("time: draft {:.1f} ms, verify {:.1f} ms, accept {:.1f} ms, plain steps {:.1f} ms\n", draft_ms,
+                     verify_ms, accept_ms, plain_ms);
+    if (!drafted_at.empty()) {
+        s += "acceptance by draft position:";
+        for (size_t i = 0; i < drafted_at.size(); ++i)
+            s += fmt::format(" {}:{:.2f}", i + 1, drafted_at[i] ? double(accepted_at[i]) / double(drafted_at[i]) : 0.0);
+        s += "\n";
+    }
+    return s;
+}
+
+nlohmann::json SpecStats::json() const {
+    nlohmann::json d = nlohmann::json::array();
+    for (const auto& x : drafters) d.push_back(x.json());
+    nlohmann::json hist = nlohmann::json::array();
+    for (size_t i = 0; i < drafted_at.size(); ++i)
+        hist.push_back({{"position", i + 1}, {"drafted", drafted_at[i]}, {"accepted", accepted_at[i]}});
+    return {{"drafters", d},
+            {"rounds", rounds},
+            {"plain_steps", plain_steps},
+            {"drafted_tokens", drafted},
+            {"accepted_tokens", accepted},
+            {"acceptance_rate", acceptance_rate()},
+            {"mean_accepted_length", mean_accepted_length()},
+            {"tokens_per_target_pass", tokens_per_target_pass()},
+            {"acceptance_by_position", hist},
+            {"draft_ms", draft_ms},
+            {"verify_ms", verify_ms},
+            {"accept_ms", accept_ms},
+            {"plain_ms", plain_ms}};
+}
+
+}  // namespace tdm

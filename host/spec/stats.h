@@ -1,0 +1,45 @@
+// host/spec/stats.h: speculative decoding statistics: llama.cpp-style counters
+// per drafter, and the round-level numbers of DESIGN §4 (acceptance per draft
+// position, mean accepted length, tokens per target pass, verify/draft time).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace tdm {
+
+struct DrafterStats {
+    std::string name;
+    uint64_t calls_begin = 0, calls_gen = 0, calls_acc = 0;
+    uint64_t gen_drafts = 0;  // proposals with at least one token
+    uint64_t acc_drafts = 0;  // proposals with at least one token accepted
+    uint64_t gen_tokens = 0, acc_tokens = 0;
+    double dur_begin_ms = 0, dur_gen_ms = 0, dur_acc_ms = 0;
+
+    // "statistics draft: #calls(b,g,a) = 1 16 16, #gen drafts = ..., dur(b,g,a) = ... ms"
+    std::string line() const;
+    nlohmann::json json() const;
+};
+
+struct SpecStats {
+    std::vector<DrafterStats> drafters;
+    uint64_t rounds = 0;          // verify passes
+    uint64_t plain_steps = 0;     // single-token target passes (no draft, skipped, or auto-off)
+    uint64_t drafted = 0, accepted = 0;
+    uint64_t emitted = 0;         // tokens produced in the decode phase (first token included)
+    std::vector<uint64_t> drafted_at, accepted_at;  // per draft position (0 = first draft token)
+    double draft_ms = 0, verify_ms = 0, accept_ms = 0, plain_ms = 0;
+
+    uint64_t target_passes() const { return rounds + plain_steps; }
+    double acceptance_rate() const { return drafted ? double(accepted) / double(drafted) : 0.0; }
+    double mean_accepted_length() const { return rounds ? double(accepted) / double(rounds) : 0.0; }
+    double tokens_per_target_pass() const;
+    void add_round(uint32_t n_drafted, uint32_t n_accepted);
+
+    std::string report() const;  // multi-line, printed after `tandem run`
+    nlohmann::json json() const;
+};
+
+}  // namespace tdm

@@ -1,0 +1,416 @@
+// tests/spec/spec_test.cpp: speculative decoding on synthetic Qwen3 targets.
+// DESIGN invariant 1: with greedy sampling the speculative token sequence equals
+// plain decoding's, for every drafter; the verify pass's logits equal
+// single-token decode's bit for bit. Also: rollback edge cases (EOS inside a
+// draft, the token budget inside a round, a full context, an empty proposal),
+// the vocabulary check, and invariant 2 (sampling) statistically.
+//
+// To add a case: build a Fixture (target, optionally a draft model), make the
+// drafters, and compare generate() with generate_speculative().
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "engine/generate.h"
+#include "plugin/plugin_loader.h"
+#include "spec/draft_model.h"
+#include "spec/forced_drafter.h"
+#include "spec/scheduler.h"
+#include "support/device_fixture.h"
+#include "support/fixtures.h"
+#include "synth/qwen3_synth.h"
+
+namespace tdm {
+namespace {
+
+Registry& plugins() {
+    static std::unique_ptr<Registry> reg = [] {
+        PluginSearch s;
+        s.use_env = false;
+        return std::move(load_plugins(s)).value();
+    }();
+    return *reg;
+}
+
+struct Loaded {
+    std::unique_ptr<Model> model;
+    std::unique_ptr<KvPool> kv;
+};
+
+Loaded load(const std::string& path, uint32_t n_ctx = 256) {
+    Loaded l;
+    auto m = Model::load(path, plugins(), test::test_device());
+    EXPECT_TRUE(m.ok()) << m.error().message();
+    l.model = std::move(m).value();
+    KvPoolConfig kc;
+    kc.n_ctx = n_ctx;
+    auto kv = KvPool::create(test::test_device(), l.model->attention_layers(), kc, "test");
+    EXPECT_TRUE(kv.ok());
+    l.kv = std::move(kv).value();
+    return l;
+}
+
+// A target and a draft model derived from it (same vocabulary, perturbed weights).
+struct Pair {
+    std::string target, draft;
+};
+
+Pair make_pair(DType type, float perturbation, uint64_t seed) {
+    const std::string dir = test::make_temp_dir("spec");
+    auto shape = synth::qwen3_preset("tiny");
+    EXPECT_TRUE(shape.ok());
+    synth::Qwen3SynthOptions t;
+    t.weight_type = type;
+    t.seed = seed;
+    Pair p{dir + "/target.gguf", dir + "/draft.gguf"};
+    EXPECT_TRUE(synth::synth_qwen3_gguf(p.target, *shape, t).ok());
+    EXPECT_TRUE(synth::synth_qwen3_gguf(p.draft, *shape, synth::qwen3_draft_options(t, perturbation)).ok());
+    return p;
+}
+
+std::vector<int32_t> random_prompt(uint64_t seed, size_t len, int32_t hi) {
+    std::mt19937_64 rng(seed);
+    std::vector<int32_t> p(len);
+    for (auto& t : p) t = int32_t(rng() % uint64_t(hi));
+    return p;
+}
+
+GenerateParams greedy(int n) {
+    GenerateParams gp;
+    gp.max_tokens = n;
+    gp.sampling.temperature = 0;
+    gp.ignore_eog = true;
+    return gp;
+}
+
+class Spec : public test::DeviceTest {};
+
+// ---------------------------------------------------------------- exactness
+
+class DraftModelExactness : public test::DeviceTest, public ::testing::WithParamInterface<DType> {};
+
+TEST_P(DraftModelExactness, greedy_speculative_output_equals_plain_greedy_output_on_50_prompts) {
+    const Pair p = make_pair(GetParam(), 0.03f, 11);
+    Loaded t = load(p.target);
+    Loaded d = load(p.draft);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    DraftModelDrafter drafter(std::move(d.model), std::move(d.kv), device(), pipelines());
+    Drafter* chain[] = {&drafter};
+    SpecParams sp;
+    sp.draft_max = 4;
+    uint64_t accepted = 0, drafted = 0;
+    for (int i = 0; i < 50; ++i) {
+        const auto prompt = random_prompt(1000 + uint64_t(i), 6 + size_t(i % 7), 400);
+        t.kv->truncate(seq, 0);
+        auto plain = generate(runner, nullptr, seq, prompt, greedy(64), {});
+        ASSERT_TRUE(plain.ok()) << plain.error().message();
+        t.kv->truncate(seq, 0);
+        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(64), chain, sp, {});
+        ASSERT_TRUE(spec.ok()) << spec.error().message();
+        ASSERT_EQ(spec->gen.tokens, plain->tokens) << dtype_name(GetParam()) << " prompt " << i;
+        accepted += spec->stats.accepted;
+        drafted += spec->stats.drafted;
+    }
+    // the pair agrees often but not always: both paths of the round are exercised
+    EXPECT_GT(accepted, 0u);
+    EXPECT_LT(accepted, drafted);
+}
+
+INSTANTIATE_TEST_SUITE_P(WeightTypes, DraftModelExactness, ::testing::Values(DType::F16, DType::Q8_0, DType::Q4_0),
+                         [](const auto& p) { return std::string(dtype_name(p.param)); });
+
+TEST_F(Spec, forced_drafter_is_exact_and_its_acceptance_follows_A) {
+    const Pair p = make_pair(DType::F32, 0.0f, 3);
+    Loaded t = load(p.target);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    for (double a : {0.0, 0.5, 1.0}) {
+        uint64_t first_drafted = 0, first_accepted = 0;
+        for (int i = 0; i < 8; ++i) {
+            const auto prompt = random_prompt(77 + uint64_t(i), 8, 400);
+            t.kv->truncate(seq, 0);
+            auto plain = generate(runner, nullptr, seq, prompt, greedy(48), {});
+            ASSERT_TRUE(plain.ok());
+            ForcedDrafter forced(plain->tokens, prompt.size(), a, t.model->info().n_vocab, 5 + uint64_t(i));
+            Drafter* chain[] = {&forced};
+            SpecParams sp;
+            sp.draft_max = 3;
+            t.kv->truncate(seq, 0);
+            auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(48), chain, sp, {});
+            ASSERT_TRUE(spec.ok()) << spec.error().message();
+            ASSERT_EQ(spec->gen.tokens, plain->tokens) << "A=" << a;
+            first_drafted += spec->stats.drafted_at.empty() ? 0 : spec->stats.drafted_at[0];
+            first_accepted += spec->stats.accepted_at.empty() ? 0 : spec->stats.accepted_at[0];
+        }
+        ASSERT_GT(first_drafted, 30u);
+        const double rate = double(first_accepted) / double(first_drafted);
+        EXPECT_NEAR(rate, a, 0.15) << "first-position acceptance for A=" << a;
+    }
+}
+
+TEST_F(Spec, verify_pass_logits_equal_single_token_decode_bit_for_bit) {
+    const Pair p = make_pair(DType::Q8_0, 0.0f, 9);
+    Loaded t = load(p.target);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    const uint32_t n_vocab = t.model->info().n_vocab;
+    const auto prompt = random_prompt(5, 10, 400);
+    const std::vector<int32_t> block = {17, 250, 3, 99, 140, 7};  // [last, d1..d5]
+    // batched: one verify pass over the block
+    ASSERT_TRUE(prefill(runner, seq, prompt, 256, false, {}).ok());
+    std::vector<int32_t> pos, rows;
+    for (size_t i = 0; i < block.size(); ++i) {
+        pos.push_back(int32_t(prompt.size() + i));
+        rows.push_back(int32_t(i));
+    }
+    auto v = runner.forward({block, pos, seq, rows});
+    ASSERT_TRUE(v.ok());
+    const std::vector<float> batched(v->logits, v->logits + block.size() * n_vocab);
+    // one token at a time
+    t.kv->truncate(seq, 0);
+    ASSERT_TRUE(prefill(runner, seq, prompt, 256, false, {}).ok());
+    for (size_t i = 0; i < block.size(); ++i) {
+        const int32_t tok = block[i], ps = pos[i], row = 0;
+        auto o = runner.forward({std::span<const int32_t>(&tok, 1), std::span<const int32_t>(&ps, 1), seq,
+                                 std::span<const int32_t>(&row, 1)});
+        ASSERT_TRUE(o.ok());
+        EXPECT_EQ(std::memcmp(o->logits, batched.data() + i * n_vocab, n_vocab * sizeof(float)), 0)
+            << "row " << i << " of the verify pass differs from decode";
+    }
+}
+
+// ---------------------------------------------------------------- edge cases
+
+// Proposes a fixed list of tokens (or nothing) whatever the history.
+class ListDrafter : public Drafter {
+public:
+    explicit ListDrafter(std::vector<int32_t> t) : tokens_(std::move(t)) {}
+    const std::string& name() const override { return name_; }
+    Status begin(std::span<const int32_t>) override { return {}; }
+    Result<std::vector<int32_t>> draft(const DraftRequest& req) override {
+        std::vector<int32_t> out(tokens_.begin(), tokens_.begin() + std::min<size_t>(tokens_.size(), req.max));
+        return out;
+    }
+    Status accept(std::span<const int32_t>, uint32_t, uint32_t) override { return {}; }
+
+private:
+    std::string name_ = "list";
+    std::vector<int32_t> tokens_;
+};
+
+TEST_F(Spec, stop_token_inside_an_accepted_draft_ends_generation_where_plain_decoding_does) {
+    const Pair p = make_pair(DType::F32, 0.0f, 21);
+    Loaded t = load(p.target);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    const auto prompt = random_prompt(8, 8, 400);
+    auto ref = generate(runner, nullptr, seq, prompt, greedy(40), {});
+    ASSERT_TRUE(ref.ok());
+    GenerateParams gp = greedy(40);
+    gp.stop_tokens = {ref->tokens[13]};  // a token in the middle of a round
+    t.kv->truncate(seq, 0);
+    auto plain = generate(runner, nullptr, seq, prompt, gp, {});
+    ASSERT_TRUE(plain.ok());
+    ForcedDrafter forced(ref->tokens, prompt.size(), 1.0, t.model->info().n_vocab, 1);
+    Drafter* chain[] = {&forced};
+    SpecParams sp;
+    sp.draft_max = 5;
+    t.kv->truncate(seq, 0);
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, gp, chain, sp, {});
+    ASSERT_TRUE(spec.ok());
+    EXPECT_EQ(spec->gen.tokens, plain->tokens);
+    EXPECT_EQ(spec->gen.stop_reason, "stop_token");
+}
+
+TEST_F(Spec, token_budget_inside_a_round_and_a_full_context_are_respected) {
+    const Pair p = make_pair(DType::F32, 0.0f, 22);
+    Loaded t = load(p.target, 48);  // context of 48 tokens
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    const auto prompt = random_prompt(9, 10, 400);
+    for (int n : {1, 2, 7, 13}) {  // not multiples of k + 1
+        t.kv->truncate(seq, 0);
+        auto plain = generate(runner, nullptr, seq, prompt, greedy(n), {});
+        ASSERT_TRUE(plain.ok());
+        ForcedDrafter forced(plain->tokens, prompt.size(), 1.0, t.model->info().n_vocab, 2);
+        Drafter* chain[] = {&forced};
+        SpecParams sp;
+        sp.draft_max = 5;
+        t.kv->truncate(seq, 0);
+        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(n), chain, sp, {});
+        ASSERT_TRUE(spec.ok());
+        EXPECT_EQ(spec->gen.tokens.size(), size_t(n));
+        EXPECT_EQ(spec->gen.tokens, plain->tokens);
+    }
+    // unlimited: runs into the context; k shrinks as the end approaches
+    t.kv->truncate(seq, 0);
+    auto plain = generate(runner, nullptr, seq, prompt, greedy(-1), {});
+    ASSERT_TRUE(plain.ok());
+    EXPECT_EQ(plain->stop_reason, "context");
+    ForcedDrafter forced(plain->tokens, prompt.size(), 1.0, t.model->info().n_vocab, 3);
+    Drafter* chain[] = {&forced};
+    SpecParams sp;
+    sp.draft_max = 16;  // larger than what remains at the end
+    t.kv->truncate(seq, 0);
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(-1), chain, sp, {});
+    ASSERT_TRUE(spec.ok()) << spec.error().message();
+    EXPECT_EQ(spec->gen.tokens, plain->tokens);
+    EXPECT_EQ(spec->gen.stop_reason, "context");
+}
+
+TEST_F(Spec, a_drafter_that_proposes_nothing_gives_plain_steps) {
+    const Pair p = make_pair(DType::F32, 0.0f, 23);
+    Loaded t = load(p.target);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    const auto prompt = random_prompt(10, 8, 400);
+    auto plain = generate(runner, nullptr, seq, prompt, greedy(20), {});
+    ASSERT_TRUE(plain.ok());
+    ListDrafter empty({});
+    Drafter* chain[] = {&empty};
+    t.kv->truncate(seq, 0);
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(20), chain, SpecParams{}, {});
+    ASSERT_TRUE(spec.ok());
+    EXPECT_EQ(spec->gen.tokens, plain->tokens);
+    EXPECT_EQ(spec->stats.rounds, 0u);
+    EXPECT_EQ(spec->stats.plain_steps, 19u);  // the first token comes from the prefill
+}
+
+TEST_F(Spec, chain_uses_the_first_drafter_that_proposes_and_stays_exact) {
+    const Pair p = make_pair(DType::F32, 0.0f, 24);
+    Loaded t = load(p.target);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    const auto prompt = random_prompt(12, 8, 400);
+    auto plain = generate(runner, nullptr, seq, prompt, greedy(30), {});
+    ASSERT_TRUE(plain.ok());
+    ListDrafter empty({});
+    ForcedDrafter forced(plain->tokens, prompt.size(), 0.7, t.model->info().n_vocab, 4);
+    Drafter* chain[] = {&empty, &forced};
+    t.kv->truncate(seq, 0);
+    SpecParams sp;
+    sp.draft_max = 4;
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(30), chain, sp, {});
+    ASSERT_TRUE(spec.ok());
+    EXPECT_EQ(spec->gen.tokens, plain->tokens);
+    EXPECT_GT(spec->stats.drafters[0].calls_gen, 0u);
+    EXPECT_EQ(spec->stats.drafters[0].gen_drafts, 0u);
+    EXPECT_GT(spec->stats.drafters[1].gen_drafts, 0u);
+}
+
+TEST_F(Spec, drafter_proposing_ids_outside_the_vocabulary_is_an_error) {
+    const Pair p = make_pair(DType::F32, 0.0f, 25);
+    Loaded t = load(p.target);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    ListDrafter bad({5, 999999});
+    Drafter* chain[] = {&bad};
+    auto spec = generate_speculative(runner, nullptr, *t.kv->add_sequence(), random_prompt(1, 4, 400), greedy(8), chain,
+                                     SpecParams{}, {});
+    ASSERT_FALSE(spec.ok());
+    EXPECT_NE(spec.error().message().find("outside the vocabulary"), std::string::npos) << spec.error().message();
+}
+
+TEST_F(Spec, skip_streak_and_auto_mode_keep_output_exact_when_nothing_is_accepted) {
+    const Pair p = make_pair(DType::F32, 0.0f, 26);
+    Loaded t = load(p.target);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    const auto prompt = random_prompt(13, 8, 400);
+    auto plain = generate(runner, nullptr, seq, prompt, greedy(60), {});
+    ASSERT_TRUE(plain.ok());
+    for (int mode = 0; mode < 2; ++mode) {
+        ForcedDrafter forced(plain->tokens, prompt.size(), 0.0, t.model->info().n_vocab, 6);
+        Drafter* chain[] = {&forced};
+        SpecParams sp;
+        sp.draft_max = 4;
+        if (mode == 0) sp.skip_streak = 2;
+        else sp.auto_k = true;
+        t.kv->truncate(seq, 0);
+        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(60), chain, sp, {});
+        ASSERT_TRUE(spec.ok());
+        EXPECT_EQ(spec->gen.tokens, plain->tokens);
+        EXPECT_GT(spec->stats.plain_steps, 0u) << (mode ? "auto" : "skip streak");
+        if (mode == 1) {
+            EXPECT_LT(spec->stats.rounds, 15u) << "auto mode kept drafting with zero acceptance";
+        }
+    }
+}
+
+// ---------------------------------------------------------------- vocabulary
+
+TEST_F(Spec, incompatible_draft_vocabulary_is_refused_listing_the_first_mismatches) {
+    const std::string dir = test::make_temp_dir("vocab");
+    auto tiny = synth::qwen3_preset("tiny");
+    auto small = synth::qwen3_preset("small");
+    ASSERT_TRUE(tiny.ok() && small.ok());
+    synth::Qwen3SynthOptions o;
+    ASSERT_TRUE(synth::synth_qwen3_gguf(dir + "/a.gguf", *tiny, o).ok());
+    ASSERT_TRUE(synth::synth_qwen3_gguf(dir + "/b.gguf", *small, o).ok());
+    auto a = Model::load(dir + "/a.gguf", plugins(), device());
+    auto b = Model::load(dir + "/b.gguf", plugins(), device());
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_TRUE(check_vocab_compatible(*(*a)->tokenizer(), *(*a)->tokenizer()).ok());
+    auto st = check_vocab_compatible(*(*a)->tokenizer(), *(*b)->tokenizer());
+    ASSERT_FALSE(st.ok());
+    const std::string& m = st.error().message();
+    EXPECT_NE(m.find("incompatible"), std::string::npos) << m;
+    EXPECT_NE(m.find("differ by more than 128"), std::string::npos) << m;
+}
+
+// ---------------------------------------------------------------- sampling (invariant 2)
+
+TEST_F(Spec, speculative_sampling_preserves_the_target_distribution) {
+    // The joint distribution of the first two sampled tokens, plain vs
+    // speculative (a drafter that always proposes one token), over many seeds;
+    // a chi-square statistic on the pooled table must stay below a loose bound.
+    const Pair p = make_pair(DType::F32, 0.0f, 31);
+    Loaded t = load(p.target);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    const auto prompt = random_prompt(14, 6, 400);
+    GenerateParams gp;
+    gp.max_tokens = 2;
+    gp.ignore_eog = true;
+    gp.sampling.temperature = 1.5f;  // flat enough for several outcomes
+    gp.sampling.top_k = 4;
+    gp.sampling.top_p = 1.0f;
+    gp.sampling.min_p = 0.0f;
+    auto greedy_ref = generate(runner, nullptr, seq, prompt, greedy(2), {});
+    ASSERT_TRUE(greedy_ref.ok());
+    ListDrafter fixed({greedy_ref->tokens[1]});
+    Drafter* chain[] = {&fixed};
+    std::map<std::pair<int, int>, int> hp, hs;
+    const int n = 1200;
+    for (int i = 0; i < n; ++i) {
+        gp.sampling.seed = 100000 + uint64_t(i);
+        t.kv->truncate(seq, 0);
+        auto a = generate(runner, nullptr, seq, prompt, gp, {});
+        ASSERT_TRUE(a.ok());
+        hp[{a->tokens[0], a->tokens[1]}]++;
+        gp.sampling.seed = 900000 + uint64_t(i);
+        t.kv->truncate(seq, 0);
+        auto b = generate_speculative(runner, nullptr, seq, prompt, gp, chain, SpecParams{}, {});
+        ASSERT_TRUE(b.ok());
+        hs[{b->gen.tokens[0], b->gen.tokens[1]}]++;
+    }
+    // two-sample chi-square over cells with enough mass
+    double chi2 = 0;
+    int dof = 0;
+    std::map<std::pair<int, int>, int> all = hp;
+    for (auto& [k, v] : hs) all[k] += 0;
+    for (auto& [k, v] : all) {
+        const double a = hp[k], b = hs[k];
+        if (a + b < 10) continue;
+        chi2 += (a - b) * (a - b) / (a + b);
+        ++dof;
+    }
+    ASSERT_GT(dof, 2);
+    // mean dof, sd sqrt(2 dof): 6 sd is a deliberately loose bound (fixed seeds: deterministic)
+    EXPECT_LT(chi2, dof + 6.0 * std::sqrt(2.0 * dof)) << "chi2 " << chi2 << " with " << dof << " cells";
+}
+
+}  // namespace
+}  // namespace tdm
