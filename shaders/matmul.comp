@@ -6,7 +6,8 @@
 // read neighbouring memory. Each 32-element piece of x is fetched once per token
 // and applied to all R rows; each dequantized weight piece is applied to all
 // tokens. At the end every (row, token) partial is reduced across the workgroup
-// (include/reduce.glsl: subgroupAdd, then subgroups in order).
+// with subgroupAdd (a fixed tree on a given device); a workgroup holds several
+// independent subgroups.
 //
 // Batch invariance (DESIGN invariant 1): the value for token t comes from the
 // same per-lane accumulation order and the same reduction tree whatever N is.
@@ -18,13 +19,14 @@
 // indexed by loop counters into per-lane scalar loops; texel fetches are vector
 // gathers), and through a storage buffer elsewhere.
 //
-// Dispatch: x = ceil(M / R) (wrapped into y beyond 65535). Variants:
+// Dispatch: x = ceil(M / (R * subgroups per workgroup)) (wrapped into y beyond 65535). Variants:
 // matmul_<wtype>_<tex|buf>, wtype in f32 f16 bf16 q8_0 q4_0 q4_K q5_K q6_K.
 // Weight planes: host/graph/weight_layout.h.
 #version 450
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
-#include "reduce.glsl"
+#extension GL_KHR_shader_subgroup_arithmetic : enable
+#extension GL_KHR_shader_subgroup_basic : enable
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint NT = 8;        // tokens per pass
@@ -61,10 +63,13 @@ layout(push_constant) uniform Params {
 #include "dequant.glsl"
 
 void main() {
+    // Each subgroup owns R rows and reduces them alone (subgroupAdd, no barrier);
+    // a workgroup holds several subgroups so that lavapipe's per-workgroup
+    // overhead is paid once for many rows.
     const uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * 65535u;
-    const uint row0 = group * R;
-    if (row0 >= p.M) return;  // whole workgroup: uniform
-    const uint lane = gl_LocalInvocationID.x, LS = gl_WorkGroupSize.x;
+    const uint row0 = (group * gl_NumSubgroups + gl_SubgroupID) * R;
+    if (row0 >= p.M) return;  // whole subgroup: uniform
+    const uint lane = gl_SubgroupInvocationID, LS = gl_SubgroupSize;
     const uint units = p.K / UNIT;
 
     for (uint t0 = 0; t0 < p.N; t0 += NT) {
@@ -94,7 +99,7 @@ void main() {
         [[unroll]] for (uint r = 0; r < R; ++r) {
             [[unroll]] for (uint t = 0; t < NT; ++t) {
                 if (t < nt) {
-                    const float v = workgroup_sum(acc[r * NT + t]);
+                    const float v = subgroupAdd(acc[r * NT + t]);
                     if (lane == 0 && row0 + r < p.M) {
                         float o = v;
                         if (FUSE_ADD != 0) o += add[p.add_off + (t0 + t) * p.add_stride + row0 + r];

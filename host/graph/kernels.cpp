@@ -15,11 +15,17 @@ namespace {
 
 constexpr uint32_t kLocal = 64;     // default workgroup size
 constexpr uint32_t kMaxGroupsY = 65535;
+uint32_t env_or(const char* name, uint32_t dflt) {
+    const char* e = std::getenv(name);
+    return e && std::atoi(e) > 0 ? uint32_t(std::atoi(e)) : dflt;
+}
+// Tuning knobs (measured defaults; env overrides are for experiments).
 uint32_t matmul_rows() {
-    static const uint32_t n = [] {
-        const char* e = std::getenv("TANDEM_MATMUL_ROWS");
-        return e ? uint32_t(std::atoi(e)) : 4u;
-    }();
+    static const uint32_t n = env_or("TANDEM_MATMUL_ROWS", 8);
+    return n;
+}
+uint32_t matmul_subgroups() {
+    static const uint32_t n = env_or("TANDEM_MATMUL_SUBGROUPS", 8);
     return n;
 }
 
@@ -73,12 +79,14 @@ Status record_matmul(Rec& r, const Node& n, const std::string& label) {
     const uint32_t N = uint32_t(x.rows());
     // Tokens per pass: the smallest variant covering the batch (see matmul.comp).
     const uint32_t nt = N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : 8;
-    // One subgroup per workgroup (a lane-strided reduction with no barriers on
-    // lavapipe); matmul_rows() rows per workgroup share each fetched piece of x.
-    const uint32_t ls = std::max<uint32_t>(8, r.c.device.caps().subgroup_size);
-    const uint32_t rows_per_group = matmul_rows();
+    // Lane-strided rows, reduced per subgroup; kMatmulSubgroups subgroups per
+    // workgroup (lavapipe pays a fixed cost per workgroup), matmul_rows() rows
+    // per subgroup share each fetched piece of x.
+    const uint32_t sg = std::max<uint32_t>(1, r.c.device.caps().subgroup_size);
+    const uint32_t ls = sg * matmul_subgroups();
+    const uint32_t rows_per_group = matmul_rows() * matmul_subgroups();
     const vk::Pipeline* p = TDM_TRY(
-        r.pipe(weight_variant("matmul", w.type(), texel), {ls, nt, fuse_add ? 1u : 0u, rows_per_group}));
+        r.pipe(weight_variant("matmul", w.type(), texel), {ls, nt, fuse_add ? 1u : 0u, matmul_rows()}));
     struct {
         uint32_t K, M, N, x_off, x_stride, y_off, y_stride, w_off, s_off, add_off, add_stride;
     } pc{};
