@@ -184,7 +184,9 @@ const ProgramSpec& program_spec() {
                           {{"--draft-of-seed"}, K::integer, "N", "Write a draft model for the target of this seed: "
                            "the target's weights plus noise (--perturbation), same vocabulary."},
                           {{"--perturbation"}, K::number, "X", "Relative noise of a draft model.", "0.02"},
-                          {{"--repeating"}, K::flag, "", "Weights whose greedy output repeats (for n-gram tests)."}}}};
+                          {{"--repeating"}, K::flag, "", "Weights whose greedy output repeats (for n-gram tests)."},
+                          {{"--repeat-period"}, K::integer, "N", "With --repeating: the period of the output (ids "
+                           "cycle in groups of N).", "5"}}}};
 
         CommandSpec demo{"demo", "synthesize a small model in the cache directory (once) and generate from it",
                          "The quick start: writes a small synthetic Qwen3 model and a draft model to "
@@ -203,6 +205,9 @@ const ProgramSpec& program_spec() {
                           {{"--prompt-len"}, K::integer, "N", "Prompt tokens (decode/spec benchmarks).", "32"},
                           {{"--gen-tokens"}, K::integer, "N", "Tokens generated per prompt.", "32"},
                           {{"--prompts"}, K::integer, "N", "Prompts (spec benchmark).", "4"},
+                          {{"--prompt-kind"}, K::string, "KIND", "Spec benchmark prompts: random; listing (S, the "
+                           "target's own continuation L of S with one token changed, S again); list (S L S L S).",
+                           "random"},
                           {{"--force-acceptance"}, K::number, "A", "Spec benchmark: a drafter that proposes the "
                            "target's own future tokens, each accepted with probability A."},
                           {{"--seed"}, K::integer, "N", "Seed of the benchmark prompts.", "1"},

@@ -65,6 +65,41 @@ std::vector<int32_t> bench_prompt(const Model& model, uint32_t len, uint64_t see
     return p;
 }
 
+// --prompt-kind: repetitive prompts for the draftless (n-gram) drafters, made
+// from S (a random prompt) and L, the target's own greedy continuation of S
+// (gen-tokens + 8 tokens):
+//   listing  S + L' + S, L' = L with its middle token replaced by another id:
+//            "repeat this listing, with one change";
+//   list     S + L + S + L + S: a list that repeats.
+// A model that copies its context (a real LM; the synthetic --repeating one,
+// whose next token depends only on the last) answers with L, which a drafter
+// can find in the prompt. L is generated on a sequence of its own.
+Result<std::vector<int32_t>> repetitive_prompt(Runner& runner, KvPool& kv, const std::string& kind,
+                                               const std::vector<int32_t>& s, int32_t gen, uint32_t n_batch) {
+    GenerateParams gp;
+    gp.max_tokens = gen + 8;
+    gp.sampling.temperature = 0;
+    gp.ignore_eog = true;
+    gp.n_batch = n_batch;
+    const int seq = TDM_TRY(kv.add_sequence());
+    auto cont = generate(runner, nullptr, seq, s, gp, {});
+    kv.free_sequence(seq);
+    std::vector<int32_t> l = TDM_TRY(std::move(cont)).tokens;
+    std::vector<int32_t> p = s;
+    if (kind == "listing") {
+        std::vector<int32_t> changed = l;
+        const size_t mid = changed.size() / 2;
+        changed[mid] = s[mid % s.size()] != changed[mid] ? s[mid % s.size()] : s[(mid + 1) % s.size()];
+        p.insert(p.end(), changed.begin(), changed.end());
+    } else {
+        p.insert(p.end(), l.begin(), l.end());
+        p.insert(p.end(), s.begin(), s.end());
+        p.insert(p.end(), l.begin(), l.end());
+    }
+    p.insert(p.end(), s.begin(), s.end());
+    return p;
+}
+
 Status bench_ops(App& app) {
     const ParsedArgs& a = app.args();
     OpBenchOptions o;
@@ -179,13 +214,22 @@ Status bench_spec(App& app) {
     auto model = TDM_TRY(app.load_model(cfg.model.path));
     auto kv = TDM_TRY(app.make_kv(*model));
     Runner runner(*model, *kv, *dev, *pm);
-    const int seq = TDM_TRY(kv->add_sequence());
     const uint32_t plen = uint32_t(a.get_int("prompt-len").value_or(32));
     const int32_t gen = int32_t(a.get_int("gen-tokens").value_or(32));
     const int n_prompts = int(a.get_int("prompts").value_or(4));
     const uint64_t seed = uint64_t(a.get_int("seed").value_or(1));
     const std::optional<double> force = a.get_number("force-acceptance");
     if (force && (*force < 0 || *force > 1)) return Error("--force-acceptance must be in [0, 1]");
+    const std::string kind = a.get_string("prompt-kind").value_or("random");
+    if (kind != "random" && kind != "listing" && kind != "list")
+        return Error::format("--prompt-kind: unknown kind '{}' (random, listing, list)", kind);
+    std::vector<std::vector<int32_t>> bench_prompts;
+    for (int i = 0; i < n_prompts; ++i) {
+        std::vector<int32_t> p = bench_prompt(*model, plen, seed + uint64_t(i));
+        if (kind != "random") p = TDM_TRY(repetitive_prompt(runner, *kv, kind, p, gen, uint32_t(cfg.model.n_batch)));
+        bench_prompts.push_back(std::move(p));
+    }
+    const int seq = TDM_TRY(kv->add_sequence());
 
     GenerateParams gp;
     gp.max_tokens = gen;
@@ -204,6 +248,19 @@ Status bench_spec(App& app) {
         GenerateParams w = gp;
         w.max_tokens = std::min(gen, 8);
         TDM_TRY(generate(runner, nullptr, seq, p, w, {}));
+        // and a verify pass of every width a round can use (2 .. draft_max + 1
+        // rows): drafters like the n-gram ones vary their draft length, and a
+        // round must not pay for building a graph
+        const int32_t p0 = int32_t(p.size()) + w.max_tokens - 1;
+        for (int n = 2; n <= sp.draft_max + 1; ++n) {
+            const size_t rows_n = static_cast<size_t>(n);
+            std::vector<int32_t> toks(rows_n, p[0]), pos(rows_n), rows(rows_n);
+            for (int r = 0; r < n; ++r) {
+                pos[size_t(r)] = p0 + r;
+                rows[size_t(r)] = r;
+            }
+            TDM_TRY(runner.forward({toks, pos, seq, rows}));
+        }
         kv->truncate(seq, 0);
     }
 
@@ -213,7 +270,7 @@ Status bench_spec(App& app) {
     uint64_t plain_tokens = 0, spec_tokens = 0;
     SpecStats total;
     for (int i = 0; i < n_prompts; ++i) {
-        const auto prompt = bench_prompt(*model, plen, seed + uint64_t(i));
+        const std::vector<int32_t>& prompt = bench_prompts[size_t(i)];
         kv->truncate(seq, 0);
         const GenerateResult plain = TDM_TRY(generate(runner, nullptr, seq, prompt, gp, {}));
         kv->truncate(seq, 0);
@@ -285,7 +342,8 @@ Status bench_spec(App& app) {
     j["draft_max"] = sp.draft_max;
     j["auto"] = sp.auto_k;
     j["prompts"] = n_prompts;
-    j["prompt_len"] = plen;
+    j["prompt_kind"] = kind;
+    j["prompt_len"] = bench_prompts.empty() ? plen : uint32_t(bench_prompts[0].size());
     j["gen_tokens"] = gen;
     j["matched"] = all_matched;
     j["acceptance_rate"] = total.acceptance_rate();

@@ -22,6 +22,12 @@ Status cmd_synth(App& app) {
         shape.n_layer = int32_t(*l);
     }
     opt.repeating = a.flag("repeating");
+    if (a.has("repeat-period")) {
+        const int64_t period = *a.get_int("repeat-period");
+        if (!opt.repeating) return Error("synth: --repeat-period needs --repeating");
+        if (period < 1 || period > (1 << 20)) return Error::format("synth: --repeat-period must be in 1..{}", 1 << 20);
+        opt.repeat_period = int32_t(period);
+    }
     if (auto base = a.get_int("draft-of-seed")) {
         synth::Qwen3SynthOptions target = opt;
         target.seed = uint64_t(*base);
