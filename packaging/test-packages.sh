@@ -128,7 +128,7 @@ done_step
 
 step "build dependencies and tools"
 apt-get update -q >"$work/apt-update.log" 2>&1 || { cat "$work/apt-update.log"; fail "apt-get update"; }
-track apt-get build-dep "${apt_opts[@]}" "$src" >"$work/build-dep.log" 2>&1 ||
+track apt-get build-dep "${apt_opts[@]}" --no-install-recommends "$src" >"$work/build-dep.log" 2>&1 ||
   { cat "$work/build-dep.log"; fail "apt-get build-dep"; }
 track apt-get install "${apt_opts[@]}" --no-install-recommends lintian dpkg-dev >>"$work/build-dep.log" 2>&1 ||
   { cat "$work/build-dep.log"; fail "installing lintian"; }
