@@ -92,6 +92,9 @@ Status CompiledGraph::plan() {
             const TensorId b = graph_.tensor(d.in[k]).base;
             last_use[b] = std::max(last_use[b], int(i));
         }
+        // batch tensors of chained steps may be op results (a draft token from argmax)
+        for (TensorId t : {nodes[i].positions, nodes[i].seq_ids, nodes[i].state_io})
+            if (t != kNoTensor) last_use[graph_.tensor(t).base] = std::max(last_use[graph_.tensor(t).base], int(i));
     }
 
     // inputs and outputs: host-visible buffers
@@ -183,11 +186,20 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
                 reads.push_back(slice_range(t.kv->block_table));
                 continue;
             }
+            if (t.kind == TensorKind::state) {  // read the current checkpoint, write the next ones
+                reads.push_back(slice_range(t.state->buffer));
+                writes.push_back(slice_range(t.state->buffer));
+                continue;
+            }
             reads.push_back(range_of(d.in[k]));
         }
         if (d.op == TDM_OP_KV_STORE || d.op == TDM_OP_ATTENTION) {
-            reads.push_back(range_of(graph_.batch_positions()));
-            reads.push_back(range_of(graph_.batch_seq_ids()));
+            reads.push_back(range_of(node.positions));
+            reads.push_back(range_of(node.seq_ids));
+        }
+        if (d.op == TDM_OP_CONV1D_CAUSAL || d.op == TDM_OP_GATED_DELTA_RULE) {
+            reads.push_back(range_of(node.seq_ids));
+            reads.push_back(range_of(node.state_io));
         }
         if (d.op == TDM_OP_KV_STORE) {
             const KvLayerBinding* kv = graph_.tensor(d.in[0]).kv;

@@ -1,6 +1,8 @@
 // host/graph/graph.cpp: graph building and per-op shape validation.
 #include "graph/graph.h"
 
+#include <algorithm>
+
 #include "graph/weight.h"
 
 namespace tdm {
@@ -30,6 +32,10 @@ const char* op_name(tdm_op op) {
         case TDM_OP_VIEW_COLS: return "view_cols";
         case TDM_OP_RESHAPE: return "reshape";
         case TDM_OP_SELECT_ROWS: return "select_rows";
+        case TDM_OP_CONV1D_CAUSAL: return "conv1d_causal";
+        case TDM_OP_GATED_DELTA_RULE: return "gated_delta_rule";
+        case TDM_OP_MATMUL_ID: return "matmul_id";
+        case TDM_OP_MOE_SUM: return "moe_sum";
         default: return "unknown";
     }
 }
@@ -71,6 +77,14 @@ TensorId Graph::kv(const KvLayerBinding* layer) {
     t.kind = TensorKind::kv;
     t.kv = layer;
     t.name = layer->name;
+    return add_tensor(std::move(t));
+}
+
+TensorId Graph::state(const StateBinding* st) {
+    Tensor t;
+    t.kind = TensorKind::state;
+    t.state = st;
+    t.name = st->name;
     return add_tensor(std::move(t));
 }
 
@@ -145,6 +159,29 @@ Status Graph::check_f32(const OpDesc& d, int idx) const {
     return {};
 }
 
+Status Graph::check_f32_or_weight(const OpDesc& d, int idx) const {
+    const Tensor& t = tensors_[d.in[idx]];
+    if (t.kind == TensorKind::weight) {
+        if (t.type != DType::F32 || t.weight->chunks().size() != 1)
+            return Error::format("{}: weight input {} must be a small f32 weight, got {}", op_name(d.op), idx,
+                                 describe(d.in[idx]));
+        return {};
+    }
+    return check_f32(d, idx);
+}
+
+Status Graph::check_state_inputs(const OpDesc& d, int64_t n) const {
+    if (state_io_ == kNoTensor || seq_ids_ == kNoTensor)
+        return Error::format("{}: the graph has no recurrent-state inputs", op_name(d.op));
+    // The kernels read state_io[0 .. n] and seq_ids[0].
+    const Tensor& io = tensors_[state_io_];
+    if (io.type != DType::I32 || !io.contiguous() || io.elements() != n + 1)
+        return Error::format("{}: state_io {} must be i32 [{}] (read checkpoint, then one per row)", op_name(d.op),
+                             describe(state_io_), n + 1);
+    if (tensors_[seq_ids_].type != DType::I32) return Error::format("{}: seq_ids must be i32", op_name(d.op));
+    return {};
+}
+
 Result<TensorId> Graph::op(const OpDesc& d) {
     const char* on = op_name(d.op);
     for (int k = 0; k < d.n_in; ++k)
@@ -198,9 +235,13 @@ Result<TensorId> Graph::op(const OpDesc& d) {
         case TDM_OP_GLU: {
             TDM_TRY(need(2, 2));
             TDM_TRY(check_f32(d, 0));
-            TDM_TRY(check_f32(d, 1));
-            const bool bcast = d.op != TDM_OP_GLU && T(1).rows() == 1;
-            if (T(0).cols() != T(1).cols() || (!bcast && T(0).rows() != T(1).rows()))
+            TDM_TRY(d.op == TDM_OP_GLU ? check_f32(d, 1) : check_f32_or_weight(d, 1));
+            const Tensor& a = T(0);
+            const Tensor& b = T(1);
+            const bool same = a.cols() == b.cols() && a.rows() == b.rows();
+            const bool row_bcast = d.op != TDM_OP_GLU && a.cols() == b.cols() && b.rows() == 1;
+            const bool col_bcast = d.op != TDM_OP_GLU && b.cols() == 1 && b.rows() == a.rows();
+            if (!same && !row_bcast && !col_bcast)
                 return Error::format("{}: shapes differ: {} vs {}", on, describe(d.in[0]), describe(d.in[1]));
             out = TDM_TRY(add_activation(DType::F32, {T(0).ne[0], T(0).ne[1], T(0).ne[2], T(0).ne[3]}, node, name));
             break;
@@ -372,6 +413,78 @@ Result<TensorId> Graph::op(const OpDesc& d) {
             out = TDM_TRY(add_activation(DType::F32, {T(0).cols(), T(1).elements()}, node, name));
             break;
         }
+        case TDM_OP_CONV1D_CAUSAL: {
+            TDM_TRY(need(3, 3));
+            TDM_TRY(check_f32(d, 0));
+            const Tensor& x = T(0);
+            const Tensor& w = T(1);
+            if (w.kind != TensorKind::weight || w.type != DType::F32 || w.weight->chunks().size() != 1)
+                return Error::format("conv1d_causal: weights {} must be a small f32 weight", describe(d.in[1]));
+            const int64_t K = w.ne[0], C = w.elements() / std::max<int64_t>(1, K);
+            if (K < 2 || C != x.cols())
+                return Error::format("conv1d_causal: weights {} do not match {} channels", describe(d.in[1]), x.cols());
+            if (T(2).kind != TensorKind::state || T(2).state->n_f32 != uint64_t(C * (K - 1)))
+                return Error::format("conv1d_causal: input 2 must be a recurrent state of {} floats", C * (K - 1));
+            if (d.i[0] != 0 && d.i[0] != 1) return Error::format("conv1d_causal: i[0] (SiLU) must be 0 or 1, got {}", d.i[0]);
+            TDM_TRY(check_state_inputs(d, x.rows()));
+            out = TDM_TRY(add_activation(DType::F32, {x.ne[0], x.ne[1], x.ne[2], x.ne[3]}, node, name));
+            break;
+        }
+        case TDM_OP_GATED_DELTA_RULE: {
+            TDM_TRY(need(4, 4));
+            for (int k = 0; k < 3; ++k) TDM_TRY(check_f32(d, k));
+            const int64_t Nk = d.i[0], Nv = d.i[1], dk = d.i[2], dv = d.i[3];
+            if (Nk <= 0 || Nv <= 0 || dk <= 0 || dv <= 0 || Nv % Nk || dk % 4 || dv % 4 || dk > 256 || dv > 256)
+                return Error::format("gated_delta_rule: invalid heads Nk {} Nv {} dk {} dv {} (Nv a multiple of Nk, "
+                                     "dims multiples of 4 up to 256)",
+                                     Nk, Nv, dk, dv);
+            if (d.i[4] != TDM_HEAD_MAP_TILED && d.i[4] != TDM_HEAD_MAP_GROUPED)
+                return Error::format("gated_delta_rule: unknown head map {}", d.i[4]);
+            const int64_t n = T(0).rows();
+            if (T(0).cols() != 2 * Nk * dk + Nv * dv)
+                return Error::format("gated_delta_rule: qkv {} must have {} columns", describe(d.in[0]),
+                                     2 * Nk * dk + Nv * dv);
+            if (T(1).elements() != Nv * n || T(2).elements() != Nv * n || !T(1).contiguous() || !T(2).contiguous())
+                return Error::format("gated_delta_rule: g {} and beta {} must be contiguous [{}, {}]", describe(d.in[1]),
+                                     describe(d.in[2]), Nv, n);
+            if (T(3).kind != TensorKind::state || T(3).state->n_f32 != uint64_t(Nv * dk * dv))
+                return Error::format("gated_delta_rule: input 3 must be a recurrent state of {} floats", Nv * dk * dv);
+            if (d.i[5] < 0 || d.i[5] > kMaxDeltaRuleChunk)
+                return Error::format("gated_delta_rule: chunk size i[5] must be 0 (recurrent) to {}, got {}",
+                                     kMaxDeltaRuleChunk, d.i[5]);
+            TDM_TRY(check_state_inputs(d, n));
+            out = TDM_TRY(add_activation(DType::F32, {dv, Nv, n}, node, name));
+            break;
+        }
+        case TDM_OP_MATMUL_ID: {
+            TDM_TRY(need(3, 3));
+            const Tensor& w = T(0);
+            if (w.kind != TensorKind::weight) return Error("matmul_id: input 0 must be a weight");
+            TDM_TRY(check_f32(d, 1));
+            const Tensor& x = T(1);
+            const Tensor& ids = T(2);
+            if (ids.type != DType::I32) return Error::format("matmul_id: ids must be i32, got {}", describe(d.in[2]));
+            const int64_t K = w.ne[0], M = w.ne[1], n_used = ids.ne[0], n = ids.rows();
+            if (w.ne[2] < 1 || w.ne[3] != 1) return Error::format("matmul_id: weight {} must be [K, M, E]", describe(d.in[0]));
+            if (x.cols() != K || (x.rows() != n && x.rows() != n * n_used))
+                return Error::format("matmul_id: x {} does not match weight {} and ids {}", describe(d.in[1]),
+                                     describe(d.in[0]), describe(d.in[2]));
+            if (x.off % 4 || x.row_stride % 4) return Error("matmul_id: x must be 4-element aligned");
+            if (!w.weight->layout().texel_rows) return Error("matmul_id: weight rows are not 16-byte multiples");
+            out = TDM_TRY(add_activation(DType::F32, {M, n_used, n}, node, name));
+            break;
+        }
+        case TDM_OP_MOE_SUM: {
+            TDM_TRY(need(2, 2));
+            TDM_TRY(check_f32(d, 0));
+            TDM_TRY(check_f32(d, 1));
+            const Tensor& y = T(0);
+            const Tensor& w = T(1);
+            if (!y.contiguous() || !w.contiguous() || w.ne[0] != y.ne[1] || w.rows() != y.ne[2] * y.ne[3])
+                return Error::format("moe_sum: y {} and weights {} do not match", describe(d.in[0]), describe(d.in[1]));
+            out = TDM_TRY(add_activation(DType::F32, {y.ne[0], y.ne[2] * y.ne[3]}, node, name));
+            break;
+        }
         default:
             return Error::format("unknown op code {}", int(d.op));
     }
@@ -381,6 +494,9 @@ Result<TensorId> Graph::op(const OpDesc& d) {
     n.desc.name = name;
     n.out = out;
     n.out2 = out2;
+    n.positions = positions_;
+    n.seq_ids = seq_ids_;
+    n.state_io = state_io_;
     nodes_.push_back(std::move(n));
     return out;
 }

@@ -31,6 +31,7 @@ enum class TensorKind : uint8_t {
     input,       // written by the host before each run
     weight,
     kv,          // a KV layer of the pool
+    state,       // a recurrent state of the pool (checkpointed per sequence)
     view,        // shares another tensor's storage
 };
 
@@ -46,6 +47,18 @@ struct KvLayerBinding {
     std::string name;
 };
 
+// One recurrent state (e.g. a Gated DeltaNet layer's conv or SSM state) in the
+// pool: n_checkpoints copies per sequence slot. Ops that update it read the
+// checkpoint named by the graph's state_io input (element 0) and write the
+// state after row i into checkpoint state_io[1 + i] (-1: not written).
+// Float offset of (sequence s, checkpoint c): (s * n_checkpoints + c) * n_f32.
+struct StateBinding {
+    vk::BufferSlice buffer;
+    uint64_t n_f32 = 0;
+    uint32_t n_checkpoints = 0;
+    std::string name;
+};
+
 struct Tensor {
     DType type = DType::F32;
     int64_t ne[4] = {1, 1, 1, 1};
@@ -55,7 +68,8 @@ struct Tensor {
     uint64_t row_stride = 0;    // elements between consecutive rows
     const DeviceWeight* weight = nullptr;
     const KvLayerBinding* kv = nullptr;
-    int producer = -1;          // node index, -1 for inputs/weights/kv
+    const StateBinding* state = nullptr;
+    int producer = -1;          // node index, -1 for inputs/weights/kv/state
     std::string name;
 
     int64_t cols() const { return ne[0]; }
@@ -77,6 +91,10 @@ struct Node {
     OpDesc desc;
     TensorId out = kNoTensor;
     TensorId out2 = kNoTensor;  // second output (top-k values)
+    // The batch the op belongs to (kv_store, attention, state ops): the graph's
+    // batch inputs when the op was added. A graph that chains several steps
+    // (draft heads) sets a new batch before each step.
+    TensorId positions = kNoTensor, seq_ids = kNoTensor, state_io = kNoTensor;
 };
 
 class Graph {
@@ -86,12 +104,17 @@ public:
     TensorId input(DType type, std::vector<int64_t> ne, std::string name);
     TensorId weight(const DeviceWeight* w);
     TensorId kv(const KvLayerBinding* layer);
+    TensorId state(const StateBinding* s);
 
     // The batch: positions (I32 [n]) and sequence ids (I32 [n]) used by
     // kv_store/attention. Set before adding those ops.
     void set_batch(TensorId positions, TensorId seq_ids);
     TensorId batch_positions() const { return positions_; }
     TensorId batch_seq_ids() const { return seq_ids_; }
+    // I32 [n + 1]: the checkpoint recurrent states are read from, then the one
+    // each row's state is written to (-1 = none). Needed by state-updating ops.
+    void set_state_io(TensorId t) { state_io_ = t; }
+    TensorId state_io() const { return state_io_; }
 
     // Appends an op; returns its output tensor or an error naming the problem.
     Result<TensorId> op(const OpDesc& desc);
@@ -116,13 +139,21 @@ private:
     Result<TensorId> add_view(TensorId base, std::vector<int64_t> ne, uint64_t off, uint64_t row_stride,
                               std::string name);
     Status check_f32(const OpDesc& d, int idx) const;
+    // An f32 activation, or an f32 weight with a single chunk (elementwise operands).
+    Status check_f32_or_weight(const OpDesc& d, int idx) const;
+    // The state_io (I32 [n + 1]) and seq_ids inputs a state-updating op of n rows reads.
+    Status check_state_inputs(const OpDesc& d, int64_t n) const;
 
     std::vector<Tensor> tensors_;
     std::vector<Node> nodes_;
     std::vector<TensorId> outputs_, inputs_;
-    TensorId positions_ = kNoTensor, seq_ids_ = kNoTensor;
+    TensorId positions_ = kNoTensor, seq_ids_ = kNoTensor, state_io_ = kNoTensor;
 };
 
 const char* op_name(tdm_op op);
+
+// Largest chunk of the gated delta rule's chunked form (its C x C matrices live
+// in shared memory: 16 KiB at 64).
+constexpr int32_t kMaxDeltaRuleChunk = 64;
 
 }  // namespace tdm

@@ -292,7 +292,7 @@ Status record_kv_store(Rec& r, const Node& n, const std::string& label) {
     const OpDesc& d = n.desc;
     const KvLayerBinding& kv = *r.T(d.in[0]).kv;
     const vk::Pipeline* p = TDM_TRY(r.pipe("kv_store", {kLocal, kv.f16 ? 1u : 0u}));
-    const TensorId pos = r.c.graph.batch_positions(), seq = r.c.graph.batch_seq_ids();
+    const TensorId pos = n.positions, seq = n.seq_ids;
     const uint32_t n_tok = uint32_t(r.T(pos).elements());
     struct {
         uint32_t n_tokens, n_kv_head, dk, dv, k_off, k_stride, v_off, v_stride, pos_off, seq_off, block_size, max_blocks;
@@ -317,7 +317,7 @@ Status record_attention(Rec& r, const Node& n, const std::string& label) {
     const bool texel = r.texel() && kv.k_view && kv.v_view;
     const vk::Pipeline* p =
         TDM_TRY(r.pipe(texel ? "attention_tex" : "attention_buf", {ls, G, kv.f16 ? 1u : 0u, dv4}));
-    const TensorId pos = r.c.graph.batch_positions(), seq = r.c.graph.batch_seq_ids();
+    const TensorId pos = n.positions, seq = n.seq_ids;
     const uint32_t n_tok = uint32_t(q.ne[2] * q.ne[3]);
     struct {
         uint32_t n_tokens, n_head, n_kv_head, dk, dv, q_off, q_stride, o_off, o_stride, pos_off, seq_off, block_size,

@@ -25,7 +25,9 @@ typedef enum tdm_op {
      * out: y [M, n] = x W^T (+ add). Results for each row of x are bit-identical
      * whatever n is (1..16): the basis of exact speculative decoding. */
     TDM_OP_MATMUL = 2,
-    /* in: a, b (b has a's shape, or one row broadcast over a's rows). out: a's shape. */
+    /* in: a, b (b has a's shape; or one row, broadcast over a's rows; or one
+     * column [1, rows of a], broadcast over a's columns). b may be an F32 weight.
+     * out: a's shape. */
     TDM_OP_ADD = 3,
     TDM_OP_MUL = 4,
     TDM_OP_SUB = 5,
@@ -76,7 +78,46 @@ typedef enum tdm_op {
     TDM_OP_RESHAPE = 22,
     /* in: x [ne0, rows], ids I32 [m]. out: [ne0, m], rows of x picked by ids. */
     TDM_OP_SELECT_ROWS = 23,
-    TDM_OP_COUNT_V1 = 24
+    /* Causal depthwise 1-D convolution over time with a recurrent state (Gated
+     * DeltaNet, Mamba): in: x [C, n] (n tokens of one sequence, in order),
+     * w (F32 weight [K, C]: K taps per channel, oldest first), state (a
+     * recurrent state of C*(K-1) floats: the K-1 previous inputs, [K-1][C],
+     * oldest first). i[0] = 1: apply SiLU to the output. out: [C, n]:
+     * y[t][c] = sum_j w[c][j] * x_{t-K+1+j}[c], earlier inputs from the state.
+     * The state after each token is checkpointed (see tdm_host_api.graph_state);
+     * a token's output and states never depend on n. A checkpoint or sequence
+     * outside the state's buffer reads as zeros and is never written (both ops). */
+    TDM_OP_CONV1D_CAUSAL = 24,
+    /* The gated delta rule (Gated DeltaNet core, spec/common.md §6): in:
+     * qkv [2*Nk*dk + Nv*dv, n] (after conv and SiLU: q | k | v), g [Nv, n] (log
+     * decay, <= 0), beta [Nv, n] (after sigmoid), state (Nv*dk*dv floats, [Nv][dk][dv],
+     * f32). i[0] = Nk, i[1] = Nv, i[2] = dk, i[3] = dv, i[4] = tdm_head_map.
+     * f[0] = l2-norm eps (0 = 1e-6), f[1] = q scale (0 = 1/sqrt(dk)). q and k are
+     * l2-normalised per head inside the op. Per token and value head h (key head kh):
+     *   S <- exp(g) S;  S <- S + k (x) beta (v - S^T k);  o = S^T (scale q)
+     * out: [dv, Nv, n]. Tokens are processed in order; the state after each token
+     * is checkpointed.
+     * i[5] = chunk size C (0 = recurrent form, else 1..64): the chunked (WY / UT
+     * transform) form of HF's torch_chunk_gated_delta_rule, for long prefill
+     * batches on GPUs (on CPU devices such as lavapipe the recurrent form is
+     * faster). It equals the recurrent form up to f32 rounding, not bit
+     * for bit. A chunk also ends after every row that writes a checkpoint, so
+     * every checkpoint written holds the exact state after its row (a batch that
+     * checkpoints every row runs as chunks of one token: use the recurrent form).
+     * The recurrent form is batch-invariant: one token's output and the states
+     * written after it are bit-identical whatever n is, which exact speculative
+     * verification and rollback by checkpoint rely on. */
+    TDM_OP_GATED_DELTA_RULE = 25,
+    /* Mixture-of-experts matmul: in: W (weight [K, M, E]: E experts), x [K, n] or
+     * [K, n_used, n], ids I32 [n_used, n] (expert of each slot). out: [M, n_used, n]:
+     * y[t][j] = W[ids[t][j]] x[t] (or x[t][j]). Same per-row reduction as MATMUL,
+     * batch-invariant like it. An id outside [0, E) reads no weights and gives
+     * a zero row. */
+    TDM_OP_MATMUL_ID = 26,
+    /* in: y [M, n_used, n], w [n_used, n]. out: [M, n] = sum_j w[j][t] * y[t][j]
+     * (j in order). */
+    TDM_OP_MOE_SUM = 27,
+    TDM_OP_COUNT_V1 = 28
 } tdm_op;
 
 typedef enum tdm_unary {
@@ -91,6 +132,12 @@ typedef enum tdm_unary {
 } tdm_unary;
 
 typedef enum tdm_glu { TDM_GLU_SWIGLU = 0, TDM_GLU_GEGLU = 1 } tdm_glu;
+
+/* Which key head a value head of the gated delta rule reads (r = Nv / Nk). */
+typedef enum tdm_head_map {
+    TDM_HEAD_MAP_TILED = 0,   /* value head h uses key head h % Nk (llama.cpp's GGUF order) */
+    TDM_HEAD_MAP_GROUPED = 1  /* value head h uses key head h / r (HF order) */
+} tdm_head_map;
 
 typedef enum tdm_norm_weight {
     TDM_NORM_NO_WEIGHT = 0,
