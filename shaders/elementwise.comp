@@ -1,6 +1,8 @@
 // elementwise.comp: y = f(a) or y = f(a, b) over a [rows x cols] region; every
-// operand is a strided 2-D view (element offset + row stride), b may broadcast
-// one row over all rows (b_stride = 0).
+// operand is a strided 2-D view (element offset + row stride). b is addressed
+// as b[b_off + r * b_stride + c * b_cstride], so b may broadcast one row over
+// all rows (b_stride = 0), or one column over all columns (b_cstride = 0: a
+// per-row scalar such as a per-token gate). b may be an f32 weight's plane.
 // OP (spec constant 1):
 //   0 add  1 mul  2 scale (a * s)  3 silu  4 gelu_tanh  5 sigmoid  6 softplus
 //   7 exp  8 swiglu silu(a)*b  9 geglu gelu_tanh(a)*b  10 copy  11 neg
@@ -18,7 +20,7 @@ layout(binding = 2, std430) writeonly buffer YBuf { float y[]; };
 layout(push_constant) uniform Params {
     uint rows, cols;
     uint a_off, a_stride;
-    uint b_off, b_stride;
+    uint b_off, b_stride, b_cstride;
     uint y_off, y_stride;
     uint row0;  // first row of this dispatch slice
     float s;
@@ -37,7 +39,7 @@ void main() {
     if (c >= p.cols || r >= p.rows) return;
     const float va = a[p.a_off + r * p.a_stride + c];
     float vb = 0.0;
-    if (OP == 0 || OP == 1 || OP == 8 || OP == 9 || OP == 13) vb = b[p.b_off + r * p.b_stride + c];
+    if (OP == 0 || OP == 1 || OP == 8 || OP == 9 || OP == 13) vb = b[p.b_off + r * p.b_stride + c * p.b_cstride];
     float v;
     switch (OP) {
         case 0: v = va + vb; break;

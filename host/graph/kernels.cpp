@@ -143,22 +143,33 @@ enum ElementwiseOp : uint32_t {
     kEwRoundF16 = 15, kEwRoundBf16 = 16,
 };
 
-// y[rows x cols] = op(a, b) with strided views; b_stride 0 broadcasts one row.
+// y[rows x cols] = op(a, b) with strided views. b is a's shape, one row
+// (b_stride 0: broadcast over rows), or one column [1, rows] (b_cstride 0:
+// broadcast over columns); an f32 weight operand binds its single chunk's main
+// plane (graph validation guarantees one chunk), element offset 0.
 Status record_elementwise(Rec& r, uint32_t op, TensorId a, TensorId b, TensorId y, uint32_t y_col_off, float s,
                           const std::string& label) {
     const vk::Pipeline* p = TDM_TRY(r.pipe("elementwise", {kLocal, op}));
     const Tensor& ta = r.T(a);
     const uint32_t rows = uint32_t(ta.rows()), cols = uint32_t(ta.cols());
-    const bool bcast = b != kNoTensor && r.T(b).rows() == 1 && rows > 1;
     struct {
-        uint32_t rows, cols, a_off, a_stride, b_off, b_stride, y_off, y_stride, row0;
+        uint32_t rows, cols, a_off, a_stride, b_off, b_stride, b_cstride, y_off, y_stride, row0;
         float s;
-    } pc{rows, cols, r.off(a), r.stride(a), b ? r.off(b) : 0, b ? (bcast ? 0 : r.stride(b)) : 0,
-         r.off(y) + y_col_off, r.stride(y), 0, s};
+    } pc{rows, cols, r.off(a), r.stride(a), 0, 0, 1, r.off(y) + y_col_off, r.stride(y), 0, s};
+    vk::Binding bb = r.sb(a);
+    if (b != kNoTensor) {
+        const Tensor& tb = r.T(b);
+        const bool weight = tb.kind == TensorKind::weight;
+        bb = weight ? vk::Binding::storage(tb.weight->chunks()[0].main) : r.sb(b);
+        pc.b_off = weight ? 0 : r.off(b);
+        pc.b_stride = r.stride(b);
+        const bool same = tb.cols() == ta.cols() && tb.rows() == ta.rows();
+        if (!same && tb.rows() == 1 && tb.cols() == ta.cols()) pc.b_stride = 0;  // one row over all rows
+        if (!same && tb.cols() == 1) pc.b_cstride = 0;                            // one column over all columns
+    }
     for (uint32_t row0 = 0; row0 < rows; row0 += kMaxGroupsY) {
         pc.row0 = row0;
-        r.dispatch(*p, {r.sb(a), b ? r.sb(b) : r.sb(a), r.sb(y)}, pc, div_up(cols, kLocal),
-                   std::min(kMaxGroupsY, rows - row0), label);
+        r.dispatch(*p, {r.sb(a), bb, r.sb(y)}, pc, div_up(cols, kLocal), std::min(kMaxGroupsY, rows - row0), label);
     }
     return {};
 }

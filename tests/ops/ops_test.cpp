@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "common/quant.h"
@@ -116,6 +117,34 @@ TEST_F(Ops, binary_ops_match_reference_with_and_without_broadcast) {
     EXPECT_EQ(h.f32(sub), ref::sub(a, b, C));
     EXPECT_EQ(h.f32(addb), ref::add(a, b1, C));
     EXPECT_EQ(h.f32(mulb), ref::mul(a, b1, C));
+}
+
+TEST_F(Ops, binary_ops_broadcast_one_column_and_read_f32_weights) {
+    // b as one column [1, rows] (a per-token scalar gate), here a column view of a
+    // wider tensor, and b as an f32 weight: full shape, one row, one column.
+    const int64_t C = 37, R = 5;
+    const auto a = randn(size_t(C * R), 13), g4 = randn(size_t(4 * R), 14), wf = randn(size_t(C * R), 15);
+    const std::vector<float> gate = ref::view_cols(g4, 4, 2, 1), w1(wf.begin(), wf.begin() + C),
+                             wc(wf.begin(), wf.begin() + R);
+    auto bytes = [](const std::vector<float>& v) {
+        std::vector<uint8_t> b(v.size() * 4);
+        std::memcpy(b.data(), v.data(), b.size());
+        return b;
+    };
+    const TensorId ta = h.input_f32({C, R}, a);
+    const TensorId tg = h.op(TDM_OP_VIEW_COLS, {h.input_f32({4, R}, g4, "g4")}, {2, 1});
+    const TensorId wfull = h.weight(DType::F32, C, R, bytes(wf)), wrow = h.weight(DType::F32, C, 1, bytes(w1)),
+                   wcol = h.weight(DType::F32, 1, R, bytes(wc));
+    const TensorId addc = h.op(TDM_OP_ADD, {ta, tg}), mulc = h.op(TDM_OP_MUL, {ta, tg}), subc = h.op(TDM_OP_SUB, {ta, tg}),
+                   addw = h.op(TDM_OP_ADD, {ta, wfull}), mulw = h.op(TDM_OP_MUL, {ta, wrow}),
+                   subw = h.op(TDM_OP_SUB, {ta, wcol});
+    h.run({addc, mulc, subc, addw, mulw, subw});
+    EXPECT_EQ(h.f32(addc), ref::add_col(a, gate, C));
+    EXPECT_EQ(h.f32(mulc), ref::mul_col(a, gate, C));
+    EXPECT_EQ(h.f32(subc), ref::sub_col(a, gate, C));
+    EXPECT_EQ(h.f32(addw), ref::add(a, wf, C));
+    EXPECT_EQ(h.f32(mulw), ref::mul(a, w1, C));
+    EXPECT_EQ(h.f32(subw), ref::sub_col(a, wc, C));
 }
 
 TEST_F(Ops, unary_and_glu_ops_match_reference) {

@@ -44,6 +44,20 @@ Floats binary(std::span<const float> a, std::span<const float> b, int64_t n_cols
     return y;
 }
 
+// Elementwise binary op with b one value per row of a.
+template <class F>
+Floats binary_col(std::span<const float> a, std::span<const float> b, int64_t n_cols, F f) {
+    const int64_t n_rows = rows_of(a, n_cols);
+    TDM_ASSERT_MSG(int64_t(b.size()) == n_rows, "b must have one value per row of a");
+    Floats y(a.size());
+    for (int64_t r = 0; r < n_rows; ++r)
+        for (int64_t c = 0; c < n_cols; ++c) {
+            const size_t i = size_t(r * n_cols + c);
+            y[i] = float(f(double(a[i]), double(b[size_t(r)])));
+        }
+    return y;
+}
+
 template <class F>
 Floats unary(std::span<const float> x, F f) {
     Floats y(x.size());
@@ -134,6 +148,15 @@ Floats sub(std::span<const float> a, std::span<const float> b, int64_t n_cols) {
 }
 Floats mul(std::span<const float> a, std::span<const float> b, int64_t n_cols) {
     return binary(a, b, n_cols, [](double u, double v) { return u * v; });
+}
+Floats add_col(std::span<const float> a, std::span<const float> b, int64_t n_cols) {
+    return binary_col(a, b, n_cols, [](double u, double v) { return u + v; });
+}
+Floats sub_col(std::span<const float> a, std::span<const float> b, int64_t n_cols) {
+    return binary_col(a, b, n_cols, [](double u, double v) { return u - v; });
+}
+Floats mul_col(std::span<const float> a, std::span<const float> b, int64_t n_cols) {
+    return binary_col(a, b, n_cols, [](double u, double v) { return u * v; });
 }
 Floats scale(std::span<const float> x, float s) {
     return unary(x, [s](double v) { return v * double(s); });

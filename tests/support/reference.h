@@ -45,6 +45,11 @@ Floats select_rows(std::span<const float> x, int64_t n_cols, std::span<const int
 Floats add(std::span<const float> a, std::span<const float> b, int64_t n_cols);
 Floats sub(std::span<const float> a, std::span<const float> b, int64_t n_cols);
 Floats mul(std::span<const float> a, std::span<const float> b, int64_t n_cols);
+// The same with b holding one value per row of a (n_rows values), broadcast over a's columns
+// (a per-token scalar such as a gate).
+Floats add_col(std::span<const float> a, std::span<const float> b, int64_t n_cols);
+Floats sub_col(std::span<const float> a, std::span<const float> b, int64_t n_cols);
+Floats mul_col(std::span<const float> a, std::span<const float> b, int64_t n_cols);
 Floats scale(std::span<const float> x, float s);
 Floats add_scalar(std::span<const float> x, float s);
 Floats neg(std::span<const float> x);
