@@ -15,6 +15,14 @@ constexpr uint64_t kAlign = 256;
 
 uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
+// llvmpipe (lavapipe) compiles a separate variant of a shader for each
+// combination of "is the buffer behind this texel view a power-of-two size"
+// (lp_sampler_static_texture_state: pot_width of the resource), and a variant
+// of a large kernel costs seconds of LLVM time. Graph buffers whose size
+// depends on the batch would flip that bit between batch sizes; keeping them
+// never a power of two gives one variant for every graph.
+uint64_t jit_stable_size(uint64_t bytes) { return (bytes & (bytes - 1)) == 0 ? bytes + kAlign : bytes; }
+
 uint64_t tensor_bytes(const Tensor& t) {
     // Activations and inputs are 4-byte elements (f32 / i32), rounded to whole
     // 16-byte texels so that any tensor can also be read through a texel view.
@@ -143,9 +151,11 @@ Status CompiledGraph::plan() {
     activation_bytes_ = ff.top();
 
     if (activation_bytes_)
-        activations_ = TDM_TRY(vk::Buffer::create(device_, activation_bytes_, vk::MemoryKind::device, "graph activations"));
-    if (in_bytes) inputs_ = TDM_TRY(vk::Buffer::create(device_, in_bytes, vk::MemoryKind::host, "graph inputs"));
-    if (out_bytes) outputs_ = TDM_TRY(vk::Buffer::create(device_, out_bytes, vk::MemoryKind::host, "graph outputs"));
+        activations_ = TDM_TRY(vk::Buffer::create(device_, jit_stable_size(activation_bytes_), vk::MemoryKind::device,
+                                                  "graph activations"));
+    if (in_bytes) inputs_ = TDM_TRY(vk::Buffer::create(device_, jit_stable_size(in_bytes), vk::MemoryKind::host, "graph inputs"));
+    if (out_bytes)
+        outputs_ = TDM_TRY(vk::Buffer::create(device_, jit_stable_size(out_bytes), vk::MemoryKind::host, "graph outputs"));
 
     for (TensorId t : graph_.inputs())
         storage_[t] = {inputs_.get(), in_off[t], std::max<uint64_t>(4, tensor_bytes(graph_.tensor(t)))};
