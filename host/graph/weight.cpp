@@ -101,6 +101,14 @@ Result<std::unique_ptr<DeviceWeight>> DeviceWeight::upload(vk::Device& device, v
     if (l.main_row_bytes > limit)
         return Error::format("weight {}: one row ({} bytes) exceeds the device's binding limit ({} bytes)",
                              w->name_, l.main_row_bytes, limit);
+    // Keep row groups (experts) whole inside one chunk.
+    const int64_t group = opt.row_group > 0 ? opt.row_group : (ne[2] * ne[3] > 1 ? ne[1] : 1);
+    if (rows_per_chunk < uint64_t(l.rows)) {
+        if (uint64_t(group) > rows_per_chunk)
+            return Error::format("weight {}: a group of {} rows (one expert) does not fit one binding, which holds {} rows",
+                                 w->name_, group, rows_per_chunk);
+        rows_per_chunk = rows_per_chunk / uint64_t(group) * uint64_t(group);
+    }
 
     const uint64_t src_row = row_bytes(type, uint64_t(l.cols));
     std::vector<uint8_t> scratch;

@@ -25,6 +25,11 @@ struct WeightUploadOptions {
     // Largest binding in bytes; 0 = the device's limits. Tests lower it to
     // exercise chunking on small tensors.
     uint64_t max_binding_bytes = 0;
+    // Chunk boundaries fall on multiples of this many rows, so that groups of
+    // rows read together (the M rows of one expert of a [K, M, E] stack, read by
+    // matmul_id) never straddle two chunks. 0 = ne[1] for 3-D and 4-D weights,
+    // 1 otherwise. Error if one group exceeds a binding.
+    int64_t row_group = 0;
 };
 
 class DeviceWeight {
