@@ -384,6 +384,10 @@ Status record_node(RecordContext& ctx, const Node& node) {
         case TDM_OP_ROPE: return record_rope(r, node, label);
         case TDM_OP_KV_STORE: return record_kv_store(r, node, label);
         case TDM_OP_ATTENTION: return record_attention(r, node, label);
+        case TDM_OP_CONV1D_CAUSAL: return record_conv1d_causal(ctx, node);
+        case TDM_OP_GATED_DELTA_RULE: return record_gated_delta_rule(ctx, node);
+        case TDM_OP_MATMUL_ID: return record_matmul_id(ctx, node);
+        case TDM_OP_MOE_SUM: return record_moe_sum(ctx, node);
         default: return Error::format("no kernel for op {}", op_name(d.op));
     }
 }
