@@ -61,6 +61,46 @@ std::unique_ptr<TestKvLayer> make_test_kv(vk::Device& d, uint32_t n_kv_head, uin
     return kv;
 }
 
+std::unique_ptr<TestState> make_test_state(vk::Device& d, uint64_t n_f32, uint32_t n_checkpoints, uint32_t n_seq) {
+    auto st = std::make_unique<TestState>();
+    st->device = &d;
+    const uint64_t bytes = uint64_t(n_seq) * n_checkpoints * n_f32 * 4;
+    auto b = vk::Buffer::create(d, bytes, vk::MemoryKind::device, "test state");
+    EXPECT_TRUE(b.ok());
+    st->buffer = std::move(b).value();
+    st->binding.buffer = {st->buffer.get(), 0, bytes};
+    st->binding.n_f32 = n_f32;
+    st->binding.n_checkpoints = n_checkpoints;
+    st->binding.name = "test state";
+    EXPECT_TRUE(write_device(d, st->binding.buffer, bytes, 4, [](uint8_t* dst, uint64_t, uint64_t n) {
+                    std::memset(dst, 0, n);
+                }).ok());
+    return st;
+}
+
+std::vector<float> TestState::read(int seq, int ckpt) const {
+    const uint64_t bytes = binding.n_f32 * 4;
+    std::vector<float> v(binding.n_f32);
+    const uint64_t off = (uint64_t(seq) * binding.n_checkpoints + uint64_t(ckpt)) * bytes;
+    EXPECT_TRUE(read_device(*device, binding.buffer.sub(off, bytes), v.data(), bytes).ok());
+    return v;
+}
+
+void TestState::write(int seq, int ckpt, const std::vector<float>& values) {
+    ASSERT_EQ(values.size(), binding.n_f32);
+    const uint64_t bytes = binding.n_f32 * 4;
+    const uint64_t off = (uint64_t(seq) * binding.n_checkpoints + uint64_t(ckpt)) * bytes;
+    EXPECT_TRUE(write_device(*device, binding.buffer.sub(off, bytes), bytes, 4, [&](uint8_t* dst, uint64_t o, uint64_t n) {
+                    std::memcpy(dst, reinterpret_cast<const uint8_t*>(values.data()) + o, n);
+                }).ok());
+}
+
+std::vector<float> TestState::read_all() const {
+    std::vector<float> v(binding.buffer.size / 4);
+    EXPECT_TRUE(read_device(*device, binding.buffer, v.data(), binding.buffer.size).ok());
+    return v;
+}
+
 OpHarness::OpHarness(vk::Device& device, vk::PipelineManager& pipelines)
     : device_(device), pipelines_(pipelines), arena_(device, vk::MemoryKind::device, "test weights", 4 << 20) {}
 
@@ -80,8 +120,14 @@ TensorId OpHarness::input_i32(std::vector<int64_t> ne, std::vector<int32_t> data
 
 TensorId OpHarness::weight(DType t, int64_t cols, int64_t rows, const std::vector<uint8_t>& bytes,
                            const WeightUploadOptions& opt) {
-    const int64_t ne[4] = {cols, rows, 1, 1};
-    auto w = DeviceWeight::upload(device_, arena_, "w", t, ne, bytes.data(), opt);
+    return weight_nd(t, {cols, rows}, bytes, opt);
+}
+
+TensorId OpHarness::weight_nd(DType t, std::vector<int64_t> ne, const std::vector<uint8_t>& bytes,
+                             const WeightUploadOptions& opt) {
+    int64_t n4[4] = {1, 1, 1, 1};
+    for (size_t k = 0; k < ne.size() && k < 4; ++k) n4[k] = ne[k];
+    auto w = DeviceWeight::upload(device_, arena_, "w", t, n4, bytes.data(), opt);
     EXPECT_TRUE(w.ok()) << w.error().message();
     if (!w.ok()) return kNoTensor;
     weights_.push_back(std::move(w).value());
@@ -100,11 +146,19 @@ TensorId OpHarness::op(tdm_op op, std::vector<TensorId> in, std::vector<int32_t>
     return r.ok() ? *r : kNoTensor;
 }
 
-void OpHarness::batch(std::vector<int32_t> positions, std::vector<int32_t> seq_ids) {
+TensorId OpHarness::batch(std::vector<int32_t> positions, std::vector<int32_t> seq_ids) {
     const int64_t n = int64_t(positions.size());
     const TensorId p = input_i32({n}, std::move(positions), "positions");
     const TensorId s = input_i32({n}, std::move(seq_ids), "seq_ids");
     graph_.set_batch(p, s);
+    return s;
+}
+
+TensorId OpHarness::state_io(std::vector<int32_t> io) {
+    const int64_t n = int64_t(io.size());
+    const TensorId t = input_i32({n}, std::move(io), "state_io");
+    graph_.set_state_io(t);
+    return t;
 }
 
 void OpHarness::run(std::vector<TensorId> outputs) {

@@ -2,6 +2,7 @@
 // test device, read results back. Used by the op and batch-invariance tests.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <vector>
@@ -25,6 +26,21 @@ std::unique_ptr<TestKvLayer> make_test_kv(vk::Device& d, uint32_t n_kv_head, uin
                                           uint32_t block_size, uint32_t n_blocks,
                                           const std::vector<std::vector<int32_t>>& block_lists, bool f16);
 
+// A recurrent state for tests: n_seq sequence slots of n_checkpoints checkpoints
+// of n_f32 floats in one device buffer (the layout of StateBinding), zero-filled.
+struct TestState {
+    std::unique_ptr<vk::Buffer> buffer;
+    StateBinding binding;
+    vk::Device* device = nullptr;
+
+    // Checkpoint `ckpt` of sequence `seq`: n_f32 floats.
+    std::vector<float> read(int seq, int ckpt) const;
+    void write(int seq, int ckpt, const std::vector<float>& values);
+    // The whole buffer, every sequence and checkpoint.
+    std::vector<float> read_all() const;
+};
+std::unique_ptr<TestState> make_test_state(vk::Device& d, uint64_t n_f32, uint32_t n_checkpoints, uint32_t n_seq);
+
 class OpHarness {
 public:
     OpHarness(vk::Device& device, vk::PipelineManager& pipelines);
@@ -35,9 +51,16 @@ public:
     // Raw GGUF-layout bytes of a [rows x cols] weight.
     TensorId weight(DType t, int64_t cols, int64_t rows, const std::vector<uint8_t>& bytes,
                     const WeightUploadOptions& opt = {});
+    // A weight of any shape (ne in ggml order, up to 4 dims), e.g. a [K, M, E] expert stack.
+    TensorId weight_nd(DType t, std::vector<int64_t> ne, const std::vector<uint8_t>& bytes,
+                       const WeightUploadOptions& opt = {});
     TensorId op(tdm_op op, std::vector<TensorId> in, std::vector<int32_t> i = {}, std::vector<float> f = {});
     // Sets the batch positions / sequence ids used by kv_store and attention.
-    void batch(std::vector<int32_t> positions, std::vector<int32_t> seq_ids);
+    // Returns the sequence ids input.
+    TensorId batch(std::vector<int32_t> positions, std::vector<int32_t> seq_ids);
+    // Sets the state_io input (I32 [n + 1]: the checkpoint read, then the one
+    // written after each row, -1 = none) of state-updating ops. Returns it.
+    TensorId state_io(std::vector<int32_t> io);
 
     // Compiles with these outputs, writes the inputs, runs. Asserts on error.
     void run(std::vector<TensorId> outputs);
