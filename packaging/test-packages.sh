@@ -206,6 +206,22 @@ done < <(dpkg -L tandem | grep "^/usr/lib/$multiarch/tandem/plugins/tandem-.*\.s
 echo "    $n_plugins packaged plugin(s), all loaded"
 done_step
 
+step "/etc/tandem/tandem.toml is the configuration read by default"
+# Proof by a deliberate error: a bad key on top of the packaged file must be reported
+# against that path. The packaged file is restored right after.
+cp -p /etc/tandem/tandem.toml "$work/tandem.toml.orig"
+{ echo 'not_a_key = 1'; cat "$work/tandem.toml.orig"; } >/etc/tandem/tandem.toml
+rc=0
+out="$(tandem plugins 2>&1)" || rc=$?
+cp -p "$work/tandem.toml.orig" /etc/tandem/tandem.toml
+if [ $rc -eq 0 ] || ! grep "/etc/tandem/tandem.toml: unknown key 'not_a_key'" <<<"$out" >/dev/null; then
+  echo "$out"
+  fail "tandem did not read /etc/tandem/tandem.toml"
+fi
+echo "    $(grep not_a_key <<<"$out")"
+dpkg --verify tandem libtandem-dev || fail "installed files differ from the packages"
+done_step
+
 step "tandem devices"
 tandem devices | sed 's/^/    /'
 done_step
