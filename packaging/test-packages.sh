@@ -160,9 +160,10 @@ done_step
 # ---------------------------------------------------------------------------
 step "install tandem and libtandem-dev (apt, with Recommends)"
 debs=("$work/tandem_${version}_${arch}.deb" "$work/libtandem-dev_${version}_${arch}.deb")
+n_before=${#installed_by_us[@]}
 track apt-get install "${apt_opts[@]}" "${debs[@]}" >"$work/install.log" 2>&1 ||
   { cat "$work/install.log"; fail "apt-get install"; }
-echo "    installed: ${installed_by_us[*]}"
+echo "    installed: ${installed_by_us[*]:n_before}"
 for p in tandem libtandem-dev; do
   echo "    $p: $(dpkg-query -W -f='Depends: ${Depends}; Recommends: ${Recommends}; Provides: ${Provides}' "$p")"
 done
