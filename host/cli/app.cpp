@@ -3,6 +3,7 @@
 // exit codes (never a crash, never exit() from library code).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -45,6 +46,7 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (cl("chat")) c.model.chat = true;
     if (cl("chat-template")) c.model.chat_template = *a.get_string("chat-template");
     if (cl("model-draft")) c.model.draft_path = *a.get_string("model-draft");
+    if (cl("mtp-head")) c.model.mtp_head_path = *a.get_string("mtp-head");
     // sampling
     if (cl("temp")) c.sampling.temperature = float(*a.get_number("temp"));
     if (cl("top-k")) c.sampling.top_k = int(*a.get_int("top-k"));
@@ -135,7 +137,10 @@ Result<std::unique_ptr<KvPool>> App::make_kv(const Model& model, uint32_t n_seq)
     kc.n_seq_max = n_seq;
     kc.f16 = config_.model.kv_type != "f32";
     kc.memory_budget = config_.model.kv_memory;
-    return KvPool::create(*dev, model.attention_layers(), kc, "KV cache of " + model.source().path());
+    // recurrent-state checkpoints: a verify pass of draft_max + 1 tokens plus the current one
+    kc.n_checkpoints = uint32_t(std::max(2, config_.speculative.draft_max + 2));
+    return KvPool::create(*dev, model.attention_layers(), kc, "KV cache of " + model.source().path(),
+                          model.recurrent_states());
 }
 
 void App::finish() {

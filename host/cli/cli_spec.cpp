@@ -79,6 +79,8 @@ OptionGroup speculative_options() {
             {
                 {{"-md", "--model-draft", "--draft-model"}, K::string, "FILE", "A small draft model with the same "
                  "vocabulary (speculative type `draft`).", "", "", false, false, "model-draft"},
+                {{"--mtp-head"}, K::string, "FILE", "An MTP/NextN head shipped as its own file (speculative type "
+                 "mtp); by default the head is read from the target's own file."},
                 {{"--spec-type"}, K::string, "LIST", "Drafters to use, comma-separated, asked in order: draft, "
                  "ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache, mtp (also nextn, draft-mtp), "
                  "or one a plugin registers. `tandem plugins` lists them."},
@@ -168,9 +170,10 @@ const ProgramSpec& program_spec() {
                           "Write a model with random weights in the exact layout of a real architecture (tensor "
                           "names, metadata, tokenizer), for demos, tests and benchmarks."};
         synth.groups = {{"synth",
-                         {{{"--arch"}, K::string, "ARCH", "Architecture.", "qwen3"},
-                          {{"--preset"}, K::string, "NAME", "Shape: tiny, small, or 0.6b (Qwen3-0.6B's shape).",
-                           "tiny"},
+                         {{{"--arch"}, K::string, "ARCH", "Architecture: qwen3, qwen35 or qwen35moe.", "qwen3"},
+                          {{"--preset"}, K::string, "NAME",
+                           "Shape. qwen3: tiny, small, or 0.6b (Qwen3-0.6B's shape); qwen35: tiny or 0.8b "
+                           "(Qwen3.5-0.8B's shape); qwen35moe: tiny-moe. Default: tiny (tiny-moe for qwen35moe)."},
                           {{"-o", "--output"}, K::string, "PATH", "Output GGUF file (or directory with --format hf).",
                            "", "", true},
                           {{"--type"}, K::string, "TYPE", "Matrix type: f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K.",
@@ -180,6 +183,7 @@ const ProgramSpec& program_spec() {
                           {{"--seed"}, K::integer, "N", "Seed of the weights.", "1"},
                           {{"--tied"}, K::boolean, "BOOL", "Tie the LM head to the token embedding (default: the "
                            "preset's)."},
+                          {{"--mtp"}, K::boolean, "BOOL", "qwen35: include the MTP head (default: true)."},
                           {{"--layers"}, K::integer, "N", "Override the number of layers."},
                           {{"--draft-of-seed"}, K::integer, "N", "Write a draft model for the target of this seed: "
                            "the target's weights plus noise (--perturbation), same vocabulary."},

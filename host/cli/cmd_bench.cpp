@@ -159,7 +159,7 @@ Status bench_decode(App& app) {
         GenerateParams w = gp;
         w.max_tokens = 3;
         TDM_TRY(generate(runner, nullptr, seq, prompt, w, {}));
-        kv->truncate(seq, 0);
+        TDM_TRY(kv->truncate(seq, 0));
     }
     const GenerateResult r = TDM_TRY(generate(runner, nullptr, seq, prompt, gp, {}));
     const uint64_t bytes = runner.matmul_weight_bytes();
@@ -240,7 +240,7 @@ Status bench_spec(App& app) {
     const SpecParams sp = spec_params(cfg);
     DrafterChain chain;
     if (!force) {
-        chain = TDM_TRY(make_drafters(app, *model));
+        chain = TDM_TRY(make_drafters(app, *model, *kv));
         if (chain.empty()) return Error("bench spec: give a drafter (-md FILE, --spec-type ...) or --force-acceptance A");
     }
     {  // warm-up: JIT of every graph shape a round uses
@@ -261,7 +261,7 @@ Status bench_spec(App& app) {
             }
             TDM_TRY(runner.forward({toks, pos, seq, rows}));
         }
-        kv->truncate(seq, 0);
+        TDM_TRY(kv->truncate(seq, 0));
     }
 
     nlohmann::json prompts = nlohmann::json::array();
@@ -271,9 +271,9 @@ Status bench_spec(App& app) {
     SpecStats total;
     for (int i = 0; i < n_prompts; ++i) {
         const std::vector<int32_t>& prompt = bench_prompts[size_t(i)];
-        kv->truncate(seq, 0);
+        TDM_TRY(kv->truncate(seq, 0));
         const GenerateResult plain = TDM_TRY(generate(runner, nullptr, seq, prompt, gp, {}));
-        kv->truncate(seq, 0);
+        TDM_TRY(kv->truncate(seq, 0));
         std::unique_ptr<ForcedDrafter> forced;
         std::vector<Drafter*> order = chain.order;
         if (force) {

@@ -2,6 +2,7 @@
 // memory, tensor table, quantization mix, tokenizer. No device needed.
 #include <cstdio>
 #include <filesystem>
+#include <algorithm>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -70,6 +71,37 @@ Status cmd_info(App& app) {
     } else {
         j["plugin_error"] = probe.error().message();
     }
+    // recurrent state: the checkpoints a verify pass needs (--draft-max + 2 per sequence)
+    uint64_t state_floats = 0;
+    if (probe.ok())
+        for (const auto& r : probe->recurrent_states) state_floats += r.n_f32;
+    const uint32_t checkpoints = uint32_t(std::max(2, app.config().speculative.draft_max + 2));
+    if (state_floats) {
+        j["recurrent_state_bytes_per_sequence"] = state_floats * 4;
+        j["recurrent_state_checkpoints"] = checkpoints;
+        j["recurrent_state_bytes_with_checkpoints"] = state_floats * 4 * checkpoints;
+    }
+    // draft heads the file carries (MTP/NextN): ask each head of this architecture
+    std::vector<std::string> heads, head_notes;
+    if (probe.ok()) {
+        for (const DraftHeadEntry& h : reg->draft_heads()) {
+            const auto& ta = h.target_archs;
+            if (!ta.empty() && std::find(ta.begin(), ta.end(), probe->arch->desc->name) == ta.end()) continue;
+            tdm_model_source handle;
+            handle.src = src.get();
+            tdm_draft_head_info info{};
+            info.struct_size = sizeof info;
+            void* obj = nullptr;
+            char err[1024] = {0};
+            if (h.desc->create(host_api(), &handle, nullptr, nullptr, &info, &obj, err, sizeof err) == TDM_OK && obj) {
+                heads.push_back(fmt::format("{} (--spec-type {})", h.desc->name, h.spec_types[0]));
+                h.desc->destroy(obj);
+            } else {
+                head_notes.push_back(fmt::format("{}: {}", h.desc->name, err));
+            }
+        }
+    }
+    j["draft_heads"] = heads;
 
     std::map<std::string, std::pair<uint64_t, uint64_t>> mix;  // type -> (count, bytes)
     nlohmann::json tensors = nlohmann::json::array();
@@ -110,6 +142,13 @@ Status cmd_info(App& app) {
         std::printf("memory:        %zu attention layers, KV %s per token (f16), %s at 4096 tokens\n",
                     probe->attention_layers.size(), human_bytes(kv_per_token).c_str(),
                     human_bytes(kv_per_token * 4096).c_str());
+        if (state_floats)
+            std::printf("               %zu recurrent states, %s per sequence; %u checkpoints (--draft-max %d + 2): %s\n",
+                        probe->recurrent_states.size(), human_bytes(state_floats * 4).c_str(), checkpoints,
+                        app.config().speculative.draft_max, human_bytes(state_floats * 4 * checkpoints).c_str());
+        if (!heads.empty())
+            std::printf("draft head:    %s\n", fmt::format("{}", fmt::join(heads, ", ")).c_str());
+        for (const auto& n : head_notes) std::printf("draft head:    none (%s)\n", n.c_str());
     } else {
         std::printf("plugin:        none: %s\n", probe.error().message().c_str());
     }

@@ -47,7 +47,7 @@ Status cmd_run(App& app) {
         std::fwrite(s.data(), 1, s.size(), stdout);
         std::fflush(stdout);
     };
-    DrafterChain chain = TDM_TRY(make_drafters(app, *model));
+    DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv));
     GenerateResult r;
     std::optional<SpecStats> spec;
     if (chain.empty()) {

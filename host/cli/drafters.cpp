@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "spec/draft_head.h"
 #include "spec/draft_model.h"
 #include "spec/plugin_drafter.h"
 
@@ -37,7 +38,7 @@ SamplerParams sampler_params(const Config& c) {
     return s;
 }
 
-Result<DrafterChain> make_drafters(App& app, const Model& target) {
+Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& target_kv) {
     const Config& cfg = app.config();
     DrafterChain chain;
     Registry* reg = TDM_TRY(app.registry());
@@ -64,6 +65,17 @@ Result<DrafterChain> make_drafters(App& app, const Model& target) {
             vk::Device* dev = TDM_TRY(app.device());
             vk::PipelineManager* pm = TDM_TRY(app.pipelines());
             chain.owned.push_back(std::make_unique<DraftModelDrafter>(std::move(dm), std::move(kv), *dev, *pm));
+        } else if (const DraftHeadEntry* h = reg->find_draft_head(type, target.arch().desc->name)) {
+            std::shared_ptr<const ModelSource> src = target.shared_source();
+            if (!cfg.model.mtp_head_path.empty())
+                src = std::shared_ptr<const ModelSource>(TDM_TRY_CTX(ModelSource::open(cfg.model.mtp_head_path), "--mtp-head"));
+            DraftHeadOptions o;
+            o.options = options;
+            o.kv.n_ctx = cfg.model.n_ctx > 0 ? uint32_t(cfg.model.n_ctx) : target.info().n_ctx_train;
+            o.kv.f16 = cfg.model.kv_type != "f32";
+            vk::Device* dev = TDM_TRY(app.device());
+            vk::PipelineManager* pm = TDM_TRY(app.pipelines());
+            chain.owned.push_back(TDM_TRY(DraftHeadDrafter::create(*h, type, src, target, target_kv, *dev, *pm, o)));
         } else if (const DrafterEntry* e = reg->find_drafter(type)) {
             chain.owned.push_back(TDM_TRY(PluginDrafter::create(*e, options)));
         } else {

@@ -23,8 +23,9 @@ std::vector<std::string> spec_types(const Config& config);
 
 // Creates the drafters for `target` in the configured order. Errors: an
 // unknown type (the message lists what the plugins provide), `draft` without
-// a draft model, an incompatible draft vocabulary.
-Result<DrafterChain> make_drafters(App& app, const Model& target);
+// a draft model, an incompatible draft vocabulary, a draft head the file does
+// not carry. `target_kv` is the pool draft heads may read.
+Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& target_kv);
 
 SpecParams spec_params(const Config& config);
 SamplerParams sampler_params(const Config& config);

@@ -23,7 +23,7 @@ std::string StopRule::check(int32_t token) const {
 }
 
 Result<ForwardOutput> prefill(Runner& runner, int seq, std::span<const int32_t> prompt, uint32_t n_batch,
-                              bool logits_all, const LogitsSink& sink) {
+                              bool logits_all, const LogitsSink& sink, const ChunkHook& on_chunk) {
     if (prompt.empty()) return Error("the prompt is empty: at least one token is needed");
     if (n_batch == 0) n_batch = 256;
     const uint32_t n_vocab = runner.model().info().n_vocab;
@@ -42,6 +42,7 @@ Result<ForwardOutput> prefill(Runner& runner, int seq, std::span<const int32_t> 
         }
         ForwardInput in{prompt.subspan(c0, n), pos, seq, rows};
         out = TDM_TRY(runner.forward(in));
+        if (on_chunk) TDM_TRY(on_chunk(in, out));
         if (sink && (logits_all || last))
             for (uint32_t r = 0; r < out.n_outputs; ++r) sink(out.logits + size_t(r) * n_vocab, n_vocab);
     }

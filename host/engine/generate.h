@@ -41,8 +41,11 @@ struct GenerateResult {
 // `seq`); returns the forward output of the last chunk, whose only output row
 // is the last prompt token (every row when logits_all). The sink, if any, gets
 // every output row in order.
+// `on_chunk`, if given, sees every chunk's input and output (drafters that
+// read the target's hidden states use it).
+using ChunkHook = std::function<Status(const ForwardInput& in, const ForwardOutput& out)>;
 Result<ForwardOutput> prefill(Runner& runner, int seq, std::span<const int32_t> prompt, uint32_t n_batch,
-                              bool logits_all, const LogitsSink& sink);
+                              bool logits_all, const LogitsSink& sink, const ChunkHook& on_chunk = {});
 
 // Stop rule shared with the speculative path.
 struct StopRule {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "graph/weight.h"
@@ -40,7 +41,9 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs) {
     tdm_batch_desc batch{sizeof(tdm_batch_desc), n_tokens, n_outputs};
     std::vector<const KvLayerBinding*> layers;
     for (uint32_t i = 0; i < kv_.n_layers(); ++i) layers.push_back(kv_.layer(i));
-    auto g = TDM_TRY(model_.build_graph(batch, layers));
+    std::vector<const StateBinding*> states;
+    for (uint32_t i = 0; i < kv_.n_states(); ++i) states.push_back(kv_.state(i));
+    auto g = TDM_TRY(model_.build_graph(batch, layers, states));
 
     Compiled c;
     c.n_outputs = n_outputs;
@@ -49,6 +52,7 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs) {
     c.seq_ids = g->seq_ids;
     c.output_rows = g->output_rows;
     c.positions4 = g->positions4;
+    c.state_io = g->state_io;
     c.logits = g->outputs[TDM_OUTPUT_LOGITS];
     OpDesc am;
     am.op = TDM_OP_ARGMAX;
@@ -102,6 +106,14 @@ Status Runner::submit(const ForwardInput& in) {
     for (int32_t t : in.tokens)
         if (t < 0 || t >= n_vocab) return Error::format("token id {} is outside the vocabulary of {}", t, n_vocab);
     TDM_TRY(kv_.reserve(in.seq, uint32_t(max_pos) + 1));
+    std::optional<StatePlan> plan;
+    if (kv_.n_states() > 0) {
+        // recurrent states advance token by token: the batch must continue the sequence
+        for (uint32_t i = 1; i < n; ++i)
+            if (in.positions[i] != in.positions[0] + int32_t(i))
+                return Error("forward: a model with recurrent state needs consecutive positions");
+        plan = TDM_TRY(kv_.plan_states(in.seq, uint32_t(in.positions[0]), n));
+    }
 
     Compiled* c = TDM_TRY(get(n, uint32_t(in.output_rows.size())));
     CompiledGraph& cg = *c->cg;
@@ -117,7 +129,13 @@ Status Runner::submit(const ForwardInput& in) {
             p4[4 * i + 3] = 0;
         }
     }
+    if (plan) {
+        int32_t* io = cg.input_as<int32_t>(c->state_io);
+        io[0] = plan->read;
+        for (uint32_t i = 0; i < n; ++i) io[1 + i] = plan->write[i];
+    }
     TDM_TRY(cg.submit());
+    if (plan) kv_.commit_states(in.seq, *plan);
     pending_ = c;
     return {};
 }

@@ -58,7 +58,7 @@ public:
 private:
     struct Compiled {
         std::unique_ptr<CompiledGraph> cg;
-        TensorId tokens = 0, positions = 0, seq_ids = 0, output_rows = 0, positions4 = 0;
+        TensorId tokens = 0, positions = 0, seq_ids = 0, output_rows = 0, positions4 = 0, state_io = 0;
         TensorId logits = 0, argmax = 0, hidden = 0;
         uint32_t n_outputs = 0;
     };

@@ -8,8 +8,13 @@
 
 namespace tdm {
 
+namespace {
+constexpr uint32_t kNoLength = 0xffffffffu;
+}
+
 Result<std::unique_ptr<KvPool>> KvPool::create(vk::Device& device, std::span<const tdm_attention_layer> layers,
-                                               const KvPoolConfig& config, std::string name) {
+                                               const KvPoolConfig& config, std::string name,
+                                               std::span<const tdm_recurrent_state> states) {
     if (config.block_size == 0 || config.n_seq_max == 0) return Error("KV pool: block size and sequence count must be > 0");
     std::unique_ptr<KvPool> pool(new KvPool(device));
     pool->config_ = config;
@@ -82,6 +87,26 @@ Result<std::unique_ptr<KvPool>> KvPool::create(vk::Device& device, std::span<con
         }
         pool->layers_.push_back(std::move(b));
     }
+    if (!states.empty() && config.n_checkpoints < 2)
+        return Error("KV pool: recurrent states need at least 2 checkpoints per sequence");
+    for (size_t i = 0; i < states.size(); ++i) {
+        if (states[i].n_f32 == 0) return Error::format("KV pool: recurrent state {} is empty", i);
+        StateBinding sb;
+        sb.n_f32 = states[i].n_f32;
+        sb.n_checkpoints = config.n_checkpoints;
+        const uint64_t bytes = uint64_t(config.n_seq_max) * config.n_checkpoints * states[i].n_f32 * 4;
+        if (bytes > device.caps().max_storage_buffer_range)
+            return Error::format("KV pool: recurrent state {} needs {} ({} checkpoints), more than one binding holds "
+                                 "({}); lower --draft-max",
+                                 i, vk::format_bytes(bytes), config.n_checkpoints,
+                                 vk::format_bytes(device.caps().max_storage_buffer_range));
+        sb.buffer = TDM_TRY(alloc(bytes, vk::MemoryKind::device, fmt::format("recurrent state {}", i)));
+        sb.name = fmt::format("{} state {}", pool->name_, i);
+        pool->state_bytes_ += bytes;
+        pool->states_.push_back(std::move(sb));
+    }
+    pool->cur_.assign(config.n_seq_max, 0);
+    pool->ckpt_len_.assign(config.n_seq_max, std::vector<uint32_t>(config.n_checkpoints, kNoLength));
     pool->free_.reserve(pool->n_blocks_);
     for (uint32_t i = pool->n_blocks_; i-- > 0;) pool->free_.push_back(i);  // pop_back gives 0, 1, 2, ...
     pool->seq_blocks_.resize(config.n_seq_max);
@@ -93,11 +118,24 @@ KvPool::~KvPool() {
     for (VkBufferView v : views_) device_.fn().vkDestroyBufferView(device_.handle(), v, nullptr);
 }
 
+Status KvPool::zero_states(int seq) {
+    cur_[seq] = 0;
+    std::fill(ckpt_len_[seq].begin(), ckpt_len_[seq].end(), kNoLength);
+    ckpt_len_[seq][0] = 0;
+    for (const StateBinding& sb : states_) {
+        const uint64_t bytes = sb.n_f32 * 4;
+        const vk::BufferSlice slot = sb.buffer.sub(uint64_t(seq) * sb.n_checkpoints * bytes, bytes);
+        TDM_TRY(write_device(device_, slot, bytes, 4, [](uint8_t* dst, uint64_t, uint64_t n) { std::memset(dst, 0, n); }));
+    }
+    return {};
+}
+
 Result<int> KvPool::add_sequence() {
     for (size_t s = 0; s < live_.size(); ++s)
         if (!live_[s]) {
             live_[s] = true;
             seq_blocks_[s].clear();
+            if (!states_.empty()) TDM_TRY(zero_states(int(s)));
             return int(s);
         }
     return Error::format("KV pool of {}: all {} sequence slots are in use", name_, live_.size());
@@ -105,7 +143,11 @@ Result<int> KvPool::add_sequence() {
 
 void KvPool::free_sequence(int seq) {
     TDM_ASSERT(seq >= 0 && size_t(seq) < live_.size());
-    truncate(seq, 0);
+    auto& blocks = seq_blocks_[seq];
+    while (!blocks.empty()) {
+        free_.push_back(uint32_t(blocks.back()));
+        blocks.pop_back();
+    }
     live_[seq] = false;
 }
 
@@ -136,14 +178,71 @@ Status KvPool::reserve(int seq, uint32_t n_tokens) {
     return write_table_row(seq);
 }
 
-void KvPool::truncate(int seq, uint32_t n_tokens) {
+Status KvPool::truncate(int seq, uint32_t n_tokens) {
     TDM_ASSERT(seq >= 0 && size_t(seq) < live_.size());
+    if (!states_.empty()) {
+        // the checkpoint of exactly this length becomes current
+        if (n_tokens == 0) {
+            TDM_TRY(zero_states(seq));
+        } else {
+            const auto& lens = ckpt_len_[seq];
+            int found = -1;
+            for (size_t c = 0; c < lens.size(); ++c)
+                if (lens[c] == n_tokens) found = int(c);
+            if (found < 0)
+                return Error::format("{}: no recurrent-state checkpoint of sequence {} holds length {} (current {}): "
+                                     "cannot roll back that far",
+                                     name_, seq, n_tokens, lens[size_t(cur_[seq])]);
+            cur_[seq] = found;
+        }
+    }
     const uint32_t keep = (n_tokens + config_.block_size - 1) / config_.block_size;
     auto& blocks = seq_blocks_[seq];
     while (blocks.size() > keep) {
         free_.push_back(uint32_t(blocks.back()));
         blocks.pop_back();
     }
+    return {};
+}
+
+Result<StatePlan> KvPool::plan_states(int seq, uint32_t first_pos, uint32_t n) const {
+    StatePlan p;
+    p.first_pos = first_pos;
+    p.read = cur_[seq];
+    const uint32_t have = ckpt_len_[seq][size_t(p.read)];
+    if (have != first_pos)
+        return Error::format("{}: the recurrent state of sequence {} has seen {} tokens but the batch starts at "
+                             "position {} (states cannot skip or repeat positions)",
+                             name_, seq, have, first_pos);
+    const int32_t S = int32_t(config_.n_checkpoints);
+    p.write.assign(n, -1);
+    if (int32_t(n) + 1 <= S) {
+        for (uint32_t i = 0; i < n; ++i) p.write[i] = (p.read + 1 + int32_t(i)) % S;
+    } else {
+        p.write[n - 1] = (p.read + 1) % S;  // a long prefill chunk: only its final state
+    }
+    return p;
+}
+
+void KvPool::commit_states(int seq, const StatePlan& p) {
+    for (size_t i = 0; i < p.write.size(); ++i)
+        if (p.write[i] >= 0) {
+            ckpt_len_[seq][size_t(p.write[i])] = p.first_pos + uint32_t(i) + 1;
+            cur_[seq] = p.write[i];
+        }
+}
+
+uint32_t KvPool::state_length(int seq) const { return ckpt_len_[seq][size_t(cur_[seq])]; }
+
+Result<std::vector<float>> KvPool::read_state(int seq, uint32_t index) const {
+    if (seq < 0 || size_t(seq) >= live_.size() || index >= states_.size())
+        return Error::format("{}: no recurrent state {} of sequence {}", name_, index, seq);
+    const StateBinding& sb = states_[index];
+    const uint64_t bytes = sb.n_f32 * 4;
+    std::vector<float> out(sb.n_f32);
+    const uint64_t slot = uint64_t(seq) * sb.n_checkpoints + uint64_t(cur_[seq]);
+    TDM_TRY(read_device(device_, sb.buffer.sub(slot * bytes, bytes), out.data(), bytes));
+    return out;
 }
 
 uint32_t KvPool::reserved_tokens(int seq) const {

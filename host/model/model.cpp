@@ -120,12 +120,17 @@ Model::~Model() {
 }
 
 Result<std::unique_ptr<tdm_graph>> Model::build_graph(const tdm_batch_desc& batch,
-                                                      std::span<const KvLayerBinding* const> kv) const {
+                                                      std::span<const KvLayerBinding* const> kv,
+                                                      std::span<const StateBinding* const> states) const {
     if (kv.size() != info_.n_attention_layers)
         return Error::format("internal: {} KV layers for a model with {}", kv.size(), info_.n_attention_layers);
+    if (states.size() != info_.n_recurrent_states)
+        return Error::format("internal: {} recurrent states for a model with {}", states.size(),
+                             info_.n_recurrent_states);
     auto g = std::make_unique<tdm_graph>();
-    init_graph_inputs(*g, batch);
+    init_graph_inputs(*g, batch, !states.empty());
     g->kv.assign(kv.begin(), kv.end());
+    g->states.assign(states.begin(), states.end());
     char err[1024] = {0};
     if (arch_->desc->build_graph(obj_, g.get(), &batch, err, sizeof err) != TDM_OK)
         return Error::format("building the {} graph for {} tokens: {}", arch_->desc->name, batch.n_tokens,

@@ -43,6 +43,9 @@ public:
     std::span<const tdm_attention_layer> attention_layers() const {
         return {info_.attention_layers, info_.n_attention_layers};
     }
+    std::span<const tdm_recurrent_state> recurrent_states() const {
+        return {info_.recurrent_states, info_.n_recurrent_states};
+    }
     const ModelSource& source() const { return *source_; }
     std::shared_ptr<const ModelSource> shared_source() const { return source_; }
     // The tokenizer from the file (GGUF metadata or tokenizer.json beside HF
@@ -54,9 +57,10 @@ public:
     void* plugin_model() const { return obj_; }
 
     // Builds the plugin's forward graph for one batch against the given KV
-    // layers (one per declared attention layer).
+    // layers and recurrent states (one per declared layer / state).
     Result<std::unique_ptr<tdm_graph>> build_graph(const tdm_batch_desc& batch,
-                                                   std::span<const KvLayerBinding* const> kv) const;
+                                                   std::span<const KvLayerBinding* const> kv,
+                                                   std::span<const StateBinding* const> states = {}) const;
 
 private:
     Model() = default;

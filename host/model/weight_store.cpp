@@ -1,7 +1,9 @@
 // host/model/weight_store.cpp
 #include "model/weight_store.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 #include "common/fp16.h"
@@ -19,41 +21,81 @@ WeightStore::WeightStore(vk::Device& device, std::string owner, uint64_t block_b
     : device_(device), owner_(std::move(owner)), arena_(device, vk::MemoryKind::device, "weights of " + owner_,
                                                        block_bytes) {}
 
-Result<const DeviceWeight*> WeightStore::load(const ModelSource& src, const tdm_weight_request& req) {
-    if (req.struct_size < sizeof(tdm_weight_request) || !req.name)
-        return Error("load_weight: malformed request (struct_size or name)");
-    const SourceTensor* t = src.find(req.name);
-    if (!t) {
-        if (req.flags & TDM_WEIGHT_OPTIONAL) return static_cast<const DeviceWeight*>(nullptr);
-        return Error::format("{}: missing tensor '{}'", src.path(), req.name);
-    }
-    // shape: compare the expected dims (0 = any), trailing 1s are equivalent
-    uint32_t n_dims = std::max<uint32_t>(1, std::min<uint32_t>(req.n_dims, 4));
+namespace {
+
+// The fields of tdm_weight_request a plugin built against an older header may lack.
+constexpr size_t kRequestV1Base = offsetof(tdm_weight_request, parts);
+
+// Shape check: the expected dims (0 = any); trailing 1s are equivalent.
+Status check_shape(const ModelSource& src, const SourceTensor& t, const tdm_weight_request& req) {
+    const uint32_t n_dims = std::max<uint32_t>(1, std::min<uint32_t>(req.n_dims, 4));
     int64_t want[4] = {1, 1, 1, 1};
     for (uint32_t i = 0; i < n_dims; ++i) want[i] = req.ne[i];
-    bool match = true;
     for (int i = 0; i < 4; ++i) {
-        const int64_t have = t->ne[i];
-        if (i < int(n_dims) ? (want[i] != 0 && want[i] != have) : have != 1) match = false;
+        const int64_t have = t.ne[i];
+        if (i < int(n_dims) ? (want[i] != 0 && want[i] != have) : have != 1)
+            return Error::format("{}: tensor '{}' has shape {}, expected {}", src.path(), t.name,
+                                 shape_string(t.ne, std::max<uint32_t>(uint32_t(t.n_dims), 1)), shape_string(want, n_dims));
     }
-    if (!match) {
-        int64_t shown[4];
-        for (int i = 0; i < 4; ++i) shown[i] = want[i];
-        return Error::format("{}: tensor '{}' has shape {}, expected {}", src.path(), req.name,
-                             shape_string(t->ne, std::max<uint32_t>(t->n_dims, 1)), shape_string(shown, n_dims));
-    }
-    const DTypeTraits* tr = dtype_traits(t->type);
-    const bool computable = tr && t->type != TDM_DTYPE_I8 && t->type != TDM_DTYPE_I16 && t->type != TDM_DTYPE_I32;
+    return {};
+}
+
+Status check_type(const ModelSource& src, const SourceTensor& t) {
+    const DTypeTraits* tr = dtype_traits(t.type);
+    const bool computable = tr && t.type != TDM_DTYPE_I8 && t.type != TDM_DTYPE_I16 && t.type != TDM_DTYPE_I32;
     if (!computable)
         return Error::format("{}: tensor '{}' has type {}, which tandem does not support (supported: f32, f16, bf16, "
                              "q8_0, q4_0, q4_K, q5_K, q6_K)",
-                             src.path(), req.name, t->dtype);
-    const DType stype = static_cast<DType>(t->type);
-    const int64_t cols = t->ne[0], rows = t->ne[1] * t->ne[2] * t->ne[3];
+                             src.path(), t.name, t.dtype);
+    const uint64_t want = uint64_t(t.ne[1] * t.ne[2] * t.ne[3]) * row_bytes(static_cast<DType>(t.type), uint64_t(t.ne[0]));
+    if (want != t.nbytes)
+        return Error::format("{}: tensor '{}' holds {} bytes, its shape and type need {}", src.path(), t.name, t.nbytes,
+                             want);
+    return {};
+}
+
+}  // namespace
+
+Result<const DeviceWeight*> WeightStore::load(const ModelSource& src, const tdm_weight_request& req_in) {
+    if (req_in.struct_size < kRequestV1Base || !req_in.name)
+        return Error("load_weight: malformed request (struct_size or name)");
+    tdm_weight_request req{};
+    std::memcpy(&req, &req_in, std::min<size_t>(req_in.struct_size, sizeof req));
+    if (req.n_parts > 0 && (!req.parts || req.n_dims > 3))
+        return Error::format("load_weight '{}': {} parts need part names and at most 3 dims each", req.name, req.n_parts);
+
+    // the source tensors: one, or the parts stacked along a new outer dim
+    std::vector<const SourceTensor*> parts;
+    const uint32_t n_parts = std::max<uint32_t>(1, req.n_parts);
+    for (uint32_t p = 0; p < n_parts; ++p) {
+        const char* name = req.n_parts ? req.parts[p] : req.name;
+        const SourceTensor* t = name ? src.find(name) : nullptr;
+        if (!t) {
+            if ((req.flags & TDM_WEIGHT_OPTIONAL) && p == 0) return static_cast<const DeviceWeight*>(nullptr);
+            return Error::format("{}: missing tensor '{}'", src.path(), name ? name : "(null)");
+        }
+        TDM_TRY(check_shape(src, *t, req));
+        TDM_TRY(check_type(src, *t));
+        if (!parts.empty() && (t->type != parts[0]->type || std::memcmp(t->ne, parts[0]->ne, sizeof t->ne) != 0))
+            return Error::format("{}: '{}' and '{}' differ in type or shape; they cannot be stacked", src.path(),
+                                 parts[0]->name, t->name);
+        parts.push_back(t);
+    }
+    const SourceTensor& t0 = *parts[0];
+    const DTypeTraits* tr = dtype_traits(t0.type);
+    const DType stype = static_cast<DType>(t0.type);
+    int64_t ne[4] = {t0.ne[0], t0.ne[1], t0.ne[2], t0.ne[3]};
+    const int64_t part_rows = ne[1] * ne[2] * ne[3];
+    if (req.n_parts) ne[std::max<uint32_t>(1, req.n_dims)] = req.n_parts;
+    const int64_t slab = ne[1];
+    if (req.slab_rows > 0) {
+        if (req.slab_row_first < 0 || req.slab_row_first + req.slab_rows > slab)
+            return Error::format("load_weight '{}': rows [{}, {}) are outside the {} rows of each matrix", req.name,
+                                 req.slab_row_first, req.slab_row_first + req.slab_rows, slab);
+        ne[1] = req.slab_rows;
+    }
+    const int64_t cols = ne[0], rows = ne[1] * ne[2] * ne[3];
     const uint64_t src_row = row_bytes(stype, uint64_t(cols));
-    if (uint64_t(rows) * src_row != t->nbytes)
-        return Error::format("{}: tensor '{}' holds {} bytes, its shape and type need {}", src.path(), req.name,
-                             t->nbytes, uint64_t(rows) * src_row);
 
     const bool to_f32 = req.flags & (TDM_WEIGHT_F32 | TDM_WEIGHT_ADD_ONE | TDM_WEIGHT_NEG_EXP);
     if (req.row_perm) {
@@ -78,16 +120,19 @@ Result<const DeviceWeight*> WeightStore::load(const ModelSource& src, const tdm_
 
     const DType dtype = to_f32 ? DType::F32 : stype;
     const uint64_t out_row = row_bytes(dtype, uint64_t(cols));
-    const uint8_t* base = t->data;
     const uint32_t es = tr->quantized ? 0 : tr->block_bytes;  // element size of plain types
     std::vector<float> frow(size_t(cols), 0.0f);
     std::vector<uint8_t> prow(static_cast<size_t>(src_row));
     const uint32_t flags = req.flags;
+    // output row -> (part, row of that part): row_perm, then the slab range, then the stack
+    auto source_row = [&](int64_t r) -> const uint8_t* {
+        int64_t s = req.row_perm ? req.row_perm[r] : r;
+        if (req.slab_rows > 0) s = (s / req.slab_rows) * slab + req.slab_row_first + s % req.slab_rows;
+        return parts[size_t(s / part_rows)]->data + uint64_t(s % part_rows) * src_row;
+    };
     DeviceWeight::RowSource rows_fn = [&](uint8_t* dst, int64_t r0, int64_t n) {
         for (int64_t i = 0; i < n; ++i) {
-            const int64_t r = r0 + i;
-            const int64_t sr = req.row_perm ? req.row_perm[r] : r;
-            const uint8_t* row = base + uint64_t(sr) * src_row;
+            const uint8_t* row = source_row(r0 + i);
             if (req.col_perm) {  // plain types only
                 for (int64_t c = 0; c < cols; ++c)
                     std::memcpy(prow.data() + uint64_t(c) * es, row + uint64_t(req.col_perm[c]) * es, es);
@@ -108,12 +153,14 @@ Result<const DeviceWeight*> WeightStore::load(const ModelSource& src, const tdm_
             std::memcpy(out, frow.data(), out_row);
         }
     };
-    int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
     auto w = TDM_TRY_CTX(DeviceWeight::upload(device_, arena_, req.name, dtype, ne, rows_fn, upload_),
                          fmt::format("loading {}", req.name));
-    src.release_pages(*t);
+    for (const SourceTensor* t : parts) {
+        // a fused tensor split in two is read twice: keep its pages until the second read
+        if (req.slab_rows == 0) src.release_pages(*t);
+        source_bytes_ += req.slab_rows > 0 ? t->nbytes / uint64_t(slab) * uint64_t(req.slab_rows) : t->nbytes;
+    }
     bytes_ += w->device_bytes();
-    source_bytes_ += t->nbytes;
     weights_.push_back(std::move(w));
     if (progress_) progress_(source_bytes_);
     return weights_.back().get();

@@ -33,9 +33,11 @@ struct tdm_graph {
     tdm_batch_desc batch{};
     tdm::TensorId tokens = tdm::kNoTensor, positions = tdm::kNoTensor, seq_ids = tdm::kNoTensor;
     tdm::TensorId positions4 = tdm::kNoTensor, output_rows = tdm::kNoTensor, target_hidden = tdm::kNoTensor;
+    tdm::TensorId state_io = tdm::kNoTensor;  // I32 [n + 1] when the model has recurrent states
     uint32_t n_embd_target = 0;  // width of TDM_INPUT_TARGET_HIDDEN (draft heads)
     std::vector<const tdm::KvLayerBinding*> kv;         // the model's own layers
     std::vector<const tdm::KvLayerBinding*> target_kv;  // draft heads: readable target layers
+    std::vector<const tdm::StateBinding*> states;       // the model's recurrent states
     tdm::TensorId outputs[4] = {};                      // by tdm_graph_output
 };
 
@@ -51,7 +53,8 @@ const tdm_host_api* host_api();
 // Sets the calling thread's last error (read by tdm_host_api.last_error).
 tdm_status set_last_error(tdm_status st, std::string message);
 
-// Prepares a graph for a batch: creates the token/position/sequence/output-row inputs.
-void init_graph_inputs(tdm_graph& g, const tdm_batch_desc& batch);
+// Prepares a graph for a batch: creates the token/position/sequence/output-row
+// inputs, and the state_io input when the model has recurrent states.
+void init_graph_inputs(tdm_graph& g, const tdm_batch_desc& batch, bool has_states);
 
 }  // namespace tdm

@@ -23,10 +23,18 @@ const nlohmann::json* hf_lookup(const ModelSource& s, const char* key) {
     while (!k.empty()) {
         const size_t dot = k.find('.');
         const std::string part(k.substr(0, dot));
-        if (!j->is_object()) return nullptr;
-        auto it = j->find(part);
-        if (it == j->end()) return nullptr;
-        j = &*it;
+        if (j->is_array()) {  // "layer_types.3": an element of an array
+            if (part.empty() || part.size() > 9 || part.find_first_not_of("0123456789") != std::string::npos)
+                return nullptr;
+            const size_t i = std::stoul(part);
+            if (i >= j->size()) return nullptr;
+            j = &(*j)[i];
+        } else {
+            if (!j->is_object()) return nullptr;
+            auto it = j->find(part);
+            if (it == j->end()) return nullptr;
+            j = &*it;
+        }
         if (dot == std::string_view::npos) break;
         k.remove_prefix(dot + 1);
     }
@@ -325,6 +333,16 @@ tdm_status api_graph_tensor_shape(tdm_graph* g, tdm_tensor t, tdm_tensor_shape* 
     return TDM_OK;
 }
 
+tdm_status api_graph_state(tdm_graph* g, uint32_t index, tdm_tensor* out) {
+    if (!g || !out) return bad_graph();
+    if (index >= g->states.size())
+        return set_last_error(TDM_ERR_INVALID_ARGUMENT, fmt::format("recurrent state {} does not exist (the model "
+                                                                    "declared {})",
+                                                                    index, g->states.size()));
+    out->id = g->graph.state(g->states[index]);
+    return TDM_OK;
+}
+
 // ---- options ---------------------------------------------------------------------------
 
 tdm_status api_option_get_string(const tdm_options* o, const char* key, const char** out) {
@@ -424,6 +442,7 @@ const tdm_host_api kHostApi = {
     api_option_get_int,
     api_option_get_float,
     api_option_get_string,
+    api_graph_state,
 };
 
 }  // namespace
@@ -435,7 +454,7 @@ tdm_status set_last_error(tdm_status st, std::string message) {
     return st;
 }
 
-void init_graph_inputs(tdm_graph& g, const tdm_batch_desc& batch) {
+void init_graph_inputs(tdm_graph& g, const tdm_batch_desc& batch, bool has_states) {
     g.batch = batch;
     const int64_t n = batch.n_tokens;
     g.tokens = g.graph.input(DType::I32, {n}, "tokens");
@@ -443,6 +462,10 @@ void init_graph_inputs(tdm_graph& g, const tdm_batch_desc& batch) {
     g.seq_ids = g.graph.input(DType::I32, {n}, "seq_ids");
     g.output_rows = g.graph.input(DType::I32, {int64_t(batch.n_outputs)}, "output_rows");
     g.graph.set_batch(g.positions, g.seq_ids);
+    if (has_states) {
+        g.state_io = g.graph.input(DType::I32, {n + 1}, "state_io");
+        g.graph.set_state_io(g.state_io);
+    }
 }
 
 }  // namespace tdm

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "common/log.h"
+
 namespace tdm {
 
 DraftModelDrafter::DraftModelDrafter(std::unique_ptr<Model> model, std::unique_ptr<KvPool> kv, vk::Device& device,
@@ -82,15 +84,15 @@ Status DraftModelDrafter::accept(std::span<const int32_t> history, uint32_t n_dr
     }
     drafted_ = 0;
     n_past_ = std::min<uint32_t>(n_past_, uint32_t(history.size()) - 1);
-    kv_->truncate(seq_, n_past_);
-    return {};
+    return kv_->truncate(seq_, n_past_);
 }
 
 void DraftModelDrafter::cancel() {
     if (!pending_) return;
     pending_ = false;
     (void)runner_->wait();  // the pass wrote positions >= n_past_: forget them
-    kv_->truncate(seq_, n_past_);
+    if (auto st = kv_->truncate(seq_, n_past_); !st.ok())
+        TDM_LOG_WARN("spec", "draft model rollback after a cancelled draft: {}", st.error().message());
 }
 
 Status check_vocab_compatible(const Tokenizer& target, const Tokenizer& draft) {

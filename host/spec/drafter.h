@@ -15,9 +15,21 @@
 #include <string>
 #include <vector>
 
+#include <tandem/tandem.h>
+
 #include "common/error.h"
 
 namespace tdm {
+
+// Rows the target has just committed (prefill chunks, accepted verify rows):
+// token i at position first_pos + i, and its hidden state when the drafter asked
+// for one (hidden_point()): hidden [n][n_embd].
+struct TargetRows {
+    std::span<const int32_t> tokens;
+    uint32_t first_pos = 0;
+    const float* hidden = nullptr;
+    uint32_t n_embd = 0;
+};
 
 struct DraftRequest {
     // Prompt and every token emitted so far. history.back() is the last emitted
@@ -32,6 +44,11 @@ public:
     virtual ~Drafter() = default;
     virtual const std::string& name() const = 0;
     virtual Status begin(std::span<const int32_t> prompt) = 0;
+    // Which target hidden state this drafter reads (TDM_HIDDEN_NONE: none).
+    virtual tdm_hidden_point hidden_point() const { return TDM_HIDDEN_NONE; }
+    // Target rows committed since the last call (only for drafters that read
+    // hidden states): every prefill row, then the accepted rows of each round.
+    virtual Status observe(const TargetRows& rows) { return {}; }
     virtual Status prepare(const DraftRequest& req) { return {}; }
     // The proposal: up to req.max tokens to follow history (may be empty).
     virtual Result<std::vector<int32_t>> draft(const DraftRequest& req) = 0;

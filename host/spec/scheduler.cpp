@@ -54,9 +54,37 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
     r.stats.n_prompt = uint32_t(prompt.size());
     r.stop_reason = "length";
 
-    // ---- prefill, first token
+    // ---- drafters that read the target's hidden states get its committed rows
+    tdm_hidden_point hp = TDM_HIDDEN_NONE;
+    for (Drafter* d : drafters) {
+        const tdm_hidden_point h = d->hidden_point();
+        if (h == TDM_HIDDEN_NONE) continue;
+        if (hp != TDM_HIDDEN_NONE && h != hp)
+            return Error("the drafters of this chain read different target hidden states (pre- and post-norm)");
+        hp = h;
+    }
+    target.set_hidden_point(hp);
+    const uint32_t n_embd = target.model().info().n_embd;
+    auto observe = [&](std::span<const int32_t> tokens, uint32_t first_pos, const float* hidden) -> Status {
+        if (hp == TDM_HIDDEN_NONE) return {};
+        const TargetRows rows{tokens, first_pos, hidden, n_embd};
+        for (Drafter* d : drafters)
+            if (d->hidden_point() != TDM_HIDDEN_NONE) TDM_TRY(d->observe(rows));
+        return {};
+    };
+
+    // ---- prefill, first token (drafters begin before: the prefill feeds observe)
+    for (size_t i = 0; i < drafters.size(); ++i) {
+        const double b0 = now_ms();
+        TDM_TRY(drafters[i]->begin(prompt));
+        st.drafters[i].calls_begin++;
+        st.drafters[i].dur_begin_ms += now_ms() - b0;
+    }
     const double t0 = now_ms();
-    ForwardOutput out = TDM_TRY(prefill(target, seq, prompt, params.n_batch, false, {}));
+    ForwardOutput out = TDM_TRY(prefill(target, seq, prompt, params.n_batch, false, {},
+                                        [&](const ForwardInput& in, const ForwardOutput& o) -> Status {
+                                            return observe(in.tokens, uint32_t(in.positions[0]), o.hidden);
+                                        }));
     const double t1 = now_ms();
     r.stats.prefill_ms = t1 - t0;
     Sequence s;
@@ -93,12 +121,6 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
     };
 
     bool running = params.max_tokens != 0 && emit(first);
-    for (size_t i = 0; i < drafters.size(); ++i) {
-        const double b0 = now_ms();
-        TDM_TRY(drafters[i]->begin(prompt));
-        st.drafters[i].calls_begin++;
-        st.drafters[i].dur_begin_ms += now_ms() - b0;
-    }
 
     int zero_streak = 0;
     bool skip_next = false;
@@ -205,8 +227,10 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
             }
             if (next < 0) next = sampler.sample(out.logits + size_t(nd) * n_vocab, int(n_vocab), h);
         }
-        // rollback: the target's KV keeps last + the accepted drafts
-        target.kv().truncate(seq, s.pos + m + 1);
+        // rollback: the target's KV (and recurrent-state checkpoint) keeps last +
+        // the accepted drafts; drafters reading hidden states get those rows
+        TDM_TRY(target.kv().truncate(seq, s.pos + m + 1));
+        TDM_TRY(observe(std::span<const int32_t>(batch).first(m + 1), s.pos, out.hidden));
 
         if (nd > 0) {
             st.add_round(nd, m);

@@ -104,10 +104,10 @@ TEST_P(DraftModelExactness, greedy_speculative_output_equals_plain_greedy_output
     uint64_t accepted = 0, drafted = 0;
     for (int i = 0; i < 50; ++i) {
         const auto prompt = random_prompt(1000 + uint64_t(i), 6 + size_t(i % 7), 400);
-        t.kv->truncate(seq, 0);
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
         auto plain = generate(runner, nullptr, seq, prompt, greedy(64), {});
         ASSERT_TRUE(plain.ok()) << plain.error().message();
-        t.kv->truncate(seq, 0);
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
         auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(64), chain, sp, {});
         ASSERT_TRUE(spec.ok()) << spec.error().message();
         ASSERT_EQ(spec->gen.tokens, plain->tokens) << dtype_name(GetParam()) << " prompt " << i;
@@ -131,14 +131,14 @@ TEST_F(Spec, forced_drafter_is_exact_and_its_acceptance_follows_A) {
         uint64_t first_drafted = 0, first_accepted = 0;
         for (int i = 0; i < 8; ++i) {
             const auto prompt = random_prompt(77 + uint64_t(i), 8, 400);
-            t.kv->truncate(seq, 0);
+            ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
             auto plain = generate(runner, nullptr, seq, prompt, greedy(48), {});
             ASSERT_TRUE(plain.ok());
             ForcedDrafter forced(plain->tokens, prompt.size(), a, t.model->info().n_vocab, 5 + uint64_t(i));
             Drafter* chain[] = {&forced};
             SpecParams sp;
             sp.draft_max = 3;
-            t.kv->truncate(seq, 0);
+            ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
             auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(48), chain, sp, {});
             ASSERT_TRUE(spec.ok()) << spec.error().message();
             ASSERT_EQ(spec->gen.tokens, plain->tokens) << "A=" << a;
@@ -170,7 +170,7 @@ TEST_F(Spec, verify_pass_logits_equal_single_token_decode_bit_for_bit) {
     ASSERT_TRUE(v.ok());
     const std::vector<float> batched(v->logits, v->logits + block.size() * n_vocab);
     // one token at a time
-    t.kv->truncate(seq, 0);
+    ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
     ASSERT_TRUE(prefill(runner, seq, prompt, 256, false, {}).ok());
     for (size_t i = 0; i < block.size(); ++i) {
         const int32_t tok = block[i], ps = pos[i], row = 0;
@@ -211,14 +211,14 @@ TEST_F(Spec, stop_token_inside_an_accepted_draft_ends_generation_where_plain_dec
     ASSERT_TRUE(ref.ok());
     GenerateParams gp = greedy(40);
     gp.stop_tokens = {ref->tokens[13]};  // a token in the middle of a round
-    t.kv->truncate(seq, 0);
+    ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
     auto plain = generate(runner, nullptr, seq, prompt, gp, {});
     ASSERT_TRUE(plain.ok());
     ForcedDrafter forced(ref->tokens, prompt.size(), 1.0, t.model->info().n_vocab, 1);
     Drafter* chain[] = {&forced};
     SpecParams sp;
     sp.draft_max = 5;
-    t.kv->truncate(seq, 0);
+    ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
     auto spec = generate_speculative(runner, nullptr, seq, prompt, gp, chain, sp, {});
     ASSERT_TRUE(spec.ok());
     EXPECT_EQ(spec->gen.tokens, plain->tokens);
@@ -232,21 +232,21 @@ TEST_F(Spec, token_budget_inside_a_round_and_a_full_context_are_respected) {
     const int seq = *t.kv->add_sequence();
     const auto prompt = random_prompt(9, 10, 400);
     for (int n : {1, 2, 7, 13}) {  // not multiples of k + 1
-        t.kv->truncate(seq, 0);
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
         auto plain = generate(runner, nullptr, seq, prompt, greedy(n), {});
         ASSERT_TRUE(plain.ok());
         ForcedDrafter forced(plain->tokens, prompt.size(), 1.0, t.model->info().n_vocab, 2);
         Drafter* chain[] = {&forced};
         SpecParams sp;
         sp.draft_max = 5;
-        t.kv->truncate(seq, 0);
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
         auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(n), chain, sp, {});
         ASSERT_TRUE(spec.ok());
         EXPECT_EQ(spec->gen.tokens.size(), size_t(n));
         EXPECT_EQ(spec->gen.tokens, plain->tokens);
     }
     // unlimited: runs into the context; k shrinks as the end approaches
-    t.kv->truncate(seq, 0);
+    ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
     auto plain = generate(runner, nullptr, seq, prompt, greedy(-1), {});
     ASSERT_TRUE(plain.ok());
     EXPECT_EQ(plain->stop_reason, "context");
@@ -254,7 +254,7 @@ TEST_F(Spec, token_budget_inside_a_round_and_a_full_context_are_respected) {
     Drafter* chain[] = {&forced};
     SpecParams sp;
     sp.draft_max = 16;  // larger than what remains at the end
-    t.kv->truncate(seq, 0);
+    ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
     auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(-1), chain, sp, {});
     ASSERT_TRUE(spec.ok()) << spec.error().message();
     EXPECT_EQ(spec->gen.tokens, plain->tokens);
@@ -271,7 +271,7 @@ TEST_F(Spec, a_drafter_that_proposes_nothing_gives_plain_steps) {
     ASSERT_TRUE(plain.ok());
     ListDrafter empty({});
     Drafter* chain[] = {&empty};
-    t.kv->truncate(seq, 0);
+    ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
     auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(20), chain, SpecParams{}, {});
     ASSERT_TRUE(spec.ok());
     EXPECT_EQ(spec->gen.tokens, plain->tokens);
@@ -290,7 +290,7 @@ TEST_F(Spec, chain_uses_the_first_drafter_that_proposes_and_stays_exact) {
     ListDrafter empty({});
     ForcedDrafter forced(plain->tokens, prompt.size(), 0.7, t.model->info().n_vocab, 4);
     Drafter* chain[] = {&empty, &forced};
-    t.kv->truncate(seq, 0);
+    ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
     SpecParams sp;
     sp.draft_max = 4;
     auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(30), chain, sp, {});
@@ -328,7 +328,7 @@ TEST_F(Spec, skip_streak_and_auto_mode_keep_output_exact_when_nothing_is_accepte
         sp.draft_max = 4;
         if (mode == 0) sp.skip_streak = 2;
         else sp.auto_k = true;
-        t.kv->truncate(seq, 0);
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
         auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(60), chain, sp, {});
         ASSERT_TRUE(spec.ok());
         EXPECT_EQ(spec->gen.tokens, plain->tokens);
@@ -386,12 +386,12 @@ TEST_F(Spec, speculative_sampling_preserves_the_target_distribution) {
     const int n = 1200;
     for (int i = 0; i < n; ++i) {
         gp.sampling.seed = 100000 + uint64_t(i);
-        t.kv->truncate(seq, 0);
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
         auto a = generate(runner, nullptr, seq, prompt, gp, {});
         ASSERT_TRUE(a.ok());
         hp[{a->tokens[0], a->tokens[1]}]++;
         gp.sampling.seed = 900000 + uint64_t(i);
-        t.kv->truncate(seq, 0);
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
         auto b = generate_speculative(runner, nullptr, seq, prompt, gp, chain, SpecParams{}, {});
         ASSERT_TRUE(b.ok());
         hs[{b->gen.tokens[0], b->gen.tokens[1]}]++;

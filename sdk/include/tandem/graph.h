@@ -250,6 +250,57 @@ static inline tdm_tensor tdm_argmax(tdm_builder* b, tdm_tensor x, const char* na
     return tdm_emit(b, TDM_OP_ARGMAX, &x, 1, NULL, 0, NULL, 0, name);
 }
 
+/* The k largest entries of each row: indices (I32 [k, rows]) and, through
+ * *values, their values (F32 [k, rows]). */
+static inline tdm_tensor tdm_top_k(tdm_builder* b, tdm_tensor x, int32_t k, tdm_tensor* values, const char* name) {
+    tdm_tensor ids = tdm_emit(b, TDM_OP_TOP_K, &x, 1, &k, 1, NULL, 0, name);
+    if (values) {
+        values->id = 0;
+        if (b->status == TDM_OK && b->host->graph_op_output(b->g, ids, 1, values) != TDM_OK)
+            tdm_fail_(b, TDM_ERR_INTERNAL, "top_k values");
+    }
+    return ids;
+}
+
+/* The recurrent state `index` (of those the model declared) of the batch's sequence. */
+static inline tdm_tensor tdm_state(tdm_builder* b, uint32_t index) {
+    tdm_tensor t = {0};
+    if (b->status != TDM_OK) return t;
+    tdm_status st = b->host->graph_state(b->g, index, &t);
+    return st == TDM_OK ? t : tdm_fail_(b, st, "recurrent state");
+}
+
+/* Causal depthwise conv1d of x [C, n] with taps w [K, C] over the state; silu: 0/1. */
+static inline tdm_tensor tdm_conv1d_causal(tdm_builder* b, tdm_tensor x, const tdm_weight* w, tdm_tensor state, int silu,
+                                           const char* name) {
+    tdm_tensor in[3] = {x, tdm_weight_tensor(b, w), state};
+    int32_t ip[1] = {silu ? 1 : 0};
+    return tdm_emit(b, TDM_OP_CONV1D_CAUSAL, in, 3, ip, 1, NULL, 0, name);
+}
+
+/* The gated delta rule over qkv [2*nk*dk + nv*dv, n], g and beta [nv, n]; chunk
+ * 0 = the recurrent (batch-invariant) form. Result [dv, nv, n]. */
+static inline tdm_tensor tdm_gated_delta_rule(tdm_builder* b, tdm_tensor qkv, tdm_tensor g, tdm_tensor beta,
+                                              tdm_tensor state, int32_t nk, int32_t nv, int32_t dk, int32_t dv,
+                                              tdm_head_map map, int32_t chunk, const char* name) {
+    tdm_tensor in[4] = {qkv, g, beta, state};
+    int32_t ip[6] = {nk, nv, dk, dv, (int32_t)map, chunk};
+    return tdm_emit(b, TDM_OP_GATED_DELTA_RULE, in, 4, ip, 6, NULL, 0, name);
+}
+
+/* Expert matmul: W [K, M, E], x [K, n] or [K, n_used, n], ids I32 [n_used, n]. */
+static inline tdm_tensor tdm_matmul_id(tdm_builder* b, const tdm_weight* w, tdm_tensor x, tdm_tensor ids,
+                                       const char* name) {
+    tdm_tensor in[3] = {tdm_weight_tensor(b, w), x, ids};
+    return tdm_emit(b, TDM_OP_MATMUL_ID, in, 3, NULL, 0, NULL, 0, name);
+}
+
+/* Weighted sum over the expert slots: y [M, n_used, n], w [n_used, n] -> [M, n]. */
+static inline tdm_tensor tdm_moe_sum(tdm_builder* b, tdm_tensor y, tdm_tensor w, const char* name) {
+    tdm_tensor in[2] = {y, w};
+    return tdm_emit(b, TDM_OP_MOE_SUM, in, 2, NULL, 0, NULL, 0, name);
+}
+
 #ifdef __cplusplus
 }
 #endif

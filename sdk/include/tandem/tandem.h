@@ -155,6 +155,18 @@ typedef struct tdm_weight_request {
      * only for unquantized sources (F32/F16/BF16). */
     const int64_t* col_perm;
     uint64_t n_col_perm;
+    /* Optional stacking (MoE experts stored one tensor per expert): when
+     * n_parts > 0 the weight is the tensors parts[0..n_parts), each of the
+     * requested shape, stacked along a new outer dimension of size n_parts
+     * (ne[n_dims] = n_parts); `name` only names the weight in messages. */
+    const char* const* parts;
+    uint32_t n_parts;
+    /* Optional row range of every matrix (each ne[0] x ne[1] slab): when
+     * slab_rows > 0 only rows [slab_row_first, slab_row_first + slab_rows) of
+     * each slab are kept, so the result has ne[1] = slab_rows. Splits fused
+     * tensors such as HF's experts.gate_up_proj. Applied before row_perm. */
+    int64_t slab_row_first;
+    int64_t slab_rows;
 } tdm_weight_request;
 
 /* ---------------------------------------------------------------------------
@@ -186,8 +198,8 @@ typedef struct tdm_batch_desc {
  * 4. THE HOST API TABLE (host -> plugin). Append-only.
  *
  * Metadata keys: for GGUF sources the GGUF key ("qwen3.block_count"); for HF
- * sources a path into config.json with '.' between object keys
- * ("text_config.hidden_size"). Integer getters accept any integer type (and
+ * sources a path into config.json with '.' between object keys and array
+ * indices ("text_config.hidden_size", "text_config.layer_types.3"). Integer getters accept any integer type (and
  * bools); float getters accept floats and integers.
  * ------------------------------------------------------------------------- */
 typedef struct tdm_arch_desc tdm_arch_desc;
@@ -253,6 +265,10 @@ typedef struct tdm_host_api {
     tdm_status (*option_get_int)(const tdm_options* o, const char* key, int64_t* out);
     tdm_status (*option_get_float)(const tdm_options* o, const char* key, double* out);
     tdm_status (*option_get_string)(const tdm_options* o, const char* key, const char** out);
+
+    /* The recurrent state `index` (into the states the model declared) of the
+     * batch's sequence; pass it to the ops that update states. */
+    tdm_status (*graph_state)(tdm_graph* g, uint32_t index, tdm_tensor* out);
 } tdm_host_api;
 
 /* ---------------------------------------------------------------------------
@@ -273,7 +289,13 @@ typedef struct tdm_attention_layer {
     uint32_t window;      /* sliding window in tokens; 0 = full attention */
 } tdm_attention_layer;
 
-/* A recurrent state (e.g. Gated DeltaNet conv + SSM state) per sequence. */
+/* A recurrent state (e.g. a Gated DeltaNet layer's conv state or its SSM
+ * state) of n_f32 floats per sequence. The host keeps several checkpoints of it
+ * per sequence (enough for a verify pass of --draft-max + 1 tokens): ops that
+ * update a state (TDM_OP_CONV1D_CAUSAL, TDM_OP_GATED_DELTA_RULE) read the
+ * current checkpoint and write the state after each token into the next ones,
+ * so rolling back rejected drafts only selects a checkpoint (no recomputation,
+ * no copy through the host). New sequences start from zeros. */
 typedef struct tdm_recurrent_state {
     uint32_t struct_size;
     uint64_t n_f32;       /* f32 elements per sequence */

@@ -1,0 +1,262 @@
+// host/spec/draft_head.cpp
+#include "spec/draft_head.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.h"
+
+namespace tdm {
+
+struct DraftHeadDrafter::Chain {
+    std::unique_ptr<CompiledGraph> cg;
+    uint32_t n_catch = 0, k = 0;
+    TensorId tokens0 = 0, pos0 = 0, seq0 = 0, rows0 = 0, hidden0 = 0;
+    std::vector<TensorId> pos4;   // per step, when the head asked for M-RoPE positions (0: none)
+    std::vector<TensorId> pos_j;  // steps 1..k-1
+    TensorId seq1 = 0, rows1 = 0;
+    std::vector<TensorId> ids;    // the argmax of each step
+};
+
+Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHeadEntry& entry, std::string spec_type,
+                                                                   std::shared_ptr<const ModelSource> source,
+                                                                   const Model& target, const KvPool& target_kv,
+                                                                   vk::Device& device, vk::PipelineManager& pipelines,
+                                                                   const DraftHeadOptions& opt) {
+    std::unique_ptr<DraftHeadDrafter> d(new DraftHeadDrafter());
+    d->name_ = std::move(spec_type);
+    d->entry_ = &entry;
+    d->source_ = std::move(source);
+    d->src_handle_.src = d->source_.get();
+    d->options_.values = opt.options;
+    d->opt_ = opt;
+    d->target_kv_ = &target_kv;
+    d->n_embd_target_ = target.info().n_embd;
+    d->n_vocab_ = target.info().n_vocab;
+    d->device_ = &device;
+    d->pipelines_ = &pipelines;
+    d->info_.struct_size = sizeof(tdm_draft_head_info);
+    void* target_obj = target.arch().plugin == entry.plugin ? target.plugin_model() : nullptr;
+    char err[1024] = {0};
+    if (entry.desc->create(host_api(), &d->src_handle_, target_obj, &d->options_, &d->info_, &d->head_, err,
+                           sizeof err) != TDM_OK ||
+        !d->head_)
+        return Error::format("{}", err[0] ? err : "the draft head refused the model");
+    for (uint32_t i = 0; i < d->info_.n_target_kv_layers; ++i)
+        if (d->info_.target_kv_layers[i] >= target_kv.n_layers())
+            return Error::format("draft head {}: reads target KV layer {}, the target has {}", entry.desc->name,
+                                 d->info_.target_kv_layers[i], target_kv.n_layers());
+    d->weights_ = std::make_unique<WeightStore>(device, d->source_->path() + " (draft head)", 64ull << 20);
+    tdm_loader loader{d->weights_.get(), d->source_.get()};
+    if (entry.desc->load(d->head_, &loader, err, sizeof err) != TDM_OK)
+        return Error::format("loading draft head {}: {}", entry.desc->name, err[0] ? err : "failed");
+    d->kv_ = TDM_TRY(KvPool::create(device, std::span<const tdm_attention_layer>(d->info_.own_layers, d->info_.n_own_layers),
+                                    opt.kv, "draft head KV"));
+    return d;
+}
+
+DraftHeadDrafter::~DraftHeadDrafter() {
+    if (pending_) (void)pending_->cg->wait();
+    chains_.clear();
+    if (head_) entry_->desc->destroy(head_);
+}
+
+Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint32_t k) {
+    const auto key = std::make_pair(n_catch, k);
+    if (auto it = chains_.find(key); it != chains_.end()) return it->second.get();
+    auto c = std::make_unique<Chain>();
+    c->n_catch = n_catch;
+    c->k = k;
+    auto g = std::make_unique<tdm_graph>();
+    tdm_batch_desc b0{sizeof(tdm_batch_desc), n_catch, 1};
+    init_graph_inputs(*g, b0, false);
+    g->n_embd_target = n_embd_target_;
+    for (uint32_t i = 0; i < kv_->n_layers(); ++i) g->kv.push_back(kv_->layer(i));
+    g->target_kv.assign(target_kv_->n_layers(), nullptr);
+    for (uint32_t i = 0; i < info_.n_target_kv_layers; ++i)
+        g->target_kv[info_.target_kv_layers[i]] = target_kv_->layer(info_.target_kv_layers[i]);
+    c->tokens0 = g->tokens;
+    c->pos0 = g->positions;
+    c->seq0 = g->seq_ids;
+    c->rows0 = g->output_rows;
+    char err[1024] = {0};
+    TensorId prev_hidden = kNoTensor;
+    for (uint32_t j = 0; j < k; ++j) {
+        tdm_batch_desc b{sizeof(tdm_batch_desc), j == 0 ? n_catch : 1, 1};
+        if (j > 0) {
+            if (!prev_hidden)
+                return Error::format("draft head {} sets no TDM_OUTPUT_HIDDEN_DRAFT, so it cannot chain {} steps",
+                                     entry_->desc->name, k);
+            if (!c->seq1) {
+                c->seq1 = g->graph.input(DType::I32, {1}, "seq1");
+                c->rows1 = g->graph.input(DType::I32, {1}, "rows1");
+            }
+            const TensorId pos = g->graph.input(DType::I32, {1}, fmt::format("pos{}", j));
+            c->pos_j.push_back(pos);
+            g->tokens = c->ids.back();
+            g->positions = pos;
+            g->seq_ids = c->seq1;
+            g->output_rows = c->rows1;
+            g->target_hidden = prev_hidden;
+            g->graph.set_batch(pos, c->seq1);
+            g->batch = b;
+        }
+        g->positions4 = kNoTensor;
+        for (TensorId& o : g->outputs) o = kNoTensor;
+        if (entry_->desc->build_step(head_, g.get(), &b, err, sizeof err) != TDM_OK)
+            return Error::format("building draft head {} step {}: {}", entry_->desc->name, j, err[0] ? err : "failed");
+        if (j == 0) c->hidden0 = g->target_hidden;
+        c->pos4.push_back(g->positions4);
+        const TensorId logits = g->outputs[TDM_OUTPUT_LOGITS];
+        if (!logits || g->graph.tensor(logits).cols() != int64_t(n_vocab_) || g->graph.tensor(logits).rows() != 1)
+            return Error::format("draft head {}: step logits must be [{}, 1]", entry_->desc->name, n_vocab_);
+        OpDesc am;
+        am.op = TDM_OP_ARGMAX;
+        am.in[0] = logits;
+        am.n_in = 1;
+        am.name = fmt::format("draft{}", j);
+        c->ids.push_back(TDM_TRY(g->graph.op(am)));
+        prev_hidden = g->outputs[TDM_OUTPUT_HIDDEN_DRAFT];
+    }
+    for (TensorId id : c->ids) TDM_TRY(g->graph.mark_output(id));
+    c->cg = TDM_TRY(CompiledGraph::compile(*device_, *pipelines_, std::move(g->graph)));
+    Chain* out = c.get();
+    chains_.emplace(key, std::move(c));
+    return out;
+}
+
+Status DraftHeadDrafter::begin(std::span<const int32_t> prompt) {
+    if (pending_) cancel();
+    if (seq_ >= 0) kv_->free_sequence(seq_);
+    seq_ = TDM_TRY(kv_->add_sequence());
+    n_past_ = 0;
+    hidden_first_ = 0;
+    hidden_.clear();
+    return {};
+}
+
+Status DraftHeadDrafter::observe(const TargetRows& rows) {
+    if (!rows.hidden || rows.n_embd != n_embd_target_) return Error("draft head: target rows without hidden states");
+    const uint32_t end = hidden_first_ + uint32_t(hidden_.size() / n_embd_target_);
+    if (rows.first_pos > end || rows.first_pos < hidden_first_)
+        return Error::format("draft head: target hidden rows from position {} do not continue the {} held from {}",
+                             rows.first_pos, end - hidden_first_, hidden_first_);
+    hidden_.resize(size_t(rows.first_pos - hidden_first_) * n_embd_target_);  // drop rolled-back rows
+    hidden_.insert(hidden_.end(), rows.hidden, rows.hidden + rows.tokens.size() * n_embd_target_);
+    return {};
+}
+
+Status DraftHeadDrafter::submit(const DraftRequest& req) {
+    const uint32_t p = req.pos, k = std::max<uint32_t>(1, req.max);
+    if (p < n_past_ + 1 || req.history.size() != size_t(p) + 1)
+        return Error::format("draft head: request at position {} while {} positions are committed", p, n_past_);
+    const uint32_t held_end = hidden_first_ + uint32_t(hidden_.size() / n_embd_target_);
+    if (hidden_first_ > n_past_ || held_end < p)
+        return Error::format("draft head: target hidden rows for positions {}..{} are missing", n_past_, p - 1);
+    // long catch-ups (the prompt): leading chunks first, synchronously
+    while (p - n_past_ > opt_.catch_up_chunk) {
+        Chain* c = TDM_TRY(chain(opt_.catch_up_chunk, 1));
+        TDM_TRY(kv_->reserve(seq_, n_past_ + opt_.catch_up_chunk));
+        CompiledGraph& cg = *c->cg;
+        const uint32_t n = opt_.catch_up_chunk;
+        int32_t* tok = cg.input_as<int32_t>(c->tokens0);
+        int32_t* pos = cg.input_as<int32_t>(c->pos0);
+        int32_t* seq = cg.input_as<int32_t>(c->seq0);
+        for (uint32_t i = 0; i < n; ++i) {
+            tok[i] = req.history[n_past_ + i + 1];  // pair (h_j, x_{j+1}) at head position j
+            pos[i] = int32_t(n_past_ + i);
+            seq[i] = seq_;
+        }
+        cg.input_as<int32_t>(c->rows0)[0] = int32_t(n - 1);
+        std::memcpy(cg.input_data(c->hidden0), hidden_.data() + size_t(n_past_ - hidden_first_) * n_embd_target_,
+                    size_t(n) * n_embd_target_ * 4);
+        if (c->pos4[0]) {
+            int32_t* p4 = cg.input_as<int32_t>(c->pos4[0]);
+            for (uint32_t i = 0; i < n; ++i) {
+                p4[4 * i] = p4[4 * i + 1] = p4[4 * i + 2] = pos[i];
+                p4[4 * i + 3] = 0;
+            }
+        }
+        TDM_TRY(cg.run());
+        n_past_ += n;
+    }
+    const uint32_t n = p - n_past_;
+    Chain* c = TDM_TRY(chain(n, k));
+    TDM_TRY(kv_->reserve(seq_, p + k - 1));
+    CompiledGraph& cg = *c->cg;
+    int32_t* tok = cg.input_as<int32_t>(c->tokens0);
+    int32_t* pos = cg.input_as<int32_t>(c->pos0);
+    int32_t* seq = cg.input_as<int32_t>(c->seq0);
+    for (uint32_t i = 0; i < n; ++i) {
+        tok[i] = req.history[n_past_ + i + 1];
+        pos[i] = int32_t(n_past_ + i);
+        seq[i] = seq_;
+    }
+    cg.input_as<int32_t>(c->rows0)[0] = int32_t(n - 1);
+    if (c->hidden0)
+        std::memcpy(cg.input_data(c->hidden0), hidden_.data() + size_t(n_past_ - hidden_first_) * n_embd_target_,
+                    size_t(n) * n_embd_target_ * 4);
+    if (c->seq1) {
+        cg.input_as<int32_t>(c->seq1)[0] = seq_;
+        cg.input_as<int32_t>(c->rows1)[0] = 0;
+    }
+    for (uint32_t j = 1; j < k; ++j) cg.input_as<int32_t>(c->pos_j[j - 1])[0] = int32_t(p - 1 + j);
+    for (uint32_t j = 0; j < k; ++j) {
+        if (!c->pos4[j]) continue;
+        int32_t* p4 = cg.input_as<int32_t>(c->pos4[j]);
+        const uint32_t rows = j == 0 ? n : 1;
+        for (uint32_t i = 0; i < rows; ++i) {
+            const int32_t ps = j == 0 ? pos[i] : int32_t(p - 1 + j);
+            p4[4 * i] = p4[4 * i + 1] = p4[4 * i + 2] = ps;
+            p4[4 * i + 3] = 0;
+        }
+    }
+    TDM_TRY(cg.submit());
+    pending_ = c;
+    pending_pos_ = p;
+    pending_k_ = k;
+    return {};
+}
+
+Status DraftHeadDrafter::prepare(const DraftRequest& req) {
+    TDM_ASSERT(!pending_);
+    return submit(req);
+}
+
+Result<std::vector<int32_t>> DraftHeadDrafter::draft(const DraftRequest& req) {
+    if (!pending_ || pending_pos_ != req.pos || pending_k_ != std::max<uint32_t>(1, req.max)) {
+        if (pending_) cancel();
+        TDM_TRY(submit(req));
+    }
+    Chain* c = pending_;
+    pending_ = nullptr;
+    TDM_TRY(c->cg->wait());
+    // the catch-up rows are committed pairs: keep them
+    n_past_ = pending_pos_;
+    std::vector<int32_t> out;
+    for (TensorId id : c->ids) out.push_back(c->cg->output_as<int32_t>(id)[0]);
+    out.resize(std::min<size_t>(out.size(), req.max));
+    return out;
+}
+
+Status DraftHeadDrafter::accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) {
+    // entries the chain wrote beyond the committed pairs came from draft hiddens
+    TDM_TRY(kv_->truncate(seq_, n_past_));
+    // hidden rows before n_past_ have been paired; drop them
+    if (n_past_ > hidden_first_) {
+        const size_t drop = std::min(hidden_.size(), size_t(n_past_ - hidden_first_) * n_embd_target_);
+        hidden_.erase(hidden_.begin(), hidden_.begin() + std::ptrdiff_t(drop));
+        hidden_first_ = n_past_;
+    }
+    return {};
+}
+
+void DraftHeadDrafter::cancel() {
+    if (!pending_) return;
+    Chain* c = pending_;
+    pending_ = nullptr;
+    if (c->cg->wait().ok()) n_past_ = pending_pos_;  // the catch-up part is valid
+    if (auto st = kv_->truncate(seq_, n_past_); !st.ok()) TDM_LOG_WARN("spec", "{}", st.error().message());
+}
+
+}  // namespace tdm

@@ -1,0 +1,83 @@
+// host/spec/draft_head.h: a plugin's draft head (an MTP/NextN head, an
+// assistant model) as a Drafter.
+//
+// The head reads the target's hidden states: the scheduler hands it the
+// target's hidden row of every committed position (observe()). The head's own
+// KV holds one entry per committed pair (h_i, x_{i+1}), at head position i
+// (the target position of the hidden; the head only sees relative positions).
+// A draft is ONE graph: a catch-up over the committed pairs the head has not
+// seen yet, then k-1 chained steps (hidden <- the head's own output, token <-
+// its own argmax, both on the device); only the k token ids come back. After
+// verification the entries the chain wrote are dropped (they were computed from
+// draft hiddens, not the target's); the next catch-up writes the committed ones.
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "engine/runner.h"
+#include "spec/drafter.h"
+
+namespace tdm {
+
+struct DraftHeadOptions {
+    std::map<std::string, std::string> options;  // tdm_options for the plugin
+    KvPoolConfig kv;                              // the head's own KV layers
+    uint32_t catch_up_chunk = 64;                 // rows per pass when catching up a long prompt
+};
+
+class DraftHeadDrafter : public Drafter {
+public:
+    // `source` holds the head's weights: the target's own file (shared, mapped
+    // once) or a side file. Errors from the plugin (e.g. no MTP layer in the
+    // file) come back as they are.
+    static Result<std::unique_ptr<DraftHeadDrafter>> create(const DraftHeadEntry& entry, std::string spec_type,
+                                                            std::shared_ptr<const ModelSource> source,
+                                                            const Model& target, const KvPool& target_kv,
+                                                            vk::Device& device, vk::PipelineManager& pipelines,
+                                                            const DraftHeadOptions& opt);
+    ~DraftHeadDrafter() override;
+
+    const std::string& name() const override { return name_; }
+    tdm_hidden_point hidden_point() const override { return info_.hidden; }
+    Status begin(std::span<const int32_t> prompt) override;
+    Status observe(const TargetRows& rows) override;
+    Status prepare(const DraftRequest& req) override;
+    Result<std::vector<int32_t>> draft(const DraftRequest& req) override;
+    Status accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) override;
+    void cancel() override;
+
+    uint64_t weight_bytes() const { return weights_ ? weights_->device_bytes() : 0; }
+    uint64_t kv_bytes() const { return kv_ ? kv_->device_bytes() : 0; }
+
+private:
+    struct Chain;  // a compiled catch-up + k-step graph
+    DraftHeadDrafter() = default;
+    Result<Chain*> chain(uint32_t n_catch, uint32_t k);
+    Status submit(const DraftRequest& req);
+
+    std::string name_;
+    const DraftHeadEntry* entry_ = nullptr;
+    std::shared_ptr<const ModelSource> source_;
+    tdm_model_source src_handle_;
+    tdm_options options_;
+    tdm_draft_head_info info_{};
+    void* head_ = nullptr;
+    std::unique_ptr<WeightStore> weights_;
+    std::unique_ptr<KvPool> kv_;
+    const KvPool* target_kv_ = nullptr;
+    uint32_t n_embd_target_ = 0, n_vocab_ = 0;
+    vk::Device* device_ = nullptr;
+    vk::PipelineManager* pipelines_ = nullptr;
+    DraftHeadOptions opt_;
+    std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<Chain>> chains_;
+
+    int seq_ = -1;
+    uint32_t n_past_ = 0;                  // head positions [0, n_past_) hold committed pairs
+    uint32_t hidden_first_ = 0;            // target position of hidden_[0]
+    std::vector<float> hidden_;            // committed target hidden rows not yet paired
+    Chain* pending_ = nullptr;             // submitted by prepare()
+    uint32_t pending_pos_ = 0, pending_k_ = 0;
+};
+
+}  // namespace tdm
