@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "meta.h"
+
 namespace qwen {
 
 struct Qwen3Hparams {
@@ -49,9 +51,6 @@ struct Qwen3Model {
     const tdm_weight* output = nullptr;          // [n_embd, n_vocab]; tok_embd when tied
     std::vector<Qwen3Layer> layers;
 };
-
-// Writes a printf-style message into a callback's err buffer and returns st.
-tdm_status fail(char* err, size_t err_size, tdm_status st, const char* fmt, ...);
 
 // Hyper-parameters from GGUF keys or config.json.
 tdm_status qwen3_read_hparams(const tdm_host_api* host, const tdm_model_source* src, Qwen3Hparams* hp, char* err,

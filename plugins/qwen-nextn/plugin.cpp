@@ -1,10 +1,11 @@
 // plugins/qwen-nextn/plugin.cpp: tdm_plugin_negotiate and the function tables
-// of the qwen-nextn plugin (Qwen3 dense now; Qwen3.5/3.6 and the NextN/MTP head
-// join here).
+// of the qwen-nextn plugin: Qwen3 dense, Qwen3.5/3.6 (qwen35, qwen35moe) and
+// their MTP head.
 #include <new>
 #include <string>
 
 #include "arch.h"
+#include "qwen35.h"
 
 namespace qwen {
 namespace {
@@ -70,7 +71,9 @@ tdm_status init(const tdm_host_api* host, tdm_registry* reg, char* err, size_t e
     if (!host || host->struct_size < sizeof(tdm_host_api))
         return fail(err, err_size, TDM_ERR_ABI_MISMATCH, "host API table too small");
     g_host = host;
-    if (host->register_arch(reg, &kQwen3) != TDM_OK)
+    for (const tdm_arch_desc* a : {&kQwen3, &kQwen35Arch, &kQwen35MoeArch})
+        if (host->register_arch(reg, a) != TDM_OK) return fail(err, err_size, TDM_ERR_INTERNAL, "%s", host->last_error());
+    if (host->register_draft_head(reg, &kQwen35MtpHead) != TDM_OK)
         return fail(err, err_size, TDM_ERR_INTERNAL, "%s", host->last_error());
     return TDM_OK;
 }
