@@ -238,11 +238,13 @@ Status bench_spec(App& app) {
     gp.ignore_eog = true;
     gp.n_batch = uint32_t(cfg.model.n_batch);
     const SpecParams sp = spec_params(cfg);
-    DrafterChain chain;
-    if (!force) {
-        chain = TDM_TRY(make_drafters(app, *model, *kv));
-        if (chain.empty()) return Error("bench spec: give a drafter (-md FILE, --spec-type ...) or --force-acceptance A");
-    }
+    // with --force-acceptance, a given drafter still runs (its cost is measured)
+    // but its tokens are replaced so that acceptance follows A
+    DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv));
+    if (chain.empty() && !force)
+        return Error("bench spec: give a drafter (-md FILE, --spec-type ...) or --force-acceptance A");
+    if (chain.order.size() > 1 && force)
+        return Error("bench spec: --force-acceptance takes at most one drafter");
     {  // warm-up: JIT of every graph shape a round uses
         const auto p = bench_prompt(*model, plen, seed ^ 0xabcdef);
         GenerateParams w = gp;
@@ -259,7 +261,20 @@ Status bench_spec(App& app) {
                 pos[size_t(r)] = p0 + r;
                 rows[size_t(r)] = r;
             }
+            TDM_TRY(kv->truncate(seq, uint32_t(p0)));  // each width verifies the same positions
             TDM_TRY(runner.forward({toks, pos, seq, rows}));
+        }
+        // and the drafter's own graphs (a draft head builds one per catch-up
+        // length): a short speculative run at acceptance 1/2 visits most of them
+        if (!chain.empty()) {
+            TDM_TRY(kv->truncate(seq, 0));
+            GenerateParams wg = gp;
+            wg.max_tokens = std::max(8, 6 * sp.draft_max);
+            const GenerateResult ref = TDM_TRY(generate(runner, nullptr, seq, p, wg, {}));
+            TDM_TRY(kv->truncate(seq, 0));
+            ForcedDrafter half(ref.tokens, p.size(), 0.5, model->info().n_vocab, seed, chain.order[0]);
+            Drafter* order[] = {&half};
+            TDM_TRY(generate_speculative(runner, nullptr, seq, p, wg, order, sp, {}));
         }
         TDM_TRY(kv->truncate(seq, 0));
     }
@@ -278,7 +293,8 @@ Status bench_spec(App& app) {
         std::vector<Drafter*> order = chain.order;
         if (force) {
             forced = std::make_unique<ForcedDrafter>(plain.tokens, prompt.size(), *force, model->info().n_vocab,
-                                                     seed * 7919 + uint64_t(i));
+                                                     seed * 7919 + uint64_t(i),
+                                                     chain.order.empty() ? nullptr : chain.order[0]);
             order = {forced.get()};
         }
         const SpecResult sr = TDM_TRY(generate_speculative(runner, nullptr, seq, prompt, gp, order, sp, {}));
@@ -338,7 +354,9 @@ Status bench_spec(App& app) {
     nlohmann::json j;
     j["model"] = cfg.model.path;
     j["device"] = dev->caps().name;
-    j["drafter"] = force ? fmt::format("forced(A={})", *force) : std::string(chain.order[0]->name());
+    j["drafter"] = force ? (chain.order.empty() ? fmt::format("forced(A={})", *force)
+                                                : fmt::format("{} forced(A={})", chain.order[0]->name(), *force))
+                         : std::string(chain.order[0]->name());
     j["draft_max"] = sp.draft_max;
     j["auto"] = sp.auto_k;
     j["prompts"] = n_prompts;

@@ -4,6 +4,12 @@
 // probability A (given that the earlier ones are); a wrong position gets another
 // token. So the machinery's speedup(A) curve can be measured on synthetic
 // weights that have no real draft agreement. Costs nothing to run.
+//
+// Given an inner drafter (an MTP head, a draft model), it forces that
+// drafter's acceptance instead: the inner drafter does all its work (begin,
+// observe, prepare, draft, accept: its cost is real and its state follows the
+// rounds) and the forced drafter replaces the tokens of its proposal, keeping
+// the proposal's length.
 #pragma once
 
 #include <random>
@@ -16,11 +22,20 @@ class ForcedDrafter : public Drafter {
 public:
     // reference: the tokens plain decoding generated after `prompt_len` prompt tokens.
     ForcedDrafter(std::vector<int32_t> reference, size_t prompt_len, double acceptance, uint32_t n_vocab,
-                  uint64_t seed);
+                  uint64_t seed, Drafter* inner = nullptr);
     const std::string& name() const override { return name_; }
     Status begin(std::span<const int32_t> prompt) override;
+    tdm_hidden_point hidden_point() const override { return inner_ ? inner_->hidden_point() : TDM_HIDDEN_NONE; }
+    Status observe(const TargetRows& rows) override { return inner_ ? inner_->observe(rows) : Status{}; }
+    Status prepare(const DraftRequest& req) override { return inner_ ? inner_->prepare(req) : Status{}; }
     Result<std::vector<int32_t>> draft(const DraftRequest& req) override;
-    Status accept(std::span<const int32_t>, uint32_t, uint32_t) override { return {}; }
+    Status accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) override {
+        return inner_ ? inner_->accept(history, n_drafted, n_accepted) : Status{};
+    }
+    void cancel() override {
+        if (inner_) inner_->cancel();
+    }
+    Status finish() override { return inner_ ? inner_->finish() : Status{}; }
 
 private:
     std::string name_ = "forced";
@@ -29,6 +44,7 @@ private:
     double a_;
     uint32_t n_vocab_;
     std::mt19937_64 rng_;
+    Drafter* inner_ = nullptr;
 };
 
 }  // namespace tdm

@@ -1,0 +1,317 @@
+// tests/spec/qwen35_mtp_test.cpp: the Qwen3.5 MTP head as a drafter (draft
+// head qwen35-mtp through DraftHeadDrafter) on synthetic qwen35 / qwen35moe
+// models with the head.
+//
+// (1) Exactness: MTP speculative greedy output equals plain greedy output on 50
+//     prompts. Random heads rarely agree with random trunks, so the head's
+//     proposals are also run through ForcedDrafter (the head does all its work;
+//     its tokens are replaced so each round accepts a random number of drafts):
+//     every accepted count and its KV/state rollback is exercised.
+// (2) The head's drafts equal the plain-C++ reference head's (prefilled over
+//     the prompt pairs, and again after rounds of every accepted count, from a
+//     fresh reference prefill of the whole history).
+// (3) The repeating model's head drafts what the trunk emits: every draft accepted.
+// (4) A file without the head, and an MTP-only side file (--mtp-head).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "engine/generate.h"
+#include "formats/gguf.h"
+#include "formats/gguf_writer.h"
+#include "plugin/plugin_loader.h"
+#include "spec/draft_head.h"
+#include "spec/forced_drafter.h"
+#include "spec/scheduler.h"
+#include "support/device_fixture.h"
+#include "support/fixtures.h"
+#include "support/qwen35_reference.h"
+#include "synth/qwen35_synth.h"
+
+namespace tdm {
+namespace {
+
+Registry& plugins() {
+    static std::unique_ptr<Registry> reg = [] {
+        PluginSearch s;
+        s.use_env = false;
+        return std::move(load_plugins(s)).value();
+    }();
+    return *reg;
+}
+
+struct Target {
+    std::string path;
+    std::unique_ptr<Model> model;
+    std::unique_ptr<KvPool> kv;
+};
+
+Target load_target(const std::string& path, uint32_t draft_max) {
+    Target t;
+    t.path = path;
+    auto m = Model::load(path, plugins(), test::test_device());
+    EXPECT_TRUE(m.ok()) << m.error().message();
+    if (!m.ok()) return t;
+    t.model = std::move(m).value();
+    KvPoolConfig kc;
+    kc.n_ctx = 256;
+    kc.n_checkpoints = draft_max + 2;
+    auto kv = KvPool::create(test::test_device(), t.model->attention_layers(), kc, "test", t.model->recurrent_states());
+    EXPECT_TRUE(kv.ok()) << kv.error().message();
+    if (kv.ok()) t.kv = std::move(kv).value();
+    return t;
+}
+
+std::string synth(const char* preset, DType type, bool repeating = false, bool mtp = true) {
+    auto shape = synth::qwen35_preset(preset);
+    EXPECT_TRUE(shape.ok());
+    synth::Qwen35SynthOptions o;
+    o.weight_type = type;
+    o.seed = 9;
+    o.repeating = repeating;
+    o.mtp = mtp;
+    const std::string path = test::make_temp_dir("mtp") + "/m.gguf";
+    const Status st = synth::synth_qwen35_gguf(path, *shape, o);
+    EXPECT_TRUE(st.ok()) << st.error().message();
+    return path;
+}
+
+Result<std::unique_ptr<DraftHeadDrafter>> make_mtp(const Target& t, std::shared_ptr<const ModelSource> src = nullptr,
+                                                   std::map<std::string, std::string> options = {}) {
+    const DraftHeadEntry* e = plugins().find_draft_head("mtp", t.model->arch().desc->name);
+    if (!e) return Error("no draft head answers --spec-type mtp");
+    DraftHeadOptions o;
+    o.options = std::move(options);
+    o.kv.n_ctx = 256;
+    return DraftHeadDrafter::create(*e, "mtp", src ? src : t.model->shared_source(), *t.model, *t.kv,
+                                    test::test_device(), test::test_pipelines(), o);
+}
+
+std::vector<int32_t> random_prompt(uint64_t seed, size_t len, int32_t hi) {
+    std::mt19937_64 rng(seed);
+    std::vector<int32_t> p(len);
+    for (auto& t : p) t = int32_t(rng() % uint64_t(hi));
+    return p;
+}
+
+GenerateParams greedy(int n) {
+    GenerateParams gp;
+    gp.max_tokens = n;
+    gp.sampling.temperature = 0;
+    gp.ignore_eog = true;
+    return gp;
+}
+
+class Qwen35Mtp : public test::DeviceTest {};
+
+// ---------------------------------------------------------------- (1) exactness
+
+TEST_F(Qwen35Mtp, mtp_speculative_greedy_output_equals_plain_greedy_output_on_50_prompts) {
+    for (const char* preset : {"tiny", "tiny-moe"}) {
+        const uint32_t k = 3;
+        Target t = load_target(synth(preset, DType::Q8_0), k);
+        ASSERT_TRUE(t.kv);
+        Runner runner(*t.model, *t.kv, device(), pipelines());
+        const int seq = *t.kv->add_sequence();
+        auto mtp = make_mtp(t);
+        ASSERT_TRUE(mtp.ok()) << mtp.error().message();
+        SpecParams sp;
+        sp.draft_max = int(k);
+        uint64_t accepted = 0, drafted = 0;
+        const int n_prompts = std::string(preset) == "tiny" ? 50 : 10;
+        for (int i = 0; i < n_prompts; ++i) {
+            const auto prompt = random_prompt(2000 + uint64_t(i), 3 + size_t(i % 11), 500);
+            ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+            auto plain = generate(runner, nullptr, seq, prompt, greedy(32), {});
+            ASSERT_TRUE(plain.ok()) << plain.error().message();
+            ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+            // odd prompts: the head's own tokens; even: forced to acceptance 0.6
+            ForcedDrafter forced(plain->tokens, prompt.size(), 0.6, t.model->info().n_vocab, uint64_t(i), mtp->get());
+            Drafter* chain[] = {i % 2 ? static_cast<Drafter*>(mtp->get()) : &forced};
+            auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(32), chain, sp, {});
+            ASSERT_TRUE(spec.ok()) << spec.error().message();
+            ASSERT_EQ(spec->gen.tokens, plain->tokens) << preset << " prompt " << i;
+            accepted += spec->stats.accepted;
+            drafted += spec->stats.drafted;
+        }
+        EXPECT_GT(accepted, 0u) << preset;
+        EXPECT_LT(accepted, drafted) << preset;
+    }
+}
+
+// ---------------------------------------------------------------- (2) vs the reference head
+
+// The head's drafts against the reference's, from the prompt and after rounds
+// that accept 0..k drafts (oracle drafts: the trunk's own greedy tokens).
+TEST_F(Qwen35Mtp, drafts_equal_the_reference_heads_after_every_accepted_count) {
+    const uint32_t k = 3;
+    const std::string path = synth("tiny", DType::F32);
+    Target t = load_target(path, k);
+    ASSERT_TRUE(t.kv);
+    auto ref = ref::Qwen35Reference::open(path, {true, true, std::nullopt});
+    ASSERT_TRUE(ref.ok()) << ref.error().message();
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    runner.set_hidden_point(TDM_HIDDEN_POST_NORM);
+    const int seq = *t.kv->add_sequence();
+    auto mtp = make_mtp(t);
+    ASSERT_TRUE(mtp.ok()) << mtp.error().message();
+    const uint32_t E = t.model->info().n_embd;
+
+    const std::vector<int32_t> prompt = {5, 88, 201, 13, 400, 7, 66};
+    std::vector<int32_t> truth = ref->generate(prompt, 40);  // the trunk's greedy continuation
+    std::vector<int32_t> history = prompt;
+    // prefill with hidden rows for the head
+    std::vector<int32_t> pos(prompt.size()), rows(prompt.size());
+    for (size_t i = 0; i < prompt.size(); ++i) pos[i] = int32_t(i), rows[i] = int32_t(i);
+    auto out = runner.forward({prompt, pos, seq, rows});
+    ASSERT_TRUE(out.ok()) << out.error().message();
+    ASSERT_TRUE((*mtp)->begin(prompt).ok());
+    ASSERT_TRUE((*mtp)->observe({prompt, 0, out->hidden, E}).ok());
+    size_t g = 0;  // tokens of `truth` emitted
+    history.push_back(truth[g++]);
+
+    auto reference_drafts = [&](const std::vector<int32_t>& h) {
+        // a fresh reference prefill of everything committed, then k chained drafts
+        const std::span<const int32_t> committed(h.data(), h.size() - 1);
+        const auto fw = ref->forward(committed);
+        ref::Qwen35MtpCache cache;
+        ref->mtp_prefill(committed, fw.hidden, cache);
+        const int64_t n = int64_t(committed.size());
+        const std::span<const float> last(fw.hidden.data() + size_t(n - 1) * E, E);
+        return ref->mtp_draft(h.back(), last, int32_t(n), int(k), cache);
+    };
+
+    for (uint32_t m : {2u, 0u, 3u, 1u, 3u, 0u}) {
+        const uint32_t p = uint32_t(history.size() - 1);
+        DraftRequest req{history, p, k};
+        auto drafts = (*mtp)->draft(req);
+        ASSERT_TRUE(drafts.ok()) << drafts.error().message();
+        EXPECT_EQ(*drafts, reference_drafts(history)) << "before a round accepting " << m << " at position " << p;
+        // verify [last, oracle drafts with the (m+1)-th wrong], accept m
+        std::vector<int32_t> vt = {history.back()}, vp = {int32_t(p)}, vr = {0};
+        for (uint32_t j = 0; j < k; ++j) {
+            vt.push_back(j == m ? (truth[g + j] + 1) % 500 : truth[g + j]);
+            vp.push_back(int32_t(p + 1 + j));
+            vr.push_back(int32_t(j + 1));
+        }
+        auto v = runner.forward({vt, vp, seq, vr});
+        ASSERT_TRUE(v.ok()) << v.error().message();
+        for (uint32_t j = 0; j < m; ++j) ASSERT_EQ(v->argmax[j], truth[g + j]) << "oracle draft rejected";
+        ASSERT_TRUE(t.kv->truncate(seq, p + 1 + m).ok());
+        std::vector<float> hid(v->hidden, v->hidden + size_t(m + 1) * E);
+        ASSERT_TRUE((*mtp)->observe({std::span<const int32_t>(vt.data(), m + 1), p, hid.data(), E}).ok());
+        for (uint32_t j = 0; j < m; ++j) history.push_back(truth[g++]);
+        history.push_back(truth[g++]);  // the target's own next token
+        ASSERT_TRUE((*mtp)->accept(history, k, m).ok());
+    }
+}
+
+// ---------------------------------------------------------------- (3) agreement
+
+TEST_F(Qwen35Mtp, repeating_models_head_drafts_what_the_trunk_emits) {
+    const uint32_t k = 4;
+    Target t = load_target(synth("tiny", DType::Q8_0, /*repeating=*/true), k);
+    ASSERT_TRUE(t.kv);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    auto mtp = make_mtp(t);
+    ASSERT_TRUE(mtp.ok()) << mtp.error().message();
+    Drafter* chain[] = {mtp->get()};
+    SpecParams sp;
+    sp.draft_max = int(k);
+    const auto prompt = random_prompt(7, 9, 500);
+    auto plain = generate(runner, nullptr, seq, prompt, greedy(41), {});
+    ASSERT_TRUE(plain.ok());
+    ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(41), chain, sp, {});
+    ASSERT_TRUE(spec.ok()) << spec.error().message();
+    EXPECT_EQ(spec->gen.tokens, plain->tokens);
+    EXPECT_EQ(spec->stats.accepted, spec->stats.drafted);
+    EXPECT_EQ(spec->stats.rounds, 8u);  // 41 tokens = 8 rounds of 4 drafts + 1 bonus, the first from prefill
+}
+
+// ---------------------------------------------------------------- (4) files
+
+TEST_F(Qwen35Mtp, a_file_without_the_head_is_refused_with_a_message_saying_how_to_get_one) {
+    Target t = load_target(synth("tiny", DType::Q8_0, false, /*mtp=*/false), 3);
+    ASSERT_TRUE(t.kv);
+    auto mtp = make_mtp(t);
+    ASSERT_FALSE(mtp.ok());
+    const std::string& msg = mtp.error().message();
+    EXPECT_NE(msg.find("no NextN/MTP layers"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--mtp-head"), std::string::npos) << msg;
+}
+
+// An MTP-only GGUF (the head's block and the metadata, no trunk tensors)
+// loaded beside the target behaves as the head in the target's own file.
+TEST_F(Qwen35Mtp, an_mtp_only_side_file_drafts_like_the_head_in_the_full_file) {
+    const uint32_t k = 3;
+    const std::string full = synth("tiny", DType::Q8_0, /*repeating=*/true);
+    const std::string side = test::make_temp_dir("mtpside") + "/mtp.gguf";
+    {
+        auto f = GgufFile::open(full);
+        ASSERT_TRUE(f.ok());
+        GgufWriter w;
+        for (const GgufKV& kv : (*f)->kvs()) w.add_value(kv.key, kv.value);
+        const int64_t block = *(*f)->get_int("qwen35.block_count") - 1;
+        const std::string prefix = "blk." + std::to_string(block) + ".";
+        int n = 0;
+        for (const GgufTensorInfo& ti : (*f)->tensors()) {
+            if (ti.name.rfind(prefix, 0) != 0) continue;
+            ASSERT_TRUE(w.add_tensor(ti.name, ti.type, std::vector<int64_t>(ti.ne, ti.ne + ti.n_dims),
+                                     (*f)->tensor_data(ti), ti.nbytes)
+                            .ok());
+            ++n;
+        }
+        ASSERT_GT(n, 10);
+        ASSERT_TRUE(w.write_file(side).ok());
+    }
+    Target t = load_target(full, k);
+    ASSERT_TRUE(t.kv);
+    auto src = ModelSource::open(side);
+    ASSERT_TRUE(src.ok()) << src.error().message();
+    auto mtp = make_mtp(t, std::shared_ptr<const ModelSource>(std::move(*src)));
+    ASSERT_TRUE(mtp.ok()) << mtp.error().message();
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    Drafter* chain[] = {mtp->get()};
+    SpecParams sp;
+    sp.draft_max = int(k);
+    const auto prompt = random_prompt(3, 8, 500);
+    auto plain = generate(runner, nullptr, seq, prompt, greedy(24), {});
+    ASSERT_TRUE(plain.ok());
+    ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(24), chain, sp, {});
+    ASSERT_TRUE(spec.ok()) << spec.error().message();
+    EXPECT_EQ(spec->gen.tokens, plain->tokens);
+    EXPECT_GT(spec->stats.drafted, 0u);
+    EXPECT_EQ(spec->stats.accepted, spec->stats.drafted);
+}
+
+TEST_F(Qwen35Mtp, pre_norm_hidden_switch_is_validated_and_stays_exact) {
+    Target t = load_target(synth("tiny", DType::Q8_0), 3);
+    ASSERT_TRUE(t.kv);
+    auto bad = make_mtp(t, nullptr, {{"mtp_hidden", "middle"}});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error().message().find("pre-norm"), std::string::npos) << bad.error().message();
+    auto mtp = make_mtp(t, nullptr, {{"mtp_hidden", "pre-norm"}});
+    ASSERT_TRUE(mtp.ok()) << mtp.error().message();
+    EXPECT_EQ((*mtp)->hidden_point(), TDM_HIDDEN_PRE_NORM);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    const auto prompt = random_prompt(11, 10, 500);
+    auto plain = generate(runner, nullptr, seq, prompt, greedy(20), {});
+    ASSERT_TRUE(plain.ok());
+    ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+    ForcedDrafter forced(plain->tokens, prompt.size(), 0.7, t.model->info().n_vocab, 1, mtp->get());
+    Drafter* chain[] = {&forced};
+    SpecParams sp;
+    sp.draft_max = 3;
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(20), chain, sp, {});
+    ASSERT_TRUE(spec.ok()) << spec.error().message();
+    EXPECT_EQ(spec->gen.tokens, plain->tokens);
+}
+
+}  // namespace
+}  // namespace tdm
