@@ -91,7 +91,10 @@ OptionGroup speculative_options() {
                 {{"--spec-skip-streak"}, K::integer, "N", "After N rounds with nothing accepted, do one plain step "
                  "before drafting again; 0 = off.", "0"},
                 {{"--spec-auto"}, K::flag, "", "Adapt the draft length to measured acceptance and cost, and stop "
-                 "drafting when it does not pay."},
+                 "drafting when it does not pay. Without --spec-type, also draft with the head the model carries "
+                 "(MTP/NextN) if it has one."},
+                {{"--mtp-hidden"}, K::string, "WHICH", "MTP heads: the target hidden they read: post-norm (llama.cpp, "
+                 "vLLM) or pre-norm (mlx-lm).", "post-norm"},
                 {{"--spec-trace"}, K::string, "FILE", "Write one JSON line per speculative round."},
                 {{"--spec-ngram-size-n"}, K::integer, "N", "n-gram drafters: length of the lookup key.", "12"},
                 {{"--spec-ngram-size-m"}, K::integer, "N", "n-gram drafters: length of the drafted continuation.",
@@ -212,8 +215,9 @@ const ProgramSpec& program_spec() {
                           {{"--prompt-kind"}, K::string, "KIND", "Spec benchmark prompts: random; listing (S, the "
                            "target's own continuation L of S with one token changed, S again); list (S L S L S).",
                            "random"},
-                          {{"--force-acceptance"}, K::number, "A", "Spec benchmark: a drafter that proposes the "
-                           "target's own future tokens, each accepted with probability A."},
+                          {{"--force-acceptance"}, K::number, "A", "Spec benchmark: drafts are the target's own "
+                           "future tokens, each accepted with probability A. With a drafter (--spec-type mtp, -md) "
+                           "that drafter still runs and is timed; only its tokens are replaced."},
                           {{"--seed"}, K::integer, "N", "Seed of the benchmark prompts.", "1"},
                           {{"--types"}, K::string, "LIST", "Ops benchmark: weight types.", "f16,q8_0,q4_K"},
                           {{"--batches"}, K::size_list, "LIST", "Ops benchmark: batch widths.", "1,4,8,16"},

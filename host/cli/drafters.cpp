@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "common/log.h"
 #include "spec/draft_head.h"
 #include "spec/draft_model.h"
 #include "spec/plugin_drafter.h"
@@ -38,6 +39,27 @@ SamplerParams sampler_params(const Config& c) {
     return s;
 }
 
+namespace {
+
+// A plugin's draft head reading the target's file (or --mtp-head FILE).
+Result<std::unique_ptr<Drafter>> make_draft_head(App& app, const DraftHeadEntry& h, const std::string& type,
+                                                 const Model& target, const KvPool& target_kv,
+                                                 const std::map<std::string, std::string>& options) {
+    const Config& cfg = app.config();
+    std::shared_ptr<const ModelSource> src = target.shared_source();
+    if (!cfg.model.mtp_head_path.empty())
+        src = std::shared_ptr<const ModelSource>(TDM_TRY_CTX(ModelSource::open(cfg.model.mtp_head_path), "--mtp-head"));
+    DraftHeadOptions o;
+    o.options = options;
+    o.kv.n_ctx = cfg.model.n_ctx > 0 ? uint32_t(cfg.model.n_ctx) : target.info().n_ctx_train;
+    o.kv.f16 = cfg.model.kv_type != "f32";
+    vk::Device* dev = TDM_TRY(app.device());
+    vk::PipelineManager* pm = TDM_TRY(app.pipelines());
+    return std::unique_ptr<Drafter>(TDM_TRY(DraftHeadDrafter::create(h, type, src, target, target_kv, *dev, *pm, o)));
+}
+
+}  // namespace
+
 Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& target_kv) {
     const Config& cfg = app.config();
     DrafterChain chain;
@@ -50,6 +72,7 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
         {"ngram_min_hits", std::to_string(cfg.speculative.ngram_min_hits)},
         {"ngram_cache", cfg.speculative.ngram_cache},
         {"n_vocab", std::to_string(target.info().n_vocab)},
+        {"mtp_hidden", cfg.speculative.mtp_hidden},
     };
     for (const std::string& type : spec_types(cfg)) {
         if (type == "draft") {
@@ -66,24 +89,36 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
             vk::PipelineManager* pm = TDM_TRY(app.pipelines());
             chain.owned.push_back(std::make_unique<DraftModelDrafter>(std::move(dm), std::move(kv), *dev, *pm));
         } else if (const DraftHeadEntry* h = reg->find_draft_head(type, target.arch().desc->name)) {
-            std::shared_ptr<const ModelSource> src = target.shared_source();
-            if (!cfg.model.mtp_head_path.empty())
-                src = std::shared_ptr<const ModelSource>(TDM_TRY_CTX(ModelSource::open(cfg.model.mtp_head_path), "--mtp-head"));
-            DraftHeadOptions o;
-            o.options = options;
-            o.kv.n_ctx = cfg.model.n_ctx > 0 ? uint32_t(cfg.model.n_ctx) : target.info().n_ctx_train;
-            o.kv.f16 = cfg.model.kv_type != "f32";
-            vk::Device* dev = TDM_TRY(app.device());
-            vk::PipelineManager* pm = TDM_TRY(app.pipelines());
-            chain.owned.push_back(TDM_TRY(DraftHeadDrafter::create(*h, type, src, target, target_kv, *dev, *pm, o)));
+            chain.owned.push_back(TDM_TRY(make_draft_head(app, *h, type, target, target_kv, options)));
         } else if (const DrafterEntry* e = reg->find_drafter(type)) {
             chain.owned.push_back(TDM_TRY(PluginDrafter::create(*e, options)));
         } else {
+            for (const DraftHeadEntry& other : reg->draft_heads())
+                if (std::find(other.spec_types.begin(), other.spec_types.end(), type) != other.spec_types.end())
+                    return Error::format("--spec-type {}: the draft head {} drafts for {} models; this model is {}",
+                                         type, other.desc->name, fmt::join(other.target_archs, ", "),
+                                         target.arch().desc->name);
             auto known = reg->spec_types();
             known.insert(known.begin(), "draft");
             return Error::format("unknown speculative type '{}'; available: {}", type, fmt::join(known, ", "));
         }
         chain.order.push_back(chain.owned.back().get());
+    }
+    // --spec-auto without a type: the head the model carries, if it has one
+    if (chain.empty() && spec_types(cfg).empty() && cfg.speculative.auto_select) {
+        for (const DraftHeadEntry& h : reg->draft_heads()) {
+            const auto& archs = h.target_archs;
+            if (std::find(archs.begin(), archs.end(), target.arch().desc->name) == archs.end()) continue;
+            auto d = make_draft_head(app, h, h.spec_types.empty() ? h.desc->name : h.spec_types[0], target,
+                                     target_kv, options);
+            if (!d.ok()) {
+                TDM_LOG_INFO("spec", "--spec-auto: no {} head: {}", h.desc->name, d.error().message());
+                continue;
+            }
+            chain.owned.push_back(std::move(d).value());
+            chain.order.push_back(chain.owned.back().get());
+            break;
+        }
     }
     return chain;
 }

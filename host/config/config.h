@@ -83,6 +83,7 @@ struct SpeculativeConfig {
     int ngram_min_hits = 1;     // n-gram drafters: occurrences needed before drafting from a key
     std::string ngram_cache;    // ngram-cache: static n-gram statistics file
     std::string trace;          // NDJSON acceptance trace file; "" = off
+    std::string mtp_hidden = "post-norm";  // MTP heads: the target hidden they read (post-norm, pre-norm)
 
     bool operator==(const SpeculativeConfig&) const = default;
 };

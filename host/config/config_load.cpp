@@ -266,6 +266,7 @@ void read_speculative(SectionReader& r, Config& c) {
     r.integer("ngram_min_hits", &s.ngram_min_hits);
     r.string("ngram_cache", &s.ngram_cache);
     r.string("trace", &s.trace);
+    r.string("mtp_hidden", &s.mtp_hidden);
 }
 
 void read_plugins(SectionReader& r, Config& c) {

@@ -87,7 +87,9 @@ std::string_view default_config_text() {
 # After this many rounds in a row with no draft token accepted, skip drafting for one
 # round; 0 = off.
 # skip_streak = 0
-# With type empty, use a drafter the target model itself carries (an MTP / NextN head).
+# Adapt the draft length to measured acceptance and cost (stop drafting while it does
+# not pay); with type empty, also use a drafter the target model itself carries (an
+# MTP / NextN head).
 # auto = false
 # n-gram drafters: lookup key length, drafted length, hits needed before drafting.
 # ngram_size_n = 12
@@ -97,6 +99,10 @@ std::string_view default_config_text() {
 # ngram_cache = ""
 # Write a per-round acceptance trace (NDJSON) to this file; "" = off.
 # trace = ""
+# MTP / NextN heads: the target hidden state they read. post-norm (the input of the
+# LM head, as llama.cpp and vLLM feed it) or pre-norm (the residual stream before the
+# final norm, as mlx-lm's MTP does).
+# mtp_hidden = "post-norm"
 
 [plugins]
 # Extra directories searched for plugins, before the built-in ones.

@@ -15,7 +15,10 @@ double ema(double old, double x) { return old == 0 ? x : old + kEma * (x - old);
 }  // namespace
 
 AutoTune::AutoTune(int k_max, int probe_interval)
-    : k_max_(std::max(1, k_max)), probe_interval_(std::max(1, probe_interval)), verify_ms_(size_t(k_max_) + 1, 0.0) {}
+    : k_max_(std::max(1, k_max)),
+      probe_interval_(std::max(1, probe_interval)),
+      verify_ms_(size_t(k_max_) + 1, 0.0),
+      rounds_at_(size_t(k_max_) + 1, 0) {}
 
 double AutoTune::acceptance() const {
     // Beta(1, 1) prior: an unmeasured drafter starts at 0.5.
@@ -51,7 +54,7 @@ double AutoTune::predicted_speedup(int k) const {
 int AutoTune::choose(int k_cap) {
     k_cap = std::min(k_cap, k_max_);
     if (k_cap <= 0) return 0;
-    if (plain_ms_ == 0) return 0;  // calibrate: one plain step measures the baseline
+    if (plain_ms_ == 0) return 0;  // calibrate: plain steps measure the baseline
     if (off_) {
         if (plain_since_probe_ < probe_interval_) return 0;
         plain_since_probe_ = 0;
@@ -71,14 +74,16 @@ int AutoTune::choose(int k_cap) {
 }
 
 void AutoTune::observe_plain(double ms) {
-    plain_ms_ = ema(plain_ms_, ms);
+    if (plain_seen_++ > 0) plain_ms_ = ema(plain_ms_, ms);
     if (off_) ++plain_since_probe_;
 }
 
 void AutoTune::observe_round(int k, int accepted, double draft_ms, double verify_ms) {
     if (k <= 0 || k > k_max_) return;
-    verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
-    draft_ms_per_token_ = ema(draft_ms_per_token_, draft_ms / k);
+    if (rounds_at_[size_t(k)]++ > 0) {
+        verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
+        draft_ms_per_token_ = ema(draft_ms_per_token_, draft_ms / k);
+    }
     acc_ = acc_ * kDecay + accepted;
     // Tokens after the first rejection were never really tested: count the
     // accepted ones plus the rejected one.

@@ -9,6 +9,8 @@
 // T_verify(k)). When no k beats 1.0, drafting is switched off and re-probed
 // with k = 1 every `probe_interval` plain steps, so a drafter that starts to
 // agree is noticed while one that never does costs a few percent at most.
+// The first round of each k and the first plain step only count for
+// acceptance: their time usually includes building that shape's graphs.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,8 @@ private:
     int k_max_, probe_interval_;
     double plain_ms_ = 0;                 // EMA of a single-token target pass
     std::vector<double> verify_ms_;       // EMA per width k (index k), 0 = unmeasured
+    std::vector<int> rounds_at_;          // rounds seen per k: the first is a warm-up (graph builds)
+    int plain_seen_ = 0;
     double draft_ms_per_token_ = 0;       // EMA
     double acc_ = 0, gen_ = 0;            // decayed counts of accepted / drafted tokens
     int plain_since_probe_ = 0;

@@ -283,5 +283,58 @@ TEST(CliBadInput, token_ids_outside_the_vocabulary_are_refused) {
     EXPECT_TRUE(r.has("outside the vocabulary")) << r.err;
 }
 
+// ------------------------------------------------------------------ qwen35 + MTP
+
+namespace q35 {
+
+const std::string& dir() {
+    static const std::string d = test::make_temp_dir("cli-qwen35");
+    return d;
+}
+
+}  // namespace q35
+
+TEST(CliQwen35, synth_run_from_gguf_and_hf_and_mtp_speculation_gives_the_plain_tokens) {
+    const std::string gguf = q35::dir() + "/q35.gguf", hf = q35::dir() + "/q35-hf";
+    ASSERT_EQ(tandem({"synth", "--arch", "qwen35", "--type", "f32", "-o", gguf}).status, 0);
+    ASSERT_EQ(tandem({"synth", "--arch", "qwen35", "--type", "f32", "--format", "hf", "-o", hf}).status, 0);
+    CliRun info = tandem({"info", gguf});
+    EXPECT_EQ(info.status, 0) << info.err;
+    for (const char* s : {"architecture:  qwen35", "gated deltanet", "recurrent states", "checkpoints",
+                          "draft head:    qwen35-mtp"})
+        EXPECT_TRUE(info.has(s)) << s << "\n" << info.out;
+    std::vector<nlohmann::json> runs;
+    for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
+             {"-m", gguf}, {"-m", hf}, {"-m", gguf, "--spec-type", "mtp", "--draft-max", "3"},
+             {"-m", hf, "--spec-type", "nextn"}}) {
+        std::vector<std::string> args = {"run", "-p", "Hello there", "-n", "16", "--temp", "0", "--ignore-eos",
+                                         "--output-format", "json"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        CliRun r = tandem(args);
+        ASSERT_EQ(r.status, 0) << r.err;
+        runs.push_back(nlohmann::json::parse(r.out));
+    }
+    for (size_t i = 1; i < runs.size(); ++i) EXPECT_EQ(runs[i]["tokens"], runs[0]["tokens"]) << "run " << i;
+    EXPECT_TRUE(runs[2].contains("speculative"));
+}
+
+TEST(CliBadInput, mtp_on_a_file_without_the_head_says_how_to_get_one) {
+    const std::string path = q35::dir() + "/no-mtp.gguf";
+    ASSERT_EQ(tandem({"synth", "--arch", "qwen35", "--mtp", "false", "-o", path}).status, 0);
+    CliRun r = tandem({"run", "-m", path, "-p", "Hi", "-n", "4", "--spec-type", "mtp"});
+    EXPECT_NE(r.status, 0);
+    EXPECT_LT(r.status, 128) << "crashed";
+    EXPECT_TRUE(r.has("no NextN/MTP layers")) << r.err;
+    EXPECT_TRUE(r.has("--mtp-head")) << r.err;
+    CliRun info = tandem({"info", path});
+    EXPECT_EQ(info.status, 0);
+    EXPECT_TRUE(info.has("draft head:    none")) << info.out;
+    // an MTP head for a model of another architecture
+    r = tandem({"run", "-m", tiny_model(), "-p", "Hi", "-n", "4", "--spec-type", "mtp"});
+    EXPECT_NE(r.status, 0);
+    EXPECT_LT(r.status, 128);
+    EXPECT_TRUE(r.has("drafts for qwen35, qwen35moe models; this model is qwen3")) << r.err;
+}
+
 }  // namespace
 }  // namespace tdm
