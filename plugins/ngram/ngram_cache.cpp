@@ -83,17 +83,20 @@ namespace {
 // candidate's count by 100 x its static count, or 1 when it has none there:
 // llama.cpp's way of letting long-run statistics break ties in this text.
 int32_t pick(const CachePart& part, const CachePart* weights, const CacheThresholds& th, size_t n) {
-    int64_t best_c = 0, best_w = 0, sum = 0;
+    // scores in double: count x 100 x static count overflows 64 bits for counts
+    // near the 2^32 saturation a long-lived file can reach
+    double best_score = 0;
+    int64_t best_c = 0, sum = 0;
     int32_t best = -1;
     for (const auto& [tok, c] : part) {
-        int64_t w = 1;
+        double w = 1;
         if (weights)
             for (const auto& [wt, wc] : *weights)
-                if (wt == tok) w = 100 * int64_t(wc);
-        if (int64_t(c) * w > best_c * best_w) {
+                if (wt == tok) w = 100.0 * double(wc);
+        if (double(c) * w > best_score) {
             best = tok;
             best_c = c;
-            best_w = w;
+            best_score = double(c) * w;
         }
         sum += c;
     }

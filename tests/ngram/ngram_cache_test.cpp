@@ -122,6 +122,16 @@ TEST(NgramCache, static_statistics_weight_candidates_and_draft_under_strict_thre
     EXPECT_TRUE(draft(Tokens{4, 5}, empty, st2, 1, 1).empty());
 }
 
+TEST(NgramCache, counts_near_saturation_still_pick_the_most_frequent_token) {
+    // count x 100 x static count is ~1.8e21 here: past 64-bit integers
+    NgramCache dyn, stat;
+    dyn.add(g({3}), 10, UINT32_MAX);
+    dyn.add(g({3}), 11, 1u << 31);
+    stat.add(g({2, 3}), 10, UINT32_MAX);
+    stat.add(g({2, 3}), 11, UINT32_MAX);
+    EXPECT_EQ(draft(Tokens{2, 3}, dyn, stat, 1), (Tokens{10}));
+}
+
 TEST(NgramCache, drafting_from_any_history_is_safe) {
     NgramCache dyn, stat;
     dyn.update(Tokens{1, 2, 3, 1, 2, 3, 1, 2, 77}, 0, 1000);
