@@ -221,6 +221,8 @@ const ProgramSpec& program_spec() {
                           {{"--seed"}, K::integer, "N", "Seed of the benchmark prompts.", "1"},
                           {{"--types"}, K::string, "LIST", "Ops benchmark: weight types.", "f16,q8_0,q4_K"},
                           {{"--batches"}, K::size_list, "LIST", "Ops benchmark: batch widths.", "1,4,8,16"},
+                          {{"--matrix"}, K::string, "ROWSxCOLS", "Ops benchmark: weight shape (output rows x input "
+                           "columns).", "4096x4096"},
                           {{"--iterations"}, K::integer, "N", "Timed runs per measurement (median reported).", "9"}}}};
         bench.positionals = {{"WHAT", "ops, decode or spec."}};
 

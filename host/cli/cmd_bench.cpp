@@ -118,6 +118,15 @@ Status bench_ops(App& app) {
         for (auto x : *b) o.batches.push_back(int(x));
     }
     o.iterations = int(a.get_int("iterations").value_or(9));
+    if (auto m = a.get_string("matrix")) {
+        long long rows = 0, cols = 0;
+        char x = 0;
+        if (std::sscanf(m->c_str(), "%lld%c%lld", &rows, &x, &cols) != 3 || x != 'x' || rows < 1 || cols < 32 ||
+            cols % 256 || rows > (1 << 20) || cols > (1 << 16))
+            return Error::format("--matrix '{}': give ROWSxCOLS, COLS a multiple of 256 (e.g. 6144x1024)", *m);
+        o.rows = rows;
+        o.cols = cols;
+    }
     vk::Device* dev = TDM_TRY(app.device());
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());
     nlohmann::json j = TDM_TRY(run_op_bench(*dev, *pm, o));

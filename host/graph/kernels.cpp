@@ -19,14 +19,23 @@ uint32_t env_or(const char* name, uint32_t dflt) {
     const char* e = std::getenv(name);
     return e && std::atoi(e) > 0 ? uint32_t(std::atoi(e)) : dflt;
 }
-// Tuning knobs (measured defaults; env overrides are for experiments).
-uint32_t matmul_rows() {
-    static const uint32_t n = env_or("TANDEM_MATMUL_ROWS", 8);
-    return n;
-}
-uint32_t matmul_subgroups() {
-    static const uint32_t n = env_or("TANDEM_MATMUL_SUBGROUPS", 8);
-    return n;
+// Matmul layouts (measured in docs/BENCHMARKS.md; env overrides are for
+// experiments and for tests that run both on one device):
+//  "ks" (matmul.comp): lanes stride over K, R rows per subgroup, several
+//      subgroups per workgroup: coalesced loads, the layout for GPUs.
+//  "rl" (matmul_rl.comp): every lane owns R whole rows, x at a uniform
+//      address, no cross-lane reduction: 1.2-2x faster on lavapipe, where a
+//      lane is a SIMD slot of one CPU thread and gathers cost the same anyway.
+struct MatmulLayout {
+    bool rows_per_lane;
+    uint32_t rows;       // R
+    uint32_t subgroups;  // per workgroup
+};
+MatmulLayout matmul_layout(const vk::DeviceCaps& caps) {
+    const char* e = std::getenv("TANDEM_MATMUL_LAYOUT");
+    const bool rl = e ? std::string_view(e) == "rl" : caps.is_cpu();
+    return rl ? MatmulLayout{true, env_or("TANDEM_MATMUL_ROWS", 4), env_or("TANDEM_MATMUL_SUBGROUPS", 1)}
+              : MatmulLayout{false, env_or("TANDEM_MATMUL_ROWS", 8), env_or("TANDEM_MATMUL_SUBGROUPS", 8)};
 }
 
 uint32_t div_up(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
@@ -79,14 +88,12 @@ Status record_matmul(Rec& r, const Node& n, const std::string& label) {
     const uint32_t N = uint32_t(x.rows());
     // Tokens per pass: the smallest variant covering the batch (see matmul.comp).
     const uint32_t nt = N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : 8;
-    // Lane-strided rows, reduced per subgroup; kMatmulSubgroups subgroups per
-    // workgroup (lavapipe pays a fixed cost per workgroup), matmul_rows() rows
-    // per subgroup share each fetched piece of x.
     const uint32_t sg = std::max<uint32_t>(1, r.c.device.caps().subgroup_size);
-    const uint32_t ls = sg * matmul_subgroups();
-    const uint32_t rows_per_group = matmul_rows() * matmul_subgroups();
-    const vk::Pipeline* p = TDM_TRY(
-        r.pipe(weight_variant("matmul", w.type(), texel), {ls, nt, fuse_add ? 1u : 0u, matmul_rows()}));
+    const MatmulLayout lay = matmul_layout(r.c.device.caps());
+    const uint32_t ls = sg * lay.subgroups;
+    const uint32_t rows_per_group = lay.rows_per_lane ? ls * lay.rows : lay.rows * lay.subgroups;
+    const vk::Pipeline* p = TDM_TRY(r.pipe(weight_variant(lay.rows_per_lane ? "matmul_rl" : "matmul", w.type(), texel),
+                                           {ls, nt, fuse_add ? 1u : 0u, lay.rows}));
     struct {
         uint32_t K, M, N, x_off, x_stride, y_off, y_stride, w_off, s_off, add_off, add_stride;
     } pc{};
@@ -350,11 +357,21 @@ Status record_attention(Rec& r, const Node& n, const std::string& label) {
 Status record_node(RecordContext& ctx, const Node& node) {
     Rec r{ctx};
     const OpDesc& d = node.desc;
-    const std::string label = fmt::format("{}", op_name(d.op));
+    // TANDEM_PROFILE_DETAIL=1 (with profiling on): one profile line per op name and shape
+    static const bool detail = [] {
+        const char* e = std::getenv("TANDEM_PROFILE_DETAIL");
+        return e && std::string_view(e) == "1";
+    }();
+    std::string label = op_name(d.op);
+    if (detail) {
+        const Tensor& in0 = r.T(d.in[0]);
+        label = fmt::format("{} {} [{}x{}] -> [{}x{}]", label, d.name, in0.cols(), in0.rows(), r.T(node.out).cols(),
+                            r.T(node.out).rows());
+    }
     switch (d.op) {
         case TDM_OP_GET_ROWS: return record_get_rows(r, node, label);
         case TDM_OP_MATMUL:
-            return record_matmul(r, node, fmt::format("matmul_{}", dtype_name(r.T(d.in[0]).type)));
+            return record_matmul(r, node, detail ? label : fmt::format("matmul_{}", dtype_name(r.T(d.in[0]).type)));
         case TDM_OP_ADD: return record_elementwise(r, kEwAdd, d.in[0], d.in[1], node.out, 0, 0, label);
         case TDM_OP_MUL: return record_elementwise(r, kEwMul, d.in[0], d.in[1], node.out, 0, 0, label);
         case TDM_OP_SUB: return record_elementwise(r, kEwSub, d.in[0], d.in[1], node.out, 0, 0, label);

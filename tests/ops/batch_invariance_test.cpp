@@ -14,6 +14,7 @@
 
 #include "common/quant.h"
 #include "support/device_fixture.h"
+#include "support/fixtures.h"
 #include "support/op_harness.h"
 
 namespace tdm {
@@ -34,10 +35,14 @@ bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a,
 const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0,
                               DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
-class MatmulInvariance : public test::DeviceTest, public ::testing::WithParamInterface<DType> {};
+// Both matmul layouts (kernels.cpp: "ks" for GPUs, "rl" for CPU devices) run
+// on whatever device the tests have.
+class MatmulInvariance : public test::DeviceTest,
+                         public ::testing::WithParamInterface<std::tuple<DType, const char*>> {};
 
 TEST_P(MatmulInvariance, each_token_of_a_batch_of_1_to_16_equals_it_computed_alone) {
-    const DType t = GetParam();
+    const DType t = std::get<0>(GetParam());
+    const test::ScopedEnv layout("TANDEM_MATMUL_LAYOUT", std::get<1>(GetParam()));
     const int64_t K = 768, M = 45;  // K: 3 super-blocks; M: not a multiple of the rows per workgroup
     const auto wf = randn(size_t(K * M), 7, 0.1f);
     const auto wb = quantize_matrix(t, wf.data(), M, K);
@@ -71,8 +76,11 @@ TEST_P(MatmulInvariance, each_token_of_a_batch_of_1_to_16_equals_it_computed_alo
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulInvariance, ::testing::ValuesIn(kWeightTypes),
-                         [](const auto& p) { return std::string(dtype_name(p.param)); });
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulInvariance,
+                         ::testing::Combine(::testing::ValuesIn(kWeightTypes), ::testing::Values("ks", "rl")),
+                         [](const auto& p) {
+                             return std::string(dtype_name(std::get<0>(p.param))) + "_" + std::get<1>(p.param);
+                         });
 
 class AttentionInvariance : public test::DeviceTest {};
 

@@ -14,6 +14,7 @@
 
 #include "common/quant.h"
 #include "support/device_fixture.h"
+#include "support/fixtures.h"
 #include "support/op_harness.h"
 #include "support/reference.h"
 
@@ -47,7 +48,9 @@ TEST_P(WeightOps, matmul_matches_reference_for_batches_and_fused_add) {
     const int64_t K = 512, M = 37;
     const auto wf = randn(size_t(K * M), 1, 0.1f);
     const auto wb = quantize_matrix(t, wf.data(), M, K);
+    for (const char* layout : {"ks", "rl"})
     for (int64_t n : {1, 3, 16}) {
+        const test::ScopedEnv env("TANDEM_MATMUL_LAYOUT", layout);
         OpHarness h(device(), pipelines());
         const auto x = randn(size_t(K * n), 2 + uint32_t(n));
         const auto a = randn(size_t(M * n), 50 + uint32_t(n));
@@ -57,8 +60,8 @@ TEST_P(WeightOps, matmul_matches_reference_for_batches_and_fused_add) {
         const TensorId ya = h.op(TDM_OP_MATMUL, {w, xi, h.input_f32({M, n}, a, "add")});
         h.run({y, ya});
         const auto ref = ref::matmul(x, t, wb, M, K);
-        EXPECT_LT(ref::nmse(h.f32(y), ref), 1e-9) << dtype_name(t) << " n=" << n;
-        EXPECT_LT(ref::nmse(h.f32(ya), ref::add(ref, a, M)), 1e-9) << dtype_name(t) << " n=" << n;
+        EXPECT_LT(ref::nmse(h.f32(y), ref), 1e-9) << dtype_name(t) << " n=" << n << " " << layout;
+        EXPECT_LT(ref::nmse(h.f32(ya), ref::add(ref, a, M)), 1e-9) << dtype_name(t) << " n=" << n << " " << layout;
     }
 }
 

@@ -1,6 +1,7 @@
 // tests/support/fixtures.h: access to the committed test fixtures.
 #pragma once
 
+#include <cstdlib>
 #include <string>
 
 namespace tdm::test {
@@ -17,5 +18,27 @@ std::string read_file(const std::string& path);
 
 // A fresh empty directory under the system temp dir, removed at process exit.
 std::string make_temp_dir(const std::string& tag);
+
+// Sets an environment variable for a scope (restoring the old value), for the
+// runtime's experiment knobs such as TANDEM_MATMUL_LAYOUT.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const char* value) : name_(name) {
+        if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+        setenv(name, value, 1);
+    }
+    ~ScopedEnv() {
+        if (had_)
+            setenv(name_.c_str(), old_.c_str(), 1);
+        else
+            unsetenv(name_.c_str());
+    }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+    std::string name_, old_;
+    bool had_ = false;
+};
 
 }  // namespace tdm::test
