@@ -74,6 +74,7 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (cl("spec-auto")) c.speculative.auto_select = true;
     if (cl("spec-trace")) c.speculative.trace = *a.get_string("spec-trace");
     if (cl("mtp-hidden")) c.speculative.mtp_hidden = *a.get_string("mtp-hidden");
+    if (cl("draft-vocab")) c.speculative.draft_vocab = int(*a.get_int("draft-vocab"));
     if (cl("spec-ngram-size-n")) c.speculative.ngram_size_n = int(*a.get_int("spec-ngram-size-n"));
     if (cl("spec-ngram-size-m")) c.speculative.ngram_size_m = int(*a.get_int("spec-ngram-size-m"));
     if (cl("spec-ngram-min-hits")) c.speculative.ngram_min_hits = int(*a.get_int("spec-ngram-min-hits"));
@@ -131,7 +132,7 @@ Result<std::unique_ptr<Model>> App::load_model(const std::string& path) {
     return m;
 }
 
-Result<std::unique_ptr<KvPool>> App::make_kv(const Model& model, uint32_t n_seq) {
+Result<std::unique_ptr<KvPool>> App::make_kv(const Model& model, bool speculative, uint32_t n_seq) {
     vk::Device* dev = TDM_TRY(device());
     KvPoolConfig kc;
     kc.n_ctx = config_.model.n_ctx > 0 ? uint32_t(config_.model.n_ctx) : model.info().n_ctx_train;
@@ -139,7 +140,7 @@ Result<std::unique_ptr<KvPool>> App::make_kv(const Model& model, uint32_t n_seq)
     kc.f16 = config_.model.kv_type != "f32";
     kc.memory_budget = config_.model.kv_memory;
     // recurrent-state checkpoints: a verify pass of draft_max + 1 tokens plus the current one
-    kc.n_checkpoints = uint32_t(std::max(2, config_.speculative.draft_max + 2));
+    kc.n_checkpoints = speculative ? uint32_t(std::max(2, config_.speculative.draft_max + 2)) : 2u;
     return KvPool::create(*dev, model.attention_layers(), kc, "KV cache of " + model.source().path(),
                           model.recurrent_states());
 }

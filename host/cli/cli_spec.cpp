@@ -95,6 +95,8 @@ OptionGroup speculative_options() {
                  "(MTP/NextN) if it has one."},
                 {{"--mtp-hidden"}, K::string, "WHICH", "MTP heads: the target hidden they read: post-norm (llama.cpp, "
                  "vLLM) or pre-norm (mlx-lm).", "post-norm"},
+                {{"--draft-vocab"}, K::integer, "N", "MTP heads: draft over the first N token ids only (cheaper "
+                 "LM head; output unchanged); 0 = all.", "0"},
                 {{"--spec-trace"}, K::string, "FILE", "Write one JSON line per speculative round."},
                 {{"--spec-ngram-size-n"}, K::integer, "N", "n-gram drafters: length of the lookup key.", "12"},
                 {{"--spec-ngram-size-m"}, K::integer, "N", "n-gram drafters: length of the drafted continuation.",

@@ -152,7 +152,7 @@ Status bench_decode(App& app) {
     const double t0 = now_s();
     auto model = TDM_TRY(app.load_model(cfg.model.path));
     const double load_s = now_s() - t0;
-    auto kv = TDM_TRY(app.make_kv(*model));
+    auto kv = TDM_TRY(app.make_kv(*model, false));
     Runner runner(*model, *kv, *dev, *pm);
     const int seq = TDM_TRY(kv->add_sequence());
     const uint32_t plen = uint32_t(a.get_int("prompt-len").value_or(32));
@@ -172,6 +172,7 @@ Status bench_decode(App& app) {
     }
     const GenerateResult r = TDM_TRY(generate(runner, nullptr, seq, prompt, gp, {}));
     const uint64_t bytes = runner.matmul_weight_bytes();
+    const uint64_t peak_rss = peak_rss_bytes();  // before the bandwidth probe's 1 GiB buffer
     const double bw = measure_read_bandwidth();
     const double ms_per_token = r.stats.decode_ms / std::max<uint32_t>(1, r.stats.n_generated);
     const double limit_tps = bytes ? bw * 1e9 / double(bytes) : 0;
@@ -193,7 +194,7 @@ Status bench_decode(App& app) {
     j["file_bytes"] = model->source().file_bytes();
     j["kv_bytes"] = kv->device_bytes();
     j["kv_context"] = kv->capacity_tokens();
-    j["peak_rss_bytes"] = peak_rss_bytes();
+    j["peak_rss_bytes"] = peak_rss;
     j["device_memory_peak_bytes"] = dev->peak_allocated_bytes();
     if (a.flag("json")) {
         std::printf("%s\n", j.dump(2).c_str());
@@ -207,7 +208,7 @@ Status bench_decode(App& app) {
                 human_bytes(bytes).c_str(), bw, limit_tps, limit_tps > 0 ? 100.0 * r.stats.decode_tps() / limit_tps : 0.0);
     std::printf("memory: file %s, KV %s (%u tokens), peak RSS %s, device peak %s\n",
                 human_bytes(model->source().file_bytes()).c_str(), human_bytes(kv->device_bytes()).c_str(),
-                kv->capacity_tokens(), human_bytes(peak_rss_bytes()).c_str(),
+                kv->capacity_tokens(), human_bytes(peak_rss).c_str(),
                 human_bytes(dev->peak_allocated_bytes()).c_str());
     return {};
 }
@@ -221,7 +222,7 @@ Status bench_spec(App& app) {
     vk::Device* dev = TDM_TRY(app.device());
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());
     auto model = TDM_TRY(app.load_model(cfg.model.path));
-    auto kv = TDM_TRY(app.make_kv(*model));
+    auto kv = TDM_TRY(app.make_kv(*model, true));
     Runner runner(*model, *kv, *dev, *pm);
     const uint32_t plen = uint32_t(a.get_int("prompt-len").value_or(32));
     const int32_t gen = int32_t(a.get_int("gen-tokens").value_or(32));

@@ -33,7 +33,7 @@ Status cmd_demo(App& app) {
                 model->arch().plugin->name.c_str(), model->weight_count(), human_bytes(model->weight_bytes()).c_str());
     std::printf("note:   the weights are random, so the text is meaningless: this shows the runtime working.\n\n");
 
-    auto kv = TDM_TRY(app.make_kv(*model));
+    auto kv = TDM_TRY(app.make_kv(*model, true));
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());
     Runner runner(*model, *kv, *dev, *pm);
     Config cfg = app.config();

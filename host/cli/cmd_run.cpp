@@ -19,7 +19,8 @@ Status cmd_run(App& app) {
     const bool json = json_output(a);
     const auto t_load = std::chrono::steady_clock::now();
     auto model = TDM_TRY(app.load_model(cfg.model.path));
-    auto kv = TDM_TRY(app.make_kv(*model));
+    const bool speculative = !spec_types(app.config()).empty() || app.config().speculative.auto_select;
+    auto kv = TDM_TRY(app.make_kv(*model, speculative));
     vk::Device* dev = TDM_TRY(app.device());
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());
     const double load_ms =

@@ -34,7 +34,9 @@ public:
     // Loads a model with a progress line on a terminal.
     Result<std::unique_ptr<Model>> load_model(const std::string& path);
     // A KV pool sized from the config (n_ctx, kv_memory, kv_type) for a model.
-    Result<std::unique_ptr<KvPool>> make_kv(const Model& model, uint32_t n_seq = 1);
+    // speculative: room for verify passes of --draft-max + 1 tokens (recurrent-state
+    // checkpoints); plain decoding keeps two.
+    Result<std::unique_ptr<KvPool>> make_kv(const Model& model, bool speculative, uint32_t n_seq = 1);
     // Prints the profile table if --profile was on.
     void finish();
 

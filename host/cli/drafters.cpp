@@ -73,6 +73,7 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
         {"ngram_cache", cfg.speculative.ngram_cache},
         {"n_vocab", std::to_string(target.info().n_vocab)},
         {"mtp_hidden", cfg.speculative.mtp_hidden},
+        {"draft_vocab", std::to_string(cfg.speculative.draft_vocab)},
     };
     for (const std::string& type : spec_types(cfg)) {
         if (type == "draft") {
@@ -84,7 +85,7 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
             else if (dm->info().n_vocab > target.info().n_vocab)
                 return Error::format("the draft model's vocabulary ({}) is larger than the target's ({})",
                                      dm->info().n_vocab, target.info().n_vocab);
-            auto kv = TDM_TRY(app.make_kv(*dm));
+            auto kv = TDM_TRY(app.make_kv(*dm, true));
             vk::Device* dev = TDM_TRY(app.device());
             vk::PipelineManager* pm = TDM_TRY(app.pipelines());
             chain.owned.push_back(std::make_unique<DraftModelDrafter>(std::move(dm), std::move(kv), *dev, *pm));

@@ -84,6 +84,7 @@ struct SpeculativeConfig {
     std::string ngram_cache;    // ngram-cache: static n-gram statistics file
     std::string trace;          // NDJSON acceptance trace file; "" = off
     std::string mtp_hidden = "post-norm";  // MTP heads: the target hidden they read (post-norm, pre-norm)
+    int draft_vocab = 0;        // draft heads: draft logits over the first N token ids only; 0 = all
 
     bool operator==(const SpeculativeConfig&) const = default;
 };

@@ -267,6 +267,7 @@ void read_speculative(SectionReader& r, Config& c) {
     r.string("ngram_cache", &s.ngram_cache);
     r.string("trace", &s.trace);
     r.string("mtp_hidden", &s.mtp_hidden);
+    r.integer("draft_vocab", &s.draft_vocab);
 }
 
 void read_plugins(SectionReader& r, Config& c) {

@@ -106,6 +106,7 @@ void check_speculative(Checker& c, const SpeculativeConfig& s) {
     c.at_least("speculative.ngram_size_m", s.ngram_size_m, 1);
     c.at_least("speculative.ngram_min_hits", s.ngram_min_hits, 1);
     c.one_of("speculative.mtp_hidden", s.mtp_hidden, {"post-norm", "pre-norm"});
+    c.at_least("speculative.draft_vocab", s.draft_vocab, 0);
 }
 
 void check_plugins(Checker& c, const PluginsConfig& p) {

@@ -72,6 +72,12 @@ TensorId Graph::weight(const DeviceWeight* w) {
     return add_tensor(std::move(t));
 }
 
+TensorId Graph::owned_weight(std::shared_ptr<const DeviceWeight> w) {
+    const TensorId id = weight(w.get());
+    owned_weights_.push_back(std::move(w));
+    return id;
+}
+
 TensorId Graph::kv(const KvLayerBinding* layer) {
     Tensor t;
     t.kind = TensorKind::kv;

@@ -103,6 +103,8 @@ public:
 
     TensorId input(DType type, std::vector<int64_t> ne, std::string name);
     TensorId weight(const DeviceWeight* w);
+    // A weight view the graph owns (DeviceWeight::prefix): lives as long as the graph.
+    TensorId owned_weight(std::shared_ptr<const DeviceWeight> w);
     TensorId kv(const KvLayerBinding* layer);
     TensorId state(const StateBinding* s);
 
@@ -145,6 +147,7 @@ private:
     Status check_state_inputs(const OpDesc& d, int64_t n) const;
 
     std::vector<Tensor> tensors_;
+    std::vector<std::shared_ptr<const DeviceWeight>> owned_weights_;
     std::vector<Node> nodes_;
     std::vector<TensorId> outputs_, inputs_;
     TensorId positions_ = kNoTensor, seq_ids_ = kNoTensor, state_io_ = kNoTensor;

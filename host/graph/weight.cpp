@@ -166,8 +166,29 @@ uint64_t DeviceWeight::device_bytes() const {
     return n;
 }
 
+Result<std::unique_ptr<DeviceWeight>> DeviceWeight::prefix(const DeviceWeight& w, int64_t n_rows) {
+    if (w.ne_[2] != 1 || w.ne_[3] != 1 || n_rows < 1 || n_rows > w.rows())
+        return Error::format("weight {}: no prefix of {} rows in a {}x{}x{} weight", w.name_, n_rows, w.ne_[1],
+                             w.ne_[2], w.ne_[3]);
+    std::unique_ptr<DeviceWeight> v(new DeviceWeight());
+    v->device_ = w.device_;
+    v->name_ = fmt::format("{}[:{}]", w.name_, n_rows);
+    std::copy(w.ne_, w.ne_ + 4, v->ne_);
+    v->ne_[1] = n_rows;
+    v->layout_ = w.layout_;
+    v->layout_.rows = n_rows;
+    v->owns_views_ = false;
+    for (const WeightChunk& c : w.chunks_) {
+        if (c.row_begin >= n_rows) break;
+        WeightChunk t = c;
+        t.n_rows = std::min(c.n_rows, n_rows - c.row_begin);  // views may cover more rows: never read
+        v->chunks_.push_back(t);
+    }
+    return v;
+}
+
 DeviceWeight::~DeviceWeight() {
-    if (!device_) return;
+    if (!device_ || !owns_views_) return;
     for (auto& c : chunks_) {
         if (c.main_view) device_->fn().vkDestroyBufferView(device_->handle(), c.main_view, nullptr);
         if (c.scale_view) device_->fn().vkDestroyBufferView(device_->handle(), c.scale_view, nullptr);

@@ -44,6 +44,10 @@ public:
     static Result<std::unique_ptr<DeviceWeight>> upload(vk::Device& device, vk::Arena& arena, std::string name,
                                                         DType type, const int64_t ne[4], const uint8_t* data,
                                                         const WeightUploadOptions& opt = {});
+    // A view of the first n_rows rows of a 2-D weight (e.g. the LM head rows of
+    // a reduced draft vocabulary): shares the device memory and views of `w`,
+    // which must outlive it.
+    static Result<std::unique_ptr<DeviceWeight>> prefix(const DeviceWeight& w, int64_t n_rows);
     ~DeviceWeight();
     DeviceWeight(const DeviceWeight&) = delete;
     DeviceWeight& operator=(const DeviceWeight&) = delete;
@@ -65,6 +69,7 @@ private:
     int64_t ne_[4] = {1, 1, 1, 1};
     WeightLayout layout_;
     std::vector<WeightChunk> chunks_;
+    bool owns_views_ = true;
 };
 
 // Writes `size` bytes to a device slice: directly when its memory is

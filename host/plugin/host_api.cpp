@@ -277,6 +277,14 @@ tdm_status api_graph_weight(tdm_graph* g, const tdm_weight* w, tdm_tensor* out) 
     return TDM_OK;
 }
 
+tdm_status api_graph_weight_rows(tdm_graph* g, const tdm_weight* w, uint64_t n_rows, tdm_tensor* out) {
+    if (!g || !w || !out) return bad_graph();
+    auto v = DeviceWeight::prefix(*from_handle(w), int64_t(n_rows));
+    if (!v.ok()) return set_last_error(TDM_ERR_INVALID_ARGUMENT, v.error().message());
+    out->id = g->graph.owned_weight(std::shared_ptr<const DeviceWeight>(std::move(v).value()));
+    return TDM_OK;
+}
+
 tdm_status api_graph_input(tdm_graph* g, tdm_graph_input which, tdm_tensor* out) {
     if (!g || !out) return bad_graph();
     const int64_t n = g->batch.n_tokens;
@@ -443,6 +451,7 @@ const tdm_host_api kHostApi = {
     api_option_get_float,
     api_option_get_string,
     api_graph_state,
+    api_graph_weight_rows,
 };
 
 }  // namespace

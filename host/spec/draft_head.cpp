@@ -108,8 +108,8 @@ Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint3
         if (j == 0) c->hidden0 = g->target_hidden;
         c->pos4.push_back(g->positions4);
         const TensorId logits = g->outputs[TDM_OUTPUT_LOGITS];
-        if (!logits || g->graph.tensor(logits).cols() != int64_t(n_vocab_) || g->graph.tensor(logits).rows() != 1)
-            return Error::format("draft head {}: step logits must be [{}, 1]", entry_->desc->name, n_vocab_);
+        if (!logits || g->graph.tensor(logits).cols() > int64_t(n_vocab_) || g->graph.tensor(logits).rows() != 1)
+            return Error::format("draft head {}: step logits must be [n <= {}, 1]", entry_->desc->name, n_vocab_);
         OpDesc am;
         am.op = TDM_OP_ARGMAX;
         am.in[0] = logits;

@@ -113,6 +113,7 @@ struct Qwen35Mtp {
     Qwen35Hparams hp;
     uint32_t block = 0;                   // GGUF block index of the head (= trunk layers)
     tdm_hidden_point hidden = TDM_HIDDEN_POST_NORM;
+    uint32_t draft_vocab = 0;             // > 0: draft logits over token ids [0, draft_vocab) only
     tdm_attention_layer own{};
     const tdm_weight* eh_proj = nullptr;  // [2*n_embd, n_embd]: input [embedding | hidden]
     const tdm_weight* enorm = nullptr;

@@ -118,6 +118,14 @@ tdm_status mtp_create(const tdm_host_api* host, const tdm_model_source* src, voi
         else if (v != "post-norm")
             st = fail(err, err_size, TDM_ERR_INVALID_ARGUMENT, "mtp_hidden = '%s': use post-norm or pre-norm", hidden);
     }
+    int64_t dv = 0;
+    if (st == TDM_OK && options && host->option_get_int(options, "draft_vocab", &dv) == TDM_OK) {
+        if (dv < 0)
+            st = fail(err, err_size, TDM_ERR_INVALID_ARGUMENT, "draft_vocab = %lld: use 0 (all) or a token count",
+                      (long long)dv);
+        else if (dv > 0 && h->hp.n_vocab && uint64_t(dv) < h->hp.n_vocab)
+            h->draft_vocab = uint32_t(dv);
+    }
     if (st != TDM_OK) {
         delete h;
         return st;

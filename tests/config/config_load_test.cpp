@@ -272,7 +272,7 @@ TEST(ConfigLoad, validate_config_applies_the_same_rules_without_lines) {
 
 TEST(ConfigLoad, config_keys_lists_each_section_key_once) {
     const std::vector<std::string> keys = config_keys();
-    EXPECT_EQ(keys.size(), 4u + 9u + 7u + 7u + 11u + 2u + 1u);
+    EXPECT_EQ(keys.size(), 4u + 9u + 7u + 7u + 12u + 2u + 1u);
     EXPECT_EQ(keys.front(), "device.select");
     EXPECT_NE(std::find(keys.begin(), keys.end(), "speculative.auto"), keys.end());
     std::vector<std::string> sorted = keys;

@@ -289,6 +289,59 @@ TEST_F(Qwen35Mtp, an_mtp_only_side_file_drafts_like_the_head_in_the_full_file) {
     EXPECT_EQ(spec->stats.accepted, spec->stats.drafted);
 }
 
+// A reduced draft vocabulary: logits over the first ids only (a prefix view of
+// the LM head). Drafts stay below it and the output stays exact.
+TEST_F(Qwen35Mtp, reduced_draft_vocabulary_drafts_only_its_ids_and_stays_exact) {
+    const uint32_t k = 3, n_draft_vocab = 200;
+    Target t = load_target(synth("tiny", DType::Q8_0, /*repeating=*/true), k);
+    ASSERT_TRUE(t.kv);
+    auto mtp = make_mtp(t, nullptr, {{"draft_vocab", std::to_string(n_draft_vocab)}});
+    ASSERT_TRUE(mtp.ok()) << mtp.error().message();
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    struct Checked : Drafter {
+        Drafter* inner;
+        uint32_t limit;
+        std::string n = "checked";
+        const std::string& name() const override { return n; }
+        Status begin(std::span<const int32_t> p) override { return inner->begin(p); }
+        tdm_hidden_point hidden_point() const override { return inner->hidden_point(); }
+        Status observe(const TargetRows& r) override { return inner->observe(r); }
+        Result<std::vector<int32_t>> draft(const DraftRequest& req) override {
+            auto d = TDM_TRY(inner->draft(req));
+            for (int32_t id : d)
+                if (id < 0 || uint32_t(id) >= limit) return Error::format("draft id {} outside the draft vocabulary", id);
+            return d;
+        }
+        Status accept(std::span<const int32_t> h, uint32_t nd, uint32_t na) override { return inner->accept(h, nd, na); }
+    } checked;
+    checked.inner = mtp->get();
+    checked.limit = n_draft_vocab;
+    Drafter* chain[] = {&checked};
+    SpecParams sp;
+    sp.draft_max = int(k);
+    // the repeating model continues a prompt with ids near its last token: ids
+    // below the cut are drafted (and accepted), ids above it cannot be
+    uint64_t accepted = 0, drafted = 0;
+    for (int32_t last : {7, 400}) {
+        std::vector<int32_t> prompt = random_prompt(uint64_t(last), 11, 500);
+        prompt.push_back(last);
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+        auto plain = generate(runner, nullptr, seq, prompt, greedy(30), {});
+        ASSERT_TRUE(plain.ok());
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(30), chain, sp, {});
+        ASSERT_TRUE(spec.ok()) << spec.error().message();
+        EXPECT_EQ(spec->gen.tokens, plain->tokens) << "last prompt token " << last;
+        accepted += spec->stats.accepted;
+        drafted += spec->stats.drafted;
+    }
+    EXPECT_GT(accepted, 0u);
+    EXPECT_LT(accepted, drafted);
+    auto bad = make_mtp(t, nullptr, {{"draft_vocab", "-3"}});
+    EXPECT_FALSE(bad.ok());
+}
+
 TEST_F(Qwen35Mtp, pre_norm_hidden_switch_is_validated_and_stays_exact) {
     Target t = load_target(synth("tiny", DType::Q8_0), 3);
     ASSERT_TRUE(t.kv);

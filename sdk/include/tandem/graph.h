@@ -262,6 +262,22 @@ static inline tdm_tensor tdm_top_k(tdm_builder* b, tdm_tensor x, int32_t k, tdm_
     return ids;
 }
 
+/* The first n_rows rows of a weight (no copy). */
+static inline tdm_tensor tdm_weight_rows(tdm_builder* b, const tdm_weight* w, uint64_t n_rows) {
+    tdm_tensor t = {0};
+    if (b->status != TDM_OK) return t;
+    if (!w) return tdm_fail_(b, TDM_ERR_INVALID_ARGUMENT, "null weight");
+    tdm_status st = b->host->graph_weight_rows(b->g, w, n_rows, &t);
+    return st == TDM_OK ? t : tdm_fail_(b, st, "weight rows");
+}
+
+/* y = x W[0:n_rows]^T: a matmul over the first n_rows rows of W. */
+static inline tdm_tensor tdm_matmul_rows(tdm_builder* b, const tdm_weight* w, uint64_t n_rows, tdm_tensor x,
+                                         const char* name) {
+    tdm_tensor in[2] = {tdm_weight_rows(b, w, n_rows), x};
+    return tdm_emit(b, TDM_OP_MATMUL, in, 2, NULL, 0, NULL, 0, name);
+}
+
 /* The recurrent state `index` (of those the model declared) of the batch's sequence. */
 static inline tdm_tensor tdm_state(tdm_builder* b, uint32_t index) {
     tdm_tensor t = {0};

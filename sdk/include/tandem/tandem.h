@@ -269,6 +269,9 @@ typedef struct tdm_host_api {
     /* The recurrent state `index` (into the states the model declared) of the
      * batch's sequence; pass it to the ops that update states. */
     tdm_status (*graph_state)(tdm_graph* g, uint32_t index, tdm_tensor* out);
+    /* The first n_rows rows of a 2-D weight, without a copy: e.g. the LM head
+     * rows of a reduced draft vocabulary (the token ids 0..n_rows-1). */
+    tdm_status (*graph_weight_rows)(tdm_graph* g, const tdm_weight* w, uint64_t n_rows, tdm_tensor* out);
 } tdm_host_api;
 
 /* ---------------------------------------------------------------------------
@@ -377,7 +380,9 @@ struct tdm_draft_head_desc {
     /* One draft step over a batch: inputs TDM_INPUT_TOKENS, TDM_INPUT_POSITIONS,
      * TDM_INPUT_TARGET_HIDDEN (the hidden that produced each token); outputs
      * TDM_OUTPUT_LOGITS and TDM_OUTPUT_HIDDEN_DRAFT for the output rows. The host
-     * chains steps (hidden <- HIDDEN_DRAFT, token <- argmax in the graph). */
+     * chains steps (hidden <- HIDDEN_DRAFT, token <- argmax in the graph). The
+     * logits may cover only the first ids of the vocabulary (a reduced draft
+     * vocabulary): drafts are then ids below that count. */
     tdm_status (*build_step)(void* head, tdm_graph* g, const tdm_batch_desc* batch, char* err, size_t err_size);
     void (*destroy)(void* head);
 };
