@@ -144,6 +144,8 @@ const ProgramSpec& program_spec() {
                          "tokenizer. Needs no device."};
         info.groups = {{"info",
                         {{{"--tensors"}, K::flag, "", "List every tensor (default: the first and last 8)."},
+                         {{"--draft-max"}, K::integer, "N", "Size the recurrent-state checkpoints shown for "
+                          "speculative decoding with this draft length.", "16", "", false, false, "draft-max"},
                          {{"--output-format"}, K::string, "FMT", "text or json.", "text"}}}};
         info.positionals = {{"FILE", "GGUF file or Hugging Face directory."}};
 

@@ -1,60 +1,105 @@
 // host/cli/cmd_demo.cpp: `tandem demo`: the README's first command. Writes a
-// small synthetic model to the cache directory once, then generates from it.
+// small synthetic model and a draft model to the cache directory once, then
+// generates from it plainly and speculatively and checks both give the same tokens.
 #include <cstdio>
 #include <filesystem>
 
 #include "cli/commands.h"
 #include "cli/prompt.h"
 #include "engine/generate.h"
+#include "spec/draft_model.h"
+#include "spec/scheduler.h"
 #include "synth/qwen3_synth.h"
 #include "vk/pipeline.h"
 
 namespace tdm::cli {
+
+namespace {
+
+// Writes a synthetic model once (write to .tmp, then rename: an interrupted
+// run never leaves half a file behind).
+Status synth_once(const std::string& path, const synth::Qwen3Shape& shape, const synth::Qwen3SynthOptions& opt,
+                  const char* what) {
+    if (std::filesystem::exists(path)) return {};
+    std::fprintf(stderr, "writing %s (random weights) to %s\n", what, path.c_str());
+    TDM_TRY(synth::synth_qwen3_gguf(path + ".tmp", shape, opt));
+    std::filesystem::rename(path + ".tmp", path);
+    return {};
+}
+
+void print_stream(const std::string& s) {
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+}
+
+}  // namespace
 
 Status cmd_demo(App& app) {
     const std::string cache = vk::user_cache_dir();
     if (cache.empty()) return Error("no cache directory ($XDG_CACHE_HOME or $HOME must be set)");
     const std::string dir = cache + "/demo";
     std::filesystem::create_directories(dir);
-    const std::string target = dir + "/qwen3-small-q8_0.gguf";
+    // The target's later layers change the residual stream less (residual
+    // decay), so a draft made of its first layer agrees with it often.
     synth::Qwen3SynthOptions opt;
     opt.weight_type = DType::Q8_0;
     opt.seed = 1;
+    opt.residual_decay = 0.5f;
     const synth::Qwen3Shape shape = TDM_TRY(synth::qwen3_preset("small"));
-    if (!std::filesystem::exists(target)) {
-        std::fprintf(stderr, "writing a synthetic Qwen3 model (random weights) to %s\n", target.c_str());
-        TDM_TRY(synth::synth_qwen3_gguf(target + ".tmp", shape, opt));
-        std::filesystem::rename(target + ".tmp", target);
-    }
+    const synth::Qwen3Shape draft_shape = TDM_TRY(synth::qwen3_draft_shape(shape, 2));
+    const std::string target = dir + "/qwen3-small-q8_0.v2.gguf", draft = dir + "/qwen3-small-draft2-q8_0.v2.gguf";
+    TDM_TRY(synth_once(target, shape, opt, "a synthetic Qwen3 model"));
+    TDM_TRY(synth_once(draft, draft_shape, synth::qwen3_draft_options(opt, 0.01f), "its 2-layer draft model"));
+
     vk::Device* dev = TDM_TRY(app.device());
+    vk::PipelineManager* pm = TDM_TRY(app.pipelines());
     std::printf("device: %s (%s)\n", dev->caps().name.c_str(), dev->caps().type_name.c_str());
     auto model = TDM_TRY(app.load_model(target));
     std::printf("model:  %s: %s via plugin %s, %zu weights, %s\n", target.c_str(), model->arch().desc->name,
                 model->arch().plugin->name.c_str(), model->weight_count(), human_bytes(model->weight_bytes()).c_str());
+    std::printf("draft:  %s\n", draft.c_str());
     std::printf("note:   the weights are random, so the text is meaningless: this shows the runtime working.\n\n");
 
     auto kv = TDM_TRY(app.make_kv(*model, true));
-    vk::PipelineManager* pm = TDM_TRY(app.pipelines());
     Runner runner(*model, *kv, *dev, *pm);
     Config cfg = app.config();
     cfg.model.chat = true;
     const ChatTemplate tmpl = TDM_TRY(chat_template_for(cfg, *model));
     const std::string text = TDM_TRY(tmpl.apply({{"user", "Write a haiku about speculative decoding."}}, true));
     const std::vector<int32_t> prompt = model->tokenizer()->encode(text, true);
+    const int seq = TDM_TRY(kv->add_sequence());
 
     GenerateParams gp;
     gp.max_tokens = int32_t(app.args().get_int("n-predict").value_or(48));
     gp.sampling.temperature = 0;
     gp.ignore_eog = true;
     std::printf("prompt: %s\n", text.c_str());
-    std::printf("output: ");
-    auto r = TDM_TRY(generate(runner, model->tokenizer(), TDM_TRY(kv->add_sequence()), prompt, gp,
-                              [](const std::string& s) {
-                                  std::fwrite(s.data(), 1, s.size(), stdout);
-                                  std::fflush(stdout);
-                              }));
-    std::printf("\n\nplain decoding: %u prompt tokens at %.1f tok/s, %u generated at %.1f tok/s\n", r.stats.n_prompt,
-                r.stats.prefill_tps(), r.stats.n_generated, r.stats.decode_tps());
+    std::printf("plain decoding:\n  ");
+    const GenerateResult plain = TDM_TRY(generate(runner, model->tokenizer(), seq, prompt, gp, print_stream));
+    std::printf("\n  %u prompt tokens at %.1f tok/s, %u generated at %.1f tok/s\n\n", plain.stats.n_prompt,
+                plain.stats.prefill_tps(), plain.stats.n_generated, plain.stats.decode_tps());
+
+    // the same prompt again, speculatively: the draft model proposes, the target verifies
+    TDM_TRY(kv->truncate(seq, 0));
+    auto dm = TDM_TRY(app.load_model(draft));
+    auto dkv = TDM_TRY(app.make_kv(*dm, true));
+    DraftModelDrafter drafter(std::move(dm), std::move(dkv), *dev, *pm);
+    Drafter* chain[] = {&drafter};
+    SpecParams sp;
+    sp.draft_max = 4;
+    std::printf("speculative decoding (draft model, --draft-max 4):\n  ");
+    const SpecResult spec =
+        TDM_TRY(generate_speculative(runner, model->tokenizer(), seq, prompt, gp, chain, sp, print_stream));
+    // A model this small is all per-pass overhead on a CPU device, and this
+    // first run also builds the speculative graphs: the speed is not the point
+    // here (docs/BENCHMARKS.md has measured speedups), the identical tokens are.
+    std::printf("\n  %u generated at %.1f tok/s (first run, graphs built on the way), draft acceptance %.0f%%, "
+                "%.2f tokens per target pass\n",
+                spec.gen.stats.n_generated, spec.gen.stats.decode_tps(), 100.0 * spec.stats.acceptance_rate(),
+                spec.stats.tokens_per_target_pass());
+    const bool same = spec.gen.tokens == plain.tokens;
+    std::printf("\nsame tokens as plain decoding: %s\n", same ? "yes" : "NO");
+    if (!same) return Error("speculative decoding produced different tokens than plain decoding: please report this");
     return {};
 }
 

@@ -283,6 +283,16 @@ TEST(CliBadInput, token_ids_outside_the_vocabulary_are_refused) {
     EXPECT_TRUE(r.has("outside the vocabulary")) << r.err;
 }
 
+TEST(Cli, demo_generates_plainly_and_speculatively_with_the_same_tokens) {
+    // its own cache directory, so the test writes (and reuses) its own models
+    const std::string cache = test::make_temp_dir("cli-demo-cache");
+    CliRun r = tandem({"demo", "-n", "12"}, "XDG_CACHE_HOME=" + quote(cache));
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(r.has("plain decoding:")) << r.out;
+    EXPECT_TRUE(r.has("speculative decoding (draft model")) << r.out;
+    EXPECT_TRUE(r.has("same tokens as plain decoding: yes")) << r.out;
+}
+
 // ------------------------------------------------------------------ qwen35 + MTP
 
 namespace q35 {
