@@ -8,7 +8,8 @@ namespace tdm {
 namespace {
 
 constexpr double kEma = 0.2;     // weight of a new timing sample
-constexpr double kDecay = 0.9;   // per-round decay of the acceptance counts (recent rounds matter)
+constexpr double kDecay = 0.97;  // per-round decay of the acceptance counts: a window of ~30 rounds, so the
+                                 // prior's weight (1 in 32) cannot keep a drafter that never agrees on
 
 double ema(double old, double x) { return old == 0 ? x : old + kEma * (x - old); }
 

@@ -1,0 +1,65 @@
+// tests/spec/auto_tune_test.cpp: the draft-length tuner on synthetic timings
+// (no device): it drafts long when drafts are accepted and verifying is cheap,
+// and stops drafting when nothing is accepted, even when a verify pass costs
+// barely more than a plain step (the case a strong prior would keep drafting).
+#include <gtest/gtest.h>
+
+#include "spec/auto_tune.h"
+
+namespace tdm {
+namespace {
+
+// One simulated run: plain step 10 ms, a verify pass of k+1 tokens
+// 10 * (1 + verify_per_draft * k) ms, no draft cost; `accept(k)` drafts accepted.
+template <class Accept>
+std::pair<int, int> simulate(AutoTune& t, double verify_per_draft, int steps, Accept accept) {
+    int rounds = 0, plain = 0;
+    for (int i = 0; i < steps; ++i) {
+        const int k = t.choose(8);
+        if (k == 0) {
+            t.observe_plain(10.0);
+            ++plain;
+        } else {
+            t.observe_round(k, accept(k), 0.0, 10.0 * (1.0 + verify_per_draft * k));
+            ++rounds;
+        }
+    }
+    return {rounds, plain};
+}
+
+TEST(AutoTune, drafts_the_longest_paying_length_when_everything_is_accepted) {
+    AutoTune t(8);
+    simulate(t, 0.05, 40, [](int k) { return k; });
+    EXPECT_EQ(t.choose(8), 8);
+    EXPECT_GT(t.acceptance(), 0.9);
+    EXPECT_GT(t.predicted_speedup(8), 3.0);
+}
+
+TEST(AutoTune, stops_drafting_when_nothing_is_accepted_even_if_verifying_is_cheap) {
+    AutoTune t(8, 24);
+    auto [rounds, plain] = simulate(t, 0.05, 300, [](int) { return 0; });
+    // a few rounds to learn, then only the periodic k = 1 probes
+    EXPECT_LT(rounds, 40) << "kept drafting with zero acceptance";
+    EXPECT_GT(plain, 250);
+    EXPECT_LT(t.acceptance(), 0.05);
+}
+
+TEST(AutoTune, never_drafts_where_verifying_costs_more_than_the_drafts_win) {
+    AutoTune t(8);
+    // half the drafts accepted, but a verify pass costs a plain step per draft
+    auto [rounds, plain] = simulate(t, 1.0, 200, [](int k) { return k / 2; });
+    EXPECT_LT(rounds, 40);
+    EXPECT_GT(plain, 150);
+}
+
+TEST(AutoTune, the_first_round_of_each_length_does_not_count_for_timing) {
+    AutoTune t(4);
+    t.observe_plain(1000.0);  // first plain step: graph builds, ignored
+    t.observe_plain(10.0);
+    t.observe_round(2, 2, 0.0, 5000.0);  // first verify of width 3: ignored for timing
+    t.observe_round(2, 2, 0.0, 12.0);
+    EXPECT_GT(t.predicted_speedup(2), 1.5);
+}
+
+}  // namespace
+}  // namespace tdm
