@@ -304,14 +304,17 @@ const std::string& dir() {
 
 }  // namespace q35
 
-TEST(CliQwen35, synth_run_from_gguf_and_hf_and_mtp_speculation_gives_the_plain_tokens) {
-    const std::string gguf = q35::dir() + "/q35.gguf", hf = q35::dir() + "/q35-hf";
-    ASSERT_EQ(tandem({"synth", "--arch", "qwen35", "--type", "f32", "-o", gguf}).status, 0);
-    ASSERT_EQ(tandem({"synth", "--arch", "qwen35", "--type", "f32", "--format", "hf", "-o", hf}).status, 0);
+class CliQwen35 : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CliQwen35, synth_run_from_gguf_and_hf_and_mtp_speculation_gives_the_plain_tokens) {
+    const std::string arch = GetParam();
+    const std::string gguf = q35::dir() + "/" + arch + ".gguf", hf = q35::dir() + "/" + arch + "-hf";
+    ASSERT_EQ(tandem({"synth", "--arch", arch, "--type", "f32", "-o", gguf}).status, 0);
+    ASSERT_EQ(tandem({"synth", "--arch", arch, "--type", "f32", "--format", "hf", "-o", hf}).status, 0);
     CliRun info = tandem({"info", gguf});
     EXPECT_EQ(info.status, 0) << info.err;
-    for (const char* s : {"architecture:  qwen35", "gated deltanet", "recurrent states", "checkpoints",
-                          "draft head:    qwen35-mtp"})
+    for (const std::string& s : std::vector<std::string>{"architecture:  " + arch, "gated deltanet", "recurrent states",
+                                                         "checkpoints", "draft head:    qwen35-mtp"})
         EXPECT_TRUE(info.has(s)) << s << "\n" << info.out;
     std::vector<nlohmann::json> runs;
     for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
@@ -327,6 +330,8 @@ TEST(CliQwen35, synth_run_from_gguf_and_hf_and_mtp_speculation_gives_the_plain_t
     for (size_t i = 1; i < runs.size(); ++i) EXPECT_EQ(runs[i]["tokens"], runs[0]["tokens"]) << "run " << i;
     EXPECT_TRUE(runs[2].contains("speculative"));
 }
+
+INSTANTIATE_TEST_SUITE_P(DenseAndMoe, CliQwen35, ::testing::Values("qwen35", "qwen35moe"));
 
 TEST(CliBadInput, mtp_on_a_file_without_the_head_says_how_to_get_one) {
     const std::string path = q35::dir() + "/no-mtp.gguf";
