@@ -44,7 +44,15 @@ void main() {
             [[unroll]] for (uint pc = 0; pc < PIECES; ++pc) {
                 const uint k0 = u * UNIT + piece_offset(pc);
                 vec4 w[R][8];
-                [[unroll]] for (uint r = 0; r < R; ++r) dequant_piece(min(row0 + r, p.M - 1), u, pc, w[r]);
+                float d[R];  // the piece's scale where the type has one per piece, else 1 (w already scaled)
+#ifdef HAS_PIECE_SCALE
+                [[unroll]] for (uint r = 0; r < R; ++r) d[r] = raw_piece(min(row0 + r, p.M - 1), u, pc, w[r]);
+#else
+                [[unroll]] for (uint r = 0; r < R; ++r) {
+                    dequant_piece(min(row0 + r, p.M - 1), u, pc, w[r]);
+                    d[r] = 1.0;
+                }
+#endif
                 [[unroll]] for (uint t = 0; t < NT; ++t) {
                     if (t < nt) {
                         vec4 xv[8];
@@ -52,7 +60,7 @@ void main() {
                         [[unroll]] for (uint r = 0; r < R; ++r) {
                             float s = 0.0;
                             [[unroll]] for (uint j = 0; j < 8; ++j) s += dot(w[r][j], xv[j]);
-                            acc[r * NT + t] += s;
+                            acc[r * NT + t] += d[r] * s;
                         }
                     }
                 }

@@ -38,8 +38,30 @@ void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
         w[4 + j] = vec4(i8x4(q1[j])) * d;
     }
 }
+// The piece's raw quants and its one scale d (w = d * q): lets a matmul multiply
+// by d once per dot product instead of once per weight.
+#define HAS_PIECE_SCALE
+float raw_piece(uint row, uint u, uint pc, out vec4 q[8]) {
+    const uint nb = p.K / 32;
+    const uvec4 q0 = load_w(p.w_off + (row * nb + u) * 2), q1 = load_w(p.w_off + (row * nb + u) * 2 + 1);
+    [[unroll]] for (uint j = 0; j < 4; ++j) {
+        q[j] = vec4(i8x4(q0[j]));
+        q[4 + j] = vec4(i8x4(q1[j]));
+    }
+    return load_scale(p.s_off + row * nb + u);
+}
 #elif defined(WTYPE_Q4_0)
 const uint UNIT = 32, PIECES = 1;
+#define HAS_PIECE_SCALE
+float raw_piece(uint row, uint u, uint pc, out vec4 q[8]) {
+    const uint nb = p.K / 32;
+    const uvec4 v = load_w(p.w_off + row * nb + u);
+    [[unroll]] for (uint j = 0; j < 4; ++j) {
+        q[j] = lo4(v[j]) - 8.0;
+        q[4 + j] = hi4(v[j]) - 8.0;
+    }
+    return load_scale(p.s_off + row * nb + u);
+}
 void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
     const uint nb = p.K / 32;
     const uvec4 q = load_w(p.w_off + row * nb + u);
