@@ -8,8 +8,8 @@ namespace tdm {
 namespace {
 
 constexpr double kEma = 0.2;     // weight of a new timing sample
-constexpr double kDecay = 0.97;  // per-round decay of the acceptance counts: a window of ~30 rounds, so the
-                                 // prior's weight (1 in 32) cannot keep a drafter that never agrees on
+constexpr double kDecay = 0.97;  // per-round decay of the acceptance counts (and of the prior): ~30 rounds
+constexpr double kMinGain = 1.02;  // a predicted gain below 2% is within timing noise: do not draft for it
 
 double ema(double old, double x) { return old == 0 ? x : old + kEma * (x - old); }
 
@@ -22,8 +22,10 @@ AutoTune::AutoTune(int k_max, int probe_interval)
       rounds_at_(size_t(k_max_) + 1, 0) {}
 
 double AutoTune::acceptance() const {
-    // Beta(1, 1) prior: an unmeasured drafter starts at 0.5.
-    return (acc_ + 1.0) / (gen_ + 2.0);
+    // Beta prior worth prior_ tokens each way: an unmeasured drafter starts at
+    // 0.5. The prior decays with the data, so a drafter that never agrees tends
+    // to 0 instead of to the prior's share of a decayed window.
+    return (acc_ + prior_) / (gen_ + 2.0 * prior_);
 }
 
 double AutoTune::verify_estimate(int k) const {
@@ -62,7 +64,7 @@ int AutoTune::choose(int k_cap) {
         return 1;  // probe
     }
     int best = 0;
-    double best_s = 1.0;
+    double best_s = kMinGain;
     for (int k = 1; k <= k_cap; ++k) {
         const double s = predicted_speedup(k);
         if (s > best_s) {
@@ -86,13 +88,14 @@ void AutoTune::observe_round(int k, int accepted, double draft_ms, double verify
         draft_ms_per_token_ = ema(draft_ms_per_token_, draft_ms / k);
     }
     acc_ = acc_ * kDecay + accepted;
+    prior_ *= kDecay;
     // Tokens after the first rejection were never really tested: count the
     // accepted ones plus the rejected one.
     gen_ = gen_ * kDecay + std::min(k, accepted + 1);
     // A probe (or any round) that would pay again turns drafting back on.
     if (off_) {
         for (int j = 1; j <= k_max_; ++j)
-            if (predicted_speedup(j) > 1.0) {
+            if (predicted_speedup(j) > kMinGain) {
                 off_ = false;
                 break;
             }

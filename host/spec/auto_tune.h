@@ -6,7 +6,8 @@
 // verifying k+1 (DESIGN §4). The tuner keeps running estimates of a, of the
 // plain step time, of the verify time per width and of the draft time per
 // token, and picks the k with the best E(k) * T_plain / (T_draft(k) +
-// T_verify(k)). When no k beats 1.0, drafting is switched off and re-probed
+// T_verify(k)). When no k beats 1.02 (smaller gains are timing noise),
+// drafting is switched off and re-probed
 // with k = 1 every `probe_interval` plain steps, so a drafter that starts to
 // agree is noticed while one that never does costs a few percent at most.
 // The first round of each k and the first plain step only count for
@@ -39,6 +40,7 @@ private:
     int plain_seen_ = 0;
     double draft_ms_per_token_ = 0;       // EMA
     double acc_ = 0, gen_ = 0;            // decayed counts of accepted / drafted tokens
+    double prior_ = 1.0;                  // decayed weight of the Beta(1, 1) prior
     int plain_since_probe_ = 0;
     bool off_ = false;
 };

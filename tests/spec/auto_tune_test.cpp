@@ -44,6 +44,27 @@ TEST(AutoTune, stops_drafting_when_nothing_is_accepted_even_if_verifying_is_chea
     EXPECT_LT(t.acceptance(), 0.05);
 }
 
+TEST(AutoTune, stops_drafting_when_nothing_is_accepted_even_if_verifying_costs_no_more_than_a_plain_step) {
+    // On a tiny model a verify pass of k+1 tokens takes as long as a plain
+    // step; only the acceptance estimate can switch drafting off.
+    AutoTune t(8, 24);
+    auto [rounds, plain] = simulate(t, 0.0, 400, [](int) { return 0; });
+    EXPECT_LT(rounds, 60) << "kept drafting with zero acceptance";
+    EXPECT_GT(plain, 330);
+    EXPECT_LT(t.acceptance(), 0.02);
+}
+
+TEST(AutoTune, a_gain_within_timing_noise_is_not_worth_drafting) {
+    AutoTune t(1);
+    t.observe_plain(10.0);
+    t.observe_plain(10.0);
+    // one draft in 100 accepted and verify costs what a plain step does: a gain under 1%
+    for (int i = 0; i < 400; ++i) t.observe_round(1, i % 100 == 0 ? 1 : 0, 0.0, 10.0);
+    EXPECT_GT(t.predicted_speedup(1), 1.0);
+    EXPECT_LT(t.predicted_speedup(1), 1.02);
+    EXPECT_EQ(t.choose(1), 0);
+}
+
 TEST(AutoTune, never_drafts_where_verifying_costs_more_than_the_drafts_win) {
     AutoTune t(8);
     // half the drafts accepted, but a verify pass costs a plain step per draft

@@ -333,9 +333,8 @@ TEST_F(Spec, skip_streak_and_auto_mode_keep_output_exact_when_nothing_is_accepte
         ASSERT_TRUE(spec.ok());
         EXPECT_EQ(spec->gen.tokens, plain->tokens);
         EXPECT_GT(spec->stats.plain_steps, 0u) << (mode ? "auto" : "skip streak");
-        if (mode == 1) {
-            EXPECT_LT(spec->stats.rounds, 15u) << "auto mode kept drafting with zero acceptance";
-        }
+        // How soon auto mode stops drafting depends on the measured step times;
+        // tests/spec/auto_tune_test.cpp checks that decision on given timings.
     }
 }
 
