@@ -23,14 +23,12 @@
 #include "formats/safetensors_writer.h"
 #include "synth/qwen35_params.h"
 #include "synth/qwen3_synth.h"
+#include "synth/synth_files.h"
 #include "synth/synth_vocab.h"
 #include "tokenizer/vocab_gguf.h"
 
 #include <nlohmann/json.hpp>
 
-#include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <thread>
 
 namespace tdm::synth {
@@ -38,7 +36,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-constexpr uint32_t kQuantizationVersion = 2;  // GGML_QNT_VERSION; the converter always writes it
 constexpr int32_t kExtraSpecials = 2;         // <think>, </think> on top of synth_vocab's three
 
 // The Qwen3.5 pre-tokenizer regex (tokenizers.md §3.2: the letter class absorbs \p{M}).
@@ -109,42 +106,6 @@ const std::vector<Preset>& presets() {
     return kPresets;
 }
 
-bool is_supported_weight_type(DType t) {
-    switch (t) {
-        case DType::F32:
-        case DType::F16:
-        case DType::BF16:
-        case DType::Q8_0:
-        case DType::Q4_0:
-        case DType::Q4_K:
-        case DType::Q5_K:
-        case DType::Q6_K:
-            return true;
-        default:
-            return false;
-    }
-}
-
-bool is_hf_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
-
-std::string_view safetensors_dtype(DType t) { return t == DType::F16 ? "F16" : t == DType::BF16 ? "BF16" : "F32"; }
-std::string_view torch_dtype(DType t) { return t == DType::F16 ? "float16" : t == DType::BF16 ? "bfloat16" : "float32"; }
-
-// The shortest decimal that reads back as this float, integral values as integers (as
-// transformers writes rope_theta).
-ojson json_number(float f) {
-    if (std::floor(f) == f && std::fabs(f) < 1e15f) return int64_t(f);
-    return std::stod(fmt::format("{}", f));
-}
-
-Status write_text(const std::string& path, const std::string& text) {
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    out.close();
-    if (!out) return Error::format("{}: cannot write", path);
-    return {};
-}
-
 Qwen35Gen make_gen(const Qwen35Shape& s, const Qwen35SynthOptions& o, int32_t n_text) {
     Qwen35Gen g;
     g.shape = &s;
@@ -173,7 +134,7 @@ ojson text_config(const Qwen35Shape& s, const Qwen35SynthOptions& o, const Qwen3
     j["attention_dropout"] = 0.0;
     j["attn_output_gate"] = true;
     j["bos_token_id"] = l.endoftext;
-    j["dtype"] = torch_dtype(o.weight_type);
+    j["dtype"] = torch_dtype_name(o.weight_type);
     j["eos_token_id"] = l.endoftext;  // the released configs name <|endoftext|> here
     j["full_attention_interval"] = s.full_attention_interval;
     j["head_dim"] = s.head_dim;
@@ -357,7 +318,7 @@ Status validate_qwen35(const Qwen35Shape& s, const Qwen35SynthOptions& o) {
     if (!(s.rms_eps > 0.0f) || !std::isfinite(s.rms_eps))
         return Error::format("qwen35 shape: rms_eps must be positive, got {}", s.rms_eps);
 
-    if (!is_supported_weight_type(o.weight_type))
+    if (!is_synth_weight_type(o.weight_type))
         return Error::format("qwen35 synth: weight type {} is not one of f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K",
                              ggml_type_name(uint32_t(o.weight_type)));
     if (o.repeating && o.tied.value_or(false))
@@ -434,7 +395,7 @@ Status synth_qwen35_gguf(const std::string& path, const Qwen35Shape& s, const Qw
 
 Status synth_qwen35_hf(const std::string& dir, const Qwen35Shape& s, const Qwen35SynthOptions& o) {
     TDM_TRY(validate_qwen35(s, o));
-    if (!is_hf_type(o.weight_type))
+    if (!is_hf_weight_type(o.weight_type))
         return Error::format("qwen35 synth: HF checkpoints hold F32, F16 or BF16 weights; {} exists only as GGUF "
                              "(use synth_qwen35_gguf)",
                              dtype_name(o.weight_type));
@@ -442,17 +403,15 @@ Status synth_qwen35_hf(const std::string& dir, const Qwen35Shape& s, const Qwen3
     const Qwen35VocabLayout layout = TDM_TRY(qwen35_vocab_layout(s.n_vocab));
     const Qwen35Gen gen = make_gen(s, o, layout.n_text);
 
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return Error::format("{}: cannot create directory: {}", dir, ec.message());
-    TDM_TRY(write_text(dir + "/config.json", config_json(s, o, layout)));
-    TDM_TRY(write_text(dir + "/tokenizer.json", tokenizer_json(vocab)));
-    TDM_TRY(write_text(dir + "/tokenizer_config.json", tokenizer_config_json(vocab, s.n_ctx_train)));
+    TDM_TRY(make_directory(dir));
+    TDM_TRY(write_text_file(dir + "/config.json", config_json(s, o, layout)));
+    TDM_TRY(write_text_file(dir + "/tokenizer.json", tokenizer_json(vocab)));
+    TDM_TRY(write_text_file(dir + "/tokenizer_config.json", tokenizer_config_json(vocab, s.n_ctx_train)));
 
     const Qwen35Table table = qwen35_table(s, o);
     SafetensorsWriter st;
     st.add_metadata("format", "pt");
-    const std::string dtype(safetensors_dtype(o.weight_type));
+    const std::string dtype(safetensors_dtype_name(o.weight_type));
     const DType t = o.weight_type;
     for (const Qwen35HfTensor& h : table.hf) {
         // Produced while writing, one tensor at a time (the table outlives the writes below).

@@ -6,21 +6,17 @@
 #include "common/quant.h"
 #include "formats/gguf_writer.h"
 #include "formats/safetensors_writer.h"
+#include "synth/synth_files.h"
 #include "synth/synth_vocab.h"
 #include "synth/synth_weights.h"
 #include "tokenizer/vocab_gguf.h"
 
 #include <nlohmann/json.hpp>
 
-#include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 
 namespace tdm::synth {
 namespace {
-
-constexpr uint32_t kQuantizationVersion = 2;  // GGML_QNT_VERSION, what llama-quantize writes
 
 struct Preset {
     std::string_view name;
@@ -52,47 +48,6 @@ const std::vector<Preset>& presets() {
     return kPresets;
 }
 
-bool is_supported_weight_type(DType t) {
-    switch (t) {
-        case DType::F32:
-        case DType::F16:
-        case DType::BF16:
-        case DType::Q8_0:
-        case DType::Q4_0:
-        case DType::Q4_K:
-        case DType::Q5_K:
-        case DType::Q6_K:
-            return true;
-        default:
-            return false;
-    }
-}
-
-bool is_hf_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
-
-std::string_view safetensors_dtype(DType t) {
-    return t == DType::F16 ? "F16" : t == DType::BF16 ? "BF16" : "F32";
-}
-
-std::string_view torch_dtype(DType t) {
-    return t == DType::F16 ? "float16" : t == DType::BF16 ? "bfloat16" : "float32";
-}
-
-// The shortest decimal that reads back as this float ("1e-06", not 9.99999997e-07), as a
-// JSON number; integral values as integers, like transformers writes rope_theta.
-nlohmann::ordered_json json_number(float f) {
-    if (std::floor(f) == f && std::fabs(f) < 1e15f) return int64_t(f);
-    return std::stod(fmt::format("{}", f));
-}
-
-Status write_text(const std::string& path, const std::string& text) {
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    out.close();
-    if (!out) return Error::format("{}: cannot write", path);
-    return {};
-}
-
 std::string config_json(const Qwen3Shape& s, const Qwen3SynthOptions& o, const SynthVocabLayout& l) {
     nlohmann::ordered_json j;
     j["architectures"] = {"Qwen3ForCausalLM"};
@@ -116,7 +71,7 @@ std::string config_json(const Qwen3Shape& s, const Qwen3SynthOptions& o, const S
     j["rope_theta"] = json_number(s.rope_theta);
     j["sliding_window"] = nullptr;
     j["tie_word_embeddings"] = qwen3_is_tied(s, o);
-    j["torch_dtype"] = torch_dtype(o.weight_type);
+    j["torch_dtype"] = torch_dtype_name(o.weight_type);
     j["transformers_version"] = "4.51.0";
     j["use_cache"] = true;
     j["use_sliding_window"] = false;
@@ -183,7 +138,7 @@ Status validate_qwen3(const Qwen3Shape& s, const Qwen3SynthOptions& o) {
     if (!(s.rms_eps > 0.0f) || !std::isfinite(s.rms_eps))
         return Error::format("qwen3 shape: rms_eps must be positive, got {}", s.rms_eps);
 
-    if (!is_supported_weight_type(o.weight_type))
+    if (!is_synth_weight_type(o.weight_type))
         return Error::format("qwen3 synth: weight type {} is not one of f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K",
                              ggml_type_name(uint32_t(o.weight_type)));
     if (o.repeating && o.tied.value_or(false))
@@ -265,7 +220,7 @@ Status synth_qwen3_gguf(const std::string& path, const Qwen3Shape& s, const Qwen
 
 Status synth_qwen3_hf(const std::string& dir, const Qwen3Shape& s, const Qwen3SynthOptions& o) {
     TDM_TRY(validate_qwen3(s, o));
-    if (!is_hf_type(o.weight_type))
+    if (!is_hf_weight_type(o.weight_type))
         return Error::format("qwen3 synth: HF checkpoints hold F32, F16 or BF16 weights; {} exists only as GGUF "
                              "(use synth_qwen3_gguf)",
                              dtype_name(o.weight_type));
@@ -273,19 +228,17 @@ Status synth_qwen3_hf(const std::string& dir, const Qwen3Shape& s, const Qwen3Sy
     const SynthVocabLayout layout = TDM_TRY(synth_vocab_layout(s.n_vocab));
     const WeightRecipe recipe = make_recipe(o, layout.n_text);
 
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return Error::format("{}: cannot create directory: {}", dir, ec.message());
+    TDM_TRY(make_directory(dir));
 
-    TDM_TRY(write_text(dir + "/config.json", config_json(s, o, layout)));
-    TDM_TRY(write_text(dir + "/tokenizer.json", synth_tokenizer_json(vocab)));
-    TDM_TRY(write_text(dir + "/tokenizer_config.json", synth_tokenizer_config_json(vocab, s.n_ctx_train)));
+    TDM_TRY(write_text_file(dir + "/config.json", config_json(s, o, layout)));
+    TDM_TRY(write_text_file(dir + "/tokenizer.json", synth_tokenizer_json(vocab)));
+    TDM_TRY(write_text_file(dir + "/tokenizer_config.json", synth_tokenizer_config_json(vocab, s.n_ctx_train)));
 
     // HF stores every tensor, norms included, in torch_dtype; the values were rounded through
     // it already (WeightRecipe::round_to), so the GGUF's F32 norms hold the same numbers.
     SafetensorsWriter st;
     st.add_metadata("format", "pt");
-    const std::string dtype(safetensors_dtype(o.weight_type));
+    const std::string dtype(safetensors_dtype_name(o.weight_type));
     for (const Qwen3Param& p : qwen3_params(s, qwen3_is_tied(s, o), o.residual_decay)) {
         std::vector<int64_t> shape = p.is_vector ? std::vector<int64_t>{p.cols} : std::vector<int64_t>{p.rows, p.cols};
         const DType t = o.weight_type;

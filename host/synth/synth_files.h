@@ -1,0 +1,33 @@
+// host/synth/synth_files.h: what the synthetic model writers (qwen3_synth, qwen35_synth) share
+// about files: which weight types they write, the HF names of those types, JSON numbers as
+// transformers writes them, and writing the small text files of an HF directory.
+#pragma once
+
+#include "common/dtype.h"
+#include "common/error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tdm::synth {
+
+inline constexpr uint32_t kQuantizationVersion = 2;  // GGML_QNT_VERSION, what llama.cpp's tools write
+
+// GGUF weight types the writers produce (F32, F16, BF16 and the quantized types the runtime reads).
+bool is_synth_weight_type(DType t);
+// HF checkpoints hold F32, F16 or BF16 only.
+bool is_hf_weight_type(DType t);
+std::string_view safetensors_dtype_name(DType t);  // "F32", "F16", "BF16"
+std::string_view torch_dtype_name(DType t);        // "float32", "float16", "bfloat16"
+
+// The shortest decimal that reads back as this float ("1e-06", not 9.99999997e-07), as a JSON
+// number; integral values as integers, like transformers writes rope_theta.
+nlohmann::ordered_json json_number(float f);
+
+Status make_directory(const std::string& dir);
+Status write_text_file(const std::string& path, const std::string& text);
+
+}  // namespace tdm::synth
