@@ -14,7 +14,7 @@
 #include "cli/commands.h"
 #include "cli/drafters.h"
 #include "engine/generate.h"
-#include "spec/forced_drafter.h"
+#include "speculative/forced_drafter.h"
 
 namespace tdm::cli {
 namespace {

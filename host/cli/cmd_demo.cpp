@@ -7,8 +7,8 @@
 #include "cli/commands.h"
 #include "cli/prompt.h"
 #include "engine/generate.h"
-#include "spec/draft_model.h"
-#include "spec/scheduler.h"
+#include "speculative/draft_model.h"
+#include "speculative/scheduler.h"
 #include "synth/qwen3_synth.h"
 #include "vk/pipeline.h"
 

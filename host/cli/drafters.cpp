@@ -4,9 +4,9 @@
 #include <algorithm>
 
 #include "common/log.h"
-#include "spec/draft_head.h"
-#include "spec/draft_model.h"
-#include "spec/plugin_drafter.h"
+#include "speculative/draft_head.h"
+#include "speculative/draft_model.h"
+#include "speculative/plugin_drafter.h"
 
 namespace tdm::cli {
 

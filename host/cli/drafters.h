@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "spec/drafter.h"
-#include "spec/scheduler.h"
+#include "speculative/drafter.h"
+#include "speculative/scheduler.h"
 
 namespace tdm::cli {
 

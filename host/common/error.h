@@ -30,16 +30,28 @@ public:
     static Error format(fmt::format_string<Args...> f, Args&&... args) {
         return Error(fmt::format(f, std::forward<Args>(args)...));
     }
+    // An error that carries a plugin-ABI status (tdm_status) for callers that
+    // hand it across the ABI; 0 = unspecified.
+    template <class... Args>
+    static Error coded(int code, fmt::format_string<Args...> f, Args&&... args) {
+        Error e(fmt::format(f, std::forward<Args>(args)...));
+        e.code_ = code;
+        return e;
+    }
 
     const std::string& message() const { return message_; }
+    int code() const { return code_; }
 
-    // Prefix context: "loading model.gguf: " + original message.
+    // Prefix context: "loading model.gguf: " + original message (the code stays).
     Error context(std::string_view what) const {
-        return Error(std::string(what) + ": " + message_);
+        Error e(std::string(what) + ": " + message_);
+        e.code_ = code_;
+        return e;
     }
 
 private:
     std::string message_;
+    int code_ = 0;
 };
 
 template <class T>

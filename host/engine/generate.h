@@ -1,6 +1,6 @@
 // host/engine/generate.h: plain (non-speculative) generation: chunked prefill,
 // then one token per forward pass, sampling, stop conditions, streaming text.
-// The speculative scheduler (host/spec) reuses prefill() and the stop rules.
+// The speculative scheduler (host/speculative) reuses prefill() and the stop rules.
 #pragma once
 
 #include <functional>

@@ -5,7 +5,7 @@
 // so greedy decoding reads back only token ids, and cached; later steps of the
 // same shape only write inputs and replay. forward() reserves KV blocks for the
 // batch's positions; rolling back is KvPool::truncate.
-// Not here: sampling, generation loops (generate.h), speculation (host/spec).
+// Not here: sampling, generation loops (generate.h), speculation (host/speculative).
 #pragma once
 
 #include <map>

@@ -303,6 +303,7 @@ tdm_status api_graph_input(tdm_graph* g, tdm_graph_input which, tdm_tensor* out)
                 g->target_hidden = g->graph.input(DType::F32, {g->n_embd_target, n}, "target_hidden");
             out->id = g->target_hidden;
             return TDM_OK;
+        default: break;
     }
     return set_last_error(TDM_ERR_INVALID_ARGUMENT, fmt::format("unknown graph input {}", int(which)));
 }

@@ -20,9 +20,9 @@
 
 #include "engine/generate.h"
 #include "plugin/plugin_loader.h"
-#include "spec/draft_model.h"
-#include "spec/plugin_drafter.h"
-#include "spec/scheduler.h"
+#include "speculative/draft_model.h"
+#include "speculative/plugin_drafter.h"
+#include "speculative/scheduler.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 #include "synth/qwen3_synth.h"

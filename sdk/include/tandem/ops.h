@@ -9,7 +9,21 @@
  *
  * Shapes use ggml order: ne[0] is the innermost (contiguous) dimension. Activations
  * are F32 unless stated. "rows" of a tensor = ne[1] * ne[2] * ne[3].
- * Part of ABI v1. */
+ *
+ * Host limits (tdm_host_api.get_limits() returns them; a graph over one is
+ * refused with TDM_ERR_LIMIT, so check them in init, not at the first pass):
+ *   - at most 8 inputs per op;
+ *   - MATMUL / GET_ROWS / MATMUL_ID weights: rows whose byte size is a multiple
+ *     of 16 (F32 ne0 % 4, F16/BF16 ne0 % 8, quantized: whole blocks);
+ *   - MATMUL / MATMUL_ID activations: offset and row stride multiples of 4
+ *     elements (copy a view first);
+ *   - GET_ROWS: row width a multiple of 4;
+ *   - ATTENTION: at most 16 query heads per KV head;
+ *   - TOP_K: k <= 256; GATED_DELTA_RULE: dims multiples of 4 up to 256,
+ *     chunk <= 64;
+ *   - batch invariance is guaranteed for 1..16 rows (verify widths).
+ * Whether an op and its parameters are implemented: tdm_host_api.query_op().
+ * Ops 0..27 are ABI 1; TDM_OP_CUSTOM is ABI 2. */
 #ifndef TANDEM_OPS_H
 #define TANDEM_OPS_H
 
@@ -117,7 +131,13 @@ typedef enum tdm_op {
     /* in: y [M, n_used, n], w [n_used, n]. out: [M, n] = sum_j w[j][t] * y[t][j]
      * (j in order). */
     TDM_OP_MOE_SUM = 27,
-    TDM_OP_COUNT_V1 = 28
+    /* [v2] A plugin's SPIR-V kernel (tandem/ext/custom_op.h): in: 1..4 F32 or
+     * I32 activations; tdm_op_desc.custom names the op; i[] and f[] are its
+     * parameters. out: as the op's descriptor says. */
+    TDM_OP_CUSTOM = 28,
+    TDM_OP_COUNT_V1 = 28, /* number of ABI 1 ops (not an op) */
+    TDM_OP_COUNT_V2 = 29, /* number of ABI 2 ops (not an op) */
+    TDM_OP_MAX_ENUM = 0x7FFFFFFF
 } tdm_op;
 
 typedef enum tdm_unary {
@@ -128,32 +148,37 @@ typedef enum tdm_unary {
     TDM_UNARY_EXP = 4,
     TDM_UNARY_NEG = 5,
     TDM_UNARY_SOFTCAP = 6,   /* f[0] * tanh(x / f[0]) */
-    TDM_UNARY_ADD_SCALAR = 7 /* x + f[0] */
+    TDM_UNARY_ADD_SCALAR = 7, /* x + f[0] */
+    TDM_UNARY_MAX_ENUM = 0x7FFFFFFF
 } tdm_unary;
 
-typedef enum tdm_glu { TDM_GLU_SWIGLU = 0, TDM_GLU_GEGLU = 1 } tdm_glu;
+typedef enum tdm_glu { TDM_GLU_SWIGLU = 0, TDM_GLU_GEGLU = 1, TDM_GLU_MAX_ENUM = 0x7FFFFFFF } tdm_glu;
 
 /* Which key head a value head of the gated delta rule reads (r = Nv / Nk). */
 typedef enum tdm_head_map {
     TDM_HEAD_MAP_TILED = 0,   /* value head h uses key head h % Nk (llama.cpp's GGUF order) */
-    TDM_HEAD_MAP_GROUPED = 1  /* value head h uses key head h / r (HF order) */
+    TDM_HEAD_MAP_GROUPED = 1, /* value head h uses key head h / r (HF order) */
+    TDM_HEAD_MAP_MAX_ENUM = 0x7FFFFFFF
 } tdm_head_map;
 
 typedef enum tdm_norm_weight {
     TDM_NORM_NO_WEIGHT = 0,
     TDM_NORM_WEIGHT = 1,         /* x_hat * w */
-    TDM_NORM_WEIGHT_PLUS_ONE = 2 /* x_hat * (1 + w) */
+    TDM_NORM_WEIGHT_PLUS_ONE = 2, /* x_hat * (1 + w) */
+    TDM_NORM_WEIGHT_MAX_ENUM = 0x7FFFFFFF
 } tdm_norm_weight;
 
 typedef enum tdm_rope_mode {
     TDM_ROPE_NEOX = 0,    /* pairs (i, i + n_rot/2): HF rotate_half, llama.cpp NEOX */
-    TDM_ROPE_ADJACENT = 1 /* pairs (2i, 2i+1): GPT-J, llama.cpp NORM */
+    TDM_ROPE_ADJACENT = 1, /* pairs (2i, 2i+1): GPT-J, llama.cpp NORM */
+    TDM_ROPE_MODE_MAX_ENUM = 0x7FFFFFFF
 } tdm_rope_mode;
 
 typedef enum tdm_rope_sections {
     TDM_ROPE_SECTIONS_NONE = 0,
     TDM_ROPE_SECTIONS_CONTIGUOUS = 1, /* M-RoPE: slots [0,s0) stream 0, then s1 stream 1, ... */
-    TDM_ROPE_SECTIONS_INTERLEAVED = 2 /* IMROPE (Qwen3.5): slot i uses stream i % 3 within budget */
+    TDM_ROPE_SECTIONS_INTERLEAVED = 2, /* IMROPE (Qwen3.5): slot i uses stream i % 3 within budget */
+    TDM_ROPE_SECTIONS_MAX_ENUM = 0x7FFFFFFF
 } tdm_rope_sections;
 
 #ifdef __cplusplus

@@ -1,4 +1,4 @@
-// host/spec/auto_tune.h: choosing the draft length from measurements, so that
+// host/speculative/auto_tune.h: choosing the draft length from measurements, so that
 // speculation never makes decoding slower.
 //
 // With per-token acceptance a and k drafts, a round yields

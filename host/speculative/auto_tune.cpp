@@ -1,5 +1,5 @@
-// host/spec/auto_tune.cpp
-#include "spec/auto_tune.h"
+// host/speculative/auto_tune.cpp
+#include "speculative/auto_tune.h"
 
 #include <algorithm>
 #include <cmath>

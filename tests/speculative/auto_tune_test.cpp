@@ -1,10 +1,10 @@
-// tests/spec/auto_tune_test.cpp: the draft-length tuner on synthetic timings
+// tests/speculative/auto_tune_test.cpp: the draft-length tuner on synthetic timings
 // (no device): it drafts long when drafts are accepted and verifying is cheap,
 // and stops drafting when nothing is accepted, even when a verify pass costs
 // barely more than a plain step (the case a strong prior would keep drafting).
 #include <gtest/gtest.h>
 
-#include "spec/auto_tune.h"
+#include "speculative/auto_tune.h"
 
 namespace tdm {
 namespace {

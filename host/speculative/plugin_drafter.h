@@ -1,4 +1,4 @@
-// host/spec/plugin_drafter.h: a draftless drafter registered by a plugin
+// host/speculative/plugin_drafter.h: a draftless drafter registered by a plugin
 // (tdm_drafter_desc: CPU callbacks over the token history), as a Drafter.
 #pragma once
 
@@ -6,7 +6,7 @@
 
 #include "plugin/handles.h"
 #include "plugin/registry.h"
-#include "spec/drafter.h"
+#include "speculative/drafter.h"
 
 namespace tdm {
 

@@ -1,5 +1,5 @@
-// host/spec/stats.cpp
-#include "spec/stats.h"
+// host/speculative/stats.cpp
+#include "speculative/stats.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
-// host/spec/plugin_drafter.cpp
-#include "spec/plugin_drafter.h"
+// host/speculative/plugin_drafter.cpp
+#include "speculative/plugin_drafter.h"
 
 namespace tdm {
 

@@ -1,4 +1,4 @@
-// tests/spec/qwen35_mtp_test.cpp: the Qwen3.5 MTP head as a drafter (draft
+// tests/speculative/qwen35_mtp_test.cpp: the Qwen3.5 MTP head as a drafter (draft
 // head qwen35-mtp through DraftHeadDrafter) on synthetic qwen35 / qwen35moe
 // models with the head.
 //
@@ -21,9 +21,9 @@
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
 #include "plugin/plugin_loader.h"
-#include "spec/draft_head.h"
-#include "spec/forced_drafter.h"
-#include "spec/scheduler.h"
+#include "speculative/draft_head.h"
+#include "speculative/forced_drafter.h"
+#include "speculative/scheduler.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 #include "support/qwen35_reference.h"

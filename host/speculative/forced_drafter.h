@@ -1,4 +1,4 @@
-// host/spec/forced_drafter.h: a benchmark-only drafter (`tandem bench spec
+// host/speculative/forced_drafter.h: a benchmark-only drafter (`tandem bench spec
 // --force-acceptance A`). It proposes the target's own future tokens, taken from
 // a plain run of the same prompt, and keeps each draft position correct with
 // probability A (given that the earlier ones are); a wrong position gets another
@@ -14,7 +14,7 @@
 
 #include <random>
 
-#include "spec/drafter.h"
+#include "speculative/drafter.h"
 
 namespace tdm {
 

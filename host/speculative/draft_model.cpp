@@ -1,5 +1,5 @@
-// host/spec/draft_model.cpp
-#include "spec/draft_model.h"
+// host/speculative/draft_model.cpp
+#include "speculative/draft_model.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-// host/spec/draft_model.h: a second, smaller model as drafter (`-md FILE`,
+// host/speculative/draft_model.h: a second, smaller model as drafter (`-md FILE`,
 // speculative type `draft`). It has its own KV in its own pool; it proposes
 // greedily with the argmax computed in its graph, so only token ids come back;
 // after verification its KV is truncated to what the target accepted.
@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "engine/runner.h"
-#include "spec/drafter.h"
+#include "speculative/drafter.h"
 
 namespace tdm {
 

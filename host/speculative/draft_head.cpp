@@ -1,5 +1,5 @@
-// host/spec/draft_head.cpp
-#include "spec/draft_head.h"
+// host/speculative/draft_head.cpp
+#include "speculative/draft_head.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-// tests/spec/spec_test.cpp: speculative decoding on synthetic Qwen3 targets.
+// tests/speculative/spec_test.cpp: speculative decoding on synthetic Qwen3 targets.
 // DESIGN invariant 1: with greedy sampling the speculative token sequence equals
 // plain decoding's, for every drafter; the verify pass's logits equal
 // single-token decode's bit for bit. Also: rollback edge cases (EOS inside a
@@ -15,9 +15,9 @@
 
 #include "engine/generate.h"
 #include "plugin/plugin_loader.h"
-#include "spec/draft_model.h"
-#include "spec/forced_drafter.h"
-#include "spec/scheduler.h"
+#include "speculative/draft_model.h"
+#include "speculative/forced_drafter.h"
+#include "speculative/scheduler.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 #include "synth/qwen3_synth.h"
@@ -334,7 +334,7 @@ TEST_F(Spec, skip_streak_and_auto_mode_keep_output_exact_when_nothing_is_accepte
         EXPECT_EQ(spec->gen.tokens, plain->tokens);
         EXPECT_GT(spec->stats.plain_steps, 0u) << (mode ? "auto" : "skip streak");
         // How soon auto mode stops drafting depends on the measured step times;
-        // tests/spec/auto_tune_test.cpp checks that decision on given timings.
+        // tests/speculative/auto_tune_test.cpp checks that decision on given timings.
     }
 }
 

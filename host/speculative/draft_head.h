@@ -1,4 +1,4 @@
-// host/spec/draft_head.h: a plugin's draft head (an MTP/NextN head, an
+// host/speculative/draft_head.h: a plugin's draft head (an MTP/NextN head, an
 // assistant model) as a Drafter.
 //
 // The head reads the target's hidden states: the scheduler hands it the
@@ -16,7 +16,7 @@
 #include <memory>
 
 #include "engine/runner.h"
-#include "spec/drafter.h"
+#include "speculative/drafter.h"
 
 namespace tdm {
 

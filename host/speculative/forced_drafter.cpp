@@ -1,5 +1,5 @@
-// host/spec/forced_drafter.cpp
-#include "spec/forced_drafter.h"
+// host/speculative/forced_drafter.cpp
+#include "speculative/forced_drafter.h"
 
 namespace tdm {
 

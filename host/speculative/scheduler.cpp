@@ -1,12 +1,12 @@
-// host/spec/scheduler.cpp: the draft -> verify -> accept -> rollback loop.
-#include "spec/scheduler.h"
+// host/speculative/scheduler.cpp: the draft -> verify -> accept -> rollback loop.
+#include "speculative/scheduler.h"
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <optional>
 
-#include "spec/auto_tune.h"
+#include "speculative/auto_tune.h"
 #include "tokenizer/stream.h"
 
 namespace tdm {

@@ -1,4 +1,4 @@
-// host/spec/scheduler.h: speculative decoding.
+// host/speculative/scheduler.h: speculative decoding.
 //
 // Per round: drafters are asked in order until one proposes up to k tokens;
 // the target verifies [last, d1..dk] in ONE batched pass (positions pos..pos+k);
@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "engine/generate.h"
-#include "spec/drafter.h"
-#include "spec/stats.h"
+#include "speculative/drafter.h"
+#include "speculative/stats.h"
 
 namespace tdm {
 
