@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "plugin/abi_structs.h"
 #include "model/weight_store.h"
 #include "tokenizer/vocab_gguf.h"
 #include "tokenizer/vocab_json.h"
@@ -97,7 +98,7 @@ Status cmd_info(App& app) {
                 heads.push_back(fmt::format("{} (--spec-type {})", h.desc->name, h.spec_types[0]));
                 h.desc->destroy(obj);
             } else {
-                head_notes.push_back(fmt::format("{}: {}", h.desc->name, err));
+                head_notes.push_back(fmt::format("{}: {}", h.desc->name, plugin_message(err, sizeof err, "refused")));
             }
         }
     }

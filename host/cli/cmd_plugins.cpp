@@ -15,7 +15,7 @@ Status cmd_plugins(App& app) {
     const auto dirs = plugin_search_dirs(s);
     if (json_output(app.args())) {
         nlohmann::json j;
-        j["host_abi"] = {{"min", 1}, {"max", TDM_ABI_VERSION}};
+        j["host_abi"] = {{"min", TDM_ABI_VERSION_MIN}, {"max", TDM_ABI_VERSION}};
         j["search_path"] = dirs;
         nlohmann::json ps = nlohmann::json::array();
         for (const auto& p : reg->plugins())

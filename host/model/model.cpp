@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/log.h"
+#include "plugin/abi_structs.h"
 #include "tokenizer/vocab_gguf.h"
 #include "tokenizer/vocab_json.h"
 
@@ -33,16 +34,20 @@ Result<ArchProbe> probe_architecture(const ModelSource& src, const Registry& reg
     void* obj = nullptr;
     char err[1024] = {0};
     if (p.arch->desc->create(host_api(), &h, nullptr, &info, &obj, err, sizeof err) != TDM_OK || !obj)
-        return Error::format("{}: {}", src.path(), err[0] ? err : "the architecture plugin refused the model");
+        return Error::format("{}: {}", src.path(),
+                             plugin_message(err, sizeof err, "the architecture plugin refused the model"));
     p.n_vocab = info.n_vocab;
     p.n_embd = info.n_embd;
     p.n_ctx_train = info.n_ctx_train;
-    if (info.attention_layers)
-        p.attention_layers.assign(info.attention_layers, info.attention_layers + info.n_attention_layers);
-    if (info.recurrent_states)
-        p.recurrent_states.assign(info.recurrent_states, info.recurrent_states + info.n_recurrent_states);
+    const uint32_t abi = p.arch->plugin->abi;
+    auto layers = read_abi_array(info.attention_layers, info.n_attention_layers, abi,
+                                 fmt::format("plugin {}: attention layers", p.arch->plugin->name));
+    auto states = read_abi_array(info.recurrent_states, info.n_recurrent_states, abi,
+                                 fmt::format("plugin {}: recurrent states", p.arch->plugin->name));
     if (info.description) p.description = info.description;
     p.arch->desc->destroy(obj);
+    p.attention_layers = TDM_TRY(std::move(layers));
+    p.recurrent_states = TDM_TRY(std::move(states));
     return p;
 }
 
@@ -65,12 +70,20 @@ Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const ModelSource> so
     m->info_.struct_size = sizeof(tdm_model_info);
     const tdm_arch_desc* d = m->arch_->desc;
     if (d->create(host_api(), &m->src_handle_, &m->options_, &m->info_, &m->obj_, err, sizeof err) != TDM_OK || !m->obj_)
-        return Error::format("{}: {}", src.path(), err[0] ? err : "the architecture plugin refused the model");
+        return Error::format("{}: {}", src.path(),
+                             plugin_message(err, sizeof err, "the architecture plugin refused the model"));
     if (m->info_.n_vocab == 0 || m->info_.n_embd == 0)
         return Error::format("{}: plugin {} reported an empty model (n_vocab {}, n_embd {})", src.path(),
                              m->arch_->plugin->name, m->info_.n_vocab, m->info_.n_embd);
-    if (m->info_.n_attention_layers && !m->info_.attention_layers)
-        return Error::format("plugin {}: attention layers declared without a list", m->arch_->plugin->name);
+    // The host's copies, read by the ABI's growth rules (elements strided by
+    // the plugin's struct_size); info_ points at them from here on.
+    const uint32_t abi = m->arch_->plugin->abi;
+    m->attention_layers_ = TDM_TRY(read_abi_array(m->info_.attention_layers, m->info_.n_attention_layers, abi,
+                                                  fmt::format("plugin {}: attention layers", m->arch_->plugin->name)));
+    m->recurrent_states_ = TDM_TRY(read_abi_array(m->info_.recurrent_states, m->info_.n_recurrent_states, abi,
+                                                  fmt::format("plugin {}: recurrent states", m->arch_->plugin->name)));
+    m->info_.attention_layers = m->attention_layers_.data();
+    m->info_.recurrent_states = m->recurrent_states_.data();
 
     // tokenizer: absent or broken is not fatal until text is needed
     if (const GgufFile* g = src.gguf()) {
@@ -109,7 +122,7 @@ Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const ModelSource> so
     }
     tdm_loader loader{m->weights_.get(), &src};
     if (d->load(m->obj_, &loader, err, sizeof err) != TDM_OK)
-        return Error::format("{}", err[0] ? err : "loading weights failed");
+        return Error::format("{}", plugin_message(err, sizeof err, "loading weights failed"));
     TDM_LOG_INFO("model", "{}: {} ({}), {} weights, {}", src.path(), d->name, m->arch_->plugin->name,
                  m->weights_->count(), vk::format_bytes(m->weights_->device_bytes()));
     return m;
@@ -134,7 +147,7 @@ Result<std::unique_ptr<tdm_graph>> Model::build_graph(const tdm_batch_desc& batc
     char err[1024] = {0};
     if (arch_->desc->build_graph(obj_, g.get(), &batch, err, sizeof err) != TDM_OK)
         return Error::format("building the {} graph for {} tokens: {}", arch_->desc->name, batch.n_tokens,
-                             err[0] ? err : "failed");
+                             plugin_message(err, sizeof err, "failed"));
     const TensorId logits = g->outputs[TDM_OUTPUT_LOGITS];
     if (!logits) return Error::format("plugin {}: the graph sets no logits output", arch_->plugin->name);
     const Tensor& t = g->graph.tensor(logits);

@@ -69,6 +69,8 @@ private:
     tdm_model_source src_handle_;
     tdm_options options_;
     tdm_model_info info_{};
+    std::vector<tdm_attention_layer> attention_layers_;  // info_.attention_layers points here
+    std::vector<tdm_recurrent_state> recurrent_states_;
     void* obj_ = nullptr;
     std::unique_ptr<WeightStore> weights_;
     std::optional<Tokenizer> tokenizer_;

@@ -4,8 +4,8 @@
 
 #include <tandem/tandem.h>
 
-#include <deque>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -15,7 +15,10 @@
 
 struct tdm_model_source {
     const tdm::ModelSource* src = nullptr;
-    mutable std::deque<std::string> strings;  // keeps strings handed to the plugin alive
+    // Strings handed to the plugin (meta_get_string), one per key: asking again
+    // returns the same storage, so memory is bounded by the file's keys.
+    mutable std::mutex strings_mutex;
+    mutable std::map<std::string, std::string, std::less<>> strings;
 };
 
 struct tdm_loader {

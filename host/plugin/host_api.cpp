@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "plugin/abi_structs.h"
 #include "plugin/handles.h"
 #include "plugin/registry.h"
 
@@ -128,19 +129,25 @@ tdm_status api_meta_get_bool(const tdm_model_source* src, const char* key, int* 
 
 tdm_status api_meta_get_string(const tdm_model_source* src, const char* key, const char** out) {
     if (!src || !key || !out) return bad_source(src);
+    std::lock_guard lock(src->strings_mutex);
+    if (auto it = src->strings.find(std::string_view(key)); it != src->strings.end()) {
+        *out = it->second.c_str();
+        return TDM_OK;
+    }
+    std::string value;
     if (const GgufFile* g = src->src->gguf()) {
         if (!g->find(key)) return not_found(src, key);
         auto v = g->get_string(key);
         if (!v.ok()) return set_last_error(TDM_ERR_BAD_MODEL, v.error().message());
-        src->strings.push_back(std::move(v).value());
+        value = std::move(v).value();
     } else {
         const nlohmann::json* j = hf_lookup(*src->src, key);
         if (!j) return not_found(src, key);
         if (!j->is_string())
             return set_last_error(TDM_ERR_BAD_MODEL, fmt::format("{}: '{}' is not a string", src->src->path(), key));
-        src->strings.push_back(j->get<std::string>());
+        value = j->get<std::string>();
     }
-    *out = src->strings.back().c_str();
+    *out = src->strings.emplace(key, std::move(value)).first->second.c_str();
     return TDM_OK;
 }
 
@@ -192,15 +199,24 @@ tdm_status api_meta_get_float_array(const tdm_model_source* src, const char* key
     return copy_array(v, out, cap, n);
 }
 
+// Fills a struct the plugin passed, up to its struct_size (abi_structs.h).
+template <class T>
+tdm_status write_out(T* out, const T& value, const char* what) {
+    std::string err;
+    const tdm_status st = write_abi_struct(out, value, what, &err);
+    return st == TDM_OK ? st : set_last_error(st, std::move(err));
+}
+
 tdm_status api_tensor_info(const tdm_model_source* src, const char* name, tdm_tensor_info* out) {
-    if (!src || !name || !out || out->struct_size < sizeof(tdm_tensor_info))
-        return set_last_error(TDM_ERR_INVALID_ARGUMENT, "tensor_info: bad arguments");
+    if (!src || !name || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "tensor_info: null argument");
     const SourceTensor* t = src->src->find(name);
     if (!t) return set_last_error(TDM_ERR_NOT_FOUND, fmt::format("{}: no tensor '{}'", src->src->path(), name));
-    out->type = dtype_traits(t->type) ? tdm_dtype(t->type) : TDM_DTYPE_INVALID;
-    out->n_dims = uint32_t(std::max(1, t->n_dims));
-    for (int i = 0; i < 4; ++i) out->ne[i] = t->ne[i];
-    return TDM_OK;
+    tdm_tensor_info info{};
+    info.struct_size = sizeof info;
+    info.type = dtype_traits(t->type) ? tdm_dtype(t->type) : TDM_DTYPE_INVALID;
+    info.n_dims = uint32_t(std::max(1, t->n_dims));
+    for (int i = 0; i < 4; ++i) info.ne[i] = t->ne[i];
+    return write_out(out, info, "tensor_info: tdm_tensor_info");
 }
 
 // ---- weights ---------------------------------------------------------------------------
@@ -222,12 +238,13 @@ tdm_status api_load_weight(tdm_loader* loader, const tdm_weight_request* req, co
 }
 
 tdm_status api_weight_shape(const tdm_weight* w, tdm_tensor_shape* out) {
-    if (!w || !out || out->struct_size < sizeof(tdm_tensor_shape))
-        return set_last_error(TDM_ERR_INVALID_ARGUMENT, "weight_shape: bad arguments");
+    if (!w || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "weight_shape: null argument");
     const DeviceWeight* d = from_handle(w);
-    out->type = tdm_dtype(d->type());
-    for (int i = 0; i < 4; ++i) out->ne[i] = d->ne()[i];
-    return TDM_OK;
+    tdm_tensor_shape shape{};
+    shape.struct_size = sizeof shape;
+    shape.type = tdm_dtype(d->type());
+    for (int i = 0; i < 4; ++i) shape.ne[i] = d->ne()[i];
+    return write_out(out, shape, "weight_shape: tdm_tensor_shape");
 }
 
 // ---- graphs ----------------------------------------------------------------------------
@@ -236,10 +253,11 @@ tdm_status bad_graph() { return set_last_error(TDM_ERR_INVALID_ARGUMENT, "null g
 
 bool valid_tensor(const tdm_graph* g, tdm_tensor t) { return t.id != 0 && t.id < g->graph.tensor_count(); }
 
-tdm_status api_graph_op(tdm_graph* g, const tdm_op_desc* d, tdm_tensor* out) {
-    if (!g || !d || !out) return bad_graph();
-    if (d->struct_size < sizeof(tdm_op_desc))
-        return set_last_error(TDM_ERR_INVALID_ARGUMENT, "graph_op: tdm_op_desc.struct_size too small");
+tdm_status api_graph_op(tdm_graph* g, const tdm_op_desc* in, tdm_tensor* out) {
+    if (!g || !in || !out) return bad_graph();
+    auto desc = read_abi_struct(in, 1, "graph_op: tdm_op_desc");
+    if (!desc.ok()) return set_last_error(TDM_ERR_INVALID_ARGUMENT, desc.error().message());
+    const tdm_op_desc* d = &*desc;
     if (d->n_inputs > 8) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "graph_op: more than 8 inputs");
     OpDesc o;
     o.op = tdm_op(d->op);
@@ -335,11 +353,13 @@ tdm_status api_graph_set_output(tdm_graph* g, tdm_graph_output which, tdm_tensor
 }
 
 tdm_status api_graph_tensor_shape(tdm_graph* g, tdm_tensor t, tdm_tensor_shape* out) {
-    if (!g || !out || !valid_tensor(g, t) || out->struct_size < sizeof(tdm_tensor_shape)) return bad_graph();
+    if (!g || !out || !valid_tensor(g, t)) return bad_graph();
     const Tensor& x = g->graph.tensor(t.id);
-    out->type = tdm_dtype(x.type);
-    for (int i = 0; i < 4; ++i) out->ne[i] = x.ne[i];
-    return TDM_OK;
+    tdm_tensor_shape shape{};
+    shape.struct_size = sizeof shape;
+    shape.type = tdm_dtype(x.type);
+    for (int i = 0; i < 4; ++i) shape.ne[i] = x.ne[i];
+    return write_out(out, shape, "graph_tensor_shape: tdm_tensor_shape");
 }
 
 tdm_status api_graph_state(tdm_graph* g, uint32_t index, tdm_tensor* out) {
@@ -395,10 +415,14 @@ void api_log(tdm_log_level level, const char* plugin, const char* message) {
 
 const char* api_last_error() { return t_last_error.c_str(); }
 
+tdm_status registration_status(const Error& e) {
+    return e.code() ? tdm_status(e.code()) : TDM_ERR_INVALID_ARGUMENT;
+}
+
 tdm_status api_register_arch(tdm_registry* reg, const tdm_arch_desc* d) {
     if (!reg) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "register_arch outside init");
     auto st = reg->registry->add_arch(reg->plugin, d);
-    if (!st.ok()) return set_last_error(TDM_ERR_INVALID_ARGUMENT, st.error().message());
+    if (!st.ok()) return set_last_error(registration_status(st.error()), st.error().message());
     reg->plugin->provides.push_back(fmt::format("architecture {}", d->name));
     return TDM_OK;
 }
@@ -406,7 +430,7 @@ tdm_status api_register_arch(tdm_registry* reg, const tdm_arch_desc* d) {
 tdm_status api_register_draft_head(tdm_registry* reg, const tdm_draft_head_desc* d) {
     if (!reg) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "register_draft_head outside init");
     auto st = reg->registry->add_draft_head(reg->plugin, d);
-    if (!st.ok()) return set_last_error(TDM_ERR_INVALID_ARGUMENT, st.error().message());
+    if (!st.ok()) return set_last_error(registration_status(st.error()), st.error().message());
     reg->plugin->provides.push_back(fmt::format("draft head {}", d->name));
     return TDM_OK;
 }
@@ -414,7 +438,7 @@ tdm_status api_register_draft_head(tdm_registry* reg, const tdm_draft_head_desc*
 tdm_status api_register_drafter(tdm_registry* reg, const tdm_drafter_desc* d) {
     if (!reg) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "register_drafter outside init");
     auto st = reg->registry->add_drafter(reg->plugin, d);
-    if (!st.ok()) return set_last_error(TDM_ERR_INVALID_ARGUMENT, st.error().message());
+    if (!st.ok()) return set_last_error(registration_status(st.error()), st.error().message());
     reg->plugin->provides.push_back(fmt::format("drafter {}", d->name));
     return TDM_OK;
 }

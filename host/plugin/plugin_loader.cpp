@@ -8,13 +8,13 @@
 #include <filesystem>
 
 #include "common/log.h"
+#include "plugin/abi_structs.h"
 #include "plugin/handles.h"
 
 namespace tdm {
 namespace {
 
-constexpr uint32_t kHostAbiMin = 1;
-constexpr uint32_t kHostAbiMax = TDM_ABI_VERSION;
+constexpr uint32_t kHostAbiMin = TDM_ABI_VERSION_MIN;
 
 std::vector<std::string> split_path_list(const char* s) {
     std::vector<std::string> out;
@@ -48,7 +48,9 @@ std::vector<std::string> plugin_search_dirs(const PluginSearch& search) {
     return dirs;
 }
 
-Status load_plugin_file(Registry& registry, const std::string& path, const std::vector<std::string>& disabled) {
+Status load_plugin_file(Registry& registry, const std::string& path, const std::vector<std::string>& disabled,
+                        uint32_t host_abi_max) {
+    const uint32_t abi_max = std::clamp<uint32_t>(host_abi_max, kHostAbiMin, TDM_ABI_VERSION);
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) return Error::format("cannot load plugin {}: {}", path, dlerror());
     auto close = [&] { dlclose(handle); };
@@ -60,22 +62,32 @@ Status load_plugin_file(Registry& registry, const std::string& path, const std::
     tdm_negotiate n{};
     n.struct_size = sizeof n;
     n.host_abi_min = kHostAbiMin;
-    n.host_abi_max = kHostAbiMax;
+    n.host_abi_max = abi_max;
     const tdm_status st = fn(&n);
-    if (st == TDM_ERR_ABI_MISMATCH || (st == TDM_OK && (n.plugin_abi < kHostAbiMin || n.plugin_abi > kHostAbiMax))) {
+    if (st == TDM_ERR_ABI_MISMATCH || (st == TDM_OK && (n.plugin_abi < kHostAbiMin || n.plugin_abi > abi_max))) {
         close();
-        return Error::format("plugin {} speaks ABI {}..{}, this host offers ABI {}..{}: rebuild the plugin against "
-                             "this tandem's SDK",
-                             path, n.plugin_abi_min, n.plugin_abi_max, kHostAbiMin, kHostAbiMax);
+        const std::string speaks = n.plugin_abi_min || n.plugin_abi_max
+                                       ? fmt::format("ABI {}..{}", n.plugin_abi_min, n.plugin_abi_max)
+                                       : fmt::format("ABI {} (it gave no range)", n.plugin_abi);
+        const bool newer = n.plugin_abi_min > abi_max;
+        return Error::format("plugin {} speaks {}, this host offers ABI {}..{}: {}", path, speaks, kHostAbiMin,
+                             abi_max,
+                             newer ? "the plugin needs a newer tandem (or rebuild it against this tandem's SDK)"
+                                   : "rebuild the plugin against this tandem's SDK");
     }
     if (st != TDM_OK || !n.plugin_api) {
         close();
         return Error::format("plugin {}: version negotiation failed (status {})", path, int(st));
     }
-    const tdm_plugin_api* api = n.plugin_api;
-    if (api->struct_size < sizeof(tdm_plugin_api) || !api->name || !api->init) {
+    auto api_copy = read_abi_struct(n.plugin_api, n.plugin_abi, fmt::format("plugin {}: plugin descriptor", path));
+    if (!api_copy.ok()) {
         close();
-        return Error::format("plugin {}: malformed plugin descriptor", path);
+        return api_copy.take_error();
+    }
+    const tdm_plugin_api* api = &*api_copy;
+    if (!api->name || !api->init) {
+        close();
+        return Error::format("plugin {}: malformed plugin descriptor (no {})", path, api->name ? "init" : "name");
     }
     for (const auto& p : registry.plugins())
         if (p->name == api->name && p->error.empty()) {
@@ -96,13 +108,13 @@ Status load_plugin_file(Registry& registry, const std::string& path, const std::
     rec->path = path;
     rec->abi = n.plugin_abi;
     rec->handle = handle;
-    rec->api = api;
+    rec->api = *api_copy;
     PluginRecord* p = registry.add_plugin(std::move(rec));
     tdm_registry reg{&registry, p};
     char err[1024] = {0};
-    const tdm_status ist = api->init(host_api(), &reg, err, sizeof err);
+    const tdm_status ist = p->api.init(host_api(), &reg, err, sizeof err);
     if (ist != TDM_OK) {
-        p->error = fmt::format("init failed: {}", err[0] ? err : "(no message)");
+        p->error = fmt::format("init failed: {}", plugin_message(err, sizeof err, "(no message)"));
         registry.remove_entries(p);
         return Error::format("plugin {} ({}): {}", p->name, path, p->error);
     }
@@ -111,7 +123,7 @@ Status load_plugin_file(Registry& registry, const std::string& path, const std::
 
 Result<std::unique_ptr<Registry>> load_plugins(const PluginSearch& search) {
     auto registry = std::make_unique<Registry>();
-    for (const auto& f : search.files) TDM_TRY(load_plugin_file(*registry, f, search.disabled));
+    for (const auto& f : search.files) TDM_TRY(load_plugin_file(*registry, f, search.disabled, search.host_abi_max));
     for (const auto& dir : plugin_search_dirs(search)) {
         std::error_code ec;
         if (!std::filesystem::is_directory(dir, ec)) continue;
@@ -122,7 +134,7 @@ Result<std::unique_ptr<Registry>> load_plugins(const PluginSearch& search) {
         }
         std::sort(files.begin(), files.end());
         for (const auto& f : files) {
-            auto st = load_plugin_file(*registry, f, search.disabled);
+            auto st = load_plugin_file(*registry, f, search.disabled, search.host_abi_max);
             if (!st.ok()) {
                 TDM_LOG_WARN("plugins", "{}", st.error().message());
                 // keep a record so `tandem plugins` can show the failure

@@ -25,13 +25,17 @@ struct PluginSearch {
     std::vector<std::string> disabled;   // plugin names not to load
     bool use_env = true;                 // TANDEM_PLUGIN_PATH
     bool use_default_dirs = true;        // build tree, then install dir
+    // The newest ABI version offered (clamped to what this host speaks): lower
+    // it to see how a plugin fares with an older host (tests do).
+    uint32_t host_abi_max = TDM_ABI_VERSION;
 };
 
 Result<std::unique_ptr<Registry>> load_plugins(const PluginSearch& search);
 
 // Loads one plugin file into the registry; the error names the file and the
 // reason (no entry point, ABI versions of both sides, init failure).
-Status load_plugin_file(Registry& registry, const std::string& path, const std::vector<std::string>& disabled = {});
+Status load_plugin_file(Registry& registry, const std::string& path, const std::vector<std::string>& disabled = {},
+                        uint32_t host_abi_max = TDM_ABI_VERSION);
 
 // The directories load_plugins() would search, in order.
 std::vector<std::string> plugin_search_dirs(const PluginSearch& search);

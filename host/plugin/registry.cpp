@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "plugin/abi_structs.h"
+
 namespace tdm {
 namespace {
 
@@ -22,7 +24,7 @@ bool contains(const std::vector<std::string>& v, std::string_view s) {
 
 Registry::~Registry() {
     for (auto& p : plugins_)
-        if (p->api && p->error.empty() && p->api->shutdown) p->api->shutdown();
+        if (p->error.empty() && p->api.shutdown) p->api.shutdown();
     archs_.clear();
     heads_.clear();
     drafters_.clear();
@@ -35,11 +37,15 @@ PluginRecord* Registry::add_plugin(std::unique_ptr<PluginRecord> p) {
     return plugins_.back().get();
 }
 
-Status Registry::add_arch(const PluginRecord* p, const tdm_arch_desc* d) {
-    if (!d || d->struct_size < sizeof(tdm_arch_desc) || !d->name || !d->create || !d->load || !d->build_graph ||
-        !d->destroy)
-        return Error::format("plugin {}: incomplete architecture descriptor", p->name);
-    ArchEntry e{d, p, names_of(d->gguf_names), names_of(d->hf_model_types)};
+Status Registry::add_arch(const PluginRecord* p, const tdm_arch_desc* in) {
+    auto copy = TDM_TRY(read_abi_struct(in, p->abi, fmt::format("plugin {}: architecture descriptor", p->name)));
+    auto d = std::make_shared<const tdm_arch_desc>(copy);
+    if (!d->name || !d->create || !d->load || !d->build_graph || !d->destroy)
+        return Error::coded(TDM_ERR_INVALID_ARGUMENT,
+                            "plugin {}: incomplete architecture descriptor (name, create, load, build_graph and "
+                            "destroy are required)",
+                            p->name);
+    ArchEntry e{d, d.get(), p, names_of(d->gguf_names), names_of(d->hf_model_types)};
     if (e.gguf_names.empty() && e.hf_model_types.empty())
         return Error::format("plugin {}: architecture {} matches no GGUF or HF name", p->name, d->name);
     for (const auto& n : e.gguf_names)
@@ -50,21 +56,31 @@ Status Registry::add_arch(const PluginRecord* p, const tdm_arch_desc* d) {
     return {};
 }
 
-Status Registry::add_draft_head(const PluginRecord* p, const tdm_draft_head_desc* d) {
-    if (!d || d->struct_size < sizeof(tdm_draft_head_desc) || !d->name || !d->create || !d->load || !d->build_step ||
-        !d->destroy)
-        return Error::format("plugin {}: incomplete draft head descriptor", p->name);
-    DraftHeadEntry e{d, p, names_of(d->spec_types), names_of(d->target_archs)};
+Status Registry::add_draft_head(const PluginRecord* p, const tdm_draft_head_desc* in) {
+    auto copy = TDM_TRY(read_abi_struct(in, p->abi, fmt::format("plugin {}: draft head descriptor", p->name)));
+    auto d = std::make_shared<const tdm_draft_head_desc>(copy);
+    if (!d->name || !d->create || !d->load || !d->build_step || !d->destroy)
+        return Error::coded(TDM_ERR_INVALID_ARGUMENT,
+                            "plugin {}: incomplete draft head descriptor (name, create, load, build_step and destroy "
+                            "are required)",
+                            p->name);
+    DraftHeadEntry e{d, d.get(), p, names_of(d->spec_types), names_of(d->target_archs)};
     if (e.spec_types.empty()) return Error::format("plugin {}: draft head {} has no spec type", p->name, d->name);
     heads_.push_back(std::move(e));
     return {};
 }
 
-Status Registry::add_drafter(const PluginRecord* p, const tdm_drafter_desc* d) {
-    if (!d || d->struct_size < sizeof(tdm_drafter_desc) || !d->name || !d->create || !d->destroy || !d->begin ||
-        !d->propose || !d->accept)
-        return Error::format("plugin {}: incomplete drafter descriptor", p->name);
-    DrafterEntry e{d, p, names_of(d->spec_types)};
+Status Registry::add_drafter(const PluginRecord* p, const tdm_drafter_desc* in) {
+    auto copy = TDM_TRY(read_abi_struct(in, p->abi, fmt::format("plugin {}: drafter descriptor", p->name)));
+    auto d = std::make_shared<const tdm_drafter_desc>(copy);
+    const bool v1_calls = d->begin && d->propose && d->accept;
+    const bool v2_calls = d->begin2 && d->propose2 && d->accept2;
+    if (!d->name || !d->create || !d->destroy || (!v1_calls && !v2_calls))
+        return Error::coded(TDM_ERR_INVALID_ARGUMENT,
+                            "plugin {}: incomplete drafter descriptor (name, create, destroy, and begin/propose/accept "
+                            "or begin2/propose2/accept2 are required)",
+                            p->name);
+    DrafterEntry e{d, d.get(), p, names_of(d->spec_types)};
     if (e.spec_types.empty()) return Error::format("plugin {}: drafter {} has no spec type", p->name, d->name);
     for (const auto& t : e.spec_types)
         if (const DrafterEntry* prev = find_drafter(t))

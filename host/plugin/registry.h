@@ -16,19 +16,24 @@ namespace tdm {
 
 struct PluginRecord;
 
+// Entries hold the host's own copy of each descriptor (read by the ABI's
+// growth rules: fields a plugin's older header lacks are zero).
 struct ArchEntry {
+    std::shared_ptr<const tdm_arch_desc> owned;
     const tdm_arch_desc* desc = nullptr;
     const PluginRecord* plugin = nullptr;
     std::vector<std::string> gguf_names, hf_model_types;
 };
 
 struct DraftHeadEntry {
+    std::shared_ptr<const tdm_draft_head_desc> owned;
     const tdm_draft_head_desc* desc = nullptr;
     const PluginRecord* plugin = nullptr;
     std::vector<std::string> spec_types, target_archs;
 };
 
 struct DrafterEntry {
+    std::shared_ptr<const tdm_drafter_desc> owned;
     const tdm_drafter_desc* desc = nullptr;
     const PluginRecord* plugin = nullptr;
     std::vector<std::string> spec_types;
@@ -36,9 +41,9 @@ struct DrafterEntry {
 
 struct PluginRecord {
     std::string name, version, description, path;
-    uint32_t abi = 0;
+    uint32_t abi = 0;                   // the negotiated ABI version
     void* handle = nullptr;             // dlopen handle
-    const tdm_plugin_api* api = nullptr;
+    tdm_plugin_api api{};               // the host's copy (zero when the plugin failed before init)
     std::string error;                  // non-empty: failed to load/init (kept for `tandem plugins`)
     std::vector<std::string> provides;  // "arch qwen3", "drafter ngram-simple", ...
 };

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "plugin/abi_structs.h"
 
 namespace tdm {
 
@@ -41,7 +42,13 @@ Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHe
     if (entry.desc->create(host_api(), &d->src_handle_, target_obj, &d->options_, &d->info_, &d->head_, err,
                            sizeof err) != TDM_OK ||
         !d->head_)
-        return Error::format("{}", err[0] ? err : "the draft head refused the model");
+        return Error::format("{}", plugin_message(err, sizeof err, "the draft head refused the model"));
+    d->own_layers_ = TDM_TRY(read_abi_array(d->info_.own_layers, d->info_.n_own_layers, entry.plugin->abi,
+                                            fmt::format("draft head {}: own attention layers", entry.desc->name)));
+    d->info_.own_layers = d->own_layers_.data();
+    if (d->info_.n_target_kv_layers && !d->info_.target_kv_layers)
+        return Error::format("draft head {}: {} target KV layers declared without a list", entry.desc->name,
+                             d->info_.n_target_kv_layers);
     for (uint32_t i = 0; i < d->info_.n_target_kv_layers; ++i)
         if (d->info_.target_kv_layers[i] >= target_kv.n_layers())
             return Error::format("draft head {}: reads target KV layer {}, the target has {}", entry.desc->name,
@@ -49,7 +56,7 @@ Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHe
     d->weights_ = std::make_unique<WeightStore>(device, d->source_->path() + " (draft head)", 64ull << 20);
     tdm_loader loader{d->weights_.get(), d->source_.get()};
     if (entry.desc->load(d->head_, &loader, err, sizeof err) != TDM_OK)
-        return Error::format("loading draft head {}: {}", entry.desc->name, err[0] ? err : "failed");
+        return Error::format("loading draft head {}: {}", entry.desc->name, plugin_message(err, sizeof err, "failed"));
     d->kv_ = TDM_TRY(KvPool::create(device, std::span<const tdm_attention_layer>(d->info_.own_layers, d->info_.n_own_layers),
                                     opt.kv, "draft head KV"));
     return d;
@@ -104,7 +111,8 @@ Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint3
         g->positions4 = kNoTensor;
         for (TensorId& o : g->outputs) o = kNoTensor;
         if (entry_->desc->build_step(head_, g.get(), &b, err, sizeof err) != TDM_OK)
-            return Error::format("building draft head {} step {}: {}", entry_->desc->name, j, err[0] ? err : "failed");
+            return Error::format("building draft head {} step {}: {}", entry_->desc->name, j,
+                                 plugin_message(err, sizeof err, "failed"));
         if (j == 0) c->hidden0 = g->target_hidden;
         c->pos4.push_back(g->positions4);
         const TensorId logits = g->outputs[TDM_OUTPUT_LOGITS];

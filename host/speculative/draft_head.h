@@ -62,6 +62,7 @@ private:
     tdm_model_source src_handle_;
     tdm_options options_;
     tdm_draft_head_info info_{};
+    std::vector<tdm_attention_layer> own_layers_;  // info_.own_layers points here (host copies)
     void* head_ = nullptr;
     std::unique_ptr<WeightStore> weights_;
     std::unique_ptr<KvPool> kv_;

@@ -1,6 +1,8 @@
 // host/speculative/plugin_drafter.cpp
 #include "speculative/plugin_drafter.h"
 
+#include "plugin/abi_structs.h"
+
 namespace tdm {
 
 Result<std::unique_ptr<PluginDrafter>> PluginDrafter::create(const DrafterEntry& entry,
@@ -9,9 +11,12 @@ Result<std::unique_ptr<PluginDrafter>> PluginDrafter::create(const DrafterEntry&
     d->desc_ = entry.desc;
     d->name_ = entry.desc->name;
     d->options_.values = options;
+    // ABI 2 drafters report failures through the *2 calls; the host prefers them.
+    d->checked_ = d->desc_->begin2 && d->desc_->propose2 && d->desc_->accept2;
     char err[1024] = {0};
     if (d->desc_->create(host_api(), &d->options_, &d->obj_, err, sizeof err) != TDM_OK)
-        return Error::format("drafter {} (plugin {}): {}", d->name_, entry.plugin->name, err[0] ? err : "create failed");
+        return Error::format("drafter {} (plugin {}): {}", d->name_, entry.plugin->name,
+                             plugin_message(err, sizeof err, "create failed"));
     return d;
 }
 
@@ -19,29 +24,53 @@ PluginDrafter::~PluginDrafter() {
     if (obj_) desc_->destroy(obj_);
 }
 
+Error PluginDrafter::failed(const char* call, tdm_status st, const char* err, size_t err_size) const {
+    return Error::coded(st, "drafter {}: {} failed (status {}): {}", name_, call, int(st),
+                        plugin_message(err, err_size, "(no message)"));
+}
+
 Status PluginDrafter::begin(std::span<const int32_t> prompt) {
-    desc_->begin(obj_, prompt.data(), prompt.size());
-    return {};
+    if (!checked_) {
+        desc_->begin(obj_, prompt.data(), prompt.size());
+        return {};
+    }
+    char err[1024] = {0};
+    const tdm_status st = desc_->begin2(obj_, prompt.data(), prompt.size(), err, sizeof err);
+    return st == TDM_OK ? Status{} : failed("begin", st, err, sizeof err);
 }
 
 Result<std::vector<int32_t>> PluginDrafter::draft(const DraftRequest& req) {
     std::vector<int32_t> out(req.max);
-    const uint64_t n = desc_->propose(obj_, req.history.data(), req.history.size(), out.data(), req.max);
+    uint64_t n = 0;
+    if (!checked_) {
+        n = desc_->propose(obj_, req.history.data(), req.history.size(), out.data(), req.max);
+    } else {
+        char err[1024] = {0};
+        const tdm_status st =
+            desc_->propose2(obj_, req.history.data(), req.history.size(), out.data(), req.max, &n, err, sizeof err);
+        if (st != TDM_OK) return failed("propose", st, err, sizeof err);
+    }
     if (n > req.max) return Error::format("drafter {} wrote {} tokens into room for {}", name_, n, req.max);
     out.resize(size_t(n));
     return out;
 }
 
 Status PluginDrafter::accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) {
-    desc_->accept(obj_, history.data(), history.size(), n_drafted, n_accepted);
-    return {};
+    if (!checked_) {
+        desc_->accept(obj_, history.data(), history.size(), n_drafted, n_accepted);
+        return {};
+    }
+    char err[1024] = {0};
+    const tdm_status st = desc_->accept2(obj_, history.data(), history.size(), n_drafted, n_accepted, err, sizeof err);
+    return st == TDM_OK ? Status{} : failed("accept", st, err, sizeof err);
 }
 
 Status PluginDrafter::finish() {
     if (!desc_->save) return {};
     char err[1024] = {0};
     if (desc_->save(obj_, err, sizeof err) != TDM_OK)
-        return Error::format("drafter {}: saving its state failed: {}", name_, err[0] ? err : "(no message)");
+        return Error::format("drafter {}: saving its state failed: {}", name_,
+                             plugin_message(err, sizeof err, "(no message)"));
     return {};
 }
 

@@ -24,7 +24,9 @@ public:
 
 private:
     PluginDrafter() = default;
+    Error failed(const char* call, tdm_status st, const char* err, size_t err_size) const;
     const tdm_drafter_desc* desc_ = nullptr;
+    bool checked_ = false;  // the plugin set begin2/propose2/accept2
     void* obj_ = nullptr;
     std::string name_;
     tdm_options options_;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 
+#include "common/log.h"
 #include "speculative/auto_tune.h"
 #include "tokenizer/stream.h"
 
@@ -65,18 +66,35 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
     }
     target.set_hidden_point(hp);
     const uint32_t n_embd = target.model().info().n_embd;
+
+    // A drafter that fails is turned off for the rest of this request, with one
+    // warning: the target alone decides every token, so the output stays exact.
+    std::vector<char> active(drafters.size(), 1);
+    auto turn_off = [&](size_t i, const Error& e) {
+        if (!active[i]) return;
+        active[i] = 0;
+        st.drafters[i].failure = e.message();
+        TDM_LOG_WARN("spec", "drafter {} failed and is off for the rest of this request (the output is unchanged): {}",
+                     drafters[i]->name(), e.message());
+    };
+    auto first_active = [&]() -> int {
+        for (size_t i = 0; i < drafters.size(); ++i)
+            if (active[i]) return int(i);
+        return -1;
+    };
     auto observe = [&](std::span<const int32_t> tokens, uint32_t first_pos, const float* hidden) -> Status {
         if (hp == TDM_HIDDEN_NONE) return {};
         const TargetRows rows{tokens, first_pos, hidden, n_embd};
-        for (Drafter* d : drafters)
-            if (d->hidden_point() != TDM_HIDDEN_NONE) TDM_TRY(d->observe(rows));
+        for (size_t i = 0; i < drafters.size(); ++i)
+            if (active[i] && drafters[i]->hidden_point() != TDM_HIDDEN_NONE)
+                if (auto o = drafters[i]->observe(rows); !o.ok()) turn_off(i, o.error());
         return {};
     };
 
     // ---- prefill, first token (drafters begin before: the prefill feeds observe)
     for (size_t i = 0; i < drafters.size(); ++i) {
         const double b0 = now_ms();
-        TDM_TRY(drafters[i]->begin(prompt));
+        if (auto b = drafters[i]->begin(prompt); !b.ok()) turn_off(i, b.error());
         st.drafters[i].calls_begin++;
         st.drafters[i].dur_begin_ms += now_ms() - b0;
     }
@@ -141,18 +159,27 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
     // The draft length of the next round: decided (and the drafter prepared) as
     // soon as the previous round is accepted.
     auto decide_k = [&]() -> int {
+        if (first_active() < 0) return 0;  // every drafter failed: plain steps
         int k = k_cap();
         if (spec.auto_k) k = tune.choose(k);
         if (skip_next) k = 0;
         skip_next = false;
         return k;
     };
+    // The first active drafter may start the next round's device work early
+    // (prepare); `prepared` is its index, or -1.
+    int prepared = -1;
+    auto prepare_next = [&](int k) {
+        const int i = first_active();
+        if (k <= 0 || i < 0) return;
+        if (auto p = drafters[size_t(i)]->prepare(make_request(uint32_t(k))); !p.ok()) {
+            turn_off(size_t(i), p.error());
+            return;
+        }
+        prepared = i;
+    };
     int next_k = running ? decide_k() : 0;
-    bool prepared = false;
-    if (next_k > 0) {
-        TDM_TRY(drafters[0]->prepare(make_request(uint32_t(next_k))));
-        prepared = true;
-    }
+    prepare_next(next_k);
     flush_text();
 
     while (running) {
@@ -169,26 +196,33 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
         if (k > 0) {
             const DraftRequest req = make_request(uint32_t(k));
             for (size_t i = 0; i < drafters.size() && winner < 0; ++i) {
+                if (!active[i]) continue;
                 const double g0 = now_ms();
                 auto prop = drafters[i]->draft(req);
                 st.drafters[i].calls_gen++;
                 st.drafters[i].dur_gen_ms += now_ms() - g0;
-                if (!prop.ok()) return prop.error().context(fmt::format("drafter {}", drafters[i]->name()));
+                if (!prop.ok()) {
+                    turn_off(i, prop.error());
+                    continue;
+                }
                 std::vector<int32_t> p = std::move(prop).value();
                 if (p.size() > size_t(k)) p.resize(size_t(k));
+                bool in_vocab = true;
                 for (int32_t t : p)
-                    if (t < 0 || uint32_t(t) >= n_vocab)
-                        return Error::format("drafter {} proposed token {} outside the vocabulary of {}",
-                                             drafters[i]->name(), t, n_vocab);
-                if (!p.empty() && int(p.size()) >= std::max(1, spec.draft_min)) {
+                    if (in_vocab && (t < 0 || uint32_t(t) >= n_vocab)) {
+                        turn_off(i, Error::format("it proposed token {} outside the vocabulary of {}", t, n_vocab));
+                        in_vocab = false;
+                    }
+                if (in_vocab && !p.empty() && int(p.size()) >= std::max(1, spec.draft_min)) {
                     drafts = std::move(p);
                     winner = int(i);
                 }
             }
-        } else if (prepared) {
-            drafters[0]->cancel();
+            if (prepared >= 0 && !active[size_t(prepared)]) drafters[size_t(prepared)]->cancel();
+        } else if (prepared >= 0) {
+            drafters[size_t(prepared)]->cancel();
         }
-        prepared = false;
+        prepared = -1;
         const double draft_ms = now_ms() - d0;
         st.draft_ms += draft_ms;
 
@@ -258,8 +292,10 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
         if (running) running = emit(next);
         s.pos = pos_before + m + 1;
         for (size_t i = 0; i < drafters.size(); ++i) {
+            if (!active[i]) continue;
             const double c0 = now_ms();
-            TDM_TRY(drafters[i]->accept(s.history, int(i) == winner ? nd : 0, int(i) == winner ? m : 0));
+            if (auto a = drafters[i]->accept(s.history, int(i) == winner ? nd : 0, int(i) == winner ? m : 0); !a.ok())
+                turn_off(i, a.error());
             st.drafters[i].calls_acc++;
             st.drafters[i].dur_acc_ms += now_ms() - c0;
         }
@@ -268,10 +304,7 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
 
         // ---- depth 2: start the next round's draft before the host bookkeeping
         next_k = running ? decide_k() : 0;
-        if (next_k > 0) {
-            TDM_TRY(drafters[0]->prepare(make_request(uint32_t(next_k))));
-            prepared = true;
-        }
+        prepare_next(next_k);
         flush_text();
         if (trace.is_open()) {
             nlohmann::json j = {{"round", round},
@@ -288,7 +321,7 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
         }
         ++round;
     }
-    if (prepared) drafters[0]->cancel();
+    if (prepared >= 0) drafters[size_t(prepared)]->cancel();
     for (Drafter* d : drafters) TDM_TRY(d->finish());
     flush_text();
     if (stream) {

@@ -9,7 +9,8 @@ std::string DrafterStats::line() const {
     return fmt::format("statistics {}: #calls(b,g,a) = {} {} {}, #gen drafts = {}, #acc drafts = {}, #gen tokens = "
                        "{}, #acc tokens = {}, dur(b,g,a) = {:.3f}, {:.3f}, {:.3f} ms",
                        name, calls_begin, calls_gen, calls_acc, gen_drafts, acc_drafts, gen_tokens, acc_tokens,
-                       dur_begin_ms, dur_gen_ms, dur_acc_ms);
+                       dur_begin_ms, dur_gen_ms, dur_acc_ms) +
+           (failure.empty() ? std::string() : fmt::format(" (turned off: {})", failure));
 }
 
 nlohmann::json DrafterStats::json() const {
@@ -23,7 +24,8 @@ nlohmann::json DrafterStats::json() const {
             {"acc_tokens", acc_tokens},
             {"dur_begin_ms", dur_begin_ms},
             {"dur_gen_ms", dur_gen_ms},
-            {"dur_acc_ms", dur_acc_ms}};
+            {"dur_acc_ms", dur_acc_ms},
+            {"failure", failure}};
 }
 
 double SpecStats::tokens_per_target_pass() const {

@@ -17,6 +17,7 @@ struct DrafterStats {
     uint64_t acc_drafts = 0;  // proposals with at least one token accepted
     uint64_t gen_tokens = 0, acc_tokens = 0;
     double dur_begin_ms = 0, dur_gen_ms = 0, dur_acc_ms = 0;
+    std::string failure;  // non-empty: the drafter failed and was turned off for the request
 
     // "statistics draft: #calls(b,g,a) = 1 16 16, #gen drafts = ..., dur(b,g,a) = ... ms"
     std::string line() const;

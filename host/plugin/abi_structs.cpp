@@ -1,0 +1,74 @@
+// host/plugin/abi_structs.cpp: the minimum struct sizes of each released ABI.
+//
+// A row is frozen when its version ships: ABI 3 adds a column, it never edits
+// one. The static_asserts catch the moment a field is appended to a struct
+// after its current version's size was frozen here: then add a version.
+#include "plugin/abi_structs.h"
+
+namespace tdm {
+namespace {
+
+struct MinSizes {
+    uint32_t v1, v2;
+};
+
+// v1: the ABI 1 release (tandem.h TDM_V1_SIZEOF_*); v2: this release.
+constexpr MinSizes kTensorInfo{TDM_V1_SIZEOF_TENSOR_INFO, 48};
+constexpr MinSizes kTensorShape{TDM_V1_SIZEOF_TENSOR_SHAPE, 40};
+constexpr MinSizes kOpDesc{TDM_V1_SIZEOF_OP_DESC, 160};
+constexpr MinSizes kWeightRequest{TDM_V1_SIZEOF_WEIGHT_REQUEST, 128};
+constexpr MinSizes kBatchDesc{TDM_V1_SIZEOF_BATCH_DESC, 12};
+constexpr MinSizes kAttentionLayer{TDM_V1_SIZEOF_ATTENTION_LAYER, 20};
+constexpr MinSizes kRecurrentState{TDM_V1_SIZEOF_RECURRENT_STATE, 16};
+constexpr MinSizes kModelInfo{TDM_V1_SIZEOF_MODEL_INFO, 56};
+constexpr MinSizes kArchDesc{TDM_V1_SIZEOF_ARCH_DESC, 64};
+constexpr MinSizes kDraftHeadInfo{TDM_V1_SIZEOF_DRAFT_HEAD_INFO, 48};
+constexpr MinSizes kDraftHeadDesc{TDM_V1_SIZEOF_DRAFT_HEAD_DESC, 64};
+constexpr MinSizes kDrafterDesc{TDM_V1_SIZEOF_DRAFTER_DESC, 96};
+constexpr MinSizes kPluginApi{TDM_V1_SIZEOF_PLUGIN_API, 48};
+constexpr MinSizes kHostLimits{40, 40};  // [v2]: v1 plugins never pass one
+
+static_assert(sizeof(tdm_tensor_info) == kTensorInfo.v2);
+static_assert(sizeof(tdm_tensor_shape) == kTensorShape.v2);
+static_assert(sizeof(tdm_op_desc) == kOpDesc.v2);
+static_assert(sizeof(tdm_weight_request) == kWeightRequest.v2);
+static_assert(sizeof(tdm_batch_desc) == kBatchDesc.v2);
+static_assert(sizeof(tdm_attention_layer) == kAttentionLayer.v2);
+static_assert(sizeof(tdm_recurrent_state) == kRecurrentState.v2);
+static_assert(sizeof(tdm_model_info) == kModelInfo.v2);
+static_assert(sizeof(tdm_arch_desc) == kArchDesc.v2);
+static_assert(sizeof(tdm_draft_head_info) == kDraftHeadInfo.v2);
+static_assert(sizeof(tdm_draft_head_desc) == kDraftHeadDesc.v2);
+static_assert(sizeof(tdm_drafter_desc) == kDrafterDesc.v2);
+static_assert(sizeof(tdm_plugin_api) == kPluginApi.v2);
+static_assert(sizeof(tdm_host_limits) == kHostLimits.v2);
+static_assert(offsetof(tdm_weight_request, parts) == TDM_V1_SIZEOF_WEIGHT_REQUEST);
+static_assert(sizeof(tdm_negotiate) == TDM_V1_SIZEOF_NEGOTIATE);
+
+constexpr uint32_t pick(MinSizes m, uint32_t abi) { return abi >= 2 ? m.v2 : m.v1; }
+
+}  // namespace
+
+template <> uint32_t abi_min_size<tdm_tensor_info>(uint32_t abi) { return pick(kTensorInfo, abi); }
+template <> uint32_t abi_min_size<tdm_tensor_shape>(uint32_t abi) { return pick(kTensorShape, abi); }
+template <> uint32_t abi_min_size<tdm_op_desc>(uint32_t abi) { return pick(kOpDesc, abi); }
+template <> uint32_t abi_min_size<tdm_weight_request>(uint32_t abi) { return pick(kWeightRequest, abi); }
+template <> uint32_t abi_min_size<tdm_batch_desc>(uint32_t abi) { return pick(kBatchDesc, abi); }
+template <> uint32_t abi_min_size<tdm_attention_layer>(uint32_t abi) { return pick(kAttentionLayer, abi); }
+template <> uint32_t abi_min_size<tdm_recurrent_state>(uint32_t abi) { return pick(kRecurrentState, abi); }
+template <> uint32_t abi_min_size<tdm_model_info>(uint32_t abi) { return pick(kModelInfo, abi); }
+template <> uint32_t abi_min_size<tdm_arch_desc>(uint32_t abi) { return pick(kArchDesc, abi); }
+template <> uint32_t abi_min_size<tdm_draft_head_info>(uint32_t abi) { return pick(kDraftHeadInfo, abi); }
+template <> uint32_t abi_min_size<tdm_draft_head_desc>(uint32_t abi) { return pick(kDraftHeadDesc, abi); }
+template <> uint32_t abi_min_size<tdm_drafter_desc>(uint32_t abi) { return pick(kDrafterDesc, abi); }
+template <> uint32_t abi_min_size<tdm_plugin_api>(uint32_t abi) { return pick(kPluginApi, abi); }
+template <> uint32_t abi_min_size<tdm_host_limits>(uint32_t abi) { return pick(kHostLimits, abi); }
+
+std::string plugin_message(const char* buf, size_t cap, std::string_view fallback) {
+    if (!buf || cap == 0) return std::string(fallback);
+    const size_t n = strnlen(buf, cap);
+    if (n == 0) return std::string(fallback);
+    return std::string(buf, n);
+}
+
+}  // namespace tdm
