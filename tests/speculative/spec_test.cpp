@@ -301,16 +301,24 @@ TEST_F(Spec, chain_uses_the_first_drafter_that_proposes_and_stays_exact) {
     EXPECT_GT(spec->stats.drafters[1].gen_drafts, 0u);
 }
 
-TEST_F(Spec, drafter_proposing_ids_outside_the_vocabulary_is_an_error) {
+TEST_F(Spec, drafter_proposing_ids_outside_the_vocabulary_is_turned_off_and_the_output_stays_exact) {
     const Pair p = make_pair(DType::F32, 0.0f, 25);
     Loaded t = load(p.target);
     Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    const auto prompt = random_prompt(1, 4, 400);
+    auto plain = generate(runner, nullptr, seq, prompt, greedy(8), {});
+    ASSERT_TRUE(plain.ok()) << plain.error().message();
     ListDrafter bad({5, 999999});
     Drafter* chain[] = {&bad};
-    auto spec = generate_speculative(runner, nullptr, *t.kv->add_sequence(), random_prompt(1, 4, 400), greedy(8), chain,
-                                     SpecParams{}, {});
-    ASSERT_FALSE(spec.ok());
-    EXPECT_NE(spec.error().message().find("outside the vocabulary"), std::string::npos) << spec.error().message();
+    ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(8), chain, SpecParams{}, {});
+    ASSERT_TRUE(spec.ok()) << spec.error().message();
+    EXPECT_EQ(spec->gen.tokens, plain->tokens);
+    const std::string& why = spec->stats.drafters[0].failure;
+    EXPECT_NE(why.find("outside the vocabulary"), std::string::npos) << why;
+    EXPECT_EQ(spec->stats.drafted, 0u) << "a proposal with a bad id is never verified";
+    EXPECT_EQ(spec->stats.drafters[0].calls_gen, 1u) << "the drafter is not asked again";
 }
 
 TEST_F(Spec, skip_streak_and_auto_mode_keep_output_exact_when_nothing_is_accepted) {
