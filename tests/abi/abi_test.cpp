@@ -243,6 +243,24 @@ TEST(AbiNegotiation, v2_plugin_loads_as_abi_2_beside_a_v1_plugin) {
     EXPECT_NE(reg->find_drafter("flaky-propose"), nullptr);
 }
 
+TEST(AbiNegotiation, a_descriptor_below_the_v1_size_is_refused_by_name_and_the_other_plugins_load) {
+    PluginSearch search;
+    search.use_env = false;
+    search.use_default_dirs = false;
+    search.dirs = {TANDEM_TEST_PLUGIN_DIR};
+    auto reg = load_plugins(search);
+    ASSERT_TRUE(reg.ok()) << reg.error().message();
+    const PluginRecord* bad = nullptr;
+    for (const auto& p : (*reg)->plugins())
+        if (p->path.find("tandem-test-short_descriptor.so") != std::string::npos) bad = p.get();
+    ASSERT_NE(bad, nullptr);
+    EXPECT_NE(bad->error.find("struct_size is 8 bytes, ABI 1 needs at least 72"), std::string::npos) << bad->error;
+    EXPECT_NE(bad->error.find("drafter descriptor"), std::string::npos) << bad->error;
+    EXPECT_EQ((*reg)->find_drafter("short"), nullptr);
+    EXPECT_NE((*reg)->find_drafter("frozen-echo"), nullptr) << "a broken plugin stopped the others";
+    EXPECT_NE((*reg)->find_drafter("flaky-propose"), nullptr);
+}
+
 class FailingDrafter : public test::DeviceTest {};
 
 TEST_F(FailingDrafter, a_drafter_that_reports_failure_is_turned_off_and_the_output_stays_exact) {
