@@ -172,8 +172,10 @@ done_step
 step "installed files"
 for f in /usr/bin/tandem /usr/lib/"$multiarch"/libtandem.so.0 /etc/tandem/tandem.toml \
          /usr/share/man/man1/tandem.1.gz /usr/include/tandem/tandem.h /usr/lib/"$multiarch"/cmake/tandem/tandemConfig.cmake \
+         /usr/include/tandem/ext/custom_op.h /usr/include/tandem/cpp/tandem.hpp \
          /usr/lib/"$multiarch"/pkgconfig/tandem-plugin.pc /usr/share/tandem/plugin.map \
-         /usr/share/doc/libtandem-dev/examples/lookup-drafter/CMakeLists.txt; do
+         /usr/share/doc/libtandem-dev/examples/lookup-drafter/CMakeLists.txt \
+         /usr/share/doc/libtandem-dev/examples/recent-copy/CMakeLists.txt; do
   [ -e "$f" ] || fail "$f is missing"
 done
 [ ! -e /usr/lib/"$multiarch"/libtandem.so ] || fail "the unversioned libtandem.so symlink is installed"
@@ -237,6 +239,12 @@ step "SDK example: out-of-tree build against the installed libtandem-dev, load, 
 cp -r /usr/share/doc/libtandem-dev/examples/lookup-drafter "$work/example-src"
 bash "$src/sdk/examples/check-example.sh" --src "$work/example-src" --prefix /usr --tandem /usr/bin/tandem \
   --work "$work/example" 2>&1 | sed 's/^/    /' || fail "SDK example"
+done_step
+
+step "SDK C++ example: out-of-tree build with the installed C++ helpers, load, draft"
+cp -r /usr/share/doc/libtandem-dev/examples/recent-copy "$work/cpp-example-src"
+bash "$src/sdk/examples/check-cpp-example.sh" --src "$work/cpp-example-src" --prefix /usr --tandem /usr/bin/tandem \
+  --work "$work/cpp-example" 2>&1 | sed 's/^/    /' || fail "SDK C++ example"
 done_step
 
 # Step 7 (purge and leftover checks) runs in cleanup().

@@ -2,14 +2,17 @@
 // drafters of llama.cpp behind the public ABI (tandem.h section 7). Each
 // descriptor's name is llama.cpp's statistics name (ngram_simple, ...), its
 // spec types the --spec-type spellings (ngram-simple, ...). This file is only
-// glue: options in, C callbacks to the C++ drafters (drafter.h), and a fence
-// that keeps every C++ exception on this side of the ABI (contract rule 4).
+// glue: options in, the C++ drafters (drafter.h) behind the SDK's Drafter
+// (tandem/cpp/drafter.hpp), which sets both the v2 calls (a failure goes back
+// to the host with a message) and the v1 ones (a failure is logged once and
+// the drafter proposes nothing until the next sequence) and keeps every C++
+// exception on this side of the ABI (contract rule 4).
 // Not here: any n-gram logic.
+#include <tandem/cpp/tandem.hpp>
+
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
 #include <memory>
-#include <new>
+#include <span>
 #include <string>
 
 #include "map_k.h"
@@ -21,104 +24,76 @@
 namespace ngram {
 namespace {
 
-const tdm_host_api* g_host = nullptr;
+using tdm::sdk::Err;
+
+constexpr const char* kPluginName = "ngram";
+
+// The host table as init received it; drafters log through it. Set in init,
+// cleared in shutdown (after every drafter is gone).
+tdm::sdk::Host g_host;
 
 void log_message(tdm_log_level level, const std::string& msg) {
-    if (g_host && g_host->log) g_host->log(level, "ngram", msg.c_str());
+    if (g_host.valid()) g_host.log(level, "%s", msg.c_str());
 }
 
-tdm_status fail(char* err, size_t err_size, tdm_status st, const std::string& msg) {
-    if (err && err_size) std::snprintf(err, err_size, "%s", msg.c_str());
-    return st;
-}
+std::span<const int32_t> tokens(const int32_t* p, uint64_t n) { return {p, p ? size_t(n) : 0}; }
 
-// One drafter object as the host sees it. A drafter that threw (out of
-// memory inside a table) is retired: it proposes nothing from then on rather
-// than drafting from a half-updated table.
-struct Handle {
-    std::unique_ptr<SeqDrafter> d;
-    const char* name = "";
-    bool broken = false;
+// One drafter object as the host sees it: a SeqDrafter behind the SDK's calls.
+// SeqDrafters report no errors of their own (their tables skip what they
+// cannot use); what can fail is memory, which guard() turns into
+// TDM_ERR_OUT_OF_MEMORY naming the drafter and the call.
+class NgramDrafter final : public tdm::sdk::Drafter {
+public:
+    NgramDrafter(const char* name, std::unique_ptr<SeqDrafter> d) : Drafter(&g_host, name), d_(std::move(d)) {}
+
+    tdm_status begin(const int32_t* prompt, uint64_t n_prompt, Err) override {
+        d_->begin(tokens(prompt, n_prompt));
+        return TDM_OK;
+    }
+    tdm_status propose(const int32_t* history, uint64_t n_history, int32_t* out, uint64_t max, uint64_t* n_out,
+                       Err) override {
+        const size_t k = d_->propose(tokens(history, n_history), std::span<int32_t>(out, size_t(max)));
+        *n_out = std::min<uint64_t>(k, max);
+        return TDM_OK;
+    }
+    tdm_status accept(const int32_t* history, uint64_t n_history, uint64_t n_drafted, uint64_t n_accepted,
+                      Err) override {
+        d_->accept(tokens(history, n_history), size_t(n_drafted), size_t(n_accepted));
+        return TDM_OK;
+    }
+    // ngram-cache: merges what it learnt into its statistics file; the message
+    // names the file and what went wrong ("... (not overwritten)").
+    tdm_status save(Err err) override {
+        std::string why;
+        if (!d_->save(&why)) return err.fail(TDM_ERR_INVALID_ARGUMENT, "%s: %s", name(), why.c_str());
+        return TDM_OK;
+    }
+
+private:
+    std::unique_ptr<SeqDrafter> d_;
 };
-
-void retire(Handle* h, const char* what) {
-    if (!h->broken) log_message(TDM_LOG_WARN, std::string(h->name) + ": " + what + "; this drafter stops proposing");
-    h->broken = true;
-}
 
 using Factory = std::unique_ptr<SeqDrafter> (*)(const NgramParams&, std::string*);
 
+// Reads the options (errors name the option, its flag and range) and makes
+// the drafter; ngram-cache also loads its statistics file here, and a file
+// that exists but cannot be read fails with the file's name and the problem.
 tdm_status create_with(Factory make, const char* name, const tdm_host_api* host, const tdm_options* options,
                        void** out, char* err, size_t err_size) {
-    if (!host || !out) return fail(err, err_size, TDM_ERR_INVALID_ARGUMENT, "null host or output pointer");
-    try {
+    const Err e(err, err_size);
+    if (!host || !out) return e.fail(TDM_ERR_INVALID_ARGUMENT, "%s: null host or output pointer", name);
+    char what[64];
+    std::snprintf(what, sizeof what, "%s: create", name);
+    return tdm::sdk::guard(e, what, [&]() -> tdm_status {
         NgramParams p;
         std::string why;
-        if (!read_params(host, options, &p, &why)) return fail(err, err_size, TDM_ERR_INVALID_ARGUMENT, why);
+        if (!read_params(host, options, &p, &why)) return e.fail(TDM_ERR_INVALID_ARGUMENT, "%s", why.c_str());
         p.log = log_message;
-        auto h = std::make_unique<Handle>();
-        h->name = name;
-        h->d = make(p, &why);
-        if (!h->d) return fail(err, err_size, TDM_ERR_INVALID_ARGUMENT, why);
-        *out = h.release();
+        std::unique_ptr<SeqDrafter> d = make(p, &why);
+        if (!d) return e.fail(TDM_ERR_INVALID_ARGUMENT, "%s", why.c_str());
+        *out = tdm::sdk::drafter_handle(new NgramDrafter(name, std::move(d)));
         return TDM_OK;
-    } catch (const std::bad_alloc&) {
-        return fail(err, err_size, TDM_ERR_OUT_OF_MEMORY, std::string(name) + ": out of memory");
-    } catch (const std::exception& e) {
-        return fail(err, err_size, TDM_ERR_INTERNAL, std::string(name) + ": " + e.what());
-    } catch (...) {
-        return fail(err, err_size, TDM_ERR_INTERNAL, std::string(name) + ": unknown error");
-    }
-}
-
-void destroy(void* d) { delete static_cast<Handle*>(d); }
-
-void begin(void* d, const int32_t* prompt, uint64_t n_prompt) {
-    Handle* h = static_cast<Handle*>(d);
-    if (!h || h->broken) return;
-    try {
-        h->d->begin(std::span<const int32_t>(prompt, prompt ? size_t(n_prompt) : 0));
-    } catch (...) {
-        retire(h, "begin failed (out of memory?)");
-    }
-}
-
-uint64_t propose(void* d, const int32_t* history, uint64_t n_history, int32_t* out, uint64_t max) {
-    Handle* h = static_cast<Handle*>(d);
-    if (!h || h->broken || !out || max == 0) return 0;
-    try {
-        const size_t k = h->d->propose(std::span<const int32_t>(history, history ? size_t(n_history) : 0),
-                                       std::span<int32_t>(out, size_t(max)));
-        return std::min<uint64_t>(k, max);
-    } catch (...) {
-        retire(h, "propose failed (out of memory?)");
-        return 0;
-    }
-}
-
-void accept(void* d, const int32_t* history, uint64_t n_history, uint64_t n_drafted, uint64_t n_accepted) {
-    Handle* h = static_cast<Handle*>(d);
-    if (!h || h->broken) return;
-    try {
-        h->d->accept(std::span<const int32_t>(history, history ? size_t(n_history) : 0), size_t(n_drafted),
-                     size_t(n_accepted));
-    } catch (...) {
-        retire(h, "accept failed (out of memory?)");
-    }
-}
-
-tdm_status save(void* d, char* err, size_t err_size) {
-    Handle* h = static_cast<Handle*>(d);
-    if (!h) return fail(err, err_size, TDM_ERR_INVALID_ARGUMENT, "null drafter");
-    try {
-        std::string why;
-        if (!h->d->save(&why)) return fail(err, err_size, TDM_ERR_INVALID_ARGUMENT, why);
-        return TDM_OK;
-    } catch (const std::bad_alloc&) {
-        return fail(err, err_size, TDM_ERR_OUT_OF_MEMORY, std::string(h->name) + ": out of memory while saving");
-    } catch (...) {
-        return fail(err, err_size, TDM_ERR_INTERNAL, std::string(h->name) + ": saving failed");
-    }
+    });
 }
 
 // ---------------------------------------------------------------- the five drafters
@@ -152,38 +127,37 @@ const char* const kMapK4vTypes[] = {"ngram-map-k4v", nullptr};
 const char* const kModTypes[] = {"ngram-mod", nullptr};
 const char* const kCacheTypes[] = {"ngram-cache", nullptr};
 
-const tdm_drafter_desc kDrafters[] = {
-    {sizeof(tdm_drafter_desc), "ngram_simple", kSimpleTypes, create_simple, destroy, begin, propose, accept, nullptr},
-    {sizeof(tdm_drafter_desc), "ngram_map_k", kMapKTypes, create_map_k, destroy, begin, propose, accept, nullptr},
-    {sizeof(tdm_drafter_desc), "ngram_map_k4v", kMapK4vTypes, create_map_k4v, destroy, begin, propose, accept,
-     nullptr},
-    {sizeof(tdm_drafter_desc), "ngram_mod", kModTypes, create_mod, destroy, begin, propose, accept, nullptr},
-    {sizeof(tdm_drafter_desc), "ngram_cache", kCacheTypes, create_cache, destroy, begin, propose, accept, save},
+using tdm::sdk::drafter_desc;
+
+// Only ngram-cache persists anything: the others have no save.
+constexpr tdm_drafter_desc kDrafters[] = {
+    drafter_desc("ngram_simple", kSimpleTypes, create_simple).save(nullptr),
+    drafter_desc("ngram_map_k", kMapKTypes, create_map_k).save(nullptr),
+    drafter_desc("ngram_map_k4v", kMapK4vTypes, create_map_k4v).save(nullptr),
+    drafter_desc("ngram_mod", kModTypes, create_mod).save(nullptr),
+    drafter_desc("ngram_cache", kCacheTypes, create_cache),
 };
 
 tdm_status init(const tdm_host_api* host, tdm_registry* reg, char* err, size_t err_size) {
-    if (!host || host->struct_size < sizeof(tdm_host_api))
-        return fail(err, err_size, TDM_ERR_ABI_MISMATCH, "host API table too small");
-    g_host = host;
-    for (const tdm_drafter_desc& d : kDrafters)
-        if (host->register_drafter(reg, &d) != TDM_OK)
-            return fail(err, err_size, TDM_ERR_INTERNAL, std::string("registering ") + d.name + ": " + host->last_error());
+    const Err e(err, err_size);
+    TDM_SDK_TRY(g_host.init(host, kPluginName, e));
+    for (const tdm_drafter_desc& d : kDrafters) TDM_SDK_TRY(g_host.register_drafter(reg, d, e));
     return TDM_OK;
 }
 
 void shutdown() {
     ngram_mod_release_shared_pool();
-    g_host = nullptr;
+    g_host = tdm::sdk::Host();
 }
 
-const tdm_plugin_api kPlugin = {
-    sizeof(tdm_plugin_api), "ngram", "0.1.0",
-    "draftless drafters: ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache", init, shutdown,
-};
+constexpr tdm_plugin_api kPlugin =
+    tdm::sdk::PluginApi(kPluginName)
+        .version("0.1.0")
+        .description("draftless drafters: ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache")
+        .init(init)
+        .shutdown(shutdown);
 
 }  // namespace
 }  // namespace ngram
 
-extern "C" TDM_PLUGIN_EXPORT tdm_status tdm_plugin_negotiate(tdm_negotiate* n) {
-    return tdm_negotiate_v1(n, &ngram::kPlugin);
-}
+TDM_SDK_PLUGIN_ENTRY(ngram::kPlugin, 2, 2)

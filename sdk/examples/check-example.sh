@@ -67,7 +67,8 @@ for so in "$work/cmake/$plugin" "$work/make/$plugin"; do
   [ "$syms" = tdm_plugin_negotiate ] || fail "$so exports: $syms"
 done
 
-# `tandem plugins` output for the example: "lookup-example 1.0  (ABI 1)  PATH".
+# `tandem plugins` output for the example: "lookup-example 1.0  (ABI 2)  PATH" (it speaks
+# 1..TDM_ABI_VERSION of the headers it was built with, so the host picks the headers' ABI).
 expect_loaded() {  # expect_loaded DIR OUTPUT
   grep -q "^lookup-example 1.0  (ABI $abi)  $1/$plugin\$" <<<"$2" || { echo "$2"; fail "not loaded from $1"; }
   if grep -q FAILED <<<"$2"; then echo "$2"; fail "a plugin failed to load"; fi

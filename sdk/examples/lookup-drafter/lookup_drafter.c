@@ -115,14 +115,16 @@ static const tdm_plugin_api kPluginApi = {
     NULL, /* shutdown */
 };
 
-/* The plugin ABI versions this plugin speaks: exactly 1. */
-static const uint32_t kPluginAbiMin = 1, kPluginAbiMax = 1;
+/* The plugin ABI versions this plugin speaks. It uses only what ABI 1 has, and
+ * every later version keeps that, so it speaks 1 up to the version of the headers
+ * it is built with: a tandem of ABI 1 loads it as well as a newer one. */
+static const uint32_t kPluginAbiMin = 1, kPluginAbiMax = TDM_ABI_VERSION;
 
-/* The one exported symbol. The negotiation is spelled out here (tdm_negotiate_v1()
- * in tandem.h does the same) to show how a plugin declares the ABI versions it
- * speaks. It must not call the host here. */
+/* The one exported symbol. The negotiation is spelled out here
+ * (tdm_negotiate_range() in tandem.h does the same) to show how a plugin declares
+ * the ABI versions it speaks. It must not call the host here. */
 TDM_PLUGIN_EXPORT tdm_status tdm_plugin_negotiate(tdm_negotiate* n) {
-    if (!n || n->struct_size < sizeof(tdm_negotiate)) return TDM_ERR_INVALID_ARGUMENT;
+    if (!n || n->struct_size < TDM_V1_SIZEOF_NEGOTIATE) return TDM_ERR_INVALID_ARGUMENT;
     n->plugin_abi_min = kPluginAbiMin; /* reported in the host's refusal message */
     n->plugin_abi_max = kPluginAbiMax;
     /* Highest version both sides speak. */

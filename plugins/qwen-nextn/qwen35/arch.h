@@ -1,6 +1,7 @@
-// plugins/qwen-nextn/qwen35.h: Qwen3.5 / Qwen3.6 (qwen35 dense, qwen35moe):
-// hybrid Gated DeltaNet + gated full attention, and the one-layer MTP head
-// the checkpoints carry (spec/qwen35.md). Shapes are in ggml order.
+// plugins/qwen-nextn/qwen35/arch.h: Qwen3.5 / Qwen3.6 (qwen35 dense,
+// qwen35moe): hybrid Gated DeltaNet + gated full attention, and the one-layer
+// MTP head the checkpoints carry (spec/qwen35.md). Shapes are in ggml order.
+// The callbacks declared at the end are registered by ../plugin.cpp.
 //
 // Conventions are fixed at load time so the forward pass has one form:
 // norms are "x_hat * w" (HF's +1 is added by the loader), value heads of the
@@ -8,13 +9,12 @@
 // loader), and A is stored as -exp(A_log).
 #pragma once
 
+#include <tandem/cpp/tandem.hpp>
 #include <tandem/graph.h>
 #include <tandem/tandem.h>
 
 #include <string>
 #include <vector>
-
-#include "meta.h"
 
 namespace qwen {
 
@@ -125,27 +125,42 @@ struct Qwen35Mtp {
 };
 
 // Hyper-parameters from GGUF keys (prefix qwen35. / qwen35moe.) or config.json
-// (text_config.*). `arch` is "qwen35" or "qwen35moe".
-tdm_status qwen35_read_hparams(const tdm_host_api* host, const tdm_model_source* src, Qwen35Hparams* hp, char* err,
-                               size_t err_size);
+// (text_config.*) (hparams.cpp).
+tdm_status qwen35_read_hparams(const tdm_host_api* host, const tdm_model_source* src, Qwen35Hparams* hp,
+                               tdm::sdk::Err err);
 // The "key = value" lines `tandem info` prints.
 std::string qwen35_describe(const Qwen35Hparams& hp);
 
-tdm_status qwen35_load(Qwen35Model* m, tdm_loader* loader, char* err, size_t err_size);
-tdm_status qwen35_mtp_load(Qwen35Mtp* h, tdm_loader* loader, char* err, size_t err_size);
+tdm_status qwen35_load_trunk(Qwen35Model* m, tdm_loader* loader, tdm::sdk::Err err);  // load.cpp
+tdm_status qwen35_load_mtp(Qwen35Mtp* h, tdm_loader* loader, tdm::sdk::Err err);
 
-tdm_status qwen35_build_graph(Qwen35Model* m, tdm_graph* g, const tdm_batch_desc* batch, char* err, size_t err_size);
-tdm_status qwen35_mtp_build_step(Qwen35Mtp* h, tdm_graph* g, const tdm_batch_desc* batch, char* err,
-                                 size_t err_size);
+// The ops (and parameter kinds) the trunk and the head use, checked in init;
+// qwen35_require_chunked_delta_rule: the chunked form a gdn_chunk option asks for
+// (forward.cpp).
+tdm_status qwen35_require_ops(const tdm::sdk::Host& host, tdm::sdk::Err err);
+tdm_status qwen35_require_chunked_delta_rule(const tdm::sdk::Host& host, uint32_t chunk, tdm::sdk::Err err);
 
-// Pieces shared by the trunk and the MTP head.
+// Pieces shared by the trunk and the MTP head (forward.cpp).
 tdm_tensor qwen35_gated_attention(tdm_builder* b, const Qwen35Hparams& hp, const Qwen35Layer& L, tdm_tensor h,
                                   tdm_tensor pos4, tdm_tensor residual, uint32_t n_tokens);
 tdm_tensor qwen35_ffn(tdm_builder* b, const Qwen35Hparams& hp, const Qwen35Ffn& f, tdm_tensor h, tdm_tensor residual,
                       uint32_t n_tokens);
 
-extern const tdm_arch_desc kQwen35Arch;
-extern const tdm_arch_desc kQwen35MoeArch;
-extern const tdm_draft_head_desc kQwen35MtpHead;
+// tdm_arch_desc callbacks of qwen35 and qwen35moe.
+tdm_status qwen35_create(const tdm_host_api* host, const tdm_model_source* src, const tdm_options* options,
+                         tdm_model_info* info, void** model, char* err, size_t err_size);     // create.cpp
+tdm_status qwen35_load(void* model, tdm_loader* loader, char* err, size_t err_size);            // load.cpp
+tdm_status qwen35_build_graph(void* model, tdm_graph* g, const tdm_batch_desc* batch, char* err,  // forward.cpp
+                              size_t err_size);
+void qwen35_destroy(void* model);                                                               // create.cpp
+
+// tdm_draft_head_desc callbacks of qwen35-mtp.
+tdm_status qwen35_mtp_create(const tdm_host_api* host, const tdm_model_source* src, void* target,
+                             const tdm_options* options, tdm_draft_head_info* info, void** head, char* err,
+                             size_t err_size);                                                  // create.cpp
+tdm_status qwen35_mtp_load(void* head, tdm_loader* loader, char* err, size_t err_size);        // load.cpp
+tdm_status qwen35_mtp_build_step(void* head, tdm_graph* g, const tdm_batch_desc* batch, char* err,  // forward.cpp
+                                 size_t err_size);
+void qwen35_mtp_destroy(void* head);                                                            // create.cpp
 
 }  // namespace qwen

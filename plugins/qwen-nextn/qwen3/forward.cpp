@@ -1,10 +1,30 @@
-// plugins/qwen-nextn/forward.cpp: the Qwen3 forward pass (HF Qwen3ForCausalLM,
-// llama.cpp src/models/qwen3.cpp), one batch of tokens.
+// plugins/qwen-nextn/qwen3/forward.cpp: the Qwen3 forward pass (HF
+// Qwen3ForCausalLM, llama.cpp src/models/qwen3.cpp), one batch of tokens, and
+// the list of ops it uses (checked in init).
 #include "arch.h"
 
 namespace qwen {
 
-tdm_status qwen3_build_graph(Qwen3Model* m, tdm_graph* g, const tdm_batch_desc* batch, char* err, size_t err_size) {
+using tdm::sdk::OpQuery;
+
+// Every op build_graph emits, with the parameter kinds it passes.
+tdm_status qwen3_require_ops(const tdm::sdk::Host& host, tdm::sdk::Err err) {
+    static constexpr OpQuery kOps[] = {
+        OpQuery(TDM_OP_GET_ROWS),
+        OpQuery(TDM_OP_MATMUL),
+        OpQuery(TDM_OP_RESHAPE),
+        OpQuery(TDM_OP_RMS_NORM, "weighted").param_i(0, TDM_NORM_WEIGHT),
+        OpQuery(TDM_OP_ROPE, "NeoX").param_i(0, TDM_ROPE_NEOX).param_f(0, 1e6f).param_f(1, 1.0f),
+        OpQuery(TDM_OP_KV_STORE),
+        OpQuery(TDM_OP_ATTENTION, "full causal"),
+        OpQuery(TDM_OP_GLU, "SwiGLU").param_i(0, TDM_GLU_SWIGLU),
+        OpQuery(TDM_OP_SELECT_ROWS),
+    };
+    return tdm::sdk::require_ops(host, kOps, err);
+}
+
+tdm_status qwen3_build_graph(void* model, tdm_graph* g, const tdm_batch_desc* batch, char* err, size_t err_size) {
+    const Qwen3Model* m = static_cast<const Qwen3Model*>(model);
     const Qwen3Hparams& hp = m->hp;
     tdm_builder b = tdm_builder_init(m->host, g);
     const int64_t n = batch->n_tokens, D = hp.head_dim;

@@ -1,10 +1,67 @@
-// plugins/qwen-nextn/qwen35_forward.cpp: the Qwen3.5 forward pass (HF
+// plugins/qwen-nextn/qwen35/forward.cpp: the Qwen3.5 forward pass (HF
 // Qwen3_5ForCausalLM's text model, llama.cpp src/models/qwen35.cpp), one batch
 // of tokens: 3 of every 4 layers are Gated DeltaNet, the 4th gated attention;
-// every layer is followed by a dense SwiGLU or a routed MoE with a shared expert.
-#include "qwen35.h"
+// every layer is followed by a dense SwiGLU or a routed MoE with a shared
+// expert. Also the MTP head's step, and the ops both use (checked in init).
+#include "arch.h"
 
 namespace qwen {
+
+using tdm::sdk::OpQuery;
+
+// Every op the trunk and the head emit, with the parameter kinds they pass.
+// Sizes in the parameters are representative (the host checks kinds and
+// ranges; inputs, hence shapes, are not part of a query).
+tdm_status qwen35_require_ops(const tdm::sdk::Host& host, tdm::sdk::Err err) {
+    static constexpr OpQuery kOps[] = {
+        OpQuery(TDM_OP_GET_ROWS),
+        OpQuery(TDM_OP_MATMUL),
+        OpQuery(TDM_OP_RESHAPE),
+        OpQuery(TDM_OP_VIEW_COLS).param_i(0, 0).param_i(1, 64),
+        OpQuery(TDM_OP_ADD),
+        OpQuery(TDM_OP_MUL),
+        OpQuery(TDM_OP_CONCAT),
+        OpQuery(TDM_OP_SELECT_ROWS),
+        OpQuery(TDM_OP_RMS_NORM, "weighted").param_i(0, TDM_NORM_WEIGHT),
+        OpQuery(TDM_OP_GATED_RMS_NORM),
+        OpQuery(TDM_OP_UNARY, "sigmoid").param_i(0, TDM_UNARY_SIGMOID),
+        OpQuery(TDM_OP_UNARY, "softplus").param_i(0, TDM_UNARY_SOFTPLUS),
+        OpQuery(TDM_OP_ROPE, "NeoX, interleaved M-RoPE sections")
+            .param_i(0, TDM_ROPE_NEOX)
+            .param_i(1, 64)
+            .param_i(2, TDM_ROPE_SECTIONS_INTERLEAVED)
+            .param_i(3, 11)
+            .param_i(4, 11)
+            .param_i(5, 10)
+            .param_f(0, 1e7f),
+        OpQuery(TDM_OP_KV_STORE),
+        OpQuery(TDM_OP_ATTENTION, "full causal"),
+        OpQuery(TDM_OP_CONV1D_CAUSAL, "with SiLU").param_i(0, 1),
+        OpQuery(TDM_OP_GATED_DELTA_RULE, "tiled heads, recurrent form")
+            .param_i(0, 16)
+            .param_i(1, 32)
+            .param_i(2, 128)
+            .param_i(3, 128)
+            .param_i(4, TDM_HEAD_MAP_TILED),
+        OpQuery(TDM_OP_GLU, "SwiGLU").param_i(0, TDM_GLU_SWIGLU),
+        OpQuery(TDM_OP_TOP_K).param_i(0, 8),
+        OpQuery(TDM_OP_SOFTMAX),
+        OpQuery(TDM_OP_MATMUL_ID),
+        OpQuery(TDM_OP_MOE_SUM),
+    };
+    return tdm::sdk::require_ops(host, kOps, err);
+}
+
+tdm_status qwen35_require_chunked_delta_rule(const tdm::sdk::Host& host, uint32_t chunk, tdm::sdk::Err err) {
+    const OpQuery q[] = {OpQuery(TDM_OP_GATED_DELTA_RULE, "chunked form (option gdn_chunk)")
+                             .param_i(0, 16)
+                             .param_i(1, 32)
+                             .param_i(2, 128)
+                             .param_i(3, 128)
+                             .param_i(4, TDM_HEAD_MAP_TILED)
+                             .param_i(5, int32_t(chunk))};
+    return tdm::sdk::require_ops(host, q, err);
+}
 
 // Gated full attention (spec/qwen35.md §2.1): q_proj holds per head [q | gate];
 // q/k RMSNorm per head, partial NeoX RoPE with interleaved M-RoPE sections,
@@ -80,7 +137,8 @@ tdm_tensor qwen35_ffn(tdm_builder* b, const Qwen35Hparams& hp, const Qwen35Ffn& 
     return tdm_add(b, residual, tdm_add(b, routed, shared, "ffn_sum"), "ffn_out");
 }
 
-tdm_status qwen35_build_graph(Qwen35Model* m, tdm_graph* g, const tdm_batch_desc* batch, char* err, size_t err_size) {
+tdm_status qwen35_build_graph(void* model, tdm_graph* g, const tdm_batch_desc* batch, char* err, size_t err_size) {
+    const Qwen35Model* m = static_cast<const Qwen35Model*>(model);
     const Qwen35Hparams& hp = m->hp;
     tdm_builder b = tdm_builder_init(m->host, g);
     const uint32_t n = batch->n_tokens;
@@ -106,8 +164,9 @@ tdm_status qwen35_build_graph(Qwen35Model* m, tdm_graph* g, const tdm_batch_desc
 
 // One MTP step (spec/qwen35.md §4): fc([enorm(embed(t)) | hnorm(hidden)]), one
 // gated-attention layer with its own KV, the FFN, shared_head_norm, LM head.
-tdm_status qwen35_mtp_build_step(Qwen35Mtp* hd, tdm_graph* g, const tdm_batch_desc* batch, char* err,
+tdm_status qwen35_mtp_build_step(void* head, tdm_graph* g, const tdm_batch_desc* batch, char* err,
                                  size_t err_size) {
+    const Qwen35Mtp* hd = static_cast<const Qwen35Mtp*>(head);
     const Qwen35Hparams& hp = hd->hp;
     tdm_builder b = tdm_builder_init(hd->host, g);
     const uint32_t n = batch->n_tokens;

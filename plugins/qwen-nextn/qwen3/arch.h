@@ -1,14 +1,16 @@
-// plugins/qwen-nextn/arch.h: Qwen3 dense hyper-parameters and weights.
-// Shapes are in ggml order (ne0 first), as the weights are requested.
+// plugins/qwen-nextn/qwen3/arch.h: Qwen3 dense (HF Qwen3ForCausalLM, GGUF
+// architecture "qwen3"): hyper-parameters, weights, and the four callbacks of
+// its tdm_arch_desc (plugin.cpp registers them). Shapes are in ggml order
+// (ne0 first), as the weights are requested.
+// Not here: Qwen3.5/3.6 (qwen35/), registration (plugin.cpp).
 #pragma once
 
+#include <tandem/cpp/tandem.hpp>
 #include <tandem/graph.h>
 #include <tandem/tandem.h>
 
 #include <string>
 #include <vector>
-
-#include "meta.h"
 
 namespace qwen {
 
@@ -52,10 +54,19 @@ struct Qwen3Model {
     std::vector<Qwen3Layer> layers;
 };
 
-// Hyper-parameters from GGUF keys or config.json.
-tdm_status qwen3_read_hparams(const tdm_host_api* host, const tdm_model_source* src, Qwen3Hparams* hp, char* err,
-                              size_t err_size);
-tdm_status qwen3_load(Qwen3Model* m, tdm_loader* loader, char* err, size_t err_size);
-tdm_status qwen3_build_graph(Qwen3Model* m, tdm_graph* g, const tdm_batch_desc* batch, char* err, size_t err_size);
+// Hyper-parameters from GGUF keys or config.json (hparams.cpp).
+tdm_status qwen3_read_hparams(const tdm_host_api* host, const tdm_model_source* src, Qwen3Hparams* hp,
+                              tdm::sdk::Err err);
+
+// The ops (and parameter kinds) the forward pass uses, checked in init (forward.cpp).
+tdm_status qwen3_require_ops(const tdm::sdk::Host& host, tdm::sdk::Err err);
+
+// tdm_arch_desc callbacks.
+tdm_status qwen3_create(const tdm_host_api* host, const tdm_model_source* src, const tdm_options* options,
+                        tdm_model_info* info, void** model, char* err, size_t err_size);       // hparams.cpp
+tdm_status qwen3_load(void* model, tdm_loader* loader, char* err, size_t err_size);              // load.cpp
+tdm_status qwen3_build_graph(void* model, tdm_graph* g, const tdm_batch_desc* batch, char* err,  // forward.cpp
+                             size_t err_size);
+void qwen3_destroy(void* model);                                                                 // hparams.cpp
 
 }  // namespace qwen
