@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "plugin/capabilities.h"
 #include "plugin/handles.h"
 #include "plugin/registry.h"
 
@@ -236,10 +237,23 @@ tdm_status bad_graph() { return set_last_error(TDM_ERR_INVALID_ARGUMENT, "null g
 
 bool valid_tensor(const tdm_graph* g, tdm_tensor t) { return t.id != 0 && t.id < g->graph.tensor_count(); }
 
-tdm_status api_graph_op(tdm_graph* g, const tdm_op_desc* d, tdm_tensor* out) {
-    if (!g || !d || !out) return bad_graph();
-    if (d->struct_size < sizeof(tdm_op_desc))
-        return set_last_error(TDM_ERR_INVALID_ARGUMENT, "graph_op: tdm_op_desc.struct_size too small");
+// Reads a plugin's tdm_op_desc append-safely: at least the ABI 1 size, fields
+// past its struct_size read as zero (a v1 plugin's desc has custom = NULL).
+tdm_status read_op_desc(const tdm_op_desc* in, const char* caller, tdm_op_desc* out) {
+    if (in->struct_size < TDM_V1_SIZEOF_OP_DESC)
+        return set_last_error(TDM_ERR_INVALID_ARGUMENT,
+                              fmt::format("{}: tdm_op_desc.struct_size {} is below the ABI 1 size {}", caller,
+                                          in->struct_size, TDM_V1_SIZEOF_OP_DESC));
+    *out = tdm_op_desc{};
+    std::memcpy(out, in, std::min<size_t>(in->struct_size, sizeof *out));
+    return TDM_OK;
+}
+
+tdm_status api_graph_op(tdm_graph* g, const tdm_op_desc* plugin_desc, tdm_tensor* out) {
+    if (!g || !plugin_desc || !out) return bad_graph();
+    tdm_op_desc copy;
+    if (tdm_status st = read_op_desc(plugin_desc, "graph_op", &copy); st != TDM_OK) return st;
+    const tdm_op_desc* d = &copy;
     if (d->n_inputs > 8) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "graph_op: more than 8 inputs");
     OpDesc o;
     o.op = tdm_op(d->op);
@@ -253,8 +267,12 @@ tdm_status api_graph_op(tdm_graph* g, const tdm_op_desc* d, tdm_tensor* out) {
     std::memcpy(o.i, d->i, sizeof o.i);
     std::memcpy(o.f, d->f, sizeof o.f);
     if (d->name) o.name = d->name;
+    o.custom = from_handle(d->custom);
     auto r = g->graph.op(o);
-    if (!r.ok()) return set_last_error(TDM_ERR_SHAPE, r.error().message());
+    if (!r.ok()) {
+        const Error& e = r.error();
+        return set_last_error(e.code() ? tdm_status(e.code()) : TDM_ERR_INVALID_ARGUMENT, e.message());
+    }
     out->id = *r;
     return TDM_OK;
 }
@@ -419,10 +437,32 @@ tdm_status api_register_drafter(tdm_registry* reg, const tdm_drafter_desc* d) {
     return TDM_OK;
 }
 
+// ---- [v2] capability queries: thin wrappers over plugin/capabilities.h -----------------
+
+tdm_status api_query_op(const tdm_op_desc* desc) {
+    if (!desc) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "query_op: null descriptor");
+    tdm_op_desc d;
+    if (tdm_status st = read_op_desc(desc, "query_op", &d); st != TDM_OK) return st;
+    return query_op_params(d);
+}
+
+tdm_status api_get_limits(tdm_host_limits* out) {
+    if (!out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "get_limits: null argument");
+    return host_limits(out);
+}
+
+const void* api_get_extension(const char* name, uint32_t min_version, uint32_t* version) {
+    if (!name) {
+        set_last_error(TDM_ERR_INVALID_ARGUMENT, "get_extension: null name");
+        return nullptr;
+    }
+    return find_extension(name, min_version, version);
+}
+
 const tdm_host_api kHostApi = {
     sizeof(tdm_host_api),
     TDM_ABI_VERSION,
-    "0.1.0",
+    "0.2.0",
     api_log,
     api_last_error,
     api_register_arch,
@@ -453,6 +493,10 @@ const tdm_host_api kHostApi = {
     api_option_get_string,
     api_graph_state,
     api_graph_weight_rows,
+    api_query_op,
+    query_weight_type,
+    api_get_limits,
+    api_get_extension,
 };
 
 }  // namespace

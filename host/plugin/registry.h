@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "ops/custom_op.h"
 
 namespace tdm {
 
@@ -41,6 +42,7 @@ struct PluginRecord {
     const tdm_plugin_api* api = nullptr;
     std::string error;                  // non-empty: failed to load/init (kept for `tandem plugins`)
     std::vector<std::string> provides;  // "arch qwen3", "drafter ngram-simple", ...
+    std::vector<std::unique_ptr<CustomOp>> custom_ops;  // created during init (tdm.custom_op); live until unload
 };
 
 class Registry {
