@@ -3,13 +3,11 @@
 // as b[b_off + r * b_stride + c * b_cstride], so b may broadcast one row over
 // all rows (b_stride = 0), or one column over all columns (b_cstride = 0: a
 // per-row scalar such as a per-token gate). b may be an f32 weight's plane.
-// OP (spec constant 1):
-//   0 add  1 mul  2 scale (a * s)  3 silu  4 gelu_tanh  5 sigmoid  6 softplus
-//   7 exp  8 swiglu silu(a)*b  9 geglu gelu_tanh(a)*b  10 copy  11 neg
-//   12 add scalar (a + s)  13 sub  14 softcap s*tanh(a/s)
-//   15 round through f16  16 round through bf16 (nearest even)
+// OP (spec constant 1): one of the TDM_EW_* codes of include/op_codes.h (shared
+// with host/ops/elementwise.cpp, which picks them).
 // Dispatch: x = ceil(cols / local_size), y = rows (<= 65535 per dispatch slice).
 #version 450
+#include "op_codes.h"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint OP = 0;
 
@@ -39,26 +37,27 @@ void main() {
     if (c >= p.cols || r >= p.rows) return;
     const float va = a[p.a_off + r * p.a_stride + c];
     float vb = 0.0;
-    if (OP == 0 || OP == 1 || OP == 8 || OP == 9 || OP == 13) vb = b[p.b_off + r * p.b_stride + c * p.b_cstride];
+    const bool binary = OP == TDM_EW_ADD || OP == TDM_EW_MUL || OP == TDM_EW_SWIGLU || OP == TDM_EW_GEGLU || OP == TDM_EW_SUB;
+    if (binary) vb = b[p.b_off + r * p.b_stride + c * p.b_cstride];
     float v;
     switch (OP) {
-        case 0: v = va + vb; break;
-        case 1: v = va * vb; break;
-        case 2: v = va * p.s; break;
-        case 3: v = silu(va); break;
-        case 4: v = gelu_tanh(va); break;
-        case 5: v = 1.0 / (1.0 + exp(-va)); break;
-        case 6: v = softplus(va); break;
-        case 7: v = exp(va); break;
-        case 8: v = silu(va) * vb; break;
-        case 9: v = gelu_tanh(va) * vb; break;
-        case 10: v = va; break;
-        case 11: v = -va; break;
-        case 12: v = va + p.s; break;
-        case 13: v = va - vb; break;
-        case 14: v = p.s * tanh(va / p.s); break;
-        case 15: v = unpackHalf2x16(packHalf2x16(vec2(va, 0.0))).x; break;
-        case 16: {
+        case TDM_EW_ADD: v = va + vb; break;
+        case TDM_EW_MUL: v = va * vb; break;
+        case TDM_EW_SCALE: v = va * p.s; break;
+        case TDM_EW_SILU: v = silu(va); break;
+        case TDM_EW_GELU_TANH: v = gelu_tanh(va); break;
+        case TDM_EW_SIGMOID: v = 1.0 / (1.0 + exp(-va)); break;
+        case TDM_EW_SOFTPLUS: v = softplus(va); break;
+        case TDM_EW_EXP: v = exp(va); break;
+        case TDM_EW_SWIGLU: v = silu(va) * vb; break;
+        case TDM_EW_GEGLU: v = gelu_tanh(va) * vb; break;
+        case TDM_EW_COPY: v = va; break;
+        case TDM_EW_NEG: v = -va; break;
+        case TDM_EW_ADD_SCALAR: v = va + p.s; break;
+        case TDM_EW_SUB: v = va - vb; break;
+        case TDM_EW_SOFTCAP: v = p.s * tanh(va / p.s); break;
+        case TDM_EW_ROUND_F16: v = unpackHalf2x16(packHalf2x16(vec2(va, 0.0))).x; break;
+        case TDM_EW_ROUND_BF16: {
             const uint u = floatBitsToUint(va);
             v = uintBitsToFloat(((u + 0x7fffu + ((u >> 16) & 1u)) >> 16) << 16);
             break;

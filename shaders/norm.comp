@@ -1,12 +1,14 @@
 // norm.comp: per-row normalisation, one workgroup per row.
-//   MODE 0: RMSNorm  y = x * rsqrt(mean(x^2) + eps) * W      (W: w, 1+w or none)
-//   MODE 1: L2 norm  y = x * rsqrt(sum(x^2) + eps)
-//   MODE 2: gated RMSNorm  y = rms(x) * w * silu(z)          (Qwen3.5 GDN output)
+//   MODE TDM_NORM_RMS: RMSNorm  y = x * rsqrt(mean(x^2) + eps) * W  (W: w, 1+w or none)
+//   MODE TDM_NORM_L2: L2 norm  y = x * rsqrt(sum(x^2) + eps)
+//   MODE TDM_NORM_GATED_RMS: gated RMSNorm  y = rms(x) * w * silu(z)  (Qwen3.5 GDN output)
+// (codes in include/op_codes.h, shared with host/ops/norm.cpp)
 // Rows are `cols` wide; the weight (length cols) is shared by all rows, so the
 // per-head q/k norms are the same kernel over rows of head_dim.
 // WMODE (spec constant 2): 0 no weight, 1 w, 2 (1 + w).
 // Dispatch: x = rows (up to 65535), y = rows / 65535 + 1.
 #version 450
+#include "op_codes.h"
 #include "reduce.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint MODE = 0;
@@ -36,13 +38,13 @@ void main() {
         ss += v * v;
     }
     ss = workgroup_sum(ss);
-    const float scale = MODE == 1 ? inversesqrt(ss + p.eps) : inversesqrt(ss / float(p.cols) + p.eps);
+    const float scale = MODE == TDM_NORM_L2 ? inversesqrt(ss + p.eps) : inversesqrt(ss / float(p.cols) + p.eps);
     const uint yb = p.y_off + row * p.y_stride;
     for (uint c = gl_LocalInvocationID.x; c < p.cols; c += gl_WorkGroupSize.x) {
         float v = x[xb + c] * scale;
         if (WMODE == 1) v *= w[p.w_off + c];
         if (WMODE == 2) v *= 1.0 + w[p.w_off + c];
-        if (MODE == 2) {
+        if (MODE == TDM_NORM_GATED_RMS) {
             const float g = z[p.z_off + row * p.z_stride + c];
             v *= g / (1.0 + exp(-g));
         }

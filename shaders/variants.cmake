@@ -1,6 +1,10 @@
 # Shader variants: tandem_shader(<name> <source> [DEFINES...]).
 # Names encode types: <op>_<weight type>_<access path>; the host picks them in
-# host/graph/kernels.cpp.
+# host/ops/ (the op's file). A shader without variants is not listed here: it is
+# built under its file name (shaders/CMakeLists.txt).
+# The weight types of the matmul, get_rows and matmul_id families are what the
+# host answers to tdm_host_api.query_weight_type (host/plugin/capabilities.cpp
+# looks the variants up by name).
 
 foreach(wt f32 f16 bf16 q8_0 q4_0 q4_K q5_K q6_K)
   string(TOUPPER ${wt} WT)
@@ -14,16 +18,8 @@ foreach(wt f32 f16 bf16 q8_0 q4_0 q4_K q5_K q6_K)
   tandem_shader(matmul_id_${wt}_buf matmul_id.comp WTYPE_${WT})
 endforeach()
 
-tandem_shader(norm norm.comp)
-tandem_shader(elementwise elementwise.comp)
-tandem_shader(rope rope.comp)
-tandem_shader(softmax softmax.comp)
-tandem_shader(argmax argmax.comp)
-tandem_shader(topk topk.comp)
-tandem_shader(kv_store kv_store.comp)
 tandem_shader(attention_tex attention.comp KV_TEXEL)
 tandem_shader(attention_buf attention.comp)
-tandem_shader(select_rows select_rows.comp)
 # Recurrent-state and MoE ops: <op>_<tex|buf> = activations read through texel
 # views (CPU devices) or storage buffers.
 foreach(path tex buf)

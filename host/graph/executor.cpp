@@ -6,7 +6,8 @@
 #include <map>
 
 #include "common/log.h"
-#include "graph/kernels.h"
+#include "ops/op_def.h"
+#include "ops/record.h"
 
 namespace tdm {
 namespace {
@@ -185,7 +186,9 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
 
     for (const Node& node : graph_.nodes()) {
         const OpDesc& d = node.desc;
-        if (d.op == TDM_OP_VIEW_COLS || d.op == TDM_OP_RESHAPE) continue;  // no work
+        const OpDef* def = find_op(d.op);
+        TDM_ASSERT(def);  // Graph::op added only known ops
+        if (!def->record) continue;  // a view: no work
         std::vector<Range> reads, writes;
         for (int k = 0; k < d.n_in; ++k) {
             const Tensor& t = graph_.tensor(d.in[k]);
@@ -203,15 +206,15 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
             }
             reads.push_back(range_of(d.in[k]));
         }
-        if (d.op == TDM_OP_KV_STORE || d.op == TDM_OP_ATTENTION) {
+        if (def->flags & kOpReadsBatch) {
             reads.push_back(range_of(node.positions));
             reads.push_back(range_of(node.seq_ids));
         }
-        if (d.op == TDM_OP_CONV1D_CAUSAL || d.op == TDM_OP_GATED_DELTA_RULE) {
+        if (def->flags & kOpReadsStateIo) {
             reads.push_back(range_of(node.seq_ids));
             reads.push_back(range_of(node.state_io));
         }
-        if (d.op == TDM_OP_KV_STORE) {
+        if (def->flags & kOpWritesKv) {
             const KvLayerBinding* kv = graph_.tensor(d.in[0]).kv;
             writes.push_back(slice_range(kv->k));
             writes.push_back(slice_range(kv->v));

@@ -4,10 +4,11 @@
 // KV layers of the pool. Every activation is a 2-D strided view: `rows` rows of
 // ne[0] contiguous elements, `row_stride` elements apart, starting `off` elements
 // into its storage; ne[1..3] only factor the rows. Ops are appended in execution
-// order and validated as they are added (shape errors name the op and shapes).
-// The batch's positions and sequence ids are graph inputs that attention and
-// kv_store use implicitly.
-// Not here: memory planning and recording (executor.h), op kernels (kernels.cpp).
+// order and validated as they are added (errors name the op and shapes, and
+// carry a tdm_status: ops/op_def.h). The batch's positions and sequence ids are
+// graph inputs that attention and kv_store use implicitly.
+// Not here: memory planning and recording (executor.h), the ops themselves
+// (validation and kernels: host/ops/).
 #pragma once
 
 #include <tandem/ops.h>
@@ -22,6 +23,8 @@
 namespace tdm {
 
 class DeviceWeight;
+class OpContext;
+struct CustomOp;
 
 using TensorId = uint32_t;  // 0 = none
 constexpr TensorId kNoTensor = 0;
@@ -85,6 +88,7 @@ struct OpDesc {
     int32_t i[16] = {};
     float f[8] = {};
     std::string name;  // optional: names the output (for taps and debugging)
+    const CustomOp* custom = nullptr;  // TDM_OP_CUSTOM: the plugin's op (ops/custom_op.h)
 };
 
 struct Node {
@@ -118,7 +122,8 @@ public:
     void set_state_io(TensorId t) { state_io_ = t; }
     TensorId state_io() const { return state_io_; }
 
-    // Appends an op; returns its output tensor or an error naming the problem.
+    // Appends an op; returns its output tensor or an error naming the problem
+    // (Error::code() is its tdm_status).
     Result<TensorId> op(const OpDesc& desc);
     TensorId second_output(TensorId out) const;
 
@@ -136,15 +141,11 @@ public:
     std::string describe(TensorId id) const;  // "q_proj f32 [2048, 4]"
 
 private:
+    friend class OpContext;  // ops create their results (ops/op_def.h)
     TensorId add_tensor(Tensor t);
     Result<TensorId> add_activation(DType type, std::vector<int64_t> ne, int producer, std::string name);
     Result<TensorId> add_view(TensorId base, std::vector<int64_t> ne, uint64_t off, uint64_t row_stride,
                               std::string name);
-    Status check_f32(const OpDesc& d, int idx) const;
-    // An f32 activation, or an f32 weight with a single chunk (elementwise operands).
-    Status check_f32_or_weight(const OpDesc& d, int idx) const;
-    // The state_io (I32 [n + 1]) and seq_ids inputs a state-updating op of n rows reads.
-    Status check_state_inputs(const OpDesc& d, int64_t n) const;
 
     std::vector<Tensor> tensors_;
     std::vector<std::shared_ptr<const DeviceWeight>> owned_weights_;
@@ -153,10 +154,7 @@ private:
     TensorId positions_ = kNoTensor, seq_ids_ = kNoTensor, state_io_ = kNoTensor;
 };
 
+// The op's name from the op table ("rms_norm"); "unknown" for other codes.
 const char* op_name(tdm_op op);
-
-// Largest chunk of the gated delta rule's chunked form (its C x C matrices live
-// in shared memory: 16 KiB at 64).
-constexpr int32_t kMaxDeltaRuleChunk = 64;
 
 }  // namespace tdm

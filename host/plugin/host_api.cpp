@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "plugin/abi_structs.h"
+#include "plugin/capabilities.h"
 #include "plugin/handles.h"
 #include "plugin/registry.h"
 
@@ -253,11 +254,20 @@ tdm_status bad_graph() { return set_last_error(TDM_ERR_INVALID_ARGUMENT, "null g
 
 bool valid_tensor(const tdm_graph* g, tdm_tensor t) { return t.id != 0 && t.id < g->graph.tensor_count(); }
 
-tdm_status api_graph_op(tdm_graph* g, const tdm_op_desc* in, tdm_tensor* out) {
-    if (!g || !in || !out) return bad_graph();
-    auto desc = read_abi_struct(in, 1, "graph_op: tdm_op_desc");
-    if (!desc.ok()) return set_last_error(TDM_ERR_INVALID_ARGUMENT, desc.error().message());
-    const tdm_op_desc* d = &*desc;
+// Reads a plugin's tdm_op_desc append-safely: at least the ABI 1 size, fields
+// past its struct_size read as zero (a v1 plugin's desc has custom = NULL).
+tdm_status read_op_desc(const tdm_op_desc* in, const char* caller, tdm_op_desc* out) {
+    auto r = read_abi_struct(in, 1, fmt::format("{}: tdm_op_desc", caller));
+    if (!r.ok()) return set_last_error(tdm_status(r.error().code()), r.error().message());
+    *out = *r;
+    return TDM_OK;
+}
+
+tdm_status api_graph_op(tdm_graph* g, const tdm_op_desc* plugin_desc, tdm_tensor* out) {
+    if (!g || !plugin_desc || !out) return bad_graph();
+    tdm_op_desc copy;
+    if (tdm_status st = read_op_desc(plugin_desc, "graph_op", &copy); st != TDM_OK) return st;
+    const tdm_op_desc* d = &copy;
     if (d->n_inputs > 8) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "graph_op: more than 8 inputs");
     OpDesc o;
     o.op = tdm_op(d->op);
@@ -271,8 +281,12 @@ tdm_status api_graph_op(tdm_graph* g, const tdm_op_desc* in, tdm_tensor* out) {
     std::memcpy(o.i, d->i, sizeof o.i);
     std::memcpy(o.f, d->f, sizeof o.f);
     if (d->name) o.name = d->name;
+    o.custom = from_handle(d->custom);
     auto r = g->graph.op(o);
-    if (!r.ok()) return set_last_error(TDM_ERR_SHAPE, r.error().message());
+    if (!r.ok()) {
+        const Error& e = r.error();
+        return set_last_error(e.code() ? tdm_status(e.code()) : TDM_ERR_INVALID_ARGUMENT, e.message());
+    }
     out->id = *r;
     return TDM_OK;
 }
@@ -443,10 +457,32 @@ tdm_status api_register_drafter(tdm_registry* reg, const tdm_drafter_desc* d) {
     return TDM_OK;
 }
 
+// ---- [v2] capability queries: thin wrappers over plugin/capabilities.h -----------------
+
+tdm_status api_query_op(const tdm_op_desc* desc) {
+    if (!desc) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "query_op: null descriptor");
+    tdm_op_desc d;
+    if (tdm_status st = read_op_desc(desc, "query_op", &d); st != TDM_OK) return st;
+    return query_op_params(d);
+}
+
+tdm_status api_get_limits(tdm_host_limits* out) {
+    if (!out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "get_limits: null argument");
+    return host_limits(out);
+}
+
+const void* api_get_extension(const char* name, uint32_t min_version, uint32_t* version) {
+    if (!name) {
+        set_last_error(TDM_ERR_INVALID_ARGUMENT, "get_extension: null name");
+        return nullptr;
+    }
+    return find_extension(name, min_version, version);
+}
+
 const tdm_host_api kHostApi = {
     sizeof(tdm_host_api),
     TDM_ABI_VERSION,
-    "0.1.0",
+    "0.2.0",
     api_log,
     api_last_error,
     api_register_arch,
@@ -477,6 +513,10 @@ const tdm_host_api kHostApi = {
     api_option_get_string,
     api_graph_state,
     api_graph_weight_rows,
+    api_query_op,
+    query_weight_type,
+    api_get_limits,
+    api_get_extension,
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "ops/custom_op.h"
 
 namespace tdm {
 
@@ -46,6 +47,7 @@ struct PluginRecord {
     tdm_plugin_api api{};               // the host's copy (zero when the plugin failed before init)
     std::string error;                  // non-empty: failed to load/init (kept for `tandem plugins`)
     std::vector<std::string> provides;  // "arch qwen3", "drafter ngram-simple", ...
+    std::vector<std::unique_ptr<CustomOp>> custom_ops;  // created during init (tdm.custom_op); live until unload
 };
 
 class Registry {

@@ -197,17 +197,44 @@ PipelineManager::~PipelineManager() {
 
 Result<const Pipeline*> PipelineManager::get(std::string_view name, const std::vector<uint32_t>& spec) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto key = std::make_pair(std::string(name), spec);
-    if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second.get();
-
+    if (auto it = pipelines_.find(std::make_pair(std::string(name), spec)); it != pipelines_.end())
+        return it->second.get();
     const ShaderBlob* blob = find_shader(name);
     if (!blob) return Error::format("internal: no embedded shader named '{}'", name);
+    ShaderBindings bindings = TDM_TRY_CTX(reflect_bindings(blob->code, blob->words), fmt::format("shader {}", name));
+    return create(std::string(name), name, std::span<const uint32_t>(blob->code, blob->words), "main",
+                  std::move(bindings), 128, spec);
+}
+
+Result<const Pipeline*> PipelineManager::get_module(const ShaderModule& m, const std::vector<uint32_t>& spec) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = pipelines_.find(std::make_pair(m.key, spec)); it != pipelines_.end()) return it->second.get();
+    ShaderBindings bindings;
+    bindings.types.assign(m.n_storage_buffers, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    return create(m.key, m.name, m.code, m.entry_point.c_str(), std::move(bindings), m.push_bytes, spec);
+}
+
+Result<const Pipeline*> PipelineManager::create(std::string key, std::string_view name,
+                                                 std::span<const uint32_t> code, const char* entry_point,
+                                                 ShaderBindings bindings, uint32_t push_bytes,
+                                                 const std::vector<uint32_t>& spec) {
     auto p = std::make_unique<Pipeline>();
-    p->bindings_ = TDM_TRY_CTX(reflect_bindings(blob->code, blob->words), fmt::format("shader {}", name));
+    p->bindings_ = std::move(bindings);
     p->local_size_ = spec.empty() ? 1 : spec[0];
     p->name_ = std::string(name);
     const DeviceFuncs& f = device_.fn();
     VkDevice dev = device_.handle();
+    // Whatever fails below leaves no Vulkan object behind.
+    struct Cleanup {
+        const DeviceFuncs& f;
+        VkDevice dev;
+        Pipeline* p;
+        ~Cleanup() {
+            if (!p) return;
+            if (p->layout_) f.vkDestroyPipelineLayout(dev, p->layout_, nullptr);
+            if (p->set_layout_) f.vkDestroyDescriptorSetLayout(dev, p->set_layout_, nullptr);
+        }
+    } cleanup{f, dev, p.get()};
 
     std::vector<VkDescriptorSetLayoutBinding> lb;
     for (uint32_t b = 0; b < p->bindings_.types.size(); ++b) {
@@ -225,17 +252,17 @@ Result<const Pipeline*> PipelineManager::get(std::string_view name, const std::v
     dl.pBindings = lb.data();
     TDM_VK_CHECK(f.vkCreateDescriptorSetLayout(dev, &dl, nullptr, &p->set_layout_), "descriptor set layout");
 
-    VkPushConstantRange pcr{VK_SHADER_STAGE_COMPUTE_BIT, 0, 128};
+    VkPushConstantRange pcr{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
     VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     pl.setLayoutCount = 1;
     pl.pSetLayouts = &p->set_layout_;
-    pl.pushConstantRangeCount = 1;
+    pl.pushConstantRangeCount = push_bytes ? 1 : 0;
     pl.pPushConstantRanges = &pcr;
     TDM_VK_CHECK(f.vkCreatePipelineLayout(dev, &pl, nullptr, &p->layout_), "pipeline layout");
 
     VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-    sm.codeSize = blob->words * 4;
-    sm.pCode = blob->code;
+    sm.codeSize = code.size() * 4;
+    sm.pCode = code.data();
     VkShaderModule module = VK_NULL_HANDLE;
     TDM_VK_CHECK(f.vkCreateShaderModule(dev, &sm, nullptr, &module), fmt::format("shader module {}", name));
 
@@ -247,12 +274,13 @@ Result<const Pipeline*> PipelineManager::get(std::string_view name, const std::v
     ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
     ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     ci.stage.module = module;
-    ci.stage.pName = "main";
+    ci.stage.pName = entry_point;
     ci.stage.pSpecializationInfo = spec.empty() ? nullptr : &si;
     ci.layout = p->layout_;
     VkResult r = f.vkCreateComputePipelines(dev, cache_, 1, &ci, nullptr, &p->pipeline_);
     f.vkDestroyShaderModule(dev, module, nullptr);
     if (r != VK_SUCCESS) return Error::format("creating pipeline {}: {}", name, result_name(r));
+    cleanup.p = nullptr;
 
     if (!spec.empty()) {
         p->name_ += "<";
@@ -260,7 +288,7 @@ Result<const Pipeline*> PipelineManager::get(std::string_view name, const std::v
         p->name_ += ">";
     }
     const Pipeline* out = p.get();
-    pipelines_.emplace(std::move(key), std::move(p));
+    pipelines_.emplace(std::make_pair(std::move(key), spec), std::move(p));
     return out;
 }
 

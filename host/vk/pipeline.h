@@ -6,12 +6,15 @@
 // are specialization constants (constant_id i <- values[i]; id 0 is the
 // workgroup size by convention); per-dispatch values are push constants.
 // A VkPipelineCache is kept in $XDG_CACHE_HOME/tandem (zstd-compressed) so the
-// driver's JIT work is reused across runs.
+// driver's JIT work is reused across runs. SPIR-V the host did not embed (a
+// plugin's custom op) goes through the same path with a layout given by its
+// owner (get_module).
 #pragma once
 
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +59,18 @@ private:
     uint32_t local_size_ = 1;
 };
 
+// SPIR-V from outside the host (a plugin's custom op), with its layout: storage
+// buffers at bindings 0 .. n_storage_buffers - 1 of set 0 and a push-constant
+// range of push_bytes.
+struct ShaderModule {
+    std::string key;          // unique for the process's life: the cache key ("custom#7:myplugin.gate")
+    std::string name;         // for logs and profiles
+    std::span<const uint32_t> code;
+    std::string entry_point;  // "main"
+    uint32_t n_storage_buffers = 0;
+    uint32_t push_bytes = 0;
+};
+
 class PipelineManager {
 public:
     // Loads the persistent cache (if any) for this device.
@@ -67,12 +82,20 @@ public:
     // Returns a pipeline for shader `name` with specialization constants
     // `spec` (spec[0] = workgroup size). Pipelines are created once and kept.
     Result<const Pipeline*> get(std::string_view name, const std::vector<uint32_t>& spec);
+    // The same for a module the host did not embed, compiled at first use and
+    // kept under m.key and spec.
+    Result<const Pipeline*> get_module(const ShaderModule& m, const std::vector<uint32_t>& spec);
 
     Status save_cache();
     const std::string& cache_path() const { return cache_path_; }
     size_t pipeline_count() const { return pipelines_.size(); }
 
 private:
+    // Creates and keeps a pipeline (mutex_ held).
+    Result<const Pipeline*> create(std::string key, std::string_view name, std::span<const uint32_t> code,
+                                   const char* entry_point, ShaderBindings bindings, uint32_t push_bytes,
+                                   const std::vector<uint32_t>& spec);
+
     Device& device_;
     VkPipelineCache cache_ = VK_NULL_HANDLE;
     std::string cache_path_;

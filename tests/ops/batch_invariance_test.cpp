@@ -35,7 +35,7 @@ bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a,
 const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0,
                               DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
-// Both matmul layouts (kernels.cpp: "ks" for GPUs, "rl" for CPU devices) run
+// Both matmul layouts (host/ops/matmul.cpp: "ks" for GPUs, "rl" for CPU devices) run
 // on whatever device the tests have.
 class MatmulInvariance : public test::DeviceTest,
                          public ::testing::WithParamInterface<std::tuple<DType, const char*>> {};

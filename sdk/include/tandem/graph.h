@@ -55,21 +55,27 @@ static inline tdm_tensor tdm_fail_(tdm_builder* b, tdm_status st, const char* wh
 /* Copies the builder's status and message into a callback's err buffer. */
 static inline tdm_status tdm_builder_finish(const tdm_builder* b, char* err, size_t err_size) {
     if (b->status != TDM_OK && err && err_size) {
-        strncpy(err, b->message, err_size - 1);
-        err[err_size - 1] = '\0';
+        /* memcpy, not strncpy: GCC's -Wstringop-truncation flags the intended
+         * truncation when err_size is known at compile time. */
+        size_t n = strlen(b->message);
+        if (n > err_size - 1) n = err_size - 1;
+        memcpy(err, b->message, n);
+        err[n] = '\0';
     }
     return b->status;
 }
 
-/* The generic op (tdm_emit): up to 8 inputs, integer and float params (see ops.h). */
-static inline tdm_tensor tdm_emit(tdm_builder* b, tdm_op op, const tdm_tensor* in, uint32_t n_in, const int32_t* ip,
-                                uint32_t n_i, const float* fp, uint32_t n_f, const char* name) {
+/* tdm_emit's body, with tdm_op_desc.custom ([v2]: TDM_OP_CUSTOM only, else NULL). */
+static inline tdm_tensor tdm_emit_desc_(tdm_builder* b, tdm_op op, const tdm_custom_op* custom, const tdm_tensor* in,
+                                        uint32_t n_in, const int32_t* ip, uint32_t n_i, const float* fp, uint32_t n_f,
+                                        const char* name) {
     tdm_tensor none = {0};
     if (b->status != TDM_OK) return none;
     tdm_op_desc d;
     memset(&d, 0, sizeof d);
     d.struct_size = sizeof d;
     d.op = (uint32_t)op;
+    d.custom = custom;
     d.n_inputs = n_in;
     for (uint32_t k = 0; k < n_in && k < 8; ++k) {
         if (in[k].id == 0) return tdm_fail_(b, TDM_ERR_INVALID_ARGUMENT, "missing input tensor");
@@ -82,6 +88,12 @@ static inline tdm_tensor tdm_emit(tdm_builder* b, tdm_op op, const tdm_tensor* i
     tdm_status st = b->host->graph_op(b->g, &d, &out);
     if (st != TDM_OK) return tdm_fail_(b, st, name ? name : "graph op");
     return out;
+}
+
+/* The generic op (tdm_emit): up to 8 inputs, integer and float params (see ops.h). */
+static inline tdm_tensor tdm_emit(tdm_builder* b, tdm_op op, const tdm_tensor* in, uint32_t n_in, const int32_t* ip,
+                                uint32_t n_i, const float* fp, uint32_t n_f, const char* name) {
+    return tdm_emit_desc_(b, op, NULL, in, n_in, ip, n_i, fp, n_f, name);
 }
 
 static inline tdm_tensor tdm_input(tdm_builder* b, tdm_graph_input which) {
@@ -315,6 +327,15 @@ static inline tdm_tensor tdm_matmul_id(tdm_builder* b, const tdm_weight* w, tdm_
 static inline tdm_tensor tdm_moe_sum(tdm_builder* b, tdm_tensor y, tdm_tensor w, const char* name) {
     tdm_tensor in[2] = {y, w};
     return tdm_emit(b, TDM_OP_MOE_SUM, in, 2, NULL, 0, NULL, 0, name);
+}
+
+/* [v2] A plugin's SPIR-V op (tandem/ext/custom_op.h; needs an ABI 2 host):
+ * `op` from the extension's create, its n (1..4) inputs, and the n_i ints and
+ * n_f floats it declared (n_int_params, n_float_params). */
+static inline tdm_tensor tdm_custom(tdm_builder* b, const tdm_custom_op* op, const tdm_tensor* in, uint32_t n,
+                                    const int32_t* ip, uint32_t n_i, const float* fp, uint32_t n_f, const char* name) {
+    if (b->status == TDM_OK && !op) return tdm_fail_(b, TDM_ERR_INVALID_ARGUMENT, "null custom op");
+    return tdm_emit_desc_(b, TDM_OP_CUSTOM, op, in, n, ip, n_i, fp, n_f, name);
 }
 
 #ifdef __cplusplus

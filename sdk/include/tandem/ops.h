@@ -19,11 +19,19 @@
  *     elements (copy a view first);
  *   - GET_ROWS: row width a multiple of 4;
  *   - ATTENTION: at most 16 query heads per KV head;
- *   - TOP_K: k <= 256; GATED_DELTA_RULE: dims multiples of 4 up to 256,
+ *   - TOP_K: k <= 256; GATED_DELTA_RULE: dk and dv multiples of 4 up to 256,
  *     chunk <= 64;
+ *   - CUSTOM: at most 65535 output rows, push constants of at most 128 bytes
+ *     (tandem/ext/custom_op.h);
  *   - batch invariance is guaranteed for 1..16 rows (verify widths).
+ * Other refusals (tandem.h §2): an unknown op code or an unknown value of an
+ * enum parameter (tdm_unary, tdm_glu, tdm_norm_weight, tdm_rope_mode, ...), or a
+ * parameter out of its documented range -> TDM_ERR_UNSUPPORTED; a wrong input
+ * count -> TDM_ERR_INVALID_ARGUMENT; shapes -> TDM_ERR_SHAPE; an input of the
+ * wrong element type or kind (an activation where a weight is needed, a weight
+ * where an activation is) -> TDM_ERR_TYPE.
  * Whether an op and its parameters are implemented: tdm_host_api.query_op().
- * Ops 0..27 are ABI 1; TDM_OP_CUSTOM is ABI 2. */
+ * Op codes 1..27 are ABI 1; TDM_OP_CUSTOM is ABI 2. */
 #ifndef TANDEM_OPS_H
 #define TANDEM_OPS_H
 
@@ -33,11 +41,13 @@ extern "C" {
 
 typedef enum tdm_op {
     TDM_OP_NONE = 0,
-    /* in: weight W [ne0 = n_embd, rows = n_vocab], ids I32 [n]. out: [n_embd, n]. */
+    /* in: weight W [ne0 = n_embd, rows = n_vocab], ids I32 [n]. out: [n_embd, n].
+     * Limits: ne0 a multiple of 4, rows of 16-byte multiples. */
     TDM_OP_GET_ROWS = 1,
     /* in: weight W [ne0 = K, rows = M], x [K, n] (+ optional add [M, n]).
      * out: y [M, n] = x W^T (+ add). Results for each row of x are bit-identical
-     * whatever n is (1..16): the basis of exact speculative decoding. */
+     * whatever n is (1..16): the basis of exact speculative decoding.
+     * Limits: W rows of 16-byte multiples; x offset and row stride multiples of 4. */
     TDM_OP_MATMUL = 2,
     /* in: a, b (b has a's shape; or one row, broadcast over a's rows; or one
      * column [1, rows of a], broadcast over a's columns). b may be an F32 weight.
@@ -47,7 +57,7 @@ typedef enum tdm_op {
     TDM_OP_SUB = 5,
     /* in: a. f[0] = s. out: a * s. */
     TDM_OP_SCALE = 6,
-    /* in: a. i[0] = tdm_unary. f[0] = the unary's parameter (softcap c, scalar). */
+    /* in: a. i[0] = tdm_unary. f[0] = the unary's parameter (softcap c > 0, scalar). */
     TDM_OP_UNARY = 7,
     /* in: gate, up (same shape). i[0] = tdm_glu. out: act(gate) * up. */
     TDM_OP_GLU = 8,
@@ -71,19 +81,20 @@ typedef enum tdm_op {
     TDM_OP_KV_STORE = 14,
     /* in: q [dk, n_head, n], kv. i[0] = sliding window (0 = none). f[0] = scale
      * (0 = 1/sqrt(dk)), f[1] = logit softcap (0 = none). Causal over the batch
-     * token's sequence. out: [dv * n_head, n]. */
+     * token's sequence. out: [dv * n_head, n]. Limit: n_head / n_kv_head <= 16. */
     TDM_OP_ATTENTION = 15,
     /* in: a, b (same rows). out: [a.ne0 + b.ne0, rows]. */
     TDM_OP_CONCAT = 16,
     /* in: a (any view). out: a contiguous copy. */
     TDM_OP_COPY = 17,
-    /* in: a. i[0] = tdm_dtype (F32, F16, BF16): rounds through that type. out: F32. */
+    /* in: a. i[0] = tdm_dtype (F32, F16, BF16; others TDM_ERR_UNSUPPORTED): rounds
+     * through that type. out: F32. */
     TDM_OP_CAST = 18,
     /* in: x. out: I32 [rows], index of each row's maximum (lowest index on ties). */
     TDM_OP_ARGMAX = 19,
     /* in: x. i[0] = k (1..256). out: I32 [k, rows], indices of the k largest,
      * descending (ties: lower index first). tdm_graph_output(.., 1) gives the
-     * values, F32 [k, rows]. */
+     * values, F32 [k, rows]. Limit: k <= 256 (and k <= ne0: TDM_ERR_SHAPE). */
     TDM_OP_TOP_K = 20,
     /* in: a. i[0] = first column, i[1] = number of columns. out: a view of those
      * columns of every row (no copy). */
@@ -132,8 +143,10 @@ typedef enum tdm_op {
      * (j in order). */
     TDM_OP_MOE_SUM = 27,
     /* [v2] A plugin's SPIR-V kernel (tandem/ext/custom_op.h): in: 1..4 F32 or
-     * I32 activations; tdm_op_desc.custom names the op; i[] and f[] are its
-     * parameters. out: as the op's descriptor says. */
+     * I32 activations (the op's n_inputs), each with input 0's rows;
+     * tdm_op_desc.custom names the op (NULL: TDM_ERR_INVALID_ARGUMENT); i[] and
+     * f[] are its parameters. out: as the op's descriptor says. Limit: at most
+     * 65535 output rows. */
     TDM_OP_CUSTOM = 28,
     TDM_OP_COUNT_V1 = 28, /* number of ABI 1 ops (not an op) */
     TDM_OP_COUNT_V2 = 29, /* number of ABI 2 ops (not an op) */

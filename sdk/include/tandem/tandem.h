@@ -396,8 +396,14 @@ typedef struct tdm_host_api {
     /* ---- [v2] capability queries. [any thread] ---- */
     /* Does the host implement this op with these parameters? `desc->op` and
      * its i[]/f[] (and `custom`) are checked as graph_op would check them;
-     * inputs are ignored (n_inputs may be 0). TDM_OK, or TDM_ERR_UNSUPPORTED
-     * with last_error() naming the op and the parameter. */
+     * inputs are ignored (n_inputs may be 0). TDM_OK; TDM_ERR_UNSUPPORTED (an
+     * unknown op, or a parameter value the host does not implement) or
+     * TDM_ERR_LIMIT (a parameter over a host limit, e.g. top_k's k > 256),
+     * with last_error() naming the op and the parameter; TDM_ERR_INVALID_ARGUMENT
+     * for a desc shorter than its ABI 1 size, or TDM_OP_CUSTOM without `custom`
+     * (whether custom ops exist at all: get_extension(TDM_EXT_CUSTOM_OP)).
+     * Parameters without a zero default (ops.h: top_k's k, rope's theta, the
+     * gated delta rule's head counts) must be set, as graph_op needs them. */
     tdm_status (*query_op)(const tdm_op_desc* desc);
     /* Can weights of this type feed `op` (TDM_OP_MATMUL, TDM_OP_GET_ROWS,
      * TDM_OP_MATMUL_ID)? TDM_OK or TDM_ERR_UNSUPPORTED. */

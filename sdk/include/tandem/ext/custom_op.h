@@ -30,6 +30,17 @@
  *     ceil(cols / local_size_x)); TDM_CUSTOM_DISPATCH_ROWS: one workgroup per
  *     output row (gl_WorkGroupID.y), the workgroup loops over the columns.
  *     Outputs of more than 65535 rows are refused (TDM_ERR_LIMIT).
+ *   - the workgroup width is specialization constant 0 (or, in a shader that
+ *     does not use it, a literal equal to local_size_x), at most 1024.
+ * Refusals of create (last_error() names the op): a malformed descriptor or
+ * module, or a shader interface that differs from the above ->
+ * TDM_ERR_INVALID_ARGUMENT; an unknown dispatch, output_shape or output_type
+ * -> TDM_ERR_UNSUPPORTED; over a host limit (push-constant bytes, local_size_x
+ * over 1024, a module over 64 MiB) -> TDM_ERR_LIMIT. n_int_params <= 16 and
+ * n_float_params <= 8 (tdm_op_desc's i[] and f[]).
+ * In a graph (TDM_OP_CUSTOM), every input has input 0's number of rows
+ * (TDM_ERR_SHAPE) and is an activation, not a weight, KV layer or state
+ * (TDM_ERR_TYPE).
  * Batch invariance (exact speculative decoding) is the shader's duty: an
  * output row must depend only on the same row of the inputs.
  * Custom ops live until the plugin is unloaded. */
@@ -44,6 +55,9 @@ extern "C" {
 
 #define TDM_EXT_CUSTOM_OP "tdm.custom_op"
 #define TDM_EXT_CUSTOM_OP_VERSION 1u
+/* Size of tdm_custom_op_desc in version 1 of the extension (LP64): create
+ * refuses a smaller struct_size (TDM_ERR_INVALID_ARGUMENT). */
+#define TDM_EXT_CUSTOM_OP_V1_SIZEOF_DESC 72u
 
 typedef enum tdm_custom_dispatch {
     TDM_CUSTOM_DISPATCH_ELEMENTS = 0, /* one invocation per output element */

@@ -1,0 +1,79 @@
+// host/ops/attention.cpp: TDM_OP_ATTENTION over a paged KV layer: each batch
+// token attends causally to its own sequence (found through the block table),
+// with GQA (G <= kMaxQueryHeadsPerKvHead query heads per KV head), sliding
+// window, scale and logit softcap. shaders/attention.comp, one workgroup per
+// (KV head, token); the KV range is split at fixed boundaries whatever the
+// batch width (tandem.h invariant 1).
+#include <algorithm>
+#include <cmath>
+
+#include "ops/limits.h"
+#include "ops/op_def.h"
+#include "ops/record.h"
+
+namespace tdm {
+namespace {
+
+using namespace kernel;
+
+Status check(const OpDesc& d) {
+    if (d.i[0] < 0) return Error::coded(TDM_ERR_UNSUPPORTED, "attention: negative window (i[0] = {})", d.i[0]);
+    return {};
+}
+
+Status validate(OpContext& c) {
+    TDM_TRY(c.f32(0));
+    if (c.in(1).kind != TensorKind::kv)
+        return Error::coded(TDM_ERR_TYPE, "attention: input 1 must be a KV layer, got {}", c.describe(1));
+    const KvLayerBinding* kv = c.in(1).kv;
+    const Tensor& q = c.in(0);
+    if (!q.contiguous()) return Error::coded(TDM_ERR_SHAPE, "attention: q must be contiguous");
+    if (q.ne[0] != kv->dk)
+        return Error::coded(TDM_ERR_SHAPE, "attention: q head dim {} differs from {}'s {}", q.ne[0], kv->name, kv->dk);
+    const int64_t n_head = q.ne[1];
+    if (n_head % kv->n_kv_head)
+        return Error::coded(TDM_ERR_SHAPE, "attention: {} query heads are not a multiple of {} kv heads", n_head,
+                            kv->n_kv_head);
+    if (n_head / kv->n_kv_head > kMaxQueryHeadsPerKvHead)
+        return Error::coded(TDM_ERR_LIMIT, "attention: {} query heads per kv head, this host handles at most {}",
+                            n_head / kv->n_kv_head, kMaxQueryHeadsPerKvHead);
+    const int64_t n_batch = TDM_TRY(c.batch_positions())->elements();
+    const int64_t n = q.ne[2] * q.ne[3];
+    if (n != n_batch) return Error::coded(TDM_ERR_SHAPE, "attention: q has {} tokens, the batch {}", n, n_batch);
+    return c.output(DType::F32, {kv->dv * n_head, n});
+}
+
+Status record(RecordContext& c, const Node& n, const std::string& label) {
+    const OpDesc& d = n.desc;
+    const KvLayerBinding& kv = *tensor(c, d.in[1]).kv;
+    const Tensor& q = tensor(c, d.in[0]);
+    const uint32_t n_head = uint32_t(q.ne[1]);
+    const uint32_t G = n_head / kv.n_kv_head;
+    const uint32_t ls = std::max<uint32_t>(32, c.device.caps().subgroup_size);
+    const uint32_t dv4 = div_up(kv.dv / 4, ls);
+    const bool texel = act_texel(c) && kv.k_view && kv.v_view;
+    const vk::Pipeline* p =
+        TDM_TRY(c.pipelines.get(texel ? "attention_tex" : "attention_buf", {ls, G, kv.f16 ? 1u : 0u, dv4}));
+    const TensorId pos = n.positions, seq = n.seq_ids;
+    const uint32_t n_tok = uint32_t(q.ne[2] * q.ne[3]);
+    struct {
+        uint32_t n_tokens, n_head, n_kv_head, dk, dv, q_off, q_stride, o_off, o_stride, pos_off, seq_off, block_size,
+            max_blocks, window;
+        float scale, softcap;
+    } pc{n_tok, n_head, kv.n_kv_head, kv.dk, kv.dv, off(c, d.in[0]), n_head * kv.dk, off(c, n.out),
+         stride(c, n.out), off(c, pos), off(c, seq), kv.block_size, kv.max_blocks, uint32_t(d.i[0]),
+         d.f[0] != 0 ? d.f[0] : 1.0f / std::sqrt(float(kv.dk)), d.f[1]};
+    const vk::Binding kb = texel ? vk::Binding::texel(kv.k_view) : vk::Binding::storage(kv.k);
+    const vk::Binding vb = texel ? vk::Binding::texel(kv.v_view) : vk::Binding::storage(kv.v);
+    dispatch(c, *p,
+             {storage(c, d.in[0]), kb, vb, storage(c, pos), storage(c, seq), vk::Binding::storage(kv.block_table),
+              storage(c, n.out)},
+             pc, kv.n_kv_head, n_tok, label);
+    return {};
+}
+
+}  // namespace
+
+extern const OpDef kOpAttention = {TDM_OP_ATTENTION, "attention", 2, 2, kOpReadsBatch, check, validate, record};
+
+}  // namespace tdm

@@ -1,0 +1,105 @@
+// host/ops/matmul.cpp: TDM_OP_MATMUL, y [M, n] = x [K, n] W^T (+ add), W a
+// weight of any type. Two layouts (measured in docs/BENCHMARKS.md; env overrides
+// are for experiments and for tests that run both on one device):
+//  "ks" (shaders/matmul.comp): lanes stride over K, R rows per subgroup, several
+//      subgroups per workgroup: coalesced loads, the layout for GPUs.
+//  "rl" (shaders/matmul_rl.comp): every lane owns R whole rows, x at a uniform
+//      address, no cross-lane reduction: 1.2-2x faster on lavapipe, where a
+//      lane is a SIMD slot of one CPU thread and gathers cost the same anyway.
+// Both reduce each output element in one fixed order whatever n is (tandem.h
+// invariant 1). One dispatch per row chunk of the weight.
+#include <algorithm>
+#include <cstdlib>
+
+#include "ops/weight_record.h"
+
+namespace tdm {
+namespace {
+
+using namespace kernel;
+
+const char* const kShaders[] = {"matmul", "matmul_rl", nullptr};
+
+uint32_t env_or(const char* name, uint32_t dflt) {
+    const char* e = std::getenv(name);
+    return e && std::atoi(e) > 0 ? uint32_t(std::atoi(e)) : dflt;
+}
+
+struct MatmulLayout {
+    bool rows_per_lane;
+    uint32_t rows;       // R
+    uint32_t subgroups;  // per workgroup
+};
+MatmulLayout matmul_layout(const vk::DeviceCaps& caps) {
+    const char* e = std::getenv("TANDEM_MATMUL_LAYOUT");
+    const bool rl = e ? std::string_view(e) == "rl" : caps.is_cpu();
+    return rl ? MatmulLayout{true, env_or("TANDEM_MATMUL_ROWS", 4), env_or("TANDEM_MATMUL_SUBGROUPS", 1)}
+              : MatmulLayout{false, env_or("TANDEM_MATMUL_ROWS", 8), env_or("TANDEM_MATMUL_SUBGROUPS", 8)};
+}
+
+Status validate(OpContext& c) {
+    TDM_TRY(c.weight(0));
+    TDM_TRY(c.f32(1));
+    const Tensor& w = c.in(0);
+    const Tensor& x = c.in(1);
+    if (x.cols() != w.cols())
+        return Error::coded(TDM_ERR_SHAPE, "matmul: {} has {} columns but weight {} expects {}", c.describe(1),
+                            x.cols(), c.describe(0), w.cols());
+    TDM_TRY(texel_weight(c, 0));
+    TDM_TRY(aligned_activation(c, 1));
+    if (c.d.n_in == 3) {
+        TDM_TRY(c.f32(2));
+        if (c.in(2).cols() != w.rows() || c.in(2).rows() != x.rows())
+            return Error::coded(TDM_ERR_SHAPE, "matmul: add input {} does not match the output [{}, {}]",
+                                c.describe(2), w.rows(), x.rows());
+    }
+    return c.output(DType::F32, {w.rows(), x.ne[1], x.ne[2], x.ne[3]});
+}
+
+Status record(RecordContext& c, const Node& n, const std::string& detail_label) {
+    const OpDesc& d = n.desc;
+    const DeviceWeight& w = *tensor(c, d.in[0]).weight;
+    const Tensor& x = tensor(c, d.in[1]);
+    const std::string label = profile_detail() ? detail_label : fmt::format("matmul_{}", dtype_name(w.type()));
+    const bool fuse_add = d.n_in == 3;
+    const bool texel = act_texel(c) && w.has_texel_views();
+    const uint32_t N = uint32_t(x.rows());
+    // Tokens per pass: the smallest variant covering the batch (see matmul.comp).
+    const uint32_t nt = N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : 8;
+    const uint32_t sg = std::max<uint32_t>(1, c.device.caps().subgroup_size);
+    const MatmulLayout lay = matmul_layout(c.device.caps());
+    const uint32_t ls = sg * lay.subgroups;
+    const uint32_t rows_per_group = lay.rows_per_lane ? ls * lay.rows : lay.rows * lay.subgroups;
+    const vk::Pipeline* p =
+        TDM_TRY(c.pipelines.get(weight_variant(lay.rows_per_lane ? "matmul_rl" : "matmul", w.type(), texel),
+                                {ls, nt, fuse_add ? 1u : 0u, lay.rows}));
+    struct {
+        uint32_t K, M, N, x_off, x_stride, y_off, y_stride, w_off, s_off, add_off, add_stride;
+    } pc{};
+    for (const WeightChunk& ch : w.chunks()) {
+        pc.K = uint32_t(w.cols());
+        pc.M = uint32_t(ch.n_rows);
+        pc.N = N;
+        pc.x_off = off(c, d.in[1]);
+        pc.x_stride = stride(c, d.in[1]);
+        pc.y_off = off(c, n.out) + uint32_t(ch.row_begin);
+        pc.y_stride = stride(c, n.out);
+        if (fuse_add) {
+            pc.add_off = off(c, d.in[2]) + uint32_t(ch.row_begin);
+            pc.add_stride = stride(c, d.in[2]);
+        }
+        vk::Binding bw, bs;
+        weight_bindings(ch, texel, &bw, &bs);
+        const vk::Binding bx = texel ? vk::Binding::texel(TDM_TRY(c.compiled.texel_view(d.in[1]))) : storage(c, d.in[1]);
+        const uint32_t groups = div_up(ch.n_rows, rows_per_group);
+        dispatch(c, *p, {bw, bs, bx, storage(c, n.out), fuse_add ? storage(c, d.in[2]) : storage(c, d.in[1])}, pc,
+                 std::min(groups, kMaxGroups), div_up(groups, kMaxGroups), label);
+    }
+    return {};
+}
+
+}  // namespace
+
+extern const OpDef kOpMatmul = {TDM_OP_MATMUL, "matmul", 2, 3, 0, nullptr, validate, record, kShaders};
+
+}  // namespace tdm

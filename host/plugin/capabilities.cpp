@@ -1,0 +1,121 @@
+// host/plugin/capabilities.cpp: the answers to a plugin's capability queries,
+// all derived from what the host runs: ops and their parameters from the op
+// table (host/ops/), weight types from the shader variants that were built,
+// limits from host/ops/limits.h, extensions from the table below.
+#include "plugin/capabilities.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ops/custom_op.h"
+#include "ops/limits.h"
+#include "ops/op_def.h"
+#include "ops/weight_record.h"
+#include "plugin/custom_op_ext.h"
+#include "plugin/handles.h"
+#include "vk/pipeline.h"
+
+namespace tdm {
+namespace {
+
+tdm_status fail(const Error& e) {
+    return set_last_error(e.code() ? tdm_status(e.code()) : TDM_ERR_INVALID_ARGUMENT, e.message());
+}
+
+// Whether every shader `op` needs for weights of `type` was built.
+bool has_weight_kernels(const OpDef& op, DType type) {
+    for (const char* const* family = op.weight_shaders; *family; ++family)
+        for (bool texel : {false, true})
+            if (!vk::find_shader(kernel::weight_variant(*family, type, texel))) return false;
+    return true;
+}
+
+struct Extension {
+    const char* name;
+    uint32_t version;
+    const void* (*table)();
+};
+const Extension kExtensions[] = {
+    {TDM_EXT_CUSTOM_OP, TDM_EXT_CUSTOM_OP_VERSION, [] { return static_cast<const void*>(custom_op_extension()); }},
+};
+
+std::string offered_extensions() {
+    std::string s;
+    for (const Extension& e : kExtensions) s += fmt::format("{}{} version {}", s.empty() ? "" : ", ", e.name, e.version);
+    return s;
+}
+
+}  // namespace
+
+tdm_status host_limits(tdm_host_limits* out) {
+    if (!out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "get_limits: null argument");
+    if (out->struct_size < offsetof(tdm_host_limits, max_op_inputs) + sizeof(uint32_t))
+        return set_last_error(TDM_ERR_INVALID_ARGUMENT,
+                              fmt::format("get_limits: tdm_host_limits.struct_size {} holds no field", out->struct_size));
+    tdm_host_limits l{};
+    l.max_op_inputs = kMaxOpInputs;
+    l.max_verify_rows = kMaxVerifyRows;
+    l.max_query_heads_per_kv_head = kMaxQueryHeadsPerKvHead;
+    l.max_top_k = kMaxTopK;
+    l.max_delta_rule_chunk = kMaxDeltaRuleChunk;
+    l.weight_row_align_bytes = kWeightRowAlignBytes;
+    l.activation_align_elems = kActivationAlignElems;
+    l.get_rows_width_multiple = kGetRowsWidthMultiple;
+    l.max_custom_op_push_bytes = kMaxCustomOpPushBytes;
+    // Whole fields that fit the caller's struct, after its struct_size.
+    const size_t begin = offsetof(tdm_host_limits, max_op_inputs);
+    const size_t end = std::min<size_t>(out->struct_size, sizeof l) / sizeof(uint32_t) * sizeof(uint32_t);
+    std::memcpy(reinterpret_cast<char*>(out) + begin, reinterpret_cast<const char*>(&l) + begin, end - begin);
+    return TDM_OK;
+}
+
+tdm_status query_op_params(const tdm_op_desc& desc) {
+    const OpDef* def = find_op(desc.op);
+    if (!def) return fail(unknown_op(desc.op));
+    if (!def->check_params) return TDM_OK;
+    OpDesc o;
+    o.op = tdm_op(desc.op);
+    std::memcpy(o.i, desc.i, sizeof o.i);
+    std::memcpy(o.f, desc.f, sizeof o.f);
+    o.custom = from_handle(desc.custom);
+    auto st = def->check_params(o);
+    return st.ok() ? TDM_OK : fail(st.error());
+}
+
+tdm_status query_weight_type(tdm_dtype type, uint32_t op) {
+    const OpDef* def = find_op(op);
+    if (!def) return fail(unknown_op(op));
+    if (!def->weight_shaders)
+        return set_last_error(TDM_ERR_UNSUPPORTED,
+                              fmt::format("{} reads no weights (weight types apply to get_rows, matmul, matmul_id)",
+                                          def->name));
+    if (!dtype_traits(uint32_t(type)))
+        return set_last_error(TDM_ERR_UNSUPPORTED, fmt::format("{}: weight type id {} is unknown to this host",
+                                                               def->name, uint32_t(type)));
+    if (has_weight_kernels(*def, DType(type))) return TDM_OK;
+    std::string have;
+    for (uint32_t id = 0; id < 64; ++id)
+        if (dtype_traits(id) && has_weight_kernels(*def, DType(id)))
+            have += fmt::format("{}{}", have.empty() ? "" : ", ", dtype_name(DType(id)));
+    return set_last_error(TDM_ERR_UNSUPPORTED, fmt::format("{}: no kernel for {} weights (this host has {})", def->name,
+                                                           dtype_name(DType(type)), have));
+}
+
+const void* find_extension(std::string_view name, uint32_t min_version, uint32_t* version) {
+    for (const Extension& e : kExtensions) {
+        if (name != e.name) continue;
+        if (e.version < min_version) {
+            set_last_error(TDM_ERR_UNSUPPORTED, fmt::format("extension '{}' version {} or later asked for, this host "
+                                                            "offers version {}",
+                                                            name, min_version, e.version));
+            return nullptr;
+        }
+        if (version) *version = e.version;
+        return e.table();
+    }
+    set_last_error(TDM_ERR_NOT_FOUND, fmt::format("this host offers no extension '{}' (it offers {})", name,
+                                                  offered_extensions()));
+    return nullptr;
+}
+
+}  // namespace tdm
