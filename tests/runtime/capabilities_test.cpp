@@ -119,7 +119,7 @@ TEST(QueryOp, reads_a_v1_sized_desc_without_its_custom_field_and_refuses_a_short
     d.op = TDM_OP_CUSTOM;  // its custom reads as NULL
     EXPECT_STATUS(host().query_op(&d), TDM_ERR_INVALID_ARGUMENT, "custom: tdm_op_desc.custom is NULL");
     d.struct_size = TDM_V1_SIZEOF_OP_DESC - 8;
-    EXPECT_STATUS(host().query_op(&d), TDM_ERR_INVALID_ARGUMENT, "below the ABI 1 size 152");
+    EXPECT_STATUS(host().query_op(&d), TDM_ERR_INVALID_ARGUMENT, "ABI 1 needs at least 152");
     EXPECT_STATUS(host().query_op(nullptr), TDM_ERR_INVALID_ARGUMENT, "null");
 }
 
@@ -244,8 +244,8 @@ TEST_F(GraphOpStatus, a_v1_plugins_desc_is_read_up_to_its_size) {
     EXPECT_EQ(op(d, {x, x}), TDM_OK) << last_error();
     EXPECT_NE(out.id, 0u);
     d.struct_size = 100;
-    EXPECT_STATUS(op(d, {x, x}), TDM_ERR_INVALID_ARGUMENT, "graph_op: tdm_op_desc.struct_size 100 is below the ABI 1 "
-                                                           "size 152");
+    EXPECT_STATUS(op(d, {x, x}), TDM_ERR_INVALID_ARGUMENT,
+                  "graph_op: tdm_op_desc: struct_size is 100 bytes, ABI 1 needs at least 152");
 }
 
 }  // namespace
