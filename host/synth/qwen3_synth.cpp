@@ -4,12 +4,13 @@
 #include "synth/qwen3_synth.h"
 
 #include "common/quant.h"
-#include "formats/gguf_writer.h"
-#include "formats/safetensors_writer.h"
 #include "synth/synth_files.h"
 #include "synth/synth_vocab.h"
 #include "synth/synth_weights.h"
 #include "tokenizer/vocab_gguf.h"
+#include "writers/gguf_writer.h"
+#include "writers/safetensors_writer.h"
+#include "writers/vocab_gguf_writer.h"
 
 #include <nlohmann/json.hpp>
 

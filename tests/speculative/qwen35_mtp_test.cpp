@@ -19,7 +19,6 @@
 
 #include "engine/generate.h"
 #include "formats/gguf.h"
-#include "formats/gguf_writer.h"
 #include "plugin/plugin_loader.h"
 #include "speculative/draft_head.h"
 #include "speculative/forced_drafter.h"
@@ -28,6 +27,7 @@
 #include "support/fixtures.h"
 #include "support/qwen35_reference.h"
 #include "synth/qwen35_synth.h"
+#include "writers/gguf_writer.h"
 
 namespace tdm {
 namespace {
