@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "formats/gguf.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/fixtures.h"
-#include "synth/qwen3_synth.h"
 #include "synth/synth_vocab.h"
 #include "tokenizer/vocab_gguf.h"
 #include "tokenizer/vocab_json.h"

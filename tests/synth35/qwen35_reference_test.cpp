@@ -8,8 +8,8 @@
 #include "synth35_helpers.h"
 
 #include "formats/expect_error.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/gguf_builder.h"
-#include "synth/qwen3_synth.h"
 #include "writers/gguf_writer.h"
 
 #include <algorithm>

@@ -1,10 +1,10 @@
-// host/synth/qwen3_params.h: the parameter table of a synthetic Qwen3 model (GGUF and HF names,
-// shapes, value recipes) and the recipe settings its options give, shared by the GGUF and HF
-// writers (qwen3_synth.cpp) so that both hold the same values.
+// plugins/qwen-nextn/synth/qwen3_params.h: the parameter table of a synthetic Qwen3 model (GGUF and
+// HF names, shapes, value recipes) and the recipe settings its options give, shared by the GGUF and
+// HF writers (qwen3_synth.cpp) so that both hold the same values.
 // Not here: the value recipes themselves (synth_weights.h), file layouts (qwen3_synth.cpp).
 #pragma once
 
-#include "synth/qwen3_synth.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
 #include "synth/synth_weights.h"
 
 #include <cstdint>

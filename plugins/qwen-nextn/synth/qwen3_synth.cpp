@@ -1,14 +1,13 @@
-// host/synth/qwen3_synth.cpp: presets, option checks, and the two file layouts (GGUF as
-// convert_hf_to_gguf.py + llama-quantize write Qwen3, HF as transformers saves Qwen3ForCausalLM)
+// plugins/qwen-nextn/synth/qwen3_synth.cpp: presets, option checks, and the two file layouts (GGUF
+// as convert_hf_to_gguf.py + llama-quantize write Qwen3, HF as transformers saves Qwen3ForCausalLM)
 // for the synthetic models described in qwen3_synth.h.
-#include "synth/qwen3_synth.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
 
 #include "common/quant.h"
-#include "synth/qwen3_params.h"
+#include "qwen-nextn/synth/qwen3_params.h"
 #include "synth/synth_files.h"
 #include "synth/synth_vocab.h"
 #include "synth/synth_weights.h"
-#include "tokenizer/vocab_gguf.h"
 #include "writers/gguf_writer.h"
 #include "writers/safetensors_writer.h"
 #include "writers/vocab_gguf_writer.h"

@@ -1,5 +1,5 @@
-// host/synth/qwen3_params.cpp: the Qwen3 parameter table (see qwen3_params.h).
-#include "synth/qwen3_params.h"
+// plugins/qwen-nextn/synth/qwen3_params.cpp: the Qwen3 parameter table (see qwen3_params.h).
+#include "qwen-nextn/synth/qwen3_params.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,15 +1,15 @@
-// host/synth/qwen35_params.cpp: the Qwen3.5 parameter table (GGUF names and ne as llama.cpp's
-// converter writes them, HF names and shapes as the released checkpoints have them) and the
-// value recipes in both layouts (see qwen35_params.h, qwen35_synth.h).
+// plugins/qwen-nextn/synth/qwen35_params.cpp: the Qwen3.5 parameter table (GGUF names and ne as
+// llama.cpp's converter writes them, HF names and shapes as the released checkpoints have them) and
+// the value recipes in both layouts (see qwen35_params.h, qwen35_synth.h).
 //
 // GGUF names: gguf-py constants.py TENSOR_NAMES (ATTN_POST_NORM = post_attention_norm, SSM_A =
 // ssm_a without suffix, SSM_DT = ssm_dt with ".bias", NEXTN_* = nextn.*). HF names: the
 // Qwen3.6-27B tensor list quoted in spec/qwen35.md §3 plus transformers' Qwen3.5 MoE modules.
-#include "synth/qwen35_params.h"
+#include "qwen-nextn/synth/qwen35_params.h"
 
 #include "common/fp16.h"
 #include "common/quant.h"
-#include "synth/qwen3_synth.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
 
 #include <algorithm>
 #include <cmath>
