@@ -1,7 +1,8 @@
 // tests/cli/synth_cli_test.cpp: `tandem synth` through the plugins' synthesizers
 // (sdk/include/tandem/synth.h): the qwen-nextn companion writes the same bytes as the synth code
 // the tests link; the CLI finds a synthesizer through the plugin registry, passes the options
-// exactly, and names the plugin and the file when a synthesizer is missing or broken.
+// exactly, and names the plugin and the file when a synthesizer is missing or broken; `tandem
+// plugins` shows it.
 //
 // Broken set-ups are built in a temporary plugin directory: a copy of the qwen-nextn plugin
 // (found first with --plugin-path, so it shadows the build tree's) and, under synth/, whatever
@@ -12,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cli/synthesizers.h"
 #include "qwen-nextn/synth/qwen35_synth.h"
@@ -85,6 +87,17 @@ TEST(SynthCli, a_plugin_without_a_synthesizer_is_named_with_the_file_looked_for)
                       "/synth/tandem-qwen-nextn-synth.so)"))
         << r.err;
     EXPECT_FALSE(fs::exists(temp_file("none.gguf")));
+    // `tandem plugins` shows no synthesizer for it, and the build tree's qwen-nextn is shadowed
+    r = tandem({"plugins", "--plugin-path", dir, "--output-format", "json"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    bool seen = false;
+    for (const auto& p : j["plugins"])
+        if (p["path"] == dir + "/tandem-qwen-nextn.so") {
+            seen = true;
+            EXPECT_TRUE(p["synthesizer"].is_null()) << p.dump();
+        }
+    EXPECT_TRUE(seen) << r.out;
 }
 
 TEST(SynthCli, broken_synthesizers_are_refused_with_the_reason) {
@@ -107,6 +120,12 @@ TEST(SynthCli, broken_synthesizers_are_refused_with_the_reason) {
         EXPECT_TRUE(r.has("synth: plugin 'qwen-nextn': ")) << c.tag << ": " << r.err;
         EXPECT_TRUE(r.has(c.expect)) << c.tag << ": " << r.err;
         EXPECT_TRUE(r.has(dir + "/synth/tandem-qwen-nextn-synth.so")) << c.tag << ": " << r.err;
+        // `tandem plugins` marks it, and still lists the plugin itself as loaded
+        r = tandem({"plugins", "--plugin-path", dir});
+        EXPECT_EQ(r.status, 0) << r.err;
+        EXPECT_TRUE(r.has("  synthesizer FAILED (" + dir + "/synth/tandem-qwen-nextn-synth.so)")) << r.out;
+        EXPECT_TRUE(r.has(c.expect)) << c.tag << ": " << r.out;
+        EXPECT_TRUE(r.has("  " + dir + "/tandem-qwen-nextn.so\n")) << r.out;  // loaded, not FAILED
     }
 }
 
@@ -130,6 +149,28 @@ TEST(SynthCli, options_reach_the_synthesizer_exactly_as_given_and_only_those) {
     EXPECT_TRUE(r.has("synth: the synthesizer of plugin 'qwen-nextn' (" + dir +
                       "/synth/tandem-qwen-nextn-synth.so) does not write architecture 'qwen35' (it writes: qwen3)"))
         << r.err;
+}
+
+TEST(SynthCli, plugins_shows_the_synthesizer_and_what_it_writes) {
+    CliRun r = tandem({"plugins"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(r.has("  synthesizer " + fs::path(TANDEM_QWEN_SYNTH).string() + " (writes qwen3, qwen35, qwen35moe)"))
+        << r.out;
+    r = tandem({"plugins", "--output-format", "json"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    int with_synth = 0;
+    for (const auto& p : j["plugins"]) {
+        if (p["name"] != "qwen-nextn") {
+            EXPECT_TRUE(p["synthesizer"].is_null()) << p.dump();
+            continue;
+        }
+        ++with_synth;
+        EXPECT_EQ(p["synthesizer"]["path"], TANDEM_QWEN_SYNTH);
+        EXPECT_EQ(p["synthesizer"]["archs"], nlohmann::json({"qwen3", "qwen35", "qwen35moe"}));
+        EXPECT_EQ(p["synthesizer"]["error"], "");
+    }
+    EXPECT_EQ(with_synth, 1) << r.out;
 }
 
 TEST(SynthCli, the_companion_negotiates_lists_its_archs_and_returns_its_errors_through_the_interface) {
