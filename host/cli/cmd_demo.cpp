@@ -42,7 +42,10 @@ Status cmd_demo(App& app) {
     // The target's later layers change the residual stream less (residual
     // decay), so a draft made of its first layers agrees with it often. The draft
     // is the target's first 2 layers plus noise of 0.01, seeded with 0xd4af7 (the
-    // noise seed these files have always had).
+    // noise seed these files have always had). The same files by hand:
+    //   tandem synth --preset small --residual-decay 0.5 -o target.gguf
+    //   tandem synth --preset small --residual-decay 0.5 --layers 2 --draft-of-seed 1
+    //                --perturbation 0.01 --seed 871159 -o draft.gguf
     const SynthOptions target_opt = {{"preset", "small"}, {"type", "q8_0"}, {"seed", "1"}, {"residual-decay", "0.5"}};
     const SynthOptions draft_opt = {{"preset", "small"},      {"type", "q8_0"},         {"residual-decay", "0.5"},
                                     {"layers", "2"},          {"draft-of-seed", "1"},   {"perturbation", "0.01"},
