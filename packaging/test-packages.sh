@@ -10,8 +10,9 @@
 #  4. runs lintian on the result: any error fails the test (warnings are listed);
 #  5. installs tandem and libtandem-dev with apt (Depends and Recommends from the
 #     archive) and checks the install: files, conffile, man page, Depends/Recommends,
-#     `tandem plugins` loads every packaged plugin from the default directory,
-#     `tandem devices`, `tandem demo`;
+#     `tandem plugins` loads every packaged plugin (and synthesizer) from the default
+#     directory, `tandem synth` writes every architecture a packaged synthesizer
+#     offers, `tandem devices`, `tandem demo`;
 #  6. builds the SDK example shipped in libtandem-dev out of tree against the
 #     installed SDK, with CMake and with pkg-config, and checks that the installed
 #     tandem loads it (--plugin-path, TANDEM_PLUGIN_PATH, the config) and drafts;
@@ -171,7 +172,9 @@ done_step
 
 step "installed files"
 for f in /usr/bin/tandem /usr/lib/"$multiarch"/libtandem.so.0 /etc/tandem/tandem.toml \
-         /usr/share/man/man1/tandem.1.gz /usr/include/tandem/tandem.h /usr/lib/"$multiarch"/cmake/tandem/tandemConfig.cmake \
+         /usr/share/man/man1/tandem.1.gz /usr/include/tandem/tandem.h /usr/include/tandem/synth.h \
+         /usr/lib/"$multiarch"/tandem/plugins/synth/tandem-qwen-nextn-synth.so \
+         /usr/lib/"$multiarch"/cmake/tandem/tandemConfig.cmake \
          /usr/include/tandem/ext/custom_op.h /usr/include/tandem/cpp/tandem.hpp \
          /usr/lib/"$multiarch"/pkgconfig/tandem-plugin.pc /usr/share/tandem/plugin.map \
          /usr/share/doc/libtandem-dev/examples/lookup-drafter/CMakeLists.txt \
@@ -207,6 +210,23 @@ while read -r so; do
 done < <(dpkg -L tandem | grep "^/usr/lib/$multiarch/tandem/plugins/tandem-.*\.so$")
 [ "$n_plugins" -gt 0 ] || fail "tandem ships no plugins"
 echo "    $n_plugins packaged plugin(s), all loaded"
+done_step
+
+step "tandem synth: every architecture of every packaged synthesizer, through its plugin"
+# A plugin's synthesizer is installed as plugins/synth/tandem-NAME-synth.so (tandem/synth.h);
+# `tandem plugins` lists what each one writes, and `tandem synth` finds it through the plugin.
+n_archs=0
+while read -r so; do
+  line="$(grep "^  synthesizer $so (writes " "$work/plugins.txt")" || fail "$so (packaged) did not load"
+  for a in $(sed 's/.*(writes \(.*\))$/\1/; s/,//g' <<<"$line"); do
+    tandem synth --arch "$a" --type f16 -o "$work/synth-$a.gguf" 2>&1 | sed 's/^/    /' ||
+      fail "tandem synth --arch $a"
+    tandem info "$work/synth-$a.gguf" | grep -q "^architecture: *$a$" || fail "synth-$a.gguf is not an $a model"
+    n_archs=$((n_archs + 1))
+  done
+done < <(dpkg -L tandem | grep "^/usr/lib/$multiarch/tandem/plugins/synth/tandem-.*-synth\.so$")
+[ "$n_archs" -gt 0 ] || fail "tandem ships no synthesizer"
+echo "    $n_archs architecture(s) synthesized"
 done_step
 
 step "/etc/tandem/tandem.toml is the configuration read by default"

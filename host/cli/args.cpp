@@ -57,15 +57,6 @@ std::string value_name(const OptionSpec& o) {
     return o.value_name.empty() ? std::string(default_value_name(o.kind)) : o.value_name;
 }
 
-std::string option_id(const OptionSpec& o) {
-    if (!o.id.empty()) return o.id;
-    std::string_view best;
-    for (const std::string& n : o.names)
-        if (n.size() > best.size()) best = n;
-    while (!best.empty() && best.front() == '-') best.remove_prefix(1);
-    return std::string(best);
-}
-
 std::string spellings(const OptionSpec& o) {
     std::string s;
     for (const std::string& n : o.names) s += (s.empty() ? "" : ", ") + n;
@@ -82,6 +73,15 @@ bool is_option_like(std::string_view a) {
 bool is_help(std::string_view a) { return a == "-h" || a == "--help"; }
 
 }  // namespace
+
+std::string option_id(const OptionSpec& o) {
+    if (!o.id.empty()) return o.id;
+    std::string_view best;
+    for (const std::string& n : o.names)
+        if (n.size() > best.size()) best = n;
+    while (!best.empty() && best.front() == '-') best.remove_prefix(1);
+    return std::string(best);
+}
 
 Result<Value> parse_value(ValueKind kind, std::string_view text, std::string_view who) {
     switch (kind) {

@@ -153,6 +153,9 @@ Result<ParsedArgs> parse_args(const ProgramSpec& spec, std::span<const std::stri
 Result<ParsedArgs> parse_args(const ProgramSpec& spec, int argc, const char* const* argv,
                               const EnvLookup& env = process_environment());
 
+// The key of an option in ParsedArgs: its id, or its longest spelling without dashes.
+std::string option_id(const OptionSpec& o);
+
 // Parses one value the way the command line does; `who` names it in errors ("--temp").
 Result<Value> parse_value(ValueKind kind, std::string_view text, std::string_view who);
 

@@ -175,9 +175,11 @@ const ProgramSpec& program_spec() {
 
         CommandSpec synth{"synth", "write a synthetic model with random weights in a real layout",
                           "Write a model with random weights in the exact layout of a real architecture (tensor "
-                          "names, metadata, tokenizer), for demos, tests and benchmarks."};
+                          "names, metadata, tokenizer), for demos, tests and benchmarks. The synthesizer of the "
+                          "plugin that provides the architecture writes it (`tandem plugins` lists them)."};
         synth.groups = {{"synth",
-                         {{{"--arch"}, K::string, "ARCH", "Architecture: qwen3, qwen35 or qwen35moe.", "qwen3"},
+                         {{{"--arch"}, K::string, "ARCH", "Architecture: qwen3, qwen35 or qwen35moe (in-tree), or any whose "
+                           "plugin has a synthesizer.", "qwen3"},
                           {{"--preset"}, K::string, "NAME",
                            "Shape. qwen3: tiny, small, or 0.6b (Qwen3-0.6B's shape); qwen35: tiny or 0.8b "
                            "(Qwen3.5-0.8B's shape); qwen35moe: tiny-moe. Default: tiny (tiny-moe for qwen35moe)."},
@@ -195,6 +197,9 @@ const ProgramSpec& program_spec() {
                           {{"--draft-of-seed"}, K::integer, "N", "Write a draft model for the target of this seed: "
                            "the target's weights plus noise (--perturbation), same vocabulary."},
                           {{"--perturbation"}, K::number, "X", "Relative noise of a draft model.", "0.02"},
+                          {{"--residual-decay"}, K::number, "X", "qwen3: scale layer i's attention and MLP outputs by "
+                           "X^i, so that a draft of the first layers agrees with its target more often (tandem demo "
+                           "uses 0.5).", "1"},
                           {{"--repeating"}, K::flag, "", "Weights whose greedy output repeats (for n-gram tests)."},
                           {{"--repeat-period"}, K::integer, "N", "With --repeating: the period of the output (ids "
                            "cycle in groups of N).", "5"}}}};

@@ -1,15 +1,16 @@
 // host/cli/cmd_demo.cpp: `tandem demo`: the README's first command. Writes a
-// small synthetic model and a draft model to the cache directory once, then
-// generates from it plainly and speculatively and checks both give the same tokens.
+// small synthetic model and a draft model to the cache directory once (with the
+// qwen3 synthesizer, as `tandem synth` would), then generates from it plainly and
+// speculatively and checks both give the same tokens.
 #include <cstdio>
 #include <filesystem>
 
 #include "cli/commands.h"
 #include "cli/prompt.h"
+#include "cli/synthesizers.h"
 #include "engine/generate.h"
 #include "speculative/draft_model.h"
 #include "speculative/scheduler.h"
-#include "synth/qwen3_synth.h"
 #include "vk/pipeline.h"
 
 namespace tdm::cli {
@@ -18,11 +19,10 @@ namespace {
 
 // Writes a synthetic model once (write to .tmp, then rename: an interrupted
 // run never leaves half a file behind).
-Status synth_once(const std::string& path, const synth::Qwen3Shape& shape, const synth::Qwen3SynthOptions& opt,
-                  const char* what) {
+Status synth_once(const Synthesizer& synth, const std::string& path, const SynthOptions& opt, const char* what) {
     if (std::filesystem::exists(path)) return {};
     std::fprintf(stderr, "writing %s (random weights) to %s\n", what, path.c_str());
-    TDM_TRY(synth::synth_qwen3_gguf(path + ".tmp", shape, opt));
+    TDM_TRY(synth.synthesize("qwen3", path + ".tmp", opt));
     std::filesystem::rename(path + ".tmp", path);
     return {};
 }
@@ -40,16 +40,21 @@ Status cmd_demo(App& app) {
     const std::string dir = cache + "/demo";
     std::filesystem::create_directories(dir);
     // The target's later layers change the residual stream less (residual
-    // decay), so a draft made of its first layer agrees with it often.
-    synth::Qwen3SynthOptions opt;
-    opt.weight_type = DType::Q8_0;
-    opt.seed = 1;
-    opt.residual_decay = 0.5f;
-    const synth::Qwen3Shape shape = TDM_TRY(synth::qwen3_preset("small"));
-    const synth::Qwen3Shape draft_shape = TDM_TRY(synth::qwen3_draft_shape(shape, 2));
+    // decay), so a draft made of its first layers agrees with it often. The draft
+    // is the target's first 2 layers plus noise of 0.01, seeded with 0xd4af7 (the
+    // noise seed these files have always had). The same files by hand:
+    //   tandem synth --preset small --residual-decay 0.5 -o target.gguf
+    //   tandem synth --preset small --residual-decay 0.5 --layers 2 --draft-of-seed 1
+    //                --perturbation 0.01 --seed 871159 -o draft.gguf
+    const SynthOptions target_opt = {{"preset", "small"}, {"type", "q8_0"}, {"seed", "1"}, {"residual-decay", "0.5"}};
+    const SynthOptions draft_opt = {{"preset", "small"},      {"type", "q8_0"},         {"residual-decay", "0.5"},
+                                    {"layers", "2"},          {"draft-of-seed", "1"},   {"perturbation", "0.01"},
+                                    {"seed", std::to_string(0xd4af7)}};
+    Registry* reg = TDM_TRY(app.registry());
+    auto synth = TDM_TRY(find_synthesizer(*reg, "qwen3"));
     const std::string target = dir + "/qwen3-small-q8_0.v2.gguf", draft = dir + "/qwen3-small-draft2-q8_0.v2.gguf";
-    TDM_TRY(synth_once(target, shape, opt, "a synthetic Qwen3 model"));
-    TDM_TRY(synth_once(draft, draft_shape, synth::qwen3_draft_options(opt, 0.01f), "its 2-layer draft model"));
+    TDM_TRY(synth_once(*synth, target, target_opt, "a synthetic Qwen3 model"));
+    TDM_TRY(synth_once(*synth, draft, draft_opt, "its 2-layer draft model"));
 
     vk::Device* dev = TDM_TRY(app.device());
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());

@@ -1,12 +1,46 @@
 // host/cli/cmd_plugins.cpp: `tandem plugins` and `tandem devices`.
 #include <cstdio>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/synthesizers.h"
 #include "plugin/plugin_loader.h"
 
 namespace tdm::cli {
+
+namespace {
+
+// A loaded plugin's synthesizer, as `tandem plugins` shows it: absent (no file), opened (its
+// architectures), or broken (why).
+struct SynthInfo {
+    bool present = false;
+    std::string path, error;
+    std::vector<std::string> archs;
+};
+
+SynthInfo synth_info(const PluginRecord& p) {
+    SynthInfo info;
+    info.path = synthesizer_path(p.path);
+    std::error_code ec;
+    info.present = p.error.empty() && std::filesystem::exists(info.path, ec);
+    if (!info.present) return info;
+    auto s = Synthesizer::open(info.path);
+    if (s.ok())
+        info.archs = (*s)->archs();
+    else
+        info.error = s.error().message();
+    return info;
+}
+
+std::string join(const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+    return out;
+}
+
+}  // namespace
 
 Status cmd_plugins(App& app) {
     Registry* reg = TDM_TRY(app.registry());
@@ -18,9 +52,16 @@ Status cmd_plugins(App& app) {
         j["host_abi"] = {{"min", TDM_ABI_VERSION_MIN}, {"max", TDM_ABI_VERSION}};
         j["search_path"] = dirs;
         nlohmann::json ps = nlohmann::json::array();
-        for (const auto& p : reg->plugins())
-            ps.push_back({{"name", p->name}, {"version", p->version}, {"path", p->path}, {"abi", p->abi},
-                          {"description", p->description}, {"provides", p->provides}, {"error", p->error}});
+        for (const auto& p : reg->plugins()) {
+            nlohmann::json j_plugin = {{"name", p->name},         {"version", p->version},   {"path", p->path},
+                                       {"abi", p->abi},           {"description", p->description},
+                                       {"provides", p->provides}, {"error", p->error}};
+            const SynthInfo si = synth_info(*p);
+            j_plugin["synthesizer"] = si.present ? nlohmann::json{{"path", si.path}, {"archs", si.archs},
+                                                                   {"error", si.error}}
+                                                 : nlohmann::json(nullptr);
+            ps.push_back(std::move(j_plugin));
+        }
         j["plugins"] = ps;
         j["spec_types"] = reg->spec_types();
         std::printf("%s\n", j.dump(2).c_str());
@@ -37,6 +78,11 @@ Status cmd_plugins(App& app) {
         std::printf("\n%s %s  (ABI %u)  %s\n  %s\n", p->name.c_str(), p->version.c_str(), p->abi, p->path.c_str(),
                     p->description.c_str());
         for (const auto& what : p->provides) std::printf("  provides %s\n", what.c_str());
+        const SynthInfo si = synth_info(*p);
+        if (si.present && si.error.empty())
+            std::printf("  synthesizer %s (writes %s)\n", si.path.c_str(), join(si.archs).c_str());
+        else if (si.present)
+            std::printf("  synthesizer FAILED (%s)\n  %s\n", si.path.c_str(), si.error.c_str());
     }
     const auto types = reg->spec_types();
     std::printf("\nspeculative types: draft%s", types.empty() ? "" : ", ");

@@ -1,44 +1,44 @@
-// host/cli/cmd_synth.cpp: `tandem synth`: synthetic models in real layouts.
+// host/cli/cmd_synth.cpp: `tandem synth`: synthetic models in real layouts, written by the
+// synthesizer of the plugin that registers the architecture (cli/synthesizers.h).
 #include <cstdio>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "cli/commands.h"
-#include "synth/qwen35_synth.h"
-#include "synth/qwen3_synth.h"
+#include "cli/synthesizers.h"
 
 namespace tdm::cli {
 
 namespace {
 
-Status synth_qwen35(const ParsedArgs& a, const std::string& arch, DType type, const std::string& tname) {
-    std::string preset = a.get_string("preset").value_or("");
-    if (preset.empty()) preset = arch == "qwen35moe" ? "tiny-moe" : "tiny";
-    synth::Qwen35Shape shape = TDM_TRY(synth::qwen35_preset(preset));
-    if (shape.is_moe() != (arch == "qwen35moe"))
-        return Error::format("synth: preset '{}' is {}, not {}", preset, shape.is_moe() ? "qwen35moe" : "qwen35", arch);
-    synth::Qwen35SynthOptions opt;
-    opt.weight_type = type;
-    opt.seed = uint64_t(a.get_int("seed").value_or(1));
-    if (auto t = a.get_bool("tied")) opt.tied = *t;
-    if (auto m = a.get_bool("mtp")) opt.mtp = *m;
-    if (auto l = a.get_int("layers")) {
-        if (*l < 1 || *l > 1024) return Error("synth: --layers must be in 1..1024");
-        shape.n_layer = int32_t(*l);
+// The synth options the user gave, as synth.h passes them: every option of the command but
+// --arch and --output (request fields), with its last value as text.
+SynthOptions synth_options(const ParsedArgs& a) {
+    SynthOptions out;
+    for (const CommandSpec& c : program_spec().commands) {
+        if (c.name != "synth") continue;
+        for (const OptionGroup& g : c.groups) {
+            for (const OptionSpec& o : g.options) {
+                const std::string id = option_id(o);
+                if (id == "arch" || id == "output" || !a.has(id)) continue;
+                const Value v = a.values(id).back();
+                std::string text;
+                if (const bool* b = std::get_if<bool>(&v))
+                    text = *b ? "true" : "false";
+                else if (const int64_t* i = std::get_if<int64_t>(&v))
+                    text = std::to_string(*i);
+                else if (const double* d = std::get_if<double>(&v))
+                    text = fmt::format("{:.17g}", *d);
+                else if (const std::string* s = std::get_if<std::string>(&v))
+                    text = *s;
+                else if (const auto* list = std::get_if<std::vector<int64_t>>(&v))
+                    text = fmt::format("{}", fmt::join(*list, ","));  // as typed: "1,2,3"
+                out.emplace_back(id, std::move(text));
+            }
+        }
     }
-    opt.repeating = a.flag("repeating");
-    if (a.has("repeat-period")) opt.repeat_period = int32_t(*a.get_int("repeat-period"));
-    if (a.has("draft-of-seed")) return Error("synth: --draft-of-seed is for qwen3 (qwen35 drafts with its MTP head)");
-    const std::string out = *a.get_string("output");
-    const std::string format = a.get_string("format").value_or("gguf");
-    if (format == "gguf")
-        TDM_TRY(synth::synth_qwen35_gguf(out, shape, opt));
-    else if (format == "hf")
-        TDM_TRY(synth::synth_qwen35_hf(out, shape, opt));
-    else
-        return Error::format("synth: unknown format '{}' (gguf, hf)", format);
-    std::fprintf(stderr, "wrote %s: %s %s, %d layers, n_embd %d, vocab %d, %s%s\n", out.c_str(), arch.c_str(),
-                 preset.c_str(), shape.n_layer, shape.n_embd, shape.n_vocab, tname.c_str(),
-                 synth::qwen35_has_mtp(shape, opt) ? ", with MTP head" : "");
-    return {};
+    return out;
 }
 
 }  // namespace
@@ -46,48 +46,10 @@ Status synth_qwen35(const ParsedArgs& a, const std::string& arch, DType type, co
 Status cmd_synth(App& app) {
     const ParsedArgs& a = app.args();
     const std::string arch = a.get_string("arch").value_or("qwen3");
-    if (arch != "qwen3" && arch != "qwen35" && arch != "qwen35moe")
-        return Error::format("synth: unknown architecture '{}' (available: qwen3, qwen35, qwen35moe)", arch);
-    DType type = DType::Q8_0;
-    const std::string tname = a.get_string("type").value_or("q8_0");
-    if (!parse_dtype(tname, &type))
-        return Error::format("synth: unknown type '{}' (f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K)", tname);
-    if (a.has("repeat-period")) {
-        const int64_t period = *a.get_int("repeat-period");
-        if (!a.flag("repeating")) return Error("synth: --repeat-period needs --repeating");
-        if (period < 1 || period > (1 << 20)) return Error::format("synth: --repeat-period must be in 1..{}", 1 << 20);
-    }
-    if (arch != "qwen3") return synth_qwen35(a, arch, type, tname);
-    if (a.has("mtp")) return Error("synth: --mtp is for qwen35 and qwen35moe");
-    std::string preset = a.get_string("preset").value_or("");
-    if (preset.empty()) preset = "tiny";
-    synth::Qwen3Shape shape = TDM_TRY(synth::qwen3_preset(preset));
-    synth::Qwen3SynthOptions opt;
-    opt.weight_type = type;
-    opt.seed = uint64_t(a.get_int("seed").value_or(1));
-    if (auto t = a.get_bool("tied")) opt.tied = *t;
-    if (auto l = a.get_int("layers")) {
-        if (*l < 1 || *l > 1024) return Error("synth: --layers must be in 1..1024");
-        shape.n_layer = int32_t(*l);
-    }
-    opt.repeating = a.flag("repeating");
-    if (a.has("repeat-period")) opt.repeat_period = int32_t(*a.get_int("repeat-period"));
-    if (auto base = a.get_int("draft-of-seed")) {
-        synth::Qwen3SynthOptions target = opt;
-        target.seed = uint64_t(*base);
-        opt = synth::qwen3_draft_options(target, float(a.get_number("perturbation").value_or(0.02)), opt.seed);
-    }
-    const std::string out = *a.get_string("output");
-    const std::string format = a.get_string("format").value_or("gguf");
-    if (format == "gguf")
-        TDM_TRY(synth::synth_qwen3_gguf(out, shape, opt));
-    else if (format == "hf")
-        TDM_TRY(synth::synth_qwen3_hf(out, shape, opt));
-    else
-        return Error::format("synth: unknown format '{}' (gguf, hf)", format);
-    std::fprintf(stderr, "wrote %s: qwen3 %s, %d layers, n_embd %d, vocab %d, %s\n", out.c_str(),
-                 preset.c_str(), shape.n_layer, shape.n_embd, shape.n_vocab,
-                 tname.c_str());
+    Registry* reg = TDM_TRY(app.registry());
+    auto synth = TDM_TRY(find_synthesizer(*reg, arch));
+    const std::string summary = TDM_TRY(synth->synthesize(arch, *a.get_string("output"), synth_options(a)));
+    std::fprintf(stderr, "%s\n", summary.c_str());
     return {};
 }
 

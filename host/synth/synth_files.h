@@ -1,4 +1,4 @@
-// host/synth/synth_files.h: what the synthetic model writers (qwen3_synth, qwen35_synth) share
+// host/synth/synth_files.h: what synthesizers' model writers (e.g. plugins/qwen-nextn/synth) share
 // about files: which weight types they write, the HF names of those types, JSON numbers as
 // transformers writes them, and writing the small text files of an HF directory.
 #pragma once

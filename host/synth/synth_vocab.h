@@ -1,6 +1,7 @@
-// host/synth/synth_vocab.h: the synthetic Qwen-style tokenizer used by every synthetic model:
-// a byte-level BPE vocabulary whose merges are learned, deterministically, from a small
-// built-in text (synth_corpus.cpp) with the Qwen2 pre-tokenizer, laid out like Qwen's:
+// host/synth/synth_vocab.h: the synthetic Qwen-style tokenizer that synthesizers of byte-level
+// BPE models share (in-tree: plugins/qwen-nextn/synth): a byte-level BPE vocabulary whose merges
+// are learned, deterministically, from a small built-in text (synth_corpus.cpp) with the Qwen2
+// pre-tokenizer, laid out like Qwen's:
 //
 //   ids [0, 256)             the 256 byte symbols (GPT-2 byte map), ordered by mapped code point
 //                            as in Qwen's vocab.json ("!" is id 0, "Ġ" id 220)

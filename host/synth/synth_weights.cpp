@@ -1,5 +1,4 @@
-// host/synth/synth_weights.cpp: the Qwen3 parameter table and the value recipes
-// (see synth_weights.h and qwen3_synth.h).
+// host/synth/synth_weights.cpp: the value recipes (see synth_weights.h).
 //
 // Values come from splitmix64 used as a counter-based generator: element i of a tensor is a
 // hash of (stream key, i), where the key hashes the seed and the tensor's GGUF name. One 64-bit
@@ -13,7 +12,6 @@
 #include "common/quant.h"
 
 #include <algorithm>
-#include <cmath>
 #include <thread>
 
 namespace tdm::synth {
@@ -21,7 +19,6 @@ namespace {
 
 constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
 constexpr float kSqrt3 = 1.7320508075688772f;
-constexpr float kNormSpread = 0.2f;     // norm weights are 1 +- kNormSpread
 constexpr float kRepeatLogit = 16.0f;   // repeating mode: logit of the successor, about
 constexpr int64_t kRowsPerBatch = 64;   // rows generated per step of a worker
 
@@ -69,61 +66,13 @@ void code_row(uint64_t key, int64_t t, int64_t n, float scale, float* out) {
     }
 }
 
-uint64_t value_key(const WeightRecipe& r, const Qwen3Param& p) { return mix64(r.seed ^ fnv1a(p.gguf_name)); }
-uint64_t noise_key(const WeightRecipe& r, const Qwen3Param& p) {
+uint64_t value_key(const WeightRecipe& r, const SynthParam& p) { return mix64(r.seed ^ fnv1a(p.gguf_name)); }
+uint64_t noise_key(const WeightRecipe& r, const SynthParam& p) {
     return mix64(r.perturbation_seed ^ fnv1a(p.gguf_name) ^ 0x6e6f697365ULL);
 }
 uint64_t code_key(const WeightRecipe& r) { return mix64(r.seed ^ fnv1a("repeat-code")); }
 
-Qwen3Param make(std::string gguf, std::string hf, int64_t rows, int64_t cols, ParamRole role, float sigma) {
-    Qwen3Param p;
-    p.gguf_name = std::move(gguf);
-    p.hf_name = std::move(hf);
-    p.rows = rows;
-    p.cols = cols;
-    p.is_vector = role == ParamRole::norm;
-    p.role = role;
-    p.sigma = sigma;
-    return p;
-}
-
 }  // namespace
-
-std::vector<Qwen3Param> qwen3_params(const Qwen3Shape& s, bool tied, float residual_decay) {
-    const float sd_embd = 1.0f / std::sqrt(float(s.n_embd));
-    const float sd_attn_out = 1.0f / std::sqrt(float(s.n_head * s.head_dim));
-    const float sd_ff = 1.0f / std::sqrt(float(s.n_ff));
-    const float sd_norm = kNormSpread / kSqrt3;
-    const int64_t q_rows = int64_t(s.n_head) * s.head_dim;
-    const int64_t kv_rows = int64_t(s.n_head_kv) * s.head_dim;
-
-    std::vector<Qwen3Param> ps;
-    ps.push_back(make("token_embd.weight", "model.embed_tokens.weight", s.n_vocab, s.n_embd, ParamRole::token_embd,
-                      2.0f * sd_embd));
-    for (int il = 0; il < s.n_layer; ++il) {
-        const std::string g = "blk." + std::to_string(il) + ".";
-        const std::string h = "model.layers." + std::to_string(il) + ".";
-        const float decay = std::pow(residual_decay, float(il));
-        ps.push_back(make(g + "attn_norm.weight", h + "input_layernorm.weight", 1, s.n_embd, ParamRole::norm, sd_norm));
-        ps.push_back(make(g + "attn_q.weight", h + "self_attn.q_proj.weight", q_rows, s.n_embd, ParamRole::matrix, sd_embd));
-        ps.push_back(make(g + "attn_q_norm.weight", h + "self_attn.q_norm.weight", 1, s.head_dim, ParamRole::norm, sd_norm));
-        ps.push_back(make(g + "attn_k.weight", h + "self_attn.k_proj.weight", kv_rows, s.n_embd, ParamRole::matrix, sd_embd));
-        ps.push_back(make(g + "attn_k_norm.weight", h + "self_attn.k_norm.weight", 1, s.head_dim, ParamRole::norm, sd_norm));
-        ps.push_back(make(g + "attn_v.weight", h + "self_attn.v_proj.weight", kv_rows, s.n_embd, ParamRole::matrix, sd_embd));
-        ps.push_back(make(g + "attn_output.weight", h + "self_attn.o_proj.weight", s.n_embd, q_rows,
-                          ParamRole::residual_out, sd_attn_out * decay));
-        ps.push_back(make(g + "ffn_norm.weight", h + "post_attention_layernorm.weight", 1, s.n_embd, ParamRole::norm,
-                          sd_norm));
-        ps.push_back(make(g + "ffn_gate.weight", h + "mlp.gate_proj.weight", s.n_ff, s.n_embd, ParamRole::matrix, sd_embd));
-        ps.push_back(make(g + "ffn_up.weight", h + "mlp.up_proj.weight", s.n_ff, s.n_embd, ParamRole::matrix, sd_embd));
-        ps.push_back(make(g + "ffn_down.weight", h + "mlp.down_proj.weight", s.n_embd, s.n_ff, ParamRole::residual_out,
-                          sd_ff * decay));
-    }
-    ps.push_back(make("output_norm.weight", "model.norm.weight", 1, s.n_embd, ParamRole::norm, sd_norm));
-    if (!tied)
-        ps.push_back(make("output.weight", "lm_head.weight", s.n_vocab, s.n_embd, ParamRole::output, 2.0f * sd_embd));
-    return ps;
-}
 
 int32_t repeat_successor(int32_t t, int32_t n_text, int32_t period) {
     const int32_t g = t / period * period;
@@ -137,7 +86,7 @@ int32_t repeat_predecessor(int32_t t, int32_t n_text, int32_t period) {
     return g + (t - g + len - 1) % len;
 }
 
-void fill_rows(const Qwen3Param& p, const WeightRecipe& r, int64_t r0, int64_t r1, float* dst) {
+void fill_rows(const SynthParam& p, const WeightRecipe& r, int64_t r0, int64_t r1, float* dst) {
     const int64_t n = p.cols;
     const uint64_t key = value_key(r, p);
     const float amp = kSqrt3 * p.sigma;  // uniform on [-amp, amp] has std sigma
@@ -182,7 +131,7 @@ void fill_rows(const Qwen3Param& p, const WeightRecipe& r, int64_t r0, int64_t r
     }
 }
 
-void encode_param(const Qwen3Param& p, const WeightRecipe& r, DType t, uint8_t* dst) {
+void encode_param(const SynthParam& p, const WeightRecipe& r, DType t, uint8_t* dst) {
     const uint64_t rb = row_bytes(t, uint64_t(p.cols));
     auto work = [&](int64_t r0, int64_t r1) {
         std::vector<float> buf(static_cast<size_t>(std::min(kRowsPerBatch, r1 - r0) * p.cols));
@@ -205,19 +154,6 @@ void encode_param(const Qwen3Param& p, const WeightRecipe& r, DType t, uint8_t* 
         if (r0 < r1) threads.emplace_back(work, r0, r1);
     }
     for (std::thread& th : threads) th.join();
-}
-
-WeightRecipe make_recipe(const Qwen3SynthOptions& opts, int32_t n_text) {
-    WeightRecipe r;
-    r.n_text = n_text;
-    r.seed = opts.seed;
-    r.repeating = opts.repeating;
-    r.repeat_period = opts.repeat_period;
-    r.perturbation = opts.perturbation;
-    r.perturbation_seed = opts.perturbation_seed;
-    r.round_to = (opts.weight_type == DType::F16 || opts.weight_type == DType::BF16) ? opts.weight_type : DType::F32;
-    r.n_threads = opts.n_threads > 0 ? opts.n_threads : int(std::max(1u, std::thread::hardware_concurrency()));
-    return r;
 }
 
 }  // namespace tdm::synth

@@ -16,7 +16,7 @@
 
 #include "common/fp16.h"
 #include "engine/generate.h"
-#include "formats/gguf_writer.h"
+#include "writers/gguf_writer.h"
 #include "formats/model_source.h"
 #include "plugin/abi_structs.h"
 #include "plugin/handles.h"

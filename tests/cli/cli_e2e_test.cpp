@@ -4,47 +4,22 @@
 //
 // To add a case: call tandem({...}) and check the exit status and a substring
 // of stdout/stderr. A crash shows up as an exit status >= 128 (signal).
+#include "cli_run.h"
+
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/fixtures.h"
 #include "support/gguf_edit.h"
 #include "tokenizer/vocab_gguf.h"
-#include "synth/qwen3_synth.h"
 
 namespace tdm {
 namespace {
-
-struct CliRun {
-    int status = -1;  // exit code; 128+N for signal N
-    std::string out, err;
-    bool has(const std::string& s) const { return out.find(s) != std::string::npos || err.find(s) != std::string::npos; }
-};
-
-std::string quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-}
-
-CliRun tandem(const std::vector<std::string>& args, const std::string& env = "") {
-    static const std::string dir = test::make_temp_dir("cli");
-    const std::string out = dir + "/out", err = dir + "/err";
-    std::string cmd = env + " " + quote(TANDEM_BIN);
-    for (const auto& a : args) cmd += " " + quote(a);
-    cmd += " >" + out + " 2>" + err;
-    CliRun r;
-    const int st = std::system(cmd.c_str());
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r.out = test::read_file(out);
-    r.err = test::read_file(err);
-    return r;
-}
 
 // A tiny synthetic model shared by the tests.
 const std::string& tiny_model() {

@@ -8,8 +8,8 @@
 #include "formats/expect_error.h"
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"
-#include "formats/gguf_writer.h"
 #include "support/fixtures.h"
+#include "writers/gguf_writer.h"
 
 #include <algorithm>
 #include <cstring>

@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/fixtures.h"
-#include "synth/qwen3_synth.h"
 
 namespace tdm {
 namespace {

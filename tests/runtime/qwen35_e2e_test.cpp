@@ -15,10 +15,10 @@
 
 #include "engine/generate.h"
 #include "plugin/plugin_loader.h"
+#include "qwen-nextn/synth/qwen35_synth.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 #include "support/qwen35_reference.h"
-#include "synth/qwen35_synth.h"
 
 namespace tdm {
 namespace {

@@ -14,10 +14,10 @@
 
 #include "engine/generate.h"
 #include "plugin/plugin_loader.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 #include "support/qwen3_reference.h"
-#include "synth/qwen3_synth.h"
 
 namespace tdm {
 namespace {

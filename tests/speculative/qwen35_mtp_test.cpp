@@ -19,15 +19,15 @@
 
 #include "engine/generate.h"
 #include "formats/gguf.h"
-#include "formats/gguf_writer.h"
 #include "plugin/plugin_loader.h"
+#include "qwen-nextn/synth/qwen35_synth.h"
 #include "speculative/draft_head.h"
 #include "speculative/forced_drafter.h"
 #include "speculative/scheduler.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 #include "support/qwen35_reference.h"
-#include "synth/qwen35_synth.h"
+#include "writers/gguf_writer.h"
 
 namespace tdm {
 namespace {

@@ -15,12 +15,12 @@
 
 #include "engine/generate.h"
 #include "plugin/plugin_loader.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
 #include "speculative/draft_model.h"
 #include "speculative/forced_drafter.h"
 #include "speculative/scheduler.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
-#include "synth/qwen3_synth.h"
 
 namespace tdm {
 namespace {

@@ -2,7 +2,7 @@
 #include "support/gguf_builder.h"
 
 #include "formats/ggml_types.h"
-#include "formats/gguf_writer.h"
+#include "writers/gguf_writer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // tests/support/gguf_builder.h: GGUF bytes assembled field by field, for tests that
 // need files no well-behaved writer produces (truncated, hostile, odd versions), and
 // a small valid model for tests that only need "some GGUF".
-// Not here: the real writer (host/formats/gguf_writer.h), which refuses bad input.
+// Not here: the real writer (host/writers/gguf_writer.h), which refuses bad input.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"
-#include "formats/gguf_writer.h"
+#include "writers/gguf_writer.h"
 
 namespace tdm::test {
 

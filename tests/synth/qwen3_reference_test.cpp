@@ -8,11 +8,11 @@
 
 #include "common/quant.h"
 #include "formats/expect_error.h"
-#include "formats/gguf_writer.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/fixtures.h"
 #include "support/gguf_builder.h"
 #include "support/qwen3_reference.h"
-#include "synth/qwen3_synth.h"
+#include "writers/gguf_writer.h"
 
 #include <algorithm>
 #include <cmath>

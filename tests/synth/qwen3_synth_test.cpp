@@ -9,9 +9,9 @@
 #include "common/quant.h"
 #include "formats/expect_error.h"
 #include "formats/model_source.h"
-#include "synth/qwen3_synth.h"
-#include "synth/synth_vocab.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/fixtures.h"
+#include "synth/synth_vocab.h"
 
 #include <chrono>
 #include <cmath>

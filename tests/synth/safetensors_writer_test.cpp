@@ -6,8 +6,8 @@
 
 #include "formats/expect_error.h"
 #include "formats/safetensors.h"
-#include "formats/safetensors_writer.h"
 #include "support/fixtures.h"
+#include "writers/safetensors_writer.h"
 
 #include <nlohmann/json.hpp>
 

@@ -5,12 +5,13 @@
 #include <gtest/gtest.h>
 
 #include "formats/gguf.h"
-#include "formats/gguf_writer.h"
-#include "synth/qwen3_synth.h"
-#include "synth/synth_vocab.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/fixtures.h"
+#include "synth/synth_vocab.h"
 #include "tokenizer/vocab_gguf.h"
 #include "tokenizer/vocab_json.h"
+#include "writers/gguf_writer.h"
+#include "writers/vocab_gguf_writer.h"
 
 #include <nlohmann/json.hpp>
 

@@ -8,9 +8,9 @@
 #include "synth35_helpers.h"
 
 #include "formats/expect_error.h"
-#include "formats/gguf_writer.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/gguf_builder.h"
-#include "synth/qwen3_synth.h"
+#include "writers/gguf_writer.h"
 
 #include <algorithm>
 #include <cmath>

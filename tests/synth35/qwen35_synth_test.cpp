@@ -2,7 +2,7 @@
 // through ModelSource with exactly the expected names, shapes, types and metadata (dense and MoE,
 // with and without the MTP head); the GGUF is, value for value, what llama.cpp's converter makes
 // of the HF checkpoint (emulated here from the converter's documented transforms, independently
-// of host/synth); tokenizer files agree; options do what they say; bad options are refused; the
+// of plugins/qwen-nextn/synth); tokenizer files agree; options do what they say; bad options are refused; the
 // 0.8b Q8_0 file is quick to make.
 // To add a check: synthesize into make_temp_dir() and inspect it with ModelSource, as below.
 #include "synth35_helpers.h"

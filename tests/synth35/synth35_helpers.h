@@ -6,9 +6,9 @@
 
 #include "common/quant.h"
 #include "formats/model_source.h"
+#include "qwen-nextn/synth/qwen35_synth.h"
 #include "support/fixtures.h"
 #include "support/qwen35_reference.h"
-#include "synth/qwen35_synth.h"
 
 #include <stdexcept>
 #include <string>

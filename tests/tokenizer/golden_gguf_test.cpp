@@ -5,9 +5,10 @@
 #include "tokenizer_fixtures.h"
 
 #include "formats/gguf.h"
-#include "formats/gguf_writer.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocab_gguf.h"
+#include "writers/gguf_writer.h"
+#include "writers/vocab_gguf_writer.h"
 
 #include <gtest/gtest.h>
 

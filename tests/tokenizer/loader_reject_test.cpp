@@ -4,11 +4,12 @@
 #include "tokenizer_fixtures.h"
 
 #include "formats/gguf.h"
-#include "formats/gguf_writer.h"
 #include "support/fixtures.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocab_gguf.h"
 #include "tokenizer/vocab_json.h"
+#include "writers/gguf_writer.h"
+#include "writers/vocab_gguf_writer.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -3,12 +3,13 @@
 // "llama"), the space prefix, ignore_merges, the Prepend normalizer and the BPE queue
 // rules. To add a case, extend a vocabulary below and derive the ids by hand in a comment.
 #include "formats/gguf.h"
-#include "formats/gguf_writer.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocab_gguf.h"
 #include "tokenizer/vocab_json.h"
+#include "writers/gguf_writer.h"
+#include "writers/vocab_gguf_writer.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,13 +1,13 @@
-// host/synth/qwen35_params.h: the parameter table of a synthetic Qwen3.5 model and the row
-// generator that gives each parameter's values in either layout. A parameter is one GGUF tensor;
-// its values are defined in HF (grouped, "+1"-free, A_log) form and the GGUF rows are derived
-// from them by the converter's transforms. HF tensors are lists of parameter row ranges (a
+// plugins/qwen-nextn/synth/qwen35_params.h: the parameter table of a synthetic Qwen3.5 model and
+// the row generator that gives each parameter's values in either layout. A parameter is one GGUF
+// tensor; its values are defined in HF (grouped, "+1"-free, A_log) form and the GGUF rows are
+// derived from them by the converter's transforms. HF tensors are lists of parameter row ranges (a
 // per-expert HF tensor is a slice of a GGUF 3-D tensor, a fused gate_up_proj interleaves two).
 // Not here: file metadata and writing (qwen35_synth.cpp).
 #pragma once
 
 #include "common/dtype.h"
-#include "synth/qwen35_synth.h"
+#include "qwen-nextn/synth/qwen35_synth.h"
 #include "synth/synth_weights.h"
 
 #include <cstdint>

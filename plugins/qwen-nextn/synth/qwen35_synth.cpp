@@ -1,5 +1,5 @@
-// host/synth/qwen35_synth.cpp: presets, option checks, the vocabulary, and the two file layouts
-// of the synthetic Qwen3.5 models described in qwen35_synth.h.
+// plugins/qwen-nextn/synth/qwen35_synth.cpp: presets, option checks, the vocabulary, and the two
+// file layouts of the synthetic Qwen3.5 models described in qwen35_synth.h.
 //
 // GGUF metadata, in the order convert_hf_to_gguf.py writes it for Qwen3_5TextModel /
 // Qwen3_5MoeTextModel (TextModel.set_gguf_parameters, then Qwen2MoeModel, Qwen3NextModel,
@@ -16,16 +16,16 @@
 //   %s.ssm.time_step_rank (Nv), %s.ssm.inner_size (Nv * dv), %s.full_attention_interval,
 //   %s.rope.dimension_count (n_rot), [%s.nextn_predict_layers = 1],
 //   general.quantization_version, tokenizer.ggml.*, tokenizer.chat_template.
-#include "synth/qwen35_synth.h"
+#include "qwen-nextn/synth/qwen35_synth.h"
 
 #include "common/quant.h"
-#include "formats/gguf_writer.h"
-#include "formats/safetensors_writer.h"
-#include "synth/qwen35_params.h"
-#include "synth/qwen3_synth.h"
+#include "qwen-nextn/synth/qwen35_params.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
 #include "synth/synth_files.h"
 #include "synth/synth_vocab.h"
-#include "tokenizer/vocab_gguf.h"
+#include "writers/gguf_writer.h"
+#include "writers/safetensors_writer.h"
+#include "writers/vocab_gguf_writer.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,15 +1,16 @@
-// host/synth/qwen3_synth.cpp: presets, option checks, and the two file layouts (GGUF as
-// convert_hf_to_gguf.py + llama-quantize write Qwen3, HF as transformers saves Qwen3ForCausalLM)
+// plugins/qwen-nextn/synth/qwen3_synth.cpp: presets, option checks, and the two file layouts (GGUF
+// as convert_hf_to_gguf.py + llama-quantize write Qwen3, HF as transformers saves Qwen3ForCausalLM)
 // for the synthetic models described in qwen3_synth.h.
-#include "synth/qwen3_synth.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
 
 #include "common/quant.h"
-#include "formats/gguf_writer.h"
-#include "formats/safetensors_writer.h"
+#include "qwen-nextn/synth/qwen3_params.h"
 #include "synth/synth_files.h"
 #include "synth/synth_vocab.h"
 #include "synth/synth_weights.h"
-#include "tokenizer/vocab_gguf.h"
+#include "writers/gguf_writer.h"
+#include "writers/safetensors_writer.h"
+#include "writers/vocab_gguf_writer.h"
 
 #include <nlohmann/json.hpp>
 
@@ -185,7 +186,7 @@ Status synth_qwen3_gguf(const std::string& path, const Qwen3Shape& s, const Qwen
     TDM_TRY(validate_qwen3(s, o));
     const Vocab vocab = TDM_TRY(synth_vocab(s.n_vocab));
     const SynthVocabLayout layout = TDM_TRY(synth_vocab_layout(s.n_vocab));
-    const WeightRecipe recipe = make_recipe(o, layout.n_text);
+    const WeightRecipe recipe = qwen3_recipe(o, layout.n_text);
 
     // Keys in the order convert_hf_to_gguf.py writes them for Qwen3.
     GgufWriter w;
@@ -207,7 +208,7 @@ Status synth_qwen3_gguf(const std::string& path, const Qwen3Shape& s, const Qwen
     w.add_string("tokenizer.chat_template", synth_chat_template());
     if (traits(o.weight_type).quantized) w.add_u32("general.quantization_version", kQuantizationVersion);
 
-    for (const Qwen3Param& p : qwen3_params(s, qwen3_is_tied(s, o), o.residual_decay)) {
+    for (const SynthParam& p : qwen3_params(s, qwen3_is_tied(s, o), o.residual_decay)) {
         // Norms stay F32 (the converter forces 1-D tensors to F32; llama-quantize skips them).
         const DType t = p.is_vector ? DType::F32 : qwen3_tensor_type(o.weight_type, p.cols);
         std::vector<uint8_t> bytes(size_t(row_bytes(t, uint64_t(p.cols)) * uint64_t(p.rows)));
@@ -226,7 +227,7 @@ Status synth_qwen3_hf(const std::string& dir, const Qwen3Shape& s, const Qwen3Sy
                              dtype_name(o.weight_type));
     const Vocab vocab = TDM_TRY(synth_vocab(s.n_vocab));
     const SynthVocabLayout layout = TDM_TRY(synth_vocab_layout(s.n_vocab));
-    const WeightRecipe recipe = make_recipe(o, layout.n_text);
+    const WeightRecipe recipe = qwen3_recipe(o, layout.n_text);
 
     TDM_TRY(make_directory(dir));
 
@@ -239,7 +240,7 @@ Status synth_qwen3_hf(const std::string& dir, const Qwen3Shape& s, const Qwen3Sy
     SafetensorsWriter st;
     st.add_metadata("format", "pt");
     const std::string dtype(safetensors_dtype_name(o.weight_type));
-    for (const Qwen3Param& p : qwen3_params(s, qwen3_is_tied(s, o), o.residual_decay)) {
+    for (const SynthParam& p : qwen3_params(s, qwen3_is_tied(s, o), o.residual_decay)) {
         std::vector<int64_t> shape = p.is_vector ? std::vector<int64_t>{p.cols} : std::vector<int64_t>{p.rows, p.cols};
         const DType t = o.weight_type;
         // Produced while writing, one tensor at a time, so a 0.6b checkpoint never sits in memory.

@@ -1,8 +1,8 @@
-// host/synth/qwen35_synth.h: synthetic models of the Qwen3.5 / Qwen3.6 hybrid architecture
-// (Gated DeltaNet + gated full attention, dense `qwen35` and MoE `qwen35moe`, optional built-in
-// one-layer MTP head), written exactly in the layouts real files have: a GGUF as llama.cpp's
-// convert_hf_to_gguf.py (+ llama-quantize) writes it, and a Hugging Face directory as the
-// released checkpoints ship (config.json with a text_config, model.safetensors, tokenizer.json,
+// plugins/qwen-nextn/synth/qwen35_synth.h: synthetic models of the Qwen3.5 / Qwen3.6 hybrid
+// architecture (Gated DeltaNet + gated full attention, dense `qwen35` and MoE `qwen35moe`, optional
+// built-in one-layer MTP head), written exactly in the layouts real files have: a GGUF as
+// llama.cpp's convert_hf_to_gguf.py (+ llama-quantize) writes it, and a Hugging Face directory as
+// the released checkpoints ship (config.json with a text_config, model.safetensors, tokenizer.json,
 // tokenizer_config.json). Same model in both, value for value, with the converter's transforms
 // applied to the GGUF only (spec/qwen35.md §3, common.md §6):
 //   * every RMSNorm weight except ssm_norm holds 1 + w in GGUF and w in HF (the "+1" convention);

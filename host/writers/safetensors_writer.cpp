@@ -1,6 +1,6 @@
-// host/formats/safetensors_writer.cpp: header encoding, data order, streaming and sharding for
+// host/writers/safetensors_writer.cpp: header encoding, data order, streaming and sharding for
 // SafetensorsWriter (see the header for the layout).
-#include "formats/safetensors_writer.h"
+#include "writers/safetensors_writer.h"
 
 #include "formats/safetensors.h"
 

@@ -1,8 +1,8 @@
-// host/formats/gguf_writer.h: writes GGUF v3 files laid out the way gguf-py does
+// host/writers/gguf_writer.h: writes GGUF v3 files laid out the way gguf-py does
 // (spec/gguf.md A.2-A.5, A.8): header, metadata in insertion order, tensor infos in
 // insertion order, zero padding to the alignment, then each tensor's data padded to the
-// alignment. Used by tests and by `tandem synth`, which writes models of hundreds of MB,
-// so write_file() streams tensor data instead of building the file in memory.
+// alignment. Used by tests and by synthesizers (`tandem synth`), which write models of
+// hundreds of MB, so write_file() streams tensor data instead of building the file in memory.
 // Not here: reading (gguf.h); quantizing data (the caller passes encoded bytes).
 //
 // Mistakes in what is added (a duplicate key or tensor name, a bad alignment) are

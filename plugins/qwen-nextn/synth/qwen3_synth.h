@@ -1,8 +1,9 @@
-// host/synth/qwen3_synth.h: synthetic models of the Qwen3 dense architecture, written exactly in
-// the layouts real files have: a GGUF as llama.cpp's convert_hf_to_gguf.py (+ llama-quantize)
-// writes it, and a Hugging Face directory (config.json, model.safetensors, tokenizer.json,
-// tokenizer_config.json) as transformers saves it. Same weights in both, bit for bit where the
-// types allow. Tests build them on the fly instead of downloading models (DESIGN.md §5).
+// plugins/qwen-nextn/synth/qwen3_synth.h: synthetic models of the Qwen3 dense architecture, written
+// exactly in the layouts real files have: a GGUF as llama.cpp's convert_hf_to_gguf.py (+
+// llama-quantize) writes it, and a Hugging Face directory (config.json, model.safetensors,
+// tokenizer.json, tokenizer_config.json) as transformers saves it. Same weights in both, bit for
+// bit where the types allow. Tests build them on the fly instead of downloading models (DESIGN.md
+// §5).
 // Not here: the tokenizer (synth_vocab.h), value recipes (synth_weights.h), the reference
 // forward pass that checks the runtime against these models (tests/support/qwen3_reference.h).
 //

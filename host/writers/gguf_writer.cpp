@@ -1,5 +1,5 @@
-// host/formats/gguf_writer.cpp: GGUF v3 encoding and the streaming file writer.
-#include "formats/gguf_writer.h"
+// host/writers/gguf_writer.cpp: GGUF v3 encoding and the streaming file writer.
+#include "writers/gguf_writer.h"
 
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"

@@ -1,14 +1,15 @@
-// host/synth/qwen35_params.cpp: the Qwen3.5 parameter table (GGUF names and ne as llama.cpp's
-// converter writes them, HF names and shapes as the released checkpoints have them) and the
-// value recipes in both layouts (see qwen35_params.h, qwen35_synth.h).
+// plugins/qwen-nextn/synth/qwen35_params.cpp: the Qwen3.5 parameter table (GGUF names and ne as
+// llama.cpp's converter writes them, HF names and shapes as the released checkpoints have them) and
+// the value recipes in both layouts (see qwen35_params.h, qwen35_synth.h).
 //
 // GGUF names: gguf-py constants.py TENSOR_NAMES (ATTN_POST_NORM = post_attention_norm, SSM_A =
 // ssm_a without suffix, SSM_DT = ssm_dt with ".bias", NEXTN_* = nextn.*). HF names: the
 // Qwen3.6-27B tensor list quoted in spec/qwen35.md §3 plus transformers' Qwen3.5 MoE modules.
-#include "synth/qwen35_params.h"
+#include "qwen-nextn/synth/qwen35_params.h"
 
 #include "common/fp16.h"
 #include "common/quant.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
 
 #include <algorithm>
 #include <cmath>
@@ -208,8 +209,8 @@ int64_t source_index(const Qwen35Param& p, const Qwen35Shape& s, int64_t i) {
     return p.perm_offset + int64_t(src) * p.perm_head_dim + within;
 }
 
-Qwen3Param as_qwen3(const Qwen35Param& p, ParamRole role, float sigma) {
-    Qwen3Param q;
+SynthParam as_synth_param(const Qwen35Param& p, ParamRole role, float sigma) {
+    SynthParam q;
     q.gguf_name = p.gguf_name;
     q.rows = p.rows;
     q.cols = p.cols;
@@ -228,7 +229,7 @@ float round_to(float v, DType t) {
 void correlated_qk_rows(const Qwen35Param& p, const Qwen35Gen& g, int64_t r0, int64_t r1, float* dst) {
     WeightRecipe unrounded = g.recipe;
     unrounded.round_to = DType::F32;
-    const Qwen3Param q = as_qwen3(p, ParamRole::matrix, p.sigma);
+    const SynthParam q = as_synth_param(p, ParamRole::matrix, p.sigma);
     fill_rows(q, unrounded, r0, r1, dst);
     const float c = kQkCorrelation, c_own = std::sqrt(1.0f - c * c);
     std::vector<float> qrow(static_cast<size_t>(p.cols));
@@ -249,19 +250,19 @@ void qwen35_hf_rows(const Qwen35Param& p, const Qwen35Gen& g, int64_t r0, int64_
     const int64_t n = (r1 - r0) * p.cols;
     WeightRecipe unrounded = g.recipe;
     unrounded.round_to = DType::F32;
-    auto uniform = [&](float sigma) { fill_rows(as_qwen3(p, ParamRole::matrix, sigma), unrounded, r0, r1, dst); };
+    auto uniform = [&](float sigma) { fill_rows(as_synth_param(p, ParamRole::matrix, sigma), unrounded, r0, r1, dst); };
     switch (p.recipe) {
-        case Q35Recipe::embed: fill_rows(as_qwen3(p, ParamRole::token_embd, p.sigma), g.recipe, r0, r1, dst); return;
-        case Q35Recipe::output: fill_rows(as_qwen3(p, ParamRole::output, p.sigma), g.recipe, r0, r1, dst); return;
+        case Q35Recipe::embed: fill_rows(as_synth_param(p, ParamRole::token_embd, p.sigma), g.recipe, r0, r1, dst); return;
+        case Q35Recipe::output: fill_rows(as_synth_param(p, ParamRole::output, p.sigma), g.recipe, r0, r1, dst); return;
         case Q35Recipe::matrix:
             if (p.qk_rows > 0) {
                 correlated_qk_rows(p, g, r0, r1, dst);
                 return;
             }
-            fill_rows(as_qwen3(p, ParamRole::matrix, p.sigma), g.recipe, r0, r1, dst);
+            fill_rows(as_synth_param(p, ParamRole::matrix, p.sigma), g.recipe, r0, r1, dst);
             return;
         case Q35Recipe::residual_out:
-            fill_rows(as_qwen3(p, ParamRole::residual_out, p.sigma), g.recipe, r0, r1, dst);
+            fill_rows(as_synth_param(p, ParamRole::residual_out, p.sigma), g.recipe, r0, r1, dst);
             return;
         case Q35Recipe::norm_one_plus:
         case Q35Recipe::norm_plain:
@@ -282,7 +283,7 @@ void qwen35_hf_rows(const Qwen35Param& p, const Qwen35Gen& g, int64_t r0, int64_
             return;
         case Q35Recipe::mtp_fc:
             if (!g.recipe.repeating) {
-                fill_rows(as_qwen3(p, ParamRole::matrix, p.sigma), g.recipe, r0, r1, dst);
+                fill_rows(as_synth_param(p, ParamRole::matrix, p.sigma), g.recipe, r0, r1, dst);
                 return;
             }
             // [I | I/4]: z = enorm(embed(t)) + hnorm(h) / 4 (see Qwen35SynthOptions::repeating).
