@@ -128,28 +128,41 @@ Result<ModuleInfo> scan(const std::vector<uint32_t>& code, const std::string& op
     return m;
 }
 
-// Bytes of a type, 0 when it is something we do not follow (lenient).
-uint32_t type_bytes(const ModuleInfo& m, uint32_t type, int depth = 0) {
+// Bytes of a type, 0 when it is something we do not follow (lenient). The
+// module is untrusted: results are memoised per type id (a struct whose members
+// repeat one nested type costs one visit per type, not one per path), sums are
+// 64-bit and saturate at kTypeBytesCap, and depth is bounded.
+constexpr uint64_t kTypeBytesCap = uint64_t(1) << 32;
+
+uint64_t type_bytes(const ModuleInfo& m, uint32_t type, std::map<uint32_t, uint64_t>& memo, int depth = 0) {
     if (depth > 8) return 0;
-    if (auto s = m.scalar_bytes.find(type); s != m.scalar_bytes.end()) return s->second;
-    if (auto v = m.vectors.find(type); v != m.vectors.end()) return type_bytes(m, v->second.first, depth + 1) * v->second.second;
-    if (auto a = m.arrays.find(type); a != m.arrays.end()) {
+    if (auto it = memo.find(type); it != memo.end()) return it->second;
+    auto sat = [](uint64_t v) { return std::min(v, kTypeBytesCap); };
+    uint64_t bytes = 0;
+    if (auto s = m.scalar_bytes.find(type); s != m.scalar_bytes.end()) {
+        bytes = s->second;
+    } else if (auto v = m.vectors.find(type); v != m.vectors.end()) {
+        bytes = sat(type_bytes(m, v->second.first, memo, depth + 1) * v->second.second);
+    } else if (auto a = m.arrays.find(type); a != m.arrays.end()) {
         auto len = m.constants.find(a->second.second);
         auto stride = m.array_stride.find(type);
-        if (len == m.constants.end() || stride == m.array_stride.end()) return 0;
-        return len->second * stride->second;
-    }
-    if (auto s = m.structs.find(type); s != m.structs.end()) {
-        uint32_t end = 0;
-        for (uint32_t k = 0; k < s->second.size(); ++k) {
+        if (len != m.constants.end() && stride != m.array_stride.end())
+            bytes = sat(uint64_t(len->second) * stride->second);
+    } else if (auto st = m.structs.find(type); st != m.structs.end()) {
+        uint64_t end = 0;
+        for (uint32_t k = 0; k < st->second.size(); ++k) {
             auto o = m.member_offset.find({type, k});
-            const uint32_t b = type_bytes(m, s->second[k], depth + 1);
-            if (o == m.member_offset.end() || b == 0) return 0;
-            end = std::max(end, o->second + b);
+            const uint64_t b = type_bytes(m, st->second[k], memo, depth + 1);
+            if (o == m.member_offset.end() || b == 0) {
+                end = 0;
+                break;
+            }
+            end = std::max(end, sat(uint64_t(o->second) + b));
         }
-        return end;
+        bytes = end;
     }
-    return 0;
+    memo[type] = bytes;
+    return bytes;
 }
 
 Status check_module(const CustomOp& op) {
@@ -197,7 +210,8 @@ Status check_module(const CustomOp& op) {
     const uint32_t pushed = op.push_words() * 4;
     for (uint32_t ptr : m.push_constant_types) {
         auto t = m.pointee.find(ptr);
-        const uint32_t bytes = t == m.pointee.end() ? 0 : type_bytes(m, t->second);
+        std::map<uint32_t, uint64_t> memo;
+        const uint64_t bytes = t == m.pointee.end() ? 0 : type_bytes(m, t->second, memo);
         if (bytes > pushed)
             return Error::coded(TDM_ERR_INVALID_ARGUMENT,
                                 "custom op '{}': the shader's push-constant block is {} bytes, the host pushes {} (4 "

@@ -72,7 +72,12 @@ Result<ShaderBindings> reflect_bindings(const uint32_t* code, size_t words) {
         if (b == binding.end()) continue;
         if (set.count(id) && set[id] != 0) return Error("shader uses descriptor set != 0");
         uint32_t t = pointee.count(var.type_ptr) ? pointee[var.type_ptr] : 0;
-        while (array_elem.count(t)) t = array_elem[t];
+        // Arrays of arrays: a handful deep in real shaders; a plugin's module is
+        // untrusted and may loop an array type back onto itself.
+        for (int hops = 0; array_elem.count(t); ++hops) {
+            if (hops == 16) return Error::format("binding {}: array types nest more than 16 deep (a cycle?)", b->second);
+            t = array_elem[t];
+        }
         VkDescriptorType dt;
         if (var.storage == kScStorageBuffer || (var.storage == kScUniform && buffer_block.count(t))) {
             dt = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "graph/executor.h"
@@ -223,6 +224,72 @@ TEST_F(CustomOpExt, malformed_modules_are_refused_naming_the_op) {
                    "custom op 'test.scale_add': the shader's workgroup width is 32, the descriptor's local_size_x 64");
     d.local_size_x = 32;
     EXPECT_NE(create_ok(d), nullptr);
+}
+
+// A real module with hand-made instructions appended: the checks only scan, so
+// where an instruction stands does not matter to them.
+struct SpirvEdit {
+    std::vector<uint32_t> w;
+    uint32_t new_id() { return w[3]++; }  // the header's id bound
+    void add(uint32_t opcode, std::vector<uint32_t> operands) {
+        w.push_back(uint32_t(operands.size() + 1) << 16 | opcode);
+        w.insert(w.end(), operands.begin(), operands.end());
+    }
+    // Operands of the first instruction with this opcode for which `pick` holds.
+    std::vector<uint32_t> find(uint32_t opcode, const std::function<bool(const uint32_t*, uint32_t)>& pick) const {
+        for (size_t i = 5; i < w.size();) {
+            const uint32_t len = w[i] >> 16;
+            if (len == 0) break;
+            if ((w[i] & 0xffff) == opcode && pick(&w[i + 1], len - 1)) return {w.begin() + long(i) + 1, w.begin() + long(i + len)};
+            i += len;
+        }
+        return {};
+    }
+};
+constexpr uint32_t kOpTypeFloat = 22, kOpTypeArray = 28, kOpTypeStruct = 30, kOpTypePointer = 32, kOpConstant = 43,
+                   kOpVariable = 59, kOpDecorate = 71, kOpMemberDecorate = 72;
+
+TEST_F(CustomOpExt, an_array_type_that_is_its_own_element_is_refused_not_followed_forever) {
+    SpirvEdit e{std::vector<uint32_t>(kScaleAdd, kScaleAdd + sizeof kScaleAdd / 4)};
+    // the pointee of binding 0's variable becomes an array of itself
+    const auto binding = e.find(kOpDecorate, [](const uint32_t* a, uint32_t n) { return n >= 3 && a[1] == 33 && a[2] == 0; });
+    ASSERT_FALSE(binding.empty());
+    const auto var = e.find(kOpVariable, [&](const uint32_t* a, uint32_t n) { return n >= 3 && a[1] == binding[0]; });
+    ASSERT_FALSE(var.empty());
+    const auto ptr = e.find(kOpTypePointer, [&](const uint32_t* a, uint32_t n) { return n >= 3 && a[0] == var[0]; });
+    const auto len = e.find(kOpConstant, [](const uint32_t*, uint32_t n) { return n == 3; });
+    ASSERT_FALSE(ptr.empty());
+    ASSERT_FALSE(len.empty());
+    e.add(kOpTypeArray, {ptr[2], ptr[2], len[1]});
+    tdm_custom_op_desc d = scale_add_desc();
+    d.spirv = e.w.data();
+    d.spirv_bytes = e.w.size() * 4;
+    expect_refused(d, TDM_ERR_INVALID_ARGUMENT, "nest more than 16 deep");
+}
+
+TEST_F(CustomOpExt, a_push_block_of_deeply_repeated_structs_is_sized_in_linear_time) {
+    SpirvEdit e{std::vector<uint32_t>(kScaleAdd, kScaleAdd + sizeof kScaleAdd / 4)};
+    const auto f32 = e.find(kOpTypeFloat, [](const uint32_t* a, uint32_t n) { return n >= 2 && a[1] == 32; });
+    ASSERT_FALSE(f32.empty());
+    // 8 levels of structs of 40 members of the level below: 40^8 paths, 8 types
+    uint32_t inner = f32[0];
+    uint64_t inner_bytes = 4;
+    for (int level = 0; level < 8; ++level) {
+        const uint32_t id = e.new_id();
+        std::vector<uint32_t> ops = {id};
+        for (uint32_t k = 0; k < 40; ++k) ops.push_back(inner);
+        e.add(kOpTypeStruct, ops);
+        for (uint32_t k = 0; k < 40; ++k) e.add(kOpMemberDecorate, {id, k, 35 /* Offset */, uint32_t(std::min<uint64_t>(k * inner_bytes, 0xffffffffu))});
+        inner = id;
+        inner_bytes *= 40;
+    }
+    const uint32_t ptr = e.new_id(), var = e.new_id();
+    e.add(kOpTypePointer, {ptr, 9 /* PushConstant */, inner});
+    e.add(kOpVariable, {ptr, var, 9});
+    tdm_custom_op_desc d = scale_add_desc();
+    d.spirv = e.w.data();
+    d.spirv_bytes = e.w.size() * 4;
+    expect_refused(d, TDM_ERR_INVALID_ARGUMENT, "the shader's push-constant block is 4294967296 bytes");
 }
 
 TEST_F(CustomOpExt, malformed_descriptors_are_refused_naming_the_op) {
