@@ -59,16 +59,30 @@ Result<T> read_abi_struct(const T* p, uint32_t abi, std::string_view what) {
     return out;
 }
 
-// An array of n structs written by a plugin: the stride is the first element's
-// struct_size, which every element must repeat.
+// An array of n structs written by a plugin. ABI 2 on: the stride is the first
+// element's struct_size, which every element must repeat. ABI 1 plugins: the
+// stride is the v1 size and elements' struct_size is not looked at, as the ABI 1
+// host read them (plugins that left it zero worked then and still do).
 template <class T>
 Result<std::vector<T>> read_abi_array(const T* p, uint64_t n, uint32_t abi, std::string_view what) {
     std::vector<T> out;
     if (n == 0) return out;
     if (!p) return Error::coded(TDM_ERR_INVALID_ARGUMENT, "{}: {} elements declared but no array", what, n);
     if (n > (1u << 20)) return Error::coded(TDM_ERR_LIMIT, "{}: {} elements is implausible", what, n);
+    if (abi < 2) {
+        const uint32_t v1 = abi_min_size<T>(1);
+        const auto* bytes = reinterpret_cast<const unsigned char*>(p);
+        out.resize(size_t(n));
+        for (uint64_t i = 0; i < n; ++i) {
+            std::memcpy(&out[size_t(i)], bytes + i * v1, v1);
+            out[size_t(i)].struct_size = uint32_t(sizeof(T));
+        }
+        return out;
+    }
     uint32_t stride = 0;
     std::memcpy(&stride, p, sizeof stride);
+    if (stride > 4096)
+        return Error::coded(TDM_ERR_INVALID_ARGUMENT, "{}: element struct_size {} is implausible", what, stride);
     const auto* bytes = reinterpret_cast<const unsigned char*>(p);
     out.reserve(size_t(n));
     for (uint64_t i = 0; i < n; ++i) {

@@ -42,6 +42,7 @@ struct tdm_graph {
     std::vector<const tdm::KvLayerBinding*> target_kv;  // draft heads: readable target layers
     std::vector<const tdm::StateBinding*> states;       // the model's recurrent states
     tdm::TensorId outputs[4] = {};                      // by tdm_graph_output
+    uint32_t plugin_abi = TDM_ABI_VERSION;  // of the plugin building it (ABI 1 gets ABI 1's statuses)
 };
 
 namespace tdm {
@@ -50,8 +51,9 @@ namespace tdm {
 inline const tdm_weight* to_handle(const DeviceWeight* w) { return reinterpret_cast<const tdm_weight*>(w); }
 inline const DeviceWeight* from_handle(const tdm_weight* w) { return reinterpret_cast<const DeviceWeight*>(w); }
 
-// The host API table given to every plugin.
-const tdm_host_api* host_api();
+// The host API table for a plugin that negotiated ABI `abi`: its abi_version
+// and struct_size are that version's, so TDM_HAS_MEMBER sees only its entries.
+const tdm_host_api* host_api(uint32_t abi = TDM_ABI_VERSION);
 
 // Sets the calling thread's last error (read by tdm_host_api.last_error).
 tdm_status set_last_error(tdm_status st, std::string message);

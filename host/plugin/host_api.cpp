@@ -285,6 +285,9 @@ tdm_status api_graph_op(tdm_graph* g, const tdm_op_desc* plugin_desc, tdm_tensor
     auto r = g->graph.op(o);
     if (!r.ok()) {
         const Error& e = r.error();
+        // ABI 1 reported every refusal of an op as TDM_ERR_SHAPE, and its plugins
+        // know no TDM_ERR_TYPE or TDM_ERR_LIMIT: they keep getting what they knew.
+        if (g->plugin_abi < 2) return set_last_error(TDM_ERR_SHAPE, e.message());
         return set_last_error(e.code() ? tdm_status(e.code()) : TDM_ERR_INVALID_ARGUMENT, e.message());
     }
     out->id = *r;
@@ -521,7 +524,18 @@ const tdm_host_api kHostApi = {
 
 }  // namespace
 
-const tdm_host_api* host_api() { return &kHostApi; }
+const tdm_host_api* host_api(uint32_t abi) {
+    // ABI 1 plugins get the table as ABI 1 had it: its size, its version, and
+    // nothing past it (a 1..2 plugin that negotiated 1 must not see v2 entries).
+    static const tdm_host_api kHostApiV1 = [] {
+        tdm_host_api t{};
+        std::memcpy(&t, &kHostApi, TDM_V1_SIZEOF_HOST_API);
+        t.struct_size = TDM_V1_SIZEOF_HOST_API;
+        t.abi_version = 1;
+        return t;
+    }();
+    return abi >= 2 ? &kHostApi : &kHostApiV1;
+}
 
 tdm_status set_last_error(tdm_status st, std::string message) {
     t_last_error = std::move(message);

@@ -112,7 +112,7 @@ Status load_plugin_file(Registry& registry, const std::string& path, const std::
     PluginRecord* p = registry.add_plugin(std::move(rec));
     tdm_registry reg{&registry, p};
     char err[1024] = {0};
-    const tdm_status ist = p->api.init(host_api(), &reg, err, sizeof err);
+    const tdm_status ist = p->api.init(host_api(p->abi), &reg, err, sizeof err);
     if (ist != TDM_OK) {
         p->error = fmt::format("init failed: {}", plugin_message(err, sizeof err, "(no message)"));
         registry.remove_entries(p);

@@ -39,7 +39,7 @@ Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHe
     d->info_.struct_size = sizeof(tdm_draft_head_info);
     void* target_obj = target.arch().plugin == entry.plugin ? target.plugin_model() : nullptr;
     char err[1024] = {0};
-    if (entry.desc->create(host_api(), &d->src_handle_, target_obj, &d->options_, &d->info_, &d->head_, err,
+    if (entry.desc->create(host_api(entry.plugin->abi), &d->src_handle_, target_obj, &d->options_, &d->info_, &d->head_, err,
                            sizeof err) != TDM_OK ||
         !d->head_)
         return Error::format("{}", plugin_message(err, sizeof err, "the draft head refused the model"));
@@ -77,6 +77,7 @@ Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint3
     auto g = std::make_unique<tdm_graph>();
     tdm_batch_desc b0{sizeof(tdm_batch_desc), n_catch, 1};
     init_graph_inputs(*g, b0, false);
+    g->plugin_abi = entry_->plugin->abi;
     g->n_embd_target = n_embd_target_;
     for (uint32_t i = 0; i < kv_->n_layers(); ++i) g->kv.push_back(kv_->layer(i));
     g->target_kv.assign(target_kv_->n_layers(), nullptr);

@@ -364,6 +364,27 @@ TEST(AbiStructs, arrays_step_by_the_elements_struct_size) {
     EXPECT_FALSE(read_abi_array<tdm_attention_layer>(nullptr, 2, 1, "layers").ok());
 }
 
+TEST(AbiStructs, an_abi_1_array_is_read_by_the_v1_size_whatever_its_struct_size_says) {
+    // The ABI 1 host stepped through these arrays by sizeof and never read the
+    // elements' struct_size; plugins that left it zero must keep loading.
+    tdm_attention_layer a[3]{};
+    for (uint32_t i = 0; i < 3; ++i) {
+        a[i].struct_size = 0;
+        a[i].n_kv_head = i + 2;
+        a[i].head_dim_k = a[i].head_dim_v = 128;
+        a[i].window = i == 1 ? 512 : 0;
+    }
+    auto r = read_abi_array(a, 3, 1, "layers");
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    for (uint32_t i = 0; i < 3; ++i) {
+        EXPECT_EQ((*r)[i].n_kv_head, i + 2);
+        EXPECT_EQ((*r)[i].head_dim_v, 128u);
+    }
+    EXPECT_EQ((*r)[1].window, 512u);
+    // from ABI 2 on, struct_size is the stride and must be set
+    EXPECT_FALSE(read_abi_array(a, 3, 2, "layers").ok());
+}
+
 TEST(AbiStructs, the_host_fills_only_as_much_of_an_output_struct_as_the_plugin_has) {
     struct Padded {
         tdm_tensor_shape s;

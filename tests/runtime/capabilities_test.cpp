@@ -237,6 +237,30 @@ TEST_F(GraphOpStatus, each_refusal_maps_to_its_status) {
     EXPECT_EQ(op(desc(TDM_OP_TOP_K, {256}), {x}), TDM_OK) << last_error();
 }
 
+TEST_F(GraphOpStatus, an_abi_1_plugin_gets_the_statuses_abi_1_had) {
+    // ABI 1 reported every refused op as TDM_ERR_SHAPE and has no TYPE or LIMIT.
+    g.plugin_abi = 1;
+    EXPECT_STATUS(op(desc(TDM_OP_UNARY, {99}), {x}), TDM_ERR_SHAPE, "unary: unknown kind 99");
+    EXPECT_STATUS(op(desc(TDM_OP_ADD), {x, tokens}), TDM_ERR_SHAPE, "add: input 1 must be an f32 activation");
+    EXPECT_STATUS(op(desc(TDM_OP_TOP_K, {300}), {x}), TDM_ERR_SHAPE, "top_k: k = 300 is over this host's limit");
+    EXPECT_STATUS(op(desc(TDM_OP_ADD), {x, tdm_tensor{9999}}), TDM_ERR_INVALID_ARGUMENT,
+                  "add: input 1 is not a tensor of this graph");
+}
+
+TEST(HostTable, each_plugin_sees_the_table_of_the_version_it_negotiated) {
+    const tdm_host_api* v1 = host_api(1);
+    const tdm_host_api* v2 = host_api(2);
+    EXPECT_EQ(v1->abi_version, 1u);
+    EXPECT_EQ(v1->struct_size, TDM_V1_SIZEOF_HOST_API);
+    EXPECT_FALSE(TDM_HAS_MEMBER(v1, tdm_host_api, query_op));
+    EXPECT_TRUE(TDM_HAS_MEMBER(v1, tdm_host_api, graph_weight_rows));
+    EXPECT_EQ(v1->graph_op, v2->graph_op);
+    EXPECT_EQ(v2->abi_version, 2u);
+    EXPECT_EQ(v2->struct_size, sizeof(tdm_host_api));
+    EXPECT_TRUE(TDM_HAS_MEMBER(v2, tdm_host_api, get_extension));
+    EXPECT_NE(v2->get_extension, nullptr);
+}
+
 TEST_F(GraphOpStatus, a_v1_plugins_desc_is_read_up_to_its_size) {
     tdm_op_desc d = desc(TDM_OP_ADD);
     d.struct_size = TDM_V1_SIZEOF_OP_DESC;
