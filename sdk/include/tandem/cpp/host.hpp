@@ -200,15 +200,15 @@ public:
     // and quotes the host.
     tdm_status register_arch(tdm_registry* reg, const tdm_arch_desc& d, Err err) const noexcept {
         const tdm_status st = table_.register_arch(reg, &d);
-        return st == TDM_OK ? st : err.fail(st, "%s: registering architecture %s: %s", plugin_, d.name, last_error());
+        return st == TDM_OK ? st : err.fail(st, "%s: registering architecture %s: %s", plugin_, d.name ? d.name : "(unnamed)", last_error());
     }
     tdm_status register_draft_head(tdm_registry* reg, const tdm_draft_head_desc& d, Err err) const noexcept {
         const tdm_status st = table_.register_draft_head(reg, &d);
-        return st == TDM_OK ? st : err.fail(st, "%s: registering draft head %s: %s", plugin_, d.name, last_error());
+        return st == TDM_OK ? st : err.fail(st, "%s: registering draft head %s: %s", plugin_, d.name ? d.name : "(unnamed)", last_error());
     }
     tdm_status register_drafter(tdm_registry* reg, const tdm_drafter_desc& d, Err err) const noexcept {
         const tdm_status st = table_.register_drafter(reg, &d);
-        return st == TDM_OK ? st : err.fail(st, "%s: registering drafter %s: %s", plugin_, d.name, last_error());
+        return st == TDM_OK ? st : err.fail(st, "%s: registering drafter %s: %s", plugin_, d.name ? d.name : "(unnamed)", last_error());
     }
 
 private:

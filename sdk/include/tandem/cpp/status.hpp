@@ -131,7 +131,9 @@ public:
     }
     // Hands the status to the host: copies the message into `err` and returns the code.
     tdm_status report(Err err) const noexcept {
-        if (code_ != TDM_OK) err.fail(code_, "%s", message_);
+        // report(s.err()) targets our own buffer: nothing to copy (and snprintf
+        // from a buffer into itself would be undefined).
+        if (code_ != TDM_OK && err.data() != message_) err.fail(code_, "%s", message_);
         return code_;
     }
 
