@@ -18,10 +18,6 @@
 namespace tdm {
 namespace {
 
-tdm_status fail(const Error& e) {
-    return set_last_error(e.code() ? tdm_status(e.code()) : TDM_ERR_INVALID_ARGUMENT, e.message());
-}
-
 // Whether every shader `op` needs for weights of `type` was built.
 bool has_weight_kernels(const OpDef& op, DType type) {
     for (const char* const* family = op.weight_shaders; *family; ++family)
@@ -71,7 +67,7 @@ tdm_status host_limits(tdm_host_limits* out) {
 
 tdm_status query_op_params(const tdm_op_desc& desc) {
     const OpDef* def = find_op(desc.op);
-    if (!def) return fail(unknown_op(desc.op));
+    if (!def) return set_last_error(unknown_op(desc.op));
     if (!def->check_params) return TDM_OK;
     OpDesc o;
     o.op = tdm_op(desc.op);
@@ -79,12 +75,12 @@ tdm_status query_op_params(const tdm_op_desc& desc) {
     std::memcpy(o.f, desc.f, sizeof o.f);
     o.custom = from_handle(desc.custom);
     auto st = def->check_params(o);
-    return st.ok() ? TDM_OK : fail(st.error());
+    return st.ok() ? TDM_OK : set_last_error(st.error());
 }
 
 tdm_status query_weight_type(tdm_dtype type, uint32_t op) {
     const OpDef* def = find_op(op);
-    if (!def) return fail(unknown_op(op));
+    if (!def) return set_last_error(unknown_op(op));
     if (!def->weight_shaders)
         return set_last_error(TDM_ERR_UNSUPPORTED,
                               fmt::format("{} reads no weights (weight types apply to get_rows, matmul, matmul_id)",

@@ -33,11 +33,7 @@ tdm_status api_custom_op_create(tdm_registry* reg, const tdm_custom_op_desc* des
     tdm_custom_op_desc d{};  // fields a newer plugin appended are not read
     std::memcpy(&d, desc, std::min<size_t>(desc->struct_size, sizeof d));
     auto op = make_custom_op(d);
-    if (!op.ok()) {
-        const Error& e = op.error();
-        return set_last_error(e.code() ? tdm_status(e.code()) : TDM_ERR_INVALID_ARGUMENT,
-                              fmt::format("plugin {}: {}", reg->plugin->name, e.message()));
-    }
+    if (!op.ok()) return set_last_error(op.error().context(fmt::format("plugin {}", reg->plugin->name)));
     reg->plugin->provides.push_back(fmt::format("custom op {}", (*op)->name));
     reg->plugin->custom_ops.push_back(std::move(op).value());
     *out = to_handle(reg->plugin->custom_ops.back().get());

@@ -57,6 +57,9 @@ const tdm_host_api* host_api(uint32_t abi = TDM_ABI_VERSION);
 
 // Sets the calling thread's last error (read by tdm_host_api.last_error).
 tdm_status set_last_error(tdm_status st, std::string message);
+// The same for a host error: its code (tdm_status), or TDM_ERR_INVALID_ARGUMENT
+// when it carries none.
+tdm_status set_last_error(const Error& e);
 
 // Prepares a graph for a batch: creates the token/position/sequence/output-row
 // inputs, and the state_io input when the model has recurrent states.

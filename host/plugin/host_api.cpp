@@ -258,7 +258,7 @@ bool valid_tensor(const tdm_graph* g, tdm_tensor t) { return t.id != 0 && t.id <
 // past its struct_size read as zero (a v1 plugin's desc has custom = NULL).
 tdm_status read_op_desc(const tdm_op_desc* in, const char* caller, tdm_op_desc* out) {
     auto r = read_abi_struct(in, 1, fmt::format("{}: tdm_op_desc", caller));
-    if (!r.ok()) return set_last_error(tdm_status(r.error().code()), r.error().message());
+    if (!r.ok()) return set_last_error(r.error());
     *out = *r;
     return TDM_OK;
 }
@@ -288,7 +288,7 @@ tdm_status api_graph_op(tdm_graph* g, const tdm_op_desc* plugin_desc, tdm_tensor
         // ABI 1 reported every refusal of an op as TDM_ERR_SHAPE, and its plugins
         // know no TDM_ERR_TYPE or TDM_ERR_LIMIT: they keep getting what they knew.
         if (g->plugin_abi < 2) return set_last_error(TDM_ERR_SHAPE, e.message());
-        return set_last_error(e.code() ? tdm_status(e.code()) : TDM_ERR_INVALID_ARGUMENT, e.message());
+        return set_last_error(e);
     }
     out->id = *r;
     return TDM_OK;
@@ -432,14 +432,10 @@ void api_log(tdm_log_level level, const char* plugin, const char* message) {
 
 const char* api_last_error() { return t_last_error.c_str(); }
 
-tdm_status registration_status(const Error& e) {
-    return e.code() ? tdm_status(e.code()) : TDM_ERR_INVALID_ARGUMENT;
-}
-
 tdm_status api_register_arch(tdm_registry* reg, const tdm_arch_desc* d) {
     if (!reg) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "register_arch outside init");
     auto st = reg->registry->add_arch(reg->plugin, d);
-    if (!st.ok()) return set_last_error(registration_status(st.error()), st.error().message());
+    if (!st.ok()) return set_last_error(st.error());
     reg->plugin->provides.push_back(fmt::format("architecture {}", d->name));
     return TDM_OK;
 }
@@ -447,7 +443,7 @@ tdm_status api_register_arch(tdm_registry* reg, const tdm_arch_desc* d) {
 tdm_status api_register_draft_head(tdm_registry* reg, const tdm_draft_head_desc* d) {
     if (!reg) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "register_draft_head outside init");
     auto st = reg->registry->add_draft_head(reg->plugin, d);
-    if (!st.ok()) return set_last_error(registration_status(st.error()), st.error().message());
+    if (!st.ok()) return set_last_error(st.error());
     reg->plugin->provides.push_back(fmt::format("draft head {}", d->name));
     return TDM_OK;
 }
@@ -455,7 +451,7 @@ tdm_status api_register_draft_head(tdm_registry* reg, const tdm_draft_head_desc*
 tdm_status api_register_drafter(tdm_registry* reg, const tdm_drafter_desc* d) {
     if (!reg) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "register_drafter outside init");
     auto st = reg->registry->add_drafter(reg->plugin, d);
-    if (!st.ok()) return set_last_error(registration_status(st.error()), st.error().message());
+    if (!st.ok()) return set_last_error(st.error());
     reg->plugin->provides.push_back(fmt::format("drafter {}", d->name));
     return TDM_OK;
 }
@@ -535,6 +531,10 @@ const tdm_host_api* host_api(uint32_t abi) {
         return t;
     }();
     return abi >= 2 ? &kHostApi : &kHostApiV1;
+}
+
+tdm_status set_last_error(const Error& e) {
+    return set_last_error(e.code() ? tdm_status(e.code()) : TDM_ERR_INVALID_ARGUMENT, e.message());
 }
 
 tdm_status set_last_error(tdm_status st, std::string message) {
