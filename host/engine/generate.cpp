@@ -22,31 +22,57 @@ std::string StopRule::check(int32_t token) const {
     return {};
 }
 
-Result<ForwardOutput> prefill(Runner& runner, int seq, std::span<const int32_t> prompt, uint32_t n_batch,
+Result<PrefillResult> prefill(Runner& runner, int seq, std::span<const int32_t> prompt, const GenerateParams& params,
                               bool logits_all, const LogitsSink& sink, const ChunkHook& on_chunk) {
     if (prompt.empty()) return Error("the prompt is empty: at least one token is needed");
-    if (n_batch == 0) n_batch = 256;
+    if (params.n_cached >= prompt.size())
+        return Error::format("prefill: {} of the prompt's {} tokens are cached; at least the last one must be run",
+                             params.n_cached, prompt.size());
+    const uint32_t n_batch = params.n_batch ? params.n_batch : 256;
     const uint32_t n_vocab = runner.model().info().n_vocab;
-    ForwardOutput out;
+    const uint32_t total = uint32_t(prompt.size());
+    const uint32_t pause = params.on_prefix && total - 1 > params.n_cached ? total - 1 : 0;
+    const double t0 = now_ms();
+    PrefillResult res;
     std::vector<int32_t> pos, rows;
-    for (size_t c0 = 0; c0 < prompt.size(); c0 += n_batch) {
-        const size_t n = std::min<size_t>(n_batch, prompt.size() - c0);
+    uint32_t c0 = params.n_cached;
+    while (c0 < total) {
+        if (params.cancel && params.cancel->load(std::memory_order_relaxed)) {
+            res.cancelled = true;
+            res.out = {};
+            break;
+        }
+        // chunks never straddle the pause point, so the KV holds exactly it
+        const uint32_t end = c0 < pause ? std::min(pause, c0 + n_batch) : std::min(total, c0 + n_batch);
+        const uint32_t n = end - c0;
         pos.resize(n);
         std::iota(pos.begin(), pos.end(), int32_t(c0));
-        const bool last = c0 + n == prompt.size();
+        const bool last = end == total;
         rows.clear();
         if (logits_all) {
-            for (size_t i = 0; i < n; ++i) rows.push_back(int32_t(i));
+            for (uint32_t i = 0; i < n; ++i) rows.push_back(int32_t(i));
         } else {
             rows.push_back(int32_t(n - 1));  // the output of a middle chunk is unused
         }
         ForwardInput in{prompt.subspan(c0, n), pos, seq, rows};
-        out = TDM_TRY(runner.forward(in));
-        if (on_chunk) TDM_TRY(on_chunk(in, out));
+        res.out = TDM_TRY(runner.forward(in));
+        if (on_chunk) TDM_TRY(on_chunk(in, res.out));
         if (sink && (logits_all || last))
-            for (uint32_t r = 0; r < out.n_outputs; ++r) sink(out.logits + size_t(r) * n_vocab, n_vocab);
+            for (uint32_t r = 0; r < res.out.n_outputs; ++r) sink(res.out.logits + size_t(r) * n_vocab, n_vocab);
+        c0 = end;
+        if (params.on_progress) params.on_progress(c0, total, now_ms() - t0);
+        if (c0 == pause) TDM_TRY(params.on_prefix(pause));
     }
-    return out;
+    res.n_done = c0;
+    return res;
+}
+
+Result<ForwardOutput> prefill(Runner& runner, int seq, std::span<const int32_t> prompt, uint32_t n_batch,
+                              bool logits_all, const LogitsSink& sink, const ChunkHook& on_chunk) {
+    GenerateParams p;
+    p.n_batch = n_batch;
+    PrefillResult r = TDM_TRY(prefill(runner, seq, prompt, p, logits_all, sink, on_chunk));
+    return r.out;
 }
 
 Result<GenerateResult> generate(Runner& runner, const Tokenizer* tokenizer, int seq, std::span<const int32_t> prompt,
@@ -70,11 +96,18 @@ Result<GenerateResult> generate(Runner& runner, const Tokenizer* tokenizer, int 
 
     GenerateResult r;
     r.stats.n_prompt = uint32_t(prompt.size());
+    r.stats.n_cached = params.n_cached;
     std::vector<int32_t> history(prompt.begin(), prompt.end());
     const double t0 = now_ms();
-    ForwardOutput out = TDM_TRY(prefill(runner, seq, prompt, params.n_batch, logits_all, sink));
+    PrefillResult pre = TDM_TRY(prefill(runner, seq, prompt, params, logits_all, sink, {}));
     const double t1 = now_ms();
     r.stats.prefill_ms = t1 - t0;
+    if (pre.cancelled) {
+        r.stop_reason = "cancelled";
+        r.n_kv = pre.n_done;
+        return r;
+    }
+    ForwardOutput out = pre.out;
 
     const float* last_logits = out.logits + size_t(out.n_outputs - 1) * n_vocab;
     int32_t token = sampler.greedy() && params.sampling.repeat_penalty == 1.0f
@@ -96,6 +129,10 @@ Result<GenerateResult> generate(Runner& runner, const Tokenizer* tokenizer, int 
             r.stop_reason = "context";
             break;
         }
+        if (params.cancel && params.cancel->load(std::memory_order_relaxed)) {
+            r.stop_reason = "cancelled";
+            break;
+        }
         const int32_t row = 0, p = int32_t(pos);
         ForwardInput in{std::span<const int32_t>(&token, 1), std::span<const int32_t>(&p, 1), seq,
                         std::span<const int32_t>(&row, 1)};
@@ -113,6 +150,7 @@ Result<GenerateResult> generate(Runner& runner, const Tokenizer* tokenizer, int 
     }
     r.stats.n_generated = uint32_t(r.tokens.size());
     r.stats.decode_ms = now_ms() - t1;
+    r.n_kv = pos;  // every token before the last emitted one
     return r;
 }
 

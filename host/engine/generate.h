@@ -3,6 +3,7 @@
 // The speculative scheduler (host/speculative) reuses prefill() and the stop rules.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -12,29 +13,50 @@
 
 namespace tdm {
 
+// Receives raw logit rows (--dump-logits).
+using LogitsSink = std::function<void(const float* row, uint32_t n_vocab)>;
+// Prefill progress: `done` of `total` prompt tokens are in the KV (the cached
+// ones included), after `ms` milliseconds of this prefill.
+using ProgressHook = std::function<void(uint32_t done, uint32_t total, double ms)>;
+
 struct GenerateParams {
     int32_t max_tokens = 128;       // tokens to generate; < 0: until end of generation or context
     SamplerParams sampling;
     uint32_t n_batch = 256;         // prefill chunk (tokens per forward pass)
     bool ignore_eog = false;        // keep going past end-of-generation tokens
     std::vector<int32_t> stop_tokens;  // extra stop ids
+    // Continuation (chat turns, a restored prompt cache): prompt[0, n_cached)
+    // is already in the sequence's KV, and in every drafter's state (see
+    // resumable_prefix() in engine/continuation.h); prefill starts there.
+    // Batch invariance makes the result identical to a prefill from 0.
+    uint32_t n_cached = 0;
+    // Set from another thread or a signal handler: generation stops at the
+    // next chunk or step with stop_reason "cancelled" (not an error).
+    const std::atomic<bool>* cancel = nullptr;
+    ProgressHook on_progress;
+    // If set, prefill pauses once the KV holds prompt[0, size-1) (everything
+    // but the last token: the state from which any prompt starting with this
+    // one can be resumed) and calls it; the prompt cache saves there.
+    std::function<Status(uint32_t n_kv)> on_prefix;
 };
-
-// Receives raw logit rows (--dump-logits).
-using LogitsSink = std::function<void(const float* row, uint32_t n_vocab)>;
 
 struct GenerateStats {
     uint32_t n_prompt = 0, n_generated = 0;
+    uint32_t n_cached = 0;  // prompt tokens resumed from the KV, not prefilled
     double prefill_ms = 0, decode_ms = 0;
-    double prefill_tps() const { return prefill_ms > 0 ? n_prompt / (prefill_ms / 1e3) : 0; }
+    double prefill_tps() const { return prefill_ms > 0 ? (n_prompt - n_cached) / (prefill_ms / 1e3) : 0; }
     double decode_tps() const { return decode_ms > 0 ? n_generated / (decode_ms / 1e3) : 0; }
 };
 
 struct GenerateResult {
     std::vector<int32_t> tokens;  // generated (prompt excluded)
     std::string text;             // detokenized (empty without a tokenizer)
-    std::string stop_reason;      // "eog", "stop_token", "length", "context"
+    std::string stop_reason;      // "eog", "stop_token", "length", "context", "cancelled"
     GenerateStats stats;
+    // The KV of the sequence holds exactly the first n_kv tokens of prompt +
+    // tokens on return (normally all but the last generated token, which no
+    // pass has seen yet); a continuation may resume from any prefix of them.
+    uint32_t n_kv = 0;
 };
 
 // Runs the prompt through the model in chunks of n_batch (positions 0..n-1 of
@@ -46,6 +68,17 @@ struct GenerateResult {
 using ChunkHook = std::function<Status(const ForwardInput& in, const ForwardOutput& out)>;
 Result<ForwardOutput> prefill(Runner& runner, int seq, std::span<const int32_t> prompt, uint32_t n_batch,
                               bool logits_all, const LogitsSink& sink, const ChunkHook& on_chunk = {});
+
+// The general form: starts at params.n_cached, reports progress, pauses for
+// params.on_prefix and stops early when params.cancel is set (then `cancelled`
+// is true, `n_done` says how much of the prompt is in the KV and `out` is empty).
+struct PrefillResult {
+    ForwardOutput out;
+    uint32_t n_done = 0;
+    bool cancelled = false;
+};
+Result<PrefillResult> prefill(Runner& runner, int seq, std::span<const int32_t> prompt, const GenerateParams& params,
+                              bool logits_all, const LogitsSink& sink, const ChunkHook& on_chunk);
 
 // Stop rule shared with the speculative path.
 struct StopRule {

@@ -194,6 +194,9 @@ Status KvPool::truncate(int seq, uint32_t n_tokens) {
                                      "cannot roll back that far",
                                      name_, seq, n_tokens, lens[size_t(cur_[seq])]);
             cur_[seq] = found;
+            // longer checkpoints hold rows that were just rolled back
+            for (uint32_t& len : ckpt_len_[seq])
+                if (len != kNoLength && len > n_tokens) len = kNoLength;
         }
     }
     const uint32_t keep = (n_tokens + config_.block_size - 1) / config_.block_size;
@@ -203,6 +206,14 @@ Status KvPool::truncate(int seq, uint32_t n_tokens) {
         blocks.pop_back();
     }
     return {};
+}
+
+bool KvPool::can_truncate(int seq, uint32_t n_tokens) const {
+    if (seq < 0 || size_t(seq) >= live_.size() || !live_[size_t(seq)]) return false;
+    if (states_.empty() || n_tokens == 0) return true;
+    for (uint32_t len : ckpt_len_[size_t(seq)])
+        if (len == n_tokens) return true;
+    return false;
 }
 
 Result<StatePlan> KvPool::plan_states(int seq, uint32_t first_pos, uint32_t n) const {

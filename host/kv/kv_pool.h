@@ -70,6 +70,10 @@ public:
     // Forgets positions >= n_tokens: frees blocks no longer needed and selects
     // the recurrent-state checkpoint of that length (an error if none holds it).
     Status truncate(int seq, uint32_t n_tokens);
+    // Whether truncate(seq, n_tokens) can succeed without recomputation: always
+    // for attention KV (n_tokens at most the sequence's length, which the
+    // caller knows); for recurrent states only to a length a checkpoint holds.
+    bool can_truncate(int seq, uint32_t n_tokens) const;
     uint32_t reserved_tokens(int seq) const;
 
     // Recurrent states: a batch of n rows at positions first_pos.. of `seq`.

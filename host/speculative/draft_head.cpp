@@ -144,6 +144,29 @@ Status DraftHeadDrafter::begin(std::span<const int32_t> prompt) {
     return {};
 }
 
+// Head positions [0, n_past_) pair target hidden j with token j+1; the hidden
+// rows [hidden_first_, held_end) wait for their token. Resuming at n keeps the
+// pairs whose token is below n, which needs the rows from n_past_ (clamped to
+// n - 1) up to n - 1 still held.
+bool DraftHeadDrafter::can_resume(uint32_t n_cached) const {
+    if (n_cached == 0) return true;
+    if (seq_ < 0 || pending_) return false;
+    const uint32_t held_end = hidden_first_ + uint32_t(hidden_.size() / n_embd_target_);
+    return std::min(n_past_, n_cached - 1) >= hidden_first_ && n_cached <= held_end;
+}
+
+Status DraftHeadDrafter::resume(std::span<const int32_t> prompt, uint32_t n_cached) {
+    if (n_cached == 0) return begin(prompt);
+    if (!can_resume(n_cached))
+        return Error::format("draft head: cannot resume at {} tokens (it holds pairs up to {} and hidden rows {}..{})",
+                             n_cached, n_past_, hidden_first_,
+                             hidden_first_ + uint32_t(hidden_.size() / n_embd_target_));
+    n_past_ = std::min(n_past_, n_cached - 1);
+    TDM_TRY(kv_->truncate(seq_, n_past_));
+    hidden_.resize(size_t(n_cached - hidden_first_) * n_embd_target_);
+    return {};
+}
+
 Status DraftHeadDrafter::observe(const TargetRows& rows) {
     if (!rows.hidden || rows.n_embd != n_embd_target_) return Error("draft head: target rows without hidden states");
     const uint32_t end = hidden_first_ + uint32_t(hidden_.size() / n_embd_target_);

@@ -41,6 +41,10 @@ public:
     const std::string& name() const override { return name_; }
     tdm_hidden_point hidden_point() const override { return info_.hidden; }
     Status begin(std::span<const int32_t> prompt) override;
+    // Resumes where the target's KV resumes, if the head still holds the
+    // target's hidden row of every position it has not paired yet.
+    bool can_resume(uint32_t n_cached) const override;
+    Status resume(std::span<const int32_t> prompt, uint32_t n_cached) override;
     Status observe(const TargetRows& rows) override;
     Status prepare(const DraftRequest& req) override;
     Result<std::vector<int32_t>> draft(const DraftRequest& req) override;

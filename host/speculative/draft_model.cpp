@@ -14,23 +14,34 @@ DraftModelDrafter::DraftModelDrafter(std::unique_ptr<Model> model, std::unique_p
 }
 
 Status DraftModelDrafter::begin(std::span<const int32_t> prompt) {
-    if (seq_ >= 0) kv_->free_sequence(seq_);
-    seq_ = TDM_TRY(kv_->add_sequence());
-    n_past_ = 0;
     pending_ = false;
-    // The prompt goes in now (as the target's did); its last token is re-fed
-    // by the first draft's catch-up, which needs its output row.
-    if (prompt.size() > 1) {
-        std::vector<int32_t> pos(prompt.size() - 1);
-        for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(i);
-        // chunks of at most 512 rows keep the prefill graphs small
-        for (size_t c0 = 0; c0 + 1 < prompt.size(); c0 += 512) {
-            const size_t n = std::min<size_t>(512, prompt.size() - 1 - c0);
-            const int32_t row = int32_t(n - 1);
-            TDM_TRY(runner_->forward({prompt.subspan(c0, n), std::span<const int32_t>(pos).subspan(c0, n), seq_,
-                                      std::span<const int32_t>(&row, 1)}));
-        }
-        n_past_ = uint32_t(prompt.size() - 1);
+    drafted_ = 0;
+    // The prompt goes in now (as the target's did), but for its last token: the
+    // first draft's catch-up re-feeds it, since it needs that token's output row.
+    const uint32_t want = prompt.empty() ? 0 : uint32_t(prompt.size() - 1);
+    uint32_t keep = 0;
+    if (seq_ >= 0) {
+        const uint32_t limit = std::min({n_past_, want, uint32_t(seen_.size())});
+        while (keep < limit && seen_[keep] == prompt[keep]) ++keep;
+        if (keep > 0 && !kv_->can_truncate(seq_, keep)) keep = 0;
+    }
+    if (keep > 0) {
+        TDM_TRY(kv_->truncate(seq_, keep));
+    } else {
+        if (seq_ >= 0) kv_->free_sequence(seq_);
+        seq_ = TDM_TRY(kv_->add_sequence());
+    }
+    n_past_ = keep;
+    seen_.assign(prompt.begin(), prompt.end());
+    std::vector<int32_t> pos;
+    // chunks of at most 512 rows keep the prefill graphs small
+    for (uint32_t c0 = keep; c0 < want; c0 += 512) {
+        const uint32_t n = std::min<uint32_t>(512, want - c0);
+        pos.resize(n);
+        for (uint32_t i = 0; i < n; ++i) pos[i] = int32_t(c0 + i);
+        const int32_t row = int32_t(n - 1);
+        TDM_TRY(runner_->forward({prompt.subspan(c0, n), pos, seq_, std::span<const int32_t>(&row, 1)}));
+        n_past_ = c0 + n;
     }
     return {};
 }
@@ -84,6 +95,7 @@ Status DraftModelDrafter::accept(std::span<const int32_t> history, uint32_t n_dr
     }
     drafted_ = 0;
     n_past_ = std::min<uint32_t>(n_past_, uint32_t(history.size()) - 1);
+    seen_.assign(history.begin(), history.end());
     return kv_->truncate(seq_, n_past_);
 }
 

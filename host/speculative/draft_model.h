@@ -21,6 +21,8 @@ public:
     DraftModelDrafter(std::unique_ptr<Model> model, std::unique_ptr<KvPool> kv, vk::Device& device,
                       vk::PipelineManager& pipelines);
     const std::string& name() const override { return name_; }
+    // Keeps the longest prefix of its KV that the new prompt shares with the
+    // last history (a chat turn), so only the new tokens are run.
     Status begin(std::span<const int32_t> prompt) override;
     Status prepare(const DraftRequest& req) override;
     Result<std::vector<int32_t>> draft(const DraftRequest& req) override;
@@ -38,6 +40,7 @@ private:
     std::unique_ptr<Runner> runner_;
     int seq_ = -1;
     uint32_t n_past_ = 0;       // positions [0, n_past_) of the history are in the draft KV
+    std::vector<int32_t> seen_; // the history of the last accept (a new prompt may continue it)
     uint32_t last_pos_ = 0;     // position of history.back() in the last draft
     uint32_t drafted_ = 0;      // tokens proposed in the last draft
     bool pending_ = false;      // a catch-up pass was submitted by prepare()

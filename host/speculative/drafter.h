@@ -3,7 +3,8 @@
 // drives (a draft model, a plugin's n-gram table, an MTP head, a benchmark's
 // forced drafter).
 //
-// Protocol per sequence: begin(prompt) once the target has the prompt; then per
+// Protocol per sequence: begin(prompt) before the target's prefill (or
+// resume(prompt, n) when the target continues from n cached tokens); then per
 // round prepare(req) (may start device work and return at once: the depth-2
 // overlap), draft(req) with the same request (finishes and returns the
 // proposal), and accept() with the verification result. cancel() drops prepared
@@ -44,6 +45,12 @@ public:
     virtual ~Drafter() = default;
     virtual const std::string& name() const = 0;
     virtual Status begin(std::span<const int32_t> prompt) = 0;
+    // A continuation: the target's KV keeps prompt[0, n_cached) from an earlier
+    // request of this drafter (a chat turn, a restored prompt cache) and
+    // prefills the rest. Drafters that rebuild their state from tokens alone
+    // simply begin again; those fed by the target's hidden states keep theirs.
+    virtual bool can_resume(uint32_t n_cached) const { return true; }
+    virtual Status resume(std::span<const int32_t> prompt, uint32_t n_cached) { return begin(prompt); }
     // Which target hidden state this drafter reads (TDM_HIDDEN_NONE: none).
     virtual tdm_hidden_point hidden_point() const { return TDM_HIDDEN_NONE; }
     // Target rows committed since the last call (only for drafters that read

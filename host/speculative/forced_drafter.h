@@ -25,6 +25,11 @@ public:
                   uint64_t seed, Drafter* inner = nullptr);
     const std::string& name() const override { return name_; }
     Status begin(std::span<const int32_t> prompt) override;
+    bool can_resume(uint32_t n) const override { return inner_ ? inner_->can_resume(n) : true; }
+    Status resume(std::span<const int32_t> prompt, uint32_t n) override {
+        if (prompt.size() != prompt_len_) return Error("forced drafter: a different prompt than the reference run's");
+        return inner_ ? inner_->resume(prompt, n) : Status{};
+    }
     tdm_hidden_point hidden_point() const override { return inner_ ? inner_->hidden_point() : TDM_HIDDEN_NONE; }
     Status observe(const TargetRows& rows) override { return inner_ ? inner_->observe(rows) : Status{}; }
     Status prepare(const DraftRequest& req) override { return inner_ ? inner_->prepare(req) : Status{}; }

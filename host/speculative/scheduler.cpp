@@ -91,20 +91,29 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
         return {};
     };
 
-    // ---- prefill, first token (drafters begin before: the prefill feeds observe)
+    // ---- prefill, first token (drafters begin before: the prefill feeds
+    // observe). A continuation resumes drafters at the cached length.
     for (size_t i = 0; i < drafters.size(); ++i) {
         const double b0 = now_ms();
-        if (auto b = drafters[i]->begin(prompt); !b.ok()) turn_off(i, b.error());
+        const Status b = params.n_cached ? drafters[i]->resume(prompt, params.n_cached) : drafters[i]->begin(prompt);
+        if (!b.ok()) turn_off(i, b.error());
         st.drafters[i].calls_begin++;
         st.drafters[i].dur_begin_ms += now_ms() - b0;
     }
+    r.stats.n_cached = params.n_cached;
     const double t0 = now_ms();
-    ForwardOutput out = TDM_TRY(prefill(target, seq, prompt, params.n_batch, false, {},
+    PrefillResult pre = TDM_TRY(prefill(target, seq, prompt, params, false, {},
                                         [&](const ForwardInput& in, const ForwardOutput& o) -> Status {
                                             return observe(in.tokens, uint32_t(in.positions[0]), o.hidden);
                                         }));
     const double t1 = now_ms();
     r.stats.prefill_ms = t1 - t0;
+    if (pre.cancelled) {
+        r.stop_reason = "cancelled";
+        r.n_kv = pre.n_done;
+        return res;
+    }
+    ForwardOutput out = pre.out;
     Sequence s;
     s.history.assign(prompt.begin(), prompt.end());
     s.n_prompt = prompt.size();
@@ -185,6 +194,10 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
     while (running) {
         if (s.pos + 1 >= capacity) {
             r.stop_reason = "context";
+            break;
+        }
+        if (params.cancel && params.cancel->load(std::memory_order_relaxed)) {
+            r.stop_reason = "cancelled";
             break;
         }
         const int k = next_k;
@@ -339,6 +352,13 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
     }
     r.stats.n_generated = uint32_t(r.tokens.size());
     r.stats.decode_ms = now_ms() - t1;
+    // A stop inside a round leaves accepted rows past the last emitted token in
+    // the KV; roll them back so the KV holds what the result says. A hybrid
+    // model's checkpoints cover every row of the verify batch; if one is missing
+    // anyway, say that nothing can be resumed rather than leave a wrong claim.
+    const uint32_t want = uint32_t(s.history.size()) - (r.tokens.empty() ? 0 : 1);
+    r.n_kv = s.pos;
+    if (s.pos > want) r.n_kv = target.kv().truncate(seq, want).ok() ? want : 0;
     return res;
 }
 
