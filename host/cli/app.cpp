@@ -196,7 +196,7 @@ int run_cli(int argc, const char* const* argv) {
         std::fprintf(stderr, "tandem %s: error: %s\n", c.c_str(), st.error().message().c_str());
         return 1;
     }
-    return 0;
+    return app.exit_code();
 }
 
 }  // namespace tdm::cli

@@ -9,6 +9,8 @@
 
 #include "cli/commands.h"
 #include "cli/drafters.h"
+#include "cli/interrupt.h"
+#include "cli/progress.h"
 #include "cli/prompt.h"
 #include "engine/generate.h"
 
@@ -35,6 +37,9 @@ Status cmd_run(App& app) {
     gp.sampling = sampler_params(cfg);
     gp.n_batch = uint32_t(cfg.model.n_batch);
     gp.ignore_eog = a.flag("ignore-eos");
+    InterruptScope interrupt;
+    gp.cancel = interrupt.flag();
+    gp.on_progress = prefill_progress();
 
     std::ofstream dump;
     LogitsSink sink;
@@ -86,6 +91,7 @@ Status cmd_run(App& app) {
                      r.stats.decode_ms, r.stats.decode_tps(), r.stop_reason.c_str());
         if (spec) std::fprintf(stderr, "%s", spec->report().c_str());
     }
+    if (r.stop_reason == "cancelled") app.set_exit_code(kInterruptedExitCode);
     return {};
 }
 

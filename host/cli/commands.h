@@ -17,7 +17,8 @@ namespace tdm::cli {
 
 const ProgramSpec& program_spec();
 
-// Exit status: 0 success, 1 failure (error printed), 2 usage error.
+// Exit status: 0 success, 1 failure (error printed), 2 usage error, 130 stopped
+// by Ctrl-C (what was generated is printed).
 int run_cli(int argc, const char* const* argv);
 
 // What most commands need, created on demand.
@@ -39,6 +40,9 @@ public:
     Result<std::unique_ptr<KvPool>> make_kv(const Model& model, bool speculative, uint32_t n_seq = 1);
     // Prints the profile table if --profile was on.
     void finish();
+    // A command that succeeded but must not exit with 0 (130: stopped by SIGINT).
+    void set_exit_code(int code) { exit_code_ = code; }
+    int exit_code() const { return exit_code_; }
 
 private:
     const ParsedArgs& args_;
@@ -46,6 +50,7 @@ private:
     std::unique_ptr<vk::Device> device_;
     std::unique_ptr<vk::PipelineManager> pipelines_;
     std::unique_ptr<Registry> registry_;
+    int exit_code_ = 0;
 };
 
 // Reads the config file (--config or the default search) and applies the

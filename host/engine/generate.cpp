@@ -60,7 +60,7 @@ Result<PrefillResult> prefill(Runner& runner, int seq, std::span<const int32_t> 
         if (sink && (logits_all || last))
             for (uint32_t r = 0; r < res.out.n_outputs; ++r) sink(res.out.logits + size_t(r) * n_vocab, n_vocab);
         c0 = end;
-        if (params.on_progress) params.on_progress(c0, total, now_ms() - t0);
+        if (params.on_progress) params.on_progress(c0 - params.n_cached, total - params.n_cached, now_ms() - t0);
         if (c0 == pause) TDM_TRY(params.on_prefix(pause));
     }
     res.n_done = c0;

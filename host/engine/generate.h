@@ -15,8 +15,8 @@ namespace tdm {
 
 // Receives raw logit rows (--dump-logits).
 using LogitsSink = std::function<void(const float* row, uint32_t n_vocab)>;
-// Prefill progress: `done` of `total` prompt tokens are in the KV (the cached
-// ones included), after `ms` milliseconds of this prefill.
+// Prefill progress: `done` of the `total` tokens this prefill runs (cached
+// tokens are not counted) are in the KV, after `ms` milliseconds.
 using ProgressHook = std::function<void(uint32_t done, uint32_t total, double ms)>;
 
 struct GenerateParams {
