@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/option_checks.h"
 #include "common/log.h"
 #include "config/memory_size.h"
 #include "plugin/plugin_loader.h"
@@ -24,6 +26,7 @@ bool json_output(const ParsedArgs& args) {
 std::string human_bytes(uint64_t n) { return vk::format_bytes(n); }
 
 Result<Config> merged_config(const ParsedArgs& a) {
+    TDM_TRY(check_option_conflicts(a));
     Config c = TDM_TRY(load_config(a.get_string("config")));
     auto cl = [&](std::string_view id) { return a.origin(id) == Origin::command_line || a.origin(id) == Origin::environment; };
     // device
@@ -44,6 +47,7 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (cl("kv-type")) c.model.kv_type = *a.get_string("kv-type");
     if (cl("batch-size")) c.model.n_batch = int(*a.get_int("batch-size"));
     if (cl("chat")) c.model.chat = true;
+    if (cl("no-chat")) c.model.chat = false;
     if (cl("chat-template")) c.model.chat_template = *a.get_string("chat-template");
     if (cl("model-draft")) c.model.draft_path = *a.get_string("model-draft");
     if (cl("mtp-head")) c.model.mtp_head_path = *a.get_string("mtp-head");
@@ -79,7 +83,9 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (cl("spec-ngram-size-m")) c.speculative.ngram_size_m = int(*a.get_int("spec-ngram-size-m"));
     if (cl("spec-ngram-min-hits")) c.speculative.ngram_min_hits = int(*a.get_int("spec-ngram-min-hits"));
     if (cl("lookup-cache-static")) c.speculative.ngram_cache = *a.get_string("lookup-cache-static");
-    TDM_TRY(validate_config(c));
+    if (Status st = validate_config(c); !st.ok())
+        return Error(name_command_line_options(st.error().message(), a));
+    TDM_TRY(check_plugin_dirs(a, c));
     return c;
 }
 
@@ -107,11 +113,28 @@ Result<Registry*> App::registry() {
     s.dirs = config_.plugins.paths;
     s.disabled = config_.plugins.disable;
     registry_ = TDM_TRY(load_plugins(s));
+    if (!s.disabled.empty()) {
+        // A disabled plugin is never opened, so its name is known only from its file name.
+        std::vector<std::string> found;
+        for (const auto& p : registry_->plugins()) found.push_back(p->name);
+        for (const std::string& dir : plugin_search_dirs(s)) {
+            std::error_code ec;
+            for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+                const std::string file = e.path().filename().string();
+                if (file.starts_with("tandem-") && file.ends_with(".so"))
+                    found.push_back(file.substr(7, file.size() - 7 - 3));
+            }
+        }
+        if (std::string unknown = unknown_disabled_plugins(s.disabled, found); !unknown.empty())
+            TDM_LOG_WARN("plugins", "{}", unknown);
+    }
     return registry_.get();
 }
 
 Result<std::unique_ptr<Model>> App::load_model(const std::string& path) {
-    if (path.empty()) return Error("no model given: use -m FILE (a GGUF file or a Hugging Face directory)");
+    if (path.empty())
+        return Error("no model given: use -m FILE (a GGUF file or a Hugging Face directory), or set [model] path in "
+                     "the config file");
     Registry* reg = TDM_TRY(registry());
     vk::Device* dev = TDM_TRY(device());
     ModelLoadOptions opt;
@@ -169,6 +192,10 @@ int run_cli(int argc, const char* const* argv) {
             return 2;
         }
         set_log_level(l);
+    }
+    if (Status st = check_option_conflicts(*args); !st.ok()) {
+        std::fprintf(stderr, "tandem: %s\nRun `tandem --help` for usage.\n", st.error().message().c_str());
+        return 2;
     }
     auto config = merged_config(*args);
     if (!config.ok()) {

@@ -133,6 +133,43 @@ Result<Value> parse_value(ValueKind kind, std::string_view text, std::string_vie
     return Error::format("{}: unsupported value kind", who);
 }
 
+namespace {
+
+bool has_range(const OptionSpec& o) {
+    return o.min_value != std::numeric_limits<int64_t>::min() || o.max_value != std::numeric_limits<int64_t>::max();
+}
+
+std::string range_text(const OptionSpec& o) {
+    return fmt::format("allowed: {} to {}", o.min_value, o.max_value);
+}
+
+std::string choices_text(const OptionSpec& o) {
+    std::string list;
+    for (const std::string& c : o.choices) list += (list.empty() ? "" : ", ") + c;
+    return list;
+}
+
+Status check_allowed(const OptionSpec& o, const Value& v, std::string_view who) {
+    auto in_range = [&](int64_t x) { return x >= o.min_value && x <= o.max_value; };
+    if (const int64_t* i = std::get_if<int64_t>(&v); i && !in_range(*i))
+        return Error::format("{}: {} is out of range ({})", who, *i, range_text(o));
+    if (const auto* list = std::get_if<std::vector<int64_t>>(&v))
+        for (int64_t x : *list)
+            if (!in_range(x)) return Error::format("{}: {} in the list is out of range ({})", who, x, range_text(o));
+    if (const std::string* s = std::get_if<std::string>(&v); s && !o.choices.empty() &&
+        std::find(o.choices.begin(), o.choices.end(), *s) == o.choices.end())
+        return Error::format("{}: '{}' is not one of: {}{}", who, *s, choices_text(o), did_you_mean(*s, o.choices));
+    return {};
+}
+
+}  // namespace
+
+Result<Value> parse_value(const OptionSpec& option, std::string_view text, std::string_view who) {
+    Value v = TDM_TRY(parse_value(option.kind, text, who));
+    TDM_TRY(check_allowed(option, v, who));
+    return v;
+}
+
 // ---------------------------------------------------------------------------------------
 // Spec checks
 // ---------------------------------------------------------------------------------------
@@ -157,8 +194,13 @@ Status check_options(const std::vector<const OptionSpec*>& scope, std::string_vi
             return Error::format("{}: a flag cannot have a default", label);
         if (o->required && !o->default_value.empty())
             return Error::format("{}: a required option cannot have a default", label);
+        if (has_range(*o) && o->kind != ValueKind::integer && o->kind != ValueKind::size_list)
+            return Error::format("{}: only integer options have a range", label);
+        if (o->min_value > o->max_value) return Error::format("{}: an empty range", label);
+        if (!o->choices.empty() && o->kind != ValueKind::string)
+            return Error::format("{}: only string options have choices", label);
         if (!o->default_value.empty()) {
-            auto v = parse_value(o->kind, o->default_value, "default");
+            auto v = parse_value(*o, o->default_value, "default");
             if (!v) return Error::format("{}: {}", label, v.error().message());
         }
     }
@@ -331,7 +373,7 @@ private:
                 if (*i + 1 >= args.size()) return Error::format("{}: missing value ({})", name, value_name(*o));
                 text = args[++*i];
             }
-            v = TDM_TRY(parse_value(o->kind, text, name));
+            v = TDM_TRY(parse_value(*o, text, name));
         }
         ParsedArgs::Entry& e = out_.entries_[option_id(*o)];
         e.kind = o->kind;
@@ -365,7 +407,7 @@ private:
             if (e.origin == Origin::command_line) continue;
             if (!o->env.empty()) {
                 if (auto text = env_(o->env); text && !text->empty()) {
-                    e.values = {TDM_TRY(parse_value(o->kind, *text, o->env))};
+                    e.values = {TDM_TRY(parse_value(*o, *text, o->env))};
                     e.origin = Origin::environment;
                     e.source_name = o->env;
                     continue;
@@ -383,7 +425,7 @@ private:
                     break;
                 }
             if (!o->default_value.empty()) {
-                e.values = {TDM_TRY(parse_value(o->kind, o->default_value, "default"))};
+                e.values = {TDM_TRY(parse_value(*o, o->default_value, "default"))};
                 e.origin = Origin::default_value;
             } else if (o->kind == ValueKind::flag) {
                 e.values = {Value(false)};

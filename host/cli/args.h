@@ -22,12 +22,15 @@
 //   (those before it are, left to right). "--" ends the options.
 // - Arguments that look like negative numbers ("-5") are positional, not options.
 // - Global options are accepted before and after the subcommand.
+// - A value outside the option's range or choices is an error naming the option, the value
+//   and what is allowed, whether it came from the command line or the environment.
 #pragma once
 
 #include "common/error.h"
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <span>
@@ -57,6 +60,12 @@ struct OptionSpec {
     bool required = false;      // must come from the command line or the environment
     bool repeatable = false;    // keep every occurrence (values()) instead of the last
     std::string id;             // key for ParsedArgs; "" = the longest spelling without dashes
+    // integer and size_list (each item): the values the option's consumer can hold. A value
+    // outside is refused with the range, never wrapped to a narrower type.
+    int64_t min_value = std::numeric_limits<int64_t>::min();
+    int64_t max_value = std::numeric_limits<int64_t>::max();
+    // string: the accepted words ("text", "json"); empty = any text.
+    std::vector<std::string> choices;
 };
 
 struct OptionGroup {
@@ -101,6 +110,7 @@ public:
     // Typed access by option id. Asking for an id the spec does not have, or with the
     // wrong type, is a programming error (asserts). An option of another command reads as
     // absent. Values include defaults; has() tells whether the user set it.
+    bool knows(std::string_view id) const { return all_ids_.find(id) != all_ids_.end(); }  // in the spec
     Origin origin(std::string_view id) const;
     bool has(std::string_view id) const;  // from the command line or the environment
     bool flag(std::string_view id) const;
@@ -158,6 +168,10 @@ std::string option_id(const OptionSpec& o);
 
 // Parses one value the way the command line does; `who` names it in errors ("--temp").
 Result<Value> parse_value(ValueKind kind, std::string_view text, std::string_view who);
+// Same, then checks the option's range or choices:
+//   "-c: 4294967296 is out of range (allowed: 0 to 2147483647)"
+//   "--output-format: 'xml' is not one of: text, json"
+Result<Value> parse_value(const OptionSpec& option, std::string_view text, std::string_view who);
 
 constexpr int kHelpWidth = 80;
 

@@ -3,10 +3,39 @@
 // (-m, -p, -n, -c, -b, -md, --temp, --draft-max, --spec-type ...).
 #include "cli/commands.h"
 
+#include <limits>
+
 namespace tdm::cli {
 namespace {
 
 using K = ValueKind;
+
+// The ranges below are what each value's consumer holds: a Config int, an int32 token
+// count, a uint32 KV length. A value outside is refused, never wrapped.
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+OptionSpec ranged(OptionSpec o, int64_t min_value, int64_t max_value) {
+    o.min_value = min_value;
+    o.max_value = max_value;
+    return o;
+}
+
+OptionSpec one_of(OptionSpec o, std::vector<std::string> choices) {
+    o.choices = std::move(choices);
+    return o;
+}
+
+OptionSpec output_format(std::string help) {
+    return one_of({{"--output-format"}, K::string, "FMT", std::move(help), "text"}, {"text", "json"});
+}
+
+// The same option in `run`, `bench` and `info`.
+OptionSpec draft_max_option(std::string help) {
+    return ranged({{"--draft-max", "--draft", "--draft-n"}, K::integer, "N", std::move(help), "16", "", false, false,
+                   "draft-max"},
+                  1, kMaxDraftMax);
+}
 
 OptionGroup global_options() {
     return {"global",
@@ -25,32 +54,41 @@ OptionGroup global_options() {
                  "before TANDEM_PLUGIN_PATH and the install directory.", "", "", false, true},
                 {{"--plugin-disable"}, K::string, "NAME", "Do not load the plugin of this name (repeatable).", "", "",
                  false, true},
-                {{"--log-level"}, K::string, "LEVEL", "trace, debug, info, warn, error or off.", "", "TANDEM_LOG"},
+                one_of({{"--log-level"}, K::string, "LEVEL", "trace, debug, info, warn, error or off.", "",
+                        "TANDEM_LOG"},
+                       {"trace", "debug", "info", "warn", "error", "off"}),
             }};
 }
 
-OptionGroup model_options(bool required) {
+OptionGroup model_options() {
     return {"model",
             {
                 {{"-m", "--model"}, K::string, "FILE", "Model: a GGUF file or a Hugging Face directory "
-                 "(config.json + *.safetensors + tokenizer.json).", "", "", required},
-                {{"-c", "--ctx-size"}, K::integer, "N", "Context length in tokens (KV cache size); 0 = the model's "
-                 "trained length.", "4096"},
-                {{"--kv-memory"}, K::string, "SIZE", "Size the KV cache by memory instead (\"2GiB\")."},
-                {{"--kv-type"}, K::string, "TYPE", "KV cache element type: f16 or f32.", "f16"},
-                {{"-b", "--batch-size"}, K::integer, "N", "Prompt tokens per prefill pass.", "512"},
+                 "(config.json + *.safetensors + tokenizer.json). Default: [model] path of the config file."},
+                ranged({{"-c", "--ctx-size"}, K::integer, "N", "Context length in tokens (KV cache size): 0 = the "
+                        "model's trained length, otherwise at least 16 (one KV block), rounded up to a multiple of "
+                        "16.", "4096"},
+                       0, kInt32Max),
+                {{"--kv-memory"}, K::string, "SIZE", "Size the KV cache by memory instead (\"2GiB\"); not together "
+                 "with -c."},
+                one_of({{"--kv-type"}, K::string, "TYPE", "KV cache element type: f16 or f32.", "f16"}, {"f16", "f32"}),
+                ranged({{"-b", "--batch-size"}, K::integer, "N", "Prompt tokens per prefill pass.", "512"}, 1,
+                       kInt32Max),
             }};
 }
 
 OptionGroup prompt_options() {
     return {"prompt",
             {
-                {{"-p", "--prompt"}, K::string, "TEXT", "Prompt text."},
+                {{"-p", "--prompt"}, K::string, "TEXT", "Prompt text (one of -p, -f, --prompt-tokens)."},
                 {{"-f", "--file"}, K::string, "FILE", "Read the prompt from a file."},
-                {{"--prompt-tokens"}, K::size_list, "IDS", "Prompt given as token ids (\"1,2,3\"); needs no "
-                 "tokenizer."},
+                ranged({{"--prompt-tokens"}, K::size_list, "IDS", "Prompt given as token ids (\"1,2,3\"); needs no "
+                        "tokenizer."},
+                       0, kInt32Max),
                 {{"--chat", "-cnv", "--conversation"}, K::flag, "", "Wrap the prompt in the model's chat template "
                  "as one user turn and open the assistant's turn.", "", "", false, false, "chat"},
+                {{"--no-chat", "-no-cnv", "--no-conversation"}, K::flag, "", "Use the prompt as it is, even when the "
+                 "config file sets [model] chat = true.", "", "", false, false, "no-chat"},
                 {{"-sys", "--system-prompt"}, K::string, "TEXT", "System message for --chat."},
                 {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
                  "chatml-no-thinking, gemma, glm4 (default: the model's family)."},
@@ -60,17 +98,22 @@ OptionGroup prompt_options() {
 OptionGroup generation_options() {
     return {"generation",
             {
-                {{"-n", "--n-predict"}, K::integer, "N", "Tokens to generate; -1 = until end of generation or a full "
-                 "context.", "128"},
+                ranged({{"-n", "--n-predict"}, K::integer, "N", "Tokens to generate; -1 = until end of generation "
+                        "or a full context (other negative values are refused).", "128"},
+                       -1, kInt32Max),
                 {{"--ignore-eos"}, K::flag, "", "Do not stop at end-of-generation tokens."},
                 {{"--temp"}, K::number, "T", "Temperature; 0 = greedy (always the likeliest token).", "0.8"},
-                {{"--top-k"}, K::integer, "N", "Keep the N likeliest tokens; 0 = off.", "40"},
+                ranged({{"--top-k"}, K::integer, "N", "Keep the N likeliest tokens; 0 = off.", "40"}, 0, kInt32Max),
                 {{"--top-p"}, K::number, "P", "Keep the likeliest tokens up to probability mass P; 1 = off.", "0.95"},
                 {{"--min-p"}, K::number, "P", "Drop tokens below P x the likeliest token's probability; 0 = off.",
                  "0.05"},
                 {{"--repeat-penalty"}, K::number, "X", "Penalise recently seen tokens; 1 = off.", "1.0"},
-                {{"--repeat-last-n"}, K::integer, "N", "Window of the repeat penalty; -1 = all, 0 = off.", "64"},
-                {{"-s", "--seed"}, K::integer, "N", "Random seed; -1 = random (the seed used is printed).", "-1"},
+                ranged({{"--repeat-last-n"}, K::integer, "N", "Window of the repeat penalty; -1 = all, 0 = off.",
+                        "64"},
+                       -1, kInt32Max),
+                ranged({{"-s", "--seed"}, K::integer, "N", "Random seed; -1 = random (the seed used is printed).",
+                        "-1"},
+                       -1, kInt64Max),
             }};
 }
 
@@ -84,24 +127,32 @@ OptionGroup speculative_options() {
                 {{"--spec-type"}, K::string, "LIST", "Drafters to use, comma-separated, asked in order: draft, "
                  "ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache, mtp (also nextn, draft-mtp), "
                  "or one a plugin registers. `tandem plugins` lists them."},
-                {{"--draft-max", "--draft", "--draft-n"}, K::integer, "N", "Most tokens drafted per round.", "16", "",
-                 false, false, "draft-max"},
-                {{"--draft-min", "--draft-n-min"}, K::integer, "N", "Skip drafting when fewer than N are proposed.",
-                 "0", "", false, false, "draft-min"},
-                {{"--spec-skip-streak"}, K::integer, "N", "After N rounds with nothing accepted, do one plain step "
-                 "before drafting again; 0 = off.", "0"},
+                draft_max_option(fmt::format("Most tokens drafted per round (at most {}).", kMaxDraftMax)),
+                ranged({{"--draft-min", "--draft-n-min"}, K::integer, "N", "Skip drafting when fewer than N are "
+                        "proposed (at most --draft-max).", "0", "", false, false, "draft-min"},
+                       0, kMaxDraftMax),
+                ranged({{"--spec-skip-streak"}, K::integer, "N", "After N rounds with nothing accepted, do one plain "
+                        "step before drafting again; 0 = off.", "0"},
+                       0, kInt32Max),
                 {{"--spec-auto"}, K::flag, "", "Adapt the draft length to measured acceptance and cost, and stop "
                  "drafting when it does not pay. Without --spec-type, also draft with the head the model carries "
                  "(MTP/NextN) if it has one."},
-                {{"--mtp-hidden"}, K::string, "WHICH", "MTP heads: the target hidden they read: post-norm (llama.cpp, "
-                 "vLLM) or pre-norm (mlx-lm).", "post-norm"},
-                {{"--draft-vocab"}, K::integer, "N", "MTP heads: draft over the first N token ids only (cheaper "
-                 "LM head; output unchanged); 0 = all.", "0"},
+                one_of({{"--mtp-hidden"}, K::string, "WHICH", "MTP heads: the target hidden they read: post-norm "
+                        "(llama.cpp, vLLM) or pre-norm (mlx-lm).", "post-norm"},
+                       {"post-norm", "pre-norm"}),
+                ranged({{"--draft-vocab"}, K::integer, "N", "MTP heads: draft over the first N token ids only "
+                        "(cheaper LM head; output unchanged); 0 = all; at most the model's vocabulary.", "0"},
+                       0, kInt32Max),
                 {{"--spec-trace"}, K::string, "FILE", "Write one JSON line per speculative round."},
-                {{"--spec-ngram-size-n"}, K::integer, "N", "n-gram drafters: length of the lookup key.", "12"},
-                {{"--spec-ngram-size-m"}, K::integer, "N", "n-gram drafters: length of the drafted continuation.",
-                 "48"},
-                {{"--spec-ngram-min-hits"}, K::integer, "N", "n-gram drafters: occurrences before a key drafts.", "1"},
+                ranged({{"--spec-ngram-size-n"}, K::integer, "N", "n-gram drafters: length of the lookup key.",
+                        "12"},
+                       1, kInt32Max),
+                ranged({{"--spec-ngram-size-m"}, K::integer, "N", "n-gram drafters: length of the drafted "
+                        "continuation.", "48"},
+                       1, kInt32Max),
+                ranged({{"--spec-ngram-min-hits"}, K::integer, "N", "n-gram drafters: occurrences before a key "
+                        "drafts.", "1"},
+                       1, kInt32Max),
                 {{"-lcs", "--lookup-cache-static", "--spec-ngram-cache"}, K::string, "FILE", "ngram-cache: static "
                  "n-gram statistics file (created if absent, saved at exit).", "", "", false, false,
                  "lookup-cache-static"},
@@ -111,8 +162,7 @@ OptionGroup speculative_options() {
 OptionGroup output_options() {
     return {"output",
             {
-                {{"--output-format"}, K::string, "FMT", "text, or json (one JSON object with tokens, text, timings "
-                 "and statistics).", "text"},
+                output_format("text, or json (one JSON object with tokens, text, timings and statistics)."),
                 {{"--dump-logits"}, K::string, "FILE", "Write raw little-endian f32 logits: one row of n_vocab for "
                  "each generated token (row i produced token i; the first is the prompt's last position)."},
                 {{"--logits-all"}, K::flag, "", "With --dump-logits: first a row for every prompt position."},
@@ -135,7 +185,7 @@ const ProgramSpec& program_spec() {
                         "Generate from a prompt. Greedy with --temp 0. With a drafter (-md FILE or --spec-type) the "
                         "output is identical to plain decoding, only faster. Prints the text, then timings and "
                         "speculative statistics on stderr; --output-format json prints one JSON object instead."};
-        run.groups = {model_options(true), prompt_options(), generation_options(), speculative_options(),
+        run.groups = {model_options(), prompt_options(), generation_options(), speculative_options(),
                       output_options()};
 
         CommandSpec info{"info", "describe a model file: architecture, plugin, hyper-parameters, tensors, tokenizer",
@@ -144,9 +194,11 @@ const ProgramSpec& program_spec() {
                          "tokenizer. Needs no device."};
         info.groups = {{"info",
                         {{{"--tensors"}, K::flag, "", "List every tensor (default: the first and last 8)."},
-                         {{"--draft-max"}, K::integer, "N", "Size the recurrent-state checkpoints shown for "
-                          "speculative decoding with this draft length.", "16", "", false, false, "draft-max"},
-                         {{"--output-format"}, K::string, "FMT", "text or json.", "text"}}}};
+                         ranged({{"--draft-max"}, K::integer, "N", "Size the recurrent-state checkpoints shown for "
+                                 "speculative decoding with this draft length.", "16", "", false, false,
+                                 "draft-max"},
+                                1, kMaxDraftMax),
+                         output_format("text or json.")}}};
         info.positionals = {{"FILE", "GGUF file or Hugging Face directory."}};
 
         CommandSpec tokenize{"tokenize", "print the tokens of a text",
@@ -154,24 +206,25 @@ const ProgramSpec& program_spec() {
                              "print one token per line: id and piece. Special-token text such as <|im_start|> is "
                              "matched."};
         tokenize.groups = {{"tokenize",
-                            {{{"-m", "--model"}, K::string, "FILE", "Use this model's tokenizer."},
+                            {{{"-m", "--model"}, K::string, "FILE", "Use this model's tokenizer (default: [model] "
+                              "path of the config file)."},
                              {{"--tokenizer"}, K::string, "FILE", "Use a tokenizer.json (or a directory holding one)."},
                              {{"--ids"}, K::flag, "", "Print only the ids, comma-separated."},
                              {{"--add-special"}, K::flag, "", "Add BOS/EOS as the tokenizer does for a whole prompt."},
                              {{"--no-parse-special"}, K::flag, "", "Treat special-token text as plain text."},
-                             {{"--output-format"}, K::string, "FMT", "text or json.", "text"}}}};
+                             output_format("text or json.")}}};
         tokenize.positionals = {{"TEXT", "Text to tokenize.", true, true}};
 
         CommandSpec plugins{"plugins", "list the loaded plugins, their ABI versions and what they register",
                             "List the plugins found on the search path, their ABI versions and what each registers "
                             "(architectures, draft heads, drafters). Plugins that failed to load are listed with the "
                             "reason."};
-        plugins.groups = {{"plugins", {{{"--output-format"}, K::string, "FMT", "text or json.", "text"}}}};
+        plugins.groups = {{"plugins", {output_format("text or json.")}}};
 
         CommandSpec devices{"devices", "list the Vulkan devices and their capabilities",
                             "List the Vulkan devices with the capabilities tandem uses, and mark the one it would "
                             "pick."};
-        devices.groups = {{"devices", {{{"--output-format"}, K::string, "FMT", "text or json.", "text"}}}};
+        devices.groups = {{"devices", {output_format("text or json.")}}};
 
         CommandSpec synth{"synth", "write a synthetic model with random weights in a real layout",
                           "Write a model with random weights in the exact layout of a real architecture (tensor "
@@ -189,20 +242,23 @@ const ProgramSpec& program_spec() {
                            "q8_0"},
                           {{"--format"}, K::string, "FMT", "gguf, or hf (safetensors directory; f32/f16/bf16 only).",
                            "gguf"},
-                          {{"--seed"}, K::integer, "N", "Seed of the weights.", "1"},
+                          ranged({{"--seed"}, K::integer, "N", "Seed of the weights.", "1"}, 0, kInt64Max),
                           {{"--tied"}, K::boolean, "BOOL", "Tie the LM head to the token embedding (default: the "
                            "preset's)."},
                           {{"--mtp"}, K::boolean, "BOOL", "qwen35: include the MTP head (default: true)."},
-                          {{"--layers"}, K::integer, "N", "Override the number of layers."},
-                          {{"--draft-of-seed"}, K::integer, "N", "Write a draft model for the target of this seed: "
-                           "the target's weights plus noise (--perturbation), same vocabulary."},
+                          ranged({{"--layers"}, K::integer, "N", "Override the number of layers (1 to 1024)."}, 1,
+                                 1024),
+                          ranged({{"--draft-of-seed"}, K::integer, "N", "Write a draft model for the target of this "
+                                  "seed: the target's weights plus noise (--perturbation), same vocabulary."},
+                                 0, kInt64Max),
                           {{"--perturbation"}, K::number, "X", "Relative noise of a draft model.", "0.02"},
                           {{"--residual-decay"}, K::number, "X", "qwen3: scale layer i's attention and MLP outputs by "
                            "X^i, so that a draft of the first layers agrees with its target more often (e.g. "
                            "0.5).", "1"},
                           {{"--repeating"}, K::flag, "", "Weights whose greedy output repeats (for n-gram tests)."},
-                          {{"--repeat-period"}, K::integer, "N", "With --repeating: the period of the output (ids "
-                           "cycle in groups of N).", "5"}}}};
+                          ranged({{"--repeat-period"}, K::integer, "N", "With --repeating: the period of the "
+                                  "output (ids cycle in groups of N).", "5"},
+                                 1, kInt32Max)}}};
 
         CommandSpec demo{"demo", "synthesize a small model in the cache directory (once), time plain vs speculative "
                          "decoding",
@@ -214,7 +270,9 @@ const ProgramSpec& program_spec() {
                          "tokens. The text is meaningless; it shows the runtime working end to end on this "
                          "machine's Vulkan device."};
         demo.groups = {{"demo",
-                        {{{"-n", "--n-predict"}, K::integer, "N", "Tokens to generate per run (16 to 1024).", "64"},
+                        {ranged({{"-n", "--n-predict"}, K::integer, "N", "Tokens to generate per run (16 to 1024).",
+                                 "64"},
+                                16, 1024),
                          {{"--json"}, K::flag, "", "Print the figures as one JSON object (plain_tokens_per_s, "
                           "spec_tokens_per_s, speedup, acceptance_rate, tokens_per_target_pass, same_tokens, ...)."}}}};
 
@@ -222,24 +280,31 @@ const ProgramSpec& program_spec() {
                           "Benchmarks. `tandem bench ops`: dispatch overhead and matvec bandwidth per weight type and "
                           "batch width. `tandem bench decode -m FILE`: prefill and decode tokens/s. `tandem bench spec "
                           "-m FILE ...`: plain vs speculative decoding per prompt (matched, acceptance, speedup)."};
-        bench.groups = {model_options(false), speculative_options(),
+        bench.groups = {model_options(), speculative_options(),
                         {"bench",
                          {{{"--json"}, K::flag, "", "Print JSON."},
-                          {{"--prompt-len"}, K::integer, "N", "Prompt tokens (decode/spec benchmarks).", "32"},
-                          {{"--gen-tokens"}, K::integer, "N", "Tokens generated per prompt.", "32"},
-                          {{"--prompts"}, K::integer, "N", "Prompts (spec benchmark).", "4"},
-                          {{"--prompt-kind"}, K::string, "KIND", "Spec benchmark prompts: random; listing (S, the "
-                           "target's own continuation L of S with one token changed, S again); list (S L S L S).",
-                           "random"},
+                          ranged({{"--prompt-len"}, K::integer, "N", "Prompt tokens (decode/spec benchmarks).",
+                                  "32"},
+                                 1, kInt32Max),
+                          ranged({{"--gen-tokens"}, K::integer, "N", "Tokens generated per prompt.", "32"}, 1,
+                                 kInt32Max),
+                          ranged({{"--prompts"}, K::integer, "N", "Prompts (spec benchmark).", "4"}, 1, kInt32Max),
+                          one_of({{"--prompt-kind"}, K::string, "KIND", "Spec benchmark prompts: random; listing (S, "
+                                  "the target's own continuation L of S with one token changed, S again); list (S L "
+                                  "S L S).", "random"},
+                                 {"random", "listing", "list"}),
                           {{"--force-acceptance"}, K::number, "A", "Spec benchmark: drafts are the target's own "
                            "future tokens, each accepted with probability A. With a drafter (--spec-type mtp, -md) "
                            "that drafter still runs and is timed; only its tokens are replaced."},
-                          {{"--seed"}, K::integer, "N", "Seed of the benchmark prompts.", "1"},
+                          ranged({{"--seed"}, K::integer, "N", "Seed of the benchmark prompts.", "1"}, 0, kInt64Max),
                           {{"--types"}, K::string, "LIST", "Ops benchmark: weight types.", "f16,q8_0,q4_K"},
-                          {{"--batches"}, K::size_list, "LIST", "Ops benchmark: batch widths.", "1,4,8,16"},
+                          ranged({{"--batches"}, K::size_list, "LIST", "Ops benchmark: batch widths.", "1,4,8,16"},
+                                 1, kInt32Max),
                           {{"--matrix"}, K::string, "ROWSxCOLS", "Ops benchmark: weight shape (output rows x input "
                            "columns).", "4096x4096"},
-                          {{"--iterations"}, K::integer, "N", "Timed runs per measurement (median reported).", "9"}}}};
+                          ranged({{"--iterations"}, K::integer, "N", "Timed runs per measurement (median "
+                                  "reported).", "9"},
+                                 1, kInt32Max)}}};
         bench.positionals = {{"WHAT", "ops, decode or spec."}};
 
         p.commands = {run, info, tokenize, plugins, devices, synth, demo, bench};

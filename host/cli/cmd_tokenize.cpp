@@ -15,17 +15,17 @@ Status cmd_tokenize(App& app) {
     std::optional<Tokenizer> tok;
     if (auto t = a.get_string("tokenizer")) {
         tok = TDM_TRY(load_tokenizer_hf_file(*t));
-    } else if (auto m = a.get_string("model")) {
-        auto src = TDM_TRY(ModelSource::open(*m));
+    } else if (const std::string& m = app.config().model.path; !m.empty()) {  // -m or [model] path
+        auto src = TDM_TRY(ModelSource::open(m));
         if (const GgufFile* g = src->gguf()) {
             tok = TDM_TRY(load_tokenizer_gguf(*g));
         } else {
-            std::filesystem::path dir = *m;
+            std::filesystem::path dir = m;
             if (!std::filesystem::is_directory(dir)) dir = dir.parent_path();
             tok = TDM_TRY(load_tokenizer_hf_file((dir / "tokenizer.json").string()));
         }
     } else {
-        return Error("give -m MODEL or --tokenizer tokenizer.json");
+        return Error("give -m MODEL (or [model] path in the config file) or --tokenizer tokenizer.json");
     }
     std::string text;
     for (size_t i = 0; i < a.positionals().size(); ++i) text += (i ? " " : "") + a.positionals()[i];

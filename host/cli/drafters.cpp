@@ -62,6 +62,11 @@ Result<std::unique_ptr<Drafter>> make_draft_head(App& app, const DraftHeadEntry&
 
 Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& target_kv) {
     const Config& cfg = app.config();
+    const uint32_t n_vocab = target.info().n_vocab;
+    if (cfg.speculative.draft_vocab > 0 && uint64_t(cfg.speculative.draft_vocab) > n_vocab)
+        return Error::format("--draft-vocab ([speculative] draft_vocab): {} is larger than the model's vocabulary of {} "
+                             "tokens (allowed: 0 = all, or 1 to {})",
+                             cfg.speculative.draft_vocab, n_vocab, n_vocab);
     DrafterChain chain;
     Registry* reg = TDM_TRY(app.registry());
     const std::map<std::string, std::string> options = {

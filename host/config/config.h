@@ -21,6 +21,13 @@
 
 namespace tdm {
 
+// The shortest context: one KV block (KvPoolConfig::block_size); longer ones are rounded up
+// to whole blocks.
+constexpr int kMinContextTokens = 16;
+// The longest draft: a verify pass holds draft_max + 1 tokens, and the recurrent-state
+// checkpoints of a sequence (draft_max + 2 of them) grow with it.
+constexpr int kMaxDraftMax = 1024;
+
 struct DeviceConfig {
     std::string select;         // "" = first suitable device; an index ("1") or a name substring
     bool validate = false;      // Vulkan validation layers
@@ -34,7 +41,7 @@ struct ModelConfig {
     std::string path;           // target model (GGUF file or safetensors directory)
     std::string draft_path;     // separate draft model
     std::string mtp_head_path;  // MTP / NextN / assistant head shipped as its own file
-    int n_ctx = 4096;           // context length in tokens; 0 = the model's trained length
+    int n_ctx = 4096;           // context length in tokens; 0 = the model's trained length, else >= 16
     std::string kv_type = "f16";  // KV cache element type: "f16" or "f32"
     uint64_t kv_memory = 0;     // KV budget in bytes; > 0 sizes the context to fit it instead of n_ctx
     int n_batch = 512;          // prompt tokens per prefill pass
@@ -74,7 +81,7 @@ struct SpeculativeConfig {
     // "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache", or a plugin's name.
     // Empty = none (unless auto_select finds one); "none" alone says so explicitly.
     std::vector<std::string> type;
-    int draft_max = 16;         // most tokens drafted per round
+    int draft_max = 16;         // most tokens drafted per round (1 .. kMaxDraftMax)
     int draft_min = 0;          // fewer than this proposed: skip the round's draft
     int skip_streak = 0;        // rounds with nothing accepted before one round skips drafting; 0 = off
     bool auto_select = false;   // key "auto": use a drafter the target model carries when type is empty

@@ -78,8 +78,13 @@ public:
         if (!v) return;
         const int64_t x = **v;
         if constexpr (sizeof(Int) < sizeof(int64_t)) {
-            if (x < std::numeric_limits<Int>::min() || x > std::numeric_limits<Int>::max())
-                return fail(key, *n, fmt::format("{} is out of range for this setting", x));
+            // Never wrapped to the narrower type; the rules check the setting's own range after.
+            if (x > std::numeric_limits<Int>::max())
+                return fail(key, *n, fmt::format("{} is out of range (the largest value this setting holds is {})", x,
+                                                 std::numeric_limits<Int>::max()));
+            if (x < std::numeric_limits<Int>::min())
+                return fail(key, *n, fmt::format("{} is out of range (the smallest value this setting holds is {})",
+                                                 x, std::numeric_limits<Int>::min()));
         }
         *out = static_cast<Int>(x);
     }

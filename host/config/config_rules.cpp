@@ -22,6 +22,9 @@ public:
     void at_least(const char* key, int64_t v, int64_t min, std::string_view note = {}) {
         if (v < min) fail(key, fmt::format("{} is below the minimum {}{}", v, min, note));
     }
+    void at_most(const char* key, int64_t v, int64_t max, std::string_view note = {}) {
+        if (v > max) fail(key, fmt::format("{} is above the maximum {}{}", v, max, note));
+    }
     void finite_in(const char* key, float v, float lo, float hi) {
         if (!std::isfinite(v))
             fail(key, fmt::format("{} is not a finite number", v));
@@ -47,6 +50,10 @@ bool plain_name(const std::string& s) {
 
 void check_model(Checker& c, const ModelConfig& m) {
     c.at_least("model.n_ctx", m.n_ctx, 0, " (0 means the model's trained length)");
+    if (m.n_ctx > 0 && m.n_ctx < kMinContextTokens)
+        c.fail("model.n_ctx", fmt::format("{} is below the minimum {} (one KV block; 0 means the model's trained "
+                                          "length)",
+                                          m.n_ctx, kMinContextTokens));
     c.at_least("model.n_batch", m.n_batch, 1);
     c.one_of("model.kv_type", m.kv_type, {"f16", "f32"});
 }
@@ -96,6 +103,7 @@ void check_speculative(Checker& c, const SpeculativeConfig& s) {
     if (seen.count("none") && s.type.size() > 1)
         c.fail("speculative.type", "'none' cannot be combined with other drafters");
     c.at_least("speculative.draft_max", s.draft_max, 1);
+    c.at_most("speculative.draft_max", s.draft_max, kMaxDraftMax);
     c.at_least("speculative.draft_min", s.draft_min, 0);
     if (s.draft_min > s.draft_max)
         c.fail("speculative.draft_min",

@@ -11,12 +11,34 @@
 
 namespace tdm {
 
+namespace {
+
+// Why a Hugging Face model names no architecture: its config.json is missing, is not JSON
+// (the parser's message gives the position), or has no string "model_type".
+Error hf_architecture_error(const ModelSource& src) {
+    const SafetensorsModel* st = src.safetensors();
+    if (!st) return Error::format("{}: the model does not name its architecture", src.path());
+    auto cfg = st->config();
+    if (!cfg.ok())
+        return Error::format("{}: cannot tell the architecture: {}", src.path(), cfg.error().message());
+    const nlohmann::json& j = **cfg;
+    auto mt = j.find("model_type");
+    if (mt == j.end())
+        return Error::format("{}: the model does not name its architecture: {} has no \"model_type\"", src.path(),
+                             st->config_path());
+    return Error::format("{}: the model does not name its architecture: \"model_type\" in {} is {}, not a "
+                         "non-empty string",
+                         src.path(), st->config_path(), mt->dump());
+}
+
+}  // namespace
+
 Result<const ArchEntry*> find_architecture(const ModelSource& src, const Registry& registry) {
     const std::string arch = src.architecture();
     const bool gguf = src.format() == SourceFormat::gguf;
-    if (arch.empty())
-        return Error::format("{}: the file does not name its architecture ({})", src.path(),
-                             gguf ? "no general.architecture" : "no model_type in config.json");
+    if (arch.empty() && gguf)
+        return Error::format("{}: the file does not name its architecture (no general.architecture)", src.path());
+    if (arch.empty()) return hf_architecture_error(src);
     const ArchEntry* e = gguf ? registry.find_arch_gguf(arch) : registry.find_arch_hf(arch);
     if (!e)
         return Error::format("{}: unknown architecture '{}'; loaded plugins: {}", src.path(), arch,
