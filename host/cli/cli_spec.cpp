@@ -39,6 +39,8 @@ OptionGroup model_options(bool required) {
                 {{"--kv-memory"}, K::string, "SIZE", "Size the KV cache by memory instead (\"2GiB\")."},
                 {{"--kv-type"}, K::string, "TYPE", "KV cache element type: f16 or f32.", "f16"},
                 {{"-b", "--batch-size"}, K::integer, "N", "Prompt tokens per prefill pass.", "512"},
+                {{"--no-check-weights"}, K::flag, "", "Load weights even if they hold NaN or infinity (skips the "
+                 "scan that otherwise refuses such a model)."},
             }};
 }
 

@@ -231,6 +231,7 @@ void read_model(SectionReader& r, Config& c) {
     r.integer("n_batch", &c.model.n_batch);
     r.boolean("chat", &c.model.chat);
     r.string("chat_template", &c.model.chat_template);
+    r.boolean("check_weights", &c.model.check_weights);
 }
 
 void read_chat_template(SectionReader& r, Config& c) {
