@@ -49,6 +49,7 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (cl("chat")) c.model.chat = true;
     if (cl("no-chat")) c.model.chat = false;
     if (cl("chat-template")) c.model.chat_template = *a.get_string("chat-template");
+    if (cl("no-check-weights")) c.model.check_weights = false;
     if (cl("model-draft")) c.model.draft_path = *a.get_string("model-draft");
     if (cl("mtp-head")) c.model.mtp_head_path = *a.get_string("mtp-head");
     // sampling
@@ -138,6 +139,7 @@ Result<std::unique_ptr<Model>> App::load_model(const std::string& path) {
     Registry* reg = TDM_TRY(registry());
     vk::Device* dev = TDM_TRY(device());
     ModelLoadOptions opt;
+    opt.check_weights = config_.model.check_weights;
     const bool tty = isatty(fileno(stderr));
     auto last = std::chrono::steady_clock::now();
     if (tty) {

@@ -74,6 +74,8 @@ OptionGroup model_options() {
                 one_of({{"--kv-type"}, K::string, "TYPE", "KV cache element type: f16 or f32.", "f16"}, {"f16", "f32"}),
                 ranged({{"-b", "--batch-size"}, K::integer, "N", "Prompt tokens per prefill pass.", "512"}, 1,
                        kInt32Max),
+                {{"--no-check-weights"}, K::flag, "", "Load weights even if they hold NaN or infinity (skips the "
+                 "scan that otherwise refuses such a model)."},
             }};
 }
 

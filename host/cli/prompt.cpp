@@ -1,9 +1,7 @@
 // host/cli/prompt.cpp
 #include "cli/prompt.h"
 
-#include <fstream>
-#include <sstream>
-
+#include "common/file_read.h"
 #include "tokenizer/chat_template.h"
 
 namespace tdm::cli {
@@ -58,11 +56,10 @@ Result<std::vector<int32_t>> prompt_tokens(const ParsedArgs& args, const Config&
     if (auto p = args.get_string("prompt")) {
         text = *p;
     } else if (auto f = args.get_string("file")) {
-        std::ifstream in(*f, std::ios::binary);
-        if (!in) return Error::format("cannot read prompt file {}", *f);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        text = ss.str();
+        // Far beyond any context window; the limit keeps a wrong path (a disk image, a
+        // log) from being read into memory before the tokenizer could say it is too long.
+        constexpr uint64_t kMaxPromptFileBytes = 256ull << 20;
+        text = TDM_TRY(read_regular_file(*f, kMaxPromptFileBytes, "prompt file"));
     } else {
         return Error("no prompt: give -p TEXT, -f FILE or --prompt-tokens IDS");
     }

@@ -47,6 +47,7 @@ struct ModelConfig {
     int n_batch = 512;          // prompt tokens per prefill pass
     bool chat = false;          // interactive chat (conversation) mode
     std::string chat_template;  // built-in template name; "" = detect from the model
+    bool check_weights = true;  // refuse weights holding NaN or infinity at load
 
     bool operator==(const ModelConfig&) const = default;
 };

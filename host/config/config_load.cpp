@@ -5,6 +5,7 @@
 // in one round. Not here: range rules (config_rules.cpp), the file search (config_search.cpp).
 #include "config/config.h"
 
+#include "common/file_read.h"
 #include "config/config_rules.h"
 #include "config/memory_size.h"
 #include "config/suggest.h"
@@ -235,6 +236,7 @@ void read_model(SectionReader& r, Config& c) {
     r.integer("n_batch", &c.model.n_batch);
     r.boolean("chat", &c.model.chat);
     r.string("chat_template", &c.model.chat_template);
+    r.boolean("check_weights", &c.model.check_weights);
 }
 
 void read_chat_template(SectionReader& r, Config& c) {
@@ -369,14 +371,9 @@ Result<Config> load_config_text(std::string_view text, std::string_view name) {
 }
 
 Result<Config> load_config_file(const std::string& path) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) return Error::format("config file '{}' is a directory", path);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Error::format("cannot open config file '{}': {}", path, std::strerror(errno));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) return Error::format("cannot read config file '{}': {}", path, std::strerror(errno));
-    return load_config_text(ss.str(), path);
+    // A tandem.toml is a few KiB; the limit only stops a wrong path from being read whole.
+    constexpr uint64_t kMaxConfigBytes = 4ull << 20;
+    return load_config_text(TDM_TRY(read_regular_file(path, kMaxConfigBytes, "config file")), path);
 }
 
 std::vector<std::string> config_keys() {

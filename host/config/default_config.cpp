@@ -47,6 +47,9 @@ std::string_view default_config_text() {
 # A built-in chat template: "chatml", "chatml-thinking", "chatml-no-thinking", "gemma",
 # "glm4"; "" = the one the model's files call for.
 # chat_template = ""
+# Refuse weights that hold NaN or infinity when the model loads (a damaged file would
+# otherwise generate nonsense); false skips the scan.
+# check_weights = true
 
 [chat_template]
 # Replace parts of the chat template. A turn renders as <role>_prefix, the message,

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "engine/logits_check.h"
 #include "graph/weight.h"
 
 #include "common/log.h"
@@ -135,6 +136,7 @@ Status Runner::submit(const ForwardInput& in) {
         for (uint32_t i = 0; i < n; ++i) io[1 + i] = plan->write[i];
     }
     TDM_TRY(cg.submit());
+    pending_positions_ = output_positions(in);
     if (plan) kv_.commit_states(in.seq, *plan);
     pending_ = c;
     return {};
@@ -150,6 +152,7 @@ Result<ForwardOutput> Runner::wait() {
     out.logits = c->cg->output_as<float>(c->logits);
     out.argmax = c->cg->output_as<int32_t>(c->argmax);
     if (c->hidden) out.hidden = c->cg->output_as<float>(c->hidden);
+    TDM_TRY(check_logits_finite(out, model_.info().n_vocab, pending_positions_));
     return out;
 }
 

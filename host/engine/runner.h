@@ -71,6 +71,7 @@ private:
     tdm_hidden_point hidden_point_ = TDM_HIDDEN_NONE;
     std::map<std::tuple<uint32_t, uint32_t, int>, Compiled> cache_;
     Compiled* pending_ = nullptr;
+    std::vector<int32_t> pending_positions_;  // of the pending pass's output rows, for error messages
 };
 
 }  // namespace tdm

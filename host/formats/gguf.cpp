@@ -302,6 +302,11 @@ Status GgufFile::parse_tensor_infos(GgufCursor& c, uint64_t tensor_count) {
 
 Status GgufFile::check_tensor_ranges() {
     const uint64_t size = file_->size();
+    // Tensor data must follow the order of the tensor infos, each range starting at or
+    // after the end of the one before. llama.cpp is stricter still (no gaps either);
+    // gaps harm nothing, but two tensors sharing bytes mean one of them (or a retyped,
+    // longer one) reads the other's weights, which no writer produces on purpose.
+    const GgufTensorInfo* prev = nullptr;  // the last non-empty tensor
     for (GgufTensorInfo& t : tensors_) {
         if (t.offset % alignment_ != 0)
             return Error::format("tensor '{}': data offset {} is not a multiple of the alignment {}",
@@ -317,6 +322,17 @@ Status GgufFile::check_tensor_ranges() {
                 "tensor '{}' ({} bytes of {}) at data offset {} extends beyond the end of the file: "
                 "bytes [{}, {}) of a {}-byte file",
                 printable(t.name), t.nbytes, ggml_type_name(t.type), t.offset, t.file_offset, end, size);
+        if (t.nbytes == 0) continue;  // an empty tensor shares bytes with nothing
+        if (prev && t.file_offset < prev->file_offset + prev->nbytes) {
+            const bool before = t.file_offset < prev->file_offset;
+            return Error::format(
+                "tensor '{}' (file bytes [{}, {})) {} tensor '{}' (file bytes [{}, {})), which precedes it in the "
+                "tensor list; tensor data must not overlap and must follow the order of the list",
+                printable(t.name), t.file_offset, end,
+                before ? "is stored before" : "overlaps", printable(prev->name), prev->file_offset,
+                prev->file_offset + prev->nbytes);
+        }
+        prev = &t;
     }
     return {};
 }

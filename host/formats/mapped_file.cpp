@@ -1,9 +1,9 @@
 // host/formats/mapped_file.cpp: POSIX mmap/madvise behind MappedFile.
 #include "formats/mapped_file.h"
 
-#include <fcntl.h>
+#include "common/file_read.h"
+
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,36 +11,21 @@
 
 namespace tdm {
 
-Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Error::format("{}: cannot open: {}", path, std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        int err = errno;
-        ::close(fd);
-        return Error::format("{}: cannot stat: {}", path, std::strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        return Error::format("{}: not a regular file", path);
-    }
+Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path, std::string_view what) {
+    RegularFile file = TDM_TRY(open_regular_file(path, what));
     std::unique_ptr<MappedFile> f(new MappedFile());
     f->path_ = path;
-    f->size_ = uint64_t(st.st_size);
+    f->size_ = file.size();
     if (f->size_ > 0) {
         // MAP_PRIVATE + PROT_READ: we never write, and a private mapping keeps other
         // processes' writes to the file from being our problem beyond what they change.
-        void* p = ::mmap(nullptr, size_t(f->size_), PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
-            int err = errno;
-            ::close(fd);
-            return Error::format("{}: cannot map {} bytes: {}", path, f->size_, std::strerror(err));
-        }
+        void* p = ::mmap(nullptr, size_t(f->size_), PROT_READ, MAP_PRIVATE, file.fd(), 0);
+        if (p == MAP_FAILED)
+            return Error::format("{}: cannot map {} bytes: {}", path, f->size_, std::strerror(errno));
         f->data_ = static_cast<const uint8_t*>(p);
         f->mapped_ = true;
     }
-    ::close(fd);  // the mapping keeps its own reference to the file
-    return f;
+    return f;  // the mapping keeps its own reference to the file; `file` closes the descriptor
 }
 
 std::unique_ptr<MappedFile> MappedFile::from_bytes(std::string name, std::string bytes) {

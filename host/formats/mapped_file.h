@@ -10,13 +10,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace tdm {
 
 class MappedFile {
 public:
-    // Maps `path` (a regular file) read-only. An empty file maps to size() == 0.
-    static Result<std::unique_ptr<MappedFile>> open(const std::string& path);
+    // Maps `path` (a regular file) read-only. An empty file maps to size() == 0. Anything
+    // but a regular file (a FIFO, a device, a directory) is refused before any read, and
+    // the open never blocks (common/file_read.h). `what` names the file in messages.
+    static Result<std::unique_ptr<MappedFile>> open(const std::string& path, std::string_view what = "model file");
 
     // Wraps bytes already in memory (tests, fuzzing); `name` stands in for the path
     // in error messages. release_pages() does nothing on such a buffer.

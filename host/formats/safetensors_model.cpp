@@ -4,6 +4,8 @@
 // Not here: the per-file header parser (safetensors.cpp).
 #include "formats/safetensors.h"
 
+#include "common/file_read.h"
+
 #include <filesystem>
 #include <map>
 #include <set>
@@ -16,11 +18,15 @@ namespace {
 constexpr const char* kSingleName = "model.safetensors";
 constexpr const char* kIndexName = "model.safetensors.index.json";
 
-Result<nlohmann::json> read_json(const std::string& path) {
-    auto file = TDM_TRY(MappedFile::open(path));
-    const char* p = reinterpret_cast<const char*>(file->data());
+// Real files are far smaller (an index with 10,000 tensors is about 1 MiB); the limits
+// only keep a hostile or mistaken path from being read into memory whole.
+constexpr uint64_t kMaxConfigBytes = 16ull << 20;
+constexpr uint64_t kMaxIndexBytes = 64ull << 20;
+
+Result<nlohmann::json> read_json(const std::string& path, uint64_t max_bytes, std::string_view what) {
+    const std::string text = TDM_TRY(read_regular_file(path, max_bytes, what));
     try {
-        return nlohmann::json::parse(p, p + file->size());
+        return nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
         return Error::format("{}: invalid JSON: {}", path, e.what());
     }
@@ -76,7 +82,7 @@ Status SafetensorsModel::add_shard(std::unique_ptr<MappedFile> file) {
 }
 
 Status SafetensorsModel::load_index(const std::string& dir, const std::string& index_path) {
-    nlohmann::json index = TDM_TRY(read_json(index_path));
+    nlohmann::json index = TDM_TRY(read_json(index_path, kMaxIndexBytes, "safetensors index"));
     auto wm = index.is_object() ? index.find("weight_map") : index.end();
     if (!index.is_object() || wm == index.end() || !wm->is_object())
         return Error::format("{}: no \"weight_map\" object", index_path);
@@ -123,7 +129,7 @@ void SafetensorsModel::load_config(const std::string& dir) {
                                       config_path_);
         return;
     }
-    Result<nlohmann::json> j = read_json(config_path_);
+    Result<nlohmann::json> j = read_json(config_path_, kMaxConfigBytes, "model config");
     if (!j.ok()) {
         config_error_ = j.error();
     } else if (!j->is_object()) {

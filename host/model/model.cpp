@@ -137,6 +137,7 @@ Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const ModelSource> so
     const uint64_t block = std::clamp<uint64_t>(src.file_bytes() + (1u << 20), 1u << 20, 256ull << 20);
     m->weights_ = std::make_unique<WeightStore>(device, src.path(), block);
     m->weights_->set_upload_options(opt.upload);
+    m->weights_->set_check_weights(opt.check_weights);
     if (opt.progress) {
         const uint64_t total = src.file_bytes();
         auto fn = opt.progress;

@@ -25,6 +25,7 @@ struct ModelLoadOptions {
     std::map<std::string, std::string> options;  // passed to the plugin (tdm_options)
     std::function<void(uint64_t done, uint64_t total)> progress;  // bytes of the file loaded
     WeightUploadOptions upload;                                    // tests: force chunking
+    bool check_weights = true;  // refuse NaN/Inf weights (model/weight_check.h)
 };
 
 class Model {

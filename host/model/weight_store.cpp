@@ -8,6 +8,7 @@
 
 #include "common/fp16.h"
 #include "common/quant.h"
+#include "model/weight_check.h"
 
 namespace tdm {
 
@@ -76,6 +77,7 @@ Result<const DeviceWeight*> WeightStore::load(const ModelSource& src, const tdm_
         }
         TDM_TRY(check_shape(src, *t, req));
         TDM_TRY(check_type(src, *t));
+        if (check_weights_ && checked_.insert(t).second) TDM_TRY(check_weights_finite(src.path(), *t));
         if (!parts.empty() && (t->type != parts[0]->type || std::memcmp(t->ne, parts[0]->ne, sizeof t->ne) != 0))
             return Error::format("{}: '{}' and '{}' differ in type or shape; they cannot be stacked", src.path(),
                                  parts[0]->name, t->name);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "formats/model_source.h"
@@ -31,6 +32,9 @@ public:
 
     // Progress reporting: called after each weight with bytes loaded so far.
     void set_progress(std::function<void(uint64_t done)> fn) { progress_ = std::move(fn); }
+    // Scan each source tensor for NaN/Inf before its first upload (model/weight_check.h);
+    // on by default.
+    void set_check_weights(bool on) { check_weights_ = on; }
     // Test hook: largest binding (forces row chunking).
     void set_upload_options(const WeightUploadOptions& o) { upload_ = o; }
 
@@ -43,6 +47,8 @@ private:
     uint64_t source_bytes_ = 0;
     std::function<void(uint64_t)> progress_;
     WeightUploadOptions upload_;
+    bool check_weights_ = true;
+    std::unordered_set<const SourceTensor*> checked_;  // scanned once even when loaded in slabs
 };
 
 // "[1024, 2048]"

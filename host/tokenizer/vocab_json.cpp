@@ -4,6 +4,7 @@
 // silently different tokenization is worse than a refusal.
 #include "tokenizer/vocab_json.h"
 
+#include "common/file_read.h"
 #include "tokenizer/unicode.h"
 
 #include <nlohmann/json.hpp>
@@ -11,8 +12,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace tdm {
 namespace {
@@ -398,14 +397,10 @@ Result<Vocab> load_vocab_hf(std::string_view tokenizer_json, std::string_view co
 
 namespace {
 
-Result<std::string> read_whole_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return Error::format("cannot open '{}': {}", path, std::strerror(errno));
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    if (f.bad()) return Error::format("cannot read '{}'", path);
-    return ss.str();
-}
+// The largest tokenizer.json files in use are about 35 MiB (262k-token vocabularies);
+// tokenizer_config.json holds a chat template and a few flags.
+constexpr uint64_t kMaxTokenizerJsonBytes = 512ull << 20;
+constexpr uint64_t kMaxTokenizerConfigBytes = 64ull << 20;
 
 }  // namespace
 
@@ -413,10 +408,11 @@ Result<Vocab> load_vocab_hf_file(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code ec;
     fs::path json_path = fs::is_directory(path, ec) ? fs::path(path) / "tokenizer.json" : fs::path(path);
-    std::string text = TDM_TRY(read_whole_file(json_path.string()));
+    std::string text = TDM_TRY(read_regular_file(json_path.string(), kMaxTokenizerJsonBytes, "tokenizer file"));
     std::string config;
     fs::path config_path = json_path.parent_path() / "tokenizer_config.json";
-    if (fs::exists(config_path, ec)) config = TDM_TRY(read_whole_file(config_path.string()));
+    if (fs::exists(config_path, ec))
+        config = TDM_TRY(read_regular_file(config_path.string(), kMaxTokenizerConfigBytes, "tokenizer config"));
     return load_vocab_hf(text, config, json_path.string());
 }
 

@@ -1,16 +1,13 @@
 // host/vk/pipeline.cpp
 #include "vk/pipeline.h"
 
-#include <zstd.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <unordered_map>
 
 #include "common/log.h"
+#include "vk/pipeline_cache_file.h"
 
 namespace tdm::vk {
 
@@ -114,7 +111,10 @@ std::string user_cache_dir() {
     dir /= "tandem";
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (ec) return {};
+    if (ec) {
+        TDM_LOG_WARN("vulkan", "no persistent pipeline cache: cannot create {}: {}", dir.string(), ec.message());
+        return {};
+    }
     return dir.string();
 }
 
@@ -126,20 +126,6 @@ std::string uuid_hex(const uint8_t* u) {
     return s;
 }
 
-std::vector<uint8_t> read_compressed(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return {};
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string z = ss.str();
-    const unsigned long long n = ZSTD_getFrameContentSize(z.data(), z.size());
-    if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n > (512ull << 20)) return {};
-    std::vector<uint8_t> out(n);
-    const size_t got = ZSTD_decompress(out.data(), out.size(), z.data(), z.size());
-    if (ZSTD_isError(got) || got != n) return {};
-    return out;
-}
-
 }  // namespace
 
 PipelineManager::PipelineManager(Device& device) : device_(device) {
@@ -149,7 +135,11 @@ PipelineManager::PipelineManager(Device& device) : device_(device) {
         const DeviceCaps& c = device.caps();
         cache_path_ = fmt::format("{}/pipelines-{:04x}-{:04x}-{}.zst", dir, c.vendor_id, c.device_id,
                                   uuid_hex(c.pipeline_cache_uuid));
-        initial = read_compressed(cache_path_);
+        auto loaded = load_pipeline_cache_file(cache_path_);
+        if (loaded.ok())
+            initial = std::move(*loaded);
+        else  // only compile time is lost; the next save replaces the file
+            TDM_LOG_WARN("vulkan", "{}; starting with an empty pipeline cache", loaded.error().message());
     }
     VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
     ci.initialDataSize = initial.size();
@@ -173,18 +163,7 @@ Status PipelineManager::save_cache() {
     if (n == 0 || n == loaded_cache_bytes_) return {};
     std::vector<uint8_t> data(n);
     TDM_VK_CHECK(f.vkGetPipelineCacheData(device_.handle(), cache_, &n, data.data()), "reading pipeline cache");
-    std::vector<char> z(ZSTD_compressBound(n));
-    const size_t zn = ZSTD_compress(z.data(), z.size(), data.data(), n, 3);
-    if (ZSTD_isError(zn)) return Error("compressing the pipeline cache failed");
-    const std::string tmp = cache_path_ + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary);
-        out.write(z.data(), std::streamsize(zn));
-        if (!out) return Error::format("cannot write pipeline cache {}", tmp);
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, cache_path_, ec);  // atomic: concurrent runs never see half a file
-    if (ec) return Error::format("cannot write pipeline cache {}: {}", cache_path_, ec.message());
+    TDM_TRY(save_pipeline_cache_file(cache_path_, data));
     loaded_cache_bytes_ = n;
     return {};
 }

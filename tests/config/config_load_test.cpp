@@ -38,6 +38,7 @@ kv_type = "f32"
 n_batch = 256
 chat = true
 chat_template = "chatml"
+check_weights = false
 
 [chat_template]
 user_prefix = "<|user|>\n"
@@ -84,6 +85,7 @@ level = "debug"
     EXPECT_EQ(c.model.n_batch, 256);
     EXPECT_TRUE(c.model.chat);
     EXPECT_EQ(c.model.chat_template, "chatml");
+    EXPECT_FALSE(c.model.check_weights);
     EXPECT_EQ(c.chat_template.user_prefix, "<|user|>\n");
     EXPECT_EQ(c.chat_template.generation_prompt, "<|assistant|>\n");
     EXPECT_FALSE(c.chat_template.system_prefix.has_value());
@@ -272,7 +274,7 @@ TEST(ConfigLoad, validate_config_applies_the_same_rules_without_lines) {
 
 TEST(ConfigLoad, config_keys_lists_each_section_key_once) {
     const std::vector<std::string> keys = config_keys();
-    EXPECT_EQ(keys.size(), 4u + 9u + 7u + 7u + 12u + 2u + 1u);
+    EXPECT_EQ(keys.size(), 4u + 10u + 7u + 7u + 12u + 2u + 1u);
     EXPECT_EQ(keys.front(), "device.select");
     EXPECT_NE(std::find(keys.begin(), keys.end(), "speculative.auto"), keys.end());
     std::vector<std::string> sorted = keys;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -83,6 +84,14 @@ TEST_F(ConfigSearch, rejects_a_directory_where_a_file_should_be) {
     fs::create_directories(root_ / "xdg" / "tandem" / "tandem.toml");
     EXPECT_TRUE(fails_with(find_config(std::nullopt, where_), "is not a regular file"));
     EXPECT_TRUE(fails_with(load_config_file((root_ / "dir.toml").string()), "is a directory"));
+}
+
+TEST_F(ConfigSearch, a_fifo_or_an_oversized_file_is_refused_without_reading_it) {
+    const std::string fifo = (root_ / "fifo.toml").string();
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    EXPECT_TRUE(fails_with(load_config_file(fifo), {"config file " + fifo + " is a FIFO, not a regular file"}));
+    const std::string big = write("big.toml", std::string(5u << 20, '#'));
+    EXPECT_TRUE(fails_with(load_config_file(big), {"config file " + big + " is 5 MiB, more than the 4 MiB"}));
 }
 
 TEST_F(ConfigSearch, load_errors_name_the_file) {

@@ -202,3 +202,39 @@ TEST(GgufReject, gguf_rejects_truncated_tensor_data) {
 TEST(GgufReject, gguf_open_names_a_missing_file) {
     EXPECT_TRUE(fails_with(GgufFile::open("/nonexistent/model.gguf"), {"/nonexistent/model.gguf", "cannot open"}));
 }
+
+namespace {
+
+// Two F32 tensors 'a' and 'b' with the given element counts and data offsets, in that
+// order in the tensor list, over a data section of `data_bytes` zeros.
+GgufBuilder two_tensors(int64_t a_ne, uint64_t a_off, int64_t b_ne, uint64_t b_off, size_t data_bytes) {
+    GgufBuilder b;
+    b.header(3, 2, 0).tensor_info("a", {a_ne}, 0, a_off).tensor_info("b", {b_ne}, 0, b_off).pad_to(32).zeros(data_bytes);
+    return b;
+}
+
+}  // namespace
+
+TEST(GgufReject, gguf_rejects_tensors_that_share_bytes) {
+    // Header 24 + two infos of 8 + 1 + 4 + 8 + 4 + 8 = 33 bytes: the data section starts at 96.
+    EXPECT_TRUE(fails_with(parse(two_tensors(8, 0, 8, 0, 64)),
+                           {"tensor 'b' (file bytes [96, 128)) overlaps tensor 'a' (file bytes [96, 128))"}));
+    // 'a' retyped or reshaped to 16 elements runs into 'b'.
+    EXPECT_TRUE(fails_with(parse(two_tensors(16, 0, 8, 32, 64)),
+                           {"tensor 'b' (file bytes [128, 160)) overlaps tensor 'a' (file bytes [96, 160))"}));
+}
+
+TEST(GgufReject, gguf_rejects_tensor_data_out_of_list_order) {
+    EXPECT_TRUE(fails_with(parse(two_tensors(8, 32, 8, 0, 64)),
+                           {"tensor 'b' (file bytes [96, 128)) is stored before tensor 'a' (file bytes [128, 160))",
+                            "must follow the order of the list"}));
+}
+
+TEST(GgufReject, gguf_accepts_gaps_and_empty_tensors_between_tensors) {
+    auto gap = parse(two_tensors(8, 0, 8, 64, 96));
+    ASSERT_TRUE(gap.ok()) << gap.error().message();
+    EXPECT_EQ((*gap)->tensors()[1].file_offset, 160u);
+    // An empty tensor occupies no bytes, wherever its offset points.
+    auto empty = parse(two_tensors(8, 0, 0, 0, 32));
+    ASSERT_TRUE(empty.ok()) << empty.error().message();
+}

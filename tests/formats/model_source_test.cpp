@@ -11,6 +11,9 @@
 #include "support/fixtures.h"
 #include "support/gguf_builder.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstring>
 
 using namespace tdm;
@@ -144,4 +147,32 @@ TEST(ModelSource, broken_files_get_their_format_s_own_error) {
     // A .safetensors name with a broken header gets the safetensors parser's message.
     write_bytes(dir + "/x.safetensors", std::string("\xff\xff\xff\xff\xff\xff\xff\x7f{}", 10));
     EXPECT_TRUE(fails_with(ModelSource::open(dir + "/x.safetensors"), "100 MB limit"));
+}
+
+// Paths that are not regular files are refused at once: a FIFO would block the open
+// until some writer appeared, a device would be read without end.
+TEST(ModelSource, a_fifo_or_a_device_as_the_model_is_refused_without_blocking) {
+    const std::string dir = make_temp_dir("ms-fifo");
+    const std::string fifo = dir + "/model.gguf";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    EXPECT_TRUE(fails_with(ModelSource::open(fifo), {"model file " + fifo + " is a FIFO, not a regular file"}));
+    const std::string zero = dir + "/zero.gguf";
+    ASSERT_EQ(::symlink("/dev/zero", zero.c_str()), 0);
+    EXPECT_TRUE(fails_with(ModelSource::open(zero), {zero, "is a character device, not a regular file"}));
+}
+
+TEST(ModelSource, hf_json_files_that_are_fifos_are_refused_without_blocking) {
+    // A FIFO config.json: the model opens (its config is optional to the reader) and
+    // config() says why there is none.
+    const std::string dir = make_temp_dir("ms-fifo-config");
+    write_bytes(dir + "/model.safetensors", safetensors_bytes({{"a", "F32", {1}, "aaaa"}}));
+    ASSERT_EQ(::mkfifo((dir + "/config.json").c_str(), 0600), 0);
+    auto r = ModelSource::open(dir);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_TRUE(fails_with((*r)->safetensors()->config(),
+                           {"model config " + dir + "/config.json is a FIFO, not a regular file"}));
+    // A FIFO index: the shards cannot be known, so the model does not open.
+    const std::string sharded = make_temp_dir("ms-fifo-index");
+    ASSERT_EQ(::mkfifo((sharded + "/model.safetensors.index.json").c_str(), 0600), 0);
+    EXPECT_TRUE(fails_with(ModelSource::open(sharded), {"safetensors index", "is a FIFO, not a regular file"}));
 }

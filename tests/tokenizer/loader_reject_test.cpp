@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+
 #include <fstream>
 
 namespace tdm::test {
@@ -289,6 +291,25 @@ TEST(TokenizerReject, export_refuses_what_gguf_cannot_express) {
     st = write_vocab_gguf(spaced, w2);
     ASSERT_FALSE(st.ok());
     EXPECT_NE(st.error().message().find("merge #1"), std::string::npos) << st.error().message();
+}
+
+TEST(TokenizerReject, tokenizer_files_that_are_fifos_are_refused_without_blocking) {
+    const std::string dir = make_temp_dir("tok-fifo");
+    ASSERT_EQ(::mkfifo((dir + "/tokenizer.json").c_str(), 0600), 0);
+    auto r = load_tokenizer_hf_file(dir);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message().find("tokenizer file " + dir + "/tokenizer.json is a FIFO, not a regular file"),
+              std::string::npos)
+        << r.error().message();
+
+    const std::string conf_dir = make_temp_dir("tok-fifo-config");
+    std::ofstream(conf_dir + "/tokenizer.json") << minimal_json().dump();
+    ASSERT_EQ(::mkfifo((conf_dir + "/tokenizer_config.json").c_str(), 0600), 0);
+    auto c = load_tokenizer_hf_file(conf_dir);
+    ASSERT_FALSE(c.ok());
+    EXPECT_NE(c.error().message().find("tokenizer config " + conf_dir + "/tokenizer_config.json is a FIFO"),
+              std::string::npos)
+        << c.error().message();
 }
 
 }  // namespace

@@ -1,0 +1,51 @@
+// host/engine/logits_check.cpp
+#include "engine/logits_check.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace tdm {
+
+std::vector<int32_t> output_positions(const ForwardInput& in) {
+    std::vector<int32_t> out;
+    out.reserve(in.output_rows.size());
+    for (int32_t row : in.output_rows) out.push_back(in.positions[size_t(row)]);
+    return out;
+}
+
+bool full_logits_check() {
+    static const bool on = [] {
+        const char* e = std::getenv("TANDEM_CHECK_NAN");
+        return e && *e && std::strcmp(e, "0") != 0;
+    }();
+    return on;
+}
+
+Status check_logits_finite(const ForwardOutput& out, uint32_t n_vocab, std::span<const int32_t> positions) {
+    if (!out.logits || n_vocab == 0) return {};
+    const bool full = full_logits_check();
+    for (uint32_t r = 0; r < out.n_outputs; ++r) {
+        const float* row = out.logits + uint64_t(r) * n_vocab;
+        const int32_t best = out.argmax ? out.argmax[r] : -1;
+        // The argmax of a row without a NaN is finite unless a logit overflowed to +inf;
+        // an argmax outside the vocabulary means the row cannot be trusted: scan it.
+        int64_t bad = -1;
+        if (!full && best >= 0 && uint32_t(best) < n_vocab) {
+            if (!std::isfinite(row[best])) bad = best;
+        } else {
+            for (uint32_t v = 0; v < n_vocab && bad < 0; ++v)
+                if (!std::isfinite(row[v])) bad = v;
+        }
+        if (bad < 0) continue;
+        const float x = row[bad];
+        const int64_t pos = r < positions.size() ? positions[r] : -1;
+        return Error::format(
+            "the model produced {} logits at position {} (token {} of the vocabulary is {}): its weights or a "
+            "kernel are broken; TANDEM_CHECK_NAN=1 scans every logit",
+            std::isnan(x) ? "NaN" : "infinite", pos, bad, std::isnan(x) ? "NaN" : x > 0 ? "+inf" : "-inf");
+    }
+    return {};
+}
+
+}  // namespace tdm
