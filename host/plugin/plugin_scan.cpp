@@ -128,7 +128,11 @@ nlohmann::json scan_plugin_here(const std::string& path, uint32_t host_abi_max) 
     {
         Registry reg;
         auto st = load_plugin_file(reg, path, {}, host_abi_max);
-        if (!st.ok()) return failure(st.error().message());
+        if (!st.ok()) {
+            j = failure(st.error().message());
+            if (!reg.plugins().empty()) j["name"] = reg.plugins().front()->name;  // failed in init
+            return j;
+        }
         const PluginRecord& p = *reg.plugins().front();
         j = {{"ok", true},           {"name", p.name},          {"version", p.version},
              {"description", p.description}, {"abi", p.abi}, {"provides", p.provides}};
@@ -203,6 +207,8 @@ Status apply_scan_report(const nlohmann::json& report, PluginRecord& rec) {
         if (!report.at("ok").get<bool>()) {
             rec.error = report.at("error").get<std::string>();
             if (rec.error.empty()) rec.error = "failed its scan (no reason given)";
+            if (report.contains("name") && report["name"].is_string() && !report["name"].get<std::string>().empty())
+                rec.name = report["name"].get<std::string>();
             rec.scan_report = report;
             return {};
         }
