@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "config/memory_size.h"
 #include "plugin/plugin_loader.h"
+#include "plugin/plugin_scan.h"
 #include "vk/recorder.h"
 
 namespace tdm::cli {
@@ -110,9 +111,7 @@ Result<vk::PipelineManager*> App::pipelines() {
 
 Result<Registry*> App::registry() {
     if (registry_) return registry_.get();
-    PluginSearch s;
-    s.dirs = config_.plugins.paths;
-    s.disabled = config_.plugins.disable;
+    const PluginSearch s = TDM_TRY(plugin_search(*this));
     registry_ = TDM_TRY(load_plugins(s));
     if (!s.disabled.empty()) {
         // A disabled plugin is never opened, so its name is known only from its file name.
@@ -176,6 +175,7 @@ void App::finish() {
 }
 
 int run_cli(int argc, const char* const* argv) {
+    if (argc >= 2 && std::string_view(argv[1]) == kScanSubcommand) return cmd_scan_plugin(argc, argv);
     const ProgramSpec& spec = program_spec();
     auto args = parse_args(spec, argc, argv);
     if (!args.ok()) {

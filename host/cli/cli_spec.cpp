@@ -54,6 +54,9 @@ OptionGroup global_options() {
                  "before TANDEM_PLUGIN_PATH and the install directory.", "", "", false, true},
                 {{"--plugin-disable"}, K::string, "NAME", "Do not load the plugin of this name (repeatable).", "", "",
                  false, true},
+                {{"--no-plugin-scan"}, K::flag, "", "Open plugins in this process without first loading each in a "
+                 "child process (for trusted plugin directories; a crashing plugin then takes tandem down).", "",
+                 "TANDEM_NO_PLUGIN_SCAN"},
                 one_of({{"--log-level"}, K::string, "LEVEL", "trace, debug, info, warn, error or off.", "",
                         "TANDEM_LOG"},
                        {"trace", "debug", "info", "warn", "error", "off"}),
@@ -219,8 +222,12 @@ const ProgramSpec& program_spec() {
 
         CommandSpec plugins{"plugins", "list the loaded plugins, their ABI versions and what they register",
                             "List the plugins found on the search path, their ABI versions and what each registers "
-                            "(architectures, draft heads, drafters). Plugins that failed to load are listed with the "
-                            "reason."};
+                            "(architectures, draft heads, drafters). Each plugin is first loaded in a child process "
+                            "(`tandem __scan-plugin`), whose report is cached by file in $XDG_CACHE_HOME/tandem/"
+                            "plugin-scan.json; this command lists those reports and opens no plugin itself. A plugin "
+                            "that crashes, hangs (TANDEM_PLUGIN_SCAN_TIMEOUT seconds, default 10) or fails to load "
+                            "there is listed with the reason and never loaded; other commands open only the plugins "
+                            "they use. --no-plugin-scan opens them all in this process instead."};
         plugins.groups = {{"plugins", {output_format("text or json.")}}};
 
         CommandSpec devices{"devices", "list the Vulkan devices and their capabilities",

@@ -23,6 +23,17 @@ struct SynthInfo {
 SynthInfo synth_info(const PluginRecord& p) {
     SynthInfo info;
     info.path = synthesizer_path(p.path);
+    if (p.scan_report.is_object()) {  // the scanner opened it, out of this process
+        const nlohmann::json& s = p.scan_report.contains("synthesizer") ? p.scan_report["synthesizer"] : nullptr;
+        info.present = p.error.empty() && s.is_object();
+        if (!info.present) return info;
+        info.path = s.value("path", info.path);
+        info.error = s.value("error", "");
+        if (s.contains("archs") && s["archs"].is_array())
+            for (const auto& a : s["archs"])
+                if (a.is_string()) info.archs.push_back(a.get<std::string>());
+        return info;
+    }
     std::error_code ec;
     info.present = p.error.empty() && std::filesystem::exists(info.path, ec);
     if (!info.present) return info;
@@ -43,10 +54,9 @@ std::string join(const std::vector<std::string>& v) {
 }  // namespace
 
 Status cmd_plugins(App& app) {
+    // Lists what the scans found: a scanned plugin is not opened in this process.
     Registry* reg = TDM_TRY(app.registry());
-    PluginSearch s;
-    s.dirs = app.config().plugins.paths;
-    const auto dirs = plugin_search_dirs(s);
+    const auto dirs = plugin_search_dirs(TDM_TRY(plugin_search(app)));
     if (json_output(app.args())) {
         nlohmann::json j;
         j["host_abi"] = {{"min", TDM_ABI_VERSION_MIN}, {"max", TDM_ABI_VERSION}};
@@ -55,7 +65,8 @@ Status cmd_plugins(App& app) {
         for (const auto& p : reg->plugins()) {
             nlohmann::json j_plugin = {{"name", p->name},         {"version", p->version},   {"path", p->path},
                                        {"abi", p->abi},           {"description", p->description},
-                                       {"provides", p->provides}, {"error", p->error}};
+                                       {"provides", p->provides}, {"error", p->error},
+                                       {"scan", p->scan_origin}};
             const SynthInfo si = synth_info(*p);
             j_plugin["synthesizer"] = si.present ? nlohmann::json{{"path", si.path}, {"archs", si.archs},
                                                                    {"error", si.error}}

@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "engine/runner.h"
 #include "model/model.h"
+#include "plugin/plugin_loader.h"
 #include "plugin/registry.h"
 
 namespace tdm::cli {
@@ -65,6 +66,11 @@ Status cmd_devices(App& app);
 Status cmd_synth(App& app);
 Status cmd_demo(App& app);
 Status cmd_bench(App& app);
+// The hidden `tandem __scan-plugin PATH` (plugin/plugin_scan.h): exit status, report on stdout.
+int cmd_scan_plugin(int argc, const char* const* argv);
+// Where and how the commands look for plugins: the config's directories and
+// disabled names, and out-of-process scanning unless --no-plugin-scan.
+Result<PluginSearch> plugin_search(const App& app);
 
 // Helpers shared by commands.
 bool json_output(const ParsedArgs& args);  // --output-format json / --json

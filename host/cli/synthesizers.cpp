@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "plugin/abi_structs.h"
+
 namespace tdm::cli {
 
 std::string synthesizer_path(const std::string& plugin_path) {
@@ -46,9 +48,10 @@ Result<std::unique_ptr<Synthesizer>> Synthesizer::open(const std::string& path) 
     if (!api.name || !api.archs || !api.synthesize)
         return Error::format("synthesizer {}: its table lacks the name, the architectures or synthesize()", path);
     s->version_ = n.synth_version;
-    s->name_ = api.name;
-    s->description_ = api.description ? api.description : "";
-    for (const char* const* a = api.archs; *a; ++a) s->archs_.emplace_back(*a);
+    // names read no further than their bounds (plugin/abi_structs.h), never past
+    s->name_ = TDM_TRY(plugin_name(api.name, fmt::format("synthesizer {}: name", path)));
+    s->description_ = plugin_string(api.description, kPluginTextMax);
+    s->archs_ = TDM_TRY(plugin_names(api.archs, fmt::format("synthesizer {}: archs", path)));
     s->synthesize_ = api.synthesize;
     return s;
 }

@@ -66,7 +66,7 @@ Result<ArchProbe> probe_architecture(const ModelSource& src, const Registry& reg
                                  fmt::format("plugin {}: attention layers", p.arch->plugin->name));
     auto states = read_abi_array(info.recurrent_states, info.n_recurrent_states, abi,
                                  fmt::format("plugin {}: recurrent states", p.arch->plugin->name));
-    if (info.description) p.description = info.description;
+    if (info.description) p.description = plugin_string(info.description, kPluginTextMax);
     p.arch->desc->destroy(obj);
     p.attention_layers = TDM_TRY(std::move(layers));
     p.recurrent_states = TDM_TRY(std::move(states));

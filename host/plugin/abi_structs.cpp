@@ -71,4 +71,32 @@ std::string plugin_message(const char* buf, size_t cap, std::string_view fallbac
     return std::string(buf, n);
 }
 
+std::string plugin_string(const char* s, size_t max, std::string_view fallback) {
+    if (!s) return std::string(fallback);
+    const size_t n = strnlen(s, max);
+    if (n < max) return std::string(s, n);
+    return std::string(s, max) + "...";
+}
+
+Result<std::string> plugin_name(const char* s, std::string_view what) {
+    if (!s) return Error::coded(TDM_ERR_INVALID_ARGUMENT, "{}: null name", what);
+    const size_t n = strnlen(s, kPluginNameMax);
+    if (n == 0) return Error::coded(TDM_ERR_INVALID_ARGUMENT, "{}: empty name", what);
+    if (n == kPluginNameMax)
+        return Error::coded(TDM_ERR_INVALID_ARGUMENT, "{}: name '{}...' is not NUL-terminated within {} bytes", what,
+                            std::string(s, 32), kPluginNameMax);
+    return std::string(s, n);
+}
+
+Result<std::vector<std::string>> plugin_names(const char* const* list, std::string_view what) {
+    std::vector<std::string> out;
+    for (size_t i = 0; list && list[i]; ++i) {
+        if (i == kPluginListMax)
+            return Error::coded(TDM_ERR_LIMIT, "{}: more than {} names (is the list NULL-terminated?)", what,
+                                kPluginListMax);
+        out.push_back(TDM_TRY(plugin_name(list[i], fmt::format("{} entry {}", what, i))));
+    }
+    return out;
+}
+
 }  // namespace tdm

@@ -40,6 +40,27 @@ template <> uint32_t abi_min_size<tdm_host_limits>(uint32_t abi);
 // first NUL or `cap` bytes, never past; `fallback` when empty.
 std::string plugin_message(const char* buf, size_t cap, std::string_view fallback = {});
 
+// Strings a plugin hands the host by pointer (names, descriptions, keys, list
+// entries) carry no length: the host reads at most these many bytes of one.
+inline constexpr size_t kPluginNameMax = 256;    // names, keys, spec types, tensor names
+inline constexpr size_t kPluginTextMax = 16384;  // descriptions, log lines, hparam dumps
+// The most entries read from a NULL-terminated list of names.
+inline constexpr size_t kPluginListMax = 64;
+
+// A string from a plugin, read up to its NUL or `max` bytes, never past: one
+// that reaches `max` is cut there with "..." appended (it may have had no NUL).
+// Null: `fallback`.
+std::string plugin_string(const char* s, size_t max, std::string_view fallback = {});
+
+// A name from a plugin: refused (an error naming `what`) when null, empty, or
+// when no NUL comes within kPluginNameMax bytes; a name is never cut, since a
+// cut name would silently match something else.
+Result<std::string> plugin_name(const char* s, std::string_view what);
+
+// A NULL-terminated list of names (gguf_names, spec_types, ...): at most
+// kPluginListMax entries, each checked as plugin_name(); null list: empty.
+Result<std::vector<std::string>> plugin_names(const char* const* list, std::string_view what);
+
 // Copies *p into a zeroed T (min(p->struct_size, sizeof(T)) bytes); the copy's
 // struct_size is sizeof(T). `what` names the struct in the error ("plugin x:
 // architecture descriptor").

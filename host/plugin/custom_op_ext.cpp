@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "ops/custom_op.h"
+#include "plugin/abi_structs.h"
 #include "plugin/handles.h"
 #include "plugin/registry.h"
 
@@ -18,9 +19,8 @@ static_assert(sizeof(tdm_custom_op_desc) == TDM_EXT_CUSTOM_OP_V1_SIZEOF_DESC, "t
 
 tdm_status api_custom_op_create(tdm_registry* reg, const tdm_custom_op_desc* desc, const tdm_custom_op** out) {
     if (!desc || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "tdm.custom_op create: null argument");
-    const char* name = desc->struct_size >= offsetof(tdm_custom_op_desc, name) + sizeof(desc->name) && desc->name
-                           ? desc->name
-                           : "(unnamed)";
+    const bool has_name = desc->struct_size >= offsetof(tdm_custom_op_desc, name) + sizeof(desc->name) && desc->name;
+    const std::string name = has_name ? plugin_string(desc->name, kPluginNameMax) : "(unnamed)";
     if (!reg)
         return set_last_error(TDM_ERR_INVALID_ARGUMENT,
                               fmt::format("custom op '{}': create is only allowed during init (the registry is NULL)",
@@ -32,6 +32,20 @@ tdm_status api_custom_op_create(tdm_registry* reg, const tdm_custom_op_desc* des
                                           name, desc->struct_size, TDM_EXT_CUSTOM_OP_V1_SIZEOF_DESC));
     tdm_custom_op_desc d{};  // fields a newer plugin appended are not read
     std::memcpy(&d, desc, std::min<size_t>(desc->struct_size, sizeof d));
+    // make_custom_op copies the name and entry point: from the host's bounded copies
+    std::string bounded_name, entry_point;
+    if (d.name && *d.name) {  // an empty one: make_custom_op says what a name is for
+        auto n = plugin_name(d.name, "custom op");
+        if (!n.ok()) return set_last_error(n.error().context(fmt::format("plugin {}", reg->plugin->name)));
+        bounded_name = std::move(n).value();
+        d.name = bounded_name.c_str();
+    }
+    if (d.entry_point) {
+        auto e = plugin_name(d.entry_point, fmt::format("custom op '{}': entry point", name));
+        if (!e.ok()) return set_last_error(e.error().context(fmt::format("plugin {}", reg->plugin->name)));
+        entry_point = std::move(e).value();
+        d.entry_point = entry_point.c_str();
+    }
     auto op = make_custom_op(d);
     if (!op.ok()) return set_last_error(op.error().context(fmt::format("plugin {}", reg->plugin->name)));
     reg->plugin->provides.push_back(fmt::format("custom op {}", (*op)->name));

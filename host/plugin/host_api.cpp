@@ -43,6 +43,16 @@ const nlohmann::json* hf_lookup(const ModelSource& s, const char* key) {
     return j;
 }
 
+// A key or name the plugin passed: read up to kPluginNameMax bytes, never past.
+// Null, or no NUL within the bound: an error naming the call.
+tdm_status read_name(const char* s, const char* call, std::string* out) {
+    if (!s) return set_last_error(TDM_ERR_INVALID_ARGUMENT, fmt::format("{}: null name", call));
+    auto n = plugin_name(s, call);
+    if (!n.ok()) return set_last_error(n.error());
+    *out = std::move(n).value();
+    return TDM_OK;
+}
+
 tdm_status bad_source(const tdm_model_source* src) {
     return set_last_error(TDM_ERR_INVALID_ARGUMENT, "null model source");
 }
@@ -57,14 +67,19 @@ tdm_source_format api_source_format(const tdm_model_source* src) {
 
 const char* api_source_path(const tdm_model_source* src) { return src ? src->src->path().c_str() : ""; }
 
-int api_meta_has(const tdm_model_source* src, const char* key) {
-    if (!src || !key) return 0;
+int api_meta_has(const tdm_model_source* src, const char* plugin_key) {
+    std::string k;
+    if (!src || read_name(plugin_key, "meta_has", &k) != TDM_OK) return 0;
+    const char* key = k.c_str();
     if (const GgufFile* g = src->src->gguf()) return g->find(key) != nullptr;
     return hf_lookup(*src->src, key) != nullptr;
 }
 
-tdm_status api_meta_get_int(const tdm_model_source* src, const char* key, int64_t* out) {
-    if (!src || !key || !out) return bad_source(src);
+tdm_status api_meta_get_int(const tdm_model_source* src, const char* plugin_key, int64_t* out) {
+    if (!src || !plugin_key || !out) return bad_source(src);
+    std::string k;
+    if (tdm_status st = read_name(plugin_key, "meta_get_int", &k); st != TDM_OK) return st;
+    const char* key = k.c_str();
     if (const GgufFile* g = src->src->gguf()) {
         if (!g->find(key)) return not_found(src, key);
         auto v = g->get_int(key);
@@ -89,8 +104,11 @@ tdm_status api_meta_get_int(const tdm_model_source* src, const char* key, int64_
     return TDM_OK;
 }
 
-tdm_status api_meta_get_float(const tdm_model_source* src, const char* key, double* out) {
-    if (!src || !key || !out) return bad_source(src);
+tdm_status api_meta_get_float(const tdm_model_source* src, const char* plugin_key, double* out) {
+    if (!src || !plugin_key || !out) return bad_source(src);
+    std::string k;
+    if (tdm_status st = read_name(plugin_key, "meta_get_float", &k); st != TDM_OK) return st;
+    const char* key = k.c_str();
     if (const GgufFile* g = src->src->gguf()) {
         if (!g->find(key)) return not_found(src, key);
         auto v = g->get_float(key);
@@ -111,8 +129,11 @@ tdm_status api_meta_get_float(const tdm_model_source* src, const char* key, doub
     return TDM_OK;
 }
 
-tdm_status api_meta_get_bool(const tdm_model_source* src, const char* key, int* out) {
-    if (!src || !key || !out) return bad_source(src);
+tdm_status api_meta_get_bool(const tdm_model_source* src, const char* plugin_key, int* out) {
+    if (!src || !plugin_key || !out) return bad_source(src);
+    std::string k;
+    if (tdm_status st = read_name(plugin_key, "meta_get_bool", &k); st != TDM_OK) return st;
+    const char* key = k.c_str();
     if (const GgufFile* g = src->src->gguf()) {
         if (!g->find(key)) return not_found(src, key);
         auto v = g->get_bool(key);
@@ -128,8 +149,11 @@ tdm_status api_meta_get_bool(const tdm_model_source* src, const char* key, int* 
     return TDM_OK;
 }
 
-tdm_status api_meta_get_string(const tdm_model_source* src, const char* key, const char** out) {
-    if (!src || !key || !out) return bad_source(src);
+tdm_status api_meta_get_string(const tdm_model_source* src, const char* plugin_key, const char** out) {
+    if (!src || !plugin_key || !out) return bad_source(src);
+    std::string k;
+    if (tdm_status st = read_name(plugin_key, "meta_get_string", &k); st != TDM_OK) return st;
+    const char* key = k.c_str();
     std::lock_guard lock(src->strings_mutex);
     if (auto it = src->strings.find(std::string_view(key)); it != src->strings.end()) {
         *out = it->second.c_str();
@@ -159,9 +183,12 @@ tdm_status copy_array(const std::vector<T>& v, T* out, uint64_t cap, uint64_t* n
     return TDM_OK;
 }
 
-tdm_status api_meta_get_int_array(const tdm_model_source* src, const char* key, int64_t* out, uint64_t cap,
+tdm_status api_meta_get_int_array(const tdm_model_source* src, const char* plugin_key, int64_t* out, uint64_t cap,
                                   uint64_t* n) {
-    if (!src || !key) return bad_source(src);
+    if (!src || !plugin_key) return bad_source(src);
+    std::string k;
+    if (tdm_status st = read_name(plugin_key, "meta_get_int_array", &k); st != TDM_OK) return st;
+    const char* key = k.c_str();
     if (const GgufFile* g = src->src->gguf()) {
         if (!g->find(key)) return not_found(src, key);
         auto v = g->get_int_array(key);
@@ -180,9 +207,12 @@ tdm_status api_meta_get_int_array(const tdm_model_source* src, const char* key, 
     return copy_array(v, out, cap, n);
 }
 
-tdm_status api_meta_get_float_array(const tdm_model_source* src, const char* key, double* out, uint64_t cap,
+tdm_status api_meta_get_float_array(const tdm_model_source* src, const char* plugin_key, double* out, uint64_t cap,
                                     uint64_t* n) {
-    if (!src || !key) return bad_source(src);
+    if (!src || !plugin_key) return bad_source(src);
+    std::string k;
+    if (tdm_status st = read_name(plugin_key, "meta_get_float_array", &k); st != TDM_OK) return st;
+    const char* key = k.c_str();
     if (const GgufFile* g = src->src->gguf()) {
         if (!g->find(key)) return not_found(src, key);
         auto v = g->get_float_array(key);
@@ -208,8 +238,10 @@ tdm_status write_out(T* out, const T& value, const char* what) {
     return st == TDM_OK ? st : set_last_error(st, std::move(err));
 }
 
-tdm_status api_tensor_info(const tdm_model_source* src, const char* name, tdm_tensor_info* out) {
-    if (!src || !name || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "tensor_info: null argument");
+tdm_status api_tensor_info(const tdm_model_source* src, const char* plugin_name_arg, tdm_tensor_info* out) {
+    if (!src || !plugin_name_arg || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "tensor_info: null argument");
+    std::string name;
+    if (tdm_status st = read_name(plugin_name_arg, "tensor_info", &name); st != TDM_OK) return st;
     const SourceTensor* t = src->src->find(name);
     if (!t) return set_last_error(TDM_ERR_NOT_FOUND, fmt::format("{}: no tensor '{}'", src->src->path(), name));
     tdm_tensor_info info{};
@@ -222,8 +254,56 @@ tdm_status api_tensor_info(const tdm_model_source* src, const char* name, tdm_te
 
 // ---- weights ---------------------------------------------------------------------------
 
-tdm_status api_load_weight(tdm_loader* loader, const tdm_weight_request* req, const tdm_weight** out) {
-    if (!loader || !req || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "load_weight: null argument");
+// A copy of the plugin's request (the bytes of its struct_size, the rest zero) whose
+// name and part names point at the host's bounded copies in `names`.
+tdm_status bounded_weight_request(const tdm_weight_request* in, tdm_weight_request* out,
+                                  std::vector<std::string>* names, std::vector<const char*>* parts) {
+    constexpr size_t kBase = offsetof(tdm_weight_request, parts);
+    const uint32_t size = in->struct_size;
+    std::memset(out, 0, sizeof *out);
+    std::memcpy(out, in, std::min<size_t>(size, sizeof *out));
+    if (size < kBase) return TDM_OK;  // the store refuses it, with its own words
+    out->struct_size = std::min<uint32_t>(size, uint32_t(sizeof *out));
+    // names->at(0): the name; then one per part ("" for a null part, which stays null)
+    const char* plugin_name_ptr = out->name;
+    if (plugin_name_ptr) {
+        std::string n;
+        if (tdm_status st = read_name(plugin_name_ptr, "load_weight", &n); st != TDM_OK) return st;
+        names->push_back(std::move(n));
+    }
+    const bool has_parts = size >= kBase + sizeof out->parts && out->parts && out->n_parts > 0;
+    std::vector<bool> null_part;
+    if (has_parts) {
+        if (out->n_parts > 64)
+            return set_last_error(TDM_ERR_INVALID_ARGUMENT,
+                                  fmt::format("load_weight: {} parts is implausible", out->n_parts));
+        for (uint32_t i = 0; i < out->n_parts; ++i) {
+            std::string n;
+            null_part.push_back(!out->parts[i]);
+            if (out->parts[i])
+                if (tdm_status st = read_name(out->parts[i], "load_weight part", &n); st != TDM_OK) return st;
+            names->push_back(std::move(n));
+        }
+    }
+    // no reallocation from here on: the pointers taken below stay valid
+    size_t next = 0;
+    if (plugin_name_ptr) out->name = (*names)[next++].c_str();
+    if (has_parts) {
+        for (uint32_t i = 0; i < out->n_parts; ++i, ++next)
+            parts->push_back(null_part[i] ? nullptr : (*names)[next].c_str());
+        out->parts = parts->data();
+    }
+    return TDM_OK;
+}
+
+tdm_status api_load_weight(tdm_loader* loader, const tdm_weight_request* plugin_req, const tdm_weight** out) {
+    if (!loader || !plugin_req || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "load_weight: null argument");
+    // The store reads the request's tensor names: hand it bounded copies.
+    tdm_weight_request req_copy;
+    std::vector<std::string> names;
+    std::vector<const char*> parts;
+    if (tdm_status st = bounded_weight_request(plugin_req, &req_copy, &names, &parts); st != TDM_OK) return st;
+    const tdm_weight_request* req = &req_copy;
     auto r = loader->store->load(*loader->src, *req);
     if (!r.ok()) {
         const std::string& m = r.error().message();
@@ -280,7 +360,7 @@ tdm_status api_graph_op(tdm_graph* g, const tdm_op_desc* plugin_desc, tdm_tensor
     }
     std::memcpy(o.i, d->i, sizeof o.i);
     std::memcpy(o.f, d->f, sizeof o.f);
-    if (d->name) o.name = d->name;
+    if (d->name) o.name = plugin_string(d->name, kPluginNameMax);
     o.custom = from_handle(d->custom);
     auto r = g->graph.op(o);
     if (!r.ok()) {
@@ -391,8 +471,10 @@ tdm_status api_graph_state(tdm_graph* g, uint32_t index, tdm_tensor* out) {
 
 // ---- options ---------------------------------------------------------------------------
 
-tdm_status api_option_get_string(const tdm_options* o, const char* key, const char** out) {
-    if (!key || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "option: null argument");
+tdm_status api_option_get_string(const tdm_options* o, const char* plugin_key, const char** out) {
+    if (!plugin_key || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "option: null argument");
+    std::string key;
+    if (tdm_status st = read_name(plugin_key, "option", &key); st != TDM_OK) return st;
     if (!o) return set_last_error(TDM_ERR_NOT_FOUND, fmt::format("no option '{}'", key));
     auto it = o->values.find(key);
     if (it == o->values.end()) return set_last_error(TDM_ERR_NOT_FOUND, fmt::format("no option '{}'", key));
@@ -427,7 +509,8 @@ void api_log(tdm_log_level level, const char* plugin, const char* message) {
                        : level == TDM_LOG_INFO ? LogLevel::info
                        : level == TDM_LOG_WARN ? LogLevel::warn
                                                : LogLevel::error;
-    log_message(l, fmt::format("plugin {}", plugin ? plugin : "?"), message ? message : "");
+    log_message(l, fmt::format("plugin {}", plugin_string(plugin, kPluginNameMax, "?")),
+                plugin_string(message, kPluginTextMax));
 }
 
 const char* api_last_error() { return t_last_error.c_str(); }
@@ -436,7 +519,7 @@ tdm_status api_register_arch(tdm_registry* reg, const tdm_arch_desc* d) {
     if (!reg) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "register_arch outside init");
     auto st = reg->registry->add_arch(reg->plugin, d);
     if (!st.ok()) return set_last_error(st.error());
-    reg->plugin->provides.push_back(fmt::format("architecture {}", d->name));
+    reg->plugin->provides.push_back(fmt::format("architecture {}", plugin_string(d->name, kPluginNameMax)));
     return TDM_OK;
 }
 
@@ -444,7 +527,7 @@ tdm_status api_register_draft_head(tdm_registry* reg, const tdm_draft_head_desc*
     if (!reg) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "register_draft_head outside init");
     auto st = reg->registry->add_draft_head(reg->plugin, d);
     if (!st.ok()) return set_last_error(st.error());
-    reg->plugin->provides.push_back(fmt::format("draft head {}", d->name));
+    reg->plugin->provides.push_back(fmt::format("draft head {}", plugin_string(d->name, kPluginNameMax)));
     return TDM_OK;
 }
 
@@ -452,7 +535,7 @@ tdm_status api_register_drafter(tdm_registry* reg, const tdm_drafter_desc* d) {
     if (!reg) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "register_drafter outside init");
     auto st = reg->registry->add_drafter(reg->plugin, d);
     if (!st.ok()) return set_last_error(st.error());
-    reg->plugin->provides.push_back(fmt::format("drafter {}", d->name));
+    reg->plugin->provides.push_back(fmt::format("drafter {}", plugin_string(d->name, kPluginNameMax)));
     return TDM_OK;
 }
 
@@ -475,7 +558,9 @@ const void* api_get_extension(const char* name, uint32_t min_version, uint32_t* 
         set_last_error(TDM_ERR_INVALID_ARGUMENT, "get_extension: null name");
         return nullptr;
     }
-    return find_extension(name, min_version, version);
+    std::string n;
+    if (read_name(name, "get_extension", &n) != TDM_OK) return nullptr;
+    return find_extension(n, min_version, version);
 }
 
 const tdm_host_api kHostApi = {

@@ -9,8 +9,17 @@
 // up, the ABI version negotiated, and init() called with the registry.
 // A broken plugin found by searching is recorded (shown by `tandem plugins`)
 // and skipped; a plugin named explicitly must load.
+//
+// With a scanner (the CLI sets its own executable), each plugin is first vetted
+// in a child process (plugin_scan.h), its report cached (scan_cache.h): one
+// that crashes, hangs or fails there is recorded with the reason and never
+// opened here; the others are deferred, opened by the first lookup that needs a
+// name they registered (registry.h), so a command opens only the plugins it
+// uses. Without one (library users, --no-plugin-scan) every plugin is opened
+// in this process as it is found.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +37,12 @@ struct PluginSearch {
     // The newest ABI version offered (clamped to what this host speaks): lower
     // it to see how a plugin fares with an older host (tests do).
     uint32_t host_abi_max = TDM_ABI_VERSION;
+    // Out-of-process scanning: the executable that answers `__scan-plugin`
+    // (empty: none, plugins are opened in this process), how long one scan may
+    // take before the child is killed, and the cache file (empty: no cache).
+    std::string scanner;
+    std::chrono::milliseconds scan_timeout{10000};
+    std::string scan_cache;
 };
 
 Result<std::unique_ptr<Registry>> load_plugins(const PluginSearch& search);

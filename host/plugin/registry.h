@@ -1,14 +1,23 @@
 // host/plugin/registry.h: what the loaded plugins provide, and lookups by the
 // names users and files use (GGUF general.architecture, HF model_type,
 // --spec-type). Not here: finding and opening plugin files (plugin_loader.h).
+//
+// A plugin scanned out of process (plugin_scan.h) is deferred: its record shows
+// what the scan found, and the first lookup that needs one of its names opens it
+// in this process (set_opener). Lookups are therefore logically const only; a
+// registry with deferred plugins is for one thread at a time.
 #pragma once
 
 #include <tandem/tandem.h>
 
+#include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "ops/custom_op.h"
@@ -18,7 +27,8 @@ namespace tdm {
 struct PluginRecord;
 
 // Entries hold the host's own copy of each descriptor (read by the ABI's
-// growth rules: fields a plugin's older header lacks are zero).
+// growth rules: fields a plugin's older header lacks are zero); its name and
+// name lists point at the host's bounded copies, never into the plugin.
 struct ArchEntry {
     std::shared_ptr<const tdm_arch_desc> owned;
     const tdm_arch_desc* desc = nullptr;
@@ -40,6 +50,12 @@ struct DrafterEntry {
     std::vector<std::string> spec_types;
 };
 
+// The names a plugin registers, as a scan reported them: what lookups match
+// before the plugin is opened in this process.
+struct ScannedNames {
+    std::vector<std::string> gguf_archs, hf_model_types, drafter_types, head_types;
+};
+
 struct PluginRecord {
     std::string name, version, description, path;
     uint32_t abi = 0;                   // the negotiated ABI version
@@ -48,6 +64,14 @@ struct PluginRecord {
     std::string error;                  // non-empty: failed to load/init (kept for `tandem plugins`)
     std::vector<std::string> provides;  // "arch qwen3", "drafter ngram-simple", ...
     std::vector<std::unique_ptr<CustomOp>> custom_ops;  // created during init (tdm.custom_op); live until unload
+    // Scanned out of process, not opened here yet (handle null, error empty).
+    bool deferred = false;
+    ScannedNames scanned;
+    // How this record was vetted: "in-process" (no scan), "scanned" (a child ran
+    // it now) or "cached" (an earlier scan of the same file); and the scanner's
+    // report (null when not scanned).
+    std::string scan_origin = "in-process";
+    nlohmann::json scan_report;
 };
 
 class Registry {
@@ -67,10 +91,18 @@ public:
     std::string describe_architectures() const;
     std::vector<std::string> spec_types() const;  // every --spec-type a plugin answers to
 
+    // Every record, deferred ones included; opens nothing.
     const std::vector<std::unique_ptr<PluginRecord>>& plugins() const { return plugins_; }
-    const std::vector<ArchEntry>& archs() const { return archs_; }
-    const std::vector<DraftHeadEntry>& draft_heads() const { return heads_; }
-    const std::vector<DrafterEntry>& drafters() const { return drafters_; }
+    // Every entry of its kind: opens the deferred plugins that register one.
+    // Entries never move once added (a deque), so pointers from lookups stay valid.
+    const std::deque<ArchEntry>& archs() const;
+    const std::deque<DraftHeadEntry>& draft_heads() const;
+    const std::deque<DrafterEntry>& drafters() const;
+
+    // Opens a deferred plugin in this process (the loader sets it); its error
+    // is kept on the record and the lookup goes on without it.
+    using Opener = std::function<Status(Registry&, PluginRecord&)>;
+    void set_opener(Opener opener) { opener_ = std::move(opener); }
 
     // Used by the loader and the host API during init.
     PluginRecord* add_plugin(std::unique_ptr<PluginRecord> p);
@@ -81,10 +113,16 @@ public:
     void remove_entries(const PluginRecord* p);
 
 private:
+    // Opens the deferred plugins `wanted` picks, in search order.
+    void open_deferred(const std::function<bool(const ScannedNames&)>& wanted) const;
+    const ArchEntry* loaded_arch_gguf(std::string_view n) const;
+    const DrafterEntry* loaded_drafter(std::string_view t) const;
+
     std::vector<std::unique_ptr<PluginRecord>> plugins_;
-    std::vector<ArchEntry> archs_;
-    std::vector<DraftHeadEntry> heads_;
-    std::vector<DrafterEntry> drafters_;
+    std::deque<ArchEntry> archs_;
+    std::deque<DraftHeadEntry> heads_;
+    std::deque<DrafterEntry> drafters_;
+    Opener opener_;
 };
 
 // The registration context handed to tdm_plugin_api.init.

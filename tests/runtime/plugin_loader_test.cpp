@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "plugin/abi_structs.h"
 #include "plugin/plugin_loader.h"
 
 namespace tdm {
@@ -11,6 +12,48 @@ namespace {
 
 std::string test_plugin(const char* name) {
     return std::string(TANDEM_TEST_PLUGIN_DIR) + "/tandem-test-" + name + ".so";
+}
+
+std::string hostile_plugin(const char* name) {
+    return std::string(TANDEM_TEST_HOSTILE_PLUGIN_DIR) + "/tandem-hostile-" + name + ".so";
+}
+
+TEST(PluginLoader, error_buffer_filled_without_a_nul_is_read_to_its_end_and_no_further) {
+    Registry reg;
+    auto st = load_plugin_file(reg, hostile_plugin("unterminated_error"));
+    ASSERT_FALSE(st.ok());
+    const std::string& m = st.error().message();
+    EXPECT_NE(m.find("init failed: " + std::string(1024, 'x')), std::string::npos) << m.size();
+    EXPECT_EQ(m.find(std::string(1025, 'x')), std::string::npos);
+}
+
+TEST(PluginLoader, strings_without_a_nul_before_a_guard_page_are_cut_or_refused_never_overread) {
+    // the plugin's init checks that each bad name it passes is refused, and fails if not;
+    // any read past a bound hits its guard page and crashes this test
+    Registry reg;
+    auto st = load_plugin_file(reg, hostile_plugin("hostile_strings"));
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    const DrafterEntry* ok = reg.find_drafter("hostile-ok");
+    ASSERT_NE(ok, nullptr);
+    EXPECT_STREQ(ok->desc->name, "hostile-ok");
+    const PluginRecord& p = *reg.plugins().front();
+    EXPECT_EQ(p.version, std::string(kPluginNameMax, 'v') + "...");
+    EXPECT_EQ(p.description, std::string(kPluginTextMax, 'd') + "...");
+    EXPECT_EQ(p.provides, std::vector<std::string>{"drafter hostile-ok"});
+}
+
+TEST(PluginLoader, plugin_names_refuses_unterminated_empty_and_endless_lists) {
+    const std::string long_name(kPluginNameMax + 10, 'a');  // NUL-terminated, but too long to be a name
+    EXPECT_FALSE(plugin_name(long_name.c_str(), "x").ok());
+    EXPECT_FALSE(plugin_name("", "x").ok());
+    EXPECT_EQ(*plugin_name("qwen3", "x"), "qwen3");
+    std::vector<const char*> endless(kPluginListMax + 1, "t");
+    endless.push_back(nullptr);
+    auto r = plugin_names(endless.data(), "spec_types");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message().find("NULL-terminated"), std::string::npos) << r.error().message();
+    const char* two[] = {"a", "b", nullptr};
+    EXPECT_EQ(*plugin_names(two, "x"), (std::vector<std::string>{"a", "b"}));
 }
 
 TEST(PluginLoader, plugin_built_against_abi_1_loads_in_current_host) {
