@@ -156,15 +156,20 @@ Result<std::unique_ptr<Model>> App::load_model(const std::string& path) {
     return m;
 }
 
+KvPoolConfig kv_config(const Config& config, uint32_t n_ctx_train, bool speculative, uint32_t n_seq) {
+    KvPoolConfig kc;
+    kc.n_ctx = config.model.n_ctx > 0 ? uint32_t(config.model.n_ctx) : n_ctx_train;
+    kc.n_seq_max = n_seq;
+    kc.f16 = config.model.kv_type != "f32";
+    kc.memory_budget = config.model.kv_memory;
+    // recurrent-state checkpoints: a verify pass of draft_max + 1 tokens plus the current one
+    kc.n_checkpoints = speculative ? uint32_t(std::max(2, config.speculative.draft_max + 2)) : 2u;
+    return kc;
+}
+
 Result<std::unique_ptr<KvPool>> App::make_kv(const Model& model, bool speculative, uint32_t n_seq) {
     vk::Device* dev = TDM_TRY(device());
-    KvPoolConfig kc;
-    kc.n_ctx = config_.model.n_ctx > 0 ? uint32_t(config_.model.n_ctx) : model.info().n_ctx_train;
-    kc.n_seq_max = n_seq;
-    kc.f16 = config_.model.kv_type != "f32";
-    kc.memory_budget = config_.model.kv_memory;
-    // recurrent-state checkpoints: a verify pass of draft_max + 1 tokens plus the current one
-    kc.n_checkpoints = speculative ? uint32_t(std::max(2, config_.speculative.draft_max + 2)) : 2u;
+    const KvPoolConfig kc = kv_config(config_, model.info().n_ctx_train, speculative, n_seq);
     return KvPool::create(*dev, model.attention_layers(), kc, "KV cache of " + model.source().path(),
                           model.recurrent_states());
 }

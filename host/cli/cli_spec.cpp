@@ -49,7 +49,8 @@ OptionGroup global_options() {
                 {{"--profile"}, K::flag, "", "Time every GPU dispatch and print a per-op table at the end.", "",
                  "TANDEM_PROFILE"},
                 {{"--memory-limit"}, K::string, "SIZE", "Most device memory tandem may allocate (\"8GiB\"); "
-                 "allocations beyond it fail with an error naming them."},
+                 "a model whose weights and KV cache exceed it is refused before loading, and any allocation beyond "
+                 "it fails with an error naming it."},
                 {{"--plugin-path"}, K::string, "DIR", "Also search this directory for plugins (repeatable); searched "
                  "before TANDEM_PLUGIN_PATH and the install directory.", "", "", false, true},
                 {{"--plugin-disable"}, K::string, "NAME", "Do not load the plugin of this name (repeatable).", "", "",
@@ -70,7 +71,8 @@ OptionGroup model_options() {
                  "(config.json + *.safetensors + tokenizer.json). Default: [model] path of the config file."},
                 ranged({{"-c", "--ctx-size"}, K::integer, "N", "Context length in tokens (KV cache size): 0 = the "
                         "model's trained length, otherwise at least 16 (one KV block), rounded up to a multiple of "
-                        "16.", "4096"},
+                        "16. A context whose KV cache and weights do not fit the device's memory is refused with the largest that "
+                        "does.", "4096"},
                        0, kInt32Max),
                 {{"--kv-memory"}, K::string, "SIZE", "Size the KV cache by memory instead (\"2GiB\"); not together "
                  "with -c."},

@@ -13,6 +13,7 @@
 #include "bench/op_bench.h"
 #include "cli/commands.h"
 #include "cli/drafters.h"
+#include "cli/memory_plan.h"
 #include "engine/generate.h"
 #include "speculative/forced_drafter.h"
 
@@ -150,6 +151,7 @@ Status bench_decode(App& app) {
     vk::Device* dev = TDM_TRY(app.device());
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());
     const double t0 = now_s();
+    TDM_TRY(check_memory_fits(app, cfg.model.path, false));
     auto model = TDM_TRY(app.load_model(cfg.model.path));
     const double load_s = now_s() - t0;
     auto kv = TDM_TRY(app.make_kv(*model, false));
@@ -221,6 +223,7 @@ Status bench_spec(App& app) {
     const Config& cfg = app.config();
     vk::Device* dev = TDM_TRY(app.device());
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());
+    TDM_TRY(check_memory_fits(app, cfg.model.path, true));
     auto model = TDM_TRY(app.load_model(cfg.model.path));
     auto kv = TDM_TRY(app.make_kv(*model, true));
     Runner runner(*model, *kv, *dev, *pm);

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/drafters.h"
 #include "cli/interrupt.h"
+#include "cli/memory_plan.h"
 #include "cli/progress.h"
 #include "cli/prompt.h"
 #include "engine/generate.h"
@@ -20,8 +21,9 @@ Status cmd_run(App& app) {
     const Config& cfg = app.config();
     const bool json = json_output(a);
     const auto t_load = std::chrono::steady_clock::now();
-    auto model = TDM_TRY(app.load_model(cfg.model.path));
     const bool speculative = !spec_types(app.config()).empty() || app.config().speculative.auto_select;
+    TDM_TRY(check_memory_fits(app, cfg.model.path, speculative));
+    auto model = TDM_TRY(app.load_model(cfg.model.path));
     auto kv = TDM_TRY(app.make_kv(*model, speculative));
     vk::Device* dev = TDM_TRY(app.device());
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());

@@ -54,6 +54,10 @@ private:
     int exit_code_ = 0;
 };
 
+// The KV pool make_kv creates for a model of this trained length (also used to plan memory
+// before the model is loaded).
+KvPoolConfig kv_config(const Config& config, uint32_t n_ctx_train, bool speculative, uint32_t n_seq = 1);
+
 // Reads the config file (--config or the default search) and applies the
 // command-line options on top.
 Result<Config> merged_config(const ParsedArgs& args);

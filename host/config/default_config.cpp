@@ -33,7 +33,8 @@ std::string_view default_config_text() {
 # draft_path = ""
 # An MTP / NextN / assistant head shipped as its own file (speculative type "mtp").
 # mtp_head_path = ""
-# Context length in tokens; 0 = the model's trained length.
+# Context length in tokens; 0 = the model's trained length, otherwise at least 16 (one
+# KV block). A context whose weights and KV cache do not fit the device is refused.
 # n_ctx = 4096
 # KV cache element type: "f16" or "f32".
 # kv_type = "f16"
@@ -42,7 +43,7 @@ std::string_view default_config_text() {
 # kv_memory = 0
 # Prompt tokens processed per prefill pass.
 # n_batch = 512
-# Interactive chat mode.
+# Wrap the prompt in the chat template (--chat; --no-chat turns it off).
 # chat = false
 # A built-in chat template: "chatml", "chatml-thinking", "chatml-no-thinking", "gemma",
 # "glm4"; "" = the one the model's files call for.
@@ -83,7 +84,7 @@ std::string_view default_config_text() {
 # "mtp", "nextn", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod",
 # "ngram-cache", or one a plugin provides. Empty = none (see auto).
 # type = []
-# Most tokens drafted per round.
+# Most tokens drafted per round (1 to 1024).
 # draft_max = 16
 # Skip a round's draft when fewer tokens than this were proposed.
 # draft_min = 0

@@ -9,12 +9,9 @@
 #include "common/log.h"
 
 namespace tdm::vk {
-namespace {
 
-// Bytes of host memory still available (MemAvailable). On CPU devices device
-// memory is host memory and the driver does not enforce its advertised heap
-// (spec/lavapipe.md §2), so an allocation beyond this would end in the kernel's
-// OOM killer instead of an error.
+// On CPU devices an allocation beyond this would end in the kernel's OOM killer instead of
+// an error (spec/lavapipe.md §2).
 uint64_t host_memory_available() {
     std::ifstream in("/proc/meminfo");
     std::string key;
@@ -24,8 +21,6 @@ uint64_t host_memory_available() {
         if (key == "MemAvailable:") return value * 1024;
     return 0;
 }
-
-}  // namespace
 
 std::string format_bytes(uint64_t n) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

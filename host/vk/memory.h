@@ -15,6 +15,10 @@
 
 namespace tdm::vk {
 
+// Bytes of host memory still available (MemAvailable of /proc/meminfo; 0 if unknown). On CPU
+// devices (lavapipe) device memory is host memory, and the driver does not enforce its heap.
+uint64_t host_memory_available();
+
 enum class MemoryKind {
     device,  // weights, activations, KV: fastest for kernels
     host,    // staging uploads and readback: host-visible, cached when possible
