@@ -1,5 +1,5 @@
 // host/cli/cmd_run.cpp: `tandem run`: generate from a prompt, plain or
-// speculative; text or JSON output; --dump-logits.
+// speculative; text or JSON output; --dump-logits; --prompt-cache.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/drafters.h"
 #include "cli/prompt.h"
+#include "cli/prompt_cache.h"
 #include "engine/generate.h"
 
 namespace tdm::cli {
@@ -49,6 +50,14 @@ Status cmd_run(App& app) {
         std::fflush(stdout);
     };
     DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv));
+    std::optional<PromptCache> cache;
+    if (auto path = a.get_string("prompt-cache")) {
+        cache.emplace(*path, a.flag("prompt-cache-ro"));
+        gp.n_cached = cache->restore(*model, *kv, seq, prompt, chain.order);
+        gp.on_prefix = cache->save_hook(*model, *kv, seq, prompt, chain.order);
+    } else if (a.flag("prompt-cache-ro")) {
+        return Error("--prompt-cache-ro needs --prompt-cache FILE");
+    }
     GenerateResult r;
     std::optional<SpecStats> spec;
     if (chain.empty()) {
@@ -76,6 +85,7 @@ Status cmd_run(App& app) {
                         {"prefill_tokens_per_s", r.stats.prefill_tps()},
                         {"decode_tokens_per_s", r.stats.decode_tps()}};
         if (spec) j["speculative"] = spec->json();
+        if (cache) j["prompt_cache"] = cache->report().json();
         std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
         std::printf("\n");
@@ -85,6 +95,7 @@ Status cmd_run(App& app) {
                      r.stats.n_prompt, r.stats.prefill_ms, r.stats.prefill_tps(), r.stats.n_generated,
                      r.stats.decode_ms, r.stats.decode_tps(), r.stop_reason.c_str());
         if (spec) std::fprintf(stderr, "%s", spec->report().c_str());
+        if (cache) std::fprintf(stderr, "%s", cache->report().summary().c_str());
     }
     return {};
 }
