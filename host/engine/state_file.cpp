@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -43,6 +44,18 @@ struct TempFile {
         if (!keep && !path.empty()) ::unlink(path.c_str());
     }
 };
+
+// The umask without changing it (umask() would, for every thread).
+mode_t process_umask() {
+    std::FILE* f = std::fopen("/proc/self/status", "r");
+    mode_t mask = 022;
+    if (!f) return mask;
+    char line[256];
+    while (std::fgets(line, sizeof line, f))
+        if (std::strncmp(line, "Umask:", 6) == 0) mask = mode_t(std::strtoul(line + 6, nullptr, 8));
+    std::fclose(f);
+    return mask;
+}
 
 Status write_all(std::FILE* f, const void* p, size_t n) {
     if (n && std::fwrite(p, 1, n, f) != n) return Error::format("write failed: {}", std::strerror(errno));
@@ -197,6 +210,7 @@ Result<SavedStateInfo> save_sequence_state(const std::string& path, const Model&
     const int fd = ::mkstemp(pattern.data());
     if (fd < 0) return fail(Error::format("cannot create a temporary file {}: {}", pattern, std::strerror(errno)));
     tmp.path = pattern;
+    (void)::fchmod(fd, 0666 & ~process_umask());  // mkstemp makes 0600; a cache is an ordinary file
     tmp.f = ::fdopen(fd, "wb");
     if (!tmp.f) {
         ::close(fd);
