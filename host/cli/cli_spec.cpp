@@ -166,6 +166,17 @@ OptionGroup speculative_options() {
             }};
 }
 
+OptionGroup prompt_cache_options() {
+    return {"prompt cache",
+            {
+                {{"--prompt-cache"}, K::string, "FILE", "Save the processed prompt's state (KV, recurrent states, "
+                 "drafter state) to FILE, zstd-compressed; a later run whose prompt starts with the same tokens "
+                 "restores it and prefills only the rest. A file for another model or KV type, or a corrupt one, is "
+                 "refused with a warning (and replaced)."},
+                {{"--prompt-cache-ro"}, K::flag, "", "With --prompt-cache: read FILE but never write it."},
+            }};
+}
+
 OptionGroup output_options() {
     return {"output",
             {
@@ -193,7 +204,7 @@ const ProgramSpec& program_spec() {
                         "output is identical to plain decoding, only faster. Prints the text, then timings and "
                         "speculative statistics on stderr; --output-format json prints one JSON object instead."};
         run.groups = {model_options(), prompt_options(), generation_options(), speculative_options(),
-                      output_options()};
+                      prompt_cache_options(), output_options()};
 
         CommandSpec info{"info", "describe a model file: architecture, plugin, hyper-parameters, tensors, tokenizer",
                          "Describe a model file: its architecture and the plugin that handles it, the "

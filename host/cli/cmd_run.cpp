@@ -1,5 +1,5 @@
 // host/cli/cmd_run.cpp: `tandem run`: generate from a prompt, plain or
-// speculative; text or JSON output; --dump-logits.
+// speculative; text or JSON output; --dump-logits; --prompt-cache.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +13,7 @@
 #include "cli/memory_plan.h"
 #include "cli/progress.h"
 #include "cli/prompt.h"
+#include "cli/prompt_cache.h"
 #include "engine/generate.h"
 
 namespace tdm::cli {
@@ -56,6 +57,14 @@ Status cmd_run(App& app) {
         std::fflush(stdout);
     };
     DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv));
+    std::optional<PromptCache> cache;
+    if (auto path = a.get_string("prompt-cache")) {
+        cache.emplace(*path, a.flag("prompt-cache-ro"));
+        gp.n_cached = cache->restore(*model, *kv, seq, prompt, chain.order);
+        gp.on_prefix = cache->save_hook(*model, *kv, seq, prompt, chain.order);
+    } else if (a.flag("prompt-cache-ro")) {
+        return Error("--prompt-cache-ro needs --prompt-cache FILE");
+    }
     GenerateResult r;
     std::optional<SpecStats> spec;
     if (chain.empty()) {
@@ -83,6 +92,7 @@ Status cmd_run(App& app) {
                         {"prefill_tokens_per_s", r.stats.prefill_tps()},
                         {"decode_tokens_per_s", r.stats.decode_tps()}};
         if (spec) j["speculative"] = spec->json();
+        if (cache) j["prompt_cache"] = cache->report().json();
         std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
         std::printf("\n");
@@ -92,6 +102,7 @@ Status cmd_run(App& app) {
                      r.stats.n_prompt, r.stats.prefill_ms, r.stats.prefill_tps(), r.stats.n_generated,
                      r.stats.decode_ms, r.stats.decode_tps(), r.stop_reason.c_str());
         if (spec) std::fprintf(stderr, "%s", spec->report().c_str());
+        if (cache) std::fprintf(stderr, "%s", cache->report().summary().c_str());
     }
     if (r.stop_reason == "cancelled") app.set_exit_code(kInterruptedExitCode);
     return {};

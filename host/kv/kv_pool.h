@@ -15,6 +15,7 @@
 
 #include <tandem/tandem.h>
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -84,6 +85,23 @@ public:
     // A copy of recurrent state `index` of `seq` (its current checkpoint), for
     // tests and debugging: a synchronous device read.
     Result<std::vector<float>> read_state(int seq, uint32_t index) const;
+
+    // One sequence's first n positions as bytes independent of the block layout
+    // (saved sequence states; kv_transfer.cpp): for each attention layer its K
+    // rows then its V rows of positions [0, n) ([n][n_kv_head][d] each, the pool's
+    // element type), then each recurrent state of the current checkpoint, which
+    // must have seen exactly n tokens. Streams through `sink` in pieces.
+    using ByteSink = std::function<Status(const uint8_t* data, uint64_t n)>;
+    using ByteSource = std::function<Status(uint8_t* data, uint64_t n)>;
+    Status export_sequence(int seq, uint32_t n, const ByteSink& sink) const;
+    // Replaces what live sequence `seq` holds with n positions read from `source`
+    // in export_sequence()'s order; the current checkpoint then has length n. On
+    // error the sequence is left empty (length 0).
+    Status import_sequence(int seq, uint32_t n, const ByteSource& source);
+    // Bytes per position of attention layer i: K row, V row.
+    uint64_t k_row_bytes(uint32_t i) const;
+    uint64_t v_row_bytes(uint32_t i) const;
+    uint64_t sequence_bytes(uint32_t n) const;  // what export_sequence() streams for n positions
 
 private:
     KvPool(vk::Device& d) : device_(d) {}

@@ -45,6 +45,10 @@ public:
     // target's hidden row of every position it has not paired yet.
     bool can_resume(uint32_t n_cached) const override;
     Status resume(std::span<const int32_t> prompt, uint32_t n_cached) override;
+    // Its KV pairs and the hidden rows not yet paired (draft_head_state.cpp).
+    bool needs_saved_state() const override { return true; }
+    Result<std::string> save_state(uint32_t n_tokens) override;
+    Status load_state(std::span<const int32_t> tokens, std::string_view bytes) override;
     Status observe(const TargetRows& rows) override;
     Status prepare(const DraftRequest& req) override;
     Result<std::vector<int32_t>> draft(const DraftRequest& req) override;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <tandem/tandem.h>
@@ -51,6 +52,16 @@ public:
     // simply begin again; those fed by the target's hidden states keep theirs.
     virtual bool can_resume(uint32_t n_cached) const { return true; }
     virtual Status resume(std::span<const int32_t> prompt, uint32_t n_cached) { return begin(prompt); }
+    // Saved sequence states (a prompt cache, a chat's /save): what this drafter
+    // needs, beside the target's KV of `n_tokens` tokens, to resume there in
+    // another process. Drafters that rebuild their state from tokens (begin,
+    // resume) save nothing: empty bytes. Those fed by the target's hidden states
+    // cannot rebuild it (needs_saved_state()): a file saved without their section
+    // is refused. load_state() restores a section for the target KV holding
+    // `tokens`; resume(prompt, n) may follow for any n <= tokens.size().
+    virtual bool needs_saved_state() const { return false; }
+    virtual Result<std::string> save_state(uint32_t n_tokens) { return std::string(); }
+    virtual Status load_state(std::span<const int32_t> tokens, std::string_view bytes) { return {}; }
     // Which target hidden state this drafter reads (TDM_HIDDEN_NONE: none).
     virtual tdm_hidden_point hidden_point() const { return TDM_HIDDEN_NONE; }
     // Target rows committed since the last call (only for drafters that read

@@ -30,6 +30,11 @@ public:
         if (prompt.size() != prompt_len_) return Error("forced drafter: a different prompt than the reference run's");
         return inner_ ? inner_->resume(prompt, n) : Status{};
     }
+    bool needs_saved_state() const override { return inner_ && inner_->needs_saved_state(); }
+    Result<std::string> save_state(uint32_t n) override { return inner_ ? inner_->save_state(n) : std::string(); }
+    Status load_state(std::span<const int32_t> tokens, std::string_view bytes) override {
+        return inner_ ? inner_->load_state(tokens, bytes) : Status{};
+    }
     tdm_hidden_point hidden_point() const override { return inner_ ? inner_->hidden_point() : TDM_HIDDEN_NONE; }
     Status observe(const TargetRows& rows) override { return inner_ ? inner_->observe(rows) : Status{}; }
     Status prepare(const DraftRequest& req) override { return inner_ ? inner_->prepare(req) : Status{}; }
