@@ -59,6 +59,7 @@ private:
 Result<Config> merged_config(const ParsedArgs& args);
 
 Status cmd_run(App& app);
+Status cmd_chat(App& app);
 Status cmd_info(App& app);
 Status cmd_tokenize(App& app);
 Status cmd_plugins(App& app);
