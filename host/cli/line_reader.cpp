@@ -128,10 +128,7 @@ protected:
         int count = 0;
         const char* line = el_gets(el_, &count);
         if (!line || count <= 0) {
-            if (interrupted_ && interrupted_->load()) {
-                in.status = Status::interrupted;
-                std::fputs("\n", stdout);
-            }
+            if (interrupted_ && interrupted_->load()) in.status = Status::interrupted;
             return in;
         }
         in.status = Status::line;
