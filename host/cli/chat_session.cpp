@@ -88,7 +88,8 @@ std::string ChatSession::reply_content(const GenerateResult& gen) const {
 }
 
 Result<TurnResult> ChatSession::turn(const std::string& user_text, const std::atomic<bool>* cancel,
-                                     const std::function<void(const std::string&)>& on_text) {
+                                     const std::function<void(const std::string&)>& on_text,
+                                     ProgressHook on_progress) {
     std::vector<ChatMessage> messages = conv_.messages;
     messages.push_back({"user", user_text});
     TurnResult t;
@@ -107,6 +108,7 @@ Result<TurnResult> ChatSession::turn(const std::string& user_text, const std::at
     GenerateParams gp = setup_.generate;
     gp.n_cached = n_cached;
     gp.cancel = cancel;
+    gp.on_progress = std::move(on_progress);
     // The end-of-turn token closes the reply; the template writes it, the user does not read it.
     auto shown = [&](const std::string& piece) {
         if (!on_text) return;

@@ -72,8 +72,9 @@ public:
     // reply stays in the conversation (a turn with no token is dropped) and the
     // KV keeps what it computed. A conversation that no longer fits the context
     // is an error that suggests /clear; the conversation is then unchanged.
+    // `on_progress` reports a long prefill (a fresh hook per turn).
     Result<TurnResult> turn(const std::string& user_text, const std::atomic<bool>* cancel,
-                            const std::function<void(const std::string&)>& on_text);
+                            const std::function<void(const std::string&)>& on_text, ProgressHook on_progress = {});
 
     // Forgets the conversation (the system prompt stays) and the KV.
     Status clear();

@@ -15,7 +15,8 @@
 #include "cli/drafters.h"
 #include "cli/line_reader.h"
 #include "cli/prompt.h"
-#include "cli/sigint_guard.h"
+#include "cli/interrupt.h"
+#include "cli/progress.h"
 
 namespace tdm::cli {
 namespace {
@@ -152,12 +153,13 @@ Status cmd_chat(App& app) {
     commands.add({{"/exit", "/quit"}, "", "end the session",
                   [&](std::string_view) -> Result<CommandOutcome> { return CommandOutcome::exit; }});
 
-    SigintGuard sigint;
-    std::atomic<bool>& interrupted = SigintGuard::interrupted();
-    auto reader = LineReader::create(terminal, terminal ? default_history_file() : "", &interrupted);
+    // Ctrl-C stops a reply (a second one before it stops ends the program) or,
+    // at the prompt, the session.
+    InterruptScope interrupt;
+    auto reader = LineReader::create(terminal, terminal ? default_history_file() : "", interrupt.flag());
     uint32_t turn = 0;
     while (true) {
-        interrupted.store(false);
+        interrupt.clear();
         const LineReader::Input in = reader->read("> ", ". ");
         if (in.status != LineReader::Status::line) break;  // end of input, or Ctrl-C at the prompt
         if (in.text.find_first_not_of(" \t\r\n") == std::string::npos) continue;
@@ -191,7 +193,7 @@ Status cmd_chat(App& app) {
             std::fwrite(piece.data(), 1, piece.size(), stdout);
             std::fflush(stdout);
         };
-        Result<TurnResult> r = session.turn(in.text, &interrupted, stream);
+        Result<TurnResult> r = session.turn(in.text, interrupt.flag(), stream, prefill_progress());
         if (!r.ok()) {
             if (json)
                 print_json({{"turn", turn}, {"error", r.error().message()}});

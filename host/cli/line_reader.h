@@ -5,7 +5,7 @@
 // newline kept). On a terminal the reader prompts and, when tandem is built
 // with libedit (BSD-licensed; pkg-config libedit), offers line editing and a
 // history kept in history_file; otherwise it reads plain lines. Reading stops
-// with `interrupted` when SIGINT arrives (see sigint_guard.h) and with `eof`
+// with `interrupted` when SIGINT arrives (see interrupt.h) and with `eof`
 // at the end of the input; a last line without a newline still counts.
 #pragma once
 
