@@ -216,6 +216,7 @@ int run_cli(int argc, const char* const* argv) {
     App app(*args, std::move(config).value());
     const std::string& c = args->command();
     Status st = c == "run"        ? cmd_run(app)
+                : c == "chat"     ? cmd_chat(app)
                 : c == "info"     ? cmd_info(app)
                 : c == "tokenize" ? cmd_tokenize(app)
                 : c == "plugins"  ? cmd_plugins(app)

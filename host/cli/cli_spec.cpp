@@ -102,12 +102,14 @@ OptionGroup prompt_options() {
             }};
 }
 
-OptionGroup generation_options() {
+// n_predict: the -n entry (`tandem chat` bounds each reply, by default not at all).
+OptionGroup generation_options(OptionSpec n_predict = ranged({{"-n", "--n-predict"}, K::integer, "N", "Tokens to "
+                                                              "generate; -1 = until end of generation or a full "
+                                                              "context (other negative values are refused).", "128"},
+                                                             -1, kInt32Max)) {
     return {"generation",
             {
-                ranged({{"-n", "--n-predict"}, K::integer, "N", "Tokens to generate; -1 = until end of generation "
-                        "or a full context (other negative values are refused).", "128"},
-                       -1, kInt32Max),
+                n_predict,
                 {{"--ignore-eos"}, K::flag, "", "Do not stop at end-of-generation tokens."},
                 {{"--temp"}, K::number, "T", "Temperature; 0 = greedy (always the likeliest token).", "0.8"},
                 ranged({{"--top-k"}, K::integer, "N", "Keep the N likeliest tokens; 0 = off.", "40"}, 0, kInt32Max),
@@ -133,7 +135,8 @@ OptionGroup speculative_options() {
                  "mtp); by default the head is read from the target's own file."},
                 {{"--spec-type"}, K::string, "LIST", "Drafters to use, comma-separated, asked in order: draft, "
                  "ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache, mtp (also nextn, draft-mtp), "
-                 "or one a plugin registers. `tandem plugins` lists them."},
+                 "or one a plugin registers. `tandem plugins` lists them. none: plain decoding (turns off tandem "
+                 "chat's default, the model's own draft head)."},
                 draft_max_option(fmt::format("Most tokens drafted per round (at most {}).", kMaxDraftMax)),
                 ranged({{"--draft-min", "--draft-n-min"}, K::integer, "N", "Skip drafting when fewer than N are "
                         "proposed (at most --draft-max).", "0", "", false, false, "draft-min"},
@@ -205,6 +208,32 @@ const ProgramSpec& program_spec() {
                         "speculative statistics on stderr; --output-format json prints one JSON object instead."};
         run.groups = {model_options(), prompt_options(), generation_options(), speculative_options(),
                       prompt_cache_options(), output_options()};
+
+        CommandSpec chat{"chat", "talk with a model: multi-turn, streaming, speculative by default",
+                         "An interactive conversation in the model's chat template. Each turn resumes from the KV "
+                         "cache of the previous ones, so only the new text is prefilled; replies stream as they "
+                         "come, and are the tokens `tandem run` gives for the whole conversation so far. "
+                         "Speculative decoding is on by default when the model carries a draft head (MTP/NextN); "
+                         "-md or --spec-type choose drafters, --spec-type none turns it off. Ctrl-C stops the "
+                         "current reply (what was generated stays in the conversation); Ctrl-D or Ctrl-C at the "
+                         "prompt ends the session (exit status 0). A line ending in \\ continues on the next. "
+                         "Commands: /help, /clear (forget the conversation and the KV cache), /stats (speculative "
+                         "statistics so far), /exit. When standard input is not a terminal, each line is a message "
+                         "(or a command) and each reply is printed followed by a newline, without prompts; --json "
+                         "prints one JSON object per line instead: per turn turn, n_prompt, prompt_tokens, "
+                         "n_cached, tokens, text, stop_reason, timings and speculative; per command command and "
+                         "output or error."};
+        chat.groups = {model_options(),
+                       {"chat",
+                        {{{"-sys", "--system-prompt"}, K::string, "TEXT", "System message at the start of the "
+                          "conversation (kept by /clear)."},
+                         {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
+                          "chatml-no-thinking, gemma, glm4 (default: the model's family)."},
+                         {{"--json"}, K::flag, "", "One JSON object per turn and per command on stdout (NDJSON)."}}},
+                       generation_options(ranged({{"-n", "--n-predict"}, K::integer, "N", "Most tokens per reply; "
+                                                   "-1 = until the end of the turn or a full context.", "-1"},
+                                                  -1, kInt32Max)),
+                       speculative_options()};
 
         CommandSpec info{"info", "describe a model file: architecture, plugin, hyper-parameters, tensors, tokenizer",
                          "Describe a model file: its architecture and the plugin that handles it, the "
@@ -329,7 +358,7 @@ const ProgramSpec& program_spec() {
                                  1, kInt32Max)}}};
         bench.positionals = {{"WHAT", "ops, decode or spec."}};
 
-        p.commands = {run, info, tokenize, plugins, devices, synth, demo, bench};
+        p.commands = {run, chat, info, tokenize, plugins, devices, synth, demo, bench};
         return p;
     }();
     return spec;

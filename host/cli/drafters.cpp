@@ -17,6 +17,18 @@ std::vector<std::string> spec_types(const Config& c) {
     return t;
 }
 
+bool speculation_off(const Config& c) {
+    return std::find(c.speculative.type.begin(), c.speculative.type.end(), "none") != c.speculative.type.end();
+}
+
+Result<bool> draft_head_available(App& app, const Model& target) {
+    Registry* reg = TDM_TRY(app.registry());
+    for (const DraftHeadEntry& h : reg->draft_heads())
+        if (std::find(h.target_archs.begin(), h.target_archs.end(), target.arch().desc->name) != h.target_archs.end())
+            return true;
+    return false;
+}
+
 SpecParams spec_params(const Config& c) {
     SpecParams p;
     p.draft_max = c.speculative.draft_max;
@@ -60,7 +72,8 @@ Result<std::unique_ptr<Drafter>> make_draft_head(App& app, const DraftHeadEntry&
 
 }  // namespace
 
-Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& target_kv) {
+Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& target_kv,
+                                   bool carried_head_by_default) {
     const Config& cfg = app.config();
     const uint32_t n_vocab = target.info().n_vocab;
     if (cfg.speculative.draft_vocab > 0 && uint64_t(cfg.speculative.draft_vocab) > n_vocab)
@@ -110,15 +123,16 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
         }
         chain.order.push_back(chain.owned.back().get());
     }
-    // --spec-auto without a type: the head the model carries, if it has one
-    if (chain.empty() && spec_types(cfg).empty() && cfg.speculative.auto_select) {
+    // --spec-auto (or the chat's default) without a type: the head the model carries, if it has one
+    const bool carried = cfg.speculative.auto_select || (carried_head_by_default && !speculation_off(cfg));
+    if (chain.empty() && spec_types(cfg).empty() && carried) {
         for (const DraftHeadEntry& h : reg->draft_heads()) {
             const auto& archs = h.target_archs;
             if (std::find(archs.begin(), archs.end(), target.arch().desc->name) == archs.end()) continue;
             auto d = make_draft_head(app, h, h.spec_types.empty() ? h.desc->name : h.spec_types[0], target,
                                      target_kv, options);
             if (!d.ok()) {
-                TDM_LOG_INFO("spec", "--spec-auto: no {} head: {}", h.desc->name, d.error().message());
+                TDM_LOG_INFO("spec", "no {} head: {}", h.desc->name, d.error().message());
                 continue;
             }
             chain.owned.push_back(std::move(d).value());

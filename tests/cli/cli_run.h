@@ -28,12 +28,15 @@ inline std::string quote(const std::string& s) {
     return q + "'";
 }
 
-// Runs TANDEM_BIN with `args`; `env` ("VAR=value ...", already quoted) goes before the command.
-inline CliRun tandem(const std::vector<std::string>& args, const std::string& env = "") {
+// Runs TANDEM_BIN with `args`; `env` ("VAR=value ...", already quoted) goes before the command;
+// `stdin_path`, if given, is its standard input.
+inline CliRun tandem(const std::vector<std::string>& args, const std::string& env = "",
+                     const std::string& stdin_path = "") {
     static const std::string dir = test::make_temp_dir("cli");
     const std::string out = dir + "/out", err = dir + "/err";
     std::string cmd = env + " " + quote(TANDEM_BIN);
     for (const auto& a : args) cmd += " " + quote(a);
+    if (!stdin_path.empty()) cmd += " <" + quote(stdin_path);
     cmd += " >" + out + " 2>" + err;
     CliRun r;
     const int st = std::system(cmd.c_str());
