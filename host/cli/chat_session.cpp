@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/continuation.h"
 
 namespace tdm::cli {
@@ -155,6 +157,52 @@ Status ChatSession::clear() {
     conv_.kv_tokens.clear();
     if (setup_.system_prompt) conv_.messages.push_back({"system", *setup_.system_prompt});
     return setup_.runner->kv().truncate(seq_, 0);
+}
+
+Result<SavedStateInfo> ChatSession::save(const std::string& path) {
+    nlohmann::json j;
+    j["format"] = "tandem-chat";
+    j["version"] = 1;
+    j["template"] = template_.name();
+    j["messages"] = nlohmann::json::array();
+    for (const ChatMessage& m : conv_.messages) j["messages"].push_back({{"role", m.role}, {"content", m.content}});
+    KvPool& kv = setup_.runner->kv();
+    return save_sequence_state(path, setup_.runner->model(), kv, seq_, conv_.kv_tokens, setup_.drafters, j.dump());
+}
+
+Status ChatSession::load(const std::string& path) {
+    KvPool& kv = setup_.runner->kv();
+    auto loaded = load_sequence_state(path, setup_.runner->model(), kv, seq_, setup_.drafters);
+    if (!loaded.ok()) {
+        // a file found corrupt while its KV was read leaves the sequence empty:
+        // then so is the conversation
+        if (kv.reserved_tokens(seq_) == 0 && !conv_.kv_tokens.empty()) {
+            TDM_TRY(clear());
+            return Error::format("{} (the conversation is cleared)", loaded.error().message());
+        }
+        return loaded.take_error();
+    }
+    LoadedState st = std::move(loaded).value();
+    std::vector<ChatMessage> messages;
+    const auto j = nlohmann::json::parse(st.extra, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || j.value("format", "") != "tandem-chat" || !j.contains("messages") ||
+        !j["messages"].is_array()) {
+        TDM_TRY(clear());
+        return Error::format("{}: holds a KV state but no chat conversation (a prompt cache of `tandem run`?); "
+                             "the conversation is cleared",
+                             path);
+    }
+    for (const auto& m : j["messages"]) {
+        if (!m.is_object() || !m.contains("role") || !m.contains("content") || !m["role"].is_string() ||
+            !m["content"].is_string()) {
+            TDM_TRY(clear());
+            return Error::format("{}: a saved message is not {{\"role\", \"content\"}}; the conversation is cleared", path);
+        }
+        messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+    }
+    conv_.messages = std::move(messages);
+    conv_.kv_tokens = std::move(st.tokens);
+    return {};
 }
 
 }  // namespace tdm::cli

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "engine/generate.h"
+#include "engine/state_file.h"
 #include "engine/runner.h"
 #include "speculative/scheduler.h"
 #include "tokenizer/chat_template.h"
@@ -78,6 +79,15 @@ public:
 
     // Forgets the conversation (the system prompt stays) and the KV.
     Status clear();
+
+    // /save FILE: the conversation (as the file's extra JSON) and the KV state
+    // of its tokens (engine/state_file.h), so /load FILE, in this or a later
+    // session of the same model, continues it without prefilling it again.
+    Result<SavedStateInfo> save(const std::string& path);
+    // /load FILE: replaces the conversation and the KV. A file of another model,
+    // KV type or a corrupt one is refused and the conversation stays as it was
+    // (a file found corrupt only while its KV was read leaves it cleared).
+    Status load(const std::string& path);
 
     const Conversation& conversation() const { return conv_; }
     const SessionTotals& totals() const { return totals_; }

@@ -150,6 +150,28 @@ Status cmd_chat(App& app) {
                       said_json = stats_json(session);
                       return CommandOutcome::keep_going;
                   }});
+    commands.add({{"/save"}, "FILE", "save the conversation and its KV state (for /load, here or later)",
+                  [&](std::string_view file) -> Result<CommandOutcome> {
+                      const SavedStateInfo info = TDM_TRY(session.save(std::string(file)));
+                      said = fmt::format("saved {} messages, {} tokens to {} ({}, KV {})\n",
+                                         session.conversation().messages.size(),
+                                         session.conversation().kv_tokens.size(), file, human_bytes(info.file_bytes),
+                                         human_bytes(info.kv_bytes));
+                      said_json = {{"file", std::string(file)}, {"file_bytes", info.file_bytes},
+                                   {"tokens", session.conversation().kv_tokens.size()}};
+                      return CommandOutcome::keep_going;
+                  }});
+    commands.add({{"/load"}, "FILE", "continue a conversation saved with /save (replaces this one)",
+                  [&](std::string_view file) -> Result<CommandOutcome> {
+                      TDM_TRY(session.load(std::string(file)));
+                      said = fmt::format("loaded {} messages, {} tokens from {}\n",
+                                         session.conversation().messages.size(),
+                                         session.conversation().kv_tokens.size(), file);
+                      said_json = {{"file", std::string(file)},
+                                   {"messages", session.conversation().messages.size()},
+                                   {"tokens", session.conversation().kv_tokens.size()}};
+                      return CommandOutcome::keep_going;
+                  }});
     commands.add({{"/exit", "/quit"}, "", "end the session",
                   [&](std::string_view) -> Result<CommandOutcome> { return CommandOutcome::exit; }});
 
