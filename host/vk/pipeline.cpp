@@ -131,7 +131,12 @@ std::vector<uint8_t> read_compressed(const std::string& path) {
     if (!in) return {};
     std::stringstream ss;
     ss << in.rdbuf();
-    const std::string z = ss.str();
+    return decompress_pipeline_cache(ss.str());
+}
+
+}  // namespace
+
+std::vector<uint8_t> decompress_pipeline_cache(std::string_view z) {
     const unsigned long long n = ZSTD_getFrameContentSize(z.data(), z.size());
     if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n > (512ull << 20)) return {};
     std::vector<uint8_t> out(n);
@@ -139,8 +144,6 @@ std::vector<uint8_t> read_compressed(const std::string& path) {
     if (ZSTD_isError(got) || got != n) return {};
     return out;
 }
-
-}  // namespace
 
 PipelineManager::PipelineManager(Device& device) : device_(device) {
     std::vector<uint8_t> initial;
