@@ -1,6 +1,7 @@
 // host/vk/instance.cpp
 #include "vk/instance.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -28,6 +29,13 @@ VKAPI_ATTR VkBool32 VKAPI_CALL Instance::debug_callback(
     } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
         self->validation_warnings_++;
         log(LogLevel::warn, "vulkan", "validation: {}", msg);
+    } else {
+        return VK_FALSE;
+    }
+    if (self->validation_fatal_) {
+        // Straight to stderr: the message above may be filtered by the log level.
+        std::fprintf(stderr, "tandem: Vulkan validation message with TANDEM_VALIDATE set, aborting: %s\n", msg);
+        std::abort();
     }
     return VK_FALSE;
 }
@@ -100,6 +108,7 @@ Result<std::unique_ptr<Instance>> Instance::create(const Options& options) {
                                                              &inst->messenger_),
                      "creating the validation messenger");
         inst->validation_enabled_ = true;
+        inst->validation_fatal_ = validation_requested_by_env();
         TDM_LOG_INFO("vulkan", "validation layer enabled");
     }
     return inst;

@@ -1,6 +1,9 @@
 // host/vk/instance.h: the Vulkan instance, with the Khronos validation layer
 // switchable on (TANDEM_VALIDATE=1 or Options::validate). Validation messages
-// are logged and counted so tests can assert that a run produced none.
+// are logged and counted so tests can assert that a run produced none; with
+// TANDEM_VALIDATE=1 in the environment (what CI sets for the whole suite) an
+// error or warning message also aborts the process, so that no test, CLI run or
+// plugin can pass while the layer complains.
 // Not here: physical-device choice and capabilities (device.h).
 #pragma once
 
@@ -46,6 +49,7 @@ private:
     VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
     uint32_t api_version_ = VK_API_VERSION_1_1;
     bool validation_enabled_ = false;
+    bool validation_fatal_ = false;  // TANDEM_VALIDATE set: abort on an error or warning
     std::atomic<uint64_t> validation_errors_{0};
     std::atomic<uint64_t> validation_warnings_{0};
 };

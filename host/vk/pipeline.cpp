@@ -128,6 +128,15 @@ std::string uuid_hex(const uint8_t* u) {
 
 }  // namespace
 
+std::vector<uint8_t> decompress_pipeline_cache(std::string_view z) {
+    const unsigned long long n = ZSTD_getFrameContentSize(z.data(), z.size());
+    if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n > (512ull << 20)) return {};
+    std::vector<uint8_t> out(n);
+    const size_t got = ZSTD_decompress(out.data(), out.size(), z.data(), z.size());
+    if (ZSTD_isError(got) || got != n) return {};
+    return out;
+}
+
 PipelineManager::PipelineManager(Device& device) : device_(device) {
     std::vector<uint8_t> initial;
     const std::string dir = user_cache_dir();

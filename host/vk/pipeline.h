@@ -107,4 +107,9 @@ private:
 // $XDG_CACHE_HOME/tandem or ~/.cache/tandem (created if missing); "" if neither works.
 std::string user_cache_dir();
 
+// The contents of a pipeline cache file (one zstd frame, as save_cache writes it); empty
+// when the file is not one (corrupt, truncated, over 512 MiB): the run starts with an
+// empty cache. The driver checks the contents' own header (vkCreatePipelineCache).
+std::vector<uint8_t> decompress_pipeline_cache(std::string_view file_bytes);
+
 }  // namespace tdm::vk

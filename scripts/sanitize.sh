@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# scripts/sanitize.sh: the sanitizer job of CI (.ci/run; docs/RELIABILITY.md). Builds tandem
+# with clang, AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer (every
+# finding aborts: -fno-sanitize-recover=all) in build-asan, and runs:
+#   1. the test groups that read untrusted input: file formats (formats), tokenizers
+#      (tokenizer), tandem.toml (config), the corpus replays of the fuzz harnesses (fuzz), the
+#      CLI's bad-input and argument tests, and the plugin loader's tests;
+#   2. one end-to-end `tandem run` per model family and drafter: qwen3 (GGUF and HF
+#      safetensors), qwen3 with a draft model, qwen3 with the n-gram drafters, qwen35 (hybrid)
+#      and qwen35moe with their MTP heads;
+#   3. every fuzz harness for FUZZ_SECONDS (default 10; scripts/fuzz.sh on the same build).
+#
+#   scripts/sanitize.sh [FUZZ_SECONDS]
+#
+# Leak reports are suppressed only for Mesa/LLVM internals (scripts/lsan.supp, each line
+# justified there). Exit status non-zero on any failure or sanitizer report.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${TANDEM_ASAN_BUILD_DIR:-$here/build-asan}"
+fuzz_seconds="${1:-10}"
+jobs="$(nproc)"
+
+# clang, its sanitizer and libFuzzer runtimes, llvm-symbolizer (Debian's archive).
+packages=(clang libclang-rt-dev llvm)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  sudo_cmd=()
+  if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+  echo "==> installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+echo "==> configuring $build (clang, address,undefined, libFuzzer harnesses)"
+# -O1 and line tables only: what sanitizers need for useful reports, and the quickest to build.
+cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_C_FLAGS_DEBUG="-O1 -gline-tables-only" -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" \
+  -DTANDEM_SANITIZE=address,undefined -DTANDEM_FUZZ=ON >/dev/null
+echo "==> building (only what the job runs)"
+cmake --build "$build" -j "$jobs" --target tandem test_formats test_tokenizer test_config test_cli \
+  test_runtime fuzz_all
+
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1"
+export LSAN_OPTIONS="suppressions=$here/scripts/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export TANDEM_VALIDATE=1
+
+echo "==> test groups under ASan+UBSan"
+cd "$build"
+ctest --output-on-failure --timeout 1200 -j "$jobs" -L '^(formats|tokenizer|config|fuzz)$'
+ctest --output-on-failure --timeout 1200 -j "$jobs" -R '^(CliBadInput|Args|PluginLoader)\.'
+
+echo "==> end-to-end runs under ASan+UBSan"
+e2e="$build/sanitize-e2e"
+rm -rf "$e2e"
+mkdir -p "$e2e"
+tandem="$build/bin/tandem"
+synth() { "$tandem" synth "$@" >/dev/null; }
+synth --arch qwen3 -o "$e2e/qwen3.gguf"
+synth --arch qwen3 --format hf --type f32 -o "$e2e/qwen3-hf"
+synth --arch qwen3 --layers 1 --draft-of-seed 1 -o "$e2e/qwen3-draft.gguf"
+synth --arch qwen35 -o "$e2e/qwen35.gguf"
+synth --arch qwen35moe -o "$e2e/qwen35moe.gguf"
+runs=(
+  "-m $e2e/qwen3.gguf"
+  "-m $e2e/qwen3-hf"
+  "-m $e2e/qwen3.gguf -md $e2e/qwen3-draft.gguf --spec-type draft"
+  "-m $e2e/qwen3.gguf --spec-type ngram-simple"
+  "-m $e2e/qwen3.gguf --spec-type ngram-mod"
+  "-m $e2e/qwen35.gguf --spec-type mtp"
+  "-m $e2e/qwen35moe.gguf --spec-type mtp"
+)
+for r in "${runs[@]}"; do
+  # shellcheck disable=SC2086  # each entry is a list of arguments
+  out="$("$tandem" run $r -p "Hello there" -n 12 --temp 0 --ignore-eos --output-format json)"
+  grep -q '"tokens"' <<<"$out" || { echo "sanitize.sh: no tokens from tandem run $r" >&2; exit 1; }
+  echo "    ok: tandem run $r"
+done
+
+echo "==> fuzzing each harness for ${fuzz_seconds}s"
+"$here/scripts/fuzz.sh" --build-dir "$build" --no-build "$fuzz_seconds" "$jobs"
+echo "==> sanitizer job: clean"
