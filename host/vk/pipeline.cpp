@@ -1,6 +1,8 @@
 // host/vk/pipeline.cpp
 #include "vk/pipeline.h"
 
+#include <zstd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
