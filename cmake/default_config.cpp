@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cmake/default_config.cpp: build-time tool that writes default_config_text() (the
 // commented tandem.toml) to the file named on its command line; the build installs
 // that file as <sysconfdir>/tandem/tandem.toml. Not installed itself.

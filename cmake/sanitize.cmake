@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake/sanitize.cmake: sanitizer and fuzzing builds (docs/RELIABILITY.md).
 #   -DTANDEM_SANITIZE=address,undefined   every target instrumented; UBSan findings abort
 #   -DTANDEM_FUZZ=ON                      clang only: coverage instrumentation for libFuzzer and the

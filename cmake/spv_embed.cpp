@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cmake/spv_embed.cpp: build-time tool. Writes a C++ source that embeds SPIR-V
 // files as uint32_t arrays plus a name -> blob registry (host/vk/pipeline.h).
 // Usage: spv_embed OUT.cpp name1=file1.spv name2=file2.spv ...

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # packaging/gen-manpage.sh: writes tandem(1) from the built binary's own help, so the
 # man page cannot drift from `tandem --help` and `tandem COMMAND --help`.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # packaging/test-packages.sh: the Debian packages, end to end, on this machine.
 #
 #   packaging/test-packages.sh [--rev REV] [--keep]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/fuzz.sh: build the libFuzzer harnesses (tests/fuzz) with clang, ASan and UBSan, run
 # each for SECONDS, and print a table of executions and findings (docs/RELIABILITY.md).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/sanitize.sh: the sanitizer job of CI (.ci/run; docs/RELIABILITY.md). Builds tandem
 # with clang, AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer (every
 # finding aborts: -fno-sanitize-recover=all) in build-asan, and runs:

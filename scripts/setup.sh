@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/setup.sh: set up a fresh Debian 12 machine and build tandem.
 #
 #   scripts/setup.sh demo   install packages, build, run `tandem demo`

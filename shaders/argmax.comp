@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // argmax.comp: ids[r] = index of the maximum of x[r][:] (lowest index on ties),
 // one workgroup per row. Used in-graph so that only token ids cross to the host.
 // Dispatch: x = rows.

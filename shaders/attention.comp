@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // attention.comp: causal attention of each token's query heads over its sequence's
 // paged KV (include/paged_kv.glsl), with GQA, sliding window, custom scale and
 // logit softcap.

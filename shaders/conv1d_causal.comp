@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // conv1d_causal.comp: causal depthwise 1-D convolution over the tokens of one
 // sequence with a checkpointed state (TDM_OP_CONV1D_CAUSAL; Gated DeltaNet's
 // qkv conv, spec/common.md §6):

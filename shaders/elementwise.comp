@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // elementwise.comp: y = f(a) or y = f(a, b) over a [rows x cols] region; every
 // operand is a strided 2-D view (element offset + row stride). b is addressed
 // as b[b_off + r * b_stride + c * b_cstride], so b may broadcast one row over

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gated_delta_rule.comp: the gated delta rule, recurrent form
 // (TDM_OP_GATED_DELTA_RULE with i[5] = 0; spec/common.md §6). Per token t and
 // value head h, with key head kh (tiled h % Nk or grouped h / (Nv / Nk)):

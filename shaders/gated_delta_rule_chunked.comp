@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gated_delta_rule_chunked.comp: the gated delta rule in chunked (WY / UT
 // transform) form, as HF's torch_chunk_gated_delta_rule (TDM_OP_GATED_DELTA_RULE
 // with i[5] = chunk size C > 0): the same result as gated_delta_rule.comp up to

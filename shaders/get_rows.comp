@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // get_rows.comp: y[t][:] = dequant(W[ids[t]][:]) (embedding lookup), any weight
 // type, one workgroup per output row; lanes take 4 consecutive columns at a time.
 // Rows outside [row_begin, row_begin + n_rows) are left to another dispatch

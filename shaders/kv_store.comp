@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kv_store.comp: writes the K and V rows of a batch into the paged pools at each
 // token's (sequence, position). KV_F16: pools hold f16 (packHalf2x16 pairs);
 // otherwise f32. Each invocation writes one pair of elements of K and of V.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // matmul.comp: y[t][r] = sum_k W[r][k] * x[t][k] (+ add[t][r]) for the N tokens of a
 // decode or verify batch, W in any supported weight type.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // matmul_id.comp: the mixture-of-experts matmul (TDM_OP_MATMUL_ID):
 //   y[t][j][r] = sum_k W[ids[t][j]][r][k] * x[t][k]   (or x[t][j][k])
 // for every (token t, slot j) pair, W an [E][M][K] stack of experts in any weight

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // matmul_rl.comp: y[t][r] = sum_k W[r][k] * x[t][k] (+ add[t][r]), layout "rl":
 // every lane owns whole rows (R consecutive rows per lane) and walks K alone,
 // so there is no cross-lane reduction and x, the same for every lane, is

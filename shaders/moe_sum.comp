@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // moe_sum.comp: weighted sum of the experts' outputs (TDM_OP_MOE_SUM):
 //   out[t][r] = sum_j w[t][j] * y[t][j][r], j = 0 .. n_used-1 in order
 // (the order is fixed, so a token's result never depends on the batch size).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // norm.comp: per-row normalisation, one workgroup per row.
 //   MODE TDM_NORM_RMS: RMSNorm  y = x * rsqrt(mean(x^2) + eps) * W  (W: w, 1+w or none)
 //   MODE TDM_NORM_L2: L2 norm  y = x * rsqrt(sum(x^2) + eps)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // rope.comp: rotary position embedding over rows of head_dim (rows = tokens x heads).
 //   MODE 0: NeoX pairs (i, i + n_rot/2)      MODE 1: adjacent pairs (2i, 2i+1)
 // Partial rotary: dims >= n_rot pass through. Slot i (0..n_rot/2) has angle

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // select_rows.comp: y[i][:] = x[ids[i]][:] (picks the rows whose logits are needed).
 // Dispatch: x = ceil(cols / local_size), y = number of ids.
 #version 450

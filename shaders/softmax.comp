@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // softmax.comp: y[r][:] = softmax(x[r][:] * scale), one workgroup per row.
 // Dispatch: x = rows (slices of 65535 via y).
 #version 450

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // topk.comp: the k largest entries of each row, sorted descending (ties: lower
 // index first): ids[r][0..k) and vals[r][0..k). One workgroup per row; k rounds
 // of a workgroup argmax that skips already chosen indices (k is small: sampling

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shader variants: tandem_shader(<name> <source> [DEFINES...]).
 # Names encode types: <op>_<weight type>_<access path>; the host picks them in
 # host/ops/ (the op's file). A shader without variants is not listed here: it is

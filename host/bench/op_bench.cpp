@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/bench/op_bench.cpp
 #include "bench/op_bench.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/bench/op_bench.h: micro-benchmarks of the executor and the matmul kernels
 // (`tandem bench ops`): dispatch overhead, matvec effective bandwidth for several
 // weight types and batch widths, and the batch-N vs N x batch-1 ratio.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/app.cpp: config merging and the lazily created device, plugins and
 // models shared by the commands; run_cli() dispatches and turns errors into
 // exit codes (never a crash, never exit() from library code).

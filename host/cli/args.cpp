@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/args.cpp: checking a ProgramSpec, parsing arguments against it, and rendering
 // --help. One pass over the arguments; options are looked up by exact spelling in the
 // scope in force (global options, plus the command's once the command word was seen).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/cli/args.h: a small declarative command-line parser for llama.cpp-style CLIs:
 // subcommands, options with several exact spellings (-m, --model, and multi-letter single
 // dash ones such as -md or -ngl), --long=value, typed values, repeatable and required

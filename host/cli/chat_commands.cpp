@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/chat_commands.cpp
 #include "cli/chat_commands.h"
 

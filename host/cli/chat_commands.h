@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/cli/chat_commands.h: the slash commands of `tandem chat` as a table.
 // A line that starts with '/' is a command; each entry names itself, its
 // argument, its help line and what it does. Adding a command (/save FILE,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/chat_session.cpp
 #include "cli/chat_session.h"
 

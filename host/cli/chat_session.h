@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/cli/chat_session.h: the engine side of `tandem chat`: a conversation
 // whose turns resume from the KV the previous turns left behind.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/cli_spec.cpp: every command and option of the `tandem` CLI, with the
 // help text users read. llama.cpp spellings where an option exists there
 // (-m, -p, -n, -c, -b, -md, --temp, --draft-max, --spec-type ...).

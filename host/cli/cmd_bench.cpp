@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/cmd_bench.cpp: `tandem bench ops|decode|spec`. Numbers are wall-clock
 // medians; nothing here asserts a speed (benchmarks, not tests).
 #include <sys/resource.h>

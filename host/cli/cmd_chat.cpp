@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/cmd_chat.cpp: `tandem chat`: the conversation loop around a
 // ChatSession: reading messages and commands, streaming replies, Ctrl-C, and
 // the plain / JSON output used when standard input is not a terminal.

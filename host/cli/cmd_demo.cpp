@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/cmd_demo.cpp: `tandem demo`: the README's first command. Writes a
 // small synthetic model to the cache directory once (with the qwen3
 // synthesizer, as `tandem synth` would), then times plain and speculative

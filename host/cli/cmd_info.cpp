@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/cmd_info.cpp: `tandem info FILE`: architecture, plugin, hparams,
 // memory, tensor table, quantization mix, tokenizer. No device needed.
 #include <cstdio>

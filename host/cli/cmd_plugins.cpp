@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/cmd_plugins.cpp: `tandem plugins` and `tandem devices`.
 #include <cstdio>
 #include <filesystem>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/cmd_run.cpp: `tandem run`: generate from a prompt, plain or
 // speculative; text or JSON output; --dump-logits; --prompt-cache.
 #include <chrono>

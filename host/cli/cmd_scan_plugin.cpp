@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/cmd_scan_plugin.cpp: the CLI's side of out-of-process plugin scanning
 // (plugin/plugin_scan.h): the hidden subcommand `tandem __scan-plugin [--abi-max N]
 // PATH` that the loader runs in a child process, and the search settings the

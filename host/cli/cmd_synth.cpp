@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/cmd_synth.cpp: `tandem synth`: synthetic models in real layouts, written by the
 // synthesizer of the plugin that registers the architecture (cli/synthesizers.h).
 #include <cstdio>

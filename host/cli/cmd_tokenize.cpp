@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/cmd_tokenize.cpp: `tandem tokenize`: ids and pieces of a text.
 #include <cstdio>
 #include <filesystem>

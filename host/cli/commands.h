@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/cli/commands.h: the `tandem` CLI: its spec (cli_spec.cpp), the shared
 // setup of a command (app.cpp: config, logging, device, plugins, model), and
 // one function per subcommand (cmd_*.cpp). main() only calls run_cli().

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/drafters.cpp
 #include "cli/drafters.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/cli/drafters.h: building the drafter chain from --spec-type / -md and
 // the [speculative] settings, for `tandem run` and `tandem bench spec`.
 #pragma once

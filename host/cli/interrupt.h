@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/cli/interrupt.h: Ctrl-C as a request rather than a kill. While an
 // InterruptScope lives, the first SIGINT only sets a flag that generation polls
 // (GenerateParams::cancel): the command stops at the next step, keeps what it

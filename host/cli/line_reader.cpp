@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/line_reader.cpp
 #include "cli/line_reader.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/cli/line_reader.h: the input side of `tandem chat`: one message (or
 // command) at a time from standard input.
 //

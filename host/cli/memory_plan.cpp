@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/memory_plan.cpp
 #include "cli/memory_plan.h"
 

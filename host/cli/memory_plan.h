@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/cli/memory_plan.h: what a run will allocate on the device, added up before anything
 // large is: the weights, each KV cache and the recurrent states, of the target and of its
 // drafters (a draft model, a draft head's own layers), checked against the device's memory

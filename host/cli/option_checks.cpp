@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/option_checks.cpp
 #include "cli/option_checks.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/cli/option_checks.h: the checks of a command line that the parser cannot make
 // option by option: options that exclude each other, values that need the file system
 // (plugin directories), and naming the option, not only the config key, when a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/progress.cpp
 #include "cli/progress.h"
 

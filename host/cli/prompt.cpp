@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/prompt.cpp
 #include "cli/prompt.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/cli/prompt.h: turning -p/-f/--prompt-tokens/--chat into prompt token ids.
 #pragma once
 

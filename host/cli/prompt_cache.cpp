@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/prompt_cache.cpp
 #include "cli/prompt_cache.h"
 

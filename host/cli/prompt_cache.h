@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/cli/prompt_cache.h: `--prompt-cache FILE` (and --prompt-cache-ro) for
 // `tandem run` and `tandem chat`, as in llama.cpp: the state of a processed
 // prompt is saved to FILE, and a later prompt that starts with the same tokens

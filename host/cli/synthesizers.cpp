@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/synthesizers.cpp: opening synthesizers and finding them through the plugin registry
 // (see synthesizers.h and sdk/include/tandem/synth.h).
 #include "cli/synthesizers.h"

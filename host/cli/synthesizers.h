@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/cli/synthesizers.h: the plugins' synthesizers (sdk/include/tandem/synth.h) as the CLI uses
 // them: where a plugin's synthesizer file is, opening one, finding the one that writes an
 // architecture through the plugin registry, asking it for a model. `tandem synth`, `tandem demo`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/common/dtype.cpp: type traits table (ggml-common.h block sizes).
 #include "common/dtype.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/common/dtype.h: element type traits (block size, bytes per block, name)
 // for the types the runtime computes with. Values are ggml/GGUF type ids.
 // Not here: (de)quantization (quant.h).

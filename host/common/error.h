@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/common/error.h: errors as values for everything that reads untrusted input
 // (files, config, plugins, requests) or can fail at run time (Vulkan, memory).
 // Not here: programmer mistakes inside the runtime, which are asserts (TDM_ASSERT).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/common/file_read.cpp: POSIX open/fstat/read behind read_regular_file.
 #include "common/file_read.h"
 

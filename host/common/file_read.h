@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/common/file_read.h: opening and reading files that come from users (models,
 // tokenizers, configs, caches, prompt files) without ever blocking on a FIFO or a
 // device and without reading without bound. Every such file is checked with fstat on a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/common/fp16.h: exact IEEE binary16 and bfloat16 conversions on the host.
 // f16 -> f32 is exact (subnormals preserved); f32 -> f16 rounds to nearest even,
 // as F16C's vcvtps2ph and ggml do. bf16 rounding follows ggml (nearest even,

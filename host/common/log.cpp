@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/common/log.cpp: stderr logging through spdlog (colour when a terminal).
 #include "common/log.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/common/log.h: one log function with levels and a subsystem tag.
 // Plugins log through the host API table, which lands here too.
 // Level is set by TANDEM_LOG (trace|debug|info|warn|error|off) or set_log_level().

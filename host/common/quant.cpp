@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/common/quant.cpp: CPU (de)quantization, see quant.h and spec/quants.md.
 // The dequantizers are ports of llama.cpp's dequantize_row_* loops (same f32 operations, same
 // order) so that their output is the value GPU kernels must reproduce. The quantizers are simple

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/config/config.h: tandem's settings as a typed struct, read from a TOML file
 // (tandem.toml). Every key, its default and the command-line flag that overrides it are
 // documented in docs/CONFIG.md; default_config_text() is the same list as a commented file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/config/config_load.cpp: TOML -> Config. The schema is the list of read_* calls
 // below: a section reader records each key it asks for, so the keys it was not asked for
 // are the unknown ones, and the schema cannot drift from the list used for suggestions.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/config/config_rules.cpp: what values each setting accepts. The ranges follow what
 // the consumers can do with a value, not taste: a negative context length or a
 // repeat_penalty of 0 (it divides logits) has no meaning, while a huge draft_max is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/config/config_rules.h: the range and consistency rules of a Config, shared by the
 // file loader (which adds line numbers) and validate_config (which does not). Internal to
 // host/config. Not here: type checks, which only the TOML reader can make.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/config/config_search.cpp: where tandem.toml is looked for. The order follows the
 // XDG base directory spec for the per-user file, then the system-wide one packaging
 // installs. Only the first file found is read: files are not merged, so what is in effect

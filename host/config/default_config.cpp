@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/config/default_config.cpp: the commented tandem.toml that packaging installs as
 // /etc/tandem/tandem.toml. Every key is listed, commented out, with its default, so the
 // file documents the schema and changes nothing until a line is uncommented. Tests check

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/config/memory_size.cpp: parsing and printing memory sizes. Integer arithmetic
 // throughout, so "1.5G" is exactly 1610612736 and overflow is detected, not rounded away.
 #include "config/memory_size.h"

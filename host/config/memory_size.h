@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/config/memory_size.h: memory sizes as people write them in config files and on the
 // command line ("512MiB", "8GiB", "1.5G", "4096"). Not a general unit parser.
 //

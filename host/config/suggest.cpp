@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/config/suggest.cpp: edit distance and the closest-name rule for suggestions.
 #include "config/suggest.h"
 

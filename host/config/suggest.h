@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/config/suggest.h: "did you mean ...?" for misspelt names (config keys and sections,
 // command-line options and subcommands). Not a fuzzy search: it proposes at most one name,
 // and only one close enough that the user most likely meant it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/engine/continuation.cpp
 #include "engine/continuation.h"
 

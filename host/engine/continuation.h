@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/engine/continuation.h: how much of a new prompt a sequence can resume
 // from what its KV already holds (chat turns, a restored prompt cache).
 //

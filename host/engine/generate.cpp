@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/engine/generate.cpp
 #include "engine/generate.h"
 

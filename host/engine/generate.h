@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/engine/generate.h: plain (non-speculative) generation: chunked prefill,
 // then one token per forward pass, sampling, stop conditions, streaming text.
 // The speculative scheduler (host/speculative) reuses prefill() and the stop rules.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/engine/logits_check.cpp
 #include "engine/logits_check.h"
 

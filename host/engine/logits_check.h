@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/engine/logits_check.h: a forward pass whose logits are NaN or infinite is an
 // error, not a token. Without this check, broken weights or a broken kernel make the
 // in-graph argmax return token 0 for every step and generation "succeeds".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/engine/runner.cpp
 #include "engine/runner.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/engine/runner.h: runs a model's forward passes against its KV pool.
 //
 // Every distinct batch shape (tokens, output rows) is built by the plugin once,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/engine/sampler.cpp: the sampling chain and the speculative acceptance rule.
 // Semantics follow llama.cpp's src/llama-sampling.cpp (penalties, top_k, top_p, min_p,
 // temp, dist) so that a user's settings mean the same thing in both; the data layout does

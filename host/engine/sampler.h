@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/engine/sampler.h: turning one row of logits into a token, with llama.cpp's default
 // chain (repetition penalty -> top-k -> top-p -> min-p -> temperature -> draw), and the
 // acceptance rule of speculative sampling that must use exactly the same distributions.

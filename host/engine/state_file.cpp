@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/engine/state_file.cpp
 #include "engine/state_file.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/engine/state_file.h: saving one sequence's state to a file and loading
 // it back (prompt caches: `tandem run --prompt-cache`; a chat's /save and
 // /load). The file (state_file_format.h) holds the tokens, the sequence's KV

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/engine/state_file_format.cpp
 #include "engine/state_file_format.h"
 

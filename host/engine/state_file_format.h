@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/engine/state_file_format.h: the header of a sequence-state file (a saved
 // prompt cache, a chat's /save), written and checked without a device.
 //

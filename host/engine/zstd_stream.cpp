@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/engine/zstd_stream.cpp
 #include "engine/zstd_stream.h"
 

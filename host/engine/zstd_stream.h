@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/engine/zstd_stream.h: one zstd frame streamed into or out of a file, with
 // zstd's content checksum, so that a flipped bit anywhere in it is detected.
 // Sequence-state files use it for their payload (state_file.h).

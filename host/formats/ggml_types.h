@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/formats/ggml_types.h: block size and bytes per block of EVERY ggml type id
 // a GGUF file may carry (spec/gguf.md A.6), and the checked tensor size computation.
 // The container readers and writers use this table so that files holding types tandem

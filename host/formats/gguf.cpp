@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/formats/gguf.cpp: parsing and validation of GGUF files (spec/gguf.md A.2-A.7).
 // Every read goes through GgufCursor, which refuses to step past the mapping; every
 // count is compared with the bytes that remain before anything is allocated for it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/formats/gguf.h: GGUF v2/v3 reader (spec/gguf.md Part A). Maps the file, checks
 // every count, size and offset against the mapping before use, and exposes metadata
 // and tensor infos that point into the mapping (no copies of tensor data).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/formats/gguf_getters.cpp: typed metadata getters of GgufFile. Integer keys are
 // accepted in any integer type and float keys as FLOAT32 or FLOAT64 (spec/gguf.md
 // A.3.5: the prose spec and gguf-py disagree on widths, so readers must take both),

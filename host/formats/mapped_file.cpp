@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/formats/mapped_file.cpp: POSIX mmap/madvise behind MappedFile.
 #include "formats/mapped_file.h"
 

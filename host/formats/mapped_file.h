@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/formats/mapped_file.h: a whole file mapped read-only into memory, the storage
 // under every model reader (GGUF, safetensors). Tensor data is used in place; after a
 // tensor has been copied to device memory the loader calls release_pages() so that

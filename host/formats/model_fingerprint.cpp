@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/formats/model_fingerprint.cpp
 #include "formats/model_fingerprint.h"
 

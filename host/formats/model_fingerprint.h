@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/formats/model_fingerprint.h: a content hash that identifies a model
 // without reading its weights, so that files derived from one model (prompt
 // caches, saved sequence states) are refused by any other.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/formats/model_source.cpp: format detection and the unified tensor list.
 #include "formats/model_source.h"
 

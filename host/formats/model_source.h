@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/formats/model_source.h: the one view of a model file that the model loader
 // uses, whatever the container: a GGUF file (detected by its magic, not its name), a
 // .safetensors file, or a Hugging Face directory (config.json + model.safetensors or

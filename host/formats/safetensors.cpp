@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/formats/safetensors.cpp: the header of one .safetensors file (spec/gguf.md B.1,
 // B.2): size limits, JSON shape of each entry, dtype sizes, offsets in bounds and no
 // overlaps. Holes between tensors are tolerated: the reference reader refuses them, but

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/formats/safetensors.h: Hugging Face safetensors reader (spec/gguf.md Part B):
 // one .safetensors file, or a model directory holding model.safetensors or
 // model.safetensors.index.json plus its shards, and the directory's config.json.

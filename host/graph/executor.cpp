@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/graph/executor.cpp: memory planning, hazard tracking and recording.
 #include "graph/executor.h"
 

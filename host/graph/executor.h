@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/graph/executor.h: turns a Graph into a recorded command buffer and runs it.
 //
 // compile() places every activation in one device arena by liveness (a tensor's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/graph/graph.cpp: graph building. Each op's validation and shape
 // inference is its OpDef's (host/ops/); Graph::op looks the op up, checks what
 // every op shares (input count, valid tensors, parameters) and appends the node.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/graph/graph.h: the op graph a model builds for one batch shape.
 //
 // Tensors are F32 activations (or I32 ids), weights resident on the device, and

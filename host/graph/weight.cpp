@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/graph/weight.cpp
 #include "graph/weight.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/graph/weight.h: a weight tensor resident on the device, in the layout of
 // weight_layout.h, split into row chunks so that no binding exceeds the device's
 // limits (maxStorageBufferRange: 128 MiB on lavapipe; maxTexelBufferElements).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/graph/weight_layout.cpp
 #include "graph/weight_layout.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/graph/weight_layout.h: how a weight matrix is laid out in device memory.
 //
 // Kernels read weights as 16-byte texels (RGBA32UI texel views or uvec4 storage

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/kv/kv_pool.cpp
 #include "kv/kv_pool.h"
 

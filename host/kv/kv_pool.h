@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/kv/kv_pool.h: the paged KV cache of one model (DESIGN §1).
 //
 // Every attention layer has a K pool and a V pool of fixed-size blocks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/kv/kv_transfer.cpp: KvPool::export_sequence / import_sequence, the
 // layout-independent byte form of one sequence (saved sequence states, prompt
 // caches). A sequence's rows of one layer sit in whole blocks scattered over the

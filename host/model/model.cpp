@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/model/model.cpp
 #include "model/model.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/model/model.h: a model loaded through its architecture plugin.
 //
 // load() opens the file (GGUF, or an HF directory), finds the plugin that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/model/weight_check.cpp: the NaN/Inf scan over raw weight bytes. Works on bit
 // patterns (an all-ones exponent is NaN or infinity in every IEEE format), so it needs
 // no conversion and no alignment.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/model/weight_check.h: refusing weights that hold NaN or infinity before they
 // reach the device. A damaged or badly converted file otherwise loads, turns every
 // logit into NaN and "generates" token 0. The scan reads the source bytes once: every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/model/weight_store.cpp
 #include "model/weight_store.h"
 

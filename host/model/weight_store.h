@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/model/weight_store.h: the weights of one model (or draft head) on the
 // device, loaded on a plugin's request with the transforms of the ABI
 // (tdm_weight_request): shape check, f32 conversion, 1+w, -exp(w), row and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/argmax.cpp: the ops that pick the indices of each row's largest
 // values: TDM_OP_ARGMAX (shaders/argmax.comp) and TDM_OP_TOP_K
 // (shaders/topk.comp, k <= kMaxTopK, a second output with the values). One

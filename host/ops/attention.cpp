@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/attention.cpp: TDM_OP_ATTENTION over a paged KV layer: each batch
 // token attends causally to its own sequence (found through the block table),
 // with GQA (G <= kMaxQueryHeadsPerKvHead query heads per KV head), sliding

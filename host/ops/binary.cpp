@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/binary.cpp: the two-operand elementwise ops TDM_OP_ADD, MUL, SUB
 // (b: a's shape, one row broadcast over a's rows, or one column [1, rows of a]
 // broadcast over its columns; b may be a small f32 weight) and TDM_OP_GLU

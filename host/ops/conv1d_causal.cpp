@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/conv1d_causal.cpp: TDM_OP_CONV1D_CAUSAL, causal depthwise conv1d over
 // time with a checkpointed recurrent state holding the K-1 previous inputs
 // (Gated DeltaNet, Mamba). shaders/conv1d_causal.comp, one dispatch; the state

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/copy.cpp: the ops that copy their inputs into a new contiguous
 // tensor: TDM_OP_COPY, TDM_OP_CAST (rounds through f16 or bf16, result f32)
 // and TDM_OP_CONCAT (a's columns, then b's). One kernel:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/custom.cpp: TDM_OP_CUSTOM, a plugin's SPIR-V kernel
 // (tandem/ext/custom_op.h): 1..4 f32/i32 activations in, one output whose
 // shape and type the op's descriptor gives. The pipeline is compiled at first

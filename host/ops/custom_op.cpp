@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/custom_op.cpp: checking a plugin's custom op when it is created: the
 // descriptor, then the SPIR-V module's interface against custom_op.h (magic and
 // version, a GLCompute entry point of the given name, storage buffers in set 0

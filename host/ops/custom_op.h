@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/ops/custom_op.h: a plugin's SPIR-V op (extension "tdm.custom_op",
 // tandem/ext/custom_op.h): the host's copy of its descriptor and SPIR-V, checked
 // once when the plugin creates it. The plugin's record owns it until unload

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/elementwise.cpp: recording of shaders/elementwise.comp, shared by the
 // elementwise ops (their OpDefs live in binary.cpp, unary.cpp, copy.cpp,
 // concat.cpp).

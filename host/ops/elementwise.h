@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/ops/elementwise.h: the one kernel behind the elementwise ops (add, mul,
 // sub, glu, scale, unary, copy, cast, concat): shaders/elementwise.comp, whose
 // function is a TDM_EW_* code of shaders/include/op_codes.h.

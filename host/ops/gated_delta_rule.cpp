@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/gated_delta_rule.cpp: TDM_OP_GATED_DELTA_RULE, the Gated DeltaNet core
 // (spec/common.md §6) over a checkpointed recurrent state. Two forms, one
 // dispatch each: recurrent (shaders/gated_delta_rule.comp, i[5] = 0,

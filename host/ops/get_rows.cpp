@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/get_rows.cpp: TDM_OP_GET_ROWS, embedding lookup: rows of a weight
 // (any weight type, dequantized to f32) picked by I32 ids. shaders/get_rows.comp,
 // one workgroup per id and one dispatch per row chunk of the weight.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/kv_store.cpp: TDM_OP_KV_STORE, writes each batch token's K and V into
 // its (sequence, position) slot of a paged KV layer (shaders/kv_store.comp, f16
 // or f32 pool). The result is the layer itself, so attention orders after it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/ops/limits.h: the host's op limits (tandem.h tdm_host_limits, the list in
 // tandem/ops.h). The ops enforce them (TDM_ERR_LIMIT) and get_limits reports
 // them from these same constants.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/matmul.cpp: TDM_OP_MATMUL, y [M, n] = x [K, n] W^T (+ add), W a
 // weight of any type. Two layouts (measured in docs/BENCHMARKS.md; env overrides
 // are for experiments and for tests that run both on one device):

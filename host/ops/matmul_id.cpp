@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/matmul_id.cpp: TDM_OP_MATMUL_ID, the mixture-of-experts matmul: each
 // (token, slot) pair multiplies by the expert its id names. shaders/matmul_id.comp,
 // the same per-row reduction as matmul (batch-invariant); one dispatch per row

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/moe_sum.cpp: TDM_OP_MOE_SUM, the weighted sum over a token's expert
 // slots, slots added in order (shaders/moe_sum.comp, one dispatch).
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/norm.cpp: the per-row norms TDM_OP_RMS_NORM (i[0] = tdm_norm_weight),
 // TDM_OP_L2_NORM and TDM_OP_GATED_RMS_NORM (w * rms(x) * silu(z)). One kernel:
 // shaders/norm.comp, one workgroup per row; MODE is a TDM_NORM_* code of

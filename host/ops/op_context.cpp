@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/op_context.cpp: the checks many ops share while Graph::op adds them,
 // and the creation of their results.
 #include "graph/weight.h"

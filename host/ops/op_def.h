@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/ops/op_def.h: one table of graph ops. Every op of tandem/ops.h is an
 // OpDef (its code and name, input count, parameter check, validation with shape
 // inference, recording), defined once in its op's file under host/ops/ and

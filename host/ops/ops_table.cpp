@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/ops_table.cpp: the list of ops (each defined in its own file under
 // host/ops/), the lookup by op code, and the recording entry point the
 // executor calls for every node.

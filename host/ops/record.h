@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/ops/record.h: what an op's record function works with: the recording
 // context the executor passes for every node, bindings of tensors on the
 // texel or storage path, and one dispatch call with typed push constants.

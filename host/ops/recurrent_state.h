@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/ops/recurrent_state.h: what the ops that update a checkpointed recurrent
 // state (conv1d_causal, gated_delta_rule) push to find the batch's sequence and
 // checkpoints on the device (push constants io_off, seq_off, n_ckpt, n_seqs,

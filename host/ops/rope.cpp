@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/rope.cpp: TDM_OP_ROPE, rotary position embedding of x [head_dim,
 // n_heads, n_tokens] (NEOX or adjacent pairs; optional M-RoPE sections and
 // frequency factors). shaders/rope.comp, whose MODE and SECTIONS spec constants

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/select_rows.cpp: TDM_OP_SELECT_ROWS, rows of an activation picked by
 // I32 ids (the output rows of a batch). shaders/select_rows.comp.
 #include "ops/op_def.h"

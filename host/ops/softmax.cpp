@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/softmax.cpp: TDM_OP_SOFTMAX, softmax(x * scale) per row.
 // shaders/softmax.comp, one workgroup per row.
 #include <algorithm>

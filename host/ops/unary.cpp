@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/unary.cpp: the one-operand elementwise ops TDM_OP_UNARY (i[0] =
 // tdm_unary, f[0] its parameter) and TDM_OP_SCALE (a * f[0]).
 // One kernel: shaders/elementwise.comp.

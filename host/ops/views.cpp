@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/ops/views.cpp: the ops whose result is a view of their input's storage,
 // with no work on the device: TDM_OP_VIEW_COLS (some columns of every row) and
 // TDM_OP_RESHAPE (new ne of a contiguous tensor).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/ops/weight_record.h: what the ops that read weights (get_rows, matmul,
 // matmul_id) share: the shader variant for a weight type and access path, the
 // bindings of a weight's row chunk, and the validation of its rows.

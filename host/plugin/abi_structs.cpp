@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/plugin/abi_structs.cpp: the minimum struct sizes of each released ABI.
 //
 // A row is frozen when its version ships: ABI 3 adds a column, it never edits

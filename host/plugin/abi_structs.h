@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/plugin/abi_structs.h: reading the structs a plugin hands the host, and
 // writing the ones it asks the host to fill, by the ABI's growth rules
 // (tandem.h §1): copy min(struct_size, sizeof) into a zeroed struct, refuse a

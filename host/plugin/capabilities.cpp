@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/plugin/capabilities.cpp: the answers to a plugin's capability queries,
 // all derived from what the host runs: ops and their parameters from the op
 // table (host/ops/), weight types from the shader variants that were built,

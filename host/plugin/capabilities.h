@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/plugin/capabilities.h: what the host can do, as plugins ask it during
 // init (tdm_host_api.query_op, query_weight_type, get_limits, get_extension).
 // The answers come from the op table (host/ops/), so a query and graph_op can

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/plugin/custom_op_ext.cpp: extension "tdm.custom_op" version 1. create()
 // reads the plugin's descriptor append-safely, checks it and its SPIR-V
 // (ops/custom_op.cpp), and hands the op to the plugin's record, which owns it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/plugin/handles.h: the host-side definitions of the ABI's opaque handles.
 // Plugins only ever see pointers to these.
 #pragma once

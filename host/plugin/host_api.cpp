@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/plugin/host_api.cpp: the tdm_host_api table (tandem.h §4): C entry points
 // that validate their arguments and forward to the host's C++ objects. Nothing
 // here may throw or abort on a plugin's mistake: it returns a status and leaves

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/plugin/plugin_loader.cpp
 #include "plugin/plugin_loader.h"
 

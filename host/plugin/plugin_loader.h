@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/plugin/plugin_loader.h: finding and opening plugins.
 //
 // Search order (first plugin of a given name wins; later ones are reported as

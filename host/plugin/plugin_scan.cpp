@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/plugin/plugin_scan.cpp
 #include "plugin/plugin_scan.h"
 

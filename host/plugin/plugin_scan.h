@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/plugin/plugin_scan.h: vetting a plugin file in a child process before it
 // is opened in this one, as audio hosts do with untrusted plugins. The child is
 // tandem itself (`tandem __scan-plugin PATH`): it opens the plugin, negotiates,

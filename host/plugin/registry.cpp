@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/plugin/registry.cpp
 #include "plugin/registry.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/plugin/registry.h: what the loaded plugins provide, and lookups by the
 // names users and files use (GGUF general.architecture, HF model_type,
 // --spec-type). Not here: finding and opening plugin files (plugin_loader.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/plugin/scan_cache.cpp
 #include "plugin/scan_cache.h"
 

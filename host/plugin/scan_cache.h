@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/plugin/scan_cache.h: scan reports (plugin_scan.h) kept between runs, so a
 // plugin is scanned in a child process once per version of its file. One small
 // JSON file (by default $XDG_CACHE_HOME/tandem/plugin-scan.json), keyed by each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/speculative/auto_tune.cpp
 #include "speculative/auto_tune.h"
 

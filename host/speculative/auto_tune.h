@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/speculative/auto_tune.h: choosing the draft length from measurements, so that
 // speculation never makes decoding slower.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/speculative/draft_head.cpp
 #include "speculative/draft_head.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/speculative/draft_head.h: a plugin's draft head (an MTP/NextN head, an
 // assistant model) as a Drafter.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/speculative/draft_head_state.cpp: DraftHeadDrafter's saved state. The
 // head's KV holds pairs (target hidden j, token j+1) that only the target's
 // hidden states can rebuild, and those are gone once the target's prefill is

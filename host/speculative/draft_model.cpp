@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/speculative/draft_model.cpp
 #include "speculative/draft_model.h"
 

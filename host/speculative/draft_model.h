@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/speculative/draft_model.h: a second, smaller model as drafter (`-md FILE`,
 // speculative type `draft`). It has its own KV in its own pool; it proposes
 // greedily with the argmax computed in its graph, so only token ids come back;

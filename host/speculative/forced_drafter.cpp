@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/speculative/forced_drafter.cpp
 #include "speculative/forced_drafter.h"
 

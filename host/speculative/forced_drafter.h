@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/speculative/forced_drafter.h: a benchmark-only drafter (`tandem bench spec
 // --force-acceptance A`). It proposes the target's own future tokens, taken from
 // a plain run of the same prompt, and keeps each draft position correct with

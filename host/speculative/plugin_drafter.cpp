@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/speculative/plugin_drafter.cpp
 #include "speculative/plugin_drafter.h"
 

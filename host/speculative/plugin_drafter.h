@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/speculative/plugin_drafter.h: a draftless drafter registered by a plugin
 // (tdm_drafter_desc: CPU callbacks over the token history), as a Drafter.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/speculative/scheduler.cpp: the draft -> verify -> accept -> rollback loop.
 #include "speculative/scheduler.h"
 

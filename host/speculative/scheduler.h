@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/speculative/scheduler.h: speculative decoding.
 //
 // Per round: drafters are asked in order until one proposes up to k tokens;

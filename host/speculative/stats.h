@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/speculative/stats.h: speculative decoding statistics: llama.cpp-style counters
 // per drafter, and the round-level numbers of DESIGN §4 (acceptance per draft
 // position, mean accepted length, tokens per target pass, verify/draft time).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/synth/synth_corpus.cpp: the built-in text that the synthetic tokenizer learns its
 // merges from (synth_vocab.cpp). Original prose, code and a few non-English lines, written for
 // tandem; its only job is to give byte-level BPE a deterministic, varied mix of English words,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/synth/synth_files.cpp
 #include "synth/synth_files.h"
 

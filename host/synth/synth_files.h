@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/synth/synth_files.h: what synthesizers' model writers (e.g. plugins/qwen-nextn/synth) share
 // about files: which weight types they write, the HF names of those types, JSON numbers as
 // transformers writes them, and writing the small text files of an HF directory.

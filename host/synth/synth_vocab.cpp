@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/synth/synth_vocab.cpp: byte-level BPE training on the built-in corpus, and the GGUF and
 // HF views of the resulting vocabulary (see synth_vocab.h for the layout).
 //

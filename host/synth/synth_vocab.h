@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/synth/synth_vocab.h: the synthetic Qwen-style tokenizer that synthesizers of byte-level
 // BPE models share (in-tree: plugins/qwen-nextn/synth): a byte-level BPE vocabulary whose merges
 // are learned, deterministically, from a small built-in text (synth_corpus.cpp) with the Qwen2

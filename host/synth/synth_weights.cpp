@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/synth/synth_weights.cpp: the value recipes (see synth_weights.h).
 //
 // Values come from splitmix64 used as a counter-based generator: element i of a tensor is a

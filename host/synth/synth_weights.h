@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/synth/synth_weights.h: the deterministic value recipes of synthetic weights, shared by
 // every synthesizer and by a synthesizer's GGUF and HF writers, so that both layouts hold the
 // same values. A parameter (SynthParam) says what it is (its role) and how large its values

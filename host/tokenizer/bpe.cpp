@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/tokenizer/bpe.cpp: MergeTable and the priority-queue BPE merge loop.
 #include "tokenizer/bpe.h"
 

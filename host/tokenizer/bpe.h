@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/tokenizer/bpe.h: rank-ordered BPE merging over token ids, shared by byte-level BPE
 // (Qwen, §3.3) and SentencePiece-style BPE (Gemma 3 HF, GGUF "gemma4", §4.2/§4.4).
 // Not here: building the initial symbols (byte map or byte fallback) - tokenizer.cpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/tokenizer/chat_template.cpp: the built-in chat formats and their rendering.
 // Sources: the Qwen3 and Gemma 3 chat_template fields of the fixtures' tokenizer_config
 // .json (rendered with Jinja in the tests' expectations), spec qwen35.md §5 for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/tokenizer/chat_template.h: turning a conversation into prompt text, with a few
 // built-in formats and per-role prefix/suffix overrides (how a TOML config replaces a
 // template). Not a Jinja interpreter: the built-ins reproduce what the models' own

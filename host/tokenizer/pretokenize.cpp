@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/tokenizer/pretokenize.cpp: hand-written equivalents of the pre-tokenizer regexes
 // (spec tokenizers.md §3.2). Each splitter is a port of llama.cpp's
 // unicode_regex_split_custom_{qwen2,qwen35,llama3,gpt2} and tries the regex alternatives

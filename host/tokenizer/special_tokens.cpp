@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/tokenizer/special_tokens.cpp: the byte trie behind SpecialTokenMatcher.
 #include "tokenizer/special_tokens.h"
 

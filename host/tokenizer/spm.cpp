@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/tokenizer/spm.cpp: port of llama.cpp's llm_tokenizer_spm_session (llama-vocab.cpp).
 #include "tokenizer/spm.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/tokenizer/stream.cpp: StreamDecoder. Keeps the bytes of an incomplete trailing
 // character and emits everything before it (llama.cpp server's validate_utf8 idea, with
 // a strict check of the held-back bytes instead of a look at lead bytes only).

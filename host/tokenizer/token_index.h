@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/tokenizer/token_index.h: token text -> id lookup with string_view keys.
 // Not here: added-token matching inside text (special_tokens.h).
 #pragma once

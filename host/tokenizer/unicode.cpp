@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/tokenizer/unicode.cpp: UTF-8 decoding/repair, NFC via libutf8proc, character
 // classes and the GPT-2 byte map. See unicode.h for what each function promises.
 #include "tokenizer/unicode.h"

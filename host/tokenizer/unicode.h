@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/tokenizer/unicode.h: the Unicode pieces the tokenizers need: strict UTF-8
 // decoding, the two ways of replacing invalid bytes, NFC (libutf8proc), the character
 // classes of the pre-tokenizer regexes, and GPT-2's byte <-> code point map.

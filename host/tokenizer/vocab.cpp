@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/tokenizer/vocab.cpp: names, the "looks special" rule and consistency checks for Vocab.
 #include "tokenizer/vocab.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/tokenizer/vocab.h: the neutral description of a tokenizer vocabulary.
 // Both loaders (HF tokenizer.json: vocab_json.cpp, GGUF tokenizer.ggml.*: vocab_gguf.cpp)
 // produce a Vocab; Tokenizer::create() indexes it. Nothing here tokenizes.

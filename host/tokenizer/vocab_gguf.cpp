@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/tokenizer/vocab_gguf.cpp: tokenizer.ggml.* -> Vocab, following llama.cpp's
 // llama_vocab::impl::load (defaults, pre-tokenizer names). Writing: writers/vocab_gguf_writer.cpp.
 #include "tokenizer/vocab_gguf.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/tokenizer/vocab_gguf.h: the vocabulary in GGUF metadata (tokenizer.ggml.*,
 // spec gguf.md §A.11.3), read with llama.cpp's rules (llama_vocab::impl::load).
 // Not here: tokenizer.json (vocab_json.h); writing it as llama.cpp's converter does

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/tokenizer/vocab_json.cpp: reading HF tokenizer.json / tokenizer_config.json.
 // The pipeline description (normalizer, pre_tokenizer, decoder, post_processor) is
 // matched against the shapes tandem implements; anything else is an error, because a

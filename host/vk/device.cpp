@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/vk/device.cpp
 #include "vk/device.h"
 

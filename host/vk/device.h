@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/vk/device.h: physical-device choice, capability probing (DeviceCaps),
 // and the logical device with its compute queue.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/vk/instance.h: the Vulkan instance, with the Khronos validation layer
 // switchable on (TANDEM_VALIDATE=1 or Options::validate). Validation messages
 // are logged and counted so tests can assert that a run produced none; with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/vk/memory.h: device buffers and arenas.
 //
 // A Buffer owns one VkBuffer bound to its own VkDeviceMemory. An Arena hands out

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/vk/pipeline.cpp
 #include "vk/pipeline.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/vk/pipeline.h: compute pipelines from embedded SPIR-V.
 //
 // Shaders are compiled at build time and embedded (shaders/CMakeLists.txt);

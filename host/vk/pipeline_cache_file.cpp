@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/vk/pipeline_cache_file.cpp: reading and writing the zstd pipeline-cache file.
 #include "vk/pipeline_cache_file.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/vk/pipeline_cache_file.h: the persistent Vulkan pipeline cache on disk, one zstd
 // frame per device (pipelines-<vendor>-<device>-<uuid>.zst under user_cache_dir()).
 // The cache only saves compile time, so a missing, foreign, oversized or unreadable

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/vk/recorder.h: command recording and submission.
 //
 // record_* only records; submit() hands the buffer to the queue and returns;

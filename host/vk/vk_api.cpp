@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/vk/vk_api.cpp: dlopen of the Vulkan loader and function-table filling.
 #include "vk/vk_api.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/vk/vk_api.h: the Vulkan loader, opened at run time, and per-instance /
 // per-device function tables (volk's idea, without its process-wide globals).
 // Opening libvulkan with dlopen instead of linking it lets a machine without a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/writers/gguf_writer.cpp: GGUF v3 encoding and the streaming file writer.
 #include "writers/gguf_writer.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/writers/gguf_writer.h: writes GGUF v3 files laid out the way gguf-py does
 // (spec/gguf.md A.2-A.5, A.8): header, metadata in insertion order, tensor infos in
 // insertion order, zero padding to the alignment, then each tensor's data padded to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/writers/safetensors_writer.cpp: header encoding, data order, streaming and sharding for
 // SafetensorsWriter (see the header for the layout).
 #include "writers/safetensors_writer.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/writers/safetensors_writer.h: writes Hugging Face safetensors files (spec/gguf.md
 // Part B) laid out the way the reference Rust writer does: an 8-byte header length, the JSON
 // header (__metadata__ first, then the tensors in data order) padded with spaces to a multiple

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/writers/vocab_gguf_writer.cpp: Vocab -> tokenizer.ggml.*, following conversion/base.py
 // (token types, user-defined spaces) and gguf-py's key types.
 #include "writers/vocab_gguf_writer.h"

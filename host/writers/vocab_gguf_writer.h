@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // host/writers/vocab_gguf_writer.h: a vocabulary as tokenizer.ggml.* GGUF metadata (spec
 // gguf.md §A.11.3), written the way llama.cpp's converter writes it (conversion/base.py: token
 // types, user-defined spaces; gguf-py's key types). The runtime's reader is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/ngram/cache_file.cpp
 #include "cache_file.h"
 

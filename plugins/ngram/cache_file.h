@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // plugins/ngram/cache_file.h: ngram-cache's statistics file (--spec-ngram-cache,
 // -lcs). Untrusted input: every field is checked and a bad file is rejected
 // with a message naming the file, what is wrong and where, never a crash.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // plugins/ngram/drafter.h: the C++ face of one drafter object (one per
 // sequence), mirroring tdm_drafter_desc's begin/propose/accept/save. plugin.cpp
 // turns it into the C callbacks; the unit tests drive it directly. Not here:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // plugins/ngram/key_index.h: a hash map whose keys are n-grams of a TokenLog,
 // stored as the start position of one occurrence (4 bytes instead of a copy of
 // n tokens), hashed and compared through the log. Lookups also take the n-gram

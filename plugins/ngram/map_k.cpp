@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/ngram/map_k.cpp
 #include "map_k.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // plugins/ngram/map_k.h: ngram-map-k: a hash map from every key n-gram of the
 // sequence to the statistics of its occurrences. A key drafts the m tokens that
 // followed its most recent earlier occurrence, once it has occurred at least

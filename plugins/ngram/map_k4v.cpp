@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/ngram/map_k4v.cpp
 #include "map_k4v.h"
 

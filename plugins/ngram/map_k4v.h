@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // plugins/ngram/map_k4v.h: ngram-map-k4v: per key n-gram, up to four value
 // m-grams (the m tokens that followed an occurrence of the key) with how often
 // each occurred. A key drafts its most frequent value only when that value

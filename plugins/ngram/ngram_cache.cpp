@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/ngram/ngram_cache.cpp
 #include "ngram_cache.h"
 

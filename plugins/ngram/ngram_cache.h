@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // plugins/ngram/ngram_cache.h: ngram-cache, after llama.cpp's lookup decoding
 // (common/ngram-cache.cpp; PRs #5479, #6828, #6848): statistics of which token
 // follows each 1..4-gram, in two tables:

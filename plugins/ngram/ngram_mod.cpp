@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/ngram/ngram_mod.cpp
 #include "ngram_mod.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // plugins/ngram/ngram_mod.h: ngram-mod: a fixed-size pool mapping the hash of
 // n tokens to the token that followed them, shared by every sequence of the
 // process (one sequence's text helps another's drafts), and a drafter that

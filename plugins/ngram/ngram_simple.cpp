@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/ngram/ngram_simple.cpp
 #include "ngram_simple.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // plugins/ngram/ngram_simple.h: ngram-simple, llama.cpp's simplest
 // self-speculative drafter: find the most recent earlier occurrence of the
 // history's last n tokens and draft the m tokens that followed it. No table:

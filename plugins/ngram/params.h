@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // plugins/ngram/params.h: the options every n-gram drafter reads (the TOML
 // [speculative] keys the host passes as drafter options) and their checks.
 // Not here: the tables themselves (one pair of files per drafter).

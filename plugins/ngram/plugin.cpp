@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/ngram/plugin.cpp: tdm_plugin_negotiate and the five draftless
 // drafters of llama.cpp behind the public ABI (tandem.h section 7). Each
 // descriptor's name is llama.cpp's statistics name (ngram_simple, ...), its

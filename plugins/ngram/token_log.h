@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // plugins/ngram/token_log.h: a drafter's own copy of its sequence's tokens, and
 // the overlapping copy that turns a match into a draft. Tables index positions
 // of this copy, so they never hold pointers into host memory and stay valid

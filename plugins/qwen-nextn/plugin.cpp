@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/qwen-nextn/plugin.cpp: tdm_plugin_negotiate, init and the descriptor
 // tables of the qwen-nextn plugin: Qwen3 dense (qwen3/), Qwen3.5/3.6 qwen35 and
 // qwen35moe with their MTP head (qwen35/). The plugin speaks ABI 2 only. In

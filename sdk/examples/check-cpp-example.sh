@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # sdk/examples/check-cpp-example.sh: builds the C++ example plugin
 # (recent-copy/, the one sdk/WRITING_A_PLUGIN.md walks through) out of tree
 # against an installed SDK with find_package(tandem), checks that it exports

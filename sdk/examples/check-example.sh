@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # sdk/examples/check-example.sh: builds the example plugin (lookup-drafter/) out of
 # tree against an installed SDK, both ways (find_package(tandem) and pkg-config),
 # and checks that a tandem binary loads it from --plugin-path, TANDEM_PLUGIN_PATH

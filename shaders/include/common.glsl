@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // common.glsl: helpers shared by every shader (byte/half extraction).
 #extension GL_EXT_control_flow_attributes : enable
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dequant.glsl: the weight types, as 32-element pieces. For each WTYPE_*:
 // UNIT elements form one unit (a quant block or group of blocks that shares a
 // header), PIECES 32-element pieces per unit, piece_offset(pc) the first element

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // shaders/include/op_codes.h: codes that select what a shader computes through
 // a specialization constant, shared by the shaders (GLSL) and the host code that
 // records them (host/ops/, C++). Plain #defines valid in both languages, so the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // paged_kv.glsl: the paged KV layout shared by kv_store.comp and attention.comp.
 // One pool per layer and per K/V: [n_blocks][block_size][n_kv_head][head_dim]
 // elements (f16 or f32). A sequence's position `pos` lives in block

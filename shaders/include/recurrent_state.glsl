@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // recurrent_state.glsl: checkpointed recurrent states (host/graph/graph.h,
 // StateBinding). One buffer holds n_ckpt checkpoints of n_f32 floats for every
 // sequence slot; checkpoint c of sequence s starts at float (s * n_ckpt + c) * n_f32.

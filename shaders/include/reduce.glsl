@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // reduce.glsl: deterministic workgroup sums and maxima.
 // Each lane reduces its strided elements in index order, then subgroupAdd (a
 // fixed tree on a given device), then subgroup partials are combined in

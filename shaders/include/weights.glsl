@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // weights.glsl: the two weight access paths (spec/lavapipe.md §3-4).
 // WEIGHTS_TEXEL: uniform texel buffers (RGBA32UI main plane, R16UI scale plane):
 //   3-5x faster than storage-buffer loads on lavapipe.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/abi/abi_test.cpp: the plugin ABI's compatibility promises (tandem.h §1).
 //  - A plugin built against the frozen ABI 1 headers (tests/abi/v1) loads in
 //    this host, its architecture runs (logits equal a plain C++ reference) and

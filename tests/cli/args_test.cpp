@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cli/args_test.cpp: parsing against a ProgramSpec (spellings, values, defaults,
 // environment, repeats, positionals) and the rejection of bad command lines and bad specs.
 // To add a case: call parse() with the words after the program name and check the values,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cli/chat_cli_test.cpp: `tandem chat` end to end with scripted,
 // non-terminal input: every turn equals a `tandem run` on the conversation
 // rendered with the chat template (plain, with drafters, with the MTP head

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cli/chat_save_test.cpp: `tandem chat`'s /save FILE and /load FILE: a
 // saved conversation continues in a new session exactly as it would have in
 // the first (same tokens, resumed from the restored KV, plain and with the MTP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cli/chat_session_test.cpp: ChatSession (host/cli/chat_session.h) on a
 // synthetic Qwen3 model: turns resume from the KV and give the tokens of a
 // fresh generation on the rendered conversation; a cancel flag stops a reply

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cli/cli_bad_files_test.cpp: `tandem run` on files that are not what they claim:
 // a FIFO as the model or the prompt file (refused at once, never waited on), a directory
 // as the prompt file, and a model whose weights hold NaN (refused at load, naming the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cli/cli_e2e_test.cpp: the `tandem` executable end to end: commands,
 // output formats, and every bad input of the runtime issues giving a clear
 // error and a non-zero exit instead of a crash.

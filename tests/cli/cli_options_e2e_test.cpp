@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cli/cli_options_e2e_test.cpp: the `tandem` executable refusing bad option values
 // and honouring the config file, end to end: usage errors exit 2, bad settings exit 1, and
 // the message names the option, the value and what is allowed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/cli/cli_run.h: running the built `tandem` (TANDEM_BIN) as a child process and capturing its
 // exit status, stdout and stderr, for the CLI tests.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/cli/cli_test_spec.h: a small tandem-like command table shared by the parser and
 // help tests: global options, two subcommands, every value kind, an environment fallback,
 // a required option, a repeatable one and llama.cpp-style multi-letter spellings.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cli/help_test.cpp: generated --help text: layout of the program and command pages,
 // what each option line shows (spellings, value name, default, env, required, repeatable),
 // and wrapping to 80 columns. The golden strings are the intended layout; change them

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cli/interrupt_test.cpp: Ctrl-C stops `tandem run` cleanly (the tokens
 // so far printed, exit 130), and long prefills report progress.
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cli/memory_plan_test.cpp: the memory plan checked before a model is loaded: its KV
 // estimate against what KvPool::create really allocates, the refusal message with the
 // largest context that fits, and `tandem run` refusing a context too large for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cli/option_checks_test.cpp: option values checked against what their consumers
 // hold (ranges, choices) in the parser and in tandem's own table, and the checks of
 // merged_config: conflicting options, plugin directories, config rules named by the option

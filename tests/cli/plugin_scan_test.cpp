@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cli/plugin_scan_test.cpp: out-of-process plugin scanning (plugin/plugin_scan.h,
 // scan_cache.h): hostile plugins (tests/plugins/hostile/*.c), garbage and truncated
 // files are vetted in a child `tandem __scan-plugin`, listed with the reason and never

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cli/prompt_cache_cli_test.cpp: `tandem run --prompt-cache FILE` end to
 // end: the first run saves, a second run of the same prompt (or a longer one)
 // reuses the saved prefix and prints the tokens of a run without a cache; a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cli/synth_cli_test.cpp: `tandem synth` through the plugins' synthesizers
 // (sdk/include/tandem/synth.h): the qwen-nextn companion writes the same bytes as the synth code
 // the tests link; the CLI finds a synthesizer through the plugin registry, passes the options

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/common/file_read_test.cpp: read_regular_file refuses FIFOs, devices and
 // directories before reading (a FIFO would otherwise block the open forever, and
 // /dev/zero would be read until memory runs out), and holds files to a size limit.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/common/fp16_test.cpp: host f16/bf16 conversions and dtype traits.
 // To add a case: append a TEST with a value whose encoding you know by hand.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/common/quant_test.cpp: CPU (de)quantization (host/common/quant.h) against
 // spec/quants.md: its worked examples (blocks built byte by byte), its closed-form
 // "value of weight t" formulas on random blocks, and quantize -> dequantize error bounds.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/common/reference_test.cpp: small hand-computed checks of the CPU reference ops
 // (tests/support/reference.h). Shader tests trust these references, so each op gets at least
 // one case whose answer was worked out by hand from spec/common.md, not by running the code.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/config/config_load_test.cpp: TOML -> Config, and the rejection of every kind of bad
 // input (unknown keys, wrong types, syntax, ranges) with messages that name the key, the
 // line and what was expected. To add a case: write the TOML inline and check the Config

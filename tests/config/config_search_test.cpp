@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/config/config_search_test.cpp: the config file search order (explicit path, XDG,
 // ~/.config, the system directory) on temporary directories, never the real ones.
 #include "config/config.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/config/default_config_test.cpp: the shipped default tandem.toml and docs/CONFIG.md
 // stay in step with the schema: the file loads, uncommenting it changes nothing, and both
 // mention every key. Adding a key to the loader without documenting it fails here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/config/memory_size_test.cpp: memory size strings -> bytes, and rejections.
 // To add a case: a row in the table of accepted spellings or a rejection with its needle.
 #include "config/memory_size.h"

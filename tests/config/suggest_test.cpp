@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/config/suggest_test.cpp: edit distance and the "did you mean" rule shared by the
 // config loader and the command-line parser.
 #include "config/suggest.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/engine/logits_check_test.cpp: NaN or infinite logits read back from a forward
 // pass are an error naming the position, not a token 0 to print.
 // To add a case: fill a [rows][n_vocab] buffer and an argmax per row.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/engine/sampler_test.cpp: the sampling chain on hand-made logits (each filter alone,
 // then chained), against a plain full-sort reference on random rows, plus determinism and
 // a statistical check of the draw. To add a case: build logits from the probabilities you

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/engine/sampling_stats.h: a chi-square goodness-of-fit check for the statistical
 // sampling tests. Draws use fixed seeds, so each test is deterministic: the bound only has
 // to be loose enough that a correct sampler with that seed passes, and a biased one (wrong

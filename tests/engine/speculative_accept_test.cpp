@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/engine/speculative_accept_test.cpp: the rejection rule of speculative sampling
 // (DESIGN invariant 2): whatever the drafter proposes, the emitted token is distributed as
 // the target's p. Checked statistically with fixed seeds (so deterministically), for a

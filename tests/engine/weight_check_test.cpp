@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/engine/weight_check_test.cpp: the NaN/Inf scan of weights at load finds the first
 // bad element of plain tensors and the first bad block scale (d or dmin, at each format's
 // own offset) of quantized ones, and its error names the file, the tensor and the place.

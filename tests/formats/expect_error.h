@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/formats/expect_error.h: checks that a Result failed with a message naming the
 // problem. Usage: EXPECT_TRUE(fails_with(GgufFile::from_memory(...), "truncated"));
 #pragma once

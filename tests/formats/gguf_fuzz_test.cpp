@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/formats/gguf_fuzz_test.cpp: deterministic mutation "fuzzing" of a small valid
 // GGUF: every truncation, every byte replaced by a few values, and seeded random
 // multi-byte corruptions. open() must return an error or a file whose every exposed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/formats/gguf_reject_test.cpp: every malformed GGUF the reader must refuse, each
 // checked for an error message that names the problem (DESIGN.md invariant 5).
 // To add a case: build the bytes with test::GgufBuilder (it validates nothing), open

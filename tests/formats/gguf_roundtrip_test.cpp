@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/formats/gguf_roundtrip_test.cpp: GgufWriter -> GgufFile round trips of every
 // metadata type, typed getters, tensors of several types and alignments, and the
 // spec/gguf.md A.8 byte dump.

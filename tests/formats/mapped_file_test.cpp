@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/formats/mapped_file_test.cpp: MappedFile opens, wraps memory, reports errors
 // with the path, and release_pages() really drops pages from the resident set (read
 // from /proc/self/smaps, the only place Linux reports per-mapping RSS).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/formats/model_fingerprint_test.cpp: model_fingerprint() names a model by
 // its metadata and tensor table: the same bytes anywhere give the same value;
 // a changed metadata value, tensor table entry or config.json gives another.

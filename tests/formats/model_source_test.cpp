@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/formats/model_source_test.cpp: ModelSource detects the format by content, not
 // by name, reports the architecture, and exposes one tensor list for GGUF files,
 // safetensors files and Hugging Face directories; bad paths get errors that say what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/formats/safetensors_builder.h: small safetensors files written by the tests
 // themselves (no fixtures, no Python): a well-formed file from a tensor list, or raw
 // header JSON + buffer for files that must be malformed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/formats/safetensors_test.cpp: safetensors single-file and sharded round trips
 // (files written here by safetensors_builder.h), config.json, and every rejection of
 // spec/gguf.md Part B with a check that the message names the problem.

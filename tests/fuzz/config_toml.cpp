@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/config_toml.cpp: tandem.toml loading (config/config.h, toml++ underneath) on
 // arbitrary text. A file that loads must also pass validate_config (the same rules the
 // command line's overrides are checked with); one that does not gets a message that names

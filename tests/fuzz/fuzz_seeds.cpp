@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/fuzz_seeds.cpp: writes the generated seed corpora, one directory per harness,
 // from the synthetic model writers (plugins/qwen-nextn/synth, host/writers, host/synth): small
 // files in the layouts tandem reads, so that fuzzing starts from inputs that get deep into

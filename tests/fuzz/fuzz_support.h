@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/fuzz/fuzz_support.h: what the libFuzzer harnesses (tests/fuzz/*.cpp) share: checks
 // that stop the process in any build (the GCC regression driver has no sanitizer to do it),
 // splitting one input into several files, a scratch directory, and reading fixtures.

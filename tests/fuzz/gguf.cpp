@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/gguf.cpp: the GGUF reader (formats/gguf.h) on arbitrary bytes, then what reads a
 // parsed file: the typed getters, ModelSource's tensor view through the plugin metadata API,
 // and the GGUF tokenizer loader (tokenizer/vocab_gguf.h) with a short encode/decode.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/hf_config.cpp: a Hugging Face model directory as ModelSource opens it: the
 // input is model.safetensors.index.json, config.json and a list of metadata keys, split at
 // NUL bytes. Two small valid shards sit next to them, so an index can name real files. The

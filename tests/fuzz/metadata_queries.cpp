@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/metadata_queries.cpp
 #include "metadata_queries.h"
 

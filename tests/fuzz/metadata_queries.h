@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/fuzz/metadata_queries.h: asks a model source for a key through every metadata
 // accessor of the plugin host API (tdm_host_api.meta_*), as a plugin's hparams reader does,
 // and checks what comes back. Shared by the GGUF and the HF config harnesses.

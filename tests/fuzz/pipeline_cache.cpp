@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/pipeline_cache.cpp: what happens to a pipeline cache file at start-up
 // (vk::PipelineManager): the file is decompressed (vk::decompress_pipeline_cache) and the
 // result, or for inputs that are no zstd frame the raw bytes (as a file a bit flip turned

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/prompt_cache.cpp: the header of a sequence-state file (a prompt cache,
 // a chat's /save) as read_state_header() checks it before anything is allocated or
 // the model is touched: the bytes are written to a scratch file and read back

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/regression_main.cpp: the main() a harness is linked with in the normal build
 // (any compiler, no libFuzzer): runs LLVMFuzzerTestOneInput once on every file named on the
 // command line or found (recursively) in a named directory, as `fuzzer DIR...` replays a

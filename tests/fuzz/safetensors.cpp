@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/safetensors.cpp: the safetensors header parser (formats/safetensors.h) on
 // arbitrary bytes. A parsed file's tensors must lie inside the file, have non-negative dims
 // whose product matches their byte size, and a ggml view of 1..4 dims with the same count.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/tokenize.cpp: the encode path (Tokenizer::encode, then decode and the stream
 // decoder) of fixed, real vocabularies on arbitrary text. The first input byte picks the
 // tokenizer and the flags; the rest is the text. The tokenizers: Qwen3 and Gemma 3 from their

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/tokenizer_json.cpp: loading a Hugging Face tokenizer (tokenizer/vocab_json.h):
 // the input is tokenizer.json, tokenizer_config.json and a text, split at NUL bytes. A
 // tokenizer that loads must encode the text (and a fixed one) to ids inside its vocabulary,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/ngram/map_tables_test.cpp: the key-lookup drafters of plugins/ngram as
 // C++ tables (compiled in directly, no plugin loading): option checks,
 // ngram-simple's search, ngram-map-k's and ngram-map-k4v's insertion, lookup,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/ngram/ngram_abi_test.cpp: the built ngram plugin's C callbacks, called
 // as a host calls them (no device, no target model): every drafter sets both
 // generations of calls; the ABI 2 calls (begin2/propose2/accept2) propose

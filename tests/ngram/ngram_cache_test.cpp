@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/ngram/ngram_cache_test.cpp: ngram-cache's statistics, its draft rule,
 // and its file (compiled in directly): counting, lookup thresholds, the
 // static/dynamic tiers, save/load round trips, the merge policy, and the

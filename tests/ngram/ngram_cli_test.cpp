@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/ngram/ngram_cli_test.cpp: the ngram drafters from the `tandem`
 // executable: `tandem plugins` lists them, every --spec-type runs and prints
 // llama.cpp's statistics line under llama.cpp's name, a chain from a TOML

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/ngram/ngram_mod_test.cpp: ngram-mod's hash pool and drafter as C++
 // (compiled in directly): the rolling hash equals the fold, insertion and
 // lookup, collisions and overwrites in a deliberately tiny pool, the resets

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/ngram/ngram_spec_test.cpp: the built ngram plugin, loaded through the
 // registry like any third-party plugin and run as PluginDrafter by the
 // speculative scheduler on synthetic Qwen3 targets:

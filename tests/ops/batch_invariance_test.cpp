@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/ops/batch_invariance_test.cpp: DESIGN invariant 1 at the kernel level.
 // The result for one token must be bit-identical whether it is computed alone
 // or inside a batch of up to 16 tokens (a verify batch). This is what lets the

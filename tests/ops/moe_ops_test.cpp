@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/ops/moe_ops_test.cpp: the mixture-of-experts ops against the plain-C++
 // reference (tests/support/reference_recurrent.h): matmul_id for every weight type
 // (shared and per-slot x, experts spread over several row chunks, ids out of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/ops/op_table_test.cpp: the op table (host/ops/op_def.h) covers every op
 // code of tandem/ops.h exactly once, and Graph::op refuses what it must with
 // the status tandem.h §2 gives. The capability queries built on the table are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/ops/ops_test.cpp: every op of the library against the plain-C++ reference
 // (tests/support/reference.h, double accumulation), on the test device with the
 // validation layer on.

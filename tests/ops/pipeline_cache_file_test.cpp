@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/ops/pipeline_cache_file_test.cpp: the on-disk pipeline cache is only a cache:
 // a FIFO, a device, an oversized or corrupt file at its path is reported (with the
 // path and the reason) and skipped, never read without end or waited on; saves go

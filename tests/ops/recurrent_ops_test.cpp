@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/ops/recurrent_ops_test.cpp: the recurrent-state ops against the plain-C++
 // reference (tests/support/reference_recurrent.h): conv1d_causal, the gated delta
 // rule in recurrent and chunked form, their checkpoint semantics (which checkpoint

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/ops/smoke_test.cpp: the executor end to end on the smallest graphs.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/ops/validation_test.cpp: what a Vulkan validation message does. With TANDEM_VALIDATE
 // set in the environment (CI sets it for the whole suite, .ci/run) the process aborts on the
 // first error or warning, so that no test, CLI run or plugin passes while the layer complains;

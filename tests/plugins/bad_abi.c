@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/plugins/bad_abi.c: a plugin that only speaks ABI 7..9 (refused by a v1 host). */
 #include <tandem/tandem.h>
 

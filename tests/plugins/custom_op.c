@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/plugins/custom_op.c: a plugin in plain C99 that speaks ABI 2 and, in its
    init, checks what it needs (get_limits, then query_op) and creates a custom
    SPIR-V op through the tdm.custom_op extension: y = a * f[0] + b

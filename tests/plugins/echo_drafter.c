@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/plugins/echo_drafter.c: a minimal, valid plugin in plain C99 that proves
    the ABI is usable from C: a draftless drafter proposing the last token again. */
 #include <stdlib.h>

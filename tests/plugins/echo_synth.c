@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/plugins/echo_synth.c: a synthesizer (tandem/synth.h) in plain C99 for the CLI tests. It
    writes architecture "qwen3" only, and its "model" is the request as text, one line each:
    "arch=A", "output=PATH", then "NAME=VALUE" per option in the order received, so a test can

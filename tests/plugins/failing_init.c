@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/plugins/failing_init.c: registers a drafter, then fails its init; the
    registration must be rolled back and the error reported. */
 #include <stdio.h>

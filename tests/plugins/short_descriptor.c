@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/plugins/short_descriptor.c: a plugin whose drafter descriptor claims a
  * struct_size below ABI 1's (a forgotten or garbage struct_size). The host must
  * refuse it with both sizes and the file named, and keep loading the others. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/runtime/capabilities_test.cpp: the ABI 2 entries of the host table as a
 // plugin calls them: query_op, query_weight_type, get_limits, get_extension,
 // and graph_op's status for each kind of refusal (tandem.h §2).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/runtime/custom_op_test.cpp: extension "tdm.custom_op" end to end. A
 // plugin's SPIR-V (tests/plugins/shaders/*.comp, compiled at build time) is
 // checked when the op is created, runs as TDM_OP_CUSTOM on the test device

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/runtime/plugin_loader_test.cpp: loading plugins, version negotiation and
 // the errors for broken plugins (tests/plugins/*.c).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/runtime/prompt_cache_test.cpp: sequence-state files (engine/state_file.h)
 // on synthetic Qwen3 and Qwen3.5-hybrid models: a state saved at the prompt
 // hook and restored into a fresh pool (another block size) continues a longer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/runtime/qwen35_e2e_test.cpp: Qwen3.5 (qwen35, qwen35moe) end to end
 // through the qwen-nextn plugin on synthetic models the test builds in both
 // layouts (GGUF as llama.cpp's converter writes it: +1 baked into the norms,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/runtime/qwen3_e2e_test.cpp: Qwen3 end to end through the qwen-nextn
 // plugin, on synthetic models the test builds (real tensor names and metadata),
 // checked against the plain-C++ reference forward (tests/support/qwen3_reference.h).

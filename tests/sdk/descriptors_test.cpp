@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/sdk/descriptors_test.cpp: tandem/cpp/descriptors.hpp and structs.hpp:
 // descriptors built at compile time with struct_size and every member where
 // it belongs, the entry-point macro's negotiation, and the struct_size rules

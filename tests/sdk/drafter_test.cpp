@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/sdk/drafter_test.cpp: tandem/cpp/drafter.hpp: a C++ Drafter behind the
 // C callbacks of tdm_drafter_desc. The v2 calls hand failures (returned or
 // thrown) to the host with a message; the v1 calls log a failure once and

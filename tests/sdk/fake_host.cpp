@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/sdk/fake_host.cpp
 #include "fake_host.h"
 

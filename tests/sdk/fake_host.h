@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/sdk/fake_host.h: a tdm_host_api filled with test functions, for the
 // SDK's C++ helpers (tandem/cpp/) without a real host: a model source is a
 // FakeSource (metadata and tensors in maps; the tdm_model_source* handed to

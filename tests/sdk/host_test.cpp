@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/sdk/host_test.cpp: tandem/cpp/host.hpp against fake host tables: which
 // entries a host has (a v1-size table, a v2 table with NULL entries), reading
 // a short table touches none of its missing bytes, require_ops() with a host

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/sdk/hparams_test.cpp: tandem/cpp/hparams.hpp over a fake model source:
 // range errors name the file, the key, the value and the range; required
 // and optional reads; several spellings per key; prefixes; every type.

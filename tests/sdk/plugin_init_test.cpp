@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/sdk/plugin_init_test.cpp: the in-tree plugins (built .so files,
 // opened with dlopen) initialised against fake host tables: they register
 // with a table of ABI 1's size (shorter than the one they were compiled

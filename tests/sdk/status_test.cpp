@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/sdk/status_test.cpp: tandem/cpp/status.hpp: fail() into a callback's
 // err buffer (NUL-terminated, cut with "..."), Status, TDM_SDK_TRY, and
 // guard(), which keeps C++ exceptions from crossing the ABI.

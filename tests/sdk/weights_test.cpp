@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/sdk/weights_test.cpp: tandem/cpp/weights.hpp against a fake
 // load_weight that records each request: names per layout, layer and
 // prefix; flags per layout; shapes, permutations, stacking and slabs reach

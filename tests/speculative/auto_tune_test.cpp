@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/speculative/auto_tune_test.cpp: the draft-length tuner on synthetic timings
 // (no device): it drafts long when drafts are accepted and verifying is cheap,
 // and stops drafting when nothing is accepted, even when a verify pass costs

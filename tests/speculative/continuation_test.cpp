@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/speculative/continuation_test.cpp: resuming a sequence from what its KV
 // already holds (chat turns, a restored prompt cache) gives the same tokens and
 // logits as running the whole prompt fresh, for attention-only Qwen3 and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/speculative/prompt_cache_mtp_test.cpp: sequence-state files with the
 // Qwen3.5 MTP head drafting (DraftHeadDrafter::save_state / load_state). The
 // head's KV pairs and held target hidden rows travel in the file, so a restored

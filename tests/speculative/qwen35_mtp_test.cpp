@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/speculative/qwen35_mtp_test.cpp: the Qwen3.5 MTP head as a drafter (draft
 // head qwen35-mtp through DraftHeadDrafter) on synthetic qwen35 / qwen35moe
 // models with the head.

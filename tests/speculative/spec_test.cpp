@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/speculative/spec_test.cpp: speculative decoding on synthetic Qwen3 targets.
 // DESIGN invariant 1: with greedy sampling the speculative token sequence equals
 // plain decoding's, for every drafter; the verify pass's logits equal

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/device_fixture.cpp
 #include "support/device_fixture.h"
 

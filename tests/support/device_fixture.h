@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/support/device_fixture.h: one Vulkan device for a whole test program,
 // with the Khronos validation layer on (set TANDEM_TEST_NO_VALIDATE=1 to run
 // without it). DeviceTest fails any test during which the layer reported an

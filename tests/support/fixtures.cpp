@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/fixtures.cpp
 #include "support/fixtures.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/support/fixtures.h: access to the committed test fixtures.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/gdn_reference.cpp: the Gated DeltaNet recurrence (see gdn_reference.h), one
 // token at a time in the recurrent form of HF's torch_recurrent_gated_delta_rule; every sum in
 // double.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/support/gguf_builder.h: GGUF bytes assembled field by field, for tests that
 // need files no well-behaved writer produces (truncated, hostile, odd versions), and
 // a small valid model for tests that only need "some GGUF".

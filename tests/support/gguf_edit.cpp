@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/gguf_edit.cpp
 #include "support/gguf_edit.h"
 

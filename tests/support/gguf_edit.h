@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/support/gguf_edit.h: copy a GGUF file with one deliberate defect
 // (a tensor removed, reshaped or retyped, a metadata string changed), for tests
 // of the loader's error messages on otherwise real models.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/op_harness.cpp
 #include "support/op_harness.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/support/op_harness.h: build a small graph from host vectors, run it on the
 // test device, read results back. Used by the op and batch-invariance tests.
 #pragma once

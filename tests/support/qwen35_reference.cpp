@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/qwen35_reference.cpp: the forward passes of Qwen35Reference: the trunk (GDN and
 // gated-attention layers, dense or MoE FFN) and the MTP head (qwen35.md §2 and §4). Loading is in
 // qwen35_reference_load.cpp, the GDN recurrence in gdn_reference.cpp.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/support/qwen35_reference.h: an independent plain C++ reference of the Qwen3.5 / 3.6
 // forward pass (dense qwen35 and MoE qwen35moe) and of its built-in MTP head, written from
 // spec/qwen35.md and spec/common.md (never from GPU code). It reads a GGUF file or an HF

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/qwen35_reference_load.cpp: loading of Qwen35Reference: hyper-parameters from GGUF
 // metadata (spec/gguf.md A.11, qwen35.md §3) or from config.json's text_config, and the weights
 // under either naming, each with its own convention (qwen35.md §3, common.md §1 and §6):

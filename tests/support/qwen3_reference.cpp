@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/qwen3_reference.cpp: loading (hyper-parameters and weights from GGUF or an HF
 // directory, names mapped onto one parameter set) and the forward pass of Qwen3Reference.
 #include "support/qwen3_reference.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/support/qwen3_reference.h: an independent plain C++ reference of the Qwen3 dense forward
 // pass, written from spec/common.md (RMSNorm, NeoX RoPE, GQA, SwiGLU) and HF's Qwen3 modelling
 // (q/k RMSNorm per head before RoPE), never from GPU code. It reads a GGUF file or an HF

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/reference.cpp: plain C++ reference ops (see reference.h), written from
 // spec/common.md and spec/quants.md. Straightforward loops accumulating in double: clarity over
 // speed, since these only run on the small shapes of tests.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/reference_recurrent.cpp: reference conv1d, gated delta rule, matmul_id and
 // moe_sum (see reference_recurrent.h). Plain loops in double: clarity over speed.
 #include "support/reference_recurrent.h"

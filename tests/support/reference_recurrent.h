@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/support/reference_recurrent.h: plain C++ references for the recurrent-state ops
 // (causal conv1d, the gated delta rule) and the mixture-of-experts ops (matmul_id, moe_sum),
 // written from sdk/include/tandem/ops.h and spec/common.md §5-6 (never from shader code).

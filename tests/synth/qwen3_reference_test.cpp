@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/synth/qwen3_reference_test.cpp: the Qwen3 reference forward pass on synthetic models:
 // it agrees with a second, loop-by-loop implementation written in this file; it is
 // deterministic, causal, position-shift invariant (RoPE), incremental == full; GGUF and HF

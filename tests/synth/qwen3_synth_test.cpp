@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/synth/qwen3_synth_test.cpp: the synthetic Qwen3 files: GGUF and HF outputs open through
 // ModelSource with exactly the expected names, shapes, types and metadata; HF and GGUF hold the
 // same values; options (seed, tied, drafts, shape fallback) do what they say; bad options are

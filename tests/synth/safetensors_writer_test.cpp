@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/synth/safetensors_writer_test.cpp: SafetensorsWriter output read back by the project's
 // safetensors reader (single file, streamed tensors, shards + index), the reference writer's
 // layout details (aligned header, __metadata__ first, data order), and every rejection.

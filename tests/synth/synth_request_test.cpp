@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/synth/synth_request_test.cpp: the qwen-nextn synthesizer's requests
 // (plugins/qwen-nextn/synth/synth_request.h), called directly: options as text give the same file
 // as the synth functions with the equivalent options; every bad option is refused with a message

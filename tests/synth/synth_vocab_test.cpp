@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/synth/synth_vocab_test.cpp: the synthetic Qwen-style tokenizer: its id layout, that
 // training is deterministic, and that the GGUF view and the tokenizer.json/tokenizer_config.json
 // files load (through the project's two loaders) into tokenizers with identical encodings.

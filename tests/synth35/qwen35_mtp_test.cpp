@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/synth35/qwen35_mtp_test.cpp: the reference MTP head (spec/qwen35.md §4): a batch of pairs
 // equals step-by-step, the prefill uses llama.cpp's positions and its KV matters, drafts are valid
 // ids that depend on the hidden input; on the repeating model the head drafts exactly the trunk's

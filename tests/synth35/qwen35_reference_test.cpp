@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/synth35/qwen35_reference_test.cpp: the Qwen3.5 reference forward pass on synthetic models:
 // GGUF and HF copies (different conventions: +1 norms, grouped vs tiled GDN heads, A_log) give the
 // same logits, and a reference that applies the wrong head order does not; the GDN recurrence

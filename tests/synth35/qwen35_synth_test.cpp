@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/synth35/qwen35_synth_test.cpp: the synthetic Qwen3.5 files: GGUF and HF outputs open
 // through ModelSource with exactly the expected names, shapes, types and metadata (dense and MoE,
 // with and without the MTP head); the GGUF is, value for value, what llama.cpp's converter makes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/synth35/synth35_helpers.h: small helpers shared by the synthetic Qwen3.5 tests: presets,
 // opening files, decoding whole tensors, and making a model plus its reference in one call.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/tokenizer/chat_template_test.cpp: built-in chat formats against strings rendered
 // by the models' own Jinja templates (tokenizer_config.json chat_template, rendered with
 // jinja2 3.1, trim_blocks/lstrip_blocks as transformers does, bos_token = "" because the

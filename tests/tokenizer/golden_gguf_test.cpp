@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/tokenizer/golden_gguf_test.cpp: the golden lines again, after writing each real
 // vocabulary into GGUF metadata with GgufWriter and reading it back through the GGUF path
 // (llama.cpp semantics). To add a case, add a golden line (golden_hf_test.cpp) - every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/tokenizer/golden_hf_test.cpp: every golden line of the real Qwen3 and Gemma 3
 // tokenizers, loaded from tokenizer.json (HF semantics). To add a case, append a line to
 // tests/fixtures/tokenizers/<name>/golden.jsonl produced by a reference implementation.

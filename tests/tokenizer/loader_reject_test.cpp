@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/tokenizer/loader_reject_test.cpp: every loader refuses what it does not implement
 // or cannot trust, with a message naming what it found. To add a case, start from the
 // minimal valid input below, break one thing, and check the message mentions it.

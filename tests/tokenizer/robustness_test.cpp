@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/tokenizer/robustness_test.cpp: hostile and large inputs - invalid UTF-8, random
 // bytes, random ids, long texts and long runs - must neither crash nor lose text. No
 // timings are asserted here (see the report for measured speed). To add a case, pick an

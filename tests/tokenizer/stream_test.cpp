@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/tokenizer/stream_test.cpp: StreamDecoder against full decoding. To add a case,
 // build an id sequence (real tokenizers from tokenizer_fixtures.h) and compare the
 // concatenated stream with Tokenizer::decode, checking every chunk is whole UTF-8.

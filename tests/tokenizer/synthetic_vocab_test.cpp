@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/tokenizer/synthetic_vocab_test.cpp: small hand-made vocabularies whose expected
 // tokenization can be worked out on paper: the SentencePiece score algorithm (GGUF
 // "llama"), the space prefix, ignore_merges, the Prepend normalizer and the BPE queue

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/tokenizer/tokenizer_fixtures.cpp: see tokenizer_fixtures.h.
 #include "tokenizer_fixtures.h"
 

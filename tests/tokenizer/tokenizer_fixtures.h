@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/tokenizer/tokenizer_fixtures.h: the real Qwen3 / Gemma 3 tokenizers and their
 // golden lines, loaded once per test process (Gemma 3's tokenizer.json is 33 MB).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/tokenizer/unicode_test.cpp: UTF-8 decoding and repair, NFC, character classes and
 // the GPT-2 byte map (host/tokenizer/unicode.h). To add a case, add an EXPECT with the
 // bytes written as escapes and the answer from the Unicode standard or the spec.

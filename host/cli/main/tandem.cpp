@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host/cli/main/tandem.cpp: the tandem executable. Everything is in run_cli();
 // only main decides the process exit status.
 #include "cli/commands.h"

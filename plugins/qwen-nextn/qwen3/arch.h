@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // plugins/qwen-nextn/qwen3/arch.h: Qwen3 dense (HF Qwen3ForCausalLM, GGUF
 // architecture "qwen3"): hyper-parameters, weights, and the four callbacks of
 // its tdm_arch_desc (plugin.cpp registers them). Shapes are in ggml order

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/qwen-nextn/qwen3/forward.cpp: the Qwen3 forward pass (HF
 // Qwen3ForCausalLM, llama.cpp src/models/qwen3.cpp), one batch of tokens, and
 // the list of ops it uses (checked in init).

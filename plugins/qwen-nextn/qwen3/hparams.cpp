@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/qwen-nextn/qwen3/hparams.cpp: Qwen3 hyper-parameters, from GGUF
 // metadata (the keys llama.cpp's converter writes) or an HF config.json, and
 // the create/destroy callbacks (hyper-parameters -> declared KV layers).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/qwen-nextn/qwen3/load.cpp: Qwen3 tensor names -> weights. GGUF names
 // are llama.cpp's (blk.N.attn_q.weight ...); HF names are transformers' (one
 // table maps them). The host checks each shape against what is requested here.

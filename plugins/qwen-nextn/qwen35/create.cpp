@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/qwen-nextn/qwen35/create.cpp: the create and destroy callbacks of
 // the qwen35 / qwen35moe architectures and the qwen35-mtp draft head:
 // hyper-parameters and options -> the memory declared to the host.

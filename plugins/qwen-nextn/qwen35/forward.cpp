@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/qwen-nextn/qwen35/forward.cpp: the Qwen3.5 forward pass (HF
 // Qwen3_5ForCausalLM's text model, llama.cpp src/models/qwen35.cpp), one batch
 // of tokens: 3 of every 4 layers are Gated DeltaNet, the 4th gated attention;

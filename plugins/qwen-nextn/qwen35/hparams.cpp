@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/qwen-nextn/qwen35/hparams.cpp: Qwen3.5/3.6 hyper-parameters from
 // the GGUF keys llama.cpp's converter writes (qwen35.* / qwen35moe.*) or from
 // config.json's text_config (HF names). Every value is range-checked before

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/qwen-nextn/qwen35/load.cpp: Qwen3.5 tensor names -> weights, for
 // the trunk and the MTP head. GGUF names are llama.cpp's converter's (norms
 // with +1 baked in, DeltaNet value heads tiled, ssm_a = -exp(A_log)); HF names

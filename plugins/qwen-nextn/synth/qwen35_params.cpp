@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/qwen-nextn/synth/qwen35_params.cpp: the Qwen3.5 parameter table (GGUF names and ne as
 // llama.cpp's converter writes them, HF names and shapes as the released checkpoints have them) and
 // the value recipes in both layouts (see qwen35_params.h, qwen35_synth.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // plugins/qwen-nextn/synth/qwen35_params.h: the parameter table of a synthetic Qwen3.5 model and
 // the row generator that gives each parameter's values in either layout. A parameter is one GGUF
 // tensor; its values are defined in HF (grouped, "+1"-free, A_log) form and the GGUF rows are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/qwen-nextn/synth/qwen35_synth.cpp: presets, option checks, the vocabulary, and the two
 // file layouts of the synthetic Qwen3.5 models described in qwen35_synth.h.
 //

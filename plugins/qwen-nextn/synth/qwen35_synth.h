@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // plugins/qwen-nextn/synth/qwen35_synth.h: synthetic models of the Qwen3.5 / Qwen3.6 hybrid
 // architecture (Gated DeltaNet + gated full attention, dense `qwen35` and MoE `qwen35moe`, optional
 // built-in one-layer MTP head), written exactly in the layouts real files have: a GGUF as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/qwen-nextn/synth/qwen3_params.cpp: the Qwen3 parameter table (see qwen3_params.h).
 #include "qwen-nextn/synth/qwen3_params.h"
 

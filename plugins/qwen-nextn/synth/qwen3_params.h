@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // plugins/qwen-nextn/synth/qwen3_params.h: the parameter table of a synthetic Qwen3 model (GGUF and
 // HF names, shapes, value recipes) and the recipe settings its options give, shared by the GGUF and
 // HF writers (qwen3_synth.cpp) so that both hold the same values.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/qwen-nextn/synth/qwen3_synth.cpp: presets, option checks, and the two file layouts (GGUF
 // as convert_hf_to_gguf.py + llama-quantize write Qwen3, HF as transformers saves Qwen3ForCausalLM)
 // for the synthetic models described in qwen3_synth.h.

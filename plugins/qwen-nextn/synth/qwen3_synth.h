@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // plugins/qwen-nextn/synth/qwen3_synth.h: synthetic models of the Qwen3 dense architecture, written
 // exactly in the layouts real files have: a GGUF as llama.cpp's convert_hf_to_gguf.py (+
 // llama-quantize) writes it, and a Hugging Face directory (config.json, model.safetensors,

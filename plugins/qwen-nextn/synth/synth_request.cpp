@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/qwen-nextn/synth/synth_request.cpp: options -> shape and options -> model file (see
 // synth_request.h). The checks and messages are those `tandem synth` had when it wrote Qwen models
 // itself, in the same order, so that its output did not change when it moved here.

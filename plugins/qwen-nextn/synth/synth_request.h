@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // plugins/qwen-nextn/synth/synth_request.h: one request to the qwen-nextn synthesizer, in C++: the
 // options of `tandem synth` (sdk/include/tandem/synth.h, section 2) checked and turned into a Qwen3
 // or Qwen3.5 shape and options, the model written, a one-line summary returned. The C entry point

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugins/qwen-nextn/synth/synthesizer.cpp: the qwen-nextn plugin's synthesizer
 // (sdk/include/tandem/synth.h): the C entry point of tandem-qwen-nextn-synth.so around
 // synthesize_request(). Built as its own shared object next to the plugin (synth/ under the plugin

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lookup_drafter.c: an out-of-tree tandem plugin, in plain C99, built against the
  * installed SDK (libtandem-dev). It registers one draftless drafter,
  * "lookup-example": find the most recent earlier place where the last two tokens of

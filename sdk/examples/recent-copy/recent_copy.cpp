@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // recent_copy.cpp: an out-of-tree tandem plugin in C++17 built with the SDK's
 // C++ helpers (<tandem/cpp/tandem.hpp>) against the installed SDK
 // (libtandem-dev). It registers one draftless drafter, "recent-copy": find the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tandem/dtype.h: tensor element types of the tandem plugin ABI.
  *
  * The numeric values are ggml's type ids (GGUF tensor-info "type" field), so a

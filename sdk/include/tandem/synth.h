@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tandem/synth.h: synthesizers, interface version 1: a plugin's optional
  * companion that writes synthetic models of the plugin's architectures.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tandem/tandem.h: the tandem plugin ABI, version 2 (a host also speaks 1).
  *
  * A tandem plugin is a shared object that adds model architectures, draft heads

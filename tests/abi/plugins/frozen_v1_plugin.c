@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/abi/plugins/frozen_v1_plugin.c: a plugin built against the frozen ABI 1
  * headers (tests/abi/v1/tandem/, never sdk/include), as a third party built
  * one before ABI 2 existed. The current host must load and run it unchanged.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/abi/plugins/v2_plugin.c: a plugin built against the ABI 2 SDK that
  * speaks ABI 2 only, so a host offering ABI 1 must refuse it by name; and two
  * drafters that use the v2 failure-reporting calls (begin2/propose2/accept2):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/plugins/hostile/abort_in_constructor.c: aborts in a shared-object constructor,
    which runs inside dlopen before the host sees any entry point. Scanning must report
    the crash (SIGABRT); opening it in the host process would kill the host. */

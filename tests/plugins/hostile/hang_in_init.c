@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/plugins/hostile/hang_in_init.c: negotiates, then never returns from init. The
    scan must time out and kill it; the host never opens it. */
 #include <tandem/tandem.h>

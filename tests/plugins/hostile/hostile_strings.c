@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/plugins/hostile/hostile_strings.c: hands the host strings without a NUL that
    end exactly where an inaccessible page begins, so a host that reads one past any
    bound faults instead of passing by chance: its version and description, a log line,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/plugins/hostile/segfault_in_entry.c: its entry point writes through a null
    pointer (SIGSEGV) when the host negotiates. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/plugins/hostile/unterminated_error.c: fails init after filling the whole error
    buffer with 'x' and no terminating NUL. The host must read err_size bytes, not one more. */
 #include <string.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fixed_width.comp: a test shader with a literal workgroup width of 32 instead
 // of spec constant 0: creating a custom op from it with local_size_x 64 is refused.
 #version 450

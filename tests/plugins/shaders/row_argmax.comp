@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // row_argmax.comp: a test custom op (tandem/ext/custom_op.h): per row r,
 // y[r][0] = (index of the largest x[r][c], lowest on ties) + base[r][0].
 // Dispatch TDM_CUSTOM_DISPATCH_ROWS (one workgroup per row, the lanes stride

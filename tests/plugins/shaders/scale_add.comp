@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // scale_add.comp: a test custom op (tandem/ext/custom_op.h): y = a * f[0] + b,
 // element by element. Dispatch TDM_CUSTOM_DISPATCH_ELEMENTS (row = workgroup y,
 // column = global x), output like input 0. Inputs may be strided views.

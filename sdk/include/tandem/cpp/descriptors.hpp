@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tandem/cpp/descriptors.hpp: what a plugin hands the host, built with named
 // members and struct_size set: the plugin's tdm_plugin_api and the entry
 // point, architecture / draft head / drafter descriptors, and the attention

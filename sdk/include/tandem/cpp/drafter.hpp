@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tandem/cpp/drafter.hpp: a draftless drafter (tandem.h section 7) as a C++
 // class. Derive from Drafter, implement begin/propose/accept (and save if it
 // persists something), hand new objects to the host with drafter_handle(), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tandem/cpp/host.hpp: the host's function table as a C++ object that knows
 // which entries this host has (Host), the ops and parameters a plugin checks
 // during init (OpQuery, require_ops), extensions (require_extension) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tandem/cpp/hparams.hpp: range-checked reads of a model source's metadata
 // (GGUF keys or config.json paths) for an architecture's create callback.
 //

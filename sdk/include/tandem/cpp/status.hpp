@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tandem/cpp/status.hpp: error propagation for C++ plugins: the err buffer of
 // a callback (Err), fail() to write a message into it, a status that owns its
 // message (Status), SDK_TRY to pass failures up, and guard() to keep C++

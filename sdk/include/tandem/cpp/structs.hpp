@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tandem/cpp/structs.hpp: reading and writing the size-prefixed structs that
 // cross the ABI by the rules of tandem.h section 1: a reader copies
 // min(struct_size, its sizeof) bytes into a zeroed local, so fields the writer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tandem/cpp/tandem.hpp: the SDK's C++ helpers in one include. Header-only,
 // C++17, namespace tdm::sdk; they compile into the plugin and are not part of
 // the binary ABI (the ABI is the C headers one directory up). Each header can

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tandem/cpp/weights.hpp: an architecture's weight-name table and a loader
 // for its load callback.
 //

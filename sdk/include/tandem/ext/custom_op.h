@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tandem/ext/custom_op.h: extension "tdm.custom_op", version 1 (ABI 2).
  *
  * A plugin ships a compute shader as SPIR-V and runs it as a graph op
