@@ -56,13 +56,12 @@ fi
 list="$build/fuzz/harnesses.txt"
 [ -f "$list" ] || { echo "fuzz.sh: $list not found: is $build a TANDEM_FUZZ=ON build?" >&2; exit 2; }
 
+# ASan/UBSan/LSan settings and lavapipe pinned in memory (scripts/sanitizer_env.sh).
+# shellcheck source=scripts/sanitizer_env.sh
+source "$here/scripts/sanitizer_env.sh"
+
 # Seeds from the synthetic model writers (a few seconds).
 "$build/fuzz/fuzz_seeds" "$build/fuzz-corpus" >/dev/null
-
-# LSan: Mesa/LLVM internals only (scripts/lsan.supp says why each is there).
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}"
-export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$here/scripts/lsan.supp:print_suppressions=0}"
-export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 run_one() {  # harness name, corpus dirs (';'-separated)
   local name="$1" dirs="$2" work="$build/fuzz-work/$1"
