@@ -51,9 +51,8 @@ echo "==> building (only what the job runs)"
 cmake --build "$build" -j "$jobs" --target tandem test_formats test_tokenizer test_config test_cli \
   test_runtime fuzz_all
 
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1"
-export LSAN_OPTIONS="suppressions=$here/scripts/lsan.supp:print_suppressions=0"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# shellcheck source=scripts/sanitizer_env.sh
+source "$here/scripts/sanitizer_env.sh"
 export TANDEM_VALIDATE=1
 
 echo "==> test groups under ASan+UBSan"

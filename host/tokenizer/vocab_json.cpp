@@ -21,6 +21,15 @@ using json = nlohmann::json;
 
 constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // "▁"
 
+// Ids are dense in real files; the gaps a file may leave (filled with [PAD<id>] tokens) are
+// bounded, so that a few bytes naming id 16,000,000 cannot make the loader allocate and index
+// millions of tokens (found by tests/fuzz/tokenizer_json.cpp).
+constexpr int64_t kMaxTokenId = (1 << 24) - 1;
+constexpr int64_t kMaxIdGap = 65536;
+
+// The largest id a file defining `entries` tokens may use.
+int64_t max_token_id(size_t entries) { return std::min<int64_t>(kMaxTokenId, int64_t(entries) + kMaxIdGap); }
+
 // The Split regexes HF tokenizers use for the pre-tokenizers we implement (§3.2).
 struct KnownRegex {
     std::string_view regex;
@@ -261,8 +270,10 @@ Status read_added_tokens(const json& j, Vocab& v, std::vector<bool>& has_token) 
             return Error::format("{}: malformed added token {}", v.source, t.dump());
         int64_t id = id_j->get<int64_t>();
         std::string content = content_j->get<std::string>();
-        if (id < 0 || id >= (1 << 24))
-            return Error::format("{}: added token '{}' has id {} out of range", v.source, content, id);
+        if (id < 0 || id > max_token_id(v.tokens.size() + added->size()))
+            return Error::format("{}: added token '{}' has id {} out of range (at most {}: {} tokens are "
+                                 "defined)", v.source, content, id, max_token_id(v.tokens.size() + added->size()),
+                                 v.tokens.size() + added->size());
         for (const char* flag : {"lstrip", "rstrip", "single_word"})
             if (bool_or(t, flag, false))
                 return Error::format("{}: added token '{}' sets {}, which is not supported", v.source, content, flag);
@@ -301,8 +312,9 @@ Status read_model(const json& model, Vocab& v, std::vector<bool>& has_token) {
         if (!it.value().is_number_integer())
             return Error::format("{}: model.vocab['{}'] is not an integer", v.source, it.key());
         int64_t id = it.value().get<int64_t>();
-        if (id < 0 || id >= (1 << 24))
-            return Error::format("{}: model.vocab['{}'] = {} is out of range", v.source, it.key(), id);
+        if (id < 0 || id > max_token_id(vocab->size()))
+            return Error::format("{}: model.vocab['{}'] = {} is out of range (at most {}: the vocab has {} "
+                                 "entries)", v.source, it.key(), id, max_token_id(vocab->size()), vocab->size());
         size_t uid = static_cast<size_t>(id);
         if (uid >= v.tokens.size()) {
             v.tokens.resize(uid + 1);

@@ -152,7 +152,7 @@ void tokenizer_seeds() {
     // tokenize: the golden texts of both fixtures, each under a few selector bytes.
     int n = 0;
     for (const char* name : {"qwen3", "gemma3"}) {
-        std::istringstream lines(slurp(fuzz::fixture_path(std::string("tokenizers/") + name + "/golden.jsonl")));
+        std::istringstream lines(fuzz::read_fixture_or_die(std::string("tokenizers/") + name + "/golden.jsonl"));
         std::string line;
         while (std::getline(lines, line)) {
             const std::string text = nlohmann::json::parse(line).at("text").get<std::string>();
@@ -199,6 +199,7 @@ void pipeline_cache_seeds(const std::string& tmp) {
     const std::string file = slurp(cache_path);
     seed("pipeline_cache", "lavapipe.zst", file);
     const std::vector<uint8_t> raw = vk::decompress_pipeline_cache(file);
+    if (raw.empty()) die(cache_path + ": the pipeline cache written does not decompress");
     seed("pipeline_cache", "lavapipe.raw", std::string(raw.begin(), raw.end()));
 }
 

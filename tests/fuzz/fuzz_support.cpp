@@ -76,7 +76,14 @@ std::string read_file_or_die(const std::string& path) {
         std::fprintf(stderr, "tandem fuzz: cannot read %s\n", path.c_str());
         std::abort();
     }
-    std::string bytes = ss.str();
+    return ss.str();
+}
+
+std::string fixture_path(const std::string& relative) { return std::string(TANDEM_TEST_FIXTURES_DIR) + "/" + relative; }
+
+std::string read_fixture_or_die(const std::string& relative) {
+    const std::string path = fixture_path(relative);
+    std::string bytes = read_file_or_die(path);
     if (!path.ends_with(".zst")) return bytes;
     const unsigned long long n = ZSTD_getFrameContentSize(bytes.data(), bytes.size());
     if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN) {
@@ -91,8 +98,6 @@ std::string read_file_or_die(const std::string& path) {
     }
     return out;
 }
-
-std::string fixture_path(const std::string& relative) { return std::string(TANDEM_TEST_FIXTURES_DIR) + "/" + relative; }
 
 bool is_valid_utf8(std::string_view s) {
     size_t i = 0;

@@ -40,12 +40,15 @@ const std::string& scratch_dir();
 // Writes `bytes` to scratch_dir()/name, replacing the file; returns the path.
 std::string write_scratch_file(const std::string& name, std::string_view bytes);
 
-// Reads a file whole; a name ending in ".zst" is decompressed. Aborts if it cannot be read
-// (a harness without its fixture must not pass silently).
+// Reads a file whole, as it is. Aborts if it cannot be read (a harness without its fixture
+// must not pass silently).
 std::string read_file_or_die(const std::string& path);
 
 // TANDEM_TEST_FIXTURES_DIR + "/" + relative.
 std::string fixture_path(const std::string& relative);
+
+// A fixture under tests/fixtures/, decompressed if its name ends in ".zst"; aborts as above.
+std::string read_fixture_or_die(const std::string& relative);
 
 // Whether `s` is valid UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
 bool is_valid_utf8(std::string_view s);

@@ -39,9 +39,9 @@ struct Case {
 }
 
 Tokenizer from_json(const std::string& name) {
-    const std::string dir = fuzz::fixture_path("tokenizers/" + name);
-    auto tok = load_tokenizer_hf(fuzz::read_file_or_die(dir + "/tokenizer.json.zst"),
-                                 fuzz::read_file_or_die(dir + "/tokenizer_config.json.zst"), name);
+    const std::string dir = "tokenizers/" + name;
+    auto tok = load_tokenizer_hf(fuzz::read_fixture_or_die(dir + "/tokenizer.json.zst"),
+                                 fuzz::read_fixture_or_die(dir + "/tokenizer_config.json.zst"), name);
     if (!tok.ok()) die(name, tok.error());
     return std::move(*tok);
 }

@@ -125,6 +125,24 @@ TEST(TokenizerReject, added_token_problems_are_rejected) {
     expect_json_rejected(clash, "gives to 'ab'");
 }
 
+// Found by tests/fuzz/tokenizer_json.cpp: a 4 KB file naming id 16777215 made the loader build
+// 16.7 million [PAD] tokens (600 MB, seconds; a timeout under ASan). Ids may leave gaps, but at
+// most 65536 past the number of tokens the file defines.
+TEST(TokenizerReject, ids_far_past_the_tokens_the_file_defines_are_rejected) {
+    json sparse = minimal_json();  // with "far": 258 vocab entries, so ids up to 258 + 65536
+    sparse["model"]["vocab"]["far"] = 258 + 65536 + 1;
+    expect_json_rejected(sparse, "model.vocab['far'] = 65795 is out of range (at most 65794");
+    json gap_ok = minimal_json();
+    gap_ok["model"]["vocab"]["far"] = 258 + 65536;
+    auto tok = load_tokenizer_hf(gap_ok.dump());
+    ASSERT_TRUE(tok.ok()) << tok.error().message();
+    EXPECT_EQ(tok->n_vocab(), 258 + 65536 + 1);
+    EXPECT_EQ(tok->token_text(1000), "[PAD1000]");
+    json far_added = minimal_json();
+    far_added["added_tokens"][0]["id"] = 16777215;
+    expect_json_rejected(far_added, "added token '<|end|>' has id 16777215 out of range");
+}
+
 TEST(TokenizerReject, tokenizer_config_problems_are_rejected) {
     expect_json_rejected(minimal_json(), "eos_token", R"({"eos_token": "<|nope|>"})");
     expect_json_rejected(minimal_json(), "split_special_tokens", R"({"split_special_tokens": true})");
