@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # scripts/sanitizer_env.sh: the environment scripts/sanitize.sh and scripts/fuzz.sh run
 # sanitized binaries in (sourced, not run). docs/RELIABILITY.md explains each setting.
 
