@@ -26,8 +26,10 @@ static uint64_t propose(void* d, const int32_t* h, uint64_t n, int32_t* out, uin
 }
 static void accept(void* d, const int32_t* h, uint64_t n, uint64_t a, uint64_t b) { (void)d; (void)h; (void)n; (void)a; (void)b; }
 static const char* const kTypes[] = {"echo", 0};
-static const tdm_drafter_desc kDrafter = {sizeof(tdm_drafter_desc), "echo", kTypes, create, destroy,
-                                          begin, propose, accept, 0};
+static const tdm_drafter_desc kDrafter = {
+    .struct_size = sizeof(tdm_drafter_desc), .name = "echo", .spec_types = kTypes,
+    .create = create, .destroy = destroy, .begin = begin, .propose = propose, .accept = accept,
+};
 
 static tdm_status init(const tdm_host_api* host, tdm_registry* reg, char* err, size_t err_size) {
     (void)err; (void)err_size;

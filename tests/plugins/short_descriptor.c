@@ -20,7 +20,10 @@ static void accept(void* d, const int32_t* h, uint64_t n, uint64_t a, uint64_t b
     (void)d; (void)h; (void)n; (void)a; (void)b;
 }
 static const char* const kTypes[] = {"short", 0};
-static const tdm_drafter_desc kDrafter = {8, "short", kTypes, create, destroy, begin, propose, accept, 0};
+static const tdm_drafter_desc kDrafter = {
+    .struct_size = 8, .name = "short", .spec_types = kTypes,
+    .create = create, .destroy = destroy, .begin = begin, .propose = propose, .accept = accept,
+};
 
 static tdm_status init(const tdm_host_api* host, tdm_registry* reg, char* err, size_t err_size) {
     if (host->register_drafter(reg, &kDrafter) != TDM_OK) {
