@@ -4,7 +4,7 @@
 # with clang, AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer (every
 # finding aborts: -fno-sanitize-recover=all) in build-asan, and runs:
 #   1. the test groups that read untrusted input: file formats (formats), tokenizers
-#      (tokenizer), tandem.toml (config), the corpus replays of the fuzz harnesses (fuzz), the
+#      (tokenizer), tandem.toml (config), the server's request bodies (server), the corpus replays of the fuzz harnesses (fuzz), the
 #      CLI's bad-input and argument tests, and the plugin loader's tests;
 #   2. one end-to-end `tandem run` per model family and drafter: qwen3 (GGUF and HF
 #      safetensors), qwen3 with a draft model, qwen3 with the n-gram drafters, qwen35 (hybrid)
@@ -56,7 +56,7 @@ cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DTANDEM_SANITIZE=address,undefined -DTANDEM_FUZZ=ON >/dev/null
 echo "==> building (only what the job runs)"
 targets=(tandem fuzz_all)
-if [ "$ci" = 0 ]; then targets+=(test_formats test_tokenizer test_config test_cli test_runtime); fi
+if [ "$ci" = 0 ]; then targets+=(test_formats test_tokenizer test_config test_cli test_runtime test_server); fi
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 
 # shellcheck source=scripts/sanitizer_env.sh
@@ -67,7 +67,7 @@ echo "==> test groups under ASan+UBSan"
 # Each test program runs once with its group's filter, not once per test as ctest does: the
 # tokenizer tests share the real Qwen3/Gemma 3 tokenizers, which take seconds to load under ASan.
 if [ "$ci" = 0 ]; then
-  for t in "test_formats *" "test_tokenizer *" "test_config *" "test_cli CliBadInput.*:Args.*" \
+  for t in "test_formats *" "test_tokenizer *" "test_config *" "test_server *" "test_cli CliBadInput.*:Args.*" \
            "test_runtime PluginLoader.*"; do
     read -r program filter <<<"$t"
     echo "    $program --gtest_filter=$filter"

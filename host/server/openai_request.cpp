@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: Apache-2.0
+// host/server/openai_request.cpp
+#include "server/openai_request.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <limits>
+
+namespace tdm::server {
+
+using json = nlohmann::json;
+
+namespace {
+
+const char* type_name(const json& v) {
+    switch (v.type()) {
+        case json::value_t::null: return "null";
+        case json::value_t::object: return "an object";
+        case json::value_t::array: return "an array";
+        case json::value_t::string: return "a string";
+        case json::value_t::boolean: return "a boolean";
+        case json::value_t::number_integer:
+        case json::value_t::number_unsigned:
+        case json::value_t::number_float: return "a number";
+        default: return "an unknown value";
+    }
+}
+
+// Parses the body as one JSON object, nested at most max_depth deep (nlohmann's parser is
+// iterative, but a 10 MB "[[[[..." would still cost as many nodes).
+ApiResult<json> parse_object(std::string_view body, int max_depth) {
+    if (body.find_first_not_of(" \t\r\n") == std::string_view::npos)
+        return ApiError::invalid("", "the request body is empty; send a JSON object");
+    bool too_deep = false;
+    const json::parser_callback_t depth_check = [&](int depth, json::parse_event_t, json&) {
+        if (depth > max_depth) too_deep = true;
+        return !too_deep;
+    };
+    json doc;
+    try {
+        doc = json::parse(body.begin(), body.end(), depth_check);
+    } catch (const json::parse_error& e) {
+        // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 7: ..."
+        std::string what = e.what();
+        if (const size_t close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
+        return ApiError::invalid("", "the request body is not valid JSON: " + what);
+    }
+    if (too_deep) return ApiError::invalid("", fmt::format("the request body nests deeper than {} levels", max_depth));
+    if (!doc.is_object())
+        return ApiError::invalid("", fmt::format("the request body must be a JSON object, not {}", type_name(doc)));
+    return doc;
+}
+
+// Reads typed fields of one JSON object and keeps the first error. A field that is absent
+// or null is "not given" (OpenAI's clients send null for unset optional fields).
+class Fields {
+public:
+    Fields(const json& obj, std::string prefix) : obj_(obj), prefix_(std::move(prefix)) {}
+
+    const std::optional<ApiError>& error() const { return error_; }
+    bool failed() const { return error_.has_value(); }
+
+    const json* get(const char* key) const {
+        const auto it = obj_.find(key);
+        return it == obj_.end() || it->is_null() ? nullptr : &*it;
+    }
+
+    void fail(const std::string& key, const std::string& message) {
+        if (!error_) error_ = ApiError::invalid(prefix_ + key, message);
+    }
+
+    void wrong_type(const std::string& key, const char* expected, const json& got) {
+        fail(key, fmt::format("'{}{}' must be {}, not {}", prefix_, key, expected, type_name(got)));
+    }
+
+    std::optional<bool> boolean(const char* key) {
+        const json* v = get(key);
+        if (!v) return std::nullopt;
+        if (!v->is_boolean()) return wrong_type(key, "a boolean", *v), std::nullopt;
+        return v->get<bool>();
+    }
+
+    std::optional<std::string> string(const char* key, size_t max_bytes) {
+        const json* v = get(key);
+        if (!v) return std::nullopt;
+        if (!v->is_string()) return wrong_type(key, "a string", *v), std::nullopt;
+        const auto& s = v->get_ref<const std::string&>();
+        if (s.size() > max_bytes)
+            return fail(key, fmt::format("'{}{}' is {} bytes; at most {} are accepted", prefix_, key, s.size(),
+                                         max_bytes)),
+                   std::nullopt;
+        return s;
+    }
+
+    // A finite number in [lo, hi].
+    std::optional<double> number(const char* key, double lo, double hi) {
+        const json* v = get(key);
+        if (!v) return std::nullopt;
+        if (!v->is_number()) return wrong_type(key, "a number", *v), std::nullopt;
+        const double x = v->get<double>();
+        if (!std::isfinite(x) || x < lo || x > hi)
+            return fail(key, fmt::format("'{}{}' must be between {} and {}, not {}", prefix_, key, lo, hi, x)),
+                   std::nullopt;
+        return x;
+    }
+
+    // A whole number in [lo, hi] (a float with no fraction counts, as in Python clients).
+    std::optional<int64_t> integer(const char* key, int64_t lo, int64_t hi) {
+        const json* v = get(key);
+        if (!v) return std::nullopt;
+        return integer_value(key, *v, lo, hi);
+    }
+
+    std::optional<int64_t> integer_value(const std::string& key, const json& v, int64_t lo, int64_t hi) {
+        int64_t x = 0;
+        if (v.is_number_unsigned()) {
+            const uint64_t u = v.get<uint64_t>();
+            if (u > uint64_t(std::numeric_limits<int64_t>::max())) return out_of_range(key, lo, hi, fmt::format("{}", u));
+            x = int64_t(u);
+        } else if (v.is_number_integer()) {
+            x = v.get<int64_t>();
+        } else if (v.is_number_float()) {
+            const double d = v.get<double>();
+            // 2^63 is exact in a double; anything at or beyond it does not fit.
+            if (!std::isfinite(d) || d != std::floor(d) || d >= 0x1p63 || d < -0x1p63)
+                return fail(key, fmt::format("'{}{}' must be a whole number, not {}", prefix_, key, d)), std::nullopt;
+            x = int64_t(d);
+        } else {
+            return wrong_type(key, "an integer", v), std::nullopt;
+        }
+        if (x < lo || x > hi) return out_of_range(key, lo, hi, fmt::format("{}", x));
+        return x;
+    }
+
+private:
+    std::optional<int64_t> out_of_range(const std::string& key, int64_t lo, int64_t hi, const std::string& got) {
+        fail(key, fmt::format("'{}{}' must be between {} and {}, not {}", prefix_, key, lo, hi, got));
+        return std::nullopt;
+    }
+
+    const json& obj_;
+    std::string prefix_;
+    std::optional<ApiError> error_;
+};
+
+// Fields that would change the result and are not implemented: refused unless they hold
+// the value that means "off".
+void refuse_unsupported(Fields& f, Endpoint endpoint) {
+    // json compares numbers by value: 1, 1.0 and 1u are all one.
+    if (const json* n = f.get("n"); n && *n != 1)
+        f.fail("n", "only 'n': 1 is supported: send one request per completion");
+    if (const json* b = f.get("best_of"); b && *b != 1) f.fail("best_of", "only 'best_of': 1 is supported");
+    for (const char* penalty : {"presence_penalty", "frequency_penalty"}) {
+        const auto p = f.number(penalty, -2.0, 2.0);
+        if (p && *p != 0.0)
+            f.fail(penalty, fmt::format("'{}' is not supported; 'repetition_penalty' (llama.cpp's and vLLM's "
+                                        "multiplicative penalty) is", penalty));
+    }
+    if (const json* bias = f.get("logit_bias"); bias && !(bias->is_object() && bias->empty()))
+        f.fail("logit_bias", "'logit_bias' is not supported");
+    for (const char* key : {"tools", "functions"}) {
+        if (const json* t = f.get(key); t && !(t->is_array() && t->empty()))
+            f.fail(key, fmt::format("'{}' (tool calling) is not supported", key));
+    }
+    if (const json* choice = f.get("tool_choice"); choice && *choice != "none" && *choice != "auto")
+        f.fail("tool_choice", "'tool_choice' is not supported: this server does not call tools");
+    if (const json* format = f.get("response_format")) {
+        const bool text = format->is_object() && format->value("type", json()) == "text";
+        if (!text) f.fail("response_format", "only 'response_format': {\"type\": \"text\"} is supported");
+    }
+    if (endpoint == Endpoint::completions) {
+        if (auto echo = f.boolean("echo"); echo && *echo) f.fail("echo", "'echo' is not supported");
+        if (const json* suffix = f.get("suffix"); suffix && *suffix != "")
+            f.fail("suffix", "'suffix' (insertion) is not supported");
+    }
+}
+
+// "messages": [{"role": ..., "content": "..." or [{"type": "text", "text": "..."}]}]
+void read_messages(Fields& f, const json& messages, const RequestLimits& limits, GenerationRequest& out) {
+    if (!messages.is_array()) return f.wrong_type("messages", "an array of messages", messages);
+    if (messages.empty()) return f.fail("messages", "'messages' is empty: send at least one message");
+    if (messages.size() > limits.max_messages)
+        return f.fail("messages", fmt::format("'messages' holds {} messages; at most {} are accepted",
+                                              messages.size(), limits.max_messages));
+    size_t total = 0;
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const std::string at = fmt::format("messages[{}]", i);
+        const json& m = messages[i];
+        if (!m.is_object()) return f.wrong_type(at, "an object with 'role' and 'content'", m);
+        Fields mf(m, at + ".");
+        const auto role = mf.string("role", 64);
+        if (mf.failed()) return f.fail(mf.error()->param, mf.error()->message);
+        if (!role) return f.fail(at + ".role", fmt::format("'{}.role' is missing", at));
+        ChatMessage msg;
+        if (*role == "system" || *role == "developer") {
+            msg.role = "system";
+        } else if (*role == "user" || *role == "assistant") {
+            msg.role = *role;
+        } else if (*role == "tool" || *role == "function") {
+            return f.fail(at + ".role", fmt::format("'{}' messages are not supported: this server does not call tools",
+                                                    *role));
+        } else {
+            return f.fail(at + ".role", fmt::format("'{}.role' must be system, developer, user or assistant, not '{}'",
+                                                    at, *role));
+        }
+        const json* content = mf.get("content");
+        if (!content) return f.fail(at + ".content", fmt::format("'{}.content' is missing", at));
+        if (content->is_string()) {
+            msg.content = content->get<std::string>();
+        } else if (content->is_array()) {
+            for (size_t j = 0; j < content->size(); ++j) {
+                const std::string part_at = fmt::format("{}.content[{}]", at, j);
+                const json& part = (*content)[j];
+                if (!part.is_object()) return f.wrong_type(part_at, "a content part object", part);
+                Fields pf(part, part_at + ".");
+                const auto type = pf.string("type", 64);
+                if (pf.failed()) return f.fail(pf.error()->param, pf.error()->message);
+                if (!type) return f.fail(part_at + ".type", fmt::format("'{}.type' is missing", part_at));
+                if (*type != "text")
+                    return f.fail(part_at + ".type",
+                                  fmt::format("content parts of type '{}' are not supported; only 'text' is", *type));
+                const auto text = pf.string("text", limits.max_prompt_bytes);
+                if (pf.failed()) return f.fail(pf.error()->param, pf.error()->message);
+                if (!text) return f.fail(part_at + ".text", fmt::format("'{}.text' is missing", part_at));
+                msg.content += *text;
+            }
+        } else {
+            return f.wrong_type(at + ".content", "a string or an array of text parts", *content);
+        }
+        total += msg.content.size();
+        if (total > limits.max_prompt_bytes)
+            return f.fail("messages", fmt::format("the messages hold more than {} bytes of text, the most this server "
+                                                  "accepts", limits.max_prompt_bytes));
+        out.messages.push_back(std::move(msg));
+    }
+}
+
+bool read_token_ids(Fields& f, const std::string& key, const json& ids, const RequestLimits& limits,
+                    std::vector<int32_t>& out) {
+    if (ids.size() > limits.max_prompt_tokens) {
+        f.fail(key, fmt::format("'{}' holds {} tokens; at most {} are accepted", key, ids.size(), limits.max_prompt_tokens));
+        return false;
+    }
+    out.reserve(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+        const auto id = f.integer_value(fmt::format("{}[{}]", key, i), ids[i], 0, std::numeric_limits<int32_t>::max());
+        if (!id) return false;
+        out.push_back(int32_t(*id));
+    }
+    return true;
+}
+
+// "prompt": "text" | ["text"] | [1, 2, 3] | [[1, 2, 3]]  (one prompt: n = 1)
+void read_prompt(Fields& f, const RequestLimits& limits, GenerationRequest& out) {
+    const json* p = f.get("prompt");
+    if (!p) return f.fail("prompt", "'prompt' is missing");
+    const json* one = p;
+    if (p->is_array() && !p->empty() && (p->front().is_string() || p->front().is_array())) {
+        if (p->size() != 1)
+            return f.fail("prompt", fmt::format("'prompt' holds {} prompts; send one per request", p->size()));
+        one = &p->front();
+    }
+    if (one->is_string()) {
+        const auto& s = one->get_ref<const std::string&>();
+        if (s.size() > limits.max_prompt_bytes)
+            return f.fail("prompt", fmt::format("'prompt' is {} bytes; at most {} are accepted", s.size(),
+                                                limits.max_prompt_bytes));
+        out.prompt = s;
+        return;
+    }
+    if (one->is_array()) {
+        if (one->empty()) return f.fail("prompt", "'prompt' is an empty list of tokens");
+        if (read_token_ids(f, "prompt", *one, limits, out.prompt_tokens)) out.prompt_is_tokens = true;
+        return;
+    }
+    f.wrong_type("prompt", "a string or an array of token ids", *one);
+}
+
+void read_stop(Fields& f, const RequestLimits& limits, GenerationRequest& out) {
+    const json* stop = f.get("stop");
+    if (!stop) return;
+    std::vector<const json*> items;
+    if (stop->is_string()) {
+        items.push_back(stop);
+    } else if (stop->is_array()) {
+        if (stop->size() > limits.max_stop)
+            return f.fail("stop", fmt::format("'stop' holds {} strings; at most {} are accepted", stop->size(),
+                                              limits.max_stop));
+        for (const json& s : *stop) items.push_back(&s);
+    } else {
+        return f.wrong_type("stop", "a string or an array of strings", *stop);
+    }
+    for (size_t i = 0; i < items.size(); ++i) {
+        const std::string at = stop->is_array() ? fmt::format("stop[{}]", i) : "stop";
+        if (!items[i]->is_string()) return f.wrong_type(at, "a string", *items[i]);
+        const auto& s = items[i]->get_ref<const std::string&>();
+        if (s.size() > limits.max_stop_bytes)
+            return f.fail(at, fmt::format("'{}' is {} bytes; at most {} are accepted", at, s.size(),
+                                          limits.max_stop_bytes));
+        if (!s.empty()) out.stop.push_back(s);  // an empty stop string would stop nothing
+    }
+}
+
+void read_logprobs(Fields& f, Endpoint endpoint, const RequestLimits& limits, GenerationRequest& out) {
+    const int64_t max_top = limits.max_top_logprobs;
+    if (endpoint == Endpoint::completions) {
+        // The legacy API: "logprobs": N asks for the N most likely alternatives per token.
+        if (const auto n = f.integer("logprobs", 0, max_top)) {
+            out.logprobs = true;
+            out.top_logprobs = uint32_t(*n);
+        }
+        return;
+    }
+    out.logprobs = f.boolean("logprobs").value_or(false);
+    if (const auto n = f.integer("top_logprobs", 0, max_top)) {
+        if (!out.logprobs && *n > 0) return f.fail("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+        out.top_logprobs = uint32_t(*n);
+    }
+}
+
+void read_speculative(Fields& f, GenerationRequest& out) {
+    const json* spec = f.get("speculative");
+    if (!spec) return;
+    if (!spec->is_object()) return f.wrong_type("speculative", "an object like {\"type\": \"mtp\", \"draft_max\": 4}", *spec);
+    Fields sf(*spec, "speculative.");
+    SpeculativeChoice choice;
+    choice.type = sf.string("type", 64).value_or("");
+    if (const auto k = sf.integer("draft_max", 0, 256)) choice.draft_max = uint32_t(*k);
+    if (sf.failed()) return f.fail(sf.error()->param, sf.error()->message);
+    out.speculative = std::move(choice);
+}
+
+}  // namespace
+
+ApiResult<GenerationRequest> parse_generation_request(Endpoint endpoint, std::string_view body,
+                                                      const RequestLimits& limits) {
+    auto doc = parse_object(body, limits.max_depth);
+    if (!doc.ok()) return doc.error();
+    Fields f(*doc, "");
+    GenerationRequest out;
+    out.endpoint = endpoint;
+    out.model = f.string("model", 256).value_or("");
+    refuse_unsupported(f, endpoint);
+    if (endpoint == Endpoint::chat_completions) {
+        if (const json* messages = f.get("messages")) read_messages(f, *messages, limits, out);
+        else f.fail("messages", "'messages' is missing");
+    } else {
+        read_prompt(f, limits, out);
+    }
+
+    constexpr int64_t kMaxTokens = int64_t(1) << 53;  // past any context; the server checks its own
+    std::optional<int64_t> max_tokens = f.integer("max_tokens", 1, kMaxTokens);
+    if (endpoint == Endpoint::chat_completions)
+        if (auto m = f.integer("max_completion_tokens", 1, kMaxTokens)) max_tokens = m;
+    if (max_tokens) out.max_tokens = uint64_t(*max_tokens);
+
+    out.temperature = f.number("temperature", 0.0, 1e6);
+    out.top_p = f.number("top_p", 0.0, 1.0);
+    out.min_p = f.number("min_p", 0.0, 1.0);
+    out.repetition_penalty = f.number("repetition_penalty", 1e-6, 1e6);
+    if (auto k = f.integer("top_k", -1, std::numeric_limits<int32_t>::max())) out.top_k = *k < 0 ? 0 : *k;
+    if (const json* seed = f.get("seed")) {
+        // -1 is llama-server's "random"; other negative seeds have no meaning here.
+        if (auto s = f.integer_value("seed", *seed, -1, std::numeric_limits<int64_t>::max()); s && *s >= 0)
+            out.seed = uint64_t(*s);
+    }
+    read_stop(f, limits, out);
+
+    out.stream = f.boolean("stream").value_or(false);
+    if (const json* opts = f.get("stream_options")) {
+        if (!out.stream) {
+            f.fail("stream_options", "'stream_options' needs 'stream': true");
+        } else if (!opts->is_object()) {
+            f.wrong_type("stream_options", "an object", *opts);
+        } else {
+            Fields of(*opts, "stream_options.");
+            out.include_usage = of.boolean("include_usage").value_or(false);
+            if (of.failed()) f.fail(of.error()->param, of.error()->message);
+        }
+    }
+    read_logprobs(f, endpoint, limits, out);
+    out.ignore_eos = f.boolean("ignore_eos").value_or(false);
+    read_speculative(f, out);
+    if (f.failed()) return *f.error();
+    return out;
+}
+
+ApiResult<TokenizeRequest> parse_tokenize_request(std::string_view body, const RequestLimits& limits) {
+    auto doc = parse_object(body, limits.max_depth);
+    if (!doc.ok()) return doc.error();
+    Fields f(*doc, "");
+    TokenizeRequest out;
+    const auto content = f.string("content", limits.max_prompt_bytes);
+    if (!content && !f.failed()) f.fail("content", "'content' is missing");
+    out.content = content.value_or("");
+    out.add_special = f.boolean("add_special").value_or(false);
+    out.parse_special = f.boolean("parse_special").value_or(true);
+    out.with_pieces = f.boolean("with_pieces").value_or(false);
+    if (f.failed()) return *f.error();
+    return out;
+}
+
+ApiResult<DetokenizeRequest> parse_detokenize_request(std::string_view body, const RequestLimits& limits) {
+    auto doc = parse_object(body, limits.max_depth);
+    if (!doc.ok()) return doc.error();
+    Fields f(*doc, "");
+    DetokenizeRequest out;
+    const json* tokens = f.get("tokens");
+    if (!tokens) {
+        f.fail("tokens", "'tokens' is missing");
+    } else if (!tokens->is_array()) {
+        f.wrong_type("tokens", "an array of token ids", *tokens);
+    } else {
+        read_token_ids(f, "tokens", *tokens, limits, out.tokens);
+    }
+    if (f.failed()) return *f.error();
+    return out;
+}
+
+}  // namespace tdm::server
