@@ -4,8 +4,9 @@
 # with clang, AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer (every
 # finding aborts: -fno-sanitize-recover=all) in build-asan, and runs:
 #   1. the test groups that read untrusted input: file formats (formats), tokenizers
-#      (tokenizer), tandem.toml (config), the server's request bodies (server), the corpus replays of the fuzz harnesses (fuzz), the
-#      CLI's bad-input and argument tests, and the plugin loader's tests;
+#      (tokenizer), tandem.toml (config), the server's request bodies (server), the corpus
+#      replays of the fuzz harnesses (fuzz), the CLI's bad-input and argument tests, and the
+#      plugin loader's tests;
 #   2. one end-to-end `tandem run` per model family and drafter: qwen3 (GGUF and HF
 #      safetensors), qwen3 with a draft model, qwen3 with the n-gram drafters, qwen35 (hybrid)
 #      and qwen35moe with their MTP heads;
