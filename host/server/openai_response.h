@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+// host/server/openai_response.h: the bodies the server answers with, in the shapes OpenAI's
+// clients parse: chat.completion and chat.completion.chunk, text_completion (whole and
+// streamed), usage, logprobs in both the chat form and the legacy completions form, and
+// the server-sent-events framing of a stream ("data: {...}\n\n" ... "data: [DONE]\n\n").
+//
+// Token texts may be pieces of a UTF-8 character (byte-fallback tokens); JSON strings
+// cannot hold those, so a token's text replaces them with U+FFFD and its "bytes" field
+// carries the exact bytes, as OpenAI does.
+#pragma once
+
+#include "server/openai_request.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tdm::server {
+
+// What every response of one request repeats.
+struct ResponseMeta {
+    std::string id;       // "chatcmpl-..." or "cmpl-..."
+    int64_t created = 0;  // Unix seconds
+    std::string model;
+};
+
+struct Usage {
+    uint64_t prompt_tokens = 0;
+    uint64_t completion_tokens = 0;
+    uint64_t cached_tokens = 0;  // prompt tokens resumed from the KV (prompt_tokens_details)
+};
+
+struct TopLogprob {
+    std::string token;  // the token's bytes (any; see the file comment)
+    double logprob = 0;
+};
+
+struct TokenLogprob {
+    std::string token;
+    double logprob = 0;
+    std::vector<TopLogprob> top;  // the most likely tokens at this position, best first
+};
+
+// One choice's text and how it ended; finish_reason "" = not ended (a stream's chunk).
+struct ChoiceText {
+    std::string_view text;
+    std::string_view finish_reason;          // "stop", "length", or "" while streaming
+    const std::vector<TokenLogprob>* logprobs = nullptr;  // null: the request did not ask
+    size_t text_offset = 0;  // completions logprobs: where `text` starts in the whole output
+};
+
+// A whole (non-streamed) response.
+std::string completion_body(Endpoint endpoint, const ResponseMeta& meta, const ChoiceText& choice,
+                            const Usage& usage);
+
+// One chunk of a stream. `first` adds the assistant role to a chat delta (OpenAI sends it
+// in the first chunk only).
+std::string chunk_body(Endpoint endpoint, const ResponseMeta& meta, const ChoiceText& choice, bool first);
+
+// The last chunk of a stream that asked for stream_options.include_usage: no choices.
+std::string usage_chunk_body(Endpoint endpoint, const ResponseMeta& meta, const Usage& usage);
+
+// Server-sent events framing of one body above (single-line JSON, as they all are).
+std::string sse_event(std::string_view json);
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+
+}  // namespace tdm::server
