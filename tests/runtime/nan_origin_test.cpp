@@ -9,16 +9,15 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
-#include <cstring>
 #include <fstream>
 
 #include "engine/runner.h"
-#include "formats/gguf.h"
 #include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen35_synth.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
+#include "support/gguf_edit.h"
 
 namespace tdm {
 namespace {
@@ -60,25 +59,14 @@ std::string clean_model(const std::string& arch) {
     return p;
 }
 
-// A copy of `src` with element `index` of `tensor` (f32 or f16) set to NaN.
+// A copy of `src` with element `index` of `tensor` set to NaN.
 std::string poisoned(const std::string& src, const std::string& tensor, uint64_t index) {
     const std::string p = dir() + "/" + tensor + ".gguf";
-    std::string bytes = test::read_file(src);
-    auto f = GgufFile::open(src);
-    EXPECT_TRUE(f.ok());
-    if (!f.ok()) return p;
-    const GgufTensorInfo* t = (*f)->find_tensor(tensor);
-    EXPECT_NE(t, nullptr) << tensor;
-    if (!t) return p;
-    if (t->type == 0) {
-        const uint32_t nan = 0x7fc00000u;
-        bytes.replace(t->file_offset + 4 * index, 4, reinterpret_cast<const char*>(&nan), 4);
-    } else {
-        EXPECT_EQ(t->type, 1u) << tensor << ": f32 or f16 expected";
-        const uint16_t nan = 0x7e00u;
-        bytes.replace(t->file_offset + 2 * index, 2, reinterpret_cast<const char*>(&nan), 2);
-    }
-    std::ofstream(p, std::ios::binary) << bytes;
+    test::GgufEdit e;
+    e.nan_tensor = tensor;
+    e.nan_element = index;
+    const Status st = test::copy_gguf_with_edit(src, p, e);
+    EXPECT_TRUE(st.ok()) << st.error().message();
     return p;
 }
 
