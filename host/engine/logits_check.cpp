@@ -53,11 +53,12 @@ Status check_logits_finite(const ForwardOutput& out, uint32_t n_vocab, std::span
 }
 
 Error with_non_finite_origin(const Error& error, const CompiledGraph& graph) {
-    const std::optional<ProbedTensor> first = graph.first_non_finite();
-    if (!first) return error;
+    if (!graph.has_non_finite_probes()) return error;
     std::string msg = error.message();
     // the generic hint is answered by what follows
     if (const size_t hint = msg.find("; TANDEM_CHECK_NAN=1"); hint != std::string::npos) msg.resize(hint);
+    const std::optional<ProbedTensor> first = graph.first_non_finite();
+    if (!first) return Error(msg + "; the per-op probes (TANDEM_CHECK_NAN=1) found no op whose result was non-finite");
     return Error(msg + "; first non-finite value in " + describe_op_location(graph.graph(), first->node, first->tensor));
 }
 

@@ -60,6 +60,7 @@ public:
     // After wait()/run() of a graph compiled with probe_non_finite: the first op, in
     // execution order, whose result held a NaN or infinity. nullopt without probes.
     std::optional<ProbedTensor> first_non_finite() const;
+    bool has_non_finite_probes() const { return probes_ != nullptr; }
 
     // Storage of a tensor's base (for kernels).
     vk::BufferSlice storage(TensorId t) const;

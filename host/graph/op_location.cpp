@@ -56,15 +56,16 @@ std::string layer_of_node(const Graph& g, size_t node) {
         for (int k = 0; k < n.desc.n_in; ++k) latest = std::max(latest, g.tensor(n.desc.in[k]).producer);
         if (latest >= 0 && size_t(latest) < i) layer[i] = layer[size_t(latest)];
     }
-    return layer[node].empty() ? "the graph's inputs" : layer[node];
+    return layer[node];
 }
 
 std::string describe_op_location(const Graph& g, size_t node, TensorId output) {
     const Node& n = g.nodes()[node];
     std::string reads;
     for (const Tensor* w : weights_read(g, n)) reads += (reads.empty() ? ", reads " : " and ") + w->name;
-    return fmt::format("{} {} (op {}, output {}{})", layer_of_node(g, node), n.desc.name, op_name(n.desc.op),
-                       g.describe(output), reads);
+    const std::string layer = layer_of_node(g, node);
+    return fmt::format("{}{} (op {}, output {}{})", layer.empty() ? "" : layer + " ", n.desc.name,
+                       op_name(n.desc.op), g.describe(output), reads);
 }
 
 }  // namespace tdm

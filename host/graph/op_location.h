@@ -21,11 +21,12 @@ namespace tdm {
 // "blk.3" for "blk.3.attn_q.weight"; "output_norm" for "output_norm.weight".
 std::string layer_of_weight(std::string_view weight_name);
 
-// The layer (or top-level weight) node `node` of `graph` belongs to; "the graph's
-// inputs" for an op that depends on no weight at all.
+// The layer (or top-level weight) node `node` of `graph` belongs to; empty for an op
+// that depends on no weight at all.
 std::string layer_of_node(const Graph& graph, size_t node);
 
-// "blk.3 attn_out (op matmul, output 'attn_out' f32 [64, 2], reads blk.3.attn_output.weight)"
+// "blk.3 attn_out (op matmul, output 'attn_out' f32 [64, 2], reads blk.3.attn_output.weight)";
+// without a layer, the op's name comes first.
 std::string describe_op_location(const Graph& graph, size_t node, TensorId output);
 
 }  // namespace tdm
