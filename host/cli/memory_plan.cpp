@@ -46,15 +46,15 @@ void add_model(MemoryPlan* plan, const Config& config, const ModelSource& src, c
 
 // A draft head's own attention layers (MTP / NextN): their KV cache is sized like the
 // target's; their weights are in the target's file unless --mtp-head names another.
-Status add_draft_head(MemoryPlan* plan, const Config& config, const DraftHeadEntry& head, const ModelSource& target,
-                      uint32_t target_n_ctx_train) {
+// Whether the head could be made from the file (its plugin's create accepted it): a head
+// it refuses adds nothing, and make_drafters reports why (or, in auto mode, skips it).
+Result<bool> add_draft_head(MemoryPlan* plan, const Config& config, const DraftHeadEntry& head,
+                            const ModelSource& target, uint32_t target_n_ctx_train) {
     std::unique_ptr<ModelSource> side;
     if (!config.model.mtp_head_path.empty()) {
         auto opened = ModelSource::open(config.model.mtp_head_path);
-        if (!opened.ok()) return {};  // make_drafters reports it
+        if (!opened.ok()) return false;  // make_drafters reports it
         side = std::move(opened).value();
-        const uint64_t weights = weight_bytes(*side);
-        plan->items.push_back({"weights of " + file_name(side->path()), [weights](uint32_t) { return weights; }});
     }
     tdm_model_source handle;
     handle.src = side ? side.get() : &target;
@@ -65,11 +65,16 @@ Status add_draft_head(MemoryPlan* plan, const Config& config, const DraftHeadEnt
     if (head.desc->create(host_api(head.plugin->abi), &handle, nullptr, nullptr, &info, &obj, err, sizeof err) !=
             TDM_OK ||
         !obj)
-        return {};  // make_drafters reports why the head cannot be made
+        return false;
     auto layers = read_abi_array(info.own_layers, info.n_own_layers, head.plugin->abi,
                                  fmt::format("draft head {}: own layers", head.desc->name));
     head.desc->destroy(obj);
-    if (!layers.ok() || layers->empty()) return {};
+    if (!layers.ok()) return false;
+    if (side) {
+        const uint64_t weights = weight_bytes(*side);
+        plan->items.push_back({"weights of " + file_name(side->path()), [weights](uint32_t) { return weights; }});
+    }
+    if (layers->empty()) return true;
     std::vector<tdm_attention_layer> own = std::move(layers).value();
     plan->items.push_back({fmt::format("KV cache of the {} draft head", head.desc->name), [=, &config](uint32_t n_ctx) {
                                KvPoolConfig kc;
@@ -77,7 +82,7 @@ Status add_draft_head(MemoryPlan* plan, const Config& config, const DraftHeadEnt
                                kc.f16 = config.model.kv_type != "f32";
                                return kv_pool_bytes(own, {}, kc);
                            }});
-    return {};
+    return true;
 }
 
 }  // namespace
@@ -192,6 +197,15 @@ Status check_memory_fits(App& app, const std::string& model_path, bool speculati
             if (dp.ok()) add_model(&plan, config, *draft_src, *dp, true);
         } else if (const DraftHeadEntry* h = reg->find_draft_head(type, probe->arch->desc->name)) {
             TDM_TRY(add_draft_head(&plan, config, *h, **src, probe->n_ctx_train));
+        }
+    }
+    // --spec-auto without a type: make_drafters takes the first head for this architecture
+    // that the file carries, after this plan; the plan counts the same one.
+    if (spec_types(config).empty() && config.speculative.auto_select) {
+        const std::string arch = probe->arch->desc->name;
+        for (const DraftHeadEntry& h : reg->draft_heads()) {
+            if (std::find(h.target_archs.begin(), h.target_archs.end(), arch) == h.target_archs.end()) continue;
+            if (TDM_TRY(add_draft_head(&plan, config, h, **src, probe->n_ctx_train))) break;
         }
     }
     vk::Device* dev = TDM_TRY(app.device());

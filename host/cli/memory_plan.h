@@ -59,8 +59,10 @@ MemoryBudget device_memory_budget(const vk::Device& device);
 // and KV caches fit (or that even the shortest context does not), when the plan does not fit.
 Status check_memory_plan(const MemoryPlan& plan, const MemoryBudget& budget);
 
-// Plans a run of `model_path` with the configured context, KV type and drafters and checks
-// it against the device. A model that cannot be probed is left to the loader to report.
+// Plans a run of `model_path` with the configured context, KV type and drafters (with
+// --spec-auto and no type, the draft head the file carries, which make_drafters picks after
+// this check) and checks it against the device. A model that cannot be probed is left to
+// the loader to report.
 Status check_memory_fits(App& app, const std::string& model_path, bool speculative);
 
 }  // namespace tdm::cli

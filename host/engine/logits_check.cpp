@@ -2,6 +2,8 @@
 // host/engine/logits_check.cpp
 #include "engine/logits_check.h"
 
+#include "graph/op_location.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -23,9 +25,10 @@ bool full_logits_check() {
     return on;
 }
 
-Status check_logits_finite(const ForwardOutput& out, uint32_t n_vocab, std::span<const int32_t> positions) {
+Status check_logits_finite(const ForwardOutput& out, uint32_t n_vocab, std::span<const int32_t> positions,
+                           bool scan_all) {
     if (!out.logits || n_vocab == 0) return {};
-    const bool full = full_logits_check();
+    const bool full = scan_all;
     for (uint32_t r = 0; r < out.n_outputs; ++r) {
         const float* row = out.logits + uint64_t(r) * n_vocab;
         const int32_t best = out.argmax ? out.argmax[r] : -1;
@@ -43,10 +46,20 @@ Status check_logits_finite(const ForwardOutput& out, uint32_t n_vocab, std::span
         const int64_t pos = r < positions.size() ? positions[r] : -1;
         return Error::format(
             "the model produced {} logits at position {} (token {} of the vocabulary is {}): its weights or a "
-            "kernel are broken; TANDEM_CHECK_NAN=1 scans every logit",
+            "kernel are broken; TANDEM_CHECK_NAN=1 names the first layer that produced a non-finite value",
             std::isnan(x) ? "NaN" : "infinite", pos, bad, std::isnan(x) ? "NaN" : x > 0 ? "+inf" : "-inf");
     }
     return {};
+}
+
+Error with_non_finite_origin(const Error& error, const CompiledGraph& graph) {
+    if (!graph.has_non_finite_probes()) return error;
+    std::string msg = error.message();
+    // the generic hint is answered by what follows
+    if (const size_t hint = msg.find("; TANDEM_CHECK_NAN=1"); hint != std::string::npos) msg.resize(hint);
+    const std::optional<ProbedTensor> first = graph.first_non_finite();
+    if (!first) return Error(msg + "; the per-op probes (TANDEM_CHECK_NAN=1) found no op whose result was non-finite");
+    return Error(msg + "; first non-finite value in " + describe_op_location(graph.graph(), first->node, first->tensor));
 }
 
 }  // namespace tdm

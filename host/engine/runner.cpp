@@ -15,7 +15,13 @@
 namespace tdm {
 
 Runner::Runner(const Model& model, KvPool& kv, vk::Device& device, vk::PipelineManager& pipelines)
-    : model_(model), kv_(kv), device_(device), pipelines_(pipelines) {}
+    : model_(model), kv_(kv), device_(device), pipelines_(pipelines), nan_debug_(full_logits_check()) {}
+
+void Runner::set_nan_debug(bool on) {
+    TDM_ASSERT(pending_ == nullptr);
+    if (on != nan_debug_) cache_.clear();  // graphs are compiled with or without probes
+    nan_debug_ = on;
+}
 
 uint64_t Runner::graph_memory() const {
     uint64_t n = 0;
@@ -83,7 +89,9 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs) {
         TDM_TRY(g->graph.mark_output(out));
         c.hidden = out;
     }
-    c.cg = TDM_TRY(CompiledGraph::compile(device_, pipelines_, std::move(g->graph)));
+    CompileOptions co;
+    co.probe_non_finite = nan_debug_;
+    c.cg = TDM_TRY(CompiledGraph::compile(device_, pipelines_, std::move(g->graph), co));
     TDM_LOG_DEBUG("engine", "graph for {} tokens / {} outputs: {} dispatches, {} barriers, {} activations", n_tokens,
                   n_outputs, c.cg->dispatch_count(), c.cg->barrier_count(), vk::format_bytes(c.cg->activation_bytes()));
     auto [it, ok] = cache_.emplace(key, std::move(c));
@@ -153,7 +161,8 @@ Result<ForwardOutput> Runner::wait() {
     out.logits = c->cg->output_as<float>(c->logits);
     out.argmax = c->cg->output_as<int32_t>(c->argmax);
     if (c->hidden) out.hidden = c->cg->output_as<float>(c->hidden);
-    TDM_TRY(check_logits_finite(out, model_.info().n_vocab, pending_positions_));
+    Status finite = check_logits_finite(out, model_.info().n_vocab, pending_positions_, nan_debug_);
+    if (!finite.ok()) return with_non_finite_origin(finite.error(), *c->cg);
     return out;
 }
 

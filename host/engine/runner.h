@@ -41,6 +41,12 @@ public:
 
     // Which hidden state forward() should return (drafters that read it).
     void set_hidden_point(tdm_hidden_point p) { hidden_point_ = p; }
+    // The NaN debugging mode (TANDEM_CHECK_NAN=1 turns it on; see logits_check.h):
+    // every logit is scanned, every op's result is probed as the graph runs, and an
+    // error about non-finite logits names the first op and layer that produced one.
+    // Slow; off by default. Call before the first forward.
+    void set_nan_debug(bool on);
+    bool nan_debug() const { return nan_debug_; }
 
     // Synchronous forward pass.
     Result<ForwardOutput> forward(const ForwardInput& in);
@@ -70,6 +76,7 @@ private:
     vk::Device& device_;
     vk::PipelineManager& pipelines_;
     tdm_hidden_point hidden_point_ = TDM_HIDDEN_NONE;
+    bool nan_debug_ = false;
     std::map<std::tuple<uint32_t, uint32_t, int>, Compiled> cache_;
     Compiled* pending_ = nullptr;
     std::vector<int32_t> pending_positions_;  // of the pending pass's output rows, for error messages

@@ -184,8 +184,28 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
         return {s.handle(), s.offset, s.offset + s.size};
     };
     auto slice_range = [](const vk::BufferSlice& s) -> Range { return {s.handle(), s.offset, s.offset + s.size}; };
+    // A barrier before a dispatch that reads what a pending one writes, or writes what
+    // a pending one reads or writes.
+    auto order_after_pending = [&](const std::vector<Range>& reads, const std::vector<Range>& writes) {
+        bool hazard = false;
+        for (const Range& r : reads)
+            for (const Range& w : pending_writes) hazard |= r.overlaps(w);
+        for (const Range& w : writes) {
+            for (const Range& pw : pending_writes) hazard |= w.overlaps(pw);
+            for (const Range& pr : pending_reads) hazard |= w.overlaps(pr);
+        }
+        if (hazard) {
+            cb_->record_barrier();
+            ++barriers_;
+            pending_reads.clear();
+            pending_writes.clear();
+        }
+        pending_reads.insert(pending_reads.end(), reads.begin(), reads.end());
+        pending_writes.insert(pending_writes.end(), writes.begin(), writes.end());
+    };
 
-    for (const Node& node : graph_.nodes()) {
+    for (size_t i = 0; i < graph_.nodes().size(); ++i) {
+        const Node& node = graph_.nodes()[i];
         const OpDesc& d = node.desc;
         const OpDef* def = find_op(d.op);
         TDM_ASSERT(def);  // Graph::op added only known ops
@@ -224,22 +244,13 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
                 if (o != kNoTensor) writes.push_back(range_of(o));
         }
 
-        bool hazard = false;
-        for (const Range& r : reads)
-            for (const Range& w : pending_writes) hazard |= r.overlaps(w);
-        for (const Range& w : writes) {
-            for (const Range& pw : pending_writes) hazard |= w.overlaps(pw);
-            for (const Range& pr : pending_reads) hazard |= w.overlaps(pr);
-        }
-        if (hazard) {
-            cb_->record_barrier();
-            ++barriers_;
-            pending_reads.clear();
-            pending_writes.clear();
-        }
-        pending_reads.insert(pending_reads.end(), reads.begin(), reads.end());
-        pending_writes.insert(pending_writes.end(), writes.begin(), writes.end());
+        order_after_pending(reads, writes);
         TDM_TRY_CTX(record_node(ctx, node), fmt::format("recording {} '{}'", op_name(d.op), d.name));
+        if (!probes_) continue;
+        for (uint32_t slot : probes_->slots_of(i)) {
+            order_after_pending({range_of(probes_->probe(slot).tensor)}, {slice_range(probes_->flag(slot))});
+            TDM_TRY(probes_->record(ctx, slot));
+        }
     }
     cb_->record_host_barrier();
     TDM_TRY(cb_->end());
@@ -247,14 +258,25 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
 }
 
 Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(vk::Device& device, vk::PipelineManager& pipelines,
-                                                              Graph graph) {
+                                                              Graph graph, const CompileOptions& options) {
     std::unique_ptr<CompiledGraph> cg(new CompiledGraph(device, std::move(graph)));
     TDM_TRY(cg->plan());
+    if (options.probe_non_finite) cg->probes_ = TDM_TRY(FiniteProbes::create(device, cg->graph_));
     TDM_TRY(cg->record(pipelines));
     TDM_LOG_DEBUG("graph", "compiled {} nodes: {} dispatches, {} barriers, {} activations",
                   cg->graph_.nodes().size(), cg->dispatch_count(), cg->barriers_,
                   vk::format_bytes(cg->activation_bytes_));
     return cg;
+}
+
+Status CompiledGraph::submit() {
+    if (probes_) probes_->reset();
+    return cb_->submit();
+}
+
+std::optional<ProbedTensor> CompiledGraph::first_non_finite() const {
+    if (!probes_) return std::nullopt;
+    return probes_->first_non_finite();
 }
 
 CompiledGraph::~CompiledGraph() {

@@ -9,21 +9,29 @@
 // recorded buffer is replayed by every run(), so a model keeps one compiled graph
 // per batch shape; positions, sequence ids and block tables are device data, not
 // recorded constants, so the same graph serves every step.
+// With CompileOptions::probe_non_finite, every op's f32 result is also scanned for
+// NaN/Inf as the graph runs (graph/finite_probe.h): a debugging aid, off by default.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "graph/finite_probe.h"
 #include "graph/graph.h"
 #include "vk/recorder.h"
 
 namespace tdm {
 
+struct CompileOptions {
+    bool probe_non_finite = false;  // scan each op's result for NaN/Inf (slow: TANDEM_CHECK_NAN=1)
+};
+
 class CompiledGraph {
 public:
     static Result<std::unique_ptr<CompiledGraph>> compile(vk::Device& device, vk::PipelineManager& pipelines,
-                                                          Graph graph);
+                                                          Graph graph, const CompileOptions& options = {});
     ~CompiledGraph();
 
     const Graph& graph() const { return graph_; }
@@ -37,7 +45,7 @@ public:
     template <class T>
     const T* output_as(TensorId t) const { return static_cast<const T*>(output_data(t)); }
 
-    Status submit() { return cb_->submit(); }
+    Status submit();
     Status wait() { return cb_->wait(); }
     Status run() {
         TDM_TRY(submit());
@@ -48,6 +56,11 @@ public:
     uint64_t activation_bytes() const { return activation_bytes_; }
     uint32_t dispatch_count() const { return cb_->dispatch_count(); }
     uint32_t barrier_count() const { return barriers_; }
+
+    // After wait()/run() of a graph compiled with probe_non_finite: the first op, in
+    // execution order, whose result held a NaN or infinity. nullopt without probes.
+    std::optional<ProbedTensor> first_non_finite() const;
+    bool has_non_finite_probes() const { return probes_ != nullptr; }
 
     // Storage of a tensor's base (for kernels).
     vk::BufferSlice storage(TensorId t) const;
@@ -65,6 +78,7 @@ private:
     std::unordered_map<TensorId, vk::BufferSlice> storage_;  // by base tensor id
     mutable std::unordered_map<TensorId, VkBufferView> views_;  // by base tensor id
     std::unique_ptr<vk::CommandBuffer> cb_;
+    std::unique_ptr<FiniteProbes> probes_;  // only with probe_non_finite
     uint64_t activation_bytes_ = 0;
     uint32_t barriers_ = 0;
 };

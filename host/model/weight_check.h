@@ -5,7 +5,8 @@
 // element of F32/F16/BF16 tensors, and the f16 scales (d, and dmin where the format
 // has one) of each quantized block, which is where a NaN in a quantized tensor lives
 // (the quants themselves are small integers and cannot be NaN).
-// On by default; `--no-check-weights` / model.check_weights = false turn it off.
+// On by default, for the target and its drafters (a draft model, a draft head's own
+// store); `--no-check-weights` / model.check_weights = false turn it off for all of them.
 // Not here: NaN logits at run time (engine/logits_check.h).
 #pragma once
 

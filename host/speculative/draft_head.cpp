@@ -55,6 +55,7 @@ Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHe
             return Error::format("draft head {}: reads target KV layer {}, the target has {}", entry.desc->name,
                                  d->info_.target_kv_layers[i], target_kv.n_layers());
     d->weights_ = std::make_unique<WeightStore>(device, d->source_->path() + " (draft head)", 64ull << 20);
+    d->weights_->set_check_weights(opt.check_weights);
     tdm_loader loader{d->weights_.get(), d->source_.get()};
     if (entry.desc->load(d->head_, &loader, err, sizeof err) != TDM_OK)
         return Error::format("loading draft head {}: {}", entry.desc->name, plugin_message(err, sizeof err, "failed"));

@@ -25,6 +25,7 @@ struct DraftHeadOptions {
     std::map<std::string, std::string> options;  // tdm_options for the plugin
     KvPoolConfig kv;                              // the head's own KV layers
     uint32_t catch_up_chunk = 64;                 // rows per pass when catching up a long prompt
+    bool check_weights = true;  // refuse NaN/Inf head weights, as the target's (model/weight_check.h)
 };
 
 class DraftHeadDrafter : public Drafter {

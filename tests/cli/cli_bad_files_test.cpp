@@ -3,7 +3,8 @@
 // a FIFO as the model or the prompt file (refused at once, never waited on), a directory
 // as the prompt file, and a model whose weights hold NaN (refused at load, naming the
 // tensor; with --no-check-weights it loads, and the NaN logits it then produces are an
-// error naming the position instead of a printed token 0).
+// error naming the position instead of a printed token 0; with TANDEM_CHECK_NAN=1 it also
+// names the first layer whose output became non-finite).
 // To add a case: make the bad file under files_dir() and run tandem on it.
 #include "cli_run.h"
 
@@ -98,9 +99,28 @@ TEST(CliBadFiles, nan_weights_are_refused_naming_the_tensor_unless_the_check_is_
     EXPECT_TRUE(r.has("the model produced NaN logits at position")) << r.err;
 }
 
+TEST(CliBadFiles, with_tandem_check_nan_the_nan_logits_error_names_the_first_bad_layer) {
+    const std::string p = model_with_nan("nan-blk1.gguf", "blk.1.ffn_norm.weight", 3);
+    CliRun r = tandem({"run", "-m", p, "-p", "hello", "-n", "2", "--no-check-weights"}, "TANDEM_CHECK_NAN=1");
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    EXPECT_TRUE(r.has("the model produced NaN logits at position")) << r.err;
+    EXPECT_TRUE(r.has("first non-finite value in blk.1 ffn_norm (op rms_norm")) << r.err;
+    EXPECT_TRUE(r.has("reads blk.1.ffn_norm.weight")) << r.err;
+
+    // the switch off: the generic error, which points at the switch
+    r = tandem({"run", "-m", p, "-p", "hello", "-n", "2", "--no-check-weights"}, "TANDEM_CHECK_NAN=0");
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    EXPECT_TRUE(r.has("TANDEM_CHECK_NAN=1 names the first layer")) << r.err;
+    EXPECT_FALSE(r.has("first non-finite value")) << r.err;
+}
+
 TEST(CliBadFiles, a_clean_model_still_runs_with_the_checks_on) {
-    CliRun r = tandem({"run", "-m", tiny_model(), "-p", "hello", "-n", "3"});
+    CliRun r = tandem({"run", "-m", tiny_model(), "-p", "hello", "-n", "3", "--temp", "0"});
     EXPECT_EQ(r.status, 0) << r.err;
+    // greedy, so the two runs must agree
+    CliRun debug = tandem({"run", "-m", tiny_model(), "-p", "hello", "-n", "3", "--temp", "0"}, "TANDEM_CHECK_NAN=1");
+    EXPECT_EQ(debug.status, 0) << debug.err;
+    EXPECT_EQ(debug.out, r.out);  // the probes change nothing on a clean model
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // tests/cli/memory_plan_test.cpp: the memory plan checked before a model is loaded: its KV
 // estimate against what KvPool::create really allocates, the refusal message with the
 // largest context that fits, and `tandem run` refusing a context too large for
-// --memory-limit before allocating it.
+// --memory-limit before allocating it, counting the draft head --spec-auto will pick.
 //
 // To add a case: a KvPoolConfig to kv_estimate_matches_the_pool, or a MemoryPlan of
 // linear items to the check_memory_plan tests.
@@ -16,6 +16,7 @@
 
 #include <regex>
 
+#include "qwen-nextn/synth/qwen35_synth.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 
 namespace tdm::test {
@@ -146,6 +147,43 @@ TEST(MemoryPlanCli, a_context_beyond_the_hosts_memory_is_refused_without_a_limit
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_TRUE(r.has("not enough device memory: this run needs about 512.")) << r.err;
     EXPECT_TRUE(r.has("fit up to -c")) << r.err;
+}
+
+// A tiny qwen35, with or without its MTP layer.
+std::string qwen35_model(bool mtp) {
+    const std::string p = make_temp_dir("memory-plan-q35") + (mtp ? "/mtp.gguf" : "/no-mtp.gguf");
+    auto shape = synth::qwen35_preset("tiny");
+    synth::Qwen35SynthOptions o;
+    o.weight_type = DType::F16;
+    o.mtp = mtp;
+    EXPECT_TRUE(shape.ok() && synth::synth_qwen35_gguf(p, *shape, o).ok());
+    return p;
+}
+
+TEST(MemoryPlanCli, the_draft_head_spec_auto_will_pick_is_counted) {
+    const std::string with_head = qwen35_model(true);
+    const std::vector<std::string> run = {"run", "--prompt-tokens", "1,2", "-n", "1", "--memory-limit", "3MiB",
+                                          "-c", "16777216"};
+    auto args = [&](const std::string& model, bool spec_auto) {
+        std::vector<std::string> a = run;
+        a.insert(a.begin() + 1, {"-m", model});
+        if (spec_auto) a.push_back("--spec-auto");
+        return a;
+    };
+    CliRun r = tandem(args(with_head, true));
+    ASSERT_EQ(r.status, 1) << r.err;
+    EXPECT_TRUE(r.has("not enough device memory")) << r.err;
+    EXPECT_TRUE(r.has("KV cache of the qwen35-mtp draft head")) << r.err;
+
+    // without --spec-auto no head is loaded, and none is counted
+    r = tandem(args(with_head, false));
+    EXPECT_TRUE(r.has("not enough device memory")) << r.err;
+    EXPECT_FALSE(r.has("draft head")) << r.err;
+
+    // a file without an MTP layer: auto mode will decode plainly, so nothing is counted
+    r = tandem(args(qwen35_model(false), true));
+    EXPECT_TRUE(r.has("not enough device memory")) << r.err;
+    EXPECT_FALSE(r.has("draft head")) << r.err;
 }
 
 }  // namespace

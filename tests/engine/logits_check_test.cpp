@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/engine/logits_check_test.cpp: NaN or infinite logits read back from a forward
-// pass are an error naming the position, not a token 0 to print.
+// pass are an error naming the position, not a token 0 to print; with the per-op probes
+// of TANDEM_CHECK_NAN=1 the error also says what the probes found.
 // To add a case: fill a [rows][n_vocab] buffer and an argmax per row.
 #include <gtest/gtest.h>
 
 #include "engine/logits_check.h"
+#include "support/device_fixture.h"
+#include "support/op_harness.h"
 
 #include <cmath>
 #include <limits>
@@ -65,4 +68,43 @@ TEST(LogitsCheck, output_positions_follow_the_output_rows) {
     in.positions = positions;
     in.output_rows = rows;
     EXPECT_EQ(output_positions(in), (std::vector<int32_t>{21, 23}));
+}
+
+namespace {
+
+class LogitsCheckProbes : public test::DeviceTest {
+protected:
+    // Runs x -> scale(x) with or without probes; x[0] is `first`.
+    void run(float first, bool probes) {
+        std::vector<float> x(16, 0.5f);
+        x[0] = first;
+        const TensorId in = h_.input_f32({8, 2}, x);
+        const TensorId y = h_.op(TDM_OP_SCALE, {in}, {}, {2.0f});
+        CompileOptions o;
+        o.probe_non_finite = probes;
+        h_.run({y}, o);
+    }
+    const Error generic_ = Error("the model produced NaN logits at position 0: broken; TANDEM_CHECK_NAN=1 names the first layer");
+    test::OpHarness h_{device(), pipelines()};
+};
+
+}  // namespace
+
+TEST_F(LogitsCheckProbes, the_error_names_the_first_op_the_probes_caught) {
+    run(std::numeric_limits<float>::infinity(), true);
+    const std::string msg = with_non_finite_origin(generic_, h_.compiled()).message();
+    EXPECT_EQ(msg, "the model produced NaN logits at position 0: broken; first non-finite value in scale "
+                   "(op scale, output 'scale' f32 [8, 2])");
+}
+
+TEST_F(LogitsCheckProbes, probes_that_caught_nothing_say_so_instead_of_pointing_at_the_switch) {
+    run(1.0f, true);
+    const std::string msg = with_non_finite_origin(generic_, h_.compiled()).message();
+    EXPECT_EQ(msg.find("names the first layer"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("found no op whose result was non-finite"), std::string::npos) << msg;
+}
+
+TEST_F(LogitsCheckProbes, without_probes_the_error_is_unchanged) {
+    run(std::numeric_limits<float>::infinity(), false);
+    EXPECT_EQ(with_non_finite_origin(generic_, h_.compiled()).message(), generic_.message());
 }

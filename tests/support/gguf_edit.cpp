@@ -2,6 +2,8 @@
 // tests/support/gguf_edit.cpp
 #include "support/gguf_edit.h"
 
+#include <cstring>
+
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"
 #include "writers/gguf_writer.h"
@@ -29,6 +31,15 @@ Status copy_gguf_with_edit(const std::string& src, const std::string& dst, const
             const uint64_t n = TDM_TRY(ggml_tensor_nbytes(e.retype_to, ne.data(), uint32_t(ne.size())));
             std::vector<uint8_t> zeros(n, 0);
             TDM_TRY(w.add_tensor(t.name, e.retype_to, ne, zeros.data(), zeros.size()));
+        } else if (t.name == e.nan_tensor) {
+            const uint64_t size = t.type == 0 ? 4 : t.type == 1 ? 2 : 0;  // f32, f16
+            if (!size || (e.nan_element + 1) * size > t.nbytes)
+                return Error::format("{}: element {} of an f32 or f16 tensor expected", t.name, e.nan_element);
+            std::vector<uint8_t> bytes(data, data + t.nbytes);
+            const uint32_t nan32 = 0x7fc00000u;
+            const uint16_t nan16 = 0x7e00u;
+            std::memcpy(bytes.data() + e.nan_element * size, size == 4 ? static_cast<const void*>(&nan32) : &nan16, size);
+            TDM_TRY(w.add_tensor(t.name, t.type, ne, bytes.data(), bytes.size()));
         } else {
             TDM_TRY(w.add_tensor(t.name, t.type, ne, data, t.nbytes));
         }

@@ -162,9 +162,9 @@ TensorId OpHarness::state_io(std::vector<int32_t> io) {
     return t;
 }
 
-void OpHarness::run(std::vector<TensorId> outputs) {
+void OpHarness::run(std::vector<TensorId> outputs, const CompileOptions& options) {
     for (TensorId o : outputs) ASSERT_TRUE(graph_.mark_output(o).ok());
-    auto cg = CompiledGraph::compile(device_, pipelines_, std::move(graph_));
+    auto cg = CompiledGraph::compile(device_, pipelines_, std::move(graph_), options);
     ASSERT_TRUE(cg.ok()) << cg.error().message();
     compiled_ = std::move(cg).value();
     for (auto& [t, v] : f32_inputs_) std::memcpy(compiled_->input_data(t), v.data(), v.size() * 4);

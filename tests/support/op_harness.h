@@ -64,7 +64,7 @@ public:
     TensorId state_io(std::vector<int32_t> io);
 
     // Compiles with these outputs, writes the inputs, runs. Asserts on error.
-    void run(std::vector<TensorId> outputs);
+    void run(std::vector<TensorId> outputs, const CompileOptions& options = {});
     void rerun();  // runs the compiled graph again (inputs unchanged)
     std::vector<float> f32(TensorId t) const;
     std::vector<int32_t> i32(TensorId t) const;
