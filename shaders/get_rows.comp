@@ -45,6 +45,18 @@ vec4 load4(uint r, uint k) {
     const uvec4 q = load_w(p.w_off + r * nb + b);
     const float d = load_scale(p.s_off + r * nb + b);
     return ((j < 16 ? lo4(q[j / 4]) : hi4(q[(j - 16) / 4])) - 8.0) * d;
+#elif defined(WTYPE_Q5_0) || defined(WTYPE_Q5_1)
+    const uint blk = r * (p.K / 32) + k / 32, j = k % 32;
+    const uint f = p.s_off + blk * Q5_FIELDS;
+    const uvec4 v = load_w(p.w_off + blk);
+    const vec4 nib = j < 16 ? lo4(v[j / 4]) : hi4(v[(j - 16) / 4]);
+    const uint h = q5_high_bits(f) >> j;  // weights j..j+3 own bits j..j+3
+    const vec4 q = nib + 16.0 * vec4(uvec4(h, h >> 1, h >> 2, h >> 3) & 1u);
+#if defined(WTYPE_Q5_0)
+    return (q - 16.0) * load_scale(f);
+#else
+    return q * load_scale(f) + load_scale(f + 1);
+#endif
 #elif defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
 #if defined(WTYPE_Q4_K)
     const uint TEX = 9, QS = 1;

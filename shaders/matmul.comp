@@ -21,7 +21,7 @@
 // gathers), and through a storage buffer elsewhere.
 //
 // Dispatch: x = ceil(M / (R * subgroups per workgroup)) (wrapped into y beyond 65535). Variants:
-// matmul_<wtype>_<tex|buf>, wtype in f32 f16 bf16 q8_0 q4_0 q4_K q5_K q6_K.
+// matmul_<wtype>_<tex|buf>, wtype in f32 f16 bf16 q8_0 q4_0 q5_0 q5_1 q4_K q5_K q6_K.
 // Weight planes: host/graph/weight_layout.h.
 #version 450
 #extension GL_EXT_control_flow_attributes : enable

@@ -7,7 +7,7 @@
 # host answers to tdm_host_api.query_weight_type (host/plugin/capabilities.cpp
 # looks the variants up by name).
 
-foreach(wt f32 f16 bf16 q8_0 q4_0 q4_K q5_K q6_K)
+foreach(wt f32 f16 bf16 q8_0 q4_0 q5_0 q5_1 q4_K q5_K q6_K)
   string(TOUPPER ${wt} WT)
   tandem_shader(matmul_${wt}_tex matmul.comp WTYPE_${WT} WEIGHTS_TEXEL)
   tandem_shader(matmul_${wt}_buf matmul.comp WTYPE_${WT})

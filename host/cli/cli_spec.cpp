@@ -290,7 +290,7 @@ const ProgramSpec& program_spec() {
                            "(Qwen3.5-0.8B's shape); qwen35moe: tiny-moe. Default: tiny (tiny-moe for qwen35moe)."},
                           {{"-o", "--output"}, K::string, "PATH", "Output GGUF file (or directory with --format hf).",
                            "", "", true},
-                          {{"--type"}, K::string, "TYPE", "Matrix type: f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K.",
+                          {{"--type"}, K::string, "TYPE", "Matrix type: f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_K, q5_K, q6_K.",
                            "q8_0"},
                           {{"--format"}, K::string, "FMT", "gguf, or hf (safetensors directory; f32/f16/bf16 only).",
                            "gguf"},

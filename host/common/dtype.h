@@ -24,6 +24,8 @@ enum class DType : uint32_t {
     I16 = TDM_DTYPE_I16,
     I32 = TDM_DTYPE_I32,
     BF16 = TDM_DTYPE_BF16,
+    Q5_0 = TDM_DTYPE_Q5_0,
+    Q5_1 = TDM_DTYPE_Q5_1,
 };
 
 struct DTypeTraits {

@@ -21,6 +21,8 @@ constexpr int kQKK = 256;  // K-quant super-block size
 
 // Block byte sizes and field offsets (spec/quants.md §3, §4).
 constexpr int kQ4_0Bytes = 18;
+constexpr int kQ5_0Bytes = 22;   // d@0 qh[4]@2 qs[16]@6
+constexpr int kQ5_1Bytes = 24;   // d@0 m@2 qh[4]@4 qs[16]@8
 constexpr int kQ8_0Bytes = 34;
 constexpr int kQ4_KBytes = 144;  // d@0 dmin@2 scales[12]@4 qs[128]@16
 constexpr int kQ5_KBytes = 176;  // d@0 dmin@2 scales[12]@4 qh[32]@16 qs[128]@48
@@ -67,6 +69,40 @@ void dequant_q4_0(const uint8_t* x, float* y, int64_t nb) {
             const int x1 = (qs[j] >> 4) - 8;
             y[j] = float(x0) * d;
             y[j + kQK / 2] = float(x1) * d;
+        }
+    }
+}
+
+// The 32 fifth bits of a Q5 block: bit j belongs to weight j (little-endian uint32).
+uint32_t load_qh(const uint8_t* p) {
+    return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+}
+
+void dequant_q5_0(const uint8_t* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, x += kQ5_0Bytes, y += kQK) {
+        const float d = load_f16(x);
+        const uint32_t qh = load_qh(x + 2);
+        const uint8_t* qs = x + 6;
+        for (int j = 0; j < kQK / 2; ++j) {
+            const int x0 = int((qs[j] & 0x0F) | (((qh >> j) << 4) & 0x10)) - 16;
+            const int x1 = int((qs[j] >> 4) | ((qh >> (j + 12)) & 0x10)) - 16;
+            y[j] = float(x0) * d;
+            y[j + kQK / 2] = float(x1) * d;
+        }
+    }
+}
+
+void dequant_q5_1(const uint8_t* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, x += kQ5_1Bytes, y += kQK) {
+        const float d = load_f16(x);
+        const float m = load_f16(x + 2);
+        const uint32_t qh = load_qh(x + 4);
+        const uint8_t* qs = x + 8;
+        for (int j = 0; j < kQK / 2; ++j) {
+            const int x0 = int((qs[j] & 0x0F) | (((qh >> j) << 4) & 0x10));
+            const int x1 = int((qs[j] >> 4) | ((qh >> (j + 12)) & 0x10));
+            y[j] = float(x0) * d + m;
+            y[j + kQK / 2] = float(x1) * d + m;
         }
     }
 }
@@ -191,6 +227,60 @@ void quant_q4_0(const float* x, uint8_t* y, int64_t nb) {
             const int xi1 = std::min(15, int(int8_t(x[j + kQK / 2] * id + 8.5f)));
             y[2 + j] = uint8_t(xi0 | (xi1 << 4));
         }
+    }
+}
+
+void store_qh(uint8_t* p, uint32_t qh) {
+    for (int i = 0; i < 4; ++i) p[i] = uint8_t(qh >> (8 * i));
+}
+
+// Packs 32 five-bit quants: low nibbles of weights j and j + 16 share qs[j], fifth bits go
+// to bit j of qh (spec/quants.md §3.3).
+void pack_q5(const uint8_t q[kQK], uint8_t* qh_out, uint8_t* qs) {
+    uint32_t qh = 0;
+    for (int j = 0; j < kQK / 2; ++j) {
+        qs[j] = uint8_t((q[j] & 0x0F) | ((q[j + kQK / 2] & 0x0F) << 4));
+        qh |= uint32_t((q[j] >> 4) & 1) << j;
+        qh |= uint32_t((q[j + kQK / 2] >> 4) & 1) << (j + kQK / 2);
+    }
+    store_qh(qh_out, qh);
+}
+
+// ggml's quantize_row_q5_0_ref: as Q4_0 with 32 levels, the signed extreme maps to -16.
+void quant_q5_0(const float* x, uint8_t* y, int64_t nb) {
+    uint8_t q[kQK];
+    for (int64_t i = 0; i < nb; ++i, x += kQK, y += kQ5_0Bytes) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < kQK; ++j) {
+            if (amax < std::fabs(x[j])) {
+                amax = std::fabs(x[j]);
+                max = x[j];
+            }
+        }
+        const float d = max / -16.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        store_f16(y, d);
+        for (int j = 0; j < kQK; ++j) q[j] = uint8_t(std::min(31, int(int8_t(x[j] * id + 16.5f))));
+        pack_q5(q, y + 2, y + 6);
+    }
+}
+
+// ggml's quantize_row_q5_1_ref: d = (max - min) / 31 and m = min, q = round((x - min) / d).
+void quant_q5_1(const float* x, uint8_t* y, int64_t nb) {
+    uint8_t q[kQK];
+    for (int64_t i = 0; i < nb; ++i, x += kQK, y += kQ5_1Bytes) {
+        float min = x[0], max = x[0];
+        for (int j = 1; j < kQK; ++j) {
+            min = std::min(min, x[j]);
+            max = std::max(max, x[j]);
+        }
+        const float d = (max - min) / 31.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        store_f16(y, d);
+        store_f16(y + 2, min);
+        // The uint8 cast truncates; +0.5 turns that into rounding (ggml does the same).
+        for (int j = 0; j < kQK; ++j) q[j] = uint8_t((x[j] - min) * id + 0.5f);
+        pack_q5(q, y + 4, y + 8);
     }
 }
 
@@ -388,6 +478,8 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
             for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(uint16_t(x[2 * i] | (x[2 * i + 1] << 8)));
             return;
         case DType::Q4_0: dequant_q4_0(x, dst, nb); return;
+        case DType::Q5_0: dequant_q5_0(x, dst, nb); return;
+        case DType::Q5_1: dequant_q5_1(x, dst, nb); return;
         case DType::Q8_0: dequant_q8_0(x, dst, nb); return;
         case DType::Q4_K: dequant_q4_k(x, dst, nb); return;
         case DType::Q5_K: dequant_q5_k(x, dst, nb); return;
@@ -412,6 +504,8 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n) {
             }
             return;
         case DType::Q4_0: quant_q4_0(src, y, nb); return;
+        case DType::Q5_0: quant_q5_0(src, y, nb); return;
+        case DType::Q5_1: quant_q5_1(src, y, nb); return;
         case DType::Q8_0: quant_q8_0(src, y, nb); return;
         case DType::Q4_K: quant_q4_k(src, y, nb); return;
         case DType::Q5_K: quant_q5_k(src, y, nb); return;

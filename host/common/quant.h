@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/common/quant.h: CPU (de)quantization of the ggml tensor encodings tandem computes with
-// (F32, F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K), following spec/quants.md.
+// (F32, F16, BF16, Q4_0, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K), following spec/quants.md.
 // Dequantization reproduces llama.cpp's dequantize_row_* (same f32 operations in the same order),
 // so it is the ground truth that GPU dequantization is compared against.
 // Quantization is reference quality only (used to build test weights and synthetic models); it
@@ -21,7 +21,8 @@ namespace tdm {
 void dequantize_row(DType t, const void* src, float* dst, int64_t n);
 
 // Encodes n floats into n / block_size blocks of type t at dst (row_bytes(t, n) bytes).
-// Deterministic. F16/BF16 round to nearest even. Q8_0/Q4_0 use ggml's reference amax scheme;
+// Deterministic. F16/BF16 round to nearest even. Q8_0/Q4_0/Q5_0 use ggml's reference amax
+// scheme and Q5_1 its min/max scheme (quantize_row_*_ref);
 // the K-quants use a per-sub-block min/max fit with 6-bit (Q4_K, Q5_K) or int8 (Q6_K) scales.
 void quantize_row(DType t, const float* src, void* dst, int64_t n);
 

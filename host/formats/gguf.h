@@ -103,6 +103,10 @@ public:
     Result<std::vector<std::string>> get_string_array(std::string_view key) const;
     Result<std::vector<int64_t>> get_int_array(std::string_view key) const;
     Result<std::vector<double>> get_float_array(std::string_view key) const;
+    // ARRAY of BOOL (one byte per element, e.g. gemma4.attention.sliding_window_pattern).
+    // Like get_bool and llama.cpp's reader, any non-zero byte is true: the spec's "0 or 1"
+    // is not enforced, so every file llama.cpp loads loads here too.
+    Result<std::vector<bool>> get_bool_array(std::string_view key) const;
 
     // Same, but an absent key yields `dflt`. A present key of the wrong type is still
     // an error: a file that says something we cannot read must not be silently ignored.

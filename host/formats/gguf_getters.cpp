@@ -155,6 +155,14 @@ Result<std::vector<double>> GgufFile::get_float_array(std::string_view key) cons
     return out;
 }
 
+Result<std::vector<bool>> GgufFile::get_bool_array(std::string_view key) const {
+    const GgufValue* v = find(key);
+    if (!v || v->type != GgufType::ARRAY || v->elem_type != GgufType::BOOL) return key_error(key, "ARRAY of BOOL", v);
+    std::vector<bool> out(size_t(v->count));
+    for (uint64_t i = 0; i < v->count; ++i) out[i] = v->data[i] != 0;  // the parser checked count bytes
+    return out;
+}
+
 Result<std::string> GgufFile::get_string_or(std::string_view key, std::string dflt) const {
     if (!find(key)) return dflt;
     return get_string(key);

@@ -97,6 +97,7 @@ Result<std::unique_ptr<DeviceWeight>> DeviceWeight::upload(vk::Device& device, v
         uint64_t slimit = caps.max_storage_buffer_range ? caps.max_storage_buffer_range : (1ull << 31);
         if (texel) slimit = std::min<uint64_t>(slimit, caps.max_texel_buffer_elements * 2);
         if (opt.max_binding_bytes) slimit = std::min(slimit, opt.max_binding_bytes);
+        slimit -= std::min<uint64_t>(slimit, 3);  // room to round the plane up to whole words (below)
         rows_per_chunk = std::min<uint64_t>(rows_per_chunk, std::max<uint64_t>(1, slimit / l.scale_row_bytes));
     }
     if (l.main_row_bytes > limit)
@@ -118,7 +119,10 @@ Result<std::unique_ptr<DeviceWeight>> DeviceWeight::upload(vk::Device& device, v
         c.row_begin = r0;
         c.n_rows = std::min<int64_t>(int64_t(rows_per_chunk), l.rows - r0);
         c.main = TDM_TRY(arena.allocate(uint64_t(c.n_rows) * l.main_row_bytes, w->name_));
-        if (l.scale_row_bytes) c.scale = TDM_TRY(arena.allocate(uint64_t(c.n_rows) * l.scale_row_bytes, w->name_));
+        // Shaders read the scale plane's 16-bit fields as 32-bit words (weights.glsl), so
+        // the binding ends on a whole word even where the fields are an odd number.
+        if (l.scale_row_bytes)
+            c.scale = TDM_TRY(arena.allocate((uint64_t(c.n_rows) * l.scale_row_bytes + 3) / 4 * 4, w->name_));
 
         if (l.scale_row_bytes == 0) {
             TDM_TRY(write_device(device, c.main, c.main.size, l.main_row_bytes,

@@ -25,6 +25,11 @@ Result<WeightLayout> weight_layout(DType type, int64_t cols, int64_t rows) {
             l.main_row_bytes = blocks * (tr->block_bytes - 2);
             l.scale_row_bytes = blocks * 2;
             break;
+        case DType::Q5_0:
+        case DType::Q5_1:
+            l.main_row_bytes = blocks * kQ5QuantBytes;
+            l.scale_row_bytes = blocks * (tr->block_bytes - kQ5QuantBytes);
+            break;
         default:
             l.main_row_bytes = blocks * tr->block_bytes;
             l.scale_row_bytes = 0;
@@ -41,11 +46,21 @@ void repack_rows(const WeightLayout& l, const uint8_t* src, int64_t n_rows, uint
         std::memcpy(main_dst, src, size_t(n_rows) * l.main_row_bytes);
         return;
     }
+    const uint64_t n_blocks = uint64_t(n_rows) * (uint64_t(l.cols) / tr.block_size);
+    if (l.type == DType::Q5_0 || l.type == DType::Q5_1) {
+        // The header (d[, m], qh) is the block's start; the 16 bytes of qs end it.
+        const size_t header = tr.block_bytes - kQ5QuantBytes;
+        for (uint64_t b = 0; b < n_blocks; ++b) {
+            const uint8_t* blk = src + b * tr.block_bytes;
+            std::memcpy(scale_dst + b * header, blk, header);
+            std::memcpy(main_dst + b * kQ5QuantBytes, blk + header, kQ5QuantBytes);
+        }
+        return;
+    }
     // d sits at the start of Q8_0/Q4_0 blocks and at the end (offset 208) of Q6_K.
     const size_t d_at = l.type == DType::Q6_K ? 208 : 0;
     const size_t rest_at = l.type == DType::Q6_K ? 0 : 2;
     const size_t rest = tr.block_bytes - 2;
-    const uint64_t n_blocks = uint64_t(n_rows) * (uint64_t(l.cols) / tr.block_size);
     for (uint64_t b = 0; b < n_blocks; ++b) {
         const uint8_t* blk = src + b * tr.block_bytes;
         std::memcpy(main_dst + b * rest, blk + rest_at, rest);

@@ -8,7 +8,11 @@
 // Those are split at load time: the rest of the block goes to the main plane
 // (32, 16, 208 B) and `d` to a separate "scale plane" of f16 values. The split
 // is lossless and keeps the total size equal to the file's, so weights never
-// take more memory than in the GGUF file. F32/F16/BF16 rows are kept as is.
+// take more memory than in the GGUF file. Q5_0 (22 B) and Q5_1 (24 B) keep
+// their 16 bytes of nibbles qs in the main plane (one texel per block) and move
+// the rest of the block, all 16-bit fields (d, for Q5_1 m, then the two halves
+// of the 32-bit qh), to the scale plane: 3 or 4 u16 per block, in file order.
+// F32/F16/BF16 rows are kept as is.
 // Not here: uploading (weight.h), dequantization formulas (shaders, quant.h).
 #pragma once
 
@@ -20,12 +24,15 @@
 
 namespace tdm {
 
+// Bytes of nibbles (qs) in one Q5_0/Q5_1 block: its main-plane share.
+constexpr uint32_t kQ5QuantBytes = 16;
+
 struct WeightLayout {
     DType type = DType::F32;
     int64_t cols = 0;               // ne0
     int64_t rows = 0;               // ne1 * ne2 * ne3
     uint64_t main_row_bytes = 0;    // bytes of one row in the main plane
-    uint64_t scale_row_bytes = 0;   // bytes of one row in the scale plane (0: none)
+    uint64_t scale_row_bytes = 0;   // bytes of one row in the scale plane (0: none); 16-bit fields
     bool texel_rows = false;        // main rows are whole 16-byte texels (matmul/get_rows usable)
 };
 

@@ -25,12 +25,15 @@ bool bf16_non_finite(uint16_t h) { return (h & 0x7f80u) == 0x7f80u; }
 // Where the f16 scales of one block sit (ggml block layouts, spec/quants.md).
 struct ScaleFields {
     uint32_t d_offset;
-    int dmin_offset;  // -1: the format has no dmin
+    int dmin_offset;                 // -1: the format has no second scale
+    const char* dmin_name = "dmin";  // what ggml calls it: dmin (K-quants) or m (Q5_1)
 };
 
 std::optional<ScaleFields> scale_fields(uint32_t type) {
     switch (static_cast<DType>(type)) {
         case DType::Q4_0: return ScaleFields{0, -1};    // d, qs[16]
+        case DType::Q5_0: return ScaleFields{0, -1};    // d, qh[4], qs[16]
+        case DType::Q5_1: return ScaleFields{0, 2, "m"};  // d, m, qh[4], qs[16]
         case DType::Q8_0: return ScaleFields{0, -1};    // d, qs[32]
         case DType::Q4_K: return ScaleFields{0, 2};     // d, dmin, scales[12], qs[128]
         case DType::Q5_K: return ScaleFields{0, 2};     // d, dmin, scales[12], qh[32], qs[128]
@@ -73,7 +76,7 @@ std::optional<NonFinite> find_non_finite(const SourceTensor& t) {
             return NonFinite{b, true, "d", f16_to_f32(d)};
         if (f->dmin_offset >= 0)
             if (uint16_t m = load_u16(block + f->dmin_offset); f16_non_finite(m))
-                return NonFinite{b, true, "dmin", f16_to_f32(m)};
+                return NonFinite{b, true, f->dmin_name, f16_to_f32(m)};
     }
     return std::nullopt;
 }

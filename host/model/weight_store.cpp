@@ -47,7 +47,7 @@ Status check_type(const ModelSource& src, const SourceTensor& t) {
     const bool computable = tr && t.type != TDM_DTYPE_I8 && t.type != TDM_DTYPE_I16 && t.type != TDM_DTYPE_I32;
     if (!computable)
         return Error::format("{}: tensor '{}' has type {}, which tandem does not support (supported: f32, f16, bf16, "
-                             "q8_0, q4_0, q4_K, q5_K, q6_K)",
+                             "q8_0, q4_0, q5_0, q5_1, q4_K, q5_K, q6_K)",
                              src.path(), t.name, t.dtype);
     const uint64_t want = uint64_t(t.ne[1] * t.ne[2] * t.ne[3]) * row_bytes(static_cast<DType>(t.type), uint64_t(t.ne[0]));
     if (want != t.nbytes)

@@ -193,7 +193,13 @@ tdm_status api_meta_get_int_array(const tdm_model_source* src, const char* plugi
     if (const GgufFile* g = src->src->gguf()) {
         if (!g->find(key)) return not_found(src, key);
         auto v = g->get_int_array(key);
-        if (!v.ok()) return set_last_error(TDM_ERR_BAD_MODEL, v.error().message());
+        if (!v.ok()) {
+            // A BOOL array reads as 0/1 (tandem.h: integer getters accept bools), as a JSON
+            // array of booleans does below: gemma4's sliding_window_pattern is one.
+            auto b = g->get_bool_array(key);
+            if (!b.ok()) return set_last_error(TDM_ERR_BAD_MODEL, v.error().message());
+            return copy_array(std::vector<int64_t>(b->begin(), b->end()), out, cap, n);
+        }
         return copy_array(*v, out, cap, n);
     }
     const nlohmann::json* j = hf_lookup(*src->src, key);

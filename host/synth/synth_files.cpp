@@ -17,6 +17,8 @@ bool is_synth_weight_type(DType t) {
         case DType::BF16:
         case DType::Q8_0:
         case DType::Q4_0:
+        case DType::Q5_0:
+        case DType::Q5_1:
         case DType::Q4_K:
         case DType::Q5_K:
         case DType::Q6_K:

@@ -72,6 +72,42 @@ void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
         w[4 + j] = (hi4(q[j]) - 8.0) * d;  // weights 16+4j ..
     }
 }
+#elif defined(WTYPE_Q5_0) || defined(WTYPE_Q5_1)
+// One block per unit: its nibbles are one main-plane texel, its 16-bit fields
+// (d, [m,] qh low half, qh high half) sit in the scale plane.
+const uint UNIT = 32, PIECES = 1;
+// The 5-bit quants (0..31) of block u of `row`, in element order; returns the
+// index of the block's first scale-plane field.
+uint q5_quants(uint row, uint u, out vec4 q[8]) {
+    const uint blk = row * (p.K / 32) + u;
+    const uint f = p.s_off + blk * Q5_FIELDS;
+    const uint qh = q5_high_bits(f);
+    const uvec4 v = load_w(p.w_off + blk);
+    [[unroll]] for (uint i = 0; i < 4; ++i) {
+        const uint lo = qh >> (4 * i), hi = qh >> (16 + 4 * i);  // fifth bits of weights 4i.., 16+4i..
+        q[i] = lo4(v[i]) + 16.0 * vec4(uvec4(lo, lo >> 1, lo >> 2, lo >> 3) & 1u);
+        q[4 + i] = hi4(v[i]) + 16.0 * vec4(uvec4(hi, hi >> 1, hi >> 2, hi >> 3) & 1u);
+    }
+    return f;
+}
+#if defined(WTYPE_Q5_0)
+#define HAS_PIECE_SCALE
+float raw_piece(uint row, uint u, uint pc, out vec4 q[8]) {
+    const uint f = q5_quants(row, u, q);
+    [[unroll]] for (uint j = 0; j < 8; ++j) q[j] -= 16.0;
+    return load_scale(f);
+}
+void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
+    const float d = raw_piece(row, u, pc, w);
+    [[unroll]] for (uint j = 0; j < 8; ++j) w[j] *= d;  // (q - 16) * d
+}
+#else
+void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
+    const uint f = q5_quants(row, u, w);
+    const float d = load_scale(f), m = load_scale(f + 1);
+    [[unroll]] for (uint j = 0; j < 8; ++j) w[j] = w[j] * d + m;
+}
+#endif
 #elif defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
 // unit = 64 weights: sub-blocks 2c (low nibbles, piece 0) and 2c+1 (high, piece 1)
 // of super-block b, where u = 4b + c.

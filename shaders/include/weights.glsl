@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // weights.glsl: the two weight access paths (spec/lavapipe.md §3-4).
-// WEIGHTS_TEXEL: uniform texel buffers (RGBA32UI main plane, R16UI scale plane):
+// WEIGHTS_TEXEL: uniform texel buffers (RGBA32UI main plane, R16UI scale plane of
+//   16-bit fields, host/graph/weight_layout.h):
 //   3-5x faster than storage-buffer loads on lavapipe.
 // otherwise: storage buffers, the normal path on GPUs.
 // Before including: define W_BINDING and S_BINDING (binding numbers).
@@ -8,11 +9,26 @@
 layout(binding = W_BINDING) uniform usamplerBuffer w_tex;
 layout(binding = S_BINDING) uniform usamplerBuffer s_tex;
 uvec4 load_w(uint i) { return texelFetch(w_tex, int(i)); }
-// f16 scale i of the scale plane
-float load_scale(uint i) { return unpackHalf2x16(texelFetch(s_tex, int(i)).x).x; }
+// 16-bit field i of the scale plane, raw (Q5_0/Q5_1 keep their qh halves there)
+uint load_scale_bits(uint i) { return texelFetch(s_tex, int(i)).x; }
 #else
 layout(binding = W_BINDING, std430) readonly buffer WeightBuf { uvec4 w_buf[]; };
 layout(binding = S_BINDING, std430) readonly buffer ScaleBuf { uint s_buf[]; };
 uvec4 load_w(uint i) { return w_buf[i]; }
-float load_scale(uint i) { return unpackHalf2x16(s_buf[i >> 1] >> ((i & 1u) * 16u)).x; }
+uint load_scale_bits(uint i) { return (s_buf[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu; }
+#endif
+// f16 scale i of the scale plane
+float load_scale(uint i) { return unpackHalf2x16(load_scale_bits(i)).x; }
+
+#if defined(WTYPE_Q5_0) || defined(WTYPE_Q5_1)
+// Scale-plane fields per Q5 block: d, [m,] then the low and high halves of qh.
+#if defined(WTYPE_Q5_0)
+const uint Q5_FIELDS = 3;
+#else
+const uint Q5_FIELDS = 4;
+#endif
+// qh of the block whose fields start at scale-plane index f: bit t = fifth bit of weight t.
+uint q5_high_bits(uint f) {
+    return load_scale_bits(f + Q5_FIELDS - 2) | (load_scale_bits(f + Q5_FIELDS - 1) << 16);
+}
 #endif

@@ -40,6 +40,23 @@ float q4_0_weight(const uint8_t* b, int t) {  // §3.1
     return float(nib - 8) * get_f16(b);
 }
 
+// §3.3/§3.4: qh is a little-endian uint32 whose bit t is the fifth bit of weight t; the low
+// four bits of weight t are the low nibble of qs[t] (t < 16) or the high nibble of qs[t - 16].
+int q5_quant(const uint8_t* qh_bytes, const uint8_t* qs, int t) {
+    const uint32_t qh = uint32_t(qh_bytes[0]) | uint32_t(qh_bytes[1]) << 8 | uint32_t(qh_bytes[2]) << 16 |
+                        uint32_t(qh_bytes[3]) << 24;
+    const int nib = t < 16 ? (qs[t] & 0xF) : (qs[t - 16] >> 4);
+    return nib | int((qh >> t) & 1) << 4;
+}
+
+float q5_0_weight(const uint8_t* b, int t) {  // §3.3: d@0 qh@2 qs@6
+    return float(q5_quant(b + 2, b + 6, t) - 16) * get_f16(b);
+}
+
+float q5_1_weight(const uint8_t* b, int t) {  // §3.4: d@0 m@2 qh@4 qs@8
+    return float(q5_quant(b + 4, b + 8, t)) * get_f16(b) + get_f16(b + 2);
+}
+
 float q8_0_weight(const uint8_t* b, int t) {  // §3.5
     return float(int8_t(b[2 + t])) * get_f16(b);
 }
@@ -104,7 +121,9 @@ std::vector<uint8_t> random_blocks(DType t, int n, std::mt19937& rng) {
         uint8_t* b = bytes.data() + i * bb;
         switch (t) {
             case DType::Q4_0:
+            case DType::Q5_0:
             case DType::Q8_0: put_f16(b, random_finite_f16(rng)); break;
+            case DType::Q5_1:
             case DType::Q4_K:
             case DType::Q5_K:
                 put_f16(b, random_finite_f16(rng));
@@ -149,6 +168,51 @@ TEST(QuantSpec, q4_0_worked_example) {
     EXPECT_EQ(y[3], -0.5f);
     EXPECT_EQ(y[19], 1.0f);
     EXPECT_EQ(y[0], -4.0f);  // nibble 0 -> (0 - 8) * 0.5
+}
+
+TEST(QuantSpec, q5_0_worked_example) {
+    std::vector<uint8_t> b(22, 0);
+    b[0] = 0x00, b[1] = 0x38;                    // d = 0.5
+    b[2] = 0x08, b[3] = 0x00, b[4] = 0x02;       // qh = 0x00020008: bits 3 and 17
+    b[6 + 3] = 0x2C;
+    b[6 + 1] = 0x9F;
+    const std::vector<float> y = dequant(DType::Q5_0, b);
+    EXPECT_EQ(y[3], 6.0f);    // (0xC | 0x10) - 16
+    EXPECT_EQ(y[19], -7.0f);  // 2 - 16, bit 19 clear
+    EXPECT_EQ(y[1], -0.5f);   // 15 - 16, bit 1 clear
+    EXPECT_EQ(y[17], 4.5f);   // (9 | 0x10) - 16
+    EXPECT_EQ(y[0], -8.0f);   // all bits clear: q = 0 -> -16 * d
+}
+
+TEST(QuantSpec, q5_0_extremes_and_negative_scale) {
+    // Every bit set: q = 31 -> 15 * d; the top fifth bit (31) belongs to the last weight.
+    std::vector<uint8_t> b(22, 0xFF);
+    b[0] = 0x00, b[1] = 0xB4;  // d = -0.25
+    std::vector<float> y = dequant(DType::Q5_0, b);
+    for (int t = 0; t < 32; ++t) EXPECT_EQ(y[size_t(t)], -3.75f) << t;
+    b[5] = 0x7F;  // clear qh bit 31: weight 31 drops to q = 15 -> (15 - 16) * -0.25
+    y = dequant(DType::Q5_0, b);
+    EXPECT_EQ(y[31], 0.25f);
+    EXPECT_EQ(y[15], -3.75f);  // shares qs[15] with weight 31, keeps its own bit 15
+    std::vector<uint8_t> z(22, 0);
+    z[0] = 0x00, z[1] = 0xB4;
+    y = dequant(DType::Q5_0, z);
+    EXPECT_EQ(y[16], 4.0f);  // q = 0 -> -16 * -0.25
+}
+
+TEST(QuantSpec, q5_1_hand_built_block) {
+    std::vector<uint8_t> b(24, 0);
+    b[0] = 0x00, b[1] = 0x34;  // d = 0.25
+    b[2] = 0x00, b[3] = 0xBE;  // m = -1.5
+    b[4] = 0x01, b[7] = 0x80;  // qh = 0x80000001: bits 0 and 31
+    b[8 + 0] = 0x3E;
+    b[8 + 15] = 0xF0;
+    const std::vector<float> y = dequant(DType::Q5_1, b);
+    EXPECT_EQ(y[0], 6.0f);     // (0xE | 0x10) = 30 -> 30 * 0.25 - 1.5
+    EXPECT_EQ(y[16], -0.75f);  // 3, bit 16 clear
+    EXPECT_EQ(y[15], -1.5f);   // 0 -> m
+    EXPECT_EQ(y[31], 6.25f);   // (0xF | 0x10) = 31
+    EXPECT_EQ(y[7], -1.5f);
 }
 
 TEST(QuantSpec, q8_0_worked_example) {
@@ -204,6 +268,8 @@ TEST(QuantSpec, q6_k_worked_example) {
 TEST(QuantSpec, dequantize_matches_closed_form_on_random_blocks) {
     EXPECT_EQ(count_mismatches(DType::Q4_0, q4_0_weight, 200, 1), 0);
     EXPECT_EQ(count_mismatches(DType::Q8_0, q8_0_weight, 200, 2), 0);
+    EXPECT_EQ(count_mismatches(DType::Q5_0, q5_0_weight, 200, 10), 0);
+    EXPECT_EQ(count_mismatches(DType::Q5_1, q5_1_weight, 200, 11), 0);
     EXPECT_EQ(count_mismatches(DType::Q4_K, q4_k_weight, 200, 3), 0);
     EXPECT_EQ(count_mismatches(DType::Q5_K, q5_k_weight, 200, 4), 0);
     EXPECT_EQ(count_mismatches(DType::Q6_K, q6_k_weight, 200, 5), 0);
@@ -279,13 +345,41 @@ TEST(Quantize, q8_0_and_q4_0_follow_ggml_reference_scheme) {
     for (int j = 0; j < 32; ++j) EXPECT_EQ(back[j], y[j]) << j;
 }
 
+TEST(Quantize, q5_0_and_q5_1_follow_ggml_reference_scheme) {
+    // Q5_0: the signed extreme maps to q - 16 = -16. Extreme -8 -> d = 0.5, values k * 0.5 in
+    // [-8, 7.5] are exact; extreme +8 -> d = -0.5, values in [-7.5, 8] are exact.
+    for (const float sign : {1.0f, -1.0f}) {
+        float x[32];
+        for (int j = 0; j < 32; ++j) x[j] = sign * 0.5f * float((j * 7) % 32 - 16);
+        x[9] = sign * -8.0f;
+        uint8_t b[22];
+        quantize_row(DType::Q5_0, x, b, 32);
+        EXPECT_EQ(get_f16(b), sign * 0.5f);
+        for (int j = 0; j < 32; ++j) EXPECT_EQ(q5_0_weight(b, j), x[j]) << j << " sign " << sign;
+    }
+    // Q5_1: d = (max - min) / 31, m = min: -1.5 + k * 0.25 for k = 0..31 are exact.
+    float y[32];
+    for (int j = 0; j < 32; ++j) y[j] = -1.5f + 0.25f * float((j * 13) % 32);
+    uint8_t b1[24];
+    quantize_row(DType::Q5_1, y, b1, 32);
+    EXPECT_EQ(get_f16(b1), 0.25f);
+    EXPECT_EQ(get_f16(b1 + 2), -1.5f);
+    for (int j = 0; j < 32; ++j) EXPECT_EQ(q5_1_weight(b1, j), y[j]) << j;
+    // A constant block has d = 0 and decodes to m.
+    float c[32];
+    std::fill(c, c + 32, 2.5f);
+    quantize_row(DType::Q5_1, c, b1, 32);
+    for (int j = 0; j < 32; ++j) EXPECT_EQ(q5_1_weight(b1, j), 2.5f) << j;
+}
+
 TEST(Quantize, matrix_is_rows_quantized_back_to_back_and_deterministic) {
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> u(-2.0f, 2.0f);
     const int64_t rows = 3, cols = 512;
     std::vector<float> x(size_t(rows * cols));
     for (float& v : x) v = u(rng);
-    for (DType t : {DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (DType t : {DType::F16, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K,
+                    DType::Q6_K}) {
         const std::vector<uint8_t> m = quantize_matrix(t, x.data(), rows, cols);
         const uint64_t rb = row_bytes(t, cols);
         ASSERT_EQ(m.size(), rb * rows) << dtype_name(t);
@@ -342,7 +436,7 @@ TEST(RoundTrip, error_is_bounded_on_uniform_data) {
     // Bounds in units of each format's step on U(-1, 1) data (x = amax * q / levels): a
     // uniform rounding error of one step has RMS step / sqrt(12), i.e. step / 2 relative to the
     // data's RMS 1 / sqrt(3), so every format must stay within 1.1 * step / 2 of RMS error. The
-    // worst single error is about half a step, more where a format clips: Q4_0 loses one step
+    // worst single error is about half a step, more where a format clips: Q4_0 and Q5_0 lose one step
     // at the end opposite its extreme, the K-quant fits trade a little clipping for lower MSE,
     // and their 6-bit / int8 sub-block scales add rounding.
     struct Row {
@@ -351,6 +445,7 @@ TEST(RoundTrip, error_is_bounded_on_uniform_data) {
     } rows[] = {
         {DType::F16, 1.0 / 1024, 0.5},  {DType::BF16, 1.0 / 128, 0.5},
         {DType::Q8_0, 1.0 / 127, 0.6},  {DType::Q4_0, 1.0 / 8, 1.02},
+        {DType::Q5_0, 1.0 / 16, 1.02},  {DType::Q5_1, 2.0 / 31, 0.55},
         {DType::Q4_K, 2.0 / 15, 0.65},  {DType::Q5_K, 2.0 / 31, 0.85},
         {DType::Q6_K, 2.0 / 63, 1.0},
     };
@@ -382,7 +477,7 @@ TEST(RoundTrip, quantizers_stay_valid_on_hard_blocks) {
     }
     outlier[77] = 50.0f;
     for (auto* b : {&pos, &neg, &small, &outlier, &ranges}) blocks.push_back(*b);
-    for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0, DType::Q8_0}) {
+    for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q8_0}) {
         for (size_t k = 0; k < blocks.size(); ++k) {
             const ErrorStats s = round_trip(t, blocks[k]);
             EXPECT_TRUE(s.finite) << dtype_name(t) << " block " << k;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/engine/weight_check_test.cpp: the NaN/Inf scan of weights at load finds the first
-// bad element of plain tensors and the first bad block scale (d or dmin, at each format's
+// bad element of plain tensors and the first bad block scale (d, dmin or m, at each format's
 // own offset) of quantized ones, and its error names the file, the tensor and the place.
 // To add a type: build a SourceTensor over bytes in memory with one bad value.
 #include <gtest/gtest.h>
@@ -70,7 +70,8 @@ TEST(WeightCheck, finds_the_first_non_finite_element_of_plain_types) {
 }
 
 TEST(WeightCheck, clean_tensors_of_every_type_pass) {
-    for (DType t : {DType::F16, DType::BF16, DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (DType t : {DType::F16, DType::BF16, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K,
+                    DType::Q5_K, DType::Q6_K}) {
         const std::vector<uint8_t> b = quantized(t, 512);
         EXPECT_FALSE(find_non_finite(tensor_over(b, t, 512, 1)).has_value()) << dtype_name(t);
     }
@@ -81,8 +82,9 @@ TEST(WeightCheck, finds_bad_block_scales_at_each_format_s_offset) {
         DType type;
         size_t field_offset;
         const char* field;
-    } cases[] = {{DType::Q4_0, 0, "d"}, {DType::Q8_0, 0, "d"},   {DType::Q4_K, 0, "d"}, {DType::Q4_K, 2, "dmin"},
-                 {DType::Q5_K, 2, "dmin"}, {DType::Q6_K, 208, "d"}};
+    } cases[] = {{DType::Q4_0, 0, "d"},    {DType::Q5_0, 0, "d"},   {DType::Q5_1, 0, "d"},
+                 {DType::Q5_1, 2, "m"},    {DType::Q8_0, 0, "d"},   {DType::Q4_K, 0, "d"},
+                 {DType::Q4_K, 2, "dmin"}, {DType::Q5_K, 2, "dmin"}, {DType::Q6_K, 208, "d"}};
     for (const Case& c : cases) {
         std::vector<uint8_t> b = quantized(c.type, 512);
         const uint32_t block_bytes = traits(c.type).block_bytes;

@@ -93,6 +93,23 @@ TEST(GgufReject, gguf_rejects_counts_that_cannot_fit_before_allocating) {
     EXPECT_TRUE(fails_with(parse(s), {"key 'arr'", "array element 1", "truncated"}));
 }
 
+TEST(GgufReject, gguf_rejects_truncated_and_oversized_bool_arrays) {
+    // BOOL (7) arrays are one byte per element: a count past the end is refused before
+    // anything is read or allocated, naming the key, the offset and the count.
+    auto huge = GgufBuilder().header(3, 0, 1).str("pattern").u32(9).u32(7).u64(uint64_t(1) << 62).zeros(8);
+    EXPECT_TRUE(fails_with(parse(huge), {"key 'pattern'", "truncated at offset 55", "array of 4611686018427387904 BOOL",
+                                         "needs at least 1 bytes per element, 8 left"}));
+    auto cut = GgufBuilder().header(3, 0, 1).str("pattern").u32(9).u32(7).u64(6).u8(1).u8(0).u8(1);
+    EXPECT_TRUE(fails_with(parse(cut), {"key 'pattern'", "array of 6 BOOL", "3 left"}));
+    auto no_count = GgufBuilder().header(3, 0, 1).str("pattern").u32(9).u32(7).u32(6);
+    EXPECT_TRUE(fails_with(parse(no_count), {"key 'pattern'", "while reading array length"}));
+    // Bytes other than 0 and 1 are true, as in llama.cpp's reader (spec/gguf.md A.3.2).
+    auto odd = GgufBuilder().header(3, 0, 1).str("pattern").u32(9).u32(7).u64(3).u8(2).u8(0).u8(0xff);
+    auto f = parse(odd);
+    ASSERT_TRUE(f.ok()) << f.error().message();
+    EXPECT_EQ(*(*f)->get_bool_array("pattern"), (std::vector<bool>{true, false, true}));
+}
+
 TEST(GgufReject, gguf_rejects_strings_over_1_gib_or_past_the_end) {
     auto huge = GgufBuilder().header(3, 0, 1).str("k").u32(8).u64((uint64_t(1) << 30) + 1).zeros(16);
     EXPECT_TRUE(fails_with(parse(huge), {"key 'k'", "1073741825 bytes", "1 GiB limit"}));

@@ -130,6 +130,7 @@ TEST(GgufRoundTrip, arrays_of_every_element_type_read_back) {
     EXPECT_EQ(b->count, 3u);
     ASSERT_EQ(b->nbytes, 3u);
     EXPECT_EQ(std::memcmp(b->data, "\x01\x00\x01", 3), 0);
+    EXPECT_EQ(*f->get_bool_array("a.bool"), (std::vector<bool>{true, false, true}));
 
     const GgufValue* s = f->find("a.str");
     ASSERT_TRUE(s);
@@ -142,6 +143,22 @@ TEST(GgufRoundTrip, arrays_of_every_element_type_read_back) {
     EXPECT_EQ(gguf_string_elements(*f->find("a.u8")).size(), 0u);
     EXPECT_EQ(f->find("a.u16")->nbytes, 4u);
     EXPECT_EQ(f->find("a.f64")->elem_type, GgufType::FLOAT64);
+}
+
+TEST(GgufRoundTrip, a_bool_array_like_gemma4_sliding_window_pattern_reads_back) {
+    // llama.cpp's converter writes the per-layer pattern as an ARRAY of BOOL (true = SWA).
+    std::vector<bool> pattern(35);
+    for (size_t il = 0; il < pattern.size(); ++il) pattern[il] = il % 5 != 4;
+    GgufWriter w;
+    w.add_array("gemma4.attention.sliding_window_pattern", pattern);
+    w.add_array("empty", std::vector<bool>{});
+    auto f = round_trip(w);
+    ASSERT_TRUE(f);
+    EXPECT_EQ(*f->get_bool_array("gemma4.attention.sliding_window_pattern"), pattern);
+    EXPECT_TRUE(f->get_bool_array("empty")->empty());
+    // Bools are not integers to GgufFile: callers that accept both ask for both (as the
+    // plugin API's meta_get_int_array does).
+    EXPECT_TRUE(fails_with(f->get_int_array("empty"), {"expected ARRAY of integers", "found ARRAY of BOOL"}));
 }
 
 TEST(GgufRoundTrip, getters_name_file_key_expected_and_found_types) {
@@ -169,6 +186,9 @@ TEST(GgufRoundTrip, getters_name_file_key_expected_and_found_types) {
     EXPECT_TRUE(fails_with(f->get_uint("neg"), {"key 'neg'", "-3", "negative"}));
     EXPECT_TRUE(fails_with(f->get_int("huge"), {"key 'huge'", "does not fit in int64"}));
     EXPECT_TRUE(fails_with(f->get_int_array("big"), {"key 'big'", "element 1", "does not fit"}));
+    EXPECT_TRUE(fails_with(f->get_bool_array("ids"), {"key 'ids'", "expected ARRAY of BOOL", "found ARRAY of INT32"}));
+    EXPECT_TRUE(fails_with(f->get_bool_array("n"), {"expected ARRAY of BOOL", "found UINT32"}));
+    EXPECT_TRUE(fails_with(f->get_bool_array("missing"), {"key 'missing' not found", "ARRAY of BOOL"}));
     EXPECT_EQ(*f->get_int("neg"), -3);
 
     // Defaults apply only to absent keys; a present key of the wrong type is an error.

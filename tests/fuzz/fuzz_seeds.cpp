@@ -112,6 +112,12 @@ void model_seeds(const std::string& tmp) {
     }
 
     seed("gguf", "small-valid.gguf", test::small_valid_gguf());
+    GgufWriter swa;  // an ARRAY of BOOL, as gemma4.attention.sliding_window_pattern is written
+    swa.add_string("general.architecture", "gemma4");
+    swa.add_array("gemma4.attention.sliding_window_pattern", std::vector<bool>{true, true, true, true, true, false});
+    auto swa_bytes = swa.to_bytes();
+    if (!swa_bytes.ok()) die(swa_bytes.error().message());
+    seed("gguf", "bool-array.gguf", *swa_bytes);
     for (const char* name : {"qwen3", "qwen35-tiny", "qwen35-tiny-moe"}) {
         auto f = GgufFile::open(tmp + "/" + name + ".gguf");
         if (!f.ok()) die(f.error().message());

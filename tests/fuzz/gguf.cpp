@@ -34,6 +34,7 @@ void check_inside(const GgufFile& f) {
         (void)f.get_int_array(kv.key);
         (void)f.get_float_array(kv.key);
         (void)f.get_string_array(kv.key);
+        if (auto b = f.get_bool_array(kv.key); b.ok()) FUZZ_CHECK(b->size() == kv.value.count);
     }
     for (const GgufTensorInfo& t : f.tensors()) {
         const uint8_t* p = f.tensor_data(t);

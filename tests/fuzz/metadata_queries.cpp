@@ -69,6 +69,7 @@ void query_plugin_keys(const ModelSource& source) {
     static constexpr const char* kKeys[] = {
         "general.architecture", "qwen3.block_count", "qwen3.embedding_length", "qwen3.rope.freq_base",
         "qwen35.rope.dimension_sections", "qwen35.full_attention_interval", "qwen35.nextn_predict_layers",
+        "gemma4.attention.sliding_window_pattern",
         "tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type",
         "model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
         "head_dim", "rms_norm_eps", "rope_theta", "max_position_embeddings", "tie_word_embeddings",

@@ -33,8 +33,8 @@ std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
 
 bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
-const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0,
-                              DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
+                              DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 // Both matmul layouts (host/ops/matmul.cpp: "ks" for GPUs, "rl" for CPU devices) run
 // on whatever device the tests have.

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "common/quant.h"
+#include "graph/weight_layout.h"
 #include "support/device_fixture.h"
 #include "support/op_harness.h"
 #include "support/reference_recurrent.h"
@@ -43,8 +44,8 @@ std::vector<int32_t> random_ids(size_t n, int32_t E, uint32_t seed) {
 
 bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
-const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0,
-                              DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
+                              DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 class MatmulId : public test::DeviceTest, public ::testing::WithParamInterface<DType> {};
 
@@ -60,8 +61,9 @@ TEST_P(MatmulId, matches_reference_for_shared_and_per_slot_x_across_row_chunks) 
     for (bool chunked : {false, true}) {
         OpHarness h(device(), pipelines());
         WeightUploadOptions o;
-        // 2.5 experts' rows per binding: chunks of 2 experts (row_group defaults to M for 3-D weights)
-        if (chunked) o.max_binding_bytes = 5 * M / 2 * row_bytes(t, K);
+        // 2.5 experts' rows per binding: chunks of 2 experts (row_group defaults to M for 3-D
+        // weights). Counted in the main plane, the larger one where a type splits its blocks.
+        if (chunked) o.max_binding_bytes = 5 * M / 2 * weight_layout(t, K, 1)->main_row_bytes;
         const TensorId w = h.weight_nd(t, {K, M, E}, wb, o);
         if (chunked) {
             ASSERT_EQ(h.graph().tensor(w).weight->chunks().size(), 4u);

@@ -9,6 +9,7 @@
 // or f16 storage legitimately differ from double (said at each use).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -39,8 +40,8 @@ protected:
 
 // ----------------------------------------------------------------------------- weights
 
-const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0,
-                              DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
+                              DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 class WeightOps : public test::DeviceTest, public ::testing::WithParamInterface<DType> {};
 
@@ -101,6 +102,28 @@ TEST_P(WeightOps, get_rows_matches_reference_dequantization) {
     ASSERT_EQ(got.size(), ref.size());
     for (size_t i = 0; i < ref.size(); ++i)
         EXPECT_NEAR(got[i], ref[i], 1e-6f * (1.0f + std::fabs(ref[i]))) << dtype_name(t) << " at " << i;
+}
+
+TEST_P(WeightOps, odd_block_counts_read_their_last_block_whole) {
+    // 3 blocks per row and 5 rows: the split-off 16-bit scale planes (Q4_0 d, Q5_0 d + qh)
+    // hold an odd number of fields, so the last one ends half-way through a 32-bit word.
+    const DType t = GetParam();
+    const int64_t K = 3 * std::max<int64_t>(traits(t).block_size, 32), M = 5;
+    const auto wf = randn(size_t(K * M), 6, 0.5f);
+    const auto wb = quantize_matrix(t, wf.data(), M, K);
+    const auto x = randn(size_t(K * 2), 7);
+    const std::vector<int32_t> ids = {4, 0, 4};
+    OpHarness h(device(), pipelines());
+    const TensorId w = h.weight(t, K, M, wb);
+    const TensorId y = h.op(TDM_OP_MATMUL, {w, h.input_f32({K, 2}, x)});
+    const TensorId e = h.op(TDM_OP_GET_ROWS, {w, h.input_i32({3}, ids)});
+    h.run({y, e});
+    EXPECT_LT(ref::nmse(h.f32(y), ref::matmul(x, t, wb, M, K)), 1e-9) << dtype_name(t);
+    const auto want = ref::get_rows(t, wb, K, ids);
+    const auto got = h.f32(e);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_NEAR(got[i], want[i], 1e-6f * (1.0f + std::fabs(want[i]))) << dtype_name(t) << " at " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, WeightOps, ::testing::ValuesIn(kWeightTypes),

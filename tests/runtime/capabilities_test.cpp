@@ -127,15 +127,16 @@ TEST(QueryOp, reads_a_v1_sized_desc_without_its_custom_field_and_refuses_a_short
 // ----------------------------------------------------------------------------- query_weight_type
 
 TEST(QueryWeightType, every_built_weight_type_feeds_matmul_get_rows_and_matmul_id) {
-    for (tdm_dtype t : {TDM_DTYPE_F32, TDM_DTYPE_F16, TDM_DTYPE_BF16, TDM_DTYPE_Q8_0, TDM_DTYPE_Q4_0, TDM_DTYPE_Q4_K,
-                        TDM_DTYPE_Q5_K, TDM_DTYPE_Q6_K})
+    for (tdm_dtype t : {TDM_DTYPE_F32, TDM_DTYPE_F16, TDM_DTYPE_BF16, TDM_DTYPE_Q8_0, TDM_DTYPE_Q4_0, TDM_DTYPE_Q5_0,
+                        TDM_DTYPE_Q5_1, TDM_DTYPE_Q4_K, TDM_DTYPE_Q5_K, TDM_DTYPE_Q6_K})
         for (uint32_t op : {TDM_OP_MATMUL, TDM_OP_GET_ROWS, TDM_OP_MATMUL_ID})
             EXPECT_EQ(host().query_weight_type(t, op), TDM_OK) << t << " " << op << ": " << last_error();
 }
 
 TEST(QueryWeightType, other_types_and_ops_are_unsupported_with_a_reason) {
     EXPECT_STATUS(host().query_weight_type(TDM_DTYPE_I32, TDM_OP_MATMUL), TDM_ERR_UNSUPPORTED,
-                  "matmul: no kernel for i32 weights (this host has f32, f16, q4_0, q8_0, q4_K, q5_K, q6_K, bf16)");
+                  "matmul: no kernel for i32 weights (this host has f32, f16, q4_0, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K, "
+                  "bf16)");
     EXPECT_STATUS(host().query_weight_type(TDM_DTYPE_I8, TDM_OP_GET_ROWS), TDM_ERR_UNSUPPORTED,
                   "get_rows: no kernel for i8 weights");
     EXPECT_STATUS(host().query_weight_type(tdm_dtype(99), TDM_OP_MATMUL), TDM_ERR_UNSUPPORTED,

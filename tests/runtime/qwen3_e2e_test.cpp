@@ -123,6 +123,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Qwen3Case{"bf16_gqa4_tied", DType::BF16, 8, 2, true},
                       Qwen3Case{"q8_0_gqa2", DType::Q8_0, 4, 2, false},
                       Qwen3Case{"q4_0_gqa2_tied", DType::Q4_0, 4, 2, true},
+                      Qwen3Case{"q5_0_gqa2", DType::Q5_0, 4, 2, false},
+                      Qwen3Case{"q5_1_mqa_tied", DType::Q5_1, 4, 1, true},
                       Qwen3Case{"q4_K_gqa2", DType::Q4_K, 4, 2, false}, Qwen3Case{"q5_K_mqa", DType::Q5_K, 4, 1, false},
                       Qwen3Case{"q6_K_gqa2_tied", DType::Q6_K, 4, 2, true}),
     [](const auto& p) { return std::string(p.param.name); });

@@ -231,7 +231,7 @@ TEST(Qwen3Reference, quantized_copies_stay_close_to_the_f32_model) {
     // 4 random layers); they catch a wrong scale or layout (nmse ~1), not quantizer quality.
     const std::pair<DType, double> cases[] = {
         {DType::F16, 1e-5}, {DType::BF16, 1e-3}, {DType::Q8_0, 1e-3}, {DType::Q6_K, 1e-2},
-        {DType::Q5_K, 5e-2}, {DType::Q4_K, 0.15}, {DType::Q4_0, 0.2},
+        {DType::Q5_K, 5e-2}, {DType::Q4_K, 0.15}, {DType::Q4_0, 0.2}, {DType::Q5_0, 5e-2}, {DType::Q5_1, 5e-2},
     };
     for (const auto& [t, bound] : cases) {
         SCOPED_TRACE(std::string(dtype_name(t)));

@@ -177,14 +177,16 @@ TEST(Qwen3Synth, gguf_has_converter_metadata_and_exactly_the_qwen3_tensors) {
 
 TEST(Qwen3Synth, k_quants_fall_back_where_the_row_is_not_a_multiple_of_256) {
     EXPECT_EQ(qwen3_tensor_type(DType::Q4_K, 256), DType::Q4_K);
-    EXPECT_EQ(qwen3_tensor_type(DType::Q4_K, 64), DType::Q4_0);
-    EXPECT_EQ(qwen3_tensor_type(DType::Q5_K, 64), DType::Q8_0);
+    EXPECT_EQ(qwen3_tensor_type(DType::Q4_K, 64), DType::Q5_0);
+    EXPECT_EQ(qwen3_tensor_type(DType::Q5_K, 64), DType::Q5_1);
+    EXPECT_EQ(qwen3_tensor_type(DType::Q5_0, 40), DType::F16);
+    EXPECT_EQ(qwen3_tensor_type(DType::Q5_1, 96), DType::Q5_1);
     EXPECT_EQ(qwen3_tensor_type(DType::Q6_K, 96), DType::Q8_0);
     EXPECT_EQ(qwen3_tensor_type(DType::Q6_K, 40), DType::F16);
     EXPECT_EQ(qwen3_tensor_type(DType::Q8_0, 40), DType::F16);
     EXPECT_EQ(qwen3_tensor_type(DType::BF16, 40), DType::BF16);
 
-    // small: every row length (256, 512) takes Q4_K; tiny (64, 128) falls back to Q4_0.
+    // small: every row length (256, 512) takes Q4_K; tiny (64, 128) falls back to Q5_0.
     const std::string dir = test::make_temp_dir("synth-kq");
     Qwen3SynthOptions o;
     o.weight_type = DType::Q4_K;
@@ -196,7 +198,7 @@ TEST(Qwen3Synth, k_quants_fall_back_where_the_row_is_not_a_multiple_of_256) {
     for (const SourceTensor& t : small->tensors())
         EXPECT_EQ(t.type, uint32_t(t.n_dims == 1 ? DType::F32 : DType::Q4_K)) << t.name;
     for (const SourceTensor& t : tiny->tensors())
-        EXPECT_EQ(t.type, uint32_t(t.n_dims == 1 ? DType::F32 : DType::Q4_0)) << t.name;
+        EXPECT_EQ(t.type, uint32_t(t.n_dims == 1 ? DType::F32 : DType::Q5_0)) << t.name;
 }
 
 TEST(Qwen3Synth, hf_directory_has_transformers_config_and_hf_tensor_names) {

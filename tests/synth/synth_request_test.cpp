@@ -78,7 +78,7 @@ TEST(SynthRequest, bad_options_are_refused_by_name_and_nothing_is_written) {
         {"qwen3", {{"seed", ""}}, "synth: --seed: '' is not an integer"},
         {"qwen3", {{"perturbation", "nan"}}, "synth: --perturbation: 'nan' is not a number"},
         {"qwen3", {{"tied", "yes"}}, "synth: --tied: 'yes' is not a boolean (true or false)"},
-        {"qwen3", {{"type", "q5_0"}}, "synth: unknown type 'q5_0'"},
+        {"qwen3", {{"type", "q4_1"}}, "synth: unknown type 'q4_1'"},
         {"qwen3", {{"repeat-period", "3"}}, "synth: --repeat-period needs --repeating"},
         {"qwen3", {{"repeating", "true"}, {"repeat-period", "0"}}, "synth: --repeat-period must be in 1..1048576"},
         {"qwen3", {{"mtp", "true"}}, "synth: --mtp is for qwen35 and qwen35moe"},

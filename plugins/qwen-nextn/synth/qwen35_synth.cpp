@@ -320,7 +320,7 @@ Status validate_qwen35(const Qwen35Shape& s, const Qwen35SynthOptions& o) {
         return Error::format("qwen35 shape: rms_eps must be positive, got {}", s.rms_eps);
 
     if (!is_synth_weight_type(o.weight_type))
-        return Error::format("qwen35 synth: weight type {} is not one of f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K",
+        return Error::format("qwen35 synth: weight type {} is not one of f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_K, q5_K, q6_K",
                              ggml_type_name(uint32_t(o.weight_type)));
     if (o.repeating && o.tied.value_or(false))
         return Error("qwen35 synth: the repeating model needs its own output matrix; it cannot be tied");

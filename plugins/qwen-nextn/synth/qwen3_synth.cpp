@@ -141,7 +141,7 @@ Status validate_qwen3(const Qwen3Shape& s, const Qwen3SynthOptions& o) {
         return Error::format("qwen3 shape: rms_eps must be positive, got {}", s.rms_eps);
 
     if (!is_synth_weight_type(o.weight_type))
-        return Error::format("qwen3 synth: weight type {} is not one of f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K",
+        return Error::format("qwen3 synth: weight type {} is not one of f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_K, q5_K, q6_K",
                              ggml_type_name(uint32_t(o.weight_type)));
     if (o.repeating && o.tied.value_or(false))
         return Error("qwen3 synth: the repeating model needs its own output matrix; it cannot be tied");
@@ -157,8 +157,9 @@ Status validate_qwen3(const Qwen3Shape& s, const Qwen3SynthOptions& o) {
 DType qwen3_tensor_type(DType want, int64_t ne0) {
     if (ne0 % int64_t(traits(want).block_size) == 0) return want;
     DType fallback = DType::F16;
-    if (want == DType::Q4_K) fallback = DType::Q4_0;
-    if (want == DType::Q5_K || want == DType::Q6_K) fallback = DType::Q8_0;
+    if (want == DType::Q4_K) fallback = DType::Q5_0;
+    if (want == DType::Q5_K) fallback = DType::Q5_1;
+    if (want == DType::Q6_K) fallback = DType::Q8_0;
     if (ne0 % int64_t(traits(fallback).block_size) == 0) return fallback;
     return DType::F16;
 }
@@ -168,6 +169,8 @@ uint32_t qwen3_file_type(DType t) {
         case DType::F16: return 1;
         case DType::Q4_0: return 2;
         case DType::Q8_0: return 7;
+        case DType::Q5_0: return 8;
+        case DType::Q5_1: return 9;
         case DType::Q4_K: return 15;
         case DType::Q5_K: return 17;
         case DType::Q6_K: return 18;

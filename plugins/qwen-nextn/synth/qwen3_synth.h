@@ -114,14 +114,14 @@ Status validate_qwen3(const Qwen3Shape& shape, const Qwen3SynthOptions& opts);
 // Whether the written model has no output matrix (shape default, override, repeating mode).
 bool qwen3_is_tied(const Qwen3Shape& shape, const Qwen3SynthOptions& opts);
 
-// The type a matrix with rows of ne0 elements gets when `want` is asked for. llama-quantize's
-// shape fallback (spec/quants.md §6) is Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, then F16
-// when not even 32 divides the row. tandem does not compute with Q5_0/Q5_1, so Q4_K falls
-// back to Q4_0 (same bits per weight class) and Q5_K to Q8_0 (never fewer bits than asked).
-// Q4_0/Q8_0 rows not divisible by 32 become F16. Float types never fall back.
+// The type a matrix with rows of ne0 elements gets when `want` is asked for: llama-quantize's
+// shape fallback (spec/quants.md §6), Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, then F16
+// when not even 32 divides the row. The 32-element types (Q4_0, Q5_0, Q5_1, Q8_0) fall back
+// to F16 where 32 does not divide the row. Float types never fall back.
 DType qwen3_tensor_type(DType want, int64_t ne0);
 
-// general.file_type (llama_ftype) for a weight type: F32 0, F16 1, Q4_0 2, Q8_0 7, Q4_K 15
+// general.file_type (llama_ftype) for a weight type: F32 0, F16 1, Q4_0 2, Q8_0 7, Q5_0 8,
+// Q5_1 9, Q4_K 15
 // (Q4_K_M), Q5_K 17 (Q5_K_M), Q6_K 18, BF16 32. The synthetic mixes are "pure" (one type for
 // every matrix); the number only labels the file.
 uint32_t qwen3_file_type(DType weight_type);

@@ -169,7 +169,7 @@ Result<std::string> synthesize_request(const SynthRequest& r) {
     DType type = DType::Q8_0;
     const std::string tname = a.text("type").value_or("q8_0");
     if (!parse_dtype(tname, &type))
-        return Error::format("synth: unknown type '{}' (f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K)", tname);
+        return Error::format("synth: unknown type '{}' (f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_K, q5_K, q6_K)", tname);
     if (auto period = a.integer("repeat-period")) {
         if (!a.boolean("repeating").value_or(false)) return Error("synth: --repeat-period needs --repeating");
         if (*period < 1 || *period > (1 << 20))

@@ -10,7 +10,7 @@
 // Options and defaults (the `tandem synth --help` text says the same):
 //   preset          qwen3: tiny (default), small, 0.6b; qwen35: tiny (default), 0.8b;
 //                   qwen35moe: tiny-moe (default)
-//   type            f32, f16, bf16, q8_0 (default), q4_0, q4_K, q5_K, q6_K
+//   type            f32, f16, bf16, q8_0 (default), q4_0, q5_0, q5_1, q4_K, q5_K, q6_K
 //   format          gguf (default) or hf
 //   seed            seed of the weights (1)
 //   tied, mtp       booleans overriding the preset's (mtp: qwen35 and qwen35moe only)

@@ -24,6 +24,13 @@ typedef enum tdm_dtype {
     TDM_DTYPE_I16 = 25,
     TDM_DTYPE_I32 = 26,
     TDM_DTYPE_BF16 = 30,
+    /* Appended after ABI 2 shipped, without a version bump: dtypes are
+     * capabilities, so a plugin asks query_weight_type() before it relies on
+     * one (a host that predates them answers TDM_ERR_UNSUPPORTED, "weight type
+     * id 6 is unknown"), and tdm_tensor_info.type reports them only on a host
+     * that computes with them (older hosts: TDM_DTYPE_INVALID). */
+    TDM_DTYPE_Q5_0 = 6,
+    TDM_DTYPE_Q5_1 = 7,
     TDM_DTYPE_INVALID = 0x7fffffff
 } tdm_dtype;
 

@@ -346,7 +346,10 @@ typedef struct tdm_host_api {
     tdm_status (*meta_get_float)(const tdm_model_source* src, const char* key, double* out);
     tdm_status (*meta_get_bool)(const tdm_model_source* src, const char* key, int* out);
     tdm_status (*meta_get_string)(const tdm_model_source* src, const char* key, const char** out);
-    /* Arrays: writes up to `cap` elements, the full length to *n. */
+    /* Arrays: writes up to `cap` elements, the full length to *n. An integer
+     * array may be stored as any integer type or as BOOL (GGUF BOOL arrays,
+     * JSON arrays of true/false: each element reads as 0 or 1; a non-zero GGUF
+     * byte is true), e.g. gemma4.attention.sliding_window_pattern. */
     tdm_status (*meta_get_int_array)(const tdm_model_source* src, const char* key, int64_t* out, uint64_t cap,
                                      uint64_t* n);
     tdm_status (*meta_get_float_array)(const tdm_model_source* src, const char* key, double* out, uint64_t cap,
