@@ -218,6 +218,7 @@ int run_cli(int argc, const char* const* argv) {
     const std::string& c = args->command();
     Status st = c == "run"        ? cmd_run(app)
                 : c == "chat"     ? cmd_chat(app)
+                : c == "serve"    ? cmd_serve(app)
                 : c == "info"     ? cmd_info(app)
                 : c == "tokenize" ? cmd_tokenize(app)
                 : c == "plugins"  ? cmd_plugins(app)

@@ -236,6 +236,43 @@ const ProgramSpec& program_spec() {
                                                   -1, kInt32Max)),
                        speculative_options()};
 
+        CommandSpec serve{"serve", "serve a model over an OpenAI-compatible HTTP API",
+                          "Serve the model over HTTP: POST /v1/chat/completions and /v1/completions (OpenAI's API, "
+                          "whole or streamed as server-sent events), GET /v1/models, llama-server's POST /tokenize "
+                          "and /detokenize, GET /health and Prometheus GET /metrics. Requests run one at a time on "
+                          "one sequence whose KV cache carries over, so a request sharing a prefix with the one "
+                          "before (a conversation's next turn, the same system prompt) prefills only what is new; "
+                          "up to --queue more wait, and beyond that the answer is 503 with Retry-After. Speculative "
+                          "decoding as in `tandem chat` (the model's draft head by default); a request may turn it "
+                          "off or pick a loaded drafter with \"speculative\": {\"type\": NAME, \"draft_max\": N}. "
+                          "The generation options below are the defaults a request's fields override. SIGTERM or "
+                          "Ctrl-C stops accepting requests, finishes the admitted ones and exits. See docs/SERVER.md."};
+        serve.groups = {model_options(),
+                        {"server",
+                         {{{"--host"}, K::string, "ADDR", "Address to listen on (0.0.0.0: every interface).",
+                           "127.0.0.1"},
+                          ranged({{"--port"}, K::integer, "N", "TCP port; 0 = any free port (printed).", "8080"}, 0,
+                                 65535),
+                          {{"--api-key"}, K::string, "KEY", "Require 'Authorization: Bearer KEY' on every endpoint "
+                           "but /health.", "", "TANDEM_API_KEY"},
+                          {{"--alias"}, K::string, "NAME", "The model's id in /v1/models and responses (default: the "
+                           "model file's name)."},
+                          ranged({{"--queue"}, K::integer, "N", "Requests that may wait while one runs; more get 503.",
+                                  "16"},
+                                 0, 4096),
+                          ranged({{"--timeout"}, K::integer, "SECONDS", "Longest wait in the queue before a 503.",
+                                  "600"},
+                                 1, 86400),
+                          ranged({{"--max-body"}, K::integer, "BYTES", "Largest request body; a larger one gets 413.",
+                                  "8388608"},
+                                 1024, int64_t(1) << 30),
+                          {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
+                           "chatml-no-thinking, gemma, glm4 (default: the model's family)."}}},
+                        generation_options(ranged({{"-n", "--n-predict"}, K::integer, "N", "Default max_tokens; -1 "
+                                                    "= until the end of the turn or a full context.", "-1"},
+                                                   -1, kInt32Max)),
+                        speculative_options()};
+
         CommandSpec info{"info", "describe a model file: architecture, plugin, hyper-parameters, tensors, tokenizer",
                          "Describe a model file: its architecture and the plugin that handles it, the "
                          "hyper-parameters, the tensor table (names, shapes, types), the quantization mix and the "
@@ -359,7 +396,7 @@ const ProgramSpec& program_spec() {
                                  1, kInt32Max)}}};
         bench.positionals = {{"WHAT", "ops, decode or spec."}};
 
-        p.commands = {run, chat, info, tokenize, plugins, devices, synth, demo, bench};
+        p.commands = {run, chat, serve, info, tokenize, plugins, devices, synth, demo, bench};
         return p;
     }();
     return spec;

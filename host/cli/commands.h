@@ -65,6 +65,7 @@ Result<Config> merged_config(const ParsedArgs& args);
 
 Status cmd_run(App& app);
 Status cmd_chat(App& app);
+Status cmd_serve(App& app);
 Status cmd_info(App& app);
 Status cmd_tokenize(App& app);
 Status cmd_plugins(App& app);

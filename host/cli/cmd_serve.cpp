@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+// host/cli/cmd_serve.cpp: `tandem serve`: the model behind an OpenAI-compatible HTTP API
+// (server/http_server.h) until SIGTERM or SIGINT, which drain the admitted requests first.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <atomic>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/drafters.h"
+#include "cli/memory_plan.h"
+#include "cli/prompt.h"
+#include "cli/serve_backend.h"
+#include "http/http_server.h"
+
+namespace tdm::cli {
+
+namespace {
+
+// The name clients send as "model": --alias, else the model file's name without .gguf.
+std::string model_id(const ParsedArgs& a, const std::string& path) {
+    if (auto alias = a.get_string("alias")) return *alias;
+    std::filesystem::path p(path);
+    if (p.filename().empty()) p = p.parent_path();  // "dir/" of an HF directory
+    std::string name = p.filename().string();
+    if (name.ends_with(".gguf")) name.resize(name.size() - 5);
+    return name.empty() ? "tandem" : name;
+}
+
+}  // namespace
+
+Status cmd_serve(App& app) {
+    const ParsedArgs& a = app.args();
+    const Config& cfg = app.config();
+
+    // SIGTERM and SIGINT go to one thread that drains the server. Blocked before any other
+    // thread exists (the Vulkan driver's, cpp-httplib's workers), so that all inherit the mask.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+    server::ServerOptions opts;
+    opts.host = a.get_string("host").value_or("127.0.0.1");
+    opts.port = int(a.get_int("port").value_or(8080));
+    opts.api_key = a.get_string("api-key").value_or("");
+    opts.queue = uint32_t(a.get_int("queue").value_or(16));
+    opts.queue_timeout_s = uint32_t(a.get_int("timeout").value_or(600));
+    opts.max_body_bytes = size_t(a.get_int("max-body").value_or(8 << 20));
+    opts.limits.max_prompt_bytes = std::min(opts.limits.max_prompt_bytes, opts.max_body_bytes);
+
+    auto model = TDM_TRY(app.load_model(cfg.model.path));
+    if (!model->tokenizer())
+        return Error::format("serve needs the model's tokenizer, which is not usable: {}", model->tokenizer_error());
+    std::optional<ChatTemplate> tmpl;
+    if (auto t = chat_template_for(cfg, *model); t.ok()) {
+        tmpl = std::move(*t);
+    } else if (a.get_string("chat-template")) {
+        return t.error();
+    } else {
+        std::fprintf(stderr, "serve: no chat template (%s): /v1/chat/completions is refused\n",
+                     t.error().message().c_str());
+    }
+    const bool default_head = spec_types(cfg).empty() && !cfg.speculative.auto_select && !speculation_off(cfg) &&
+                              TDM_TRY(draft_head_available(app, *model));
+    const bool speculative = !spec_types(cfg).empty() || cfg.speculative.auto_select || default_head;
+    auto kv = TDM_TRY(app.make_kv(*model, speculative));
+    vk::Device* dev = TDM_TRY(app.device());
+    vk::PipelineManager* pm = TDM_TRY(app.pipelines());
+    Runner runner(*model, *kv, *dev, *pm);
+    DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv, /*carried_head_by_default=*/true));
+
+    ServeBackend::Setup setup;
+    setup.model_id = model_id(a, cfg.model.path);
+    setup.runner = &runner;
+    setup.tokenizer = model->tokenizer();
+    setup.chat_template = std::move(tmpl);
+    setup.drafters = chain.order;
+    setup.spec = spec_params(cfg);
+    setup.defaults.max_tokens = a.has("n-predict") ? int32_t(*a.get_int("n-predict")) : -1;
+    setup.defaults.sampling = sampler_params(cfg);
+    setup.defaults.n_batch = uint32_t(cfg.model.n_batch);
+    auto backend = TDM_TRY(ServeBackend::create(std::move(setup)));
+
+    server::HttpServer http(*backend, opts);
+    TDM_TRY(http.bind());
+
+    std::atomic<bool> drained{false};
+    std::thread drainer([&] {
+        int sig = 0;
+        sigwait(&signals, &sig);
+        if (drained) return;  // woken below: serve() has already returned
+        drained = true;
+        std::fprintf(stderr, "serve: %s: finishing the requests in progress, then stopping\n",
+                     sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        http.drain();
+    });
+
+    std::string names;
+    for (Drafter* d : chain.order) names += (names.empty() ? "" : ", ") + d->name();
+    std::fprintf(stderr, "serve: model '%s', context %u tokens, speculative decoding: %s%s\n",
+                 backend->model_id().c_str(), backend->context_tokens(), names.empty() ? "off" : names.c_str(),
+                 opts.api_key.empty() ? "" : ", API key required");
+    std::printf("listening on http://%s:%d\n", opts.host.c_str(), http.port());
+    std::fflush(stdout);
+
+    Status served = http.serve();
+    // serve() returns after drain(); if it returned on its own, wake the drainer.
+    if (!drained.exchange(true)) pthread_kill(drainer.native_handle(), SIGTERM);
+    drainer.join();
+    return served;
+}
+
+}  // namespace tdm::cli

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+// host/http/http_server.h: `tandem serve`'s HTTP side (cpp-httplib): OpenAI's
+// /v1/chat/completions, /v1/completions (whole or streamed as server-sent events) and
+// /v1/models, llama-server's /tokenize, /detokenize and /health, Prometheus /metrics.
+//
+// Admission: one generation runs at a time (the Backend's engine serves one sequence);
+// up to `queue` more wait for it, each at most `queue_timeout_s`; beyond that a request
+// is answered 503 with Retry-After at once rather than queued without bound. A client
+// that drops a stream stops its generation at the next token. drain() (SIGTERM) refuses
+// new requests with 503 and returns once the admitted ones have finished.
+//
+// Every error is JSON in OpenAI's shape (server/api_error.h), including the ones
+// cpp-httplib raises itself (413 for a body over the limit, 404 for an unknown path).
+#pragma once
+
+#include "common/error.h"
+#include "server/backend.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tdm::server {
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";
+    int port = 8080;               // 0: any free port (see port())
+    std::string api_key;           // "": no authentication
+    size_t max_body_bytes = size_t(8) << 20;
+    uint32_t queue = 16;           // requests that may wait for the running one
+    uint32_t queue_timeout_s = 600;  // the longest a request waits before a 503
+    RequestLimits limits;
+};
+
+class HttpServer {
+public:
+    HttpServer(Backend& backend, ServerOptions options);
+    ~HttpServer();
+    HttpServer(const HttpServer&) = delete;
+    HttpServer& operator=(const HttpServer&) = delete;
+
+    // Binds the address; fails naming it (in use, no permission, bad host).
+    Status bind();
+    int port() const;
+    // Serves until stop() or drain() finishes; call after bind().
+    Status serve();
+    // From another thread: refuse new requests, wait for the admitted ones, stop serving.
+    void drain();
+
+    // The Prometheus text of /metrics (for tests and logs).
+    std::string metrics_text() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tdm::server

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// host/http/server_metrics.cpp
+#include "http/server_metrics.h"
+
+#include <fmt/format.h>
+
+namespace tdm::server {
+
+void ServerMetrics::Histogram::add(double seconds) {
+    size_t i = 0;
+    while (i < kBounds.size() && seconds > kBounds[i]) ++i;
+    ++counts[i];
+    sum += seconds;
+    ++count;
+}
+
+void ServerMetrics::request_done(const std::string& endpoint, int status) {
+    std::lock_guard lock(mutex_);
+    ++requests_[{endpoint, status}];
+}
+
+void ServerMetrics::generation_done(uint64_t prompt_tokens, uint64_t cached_tokens, uint64_t generated_tokens,
+                                    uint64_t drafted, uint64_t accepted) {
+    std::lock_guard lock(mutex_);
+    prompt_tokens_ += prompt_tokens;
+    cached_tokens_ += cached_tokens;
+    generated_tokens_ += generated_tokens;
+    drafted_ += drafted;
+    accepted_ += accepted;
+}
+
+void ServerMetrics::time_to_first_token(double seconds) {
+    std::lock_guard lock(mutex_);
+    ttft_.add(seconds);
+}
+
+void ServerMetrics::time_per_output_token(double seconds) {
+    std::lock_guard lock(mutex_);
+    tpot_.add(seconds);
+}
+
+void ServerMetrics::write_histogram(std::string& out, const char* name, const char* help, const Histogram& h) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < kBounds.size(); ++i) {
+        cumulative += h.counts[i];
+        out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, kBounds[i], cumulative);
+    }
+    cumulative += h.counts[kBounds.size()];
+    out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, cumulative, name, h.sum, name,
+                       h.count);
+}
+
+std::string ServerMetrics::text(uint32_t waiting, uint32_t running) const {
+    std::lock_guard lock(mutex_);
+    std::string out;
+    out += "# HELP tandem_requests_total HTTP requests answered, by endpoint and status.\n"
+           "# TYPE tandem_requests_total counter\n";
+    for (const auto& [key, n] : requests_)
+        out += fmt::format("tandem_requests_total{{endpoint=\"{}\",status=\"{}\"}} {}\n", key.first, key.second, n);
+    const auto gauge = [&](const char* name, const char* help, uint64_t v) {
+        out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help, name, name, v);
+    };
+    const auto counter = [&](const char* name, const char* help, uint64_t v) {
+        out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, v);
+    };
+    gauge("tandem_requests_waiting", "Admitted requests waiting for the model.", waiting);
+    gauge("tandem_requests_running", "Requests generating now.", running);
+    counter("tandem_prompt_tokens_total", "Prompt tokens of finished generations.", prompt_tokens_);
+    counter("tandem_prompt_tokens_cached_total", "Prompt tokens resumed from the KV cache, not prefilled.",
+            cached_tokens_);
+    counter("tandem_generation_tokens_total", "Tokens generated.", generated_tokens_);
+    counter("tandem_spec_draft_tokens_total", "Tokens proposed by drafters.", drafted_);
+    counter("tandem_spec_accepted_tokens_total", "Proposed tokens the model accepted.", accepted_);
+    write_histogram(out, "tandem_time_to_first_token_seconds",
+                    "From the request's arrival to its first generated text (queueing included).", ttft_);
+    write_histogram(out, "tandem_time_per_output_token_seconds",
+                    "Decoding time per generated token after the first, per request.", tpot_);
+    return out;
+}
+
+}  // namespace tdm::server

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+// host/http/server_metrics.h: the counters behind GET /metrics, in Prometheus' text
+// format (tandem_* names; histograms with cumulative buckets, _sum and _count).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace tdm::server {
+
+class ServerMetrics {
+public:
+    void request_done(const std::string& endpoint, int status);
+    void generation_done(uint64_t prompt_tokens, uint64_t cached_tokens, uint64_t generated_tokens,
+                         uint64_t drafted, uint64_t accepted);
+    void time_to_first_token(double seconds);
+    void time_per_output_token(double seconds);
+
+    // Gauges are read when the text is made.
+    std::string text(uint32_t waiting, uint32_t running) const;
+
+private:
+    // Upper bounds in seconds; the last bucket (+Inf) is implicit.
+    static constexpr std::array<double, 12> kBounds = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                       0.5,   1.0,  2.5,   5.0,  10.0, 30.0};
+    struct Histogram {
+        std::array<uint64_t, kBounds.size() + 1> counts{};
+        double sum = 0;
+        uint64_t count = 0;
+        void add(double seconds);
+    };
+    static void write_histogram(std::string& out, const char* name, const char* help, const Histogram& h);
+
+    mutable std::mutex mutex_;
+    std::map<std::pair<std::string, int>, uint64_t> requests_;
+    uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0, drafted_ = 0, accepted_ = 0;
+    Histogram ttft_, tpot_;
+};
+
+}  // namespace tdm::server

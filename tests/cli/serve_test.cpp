@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/cli/serve_test.cpp: `tandem serve` over HTTP on tiny synthetic models: the same
+// tokens as `tandem run`, whole and streamed, plain and speculative; OpenAI-shaped errors
+// for bad requests with the server still serving; API keys; overload; a client that hangs
+// up; SIGTERM draining.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <future>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "cli/cli_run.h"
+#include "cli/serve_process.h"
+
+namespace tdm {
+namespace {
+
+using nlohmann::json;
+using test::ServeProcess;
+
+const std::string& dir() {
+    static const std::string d = test::make_temp_dir("serve-cli");
+    return d;
+}
+
+const std::string& model(const std::string& name) {
+    static std::map<std::string, std::string> made;
+    if (auto it = made.find(name); it != made.end()) return it->second;
+    const std::string path = dir() + "/" + name + ".gguf";
+    std::vector<std::string> args = {"synth", "-o", path, "--type", "f16"};
+    if (name == "qwen35") args = {"synth", "--arch", "qwen35", "--type", "f32", "-o", path};
+    CliRun r = tandem(args);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return made[name] = path;
+}
+
+std::string run_text(const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"run", "--temp", "0", "--ignore-eos", "--output-format", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    CliRun r = tandem(args);
+    EXPECT_EQ(r.status, 0) << r.err;
+    auto j = json::parse(r.out, nullptr, false);
+    return j.is_discarded() ? "" : j.value("text", "");
+}
+
+struct Reply {
+    int status = 0;
+    json body;
+    std::string raw;
+    std::string retry_after;
+};
+
+Reply post(int port, const std::string& path, const std::string& body, const std::string& key = "") {
+    httplib::Client cli("127.0.0.1", port);
+    cli.set_read_timeout(300);
+    httplib::Headers h;
+    if (!key.empty()) h.emplace("Authorization", "Bearer " + key);
+    auto res = cli.Post(path, h, body, "application/json");
+    Reply r;
+    if (!res) return r;
+    r.status = res->status;
+    r.raw = res->body;
+    r.body = json::parse(res->body, nullptr, false);
+    r.retry_after = res->get_header_value("Retry-After");
+    return r;
+}
+
+// A streamed request: the "data: " payloads in order.
+std::vector<std::string> stream_events(int port, const std::string& path, const std::string& body) {
+    httplib::Client cli("127.0.0.1", port);
+    cli.set_read_timeout(300);
+    std::string all;
+    httplib::Request req;
+    req.method = "POST";
+    req.path = path;
+    req.body = body;
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+        all.append(data, n);
+        return true;
+    };
+    auto res = cli.send(req);
+    EXPECT_TRUE(res) << "no response";
+    if (res) {
+        EXPECT_EQ(res->get_header_value("Content-Type"), "text/event-stream");
+    }
+    std::vector<std::string> events;
+    size_t at = 0;
+    while (true) {
+        const size_t end = all.find("\n\n", at);
+        if (end == std::string::npos) break;
+        const std::string event = all.substr(at, end - at);
+        EXPECT_EQ(event.rfind("data: ", 0), 0u) << event;
+        events.push_back(event.substr(6));
+        at = end + 2;
+    }
+    EXPECT_EQ(at, all.size()) << "bytes after the last event";
+    return events;
+}
+
+// Joins a stream's texts; checks the framing (a final [DONE], finish_reason on the last choice).
+std::string streamed_text(const std::vector<std::string>& events, bool chat, json* usage = nullptr) {
+    EXPECT_FALSE(events.empty());
+    if (events.empty()) return "";
+    EXPECT_EQ(events.back(), "[DONE]");
+    std::string text;
+    std::string finish;
+    for (size_t i = 0; i + 1 < events.size(); ++i) {
+        const json e = json::parse(events[i]);
+        if (e["choices"].empty()) {
+            if (usage) *usage = e["usage"];
+            continue;
+        }
+        const json& c = e["choices"][0];
+        if (chat) text += c["delta"].value("content", "");
+        else text += c.value("text", "");
+        if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+    }
+    EXPECT_FALSE(finish.empty()) << "no finish_reason";
+    return text;
+}
+
+TEST(Serve, completions_give_the_tokens_of_tandem_run_whole_and_streamed) {
+    ServeProcess server({"-m", model("qwen3"), "--temp", "0"});
+    ASSERT_TRUE(server.started()) << server.log();
+    const std::string expected = run_text({"-m", model("qwen3"), "-p", "Hello there", "-n", "12"});
+    ASSERT_FALSE(expected.empty());
+
+    const std::string body = R"({"prompt": "Hello there", "max_tokens": 12, "ignore_eos": true)";
+    Reply whole = post(server.port(), "/v1/completions", body + "}");
+    ASSERT_EQ(whole.status, 200) << whole.raw;
+    EXPECT_EQ(whole.body["object"], "text_completion");
+    EXPECT_EQ(whole.body["choices"][0]["text"], expected);
+    EXPECT_EQ(whole.body["choices"][0]["finish_reason"], "length");
+    EXPECT_EQ(whole.body["usage"]["completion_tokens"], 12);
+
+    json usage;
+    const auto events = stream_events(server.port(), "/v1/completions",
+                                      body + R"(, "stream": true, "stream_options": {"include_usage": true}})");
+    EXPECT_EQ(streamed_text(events, false, &usage), expected);
+    EXPECT_EQ(usage["completion_tokens"], 12);
+    // The same prompt again resumes from the KV: all but its last token are cached.
+    EXPECT_EQ(usage["prompt_tokens_details"]["cached_tokens"], usage["prompt_tokens"].get<int>() - 1);
+    EXPECT_EQ(server.terminate(), 0) << server.log();
+}
+
+TEST(Serve, chat_completions_use_the_template_and_resume_the_conversation) {
+    ServeProcess server({"-m", model("qwen3"), "--temp", "0"});
+    ASSERT_TRUE(server.started()) << server.log();
+    const std::string expected = run_text({"-m", model("qwen3"), "--chat", "-p", "Hi", "-n", "8"});
+    Reply first = post(server.port(), "/v1/chat/completions",
+                       R"({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8, "ignore_eos": true})");
+    ASSERT_EQ(first.status, 200) << first.raw;
+    EXPECT_EQ(first.body["object"], "chat.completion");
+    EXPECT_EQ(first.body["choices"][0]["message"]["role"], "assistant");
+    EXPECT_EQ(first.body["choices"][0]["message"]["content"], expected);
+
+    json next = {{"messages", {{{"role", "user"}, {"content", "Hi"}},
+                               {{"role", "assistant"}, {"content", expected}},
+                               {{"role", "user"}, {"content", "More"}}}},
+                 {"max_tokens", 4},
+                 {"stream", true},
+                 {"stream_options", {{"include_usage", true}}}};
+    json usage;
+    const std::string text = streamed_text(stream_events(server.port(), "/v1/chat/completions", next.dump()), true, &usage);
+    EXPECT_GT(usage["prompt_tokens_details"]["cached_tokens"].get<int>(), 0) << usage.dump();
+    (void)text;
+}
+
+TEST(Serve, speculative_and_plain_requests_give_the_same_tokens) {
+    ServeProcess server({"-m", model("qwen35"), "--temp", "0"});  // its MTP head drafts by default
+    ASSERT_TRUE(server.started()) << server.log();
+    EXPECT_NE(server.log().find("speculative decoding: mtp"), std::string::npos) << server.log();
+    const std::string base = R"({"prompt": "The cat sat on the", "max_tokens": 16, "ignore_eos": true)";
+    Reply spec = post(server.port(), "/v1/completions", base + "}");
+    Reply plain = post(server.port(), "/v1/completions", base + R"(, "speculative": {"draft_max": 0}})");
+    Reply named = post(server.port(), "/v1/completions", base + R"(, "speculative": {"type": "mtp", "draft_max": 2}})");
+    ASSERT_EQ(spec.status, 200) << spec.raw;
+    ASSERT_EQ(plain.status, 200) << plain.raw;
+    ASSERT_EQ(named.status, 200) << named.raw;
+    EXPECT_EQ(spec.body["choices"][0]["text"], plain.body["choices"][0]["text"]);
+    EXPECT_EQ(named.body["choices"][0]["text"], plain.body["choices"][0]["text"]);
+    Reply unknown = post(server.port(), "/v1/completions", base + R"(, "speculative": {"type": "eagle"}})");
+    EXPECT_EQ(unknown.status, 400);
+    EXPECT_EQ(unknown.body["error"]["param"], "speculative.type");
+
+    httplib::Client cli("127.0.0.1", server.port());
+    auto metrics = cli.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_NE(metrics->body.find("tandem_spec_draft_tokens_total"), std::string::npos);
+    EXPECT_NE(metrics->body.find("tandem_generation_tokens_total 48"), std::string::npos) << metrics->body;
+}
+
+TEST(Serve, bad_requests_get_openai_errors_and_the_server_keeps_serving) {
+    ServeProcess server({"-m", model("qwen3"), "--temp", "0", "-c", "64", "--max-body", "4096"});
+    ASSERT_TRUE(server.started()) << server.log();
+    const int port = server.port();
+    struct Case {
+        std::string path, body;
+        int status;
+        std::string param, code;
+    };
+    const std::vector<Case> cases = {
+        {"/v1/chat/completions", "{\"messages\": [", 400, "", ""},
+        {"/v1/chat/completions", R"({"messages": []})", 400, "messages", ""},
+        {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": 5}]})", 400, "messages[0].content", ""},
+        {"/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"\xC3\x28\"}]}", 400, "", ""},
+        {"/v1/completions", R"({"prompt": "x", "model": "gpt-4"})", 404, "", "model_not_found"},
+        {"/v1/completions", R"({"prompt": "x", "max_tokens": 100000})", 400, "max_tokens", "context_length_exceeded"},
+        {"/v1/completions", R"({"prompt": [1, 99999]})", 400, "prompt[1]", ""},
+        {"/v1/completions", R"({"prompt": "x", "temperature": "hot"})", 400, "temperature", ""},
+        {"/v1/completions", "{\"prompt\": \"" + std::string(8000, 'a') + "\"}", 413, "", ""},
+        {"/v1/nothing", "{}", 404, "", ""},
+        {"/detokenize", R"({"tokens": [-1]})", 400, "tokens[0]", ""},
+        {"/v1/completions", R"({"prompt": "x", "logprobs": 2})", 400, "logprobs", ""},
+    };
+    for (const Case& c : cases) {
+        Reply r = post(port, c.path, c.body);
+        EXPECT_EQ(r.status, c.status) << c.path << " " << c.body.substr(0, 80) << " -> " << r.raw;
+        ASSERT_FALSE(r.body.is_discarded()) << r.raw;
+        ASSERT_TRUE(r.body.contains("error")) << r.raw;
+        EXPECT_FALSE(r.body["error"]["message"].get<std::string>().empty());
+        if (!c.param.empty()) {
+            EXPECT_EQ(r.body["error"]["param"], c.param) << r.raw;
+        }
+        if (!c.code.empty()) {
+            EXPECT_EQ(r.body["error"]["code"], c.code) << r.raw;
+        }
+    }
+    Reply ok = post(port, "/v1/completions", R"({"prompt": "Hello", "max_tokens": 2})");
+    EXPECT_EQ(ok.status, 200) << ok.raw;
+
+    Reply tok = post(port, "/tokenize", R"({"content": "Hello there", "with_pieces": true})");
+    ASSERT_EQ(tok.status, 200) << tok.raw;
+    std::vector<int> ids;
+    std::string pieces;
+    for (const json& t : tok.body["tokens"]) {
+        ids.push_back(t["id"]);
+        pieces += t["piece"].get<std::string>();
+    }
+    EXPECT_EQ(pieces, "Hello there");
+    Reply detok = post(port, "/detokenize", json{{"tokens", ids}}.dump());
+    EXPECT_EQ(detok.body["content"], "Hello there") << detok.raw;
+}
+
+TEST(Serve, an_api_key_guards_everything_but_health) {
+    ServeProcess server({"-m", model("qwen3"), "--api-key", "s3cret"});
+    ASSERT_TRUE(server.started()) << server.log();
+    const std::string body = R"({"prompt": "Hi", "max_tokens": 1})";
+    Reply none = post(server.port(), "/v1/completions", body);
+    EXPECT_EQ(none.status, 401);
+    EXPECT_EQ(none.body["error"]["type"], "authentication_error");
+    EXPECT_EQ(post(server.port(), "/v1/completions", body, "s3cre").status, 401);
+    EXPECT_EQ(post(server.port(), "/v1/completions", body, "s3cret").status, 200);
+    httplib::Client cli("127.0.0.1", server.port());
+    auto health = cli.Get("/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+    auto models = cli.Get("/v1/models");
+    ASSERT_TRUE(models);
+    EXPECT_EQ(models->status, 401);
+}
+
+// A long stream holds the model; with no queue, a second request is refused at once. The
+// client then hangs up, which must stop the generation and free the model for the next.
+TEST(Serve, overload_is_503_and_a_client_hanging_up_frees_the_model) {
+    ServeProcess server({"-m", model("qwen3"), "--queue", "0", "-c", "4096"});
+    ASSERT_TRUE(server.started()) << server.log();
+    const int port = server.port();
+    std::promise<void> first_chunk;
+    std::atomic<bool> hang_up{false};
+    std::atomic<int> chunks{0};
+    std::thread streamer([&] {
+        httplib::Client cli("127.0.0.1", port);
+        cli.set_read_timeout(300);
+        httplib::Request req;
+        req.method = "POST";
+        req.path = "/v1/completions";
+        req.body = R"({"prompt": "Once", "max_tokens": 4000, "ignore_eos": true, "stream": true})";
+        req.set_header("Content-Type", "application/json");
+        req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+            if (chunks++ == 0) first_chunk.set_value();
+            return !hang_up;
+        };
+        (void)cli.send(req);
+    });
+    first_chunk.get_future().wait();
+    Reply busy = post(port, "/v1/completions", R"({"prompt": "x", "max_tokens": 1})");
+    EXPECT_EQ(busy.status, 503) << busy.raw;
+    EXPECT_EQ(busy.retry_after, "1");
+    EXPECT_EQ(busy.body["error"]["code"], "overloaded");
+    hang_up = true;
+    streamer.join();
+    // The abandoned generation stops at its next token; this one then gets the model.
+    Reply after;
+    for (int attempt = 0; attempt < 200; ++attempt) {
+        after = post(port, "/v1/completions", R"({"prompt": "x", "max_tokens": 1})");
+        if (after.status != 503) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_EQ(after.status, 200) << after.raw;
+    httplib::Client cli("127.0.0.1", port);
+    auto metrics = cli.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    // Far fewer than the 4000 tokens asked for were generated.
+    const std::string line = "\ntandem_generation_tokens_total ";
+    const size_t at = metrics->body.find(line);
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_LT(std::stoll(metrics->body.substr(at + line.size())), 4000) << metrics->body;
+}
+
+TEST(Serve, sigterm_finishes_the_running_request_then_exits) {
+    ServeProcess server({"-m", model("qwen3")});
+    ASSERT_TRUE(server.started()) << server.log();
+    const int port = server.port();
+    std::promise<void> first_chunk;
+    std::string all;
+    std::thread streamer([&] {
+        httplib::Client cli("127.0.0.1", port);
+        cli.set_read_timeout(300);
+        httplib::Request req;
+        req.method = "POST";
+        req.path = "/v1/completions";
+        req.body = R"({"prompt": "Once", "max_tokens": 2000, "ignore_eos": true, "stream": true})";
+        req.set_header("Content-Type", "application/json");
+        bool first = true;
+        req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+            all.append(data, n);
+            if (first) first_chunk.set_value();
+            first = false;
+            return true;
+        };
+        (void)cli.send(req);
+    });
+    first_chunk.get_future().wait();
+    EXPECT_EQ(server.terminate(), 0);
+    streamer.join();
+    EXPECT_TRUE(all.ends_with("data: [DONE]\n\n")) << all.substr(all.size() > 300 ? all.size() - 300 : 0);
+    EXPECT_NE(all.find("\"finish_reason\":\"length\""), std::string::npos);
+}
+
+TEST(Serve, a_port_in_use_is_refused_with_the_address) {
+    ServeProcess first({"-m", model("qwen3")});
+    ASSERT_TRUE(first.started()) << first.log();
+    CliRun r = tandem({"serve", "-m", model("qwen3"), "--port", std::to_string(first.port())});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("cannot listen on 127.0.0.1:" + std::to_string(first.port()))) << r.err;
+}
+
+}  // namespace
+}  // namespace tdm
