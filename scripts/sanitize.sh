@@ -68,7 +68,7 @@ echo "==> test groups under ASan+UBSan"
 # Each test program runs once with its group's filter, not once per test as ctest does: the
 # tokenizer tests share the real Qwen3/Gemma 3 tokenizers, which take seconds to load under ASan.
 if [ "$ci" = 0 ]; then
-  for t in "test_formats *" "test_tokenizer *" "test_config *" "test_server *" "test_cli CliBadInput.*:Args.*" \
+  for t in "test_formats *" "test_tokenizer *" "test_config *" "test_server *" "test_cli CliBadInput.*:Args.*:Serve.*" \
            "test_runtime PluginLoader.*"; do
     read -r program filter <<<"$t"
     echo "    $program --gtest_filter=$filter"
