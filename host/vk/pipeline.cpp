@@ -4,9 +4,11 @@
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <unordered_map>
 
 #include "common/log.h"
@@ -132,11 +134,27 @@ std::string uuid_hex(const uint8_t* u) {
 }  // namespace
 
 std::vector<uint8_t> decompress_pipeline_cache(std::string_view z) {
+    constexpr unsigned long long kMaxBytes = 512ull << 20;
     const unsigned long long n = ZSTD_getFrameContentSize(z.data(), z.size());
-    if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n > (512ull << 20)) return {};
-    std::vector<uint8_t> out(n);
-    const size_t got = ZSTD_decompress(out.data(), out.size(), z.data(), z.size());
-    if (ZSTD_isError(got) || got != n) return {};
+    if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n > kMaxBytes) return {};
+    // The frame header's size is the file's claim, not a fact: output memory grows only as
+    // decompression really produces bytes, so a 9-byte header claiming 512 MiB costs nothing.
+    std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+    if (!ctx) return {};
+    std::vector<uint8_t> out;
+    ZSTD_inBuffer in{z.data(), z.size(), 0};
+    const size_t chunk = ZSTD_DStreamOutSize();
+    while (true) {
+        const size_t done = out.size();
+        out.resize(std::min<unsigned long long>(n + 1, done + chunk));  // +1: room to see too much
+        ZSTD_outBuffer o{out.data(), out.size(), done};
+        const size_t rc = ZSTD_decompressStream(ctx.get(), &o, &in);
+        out.resize(o.pos);
+        if (ZSTD_isError(rc) || out.size() > n) return {};
+        if (rc == 0) break;  // the frame is complete
+        if (o.pos == done && in.pos == in.size) return {};  // truncated: no progress, no input left
+    }
+    if (out.size() != n || in.pos != in.size) return {};
     return out;
 }
 
