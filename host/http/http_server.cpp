@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <random>
+#include <set>
 
 namespace tdm::server {
 
@@ -239,7 +240,11 @@ void HttpServer::Impl::install_routes() {
         return httplib::Server::HandlerResponse::Handled;
     });
     http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        metrics.request_done(req.path, res.status);
+        // Known paths only: a label per path a client makes up would grow without bound.
+        static const std::set<std::string, std::less<>> known = {
+            "/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions", "/v1/models",
+            "/tokenize", "/detokenize", "/health", "/metrics"};
+        metrics.request_done(known.count(req.path) ? req.path : "other", res.status);
     });
     // Errors cpp-httplib answers itself come without a body: give them OpenAI's.
     http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {

@@ -245,6 +245,15 @@ TEST(Serve, bad_requests_get_openai_errors_and_the_server_keeps_serving) {
     EXPECT_EQ(pieces, "Hello there");
     Reply detok = post(port, "/detokenize", json{{"tokens", ids}}.dump());
     EXPECT_EQ(detok.body["content"], "Hello there") << detok.raw;
+
+    // Metrics count requests by known endpoint only: made-up paths cannot grow the labels.
+    httplib::Client cli("127.0.0.1", port);
+    auto metrics = cli.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_NE(metrics->body.find("tandem_requests_total{endpoint=\"/v1/completions\",status=\"400\"}"),
+              std::string::npos)
+        << metrics->body;
+    EXPECT_EQ(metrics->body.find("/v1/nothing"), std::string::npos) << metrics->body;
 }
 
 TEST(Serve, an_api_key_guards_everything_but_health) {
