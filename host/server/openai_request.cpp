@@ -41,7 +41,8 @@ ApiResult<json> parse_object(std::string_view body, int max_depth) {
     json doc;
     try {
         doc = json::parse(body.begin(), body.end(), depth_check);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+        // Syntax (parse_error) and numbers beyond a double (out_of_range: "1e999").
         // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 7: ..."
         std::string what = e.what();
         if (const size_t close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);

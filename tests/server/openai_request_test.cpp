@@ -123,6 +123,12 @@ TEST(OpenAiRequest, bodies_that_are_not_one_json_object_are_refused_with_the_rea
     EXPECT_NE(refused(Endpoint::chat_completions, "[1]").message.find("not an array"), std::string::npos);
     EXPECT_NE(refused(Endpoint::chat_completions, R"({"a": 1} {"b": 2})").message.find("not valid JSON"),
               std::string::npos);
+    // A number beyond a double (nlohmann throws out_of_range, not parse_error).
+    const ApiError huge = refused(Endpoint::chat_completions,
+                                  R"({"messages": [{"role": "user", "content": "x"}], "temperature": 1e999})");
+    EXPECT_NE(huge.message.find("not valid JSON"), std::string::npos) << huge.message;
+    EXPECT_NE(huge.message.find("1e999"), std::string::npos) << huge.message;
+    EXPECT_EQ(parse_detokenize_request(R"({"tokens": [0, 12e666]})").error().status, 400);
     // Invalid UTF-8 inside a string.
     const ApiError utf8 = refused(Endpoint::chat_completions,
                                   "{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\xfe\"}]}");
