@@ -63,12 +63,7 @@ Result<ChatSession> ChatSession::create(Setup setup, ChatTemplate chat_template)
         const std::string header = it->second.substr(0, it->second.find("{content}"));
         if (gp.compare(0, header.size(), header) == 0) s.assistant_opening_ = gp.substr(header.size());
     }
-    const Tokenizer& tok = *s.setup_.tokenizer;
-    for (int32_t id = 0; id < tok.n_vocab(); ++id)
-        if (tok.is_eog(id)) {
-            std::string piece = tok.token_to_piece(id);
-            if (!piece.empty()) s.end_of_turn_pieces_.push_back(std::move(piece));
-        }
+    s.end_of_turn_pieces_ = EndOfTurnPieces(*s.setup_.tokenizer);
     s.seq_ = TDM_TRY(s.setup_.runner->kv().add_sequence());
     if (s.setup_.system_prompt) s.conv_.messages.push_back({"system", *s.setup_.system_prompt});
     return s;
@@ -115,9 +110,7 @@ Result<TurnResult> ChatSession::turn(const std::string& user_text, const std::at
     // The end-of-turn token closes the reply; the template writes it, the user does not read it.
     auto shown = [&](const std::string& piece) {
         if (!on_text) return;
-        if (!gp.ignore_eog &&
-            std::find(end_of_turn_pieces_.begin(), end_of_turn_pieces_.end(), piece) != end_of_turn_pieces_.end())
-            return;
+        if (!gp.ignore_eog && end_of_turn_pieces_.contains(piece)) return;
         on_text(piece);
     };
     if (setup_.drafters.empty()) {

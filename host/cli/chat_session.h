@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/end_of_turn.h"
 #include "engine/generate.h"
 #include "engine/state_file.h"
 #include "engine/runner.h"
@@ -102,7 +103,7 @@ private:
 
     Setup setup_;
     ChatTemplate template_;
-    std::vector<std::string> end_of_turn_pieces_;  // texts of the end-of-generation tokens
+    EndOfTurnPieces end_of_turn_pieces_;
     std::string assistant_opening_;  // what the generation prompt adds after the assistant header
     int seq_ = -1;
     Conversation conv_;

@@ -36,10 +36,7 @@ Result<std::unique_ptr<ServeBackend>> ServeBackend::create(Setup setup) {
     if (!setup.runner) return Error("serve: no model");
     if (!setup.tokenizer) return Error("serve needs a model with a tokenizer");
     std::unique_ptr<ServeBackend> b(new ServeBackend(std::move(setup)));
-    const Tokenizer& tok = *b->setup_.tokenizer;
-    for (int32_t id = 0; id < tok.n_vocab(); ++id)
-        if (tok.is_eog(id))
-            if (std::string piece = tok.token_to_piece(id); !piece.empty()) b->end_of_turn_pieces_.push_back(piece);
+    b->end_of_turn_pieces_ = EndOfTurnPieces(*b->setup_.tokenizer);
     b->seq_ = TDM_TRY(b->setup_.runner->kv().add_sequence());
     return b;
 }
@@ -176,9 +173,7 @@ ApiResult<server::Outcome> ServeBackend::run(const server::Job& job,
     // End-of-turn tokens close the reply; clients do not read them (as OpenAI's API).
     auto piece_out = [&](const std::string& piece) {
         if (stops.stopped()) return;
-        if (!gp.ignore_eog &&
-            std::find(end_of_turn_pieces_.begin(), end_of_turn_pieces_.end(), piece) != end_of_turn_pieces_.end())
-            return;
+        if (!gp.ignore_eog && end_of_turn_pieces_.contains(piece)) return;
         show(stops.push(piece));
         if (stops.stopped()) stop = true;
     };

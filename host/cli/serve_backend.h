@@ -9,6 +9,7 @@
 // invariance makes the tokens those of a fresh `tandem run` on the same prompt.
 #pragma once
 
+#include "cli/end_of_turn.h"
 #include "engine/generate.h"
 #include "engine/runner.h"
 #include "server/backend.h"
@@ -54,7 +55,7 @@ private:
     Setup setup_;
     int seq_ = -1;
     std::vector<int32_t> kv_tokens_;                // what the sequence's KV holds
-    std::vector<std::string> end_of_turn_pieces_;  // texts of end-of-generation tokens: not shown
+    EndOfTurnPieces end_of_turn_pieces_;
 };
 
 }  // namespace tdm::cli
