@@ -10,6 +10,7 @@
 // The rendering is rebuilt here, independently of the chat: ChatML turns,
 // the assistant's turn holding the reply text the chat reports (plus the
 // "<think>\n" that the thinking template's generation prompt opened).
+#include "cli/cli_models.h"
 #include "cli_run.h"
 
 #include <fcntl.h>
@@ -36,19 +37,7 @@ const std::string& dir() {
     return d;
 }
 
-// Models written once with `tandem synth`: a tiny Qwen3 (seed 1), a draft
-// model of it, and a tiny Qwen3.5 with its MTP head.
-const std::string& model(const std::string& name) {
-    static std::map<std::string, std::string> made;
-    if (auto it = made.find(name); it != made.end()) return it->second;
-    const std::string path = dir() + "/" + name + ".gguf";
-    std::vector<std::string> args = {"synth", "-o", path, "--type", "f16"};
-    if (name == "draft") args.insert(args.end(), {"--draft-of-seed", "1"});
-    if (name == "qwen35") args = {"synth", "--arch", "qwen35", "--type", "f32", "-o", path};
-    CliRun r = tandem(args);
-    EXPECT_EQ(r.status, 0) << r.err;
-    return made[name] = path;
-}
+const std::string& model(const std::string& name) { return cli_test_model(dir(), name); }
 
 // Runs `tandem chat ARGS` with `input` on stdin (a file: not a terminal).
 CliRun chat(const std::vector<std::string>& args, const std::string& input) {

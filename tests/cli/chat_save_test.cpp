@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/cli_models.h"
 #include "cli_run.h"
 #include "support/fixtures.h"
 
@@ -21,17 +22,7 @@ const std::string& dir() {
     return d;
 }
 
-const std::string& model(const std::string& name) {
-    static std::map<std::string, std::string> made;
-    if (auto it = made.find(name); it != made.end()) return it->second;
-    const std::string path = dir() + "/" + name + ".gguf";
-    std::vector<std::string> args = {"synth", "-o", path, "--type", "f16"};
-    if (name == "other") args = {"synth", "-o", path, "--type", "f32"};  // another tensor table
-    if (name == "qwen35") args = {"synth", "--arch", "qwen35", "--type", "f32", "-o", path};
-    CliRun r = tandem(args);
-    EXPECT_EQ(r.status, 0) << r.err;
-    return made[name] = path;
-}
+const std::string& model(const std::string& name) { return cli_test_model(dir(), name); }
 
 CliRun chat(const std::vector<std::string>& args, const std::string& input) {
     const std::string in = dir() + "/input.txt";

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cli/cli_models.h"
 #include "cli/cli_run.h"
 #include "cli/serve_process.h"
 
@@ -27,16 +28,7 @@ const std::string& dir() {
     return d;
 }
 
-const std::string& model(const std::string& name) {
-    static std::map<std::string, std::string> made;
-    if (auto it = made.find(name); it != made.end()) return it->second;
-    const std::string path = dir() + "/" + name + ".gguf";
-    std::vector<std::string> args = {"synth", "-o", path, "--type", "f16"};
-    if (name == "qwen35") args = {"synth", "--arch", "qwen35", "--type", "f32", "-o", path};
-    CliRun r = tandem(args);
-    EXPECT_EQ(r.status, 0) << r.err;
-    return made[name] = path;
-}
+const std::string& model(const std::string& name) { return cli_test_model(dir(), name); }
 
 std::string run_text(const std::vector<std::string>& extra) {
     std::vector<std::string> args = {"run", "--temp", "0", "--ignore-eos", "--output-format", "json"};
