@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // rope.comp: rotary position embedding over rows of head_dim (rows = tokens x heads).
 //   MODE 0: NeoX pairs (i, i + n_rot/2)      MODE 1: adjacent pairs (2i, 2i+1)
-// Partial rotary: dims >= n_rot pass through. Slot i (0..n_rot/2) has angle
+// Partial rotary: dims >= n_rot pass through; so do the pairs of slots >= n_freq.
+// Slot i (0..n_rot/2) has angle
 //   pos_s * freq_scale * theta^(-2i/n_rot) / ff[i]
 // where ff are optional frequency divisors (llama.cpp rope_freqs) and pos_s is the
 // position stream chosen by SECTIONS: 0 none (stream 0), 1 contiguous sections
@@ -26,6 +27,7 @@ layout(push_constant) uniform Params {
     uint sec0, sec1, sec2;
     uint row0;
     float theta, freq_scale;
+    uint n_freq;  // slots i >= n_freq keep angle 0 (proportional RoPE); n_rot/2 = all
 } p;
 
 uint stream_of(uint i) {
@@ -56,14 +58,19 @@ void main() {
         y[yb + c + 1] = x[xb + c + 1];
         return;
     }
+    const uint i0 = MODE == 0 ? i : 2 * i;
+    const uint i1 = MODE == 0 ? i + half_rot : 2 * i + 1;
+    if (i >= p.n_freq) {  // angle 0: an exact pass-through, not cos/sin of a tiny angle
+        y[yb + i0] = x[xb + i0];
+        y[yb + i1] = x[xb + i1];
+        return;
+    }
     const uint token = row / p.heads_per_token;
     const float ps = float(pos[p.pos_off + token * p.pos_stride + stream_of(i)]);
     float inv = p.freq_scale * exp2(-2.0 * float(i) / float(p.n_rot) * log2(p.theta));
     if (HAS_FF != 0) inv /= ff[i];
     const float a = ps * inv;
     const float cs = cos(a), sn = sin(a);
-    const uint i0 = MODE == 0 ? i : 2 * i;
-    const uint i1 = MODE == 0 ? i + half_rot : 2 * i + 1;
     const float x0 = x[xb + i0], x1 = x[xb + i1];
     y[yb + i0] = x0 * cs - x1 * sn;
     y[yb + i1] = x1 * cs + x0 * sn;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/ops/binary.cpp: the two-operand elementwise ops TDM_OP_ADD, MUL, SUB
-// (b: a's shape, one row broadcast over a's rows, or one column [1, rows of a]
-// broadcast over its columns; b may be a small f32 weight) and TDM_OP_GLU
+// (b: a's shape, one row broadcast over a's rows, one column [1, rows of a]
+// broadcast over its columns, or [v2] one element broadcast over all of a; b may
+// be a small f32 weight) and TDM_OP_GLU
 // (act(gate) * up, same shapes). One kernel: shaders/elementwise.comp.
 #include "ops/elementwise.h"
 
@@ -18,7 +19,8 @@ Status validate_operands(OpContext& c, bool broadcast) {
     const bool same = a.cols() == b.cols() && a.rows() == b.rows();
     const bool row_bcast = broadcast && a.cols() == b.cols() && b.rows() == 1;
     const bool col_bcast = broadcast && b.cols() == 1 && b.rows() == a.rows();
-    if (!same && !row_bcast && !col_bcast)
+    const bool scalar = broadcast && b.cols() == 1 && b.rows() == 1;
+    if (!same && !row_bcast && !col_bcast && !scalar)
         return Error::coded(TDM_ERR_SHAPE, "{}: shapes differ: {} vs {}", c.op(), c.describe(0), c.describe(1));
     return output_like_input0(c);
 }

@@ -29,6 +29,7 @@ Status record_elementwise(RecordContext& c, uint32_t op, TensorId a, TensorId b,
         const bool same = tb.cols() == ta.cols() && tb.rows() == ta.rows();
         if (!same && tb.rows() == 1 && tb.cols() == ta.cols()) pc.b_stride = 0;  // one row over all rows
         if (!same && tb.cols() == 1) pc.b_cstride = 0;                            // one column over all columns
+        if (!same && tb.cols() == 1 && tb.rows() == 1) pc.b_stride = 0;           // one element over everything
     }
     for (uint32_t row0 = 0; row0 < rows; row0 += kMaxGroups) {
         pc.row0 = row0;

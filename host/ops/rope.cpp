@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/ops/rope.cpp: TDM_OP_ROPE, rotary position embedding of x [head_dim,
-// n_heads, n_tokens] (NEOX or adjacent pairs; optional M-RoPE sections and
-// frequency factors). shaders/rope.comp, whose MODE and SECTIONS spec constants
+// n_heads, n_tokens] (NEOX or adjacent pairs; optional M-RoPE sections,
+// frequency factors and a count of rotated slots). shaders/rope.comp, whose MODE and SECTIONS spec constants
 // are the ABI's tdm_rope_mode and tdm_rope_sections.
 #include <algorithm>
 
@@ -23,6 +23,8 @@ Status check(const OpDesc& d) {
         return Error::coded(TDM_ERR_UNSUPPORTED,
                             "rope: unknown sections kind {} (i[2]; this host knows 0 none, 1 contiguous, 2 interleaved)",
                             d.i[2]);
+    if (d.i[6] < 0)
+        return Error::coded(TDM_ERR_UNSUPPORTED, "rope: rotated frequency slots {} (i[6]) must be >= 0", d.i[6]);
     if (!(d.f[0] > 0)) return Error::coded(TDM_ERR_UNSUPPORTED, "rope: theta (f[0]) must be > 0, got {}", d.f[0]);
     return {};
 }
@@ -35,6 +37,9 @@ Status validate(OpContext& c) {
     const int64_t n_rot = d.i[1] ? d.i[1] : hd;
     if (n_rot > hd || n_rot % 2 || hd % 2)
         return Error::coded(TDM_ERR_SHAPE, "rope: n_rot {} invalid for head_dim {}", n_rot, hd);
+    if (d.i[6] > n_rot / 2)
+        return Error::coded(TDM_ERR_SHAPE, "rope: {} rotated frequency slots (i[6]) exceed n_rot/2 = {}", d.i[6],
+                            n_rot / 2);
     const int64_t streams = d.i[2] ? 4 : 1;
     const Tensor& pos = c.in(1);
     if (pos.type != DType::I32 || pos.kind == TensorKind::kv || pos.kind == TensorKind::state)
@@ -59,6 +64,7 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
     const OpDesc& d = n.desc;
     const Tensor& x = tensor(c, d.in[0]);
     const bool has_ff = d.n_in == 3;
+    const uint32_t n_rot = uint32_t(d.i[1] ? d.i[1] : x.ne[0]);
     const vk::Pipeline* p =
         TDM_TRY(c.pipelines.get("rope", {kLocal, uint32_t(d.i[0]), uint32_t(d.i[2]), has_ff ? 1u : 0u}));
     const uint32_t rows = uint32_t(x.rows());
@@ -66,9 +72,10 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
         uint32_t rows, head_dim, n_rot, heads_per_token, x_off, x_stride, y_off, y_stride, pos_off, pos_stride, sec0,
             sec1, sec2, row0;
         float theta, freq_scale;
-    } pc{rows, uint32_t(x.ne[0]), uint32_t(d.i[1] ? d.i[1] : x.ne[0]), uint32_t(x.ne[1]), off(c, d.in[0]),
-         stride(c, d.in[0]), off(c, n.out), stride(c, n.out), off(c, d.in[1]), d.i[2] ? 4u : 1u, uint32_t(d.i[3]),
-         uint32_t(d.i[4]), uint32_t(d.i[5]), 0, d.f[0], d.f[1] == 0 ? 1.0f : d.f[1]};
+        uint32_t n_freq;
+    } pc{rows, uint32_t(x.ne[0]), n_rot, uint32_t(x.ne[1]), off(c, d.in[0]), stride(c, d.in[0]), off(c, n.out),
+         stride(c, n.out), off(c, d.in[1]), d.i[2] ? 4u : 1u, uint32_t(d.i[3]), uint32_t(d.i[4]), uint32_t(d.i[5]), 0,
+         d.f[0], d.f[1] == 0 ? 1.0f : d.f[1], d.i[6] ? uint32_t(d.i[6]) : n_rot / 2};
     const bool ff_weight = has_ff && tensor(c, d.in[2]).kind == TensorKind::weight;
     const vk::Binding ff = !has_ff ? storage(c, d.in[0]) : ff_weight ? small_weight(c, d.in[2]) : storage(c, d.in[2]);
     if (has_ff && !ff_weight && off(c, d.in[2]) != 0) return Error("rope: frequency factors must start their storage");

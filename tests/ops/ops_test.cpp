@@ -174,6 +174,26 @@ TEST_F(Ops, binary_ops_broadcast_one_column_and_read_f32_weights) {
     EXPECT_EQ(h.f32(subw), ref::sub_col(a, wc, C));
 }
 
+TEST_F(Ops, binary_ops_broadcast_one_element_over_everything) {
+    // b as a single element (Gemma 4's learned layer scalar, a [1] weight), from a
+    // weight and from an activation.
+    const int64_t C = 37, R = 5;
+    const auto a = randn(size_t(C * R), 16), s = randn(1, 17);
+    std::vector<uint8_t> sb(4);
+    std::memcpy(sb.data(), s.data(), 4);
+    const TensorId ta = h.input_f32({C, R}, a);
+    const TensorId mulw = h.op(TDM_OP_MUL, {ta, h.weight(DType::F32, 1, 1, sb)}),
+                   addi = h.op(TDM_OP_ADD, {ta, h.input_f32({1, 1}, s, "s")});
+    h.run({mulw, addi});
+    std::vector<float> want_mul(a.size()), want_add(a.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+        want_mul[i] = a[i] * s[0];
+        want_add[i] = a[i] + s[0];
+    }
+    EXPECT_EQ(h.f32(mulw), want_mul);
+    EXPECT_EQ(h.f32(addi), want_add);
+}
+
 TEST_F(Ops, unary_and_glu_ops_match_reference) {
     const int64_t C = 64, R = 3;
     const auto a = randn(size_t(C * R), 20, 3.0f), b = randn(size_t(C * R), 21);
@@ -250,6 +270,7 @@ struct RopeCase {
     std::array<int, 4> sec;
     bool ff;
     float freq_scale;
+    int n_freq = 0;  // i[6]: rotated slots (0 = all)
 };
 
 class RopeOps : public test::DeviceTest, public ::testing::WithParamInterface<RopeCase> {};
@@ -267,7 +288,7 @@ TEST_P(RopeOps, rope_matches_reference) {
     OpHarness h(device(), pipelines());
     std::vector<TensorId> in = {h.input_f32({D, H, N}, x), h.input_i32({int64_t(pos.size())}, pos, "pos")};
     if (c.ff) in.push_back(h.input_f32({int64_t(ff.size())}, ff, "ff"));
-    const TensorId y = h.op(TDM_OP_ROPE, in, {c.mode, c.n_rot, c.sections, c.sec[0], c.sec[1], c.sec[2]},
+    const TensorId y = h.op(TDM_OP_ROPE, in, {c.mode, c.n_rot, c.sections, c.sec[0], c.sec[1], c.sec[2], c.n_freq},
                             {10000.0f, c.freq_scale});
     h.run({y});
     ref::RopeParams p;
@@ -280,6 +301,7 @@ TEST_P(RopeOps, rope_matches_reference) {
               : c.sections == TDM_ROPE_SECTIONS_INTERLEAVED ? ref::MRope::Interleaved
                                                             : ref::MRope::None;
     p.sections = c.sec;
+    p.n_freq = c.n_freq;
     // angles up to ~40 rad in f32: sin/cos carry ~1e-6 absolute error
     EXPECT_LT(ref::nmse(h.f32(y), ref::rope(x, N, H, D, pos, p)), 1e-10) << c.name;
 }
@@ -293,7 +315,9 @@ INSTANTIATE_TEST_SUITE_P(
                       RopeCase{"freq_factors", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_NONE, {0, 0, 0, 0}, true, 0},
                       RopeCase{"freq_scale", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_NONE, {0, 0, 0, 0}, false, 0.25f},
                       RopeCase{"mrope_contiguous", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_CONTIGUOUS, {8, 12, 12, 0}, false, 0},
-                      RopeCase{"mrope_interleaved", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_INTERLEAVED, {11, 11, 10, 0}, false, 0}),
+                      RopeCase{"mrope_interleaved", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_INTERLEAVED, {11, 11, 10, 0}, false, 0},
+                      RopeCase{"proportional", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_NONE, {0, 0, 0, 0}, false, 0, 8},
+                      RopeCase{"proportional_ff", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_NONE, {0, 0, 0, 0}, true, 0, 5}),
     [](const auto& p) { return std::string(p.param.name); });
 
 // ----------------------------------------------------------------------------- softmax, selection

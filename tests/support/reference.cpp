@@ -278,6 +278,11 @@ Floats rope(std::span<const float> x, int64_t n_tokens, int64_t n_head, int64_t 
     for (int64_t i = 0; i < n_tokens; ++i) {
         // Angles depend on the token only, so compute them once for all heads.
         for (int64_t s = 0; s < half; ++s) {
+            if (p.n_freq > 0 && s >= p.n_freq) {
+                cos_a[size_t(s)] = 1.0;
+                sin_a[size_t(s)] = 0.0;
+                continue;
+            }
             int64_t stream = 0;
             if (p.mrope != MRope::None) {
                 stream = mrope_stream(p.mrope, p.sections, s);

@@ -110,6 +110,9 @@ struct RopeParams {
     // M-RoPE sections in frequency slots (t, h, w, e), as GGUF rope.dimension_sections. Slot i
     // uses sector i % sum(sections), as ggml does.
     std::array<int, 4> sections = {0, 0, 0, 0};
+    // Rotated frequency slots (0 = all R/2): slots at or past it keep angle 0, their pairs
+    // pass through (Gemma 4's "proportional" RoPE).
+    int64_t n_freq = 0;
 };
 
 // x is [n_tokens][n_head][head_dim]. pos has n_tokens entries for MRope::None; for M-RoPE it

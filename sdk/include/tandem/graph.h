@@ -206,6 +206,19 @@ static inline tdm_tensor tdm_rope(tdm_builder* b, tdm_tensor x, tdm_tensor pos, 
     return tdm_emit(b, TDM_OP_ROPE, in, ff ? 3 : 2, ip, 2, fp, 2, name);
 }
 
+/* [v2] RoPE whose first n_freq frequency slots rotate and the others keep angle 0
+ * (pairs and exponents those of n_rot): Gemma 4's "proportional" RoPE. ff may be
+ * NULL. Needs a host that knows ops.h's rope i[6] (query_op). */
+static inline tdm_tensor tdm_rope_partial_freq(tdm_builder* b, tdm_tensor x, tdm_tensor pos, const tdm_weight* ff,
+                                               tdm_rope_mode mode, int32_t n_rot, int32_t n_freq, float theta,
+                                               const char* name) {
+    tdm_tensor in[3] = {x, pos, {0}};
+    if (ff) in[2] = tdm_weight_tensor(b, ff);
+    int32_t ip[7] = {(int32_t)mode, n_rot, 0, 0, 0, 0, n_freq};
+    float fp[2] = {theta, 0.0f};
+    return tdm_emit(b, TDM_OP_ROPE, in, ff ? 3 : 2, ip, 7, fp, 2, name);
+}
+
 /* M-RoPE: pos is TDM_INPUT_POSITIONS_4; sections in frequency slots. */
 static inline tdm_tensor tdm_rope_multi(tdm_builder* b, tdm_tensor x, tdm_tensor pos4, tdm_rope_mode mode, int32_t n_rot,
                                         tdm_rope_sections kind, const int32_t sections[3], float theta,

@@ -51,8 +51,9 @@ typedef enum tdm_op {
      * Limits: W rows of 16-byte multiples; x offset and row stride multiples of 4. */
     TDM_OP_MATMUL = 2,
     /* in: a, b (b has a's shape; or one row, broadcast over a's rows; or one
-     * column [1, rows of a], broadcast over a's columns). b may be an F32 weight.
-     * out: a's shape. */
+     * column [1, rows of a], broadcast over a's columns; or [v2] one element,
+     * e.g. a [1] weight such as a learned layer scalar, broadcast over all of
+     * a). b may be an F32 weight. out: a's shape. */
     TDM_OP_ADD = 3,
     TDM_OP_MUL = 4,
     TDM_OP_SUB = 5,
@@ -71,7 +72,11 @@ typedef enum tdm_op {
     TDM_OP_GATED_RMS_NORM = 11,
     /* in: x [head_dim, n_heads, n_tokens], pos I32 [n_tokens] (or [4, n_tokens] with
      * sections) [, ff F32 [n_rot/2] frequency divisors]. i[0] = tdm_rope_mode,
-     * i[1] = n_rot (0 = head_dim), i[2] = tdm_rope_sections, i[3..5] = sections.
+     * i[1] = n_rot (0 = head_dim), i[2] = tdm_rope_sections, i[3..5] = sections,
+     * i[6] [v2] = rotated frequency slots (0 = all n_rot/2): slots at or past it
+     * keep angle 0, so their pairs pass through unrotated while the pairing and
+     * the exponent 2i/n_rot stay those of the whole n_rot ("proportional" RoPE,
+     * Gemma 4's full layers: n_rot = head_dim 512, 64 slots rotated).
      * f[0] = theta, f[1] = freq_scale (0 = 1). out: x's shape. */
     TDM_OP_ROPE = 12,
     /* in: x. f[0] = scale (0 = 1). out: softmax(x * scale) per row. */
