@@ -41,7 +41,9 @@ const nlohmann::json* hf_lookup(const ModelSource& s, const char* key) {
         if (dot == std::string_view::npos) break;
         k.remove_prefix(dot + 1);
     }
-    return j;
+    // transformers writes unset options as null ("num_global_key_value_heads":
+    // null in Gemma 4 E2B): the same as an absent key, so defaults apply
+    return j->is_null() ? nullptr : j;
 }
 
 // A key or name the plugin passed: read up to kPluginNameMax bytes, never past.

@@ -7,6 +7,7 @@
 // through host_api() exactly as a plugin would and check the status, values and length.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,44 @@ TEST(MetadataApi, arrays_of_other_types_are_refused_naming_the_key_and_what_was_
               TDM_ERR_BAD_MODEL);
     EXPECT_NE(std::string(host().last_error()).find("found ARRAY of BOOL"), std::string::npos) << host().last_error();
     EXPECT_EQ(host().meta_get_int_array(&src, "missing", v, 4, &n), TDM_ERR_NOT_FOUND);
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+    std::ofstream f(path, std::ios::binary);
+    f << bytes;
+    ASSERT_TRUE(f.good()) << path;
+}
+
+// An HF directory: config.json plus a one-tensor model.safetensors.
+std::unique_ptr<ModelSource> write_hf_dir(const std::string& config) {
+    const std::string dir = test::make_temp_dir("metadata_api_hf");
+    write_bytes(dir + "/config.json", config);
+    const std::string header = R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+    std::string st(8, '\0');
+    for (int i = 0; i < 8; ++i) st[size_t(i)] = char((uint64_t(header.size()) >> (8 * i)) & 0xff);
+    st += header;
+    st += std::string(4, '\0');
+    write_bytes(dir + "/model.safetensors", st);
+    auto src = ModelSource::open(dir);
+    EXPECT_TRUE(src.ok()) << src.error().message();
+    return src.ok() ? std::move(src).value() : nullptr;
+}
+
+TEST(MetadataApi, a_json_null_in_config_json_reads_as_an_absent_key) {
+    // transformers writes unset options as null (Gemma 4 E2B: "num_global_key_value_heads":
+    // null); a plugin's defaults must apply, as they do for an absent key.
+    const auto model = write_hf_dir(
+        R"({"model_type": "gemma4", "text_config": {"num_global_key_value_heads": null, "num_key_value_heads": 1}})");
+    ASSERT_TRUE(model);
+    tdm_model_source src;
+    src.src = model.get();
+    EXPECT_EQ(host().meta_has(&src, "text_config.num_global_key_value_heads"), 0);
+    int64_t v = 7;
+    EXPECT_EQ(host().meta_get_int(&src, "text_config.num_global_key_value_heads", &v), TDM_ERR_NOT_FOUND);
+    EXPECT_EQ(v, 7);
+    EXPECT_EQ(host().meta_has(&src, "text_config.num_key_value_heads"), 1);
+    ASSERT_EQ(host().meta_get_int(&src, "text_config.num_key_value_heads", &v), TDM_OK);
+    EXPECT_EQ(v, 1);
 }
 
 }  // namespace
