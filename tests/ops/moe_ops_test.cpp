@@ -180,6 +180,38 @@ TEST_F(Moe, moe_sum_matches_reference) {
     EXPECT_LT(ref::nmse(h.f32(out), ref::moe_sum(y, w, M, n_used)), 1e-13);
 }
 
+TEST_F(Moe, moe_sum_with_per_expert_scales_weighs_each_slot_by_its_experts_scale) {
+    // Gemma 4's router: slot weight w[t][j] * scale[ids[t][j]]; an id outside the
+    // experts weighs nothing. Scales from a weight and from an activation.
+    const int64_t M = 70, n_used = 3, n = 4, E = 6;
+    const auto y = randn(size_t(M * n_used * n), 42), w = randn(size_t(n_used * n), 43), sc = randn(size_t(E), 44);
+    const std::vector<int32_t> ids = {0, 5, 2, 1, 1, 4, 3, 0, 7, 5, -1, 2};
+    std::vector<uint8_t> sb(size_t(E) * 4);
+    std::memcpy(sb.data(), sc.data(), sb.size());
+    OpHarness h(device(), pipelines());
+    const TensorId ty = h.input_f32({M, n_used, n}, y), tw = h.input_f32({n_used, n}, w, "w"),
+                   ti = h.input_i32({n_used, n}, ids);
+    const TensorId from_weight = h.op(TDM_OP_MOE_SUM, {ty, tw, ti, h.weight(DType::F32, E, 1, sb)});
+    const TensorId from_act = h.op(TDM_OP_MOE_SUM, {ty, tw, ti, h.input_f32({E}, sc, "scale")});
+    h.run({from_weight, from_act});
+    std::vector<float> ws(w.size());
+    for (size_t k = 0; k < w.size(); ++k) ws[k] = ids[k] >= 0 && ids[k] < E ? w[k] * sc[size_t(ids[k])] : 0.0f;
+    const auto want = ref::moe_sum(y, ws, M, n_used);
+    EXPECT_LT(ref::nmse(h.f32(from_weight), want), 1e-13);
+    EXPECT_LT(ref::nmse(h.f32(from_act), want), 1e-13);
+    // ids without scales (3 inputs) are refused when the op is added
+    OpHarness h3(device(), pipelines());
+    OpDesc d;
+    d.op = TDM_OP_MOE_SUM;
+    d.in[0] = h3.input_f32({M, n_used, n}, y);
+    d.in[1] = h3.input_f32({n_used, n}, w, "w");
+    d.in[2] = h3.input_i32({n_used, n}, ids);
+    d.n_in = 3;
+    auto bad = h3.graph().op(d);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error().message().find("both the ids and the scales"), std::string::npos) << bad.error().message();
+}
+
 TEST_F(Moe, routed_experts_then_moe_sum_match_the_reference_expert_mix) {
     // The MoE FFN's shape: gate/up through matmul_id, SwiGLU, down through matmul_id
     // with per-slot inputs, weighted sum over the slots.

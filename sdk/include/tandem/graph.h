@@ -343,6 +343,13 @@ static inline tdm_tensor tdm_moe_sum(tdm_builder* b, tdm_tensor y, tdm_tensor w,
     return tdm_emit(b, TDM_OP_MOE_SUM, in, 2, NULL, 0, NULL, 0, name);
 }
 
+/* [v2] The same with each slot's weight times scale[ids] (scale: a weight [n_expert]). */
+static inline tdm_tensor tdm_moe_sum_scaled(tdm_builder* b, tdm_tensor y, tdm_tensor w, tdm_tensor ids,
+                                            const tdm_weight* scale, const char* name) {
+    tdm_tensor in[4] = {y, w, ids, tdm_weight_tensor(b, scale)};
+    return tdm_emit(b, TDM_OP_MOE_SUM, in, 4, NULL, 0, NULL, 0, name);
+}
+
 /* [v2] A plugin's SPIR-V op (tandem/ext/custom_op.h; needs an ABI 2 host):
  * `op` from the extension's create, its n (1..4) inputs, and the n_i ints and
  * n_f floats it declared (n_int_params, n_float_params). */

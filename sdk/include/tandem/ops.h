@@ -145,8 +145,11 @@ typedef enum tdm_op {
      * batch-invariant like it. An id outside [0, E) reads no weights and gives
      * a zero row. */
     TDM_OP_MATMUL_ID = 26,
-    /* in: y [M, n_used, n], w [n_used, n]. out: [M, n] = sum_j w[j][t] * y[t][j]
-     * (j in order). */
+    /* in: y [M, n_used, n], w [n_used, n] [, ids I32 [n_used, n], scale F32
+     * [n_expert] (weight or activation): [v2] both or neither]. out: [M, n] =
+     * sum_j w[j][t] * y[t][j] (j in order); with the scale, each slot's weight
+     * is w[j][t] * scale[ids[j][t]] first (an id outside [0, n_expert) weighs
+     * 0): Gemma 4's per-expert scale. */
     TDM_OP_MOE_SUM = 27,
     /* [v2] A plugin's SPIR-V kernel (tandem/ext/custom_op.h): in: 1..4 F32 or
      * I32 activations (the op's n_inputs), each with input 0's rows;
