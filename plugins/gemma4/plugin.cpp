@@ -33,7 +33,7 @@ tdm_status init(const tdm_host_api* api, tdm_registry* reg, char* err, size_t er
 
 constexpr tdm_plugin_api kPlugin = tdm::sdk::PluginApi(kPluginName)
                                        .version("0.1.0")
-                                       .description("Gemma 4 text decoders (E2B, E4B, 31B shapes)")
+                                       .description("Gemma 4 text decoders: E2B, E4B (per-layer embeddings), 26B-A4B (MoE), 31B")
                                        .init(init);
 
 }  // namespace

@@ -55,8 +55,11 @@ struct Gemma4Hparams {
     // stored type (HF casts the scale to the weight dtype: bf16(sqrt(5376)) = 73.5)
     float embd_scale = 1.0f;
     float ple_scale = 1.0f;       // sqrt(P), the same rule
-    // Mixture of experts (26B-A4B): refused for now (see hparams.cpp), parsed for the message.
+    // Mixture of experts beside the dense MLP on every layer (26B-A4B)
     bool moe = false;
+    uint32_t n_expert = 0;
+    uint32_t n_expert_used = 0;
+    uint32_t n_ff_exp = 0;        // one expert's width
     std::vector<LayerShape> layers;
 };
 
@@ -78,6 +81,16 @@ struct Gemma4Layer {
     const tdm_weight* ple_gate = nullptr;        // [H, P]
     const tdm_weight* ple_proj = nullptr;        // [P, H]
     const tdm_weight* ple_norm = nullptr;        // [H]
+    // MoE (26B-A4B)
+    const tdm_weight* router = nullptr;          // [H, E]
+    const tdm_weight* router_scale = nullptr;    // [H]
+    const tdm_weight* expert_scale = nullptr;    // [E] per-expert scale of the routing weights
+    const tdm_weight* gate_exps = nullptr;       // [H, Ie, E]
+    const tdm_weight* up_exps = nullptr;         // [H, Ie, E]
+    const tdm_weight* down_exps = nullptr;       // [Ie, H, E]
+    const tdm_weight* pre_ffn_norm_2 = nullptr;  // [H] experts' input norm
+    const tdm_weight* post_ffn_norm_1 = nullptr; // [H] dense MLP's output norm
+    const tdm_weight* post_ffn_norm_2 = nullptr; // [H] experts' output norm
 };
 
 struct Gemma4Model {

@@ -33,6 +33,10 @@ tdm_status gemma4_require_ops(const tdm::sdk::Host& host, tdm::sdk::Err err) {
         OpQuery(TDM_OP_UNARY, "gelu_tanh").param_i(0, TDM_UNARY_GELU_TANH),
         OpQuery(TDM_OP_UNARY, "softcap").param_i(0, TDM_UNARY_SOFTCAP).param_f(0, 30.0f),
         OpQuery(TDM_OP_SELECT_ROWS),
+        OpQuery(TDM_OP_TOP_K, "router").param_i(0, 8),
+        OpQuery(TDM_OP_SOFTMAX),
+        OpQuery(TDM_OP_MATMUL_ID),
+        OpQuery(TDM_OP_MOE_SUM),
     };
     return tdm::sdk::require_ops(host, kOps, err);
 }
@@ -62,6 +66,37 @@ tdm_tensor per_layer_inputs(tdm_builder* b, const Gemma4Model& m, tdm_tensor tok
     ctx = tdm_rms_norm(b, tdm_reshape(b, ctx, P, L, n, 1), m.ple_proj_norm, 0, hp.rms_eps, "ple_proj_norm");
     const tdm_tensor sum = tdm_add(b, ctx, tdm_reshape(b, tok, P, L, n, 1), "ple_sum");
     return tdm_reshape(b, tdm_scale(b, sum, 1.0f / std::sqrt(2.0f), "ple"), L * P, n, 1, 1);
+}
+
+// The feed-forward block of a layer, added to the residual x. Dense: the GeGLU MLP. MoE
+// (26B-A4B): the MLP and the routed experts side by side, each post-normed, then summed.
+tdm_tensor feed_forward(tdm_builder* b, const Gemma4Model& m, const Gemma4Layer& L, tdm_tensor x) {
+    const Gemma4Hparams& hp = m.hp;
+    const float eps = hp.rms_eps;
+    const tdm_tensor h = tdm_rms_norm(b, x, L.ffn_norm, 0, eps, "ffn_norm");
+    tdm_tensor f = tdm_matmul(b, L.ffn_down,
+                              tdm_glu_op(b, TDM_GLU_GEGLU, tdm_matmul(b, L.ffn_gate, h, "ffn_gate"),
+                                         tdm_matmul(b, L.ffn_up, h, "ffn_up"), "ffn_act"),
+                              "ffn_down");
+    if (hp.moe) {
+        f = tdm_rms_norm(b, f, L.post_ffn_norm_1, 0, eps, "post_ffn_norm_1");
+        // the router reads the raw residual: rms(x) * scale / sqrt(H); softmax over the top-k
+        // logits = the softmax over all experts renormalised to the chosen ones
+        const tdm_tensor r = tdm_scale(b, tdm_mul(b, tdm_rms_norm(b, x, NULL, 0, eps, "router_norm"),
+                                                  tdm_weight_tensor(b, L.router_scale), "router_in"),
+                                       1.0f / std::sqrt(float(hp.n_embd)), "router_in_scale");
+        tdm_tensor top_logits = {0};
+        const tdm_tensor ids =
+            tdm_top_k(b, tdm_matmul(b, L.router, r, "router"), int32_t(hp.n_expert_used), &top_logits, "experts");
+        const tdm_tensor weights = tdm_softmax(b, top_logits, 1.0f, "expert_weights");
+        const tdm_tensor xe = tdm_rms_norm(b, x, L.pre_ffn_norm_2, 0, eps, "pre_ffn_norm_2");
+        const tdm_tensor act = tdm_glu_op(b, TDM_GLU_GEGLU, tdm_matmul_id(b, L.gate_exps, xe, ids, "exp_gate"),
+                                          tdm_matmul_id(b, L.up_exps, xe, ids, "exp_up"), "exp_act");
+        const tdm_tensor routed = tdm_moe_sum_scaled(b, tdm_matmul_id(b, L.down_exps, act, ids, "exp_down"), weights,
+                                                     ids, L.expert_scale, "moe_sum");
+        f = tdm_add(b, f, tdm_rms_norm(b, routed, L.post_ffn_norm_2, 0, eps, "post_ffn_norm_2"), "ffn_sum");
+    }
+    return tdm_add(b, x, tdm_rms_norm(b, f, L.post_ffn_norm, 0, eps, "post_ffn_norm"), "ffn_res");
 }
 
 }  // namespace
@@ -102,13 +137,7 @@ tdm_status gemma4_build_graph(void* model, tdm_graph* g, const tdm_batch_desc* b
                                         "post_attn_norm"),
                     "attn_res");
 
-        // MLP: down(gelu_tanh(gate(h)) * up(h)), post-normed before the residual add
-        const tdm_tensor f = tdm_rms_norm(&b, x, L.ffn_norm, 0, hp.rms_eps, "ffn_norm");
-        const tdm_tensor gu = tdm_glu_op(&b, TDM_GLU_GEGLU, tdm_matmul(&b, L.ffn_gate, f, "ffn_gate"),
-                                         tdm_matmul(&b, L.ffn_up, f, "ffn_up"), "ffn_act");
-        x = tdm_add(&b, x, tdm_rms_norm(&b, tdm_matmul(&b, L.ffn_down, gu, "ffn_down"), L.post_ffn_norm, 0, hp.rms_eps,
-                                        "post_ffn_norm"),
-                    "ffn_res");
+        x = feed_forward(&b, *m, L, x);
 
         // per-layer input (E2B/E4B): a gated projection of this layer's slice of the PLE
         if (P) {

@@ -91,6 +91,11 @@ tdm_status read_gguf(const HparamReader& top, Gemma4Hparams* hp) {
     TDM_SDK_TRY(r.u32_or("attention.shared_kv_layers", 0, hp->n_layer - 1, 0, &hp->n_kv_shared));
     TDM_SDK_TRY(r.u32_or("embedding_length_per_layer_input", 0, kMaxWidth, 0, &hp->n_embd_ple));
     hp->moe = r.has("expert_count");
+    if (hp->moe) {
+        TDM_SDK_TRY(r.u32("expert_count", 1, 4096, &hp->n_expert));
+        TDM_SDK_TRY(r.u32("expert_used_count", 1, hp->n_expert, &hp->n_expert_used));
+        TDM_SDK_TRY(r.u32("expert_feed_forward_length", 1, kMaxWidth, &hp->n_ff_exp));
+    }
 
     const uint32_t L = hp->n_layer;
     std::vector<uint32_t> sliding(L), kv_heads, ff;
@@ -150,6 +155,11 @@ tdm_status read_hf(const HparamReader& top, Gemma4Hparams* hp) {
     TDM_SDK_TRY(r.u32("intermediate_size", 1, kMaxWidth * 8, &ff));
     TDM_SDK_TRY(r.boolean_or("use_double_wide_mlp", false, &double_wide));
     TDM_SDK_TRY(r.boolean_or("enable_moe_block", false, &hp->moe));
+    if (hp->moe) {
+        TDM_SDK_TRY(r.u32("num_experts", 1, 4096, &hp->n_expert));
+        TDM_SDK_TRY(r.u32("top_k_experts", 1, hp->n_expert, &hp->n_expert_used));
+        TDM_SDK_TRY(r.u32("moe_intermediate_size", 1, kMaxWidth, &hp->n_ff_exp));
+    }
     TDM_SDK_TRY(r.u32("sliding_window", 1, 1u << 24, &hp->window));
     TDM_SDK_TRY(r.u32_or("num_kv_shared_layers", 0, hp->n_layer - 1, 0, &hp->n_kv_shared));
     TDM_SDK_TRY(r.u32_or("hidden_size_per_layer_input", 0, kMaxWidth, 0, &hp->n_embd_ple));
@@ -227,10 +237,9 @@ tdm_status resolve_layers(const HparamReader& r, Gemma4Hparams* hp) {
     if (hp->n_freq_full > hp->head_dim_full / 2)
         return err.fail(TDM_ERR_BAD_MODEL, "%s: gemma4: %u rotated frequency slots exceed half the head dim %u",
                         r.path(), hp->n_freq_full, hp->head_dim_full);
-    if (hp->moe)
-        return err.fail(TDM_ERR_UNSUPPORTED,
-                        "%s: gemma4: the mixture-of-experts block (26B-A4B) is not supported yet by this plugin",
-                        r.path());
+    if (hp->moe && hp->n_expert_used > 256)
+        return err.fail(TDM_ERR_BAD_MODEL, "%s: gemma4: %u experts per token (the router's top-k takes at most 256)",
+                        r.path(), hp->n_expert_used);
     int32_t last_of_type[2] = {-1, -1};  // [sliding] -> declared KV layer
     int32_t n_declared = 0;
     for (uint32_t il = 0; il < L; ++il) {
@@ -283,6 +292,9 @@ std::string describe(const Gemma4Hparams& hp) {
                     line("kv_shared_layers", std::to_string(hp.n_kv_shared)) +
                     line("k_eq_v_layers", std::to_string(n_k_eq_v)) +
                     line("per_layer_input", std::to_string(hp.n_embd_ple)) +
+                    (hp.moe ? line("experts", std::to_string(hp.n_expert) + " (" + std::to_string(hp.n_expert_used) +
+                                                  " per token, width " + std::to_string(hp.n_ff_exp) + ")")
+                            : std::string()) +
                     line("n_ctx_train", std::to_string(hp.n_ctx_train)) +
                     line("rope_theta", std::to_string(hp.theta_swa) + " sliding, " + std::to_string(hp.theta_full) +
                                            " full") +

@@ -40,6 +40,15 @@ constexpr TensorName kOutScale = {"layer_output_scale.weight", "layer_scalar", F
 constexpr TensorName kPleGate = {"inp_gate.weight", "per_layer_input_gate.weight"};
 constexpr TensorName kPleProj = {"proj.weight", "per_layer_projection.weight"};
 constexpr TensorName kPleNorm = {"post_norm.weight", "post_per_layer_input_norm.weight", F32};
+constexpr TensorName kRouter = {"ffn_gate_inp.weight", "router.proj.weight"};
+constexpr TensorName kRouterScale = {"ffn_gate_inp.scale", "router.scale", F32};
+constexpr TensorName kExpertScale = {"ffn_down_exps.scale", "router.per_expert_scale", F32};
+// gate rows first in each expert's [H, 2*Ie] matrix; the same ggml shape in both layouts
+constexpr TensorName kGateUpExps = {"ffn_gate_up_exps.weight", "experts.gate_up_proj"};
+constexpr TensorName kDownExps = {"ffn_down_exps.weight", "experts.down_proj"};
+constexpr TensorName kPreFfnNorm2 = {"pre_ffw_norm_2.weight", "pre_feedforward_layernorm_2.weight", F32};
+constexpr TensorName kPostFfnNorm1 = {"post_ffw_norm_1.weight", "post_feedforward_layernorm_1.weight", F32};
+constexpr TensorName kPostFfnNorm2 = {"post_ffw_norm_2.weight", "post_feedforward_layernorm_2.weight", F32};
 
 }  // namespace
 
@@ -87,6 +96,18 @@ tdm_status gemma4_load(void* model, tdm_loader* loader, char* err, size_t err_si
             TDM_SDK_TRY(Ll.get(kDown, {F, H}, &l.ffn_down));
             TDM_SDK_TRY(Ll.get(kPostFfnNorm, {H}, &l.post_ffn_norm));
             TDM_SDK_TRY(Ll.get(kOutScale, {1}, &l.out_scale));
+            if (hp.moe) {
+                const int64_t E = hp.n_expert, Ie = hp.n_ff_exp;
+                TDM_SDK_TRY(Ll.get(kRouter, {H, E}, &l.router));
+                TDM_SDK_TRY(Ll.get(kRouterScale, {H}, &l.router_scale));
+                TDM_SDK_TRY(Ll.get(kExpertScale, {E}, &l.expert_scale));
+                TDM_SDK_TRY(Ll.request(kGateUpExps, {H, 2 * Ie, E}).slab(0, Ie).load(&l.gate_exps));
+                TDM_SDK_TRY(Ll.request(kGateUpExps, {H, 2 * Ie, E}).slab(Ie, Ie).load(&l.up_exps));
+                TDM_SDK_TRY(Ll.get(kDownExps, {Ie, H, E}, &l.down_exps));
+                TDM_SDK_TRY(Ll.get(kPreFfnNorm2, {H}, &l.pre_ffn_norm_2));
+                TDM_SDK_TRY(Ll.get(kPostFfnNorm1, {H}, &l.post_ffn_norm_1));
+                TDM_SDK_TRY(Ll.get(kPostFfnNorm2, {H}, &l.post_ffn_norm_2));
+            }
             if (P) {
                 TDM_SDK_TRY(Ll.get(kPleGate, {H, P}, &l.ple_gate));
                 TDM_SDK_TRY(Ll.get(kPleProj, {P, H}, &l.ple_proj));
