@@ -204,6 +204,22 @@ TEST(Gemma4Reference, gguf_and_hf_copies_give_identical_logits) {
     }
 }
 
+TEST(Gemma4Reference, other_layouts_of_the_same_model_give_identical_logits) {
+    // GGUF with a scalar head_count_kv (every layer of tiny-e2b has 1), and an HF text-only
+    // checkpoint (model_type gemma4_text at the top, tensors under "model.").
+    const Preset p = preset("tiny-e2b");
+    const Weights w = make_weights(p, 13);
+    const Floats base = open_ref(write_gguf(p, w, temp_path("m.gguf"))).forward(kTokens);
+    WriteOptions scalar;
+    scalar.scalar_kv_heads = true;
+    EXPECT_EQ(open_ref(write_gguf(p, w, temp_path("s.gguf"), scalar)).forward(kTokens), base);
+    WriteOptions text;
+    text.text_only = true;
+    const Gemma4Reference t = open_ref(write_hf(p, w, temp_path("text"), text));
+    EXPECT_EQ(t.source().architecture(), "gemma4_text");
+    EXPECT_EQ(t.forward(kTokens), base);
+}
+
 TEST(Gemma4Reference, kv_shared_layers_ignore_their_own_kv_weights) {
     // The HF copy carries k/v weights on KV-shared layers (as checkpoints do); changing them
     // changes nothing, while changing the source layer's does.

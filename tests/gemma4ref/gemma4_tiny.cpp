@@ -228,7 +228,10 @@ std::string write_gguf(const Preset& p, const Weights& w, const std::string& pat
         else g.add_u32(a + "feed_forward_length", uint32_t(p.n_ff));
     }
     if (want("attention.head_count")) g.add_u32(a + "attention.head_count", uint32_t(p.n_head));
-    if (want("attention.head_count_kv")) g.add_array(a + "attention.head_count_kv", kv);
+    if (want("attention.head_count_kv")) {
+        if (o.scalar_kv_heads) g.add_u32(a + "attention.head_count_kv", uint32_t(kv.front()));
+        else g.add_array(a + "attention.head_count_kv", kv);
+    }
     if (want("attention.key_length")) g.add_u32(a + "attention.key_length", uint32_t(p.hd_full));
     g.add_u32(a + "attention.value_length", uint32_t(p.hd_full));
     if (want("attention.key_length_swa")) g.add_u32(a + "attention.key_length_swa", uint32_t(p.hd_swa));
@@ -322,18 +325,22 @@ std::string write_hf(const Preset& p, const Weights& w, const std::string& dir, 
         tc["num_global_key_value_heads"] = p.global_kv_null ? nlohmann::json(nullptr) : nlohmann::json(p.kv_full);
     }
     if (!o.brk.drop_key.empty()) tc.erase(o.brk.drop_key);
-    const nlohmann::json cfg = {{"architectures", {"Gemma4ForConditionalGeneration"}},
-                                {"model_type", o.brk.arch.empty() ? "gemma4" : o.brk.arch},
-                                {"text_config", tc},
-                                {"tie_word_embeddings", true},
-                                {"eos_token_id", {1, 106}}};
+    nlohmann::json cfg = {{"architectures", {"Gemma4ForConditionalGeneration"}},
+                          {"model_type", o.brk.arch.empty() ? "gemma4" : o.brk.arch},
+                          {"text_config", tc},
+                          {"tie_word_embeddings", true},
+                          {"eos_token_id", {1, 106}}};
+    if (o.text_only) {
+        cfg = tc;
+        cfg["architectures"] = {"Gemma4ForCausalLM"};
+    }
     std::ofstream(dir + "/config.json") << cfg.dump(2);
 
     SafetensorsWriter st;
     st.add_metadata("format", "pt");
     const std::string dt = o.type == DType::BF16 ? "BF16" : o.type == DType::F16 ? "F16" : "F32";
     for (const auto& [hf, t] : w) {
-        const std::string name = "model.language_model." + hf;
+        const std::string name = (o.text_only ? "model." : "model.language_model.") + hf;
         if (name == o.brk.drop_tensor) continue;
         std::vector<int64_t> shape = t.shape;
         std::vector<float> data = t.data;

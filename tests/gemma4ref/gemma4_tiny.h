@@ -67,6 +67,8 @@ struct Break {
 struct WriteOptions {
     DType type = DType::F32;        // matrices (and HF vectors); GGUF norms are F32
     bool per_layer_config = false;  // HF: the newer per_layer_config form
+    bool text_only = false;         // HF: model_type gemma4_text at the top, tensors under "model."
+    bool scalar_kv_heads = false;   // GGUF: head_count_kv as one scalar (all layers must agree)
     Break brk;
 };
 
