@@ -99,7 +99,7 @@ OptionGroup prompt_options() {
                  "config file sets [model] chat = true.", "", "", false, false, "no-chat"},
                 {{"-sys", "--system-prompt"}, K::string, "TEXT", "System message for --chat."},
                 {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
-                 "chatml-no-thinking, gemma, glm4 (default: the model's family)."},
+                 "chatml-no-thinking, gemma, gemma4, glm4 (default: the model's family)."},
             }};
 }
 
@@ -229,7 +229,7 @@ const ProgramSpec& program_spec() {
                         {{{"-sys", "--system-prompt"}, K::string, "TEXT", "System message at the start of the "
                           "conversation (kept by /clear)."},
                          {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
-                          "chatml-no-thinking, gemma, glm4 (default: the model's family)."},
+                          "chatml-no-thinking, gemma, gemma4, glm4 (default: the model's family)."},
                          {{"--json"}, K::flag, "", "One JSON object per turn and per command on stdout (NDJSON)."}}},
                        generation_options(ranged({{"-n", "--n-predict"}, K::integer, "N", "Most tokens per reply; "
                                                    "-1 = until the end of the turn or a full context.", "-1"},
@@ -267,7 +267,7 @@ const ProgramSpec& program_spec() {
                                   "8388608"},
                                  1024, int64_t(1) << 30),
                           {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
-                           "chatml-no-thinking, gemma, glm4 (default: the model's family)."}}},
+                           "chatml-no-thinking, gemma, gemma4, glm4 (default: the model's family)."}}},
                         generation_options(ranged({{"-n", "--n-predict"}, K::integer, "N", "Default max_tokens; -1 "
                                                     "= until the end of the turn or a full context.", "-1"},
                                                    -1, kInt32Max)),

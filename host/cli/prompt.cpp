@@ -5,14 +5,51 @@
 #include "common/file_read.h"
 #include "tokenizer/chat_template.h"
 
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
 namespace tdm::cli {
+namespace {
+
+// The model's own Jinja chat template: GGUF tokenizer.chat_template; for an HF directory
+// chat_template.jinja, else tokenizer_config.json's "chat_template" string. "" when there is none
+// (or it cannot be read: the caller then falls back to the vocabulary's markers).
+std::string model_jinja_template(const ModelSource& src) {
+    if (const GgufFile* g = src.gguf()) {
+        auto t = g->get_string_or("tokenizer.chat_template", "");
+        return t.ok() ? *t : std::string();
+    }
+    if (!src.safetensors()) return {};
+    constexpr uint64_t kMaxTemplateFileBytes = 64ull << 20;
+    const std::filesystem::path dir = std::filesystem::path(src.safetensors()->config_path()).parent_path();
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(dir / "chat_template.jinja", ec)) {
+        auto t = read_regular_file((dir / "chat_template.jinja").string(), kMaxTemplateFileBytes, "chat template");
+        if (t.ok()) return *t;
+    }
+    if (!std::filesystem::is_regular_file(dir / "tokenizer_config.json", ec)) return {};
+    auto text = read_regular_file((dir / "tokenizer_config.json").string(), kMaxTemplateFileBytes, "tokenizer config");
+    if (!text.ok()) return {};
+    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return {};
+    auto it = j.find("chat_template");
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
 
 Result<ChatTemplate> chat_template_for(const Config& config, const Model& model) {
     std::string name = config.model.chat_template;
     if (name.empty()) {
         auto by_arch = builtin_template_for_architecture(model.source().architecture());
+        const std::string jinja = by_arch.ok() ? std::string() : model_jinja_template(model.source());
+        auto by_jinja = jinja.empty() ? Result<std::string>(Error("no chat template in the model's files"))
+                                      : builtin_template_for_jinja(jinja);
         if (by_arch.ok())
             name = *by_arch;
+        else if (by_jinja.ok())
+            name = *by_jinja;
         else if (model.tokenizer())
             name = TDM_TRY_CTX(builtin_template_for_tokenizer(*model.tokenizer()),
                                "no chat template for this model; pick one with --chat-template");

@@ -47,7 +47,7 @@ std::string_view default_config_text() {
 # Wrap the prompt in the chat template (--chat; --no-chat turns it off).
 # chat = false
 # A built-in chat template: "chatml", "chatml-thinking", "chatml-no-thinking", "gemma",
-# "glm4"; "" = the one the model's files call for.
+# "gemma4", "glm4"; "" = the one the model's files call for.
 # chat_template = ""
 # Refuse weights that hold NaN or infinity when the model loads (a damaged file would
 # otherwise generate nonsense); false skips the scan.

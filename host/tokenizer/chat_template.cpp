@@ -2,7 +2,7 @@
 // host/tokenizer/chat_template.cpp: the built-in chat formats and their rendering.
 // Sources: the Qwen3 and Gemma 3 chat_template fields of the fixtures' tokenizer_config
 // .json (rendered with Jinja in the tests' expectations), spec qwen35.md §5 for the
-// <think> variants, spec glm-ocr.md §4 for GLM.
+// <think> variants, spec glm-ocr.md §4 for GLM, spec gemma4.md §4 for Gemma 4.
 #include "tokenizer/chat_template.h"
 
 #include "tokenizer/unicode.h"
@@ -26,6 +26,19 @@ ChatTemplateParts gemma() {
     p.roles["assistant"] = "<start_of_turn>model\n{content}<end_of_turn>\n";  // Gemma calls it "model"
     p.generation_prompt = "<start_of_turn>model\n";
     p.fold_system_into_first_turn = true;
+    p.trim_content = true;
+    return p;
+}
+
+// Gemma 4: system is a turn of its own (no folding); turn markers <|turn> / <turn|> are special
+// tokens; content is trimmed (the template's "| trim"; past model turns are trimmed by its
+// strip_thinking macro too).
+ChatTemplateParts gemma4() {
+    ChatTemplateParts p;
+    p.roles["system"] = "<|turn>system\n{content}<turn|>\n";
+    p.roles["user"] = "<|turn>user\n{content}<turn|>\n";
+    p.roles["assistant"] = "<|turn>model\n{content}<turn|>\n";
+    p.generation_prompt = "<|turn>model\n";
     p.trim_content = true;
     return p;
 }
@@ -65,7 +78,7 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 }  // namespace
 
 std::vector<std::string_view> ChatTemplate::builtin_names() {
-    return {"chatml", "chatml-thinking", "chatml-no-thinking", "gemma", "glm4"};
+    return {"chatml", "chatml-thinking", "chatml-no-thinking", "gemma", "gemma4", "glm4"};
 }
 
 Result<ChatTemplate> ChatTemplate::builtin(std::string_view name) {
@@ -74,9 +87,10 @@ Result<ChatTemplate> ChatTemplate::builtin(std::string_view name) {
     if (name == "chatml-no-thinking")
         return from_parts(chatml("<|im_start|>assistant\n<think>\n\n</think>\n\n"), "chatml-no-thinking");
     if (name == "gemma") return from_parts(gemma(), "gemma");
+    if (name == "gemma4") return from_parts(gemma4(), "gemma4");
     if (name == "glm4") return from_parts(glm4(), "glm4");
     return Error::format("unknown built-in chat template '{}' (chatml, chatml-thinking, chatml-no-thinking, "
-                         "gemma, glm4)", name);
+                         "gemma, gemma4, glm4)", name);
 }
 
 Result<ChatTemplate> ChatTemplate::from_parts(ChatTemplateParts parts, std::string name) {
@@ -128,17 +142,29 @@ Result<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messages
 Result<std::string> builtin_template_for_architecture(std::string_view arch) {
     if (starts_with(arch, "qwen35") || starts_with(arch, "qwen3_5")) return std::string("chatml-thinking");
     if (starts_with(arch, "qwen")) return std::string("chatml");
+    if (starts_with(arch, "gemma4")) return std::string("gemma4");
     if (starts_with(arch, "gemma")) return std::string("gemma");
     if (starts_with(arch, "glm") || starts_with(arch, "chatglm")) return std::string("glm4");
-    return Error::format("no built-in chat template for architecture '{}' (qwen*, gemma*, glm*)", arch);
+    return Error::format("no built-in chat template for architecture '{}' (qwen*, gemma4*, gemma*, glm*)", arch);
+}
+
+Result<std::string> builtin_template_for_jinja(std::string_view jinja) {
+    auto has = [&](std::string_view marker) { return jinja.find(marker) != std::string_view::npos; };
+    if (has("<|turn>")) return std::string("gemma4");  // before <start_of_turn>: says more
+    if (has("<start_of_turn>")) return std::string("gemma");
+    if (has("[gMASK]")) return std::string("glm4");
+    if (has("<|im_start|>")) return std::string("chatml");
+    return Error::format("the model's chat template has none of <|turn>, <start_of_turn>, [gMASK], <|im_start|>; "
+                         "no built-in chat template fits");
 }
 
 Result<std::string> builtin_template_for_tokenizer(const Tokenizer& tok) {
     if (tok.token_id("<|im_start|>") >= 0) return std::string("chatml");
+    if (tok.token_id("<|turn>") >= 0) return std::string("gemma4");  // Gemma 4 before Gemma 2/3
     if (tok.token_id("<start_of_turn>") >= 0) return std::string("gemma");
     if (tok.token_id("[gMASK]") >= 0) return std::string("glm4");
-    return Error::format("{}: the vocabulary has none of <|im_start|>, <start_of_turn>, [gMASK]; no built-in "
-                         "chat template fits", tok.vocab().source);
+    return Error::format("{}: the vocabulary has none of <|im_start|>, <|turn>, <start_of_turn>, [gMASK]; no "
+                         "built-in chat template fits", tok.vocab().source);
 }
 
 }  // namespace tdm

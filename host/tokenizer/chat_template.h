@@ -45,6 +45,7 @@ public:
     //   "chatml-no-thinking" ChatML, generation prompt holds an empty <think></think> block
     //                        (Qwen3/Qwen3.5 with enable_thinking=false)
     //   "gemma"              Gemma 2/3 <start_of_turn>role ... <end_of_turn>
+    //   "gemma4"             Gemma 4 <|turn>role ... <turn|>, system as a turn of its own
     //   "glm4"               GLM-4 / GLM-OCR: [gMASK]<sop><|role|>\n...
     static Result<ChatTemplate> builtin(std::string_view name);
     static std::vector<std::string_view> builtin_names();
@@ -70,11 +71,17 @@ private:
 };
 
 // The built-in template for a GGUF general.architecture or HF model_type: "qwen35*" ->
-// chatml-thinking, other "qwen*" -> chatml, "gemma*" -> gemma, "glm*"/"chatglm*" -> glm4.
+// chatml-thinking, other "qwen*" -> chatml, "gemma4*" -> gemma4, other "gemma*" -> gemma,
+// "glm*"/"chatglm*" -> glm4.
 Result<std::string> builtin_template_for_architecture(std::string_view arch);
 
+// The built-in template a model's own Jinja chat template (GGUF tokenizer.chat_template, HF
+// tokenizer_config.json chat_template or chat_template.jinja) renders like, by its markers:
+// <|turn> -> gemma4, <start_of_turn> -> gemma, [gMASK] -> glm4, <|im_start|> -> chatml.
+Result<std::string> builtin_template_for_jinja(std::string_view jinja);
+
 // The built-in template whose marker tokens the vocabulary has: <|im_start|> -> chatml,
-// <start_of_turn> -> gemma, [gMASK] -> glm4.
+// <|turn> -> gemma4, <start_of_turn> -> gemma, [gMASK] -> glm4.
 Result<std::string> builtin_template_for_tokenizer(const Tokenizer& tok);
 
 }  // namespace tdm

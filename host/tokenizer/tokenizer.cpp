@@ -19,7 +19,7 @@ constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581 LOWER ONE EIG
 // llama.cpp marks these texts as end-of-generation whatever their id (llama-vocab.cpp,
 // "maintain a list of tokens that cause end-of-generation"), plus <eos> and Gemma 4's
 // <turn|>. The first ones double as the eot candidates when no eot id is given.
-constexpr std::string_view kEotTexts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
+constexpr std::string_view kEotTexts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<turn|>",
                                           "<|endoftext|>", "<EOT>", "_<EOT>", "<end_of_utterance>"};
 constexpr std::string_view kEogTexts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>",  "<|return|>", "<|call|>", "<end_of_turn>",
