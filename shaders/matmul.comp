@@ -96,6 +96,18 @@ void main() {
                 }
             }
         }
+#ifdef PLAIN_TAIL
+        for (uint k = units * UNIT + 4 * lane; k < p.K; k += 4 * LS) {  // a partial last unit (plain types)
+            vec4 w4[R];
+            [[unroll]] for (uint r = 0; r < R; ++r) w4[r] = dequant4(min(row0 + r, p.M - 1), k);
+            [[unroll]] for (uint t = 0; t < NT; ++t) {
+                if (t < nt) {
+                    const vec4 xv = X4(t, k);
+                    [[unroll]] for (uint r = 0; r < R; ++r) acc[r * NT + t] += dot(w4[r], xv);
+                }
+            }
+        }
+#endif
 
         [[unroll]] for (uint r = 0; r < R; ++r) {
             [[unroll]] for (uint t = 0; t < NT; ++t) {

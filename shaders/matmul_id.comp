@@ -96,6 +96,12 @@ void main() {
             }
         }
     }
+#ifdef PLAIN_TAIL
+    for (uint k = units * UNIT + 4 * lane; k < p.K; k += 4 * LS) {  // a partial last unit (plain types)
+        const vec4 xv = X4(xrow, k);
+        [[unroll]] for (uint r = 0; r < R; ++r) acc[r] += dot(dequant4(erow + min(row0 + r, p.M - 1), k), xv);
+    }
+#endif
     [[unroll]] for (uint r = 0; r < R; ++r) {
         const float v = subgroupAdd(acc[r]);
         if (lane == 0 && row0 + r < p.M) y[ybase + row0 + r] = v;

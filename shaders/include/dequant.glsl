@@ -7,12 +7,17 @@
 // weights.glsl; needs push constants K, w_off, s_off.
 // Layouts: host/graph/weight_layout.h. Formulas: spec/quants.md (f32 arithmetic
 // in llama.cpp's order: (d * sc) * q - (dmin * m)).
+// Plain types (F32, F16, BF16) also define PLAIN_TAIL and dequant4(row, k), the 4
+// weights at columns k..k+3: their rows need only be 16 bytes long, so K may end
+// in a partial 32-element unit that the matmuls finish 4 columns at a time.
 #if defined(WTYPE_F32)
 const uint UNIT = 32, PIECES = 1;
 void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
     const uint base = p.w_off + row * (p.K / 4) + u * 8;
     [[unroll]] for (uint j = 0; j < 8; ++j) w[j] = uintBitsToFloat(load_w(base + j));
 }
+#define PLAIN_TAIL
+vec4 dequant4(uint row, uint k) { return uintBitsToFloat(load_w(p.w_off + row * (p.K / 4) + k / 4)); }
 #elif defined(WTYPE_F16) || defined(WTYPE_BF16)
 const uint UNIT = 32, PIECES = 1;
 void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
@@ -27,6 +32,16 @@ void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
         w[2 * j + 1] = uintBitsToFloat(uvec4(q.z << 16, q.z & 0xffff0000u, q.w << 16, q.w & 0xffff0000u));
 #endif
     }
+}
+#define PLAIN_TAIL
+vec4 dequant4(uint row, uint k) {
+    const uvec4 q = load_w(p.w_off + row * (p.K / 8) + k / 8);
+    const uvec2 h = (k & 4u) == 0u ? q.xy : q.zw;
+#if defined(WTYPE_F16)
+    return vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y));
+#else
+    return uintBitsToFloat(uvec4(h.x << 16, h.x & 0xffff0000u, h.y << 16, h.y & 0xffff0000u));
+#endif
 }
 #elif defined(WTYPE_Q8_0)
 const uint UNIT = 32, PIECES = 1;

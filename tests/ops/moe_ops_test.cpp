@@ -122,6 +122,22 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulId, ::testing::ValuesIn(kWeightTypes),
 
 class Moe : public test::DeviceTest {};
 
+TEST_F(Moe, matmul_id_reads_plain_rows_that_end_in_a_partial_32_element_unit) {
+    // F32/F16/BF16 expert rows need only be 16 bytes long: K = 40 ends part-way through a unit.
+    for (const DType t : {DType::F32, DType::F16, DType::BF16}) {
+        const int64_t K = 40, M = 12, E = 4, n_used = 2, n = 3;
+        const auto wf = randn(size_t(K * M * E), 70, 0.3f);
+        const auto wb = quantize_matrix(t, wf.data(), M * E, K);
+        const auto ids = random_ids(size_t(n * n_used), int32_t(E), 71);
+        const auto x = randn(size_t(K * n), 72);
+        OpHarness h(device(), pipelines());
+        const TensorId y = h.op(TDM_OP_MATMUL_ID, {h.weight_nd(t, {K, M, E}, wb), h.input_f32({K, n}, x),
+                                                   h.input_i32({n_used, n}, ids)});
+        h.run({y});
+        EXPECT_LT(ref::nmse(h.f32(y), ref::matmul_id(x, t, wb, K, M, E, ids, n_used)), 1e-12) << dtype_name(t);
+    }
+}
+
 TEST_F(Moe, matmul_id_gives_zero_rows_for_ids_out_of_range) {
     const int64_t K = 64, M = 10, E = 3, n_used = 4, n = 2;
     const auto wf = randn(size_t(K * M * E), 20, 0.1f);

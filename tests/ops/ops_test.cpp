@@ -67,6 +67,29 @@ TEST_P(WeightOps, matmul_matches_reference_for_batches_and_fused_add) {
     }
 }
 
+TEST(PlainWeightOps, matmul_reads_rows_that_end_in_a_partial_32_element_unit) {
+    // Plain-type rows need only be 16 bytes long (F32 K % 4, F16/BF16 K % 8), so K may
+    // end part-way through the kernels' 32-element units (Gemma 4's tiny PLE width 16,
+    // a 5-layer PLE of 80): the last columns must count, in both layouts, batch-invariantly.
+    for (const DType t : {DType::F32, DType::F16, DType::BF16})
+    for (const int64_t K : {int64_t(8), int64_t(16), int64_t(40), int64_t(80)})
+    for (const char* layout : {"ks", "rl"}) {
+        const test::ScopedEnv env("TANDEM_MATMUL_LAYOUT", layout);
+        const int64_t M = 21;
+        const auto wf = randn(size_t(K * M), 60, 0.3f);
+        const auto wb = quantize_matrix(t, wf.data(), M, K);
+        const auto x = randn(size_t(K * 5), 61);
+        OpHarness h(test::test_device(), test::test_pipelines());
+        const TensorId w = h.weight(t, K, M, wb);
+        const TensorId y5 = h.op(TDM_OP_MATMUL, {w, h.input_f32({K, 5}, x)});
+        const TensorId y1 = h.op(TDM_OP_MATMUL, {w, h.input_f32({K, 1}, std::vector<float>(x.begin(), x.begin() + K), "x1")});
+        h.run({y5, y1});
+        const auto got = h.f32(y5);
+        EXPECT_LT(ref::nmse(got, ref::matmul(x, t, wb, M, K)), 1e-12) << dtype_name(t) << " K=" << K << " " << layout;
+        EXPECT_EQ(h.f32(y1), std::vector<float>(got.begin(), got.begin() + M)) << dtype_name(t) << " K=" << K;
+    }
+}
+
 TEST_P(WeightOps, matmul_over_row_chunks_equals_single_binding) {
     // Weights larger than a binding are split in row chunks; force tiny chunks.
     const DType t = GetParam();
