@@ -126,8 +126,15 @@ tdm_status read_gguf(const HparamReader& top, Gemma4Hparams* hp) {
                             r.path(), (long long)ti.ne[1], 1 << 24);
         hp->n_vocab_ple = uint32_t(ti.ne[1]);
     }
+    // llama.cpp's converter emulates proportional RoPE with rope_freqs (1e30 for the still
+    // slots); without it nothing says which slots of the full layers rotate
     hp->rope_freqs = top.has_tensor("rope_freqs.weight");
-    hp->n_freq_full = 0;  // rope_freqs (if any) says which slots rotate
+    if (!hp->rope_freqs)
+        return err.fail(TDM_ERR_BAD_MODEL,
+                        "%s: gemma4: tensor rope_freqs.weight not found (llama.cpp's converter writes it: the full "
+                        "layers' proportional RoPE)",
+                        r.path());
+    hp->n_freq_full = 0;
     hp->embd_scale = std::sqrt(float(hp->n_embd));
     hp->ple_scale = std::sqrt(float(hp->n_embd_ple));
     return TDM_OK;
@@ -187,6 +194,9 @@ tdm_status read_hf(const HparamReader& top, Gemma4Hparams* hp) {
     const uint32_t L = hp->n_layer;
     hp->layers.resize(L);
     const uint32_t first_shared = L - hp->n_kv_shared;
+    if (r.has("layer_types.0") && (!r.has(("layer_types." + std::to_string(L - 1)).c_str()) ||
+                                   r.has(("layer_types." + std::to_string(L)).c_str())))
+        return err.fail(TDM_ERR_BAD_MODEL, "%s: gemma4: layer_types must have one type per layer (%u)", r.path(), L);
     for (uint32_t il = 0; il < L; ++il) {
         LayerShape& s = hp->layers[il];
         // transformers' default pattern: every 6th layer full, the last one always
