@@ -55,6 +55,7 @@ public:
     const Tokenizer* tokenizer() const { return tokenizer_ ? &*tokenizer_ : nullptr; }
     const std::string& tokenizer_error() const { return tokenizer_error_; }
     uint64_t weight_bytes() const { return weights_->device_bytes(); }
+    const WeightStore& weight_store() const { return *weights_; }
     size_t weight_count() const { return weights_->count(); }
     void* plugin_model() const { return obj_; }
 

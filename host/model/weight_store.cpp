@@ -169,4 +169,10 @@ Result<const DeviceWeight*> WeightStore::load(const ModelSource& src, const tdm_
     return weights_.back().get();
 }
 
+const DeviceWeight* WeightStore::find(std::string_view name) const {
+    for (const auto& w : weights_)
+        if (w->name() == name) return w.get();
+    return nullptr;
+}
+
 }  // namespace tdm

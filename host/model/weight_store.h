@@ -29,6 +29,9 @@ public:
     Result<const DeviceWeight*> load(const ModelSource& src, const tdm_weight_request& req);
 
     uint64_t device_bytes() const { return bytes_; }
+    // The first weight loaded under this source tensor name (nullptr if none): a
+    // draft head's view of its target's weights (tdm_host_api.target_weight).
+    const DeviceWeight* find(std::string_view name) const;
     size_t count() const { return weights_.size(); }
 
     // Progress reporting: called after each weight with bytes loaded so far.

@@ -39,7 +39,10 @@ static_assert(sizeof(tdm_recurrent_state) == kRecurrentState.v2);
 static_assert(sizeof(tdm_model_info) == kModelInfo.v2);
 static_assert(sizeof(tdm_arch_desc) == kArchDesc.v2);
 static_assert(sizeof(tdm_draft_head_info) == kDraftHeadInfo.v2);
-static_assert(sizeof(tdm_draft_head_desc) == kDraftHeadDesc.v2);
+// source_archs was appended during ABI 2: its readers check struct_size
+static_assert(sizeof(tdm_draft_head_desc) == kDraftHeadDesc.v2 + 8);
+static_assert(offsetof(tdm_draft_head_desc, source_archs) == kDraftHeadDesc.v2);
+static_assert(offsetof(tdm_draft_head_info, flags) + sizeof(uint32_t) <= kDraftHeadInfo.v2);
 static_assert(sizeof(tdm_drafter_desc) == kDrafterDesc.v2);
 static_assert(sizeof(tdm_plugin_api) == kPluginApi.v2);
 static_assert(sizeof(tdm_host_limits) == kHostLimits.v2);

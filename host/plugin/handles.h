@@ -25,6 +25,7 @@ struct tdm_model_source {
 struct tdm_loader {
     tdm::WeightStore* store = nullptr;
     const tdm::ModelSource* src = nullptr;
+    const tdm::WeightStore* target = nullptr;  // a draft head's target's weights (target_weight)
 };
 
 struct tdm_options {
@@ -42,7 +43,7 @@ struct tdm_graph {
     std::vector<const tdm::KvLayerBinding*> kv;         // the model's own layers
     std::vector<const tdm::KvLayerBinding*> target_kv;  // draft heads: readable target layers
     std::vector<const tdm::StateBinding*> states;       // the model's recurrent states
-    tdm::TensorId outputs[4] = {};                      // by tdm_graph_output
+    tdm::TensorId outputs[5] = {};                      // by tdm_graph_output
     uint32_t plugin_abi = TDM_ABI_VERSION;  // of the plugin building it (ABI 1 gets ABI 1's statuses)
 };
 

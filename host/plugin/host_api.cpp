@@ -327,6 +327,19 @@ tdm_status api_load_weight(tdm_loader* loader, const tdm_weight_request* plugin_
     return TDM_OK;
 }
 
+tdm_status api_target_weight(tdm_loader* loader, const char* plugin_name, const tdm_weight** out) {
+    if (!loader || !plugin_name || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "target_weight: null argument");
+    *out = nullptr;
+    std::string name;
+    if (tdm_status st = read_name(plugin_name, "target_weight", &name); st != TDM_OK) return st;
+    if (!loader->target)
+        return set_last_error(TDM_ERR_NOT_FOUND, "target_weight: only a draft head's load callback has a target");
+    const DeviceWeight* w = loader->target->find(name);
+    if (!w) return set_last_error(TDM_ERR_NOT_FOUND, fmt::format("target_weight: the target loaded no weight '{}'", name));
+    *out = to_handle(w);
+    return TDM_OK;
+}
+
 tdm_status api_weight_shape(const tdm_weight* w, tdm_tensor_shape* out) {
     if (!w || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "weight_shape: null argument");
     const DeviceWeight* d = from_handle(w);
@@ -366,6 +379,14 @@ tdm_status api_graph_op(tdm_graph* g, const tdm_op_desc* plugin_desc, tdm_tensor
             return set_last_error(TDM_ERR_INVALID_ARGUMENT,
                                   fmt::format("{}: input {} is not a tensor of this graph", op_name(o.op), k));
         o.in[k] = d->inputs[k].id;
+    }
+    // a draft head reads the target's KV; it must never write it (tandem.h §6)
+    if (o.op == TDM_OP_KV_STORE && d->n_inputs > 0) {
+        const Tensor& kv = g->graph.tensor(o.in[0]);
+        for (const KvLayerBinding* t : g->target_kv)
+            if (t && kv.kv == t)
+                return set_last_error(TDM_ERR_INVALID_ARGUMENT,
+                                      "kv_store: the target's KV layers are read-only for a draft head");
     }
     std::memcpy(o.i, d->i, sizeof o.i);
     std::memcpy(o.f, d->f, sizeof o.f);
@@ -452,8 +473,10 @@ tdm_status api_graph_target_kv(tdm_graph* g, uint32_t layer, tdm_tensor* out) {
 
 tdm_status api_graph_set_output(tdm_graph* g, tdm_graph_output which, tdm_tensor t) {
     if (!g || !valid_tensor(g, t)) return bad_graph();
-    if (int(which) < 0 || int(which) > 3)
+    if (int(which) < 0 || int(which) > 4)
         return set_last_error(TDM_ERR_INVALID_ARGUMENT, fmt::format("unknown graph output {}", int(which)));
+    if (which == TDM_OUTPUT_DRAFT_TOKENS && g->graph.tensor(t.id).type != DType::I32)
+        return set_last_error(TDM_ERR_TYPE, "TDM_OUTPUT_DRAFT_TOKENS must be i32 token ids");
     g->outputs[which] = t.id;
     return TDM_OK;
 }
@@ -610,6 +633,7 @@ const tdm_host_api kHostApi = {
     query_weight_type,
     api_get_limits,
     api_get_extension,
+    api_target_weight,
 };
 
 }  // namespace

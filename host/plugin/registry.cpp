@@ -22,8 +22,8 @@ template <class Desc>
 struct OwnedDesc {
     Desc desc{};
     std::string name;
-    std::vector<std::string> lists[2];
-    std::vector<const char*> pointers[2];
+    std::vector<std::string> lists[3];
+    std::vector<const char*> pointers[3];
 
     const char* const* own_list(int i, std::vector<std::string> names) {
         lists[i] = std::move(names);
@@ -95,14 +95,16 @@ Status Registry::add_draft_head(const PluginRecord* p, const tdm_draft_head_desc
     const std::string ctx = fmt::format("plugin {}: draft head {}", p->name, o->name);
     o->desc.spec_types = o->own_list(0, TDM_TRY(plugin_names(o->desc.spec_types, ctx + " spec_types")));
     o->desc.target_archs = o->own_list(1, TDM_TRY(plugin_names(o->desc.target_archs, ctx + " target_archs")));
-    std::vector<std::string> types = o->lists[0], targets = o->lists[1];
+    if (o->desc.source_archs)
+        o->desc.source_archs = o->own_list(2, TDM_TRY(plugin_names(o->desc.source_archs, ctx + " source_archs")));
+    std::vector<std::string> types = o->lists[0], targets = o->lists[1], sources = o->lists[2];
     auto d = OwnedDesc<tdm_draft_head_desc>::share(std::move(o));
     if (!d->name || !d->create || !d->load || !d->build_step || !d->destroy)
         return Error::coded(TDM_ERR_INVALID_ARGUMENT,
                             "plugin {}: incomplete draft head descriptor (name, create, load, build_step and destroy "
                             "are required)",
                             p->name);
-    DraftHeadEntry e{d, d.get(), p, std::move(types), std::move(targets)};
+    DraftHeadEntry e{d, d.get(), p, std::move(types), std::move(targets), std::move(sources)};
     if (e.spec_types.empty()) return Error::format("plugin {}: draft head {} has no spec type", p->name, d->name);
     heads_.push_back(std::move(e));
     return {};
@@ -209,6 +211,19 @@ const DraftHeadEntry* Registry::find_draft_head(std::string_view t, std::string_
 const std::deque<ArchEntry>& Registry::archs() const {
     open_deferred([](const ScannedNames& s) { return !s.gguf_archs.empty() || !s.hf_model_types.empty(); });
     return archs_;
+}
+
+const DraftHeadEntry* Registry::find_draft_head_source(std::string_view source_arch,
+                                                       std::string_view target_arch) const {
+    for (const DraftHeadEntry& h : heads_)
+        if (contains(h.source_archs, source_arch) && contains(h.target_archs, target_arch)) return &h;
+    return nullptr;
+}
+
+bool Registry::is_draft_head_source(std::string_view source_arch) const {
+    for (const DraftHeadEntry& h : heads_)
+        if (contains(h.source_archs, source_arch)) return true;
+    return false;
 }
 
 const std::deque<DraftHeadEntry>& Registry::draft_heads() const {

@@ -42,6 +42,7 @@ struct DraftHeadEntry {
     const tdm_draft_head_desc* desc = nullptr;
     const PluginRecord* plugin = nullptr;
     std::vector<std::string> spec_types, target_archs;
+    std::vector<std::string> source_archs;  // architectures of files holding this head alone
 };
 
 struct DrafterEntry {
@@ -87,6 +88,10 @@ public:
     const ArchEntry* find_arch_hf(std::string_view model_type) const;
     const DrafterEntry* find_drafter(std::string_view spec_type) const;
     const DraftHeadEntry* find_draft_head(std::string_view spec_type, std::string_view target_arch) const;
+    // The head whose own files have architecture `source_arch` (GGUF general.architecture
+    // or HF model_type) and that drafts for `target_arch`, e.g. gemma4-assistant for gemma4.
+    const DraftHeadEntry* find_draft_head_source(std::string_view source_arch, std::string_view target_arch) const;
+    bool is_draft_head_source(std::string_view source_arch) const;
 
     // "qwen-nextn (qwen3, qwen35 / HF: qwen3, qwen3_5); ngram (no architectures)"
     std::string describe_architectures() const;

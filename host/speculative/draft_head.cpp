@@ -17,7 +17,8 @@ struct DraftHeadDrafter::Chain {
     std::vector<TensorId> pos4;   // per step, when the head asked for M-RoPE positions (0: none)
     std::vector<TensorId> pos_j;  // steps 1..k-1
     TensorId seq1 = 0, rows1 = 0;
-    std::vector<TensorId> ids;    // the argmax of each step
+    std::vector<TensorId> ids;    // the argmax of each step (or the head's TDM_OUTPUT_DRAFT_TOKENS)
+    TensorId attn_pos = 0;        // constant-position heads: the attention's causal bound, p - 1
 };
 
 Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHeadEntry& entry, std::string spec_type,
@@ -44,6 +45,16 @@ Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHe
                            sizeof err) != TDM_OK ||
         !d->head_)
         return Error::format("{}", plugin_message(err, sizeof err, "the draft head refused the model"));
+    const uint32_t flags = d->info_.flags;
+    if ((flags & TDM_DRAFT_HEAD_CONSTANT_POSITION) && !(flags & TDM_DRAFT_HEAD_STATELESS))
+        return Error::format("draft head {}: a constant-position head must also be stateless (this host runs "
+                             "constant-position rounds of one row only)",
+                             entry.desc->name);
+    if ((flags & TDM_DRAFT_HEAD_STATELESS) && d->info_.n_own_layers)
+        return Error::format("draft head {}: stateless, yet it declares {} attention layers of its own",
+                             entry.desc->name, d->info_.n_own_layers);
+    if (flags & ~uint32_t(TDM_DRAFT_HEAD_CONSTANT_POSITION | TDM_DRAFT_HEAD_STATELESS))
+        return Error::format("draft head {}: unknown flags {:#x}", entry.desc->name, flags);
     d->own_layers_ = TDM_TRY(read_abi_array(d->info_.own_layers, d->info_.n_own_layers, entry.plugin->abi,
                                             fmt::format("draft head {}: own attention layers", entry.desc->name)));
     d->info_.own_layers = d->own_layers_.data();
@@ -56,11 +67,13 @@ Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHe
                                  d->info_.target_kv_layers[i], target_kv.n_layers());
     d->weights_ = std::make_unique<WeightStore>(device, d->source_->path() + " (draft head)", 64ull << 20);
     d->weights_->set_check_weights(opt.check_weights);
-    tdm_loader loader{d->weights_.get(), d->source_.get()};
+    tdm_loader loader{d->weights_.get(), d->source_.get(), &target.weight_store()};
     if (entry.desc->load(d->head_, &loader, err, sizeof err) != TDM_OK)
         return Error::format("loading draft head {}: {}", entry.desc->name, plugin_message(err, sizeof err, "failed"));
-    d->kv_ = TDM_TRY(KvPool::create(device, std::span<const tdm_attention_layer>(d->info_.own_layers, d->info_.n_own_layers),
-                                    opt.kv, "draft head KV"));
+    if (!d->stateless())
+        d->kv_ = TDM_TRY(KvPool::create(
+            device, std::span<const tdm_attention_layer>(d->info_.own_layers, d->info_.n_own_layers), opt.kv,
+            "draft head KV"));
     return d;
 }
 
@@ -81,7 +94,8 @@ Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint3
     init_graph_inputs(*g, b0, false);
     g->plugin_abi = entry_->plugin->abi;
     g->n_embd_target = n_embd_target_;
-    for (uint32_t i = 0; i < kv_->n_layers(); ++i) g->kv.push_back(kv_->layer(i));
+    if (kv_)
+        for (uint32_t i = 0; i < kv_->n_layers(); ++i) g->kv.push_back(kv_->layer(i));
     g->target_kv.assign(target_kv_->n_layers(), nullptr);
     for (uint32_t i = 0; i < info_.n_target_kv_layers; ++i)
         g->target_kv[info_.target_kv_layers[i]] = target_kv_->layer(info_.target_kv_layers[i]);
@@ -89,11 +103,28 @@ Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint3
     c->pos0 = g->positions;
     c->seq0 = g->seq_ids;
     c->rows0 = g->output_rows;
+    const bool constant = (info_.flags & TDM_DRAFT_HEAD_CONSTANT_POSITION) != 0;
+    if (constant) {
+        // RoPE at p, attention over the target's committed positions < p
+        c->attn_pos = g->graph.input(DType::I32, {n_catch}, "attn_pos");
+        g->graph.set_batch(c->attn_pos, c->seq0);
+    }
     char err[1024] = {0};
     TensorId prev_hidden = kNoTensor;
     for (uint32_t j = 0; j < k; ++j) {
         tdm_batch_desc b{sizeof(tdm_batch_desc), j == 0 ? n_catch : 1, 1};
-        if (j > 0) {
+        if (j > 0 && constant) {
+            if (!prev_hidden)
+                return Error::format("draft head {} sets no TDM_OUTPUT_HIDDEN_DRAFT, so it cannot chain {} steps",
+                                     entry_->desc->name, k);
+            // every step at the round's one position, over the same committed target KV
+            g->tokens = c->ids.back();
+            g->positions = c->pos0;
+            g->seq_ids = c->seq0;
+            g->output_rows = c->rows0;
+            g->target_hidden = prev_hidden;
+            g->batch = b;
+        } else if (j > 0) {
             if (!prev_hidden)
                 return Error::format("draft head {} sets no TDM_OUTPUT_HIDDEN_DRAFT, so it cannot chain {} steps",
                                      entry_->desc->name, k);
@@ -118,15 +149,23 @@ Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint3
                                  plugin_message(err, sizeof err, "failed"));
         if (j == 0) c->hidden0 = g->target_hidden;
         c->pos4.push_back(g->positions4);
-        const TensorId logits = g->outputs[TDM_OUTPUT_LOGITS];
-        if (!logits || g->graph.tensor(logits).cols() > int64_t(n_vocab_) || g->graph.tensor(logits).rows() != 1)
-            return Error::format("draft head {}: step logits must be [n <= {}, 1]", entry_->desc->name, n_vocab_);
-        OpDesc am;
-        am.op = TDM_OP_ARGMAX;
-        am.in[0] = logits;
-        am.n_in = 1;
-        am.name = fmt::format("draft{}", j);
-        c->ids.push_back(TDM_TRY(g->graph.op(am)));
+        if (const TensorId chosen = g->outputs[TDM_OUTPUT_DRAFT_TOKENS]) {
+            // the head picks its token itself (a centroid-masked head's argmax)
+            if (g->graph.tensor(chosen).elements() != 1)
+                return Error::format("draft head {}: TDM_OUTPUT_DRAFT_TOKENS must hold one token id per step",
+                                     entry_->desc->name);
+            c->ids.push_back(chosen);
+        } else {
+            const TensorId logits = g->outputs[TDM_OUTPUT_LOGITS];
+            if (!logits || g->graph.tensor(logits).cols() > int64_t(n_vocab_) || g->graph.tensor(logits).rows() != 1)
+                return Error::format("draft head {}: step logits must be [n <= {}, 1]", entry_->desc->name, n_vocab_);
+            OpDesc am;
+            am.op = TDM_OP_ARGMAX;
+            am.in[0] = logits;
+            am.n_in = 1;
+            am.name = fmt::format("draft{}", j);
+            c->ids.push_back(TDM_TRY(g->graph.op(am)));
+        }
         prev_hidden = g->outputs[TDM_OUTPUT_HIDDEN_DRAFT];
     }
     for (TensorId id : c->ids) TDM_TRY(g->graph.mark_output(id));
@@ -138,8 +177,10 @@ Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint3
 
 Status DraftHeadDrafter::begin(std::span<const int32_t> prompt) {
     if (pending_) cancel();
-    if (seq_ >= 0) kv_->free_sequence(seq_);
-    seq_ = TDM_TRY(kv_->add_sequence());
+    if (kv_) {
+        if (seq_ >= 0) kv_->free_sequence(seq_);
+        seq_ = TDM_TRY(kv_->add_sequence());
+    }
     n_past_ = 0;
     hidden_first_ = 0;
     hidden_.clear();
@@ -151,7 +192,7 @@ Status DraftHeadDrafter::begin(std::span<const int32_t> prompt) {
 // pairs whose token is below n, which needs the rows from n_past_ (clamped to
 // n - 1) up to n - 1 still held.
 bool DraftHeadDrafter::can_resume(uint32_t n_cached) const {
-    if (n_cached == 0) return true;
+    if (n_cached == 0 || (stateless() && !pending_)) return true;  // a stateless head needs only the next rows
     if (seq_ < 0 || pending_) return false;
     const uint32_t held_end = hidden_first_ + uint32_t(hidden_.size() / n_embd_target_);
     return std::min(n_past_, n_cached - 1) >= hidden_first_ && n_cached <= held_end;
@@ -163,6 +204,11 @@ Status DraftHeadDrafter::resume(std::span<const int32_t> prompt, uint32_t n_cach
         return Error::format("draft head: cannot resume at {} tokens (it holds pairs up to {} and hidden rows {}..{})",
                              n_cached, n_past_, hidden_first_,
                              hidden_first_ + uint32_t(hidden_.size() / n_embd_target_));
+    if (stateless()) {
+        hidden_.clear();
+        hidden_first_ = n_cached;  // the prefill of the rest brings the rows it drafts from
+        return {};
+    }
     n_past_ = std::min(n_past_, n_cached - 1);
     TDM_TRY(kv_->truncate(seq_, n_past_));
     hidden_.resize(size_t(n_cached - hidden_first_) * n_embd_target_);
@@ -177,10 +223,51 @@ Status DraftHeadDrafter::observe(const TargetRows& rows) {
                              rows.first_pos, end - hidden_first_, hidden_first_);
     hidden_.resize(size_t(rows.first_pos - hidden_first_) * n_embd_target_);  // drop rolled-back rows
     hidden_.insert(hidden_.end(), rows.hidden, rows.hidden + rows.tokens.size() * n_embd_target_);
+    // a stateless head drafts from the newest row only: keep a few, not the whole history
+    constexpr size_t kKeepRows = 64;
+    const size_t n_rows = hidden_.size() / n_embd_target_;
+    if (stateless() && n_rows > 2 * kKeepRows) {
+        hidden_.erase(hidden_.begin(), hidden_.begin() + std::ptrdiff_t((n_rows - kKeepRows) * n_embd_target_));
+        hidden_first_ += uint32_t(n_rows - kKeepRows);
+    }
     return {};
 }
 
+// One round of a stateless, constant-position head: the newest token x_p, the
+// target hidden of position p - 1 (the row that produced it), all k steps at p.
+Status DraftHeadDrafter::submit_stateless(const DraftRequest& req) {
+    const uint32_t p = req.pos, k = std::max<uint32_t>(1, req.max);
+    if (p == 0 || req.history.size() != size_t(p) + 1)
+        return Error::format("draft head: request at position {} with {} tokens of history", p, req.history.size());
+    if (req.target_seq < 0) return Error("draft head: a head that reads the target's KV needs the target's sequence");
+    Chain* c = TDM_TRY(chain(1, k));
+    CompiledGraph& cg = *c->cg;
+    cg.input_as<int32_t>(c->tokens0)[0] = req.history[p];
+    cg.input_as<int32_t>(c->pos0)[0] = int32_t(p);
+    cg.input_as<int32_t>(c->seq0)[0] = req.target_seq;
+    cg.input_as<int32_t>(c->rows0)[0] = 0;
+    if (c->attn_pos) cg.input_as<int32_t>(c->attn_pos)[0] = int32_t(p - 1);
+    if (c->pos4[0]) {
+        int32_t* p4 = cg.input_as<int32_t>(c->pos4[0]);
+        p4[0] = p4[1] = p4[2] = int32_t(p);
+        p4[3] = 0;
+    }
+    if (c->hidden0)
+        std::memcpy(cg.input_data(c->hidden0), hidden_.data() + size_t(p - 1 - hidden_first_) * n_embd_target_,
+                    size_t(n_embd_target_) * 4);
+    TDM_TRY(cg.submit());
+    pending_ = c;
+    pending_pos_ = p;
+    pending_k_ = k;
+    return {};
+}
+
+bool DraftHeadDrafter::holds_row(uint32_t pos) const {
+    return pos >= hidden_first_ && pos < hidden_first_ + uint32_t(hidden_.size() / n_embd_target_);
+}
+
 Status DraftHeadDrafter::submit(const DraftRequest& req) {
+    if (stateless()) return submit_stateless(req);
     const uint32_t p = req.pos, k = std::max<uint32_t>(1, req.max);
     if (p < n_past_ + 1 || req.history.size() != size_t(p) + 1)
         return Error::format("draft head: request at position {} while {} positions are committed", p, n_past_);
@@ -254,19 +341,22 @@ Status DraftHeadDrafter::submit(const DraftRequest& req) {
 
 Status DraftHeadDrafter::prepare(const DraftRequest& req) {
     TDM_ASSERT(!pending_);
+    if (stateless() && (req.pos == 0 || !holds_row(req.pos - 1))) return {};  // draft() proposes nothing
     return submit(req);
 }
 
 Result<std::vector<int32_t>> DraftHeadDrafter::draft(const DraftRequest& req) {
     if (!pending_ || pending_pos_ != req.pos || pending_k_ != std::max<uint32_t>(1, req.max)) {
         if (pending_) cancel();
+        // after a restored prompt cache a stateless head may lack the row it needs: no proposal
+        if (stateless() && (req.pos == 0 || !holds_row(req.pos - 1))) return std::vector<int32_t>{};
         TDM_TRY(submit(req));
     }
     Chain* c = pending_;
     pending_ = nullptr;
     TDM_TRY(c->cg->wait());
     // the catch-up rows are committed pairs: keep them
-    n_past_ = pending_pos_;
+    if (!stateless()) n_past_ = pending_pos_;
     std::vector<int32_t> out;
     for (TensorId id : c->ids) out.push_back(c->cg->output_as<int32_t>(id)[0]);
     out.resize(std::min<size_t>(out.size(), req.max));
@@ -274,6 +364,7 @@ Result<std::vector<int32_t>> DraftHeadDrafter::draft(const DraftRequest& req) {
 }
 
 Status DraftHeadDrafter::accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) {
+    if (stateless()) return {};  // nothing of its own to roll back
     // entries the chain wrote beyond the committed pairs came from draft hiddens
     TDM_TRY(kv_->truncate(seq_, n_past_));
     // hidden rows before n_past_ have been paired; drop them
@@ -289,7 +380,9 @@ void DraftHeadDrafter::cancel() {
     if (!pending_) return;
     Chain* c = pending_;
     pending_ = nullptr;
-    if (c->cg->wait().ok()) n_past_ = pending_pos_;  // the catch-up part is valid
+    const bool ok = c->cg->wait().ok();
+    if (stateless()) return;
+    if (ok) n_past_ = pending_pos_;  // the catch-up part is valid
     if (auto st = kv_->truncate(seq_, n_past_); !st.ok()) TDM_LOG_WARN("spec", "{}", st.error().message());
 }
 

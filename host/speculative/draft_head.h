@@ -11,6 +11,9 @@
 // its own argmax, both on the device); only the k token ids come back. After
 // verification the entries the chain wrote are dropped (they were computed from
 // draft hiddens, not the target's); the next catch-up writes the committed ones.
+// A stateless, constant-position head (Gemma 4's assistant) has no KV: a round
+// is one row (x_p and the target hidden of p - 1) and k steps, all at position
+// p, attending only the target's committed KV (< p), read-only.
 #pragma once
 
 #include <map>
@@ -48,7 +51,7 @@ public:
     bool can_resume(uint32_t n_cached) const override;
     Status resume(std::span<const int32_t> prompt, uint32_t n_cached) override;
     // Its KV pairs and the hidden rows not yet paired (draft_head_state.cpp).
-    bool needs_saved_state() const override { return true; }
+    bool needs_saved_state() const override { return !stateless(); }
     Result<std::string> save_state(uint32_t n_tokens) override;
     Status load_state(std::span<const int32_t> tokens, std::string_view bytes) override;
     Status observe(const TargetRows& rows) override;
@@ -59,12 +62,16 @@ public:
 
     uint64_t weight_bytes() const { return weights_ ? weights_->device_bytes() : 0; }
     uint64_t kv_bytes() const { return kv_ ? kv_->device_bytes() : 0; }
+    // TDM_DRAFT_HEAD_STATELESS: no KV of its own (kv_ is null), one-row rounds
+    bool stateless() const { return (info_.flags & TDM_DRAFT_HEAD_STATELESS) != 0; }
 
 private:
     struct Chain;  // a compiled catch-up + k-step graph
     DraftHeadDrafter() = default;
     Result<Chain*> chain(uint32_t n_catch, uint32_t k);
     Status submit(const DraftRequest& req);
+    Status submit_stateless(const DraftRequest& req);
+    bool holds_row(uint32_t pos) const;  // the target hidden row of `pos` is held
 
     std::string name_;
     const DraftHeadEntry* entry_ = nullptr;

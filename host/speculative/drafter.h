@@ -40,6 +40,7 @@ struct DraftRequest {
     std::span<const int32_t> history;
     uint32_t pos = 0;
     uint32_t max = 0;  // most tokens to propose (>= 1)
+    int target_seq = -1;  // the target's KV sequence (heads that read the target's KV)
 };
 
 class Drafter {

@@ -154,7 +154,7 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
     bool skip_next = false;
     uint64_t round = 0;
     auto make_request = [&](uint32_t max) {
-        return DraftRequest{std::span<const int32_t>(s.history), s.pos, max};
+        return DraftRequest{std::span<const int32_t>(s.history), s.pos, max, seq};
     };
     // Most drafts this round: the remaining budget (k drafts + the target's own
     // token), the context and draft_max.

@@ -273,6 +273,10 @@ typedef enum tdm_graph_output {
     TDM_OUTPUT_HIDDEN_PRE_NORM = 1, /* F32 [n_embd, n_tokens]: residual stream before the final norm */
     TDM_OUTPUT_HIDDEN_POST_NORM = 2,/* F32 [n_embd, n_tokens]: input of the LM head */
     TDM_OUTPUT_HIDDEN_DRAFT = 3,    /* F32 [n_embd, n_outputs]: a draft head's hidden for chaining */
+    /* [v2] I32 [n_outputs]: a draft head's own choice of token per output row (e.g.
+     * the argmax over a centroid-masked candidate set); the host then drafts it
+     * instead of the argmax of TDM_OUTPUT_LOGITS, which the head may leave unset. */
+    TDM_OUTPUT_DRAFT_TOKENS = 4, /* (appended during ABI 2) */
     TDM_GRAPH_OUTPUT_MAX_ENUM = 0x7FFFFFFF
 } tdm_graph_output;
 
@@ -419,6 +423,16 @@ typedef struct tdm_host_api {
      * (last_error() says which versions it has). *version (may be NULL) gets
      * the version offered. The table is static: valid until shutdown(). */
     const void* (*get_extension)(const char* name, uint32_t min_version, uint32_t* version);
+
+    /* [v2] Draft heads only, in their load callback: a weight the TARGET loaded,
+     * by the source tensor name the target requested it under ("token_embd.weight"
+     * in a GGUF, "model.language_model.embed_tokens.weight" in an HF directory),
+     * e.g. the target's token embedding that an assistant embeds tokens with. The
+     * weight is shared, not copied: it lives as long as the target (longer than
+     * the head). TDM_ERR_NOT_FOUND when the target loaded no such weight (or the
+     * loader is not a draft head's). [callback] */
+    tdm_status (*target_weight)(tdm_loader* loader, const char* name, const tdm_weight** out);
+    /* (appended during ABI 2: check TDM_HAS_MEMBER(host, tdm_host_api, target_weight)) */
 } tdm_host_api;
 
 /* ---------------------------------------------------------------------------
@@ -505,14 +519,31 @@ typedef enum tdm_hidden_point {
     TDM_HIDDEN_POINT_MAX_ENUM = 0x7FFFFFFF
 } tdm_hidden_point;
 
+/* [v2] How a draft head drafts (tdm_draft_head_info.flags). */
+typedef enum tdm_draft_head_flags {
+    /* Every step of a round sits at ONE position p, that of the round's newest
+     * token (the one the target has not processed yet): TDM_INPUT_POSITIONS is p
+     * for each step, and the head's attention over the target's KV sees exactly
+     * the committed positions < p (the host sets the batch's causal bound to
+     * p - 1), never a stale entry at p or later. (Gemma 4's assistant.) */
+    TDM_DRAFT_HEAD_CONSTANT_POSITION = 1u << 0,
+    /* No KV and no state of its own (n_own_layers must be 0): a round is one row,
+     * the newest token and the target hidden that produced it, then the chained
+     * steps; no catch-up over earlier positions, nothing to roll back. */
+    TDM_DRAFT_HEAD_STATELESS = 1u << 1,
+    TDM_DRAFT_HEAD_FLAGS_MAX_ENUM = 0x7FFFFFFF
+} tdm_draft_head_flags;
+
 typedef struct tdm_draft_head_info {
     uint32_t struct_size;
     tdm_hidden_point hidden;                 /* which target hidden state each step needs */
     uint32_t n_own_layers;                   /* attention layers of its own */
     const tdm_attention_layer* own_layers;
-    uint32_t n_target_kv_layers;             /* target layers it reads */
+    uint32_t n_target_kv_layers;             /* target layers it reads (read-only: a KV_STORE into one is refused) */
     const uint32_t* target_kv_layers;
     uint32_t n_embd;                         /* width of TDM_OUTPUT_HIDDEN_DRAFT */
+    uint32_t flags;                          /* [v2] tdm_draft_head_flags (appended during ABI 2, in
+                                                what was padding: the struct's size is unchanged) */
 } tdm_draft_head_info;
 
 struct tdm_draft_head_desc {
@@ -540,6 +571,13 @@ struct tdm_draft_head_desc {
      * vocabulary): drafts are then ids below that count. */
     tdm_status (*build_step)(void* head, tdm_graph* g, const tdm_batch_desc* batch, char* err, size_t err_size);
     void (*destroy)(void* head);
+    /* [v2] NULL-terminated GGUF general.architecture / HF model_type values of
+     * files that hold this head alone (an assistant model: "gemma4-assistant",
+     * "gemma4_assistant"): `-md FILE` (--model-draft) with such a file drafts
+     * with this head instead of loading FILE as a draft model. NULL: none.
+     * (Appended during ABI 2: a host reads it only from descriptors whose
+     * struct_size covers it; ABI 2's minimum stays 64 bytes.) */
+    const char* const* source_archs;
 };
 
 /* ---------------------------------------------------------------------------

@@ -115,6 +115,12 @@ public:
         c.d_.target_archs = v;
         return c;
     }
+    // [v2] Architectures of files that hold this head alone (`-md FILE`).
+    constexpr DraftHeadDesc source_archs(const char* const* v) const noexcept {
+        DraftHeadDesc c = *this;
+        c.d_.source_archs = v;
+        return c;
+    }
     constexpr DraftHeadDesc callbacks(decltype(tdm_draft_head_desc::create) create,
                                       decltype(tdm_draft_head_desc::load) load,
                                       decltype(tdm_draft_head_desc::build_step) build_step,
