@@ -14,6 +14,8 @@
 #include "tokenizer/vocab_gguf.h"
 #include "tokenizer/vocab_json.h"
 
+#include <set>
+
 using namespace tdm;
 using namespace tdm::synth;
 using tdm::test::fails_with;
@@ -76,6 +78,20 @@ TEST(Gemma4Vocab, fixed_ids_follow_the_gemma_layout) {
     EXPECT_EQ(v->tokens[kGemma4FirstText], "!");  // characters by code point; ' ' is U+2581
 
     EXPECT_TRUE(fails_with(gemma4_vocab(400), {"n_vocab 400 is too small", "394 fixed ids"}));
+}
+
+TEST(Gemma4Vocab, token_texts_are_unique_up_to_the_released_vocabulary_size) {
+    // tokenizer.json's model.vocab is keyed by text: a merge product equal to a fixed token
+    // ("<unk>" built from "<", "unk", ">") would silently lose an id there.
+    for (int32_t n : {1024, 262144}) {
+        auto v = gemma4_vocab(n);
+        ASSERT_TRUE(v.ok()) << v.error().message();
+        std::set<std::string> texts(v->tokens.begin(), v->tokens.end());
+        EXPECT_EQ(texts.size(), v->tokens.size()) << n;
+    }
+    const Gemma4VocabLayout big = *gemma4_vocab_layout(262144);
+    EXPECT_LT(big.text_end, 262144);  // the corpus runs out: the rest is [PAD] padding
+    EXPECT_EQ((*gemma4_vocab(262144)).tokens[262143], "[PAD262143]");
 }
 
 TEST(Gemma4Vocab, gguf_and_hf_encode_the_same_ids_and_decode_back) {
