@@ -6,8 +6,6 @@
 #include "gemma4/synth/gemma4_vocab.h"
 #include "synth/synth_files.h"
 
-#include "common/quant.h"
-
 #include <cmath>
 
 namespace tdm::synth {

@@ -13,9 +13,8 @@
 #include "writers/safetensors_writer.h"
 #include "writers/vocab_gguf_writer.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
-
-#include <cstring>
 
 namespace tdm::synth {
 namespace {
