@@ -15,6 +15,7 @@ layout(constant_id = 1) const uint OP = 0;
 layout(binding = 0, std430) readonly buffer ABuf { float a[]; };
 layout(binding = 1, std430) readonly buffer BBuf { float b[]; };
 layout(binding = 2, std430) writeonly buffer YBuf { float y[]; };
+layout(binding = 2, std430) writeonly buffer YIntBuf { int yi[]; };  // TDM_EW_TO_I32's output, bit exact
 
 layout(push_constant) uniform Params {
     uint rows, cols;
@@ -37,6 +38,10 @@ void main() {
     const uint r = gl_WorkGroupID.y + p.row0;
     if (c >= p.cols || r >= p.rows) return;
     const float va = a[p.a_off + r * p.a_stride + c];
+    if (OP == TDM_EW_TO_I32) {
+        yi[p.y_off + r * p.y_stride + c] = int(roundEven(va));
+        return;
+    }
     float vb = 0.0;
     const bool binary = OP == TDM_EW_ADD || OP == TDM_EW_MUL || OP == TDM_EW_SWIGLU || OP == TDM_EW_GEGLU || OP == TDM_EW_SUB;
     if (binary) vb = b[p.b_off + r * p.b_stride + c * p.b_cstride];

@@ -19,6 +19,7 @@ constexpr Entry kSupported[] = {
     {12, {"q4_K", 256, 144, true}}, {13, {"q5_K", 256, 176, true}},
     {14, {"q6_K", 256, 210, true}}, {24, {"i8", 1, 1, false}},
     {25, {"i16", 1, 2, false}},     {26, {"i32", 1, 4, false}},
+    {27, {"i64", 1, 8, false}},
     {30, {"bf16", 1, 2, false}},
 };
 

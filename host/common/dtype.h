@@ -23,6 +23,7 @@ enum class DType : uint32_t {
     I8 = TDM_DTYPE_I8,
     I16 = TDM_DTYPE_I16,
     I32 = TDM_DTYPE_I32,
+    I64 = TDM_DTYPE_I64,
     BF16 = TDM_DTYPE_BF16,
     Q5_0 = TDM_DTYPE_Q5_0,
     Q5_1 = TDM_DTYPE_Q5_1,

@@ -484,6 +484,27 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
         case DType::Q4_K: dequant_q4_k(x, dst, nb); return;
         case DType::Q5_K: dequant_q5_k(x, dst, nb); return;
         case DType::Q6_K: dequant_q6_k(x, dst, nb); return;
+        // integers (token id tables): exact while |v| < 2^24, which loaders check first
+        case DType::I8:
+            for (int64_t i = 0; i < n; ++i) dst[i] = float(int8_t(x[i]));
+            return;
+        case DType::I16:
+            for (int64_t i = 0; i < n; ++i) dst[i] = float(int16_t(uint16_t(x[2 * i] | (x[2 * i + 1] << 8))));
+            return;
+        case DType::I32:
+            for (int64_t i = 0; i < n; ++i) {
+                int32_t v;
+                std::memcpy(&v, x + 4 * i, 4);
+                dst[i] = float(v);
+            }
+            return;
+        case DType::I64:
+            for (int64_t i = 0; i < n; ++i) {
+                int64_t v;
+                std::memcpy(&v, x + 8 * i, 8);
+                dst[i] = float(v);
+            }
+            return;
         default: TDM_ASSERT_MSG(false, "dequantize_row: not a float or quantized type");
     }
 }

@@ -26,7 +26,7 @@ constexpr DtypeInfo kDtypes[] = {
     {"F32", 32, 0},           {"F16", 16, 1},           {"BF16", 16, 30},
     {"I32", 32, 26},          {"I16", 16, 25},          {"I8", 8, 24},
     {"BOOL", 8, kNoGgmlType}, {"U8", 8, kNoGgmlType},   {"U16", 16, kNoGgmlType},
-    {"U32", 32, kNoGgmlType}, {"F64", 64, kNoGgmlType}, {"I64", 64, kNoGgmlType},
+    {"U32", 32, kNoGgmlType}, {"F64", 64, kNoGgmlType}, {"I64", 64, 27},
     {"U64", 64, kNoGgmlType}, {"C64", 64, kNoGgmlType}, {"F8_E4M3", 8, kNoGgmlType},
     {"F8_E5M2", 8, kNoGgmlType}, {"F8_E4M3FNUZ", 8, kNoGgmlType},
     {"F8_E5M2FNUZ", 8, kNoGgmlType}, {"F8_E8M0", 8, kNoGgmlType},

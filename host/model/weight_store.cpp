@@ -42,9 +42,36 @@ Status check_shape(const ModelSource& src, const SourceTensor& t, const tdm_weig
     return {};
 }
 
-Status check_type(const ModelSource& src, const SourceTensor& t) {
+bool is_integer(uint32_t type) {
+    return type == TDM_DTYPE_I8 || type == TDM_DTYPE_I16 || type == TDM_DTYPE_I32 || type == TDM_DTYPE_I64;
+}
+
+// Integer tensors become f32 exactly or not at all: every value must be below 2^24.
+Status check_integers_exact(const ModelSource& src, const SourceTensor& t) {
+    const uint64_t n = uint64_t(t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]);
+    const uint32_t es = dtype_traits(t.type)->block_bytes;
+    for (uint64_t i = 0; i < n; ++i) {
+        int64_t v = 0;
+        switch (es) {
+            case 1: v = int8_t(t.data[i]); break;
+            case 2: { int16_t x; std::memcpy(&x, t.data + 2 * i, 2); v = x; break; }
+            case 4: { int32_t x; std::memcpy(&x, t.data + 4 * i, 4); v = x; break; }
+            default: std::memcpy(&v, t.data + 8 * i, 8); break;
+        }
+        if (v > (int64_t(1) << 24) || v < -(int64_t(1) << 24))
+            return Error::format("{}: integer tensor '{}' holds {} at element {}, which f32 cannot hold exactly",
+                                 src.path(), t.name, v, i);
+    }
+    return {};
+}
+
+Status check_type(const ModelSource& src, const SourceTensor& t, bool to_f32) {
     const DTypeTraits* tr = dtype_traits(t.type);
-    const bool computable = tr && t.type != TDM_DTYPE_I8 && t.type != TDM_DTYPE_I16 && t.type != TDM_DTYPE_I32;
+    if (tr && is_integer(t.type) && !to_f32)
+        return Error::format("{}: tensor '{}' has integer type {}; a plugin reads integer tensors only as f32 "
+                             "(TDM_WEIGHT_F32)",
+                             src.path(), t.name, t.dtype);
+    const bool computable = tr != nullptr;
     if (!computable)
         return Error::format("{}: tensor '{}' has type {}, which tandem does not support (supported: f32, f16, bf16, "
                              "q8_0, q4_0, q5_0, q5_1, q4_K, q5_K, q6_K)",
@@ -76,8 +103,10 @@ Result<const DeviceWeight*> WeightStore::load(const ModelSource& src, const tdm_
             if ((req.flags & TDM_WEIGHT_OPTIONAL) && p == 0) return static_cast<const DeviceWeight*>(nullptr);
             return Error::format("{}: missing tensor '{}'", src.path(), name ? name : "(null)");
         }
+        const bool want_f32 = req.flags & (TDM_WEIGHT_F32 | TDM_WEIGHT_ADD_ONE | TDM_WEIGHT_NEG_EXP);
         TDM_TRY(check_shape(src, *t, req));
-        TDM_TRY(check_type(src, *t));
+        TDM_TRY(check_type(src, *t, want_f32));
+        if (is_integer(t->type)) TDM_TRY(check_integers_exact(src, *t));
         if (check_weights_ && checked_.insert(t).second) TDM_TRY(check_weights_finite(src.path(), *t));
         if (!parts.empty() && (t->type != parts[0]->type || std::memcmp(t->ne, parts[0]->ne, sizeof t->ne) != 0))
             return Error::format("{}: '{}' and '{}' differ in type or shape; they cannot be stacked", src.path(),

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/ops/copy.cpp: the ops that copy their inputs into a new contiguous
-// tensor: TDM_OP_COPY, TDM_OP_CAST (rounds through f16 or bf16, result f32)
+// tensor: TDM_OP_COPY, TDM_OP_CAST (rounds through f16 or bf16, result f32; or
+// to the nearest integer, result i32)
 // and TDM_OP_CONCAT (a's columns, then b's). One kernel:
 // shaders/elementwise.comp.
 #include "ops/elementwise.h"
@@ -25,6 +26,7 @@ bool cast_code(int32_t type, uint32_t* code) {
         case TDM_DTYPE_F32: *code = TDM_EW_COPY; return true;
         case TDM_DTYPE_F16: *code = TDM_EW_ROUND_F16; return true;
         case TDM_DTYPE_BF16: *code = TDM_EW_ROUND_BF16; return true;
+        case TDM_DTYPE_I32: *code = TDM_EW_TO_I32; return true;
         default: return false;
     }
 }
@@ -32,9 +34,16 @@ bool cast_code(int32_t type, uint32_t* code) {
 Status check_cast(const OpDesc& d) {
     uint32_t code;
     if (!cast_code(d.i[0], &code))
-        return Error::coded(TDM_ERR_UNSUPPORTED, "cast: unsupported target type {} (i[0]; this host knows f32, f16, bf16)",
+        return Error::coded(TDM_ERR_UNSUPPORTED, "cast: unsupported target type {} (i[0]; this host knows f32, f16, bf16, i32)",
                             d.i[0]);
     return {};
+}
+
+// f32 -> f32, or -> i32 (nearest integer) when i[0] is TDM_DTYPE_I32
+Status validate_cast(OpContext& c) {
+    TDM_TRY(c.f32(0));
+    const Tensor& a = c.in(0);
+    return c.output(c.d.i[0] == TDM_DTYPE_I32 ? DType::I32 : DType::F32, {a.ne[0], a.ne[1], a.ne[2], a.ne[3]});
 }
 
 Status record_cast(RecordContext& c, const Node& n, const std::string& label) {
@@ -63,7 +72,7 @@ Status record_concat(RecordContext& c, const Node& n, const std::string& label) 
 }  // namespace
 
 extern const OpDef kOpCopy = {TDM_OP_COPY, "copy", 1, 1, 0, nullptr, validate_copy, record_copy};
-extern const OpDef kOpCast = {TDM_OP_CAST, "cast", 1, 1, 0, check_cast, validate_copy, record_cast};
+extern const OpDef kOpCast = {TDM_OP_CAST, "cast", 1, 1, 0, check_cast, validate_cast, record_cast};
 extern const OpDef kOpConcat = {TDM_OP_CONCAT, "concat", 2, 2, 0, nullptr, validate_concat, record_concat};
 
 }  // namespace tdm

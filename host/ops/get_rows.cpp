@@ -11,17 +11,31 @@ using namespace kernel;
 
 const char* const kShaders[] = {"get_rows", nullptr};
 
+Status check(const OpDesc& d) {
+    if (d.i[0] < 0) return Error::coded(TDM_ERR_UNSUPPORTED, "get_rows: row width (i[0]) must be >= 0, got {}", d.i[0]);
+    return {};
+}
+
 Status validate(OpContext& c) {
     TDM_TRY(c.weight(0));
     const Tensor& w = c.in(0);
     const Tensor& ids = c.in(1);
     if (ids.type != DType::I32 || ids.kind == TensorKind::weight)
         return Error::coded(TDM_ERR_TYPE, "get_rows: ids must be i32, got {}", c.describe(1));
-    if (w.cols() % kGetRowsWidthMultiple)
-        return Error::coded(TDM_ERR_LIMIT, "get_rows: row width {} is not a multiple of {}", w.cols(),
+    const int64_t width = c.d.i[0] > 0 ? c.d.i[0] : w.cols();
+    if (c.d.i[0] > 0) {
+        // rows regrouped: only a plain f32 weight in one binding is addressed by element
+        if (w.type != DType::F32 || w.weight->chunks().size() != 1 || (w.cols() * w.rows()) % width)
+            return Error::coded(TDM_ERR_UNSUPPORTED,
+                                "get_rows: a row width (i[0] = {}) needs an f32 weight in one binding whose elements "
+                                "it divides, got {}",
+                                width, c.describe(0));
+    }
+    if (width % kGetRowsWidthMultiple)
+        return Error::coded(TDM_ERR_LIMIT, "get_rows: row width {} is not a multiple of {}", width,
                             kGetRowsWidthMultiple);
     TDM_TRY(texel_weight(c, 0));
-    return c.output(DType::F32, {w.cols(), ids.elements()});
+    return c.output(DType::F32, {width, ids.elements()});
 }
 
 Status record(RecordContext& c, const Node& n, const std::string& label) {
@@ -33,9 +47,12 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
     struct {
         uint32_t K, n_tokens, ids_off, y_off, y_stride, w_off, s_off, row_begin, n_rows;
     } pc{};
+    const uint64_t width = d.i[0] > 0 ? uint64_t(d.i[0]) : uint64_t(w.cols());
     for (const WeightChunk& ch : w.chunks()) {
-        pc = {uint32_t(w.cols()), n_tok, off(c, d.in[1]), off(c, n.out), stride(c, n.out), 0, 0,
-              uint32_t(ch.row_begin), uint32_t(ch.n_rows)};
+        // rows of `width` (regrouped rows: one chunk, validate() checked)
+        const uint64_t scale_num = uint64_t(w.cols());
+        pc = {uint32_t(width), n_tok, off(c, d.in[1]), off(c, n.out), stride(c, n.out), 0, 0,
+              uint32_t(uint64_t(ch.row_begin) * scale_num / width), uint32_t(uint64_t(ch.n_rows) * scale_num / width)};
         vk::Binding bw, bs;
         weight_bindings(ch, texel, &bw, &bs);
         dispatch(c, *p, {bw, bs, storage(c, d.in[1]), storage(c, n.out)}, pc, n_tok, 1, label);
@@ -45,6 +62,6 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
 
 }  // namespace
 
-extern const OpDef kOpGetRows = {TDM_OP_GET_ROWS, "get_rows", 2, 2, 0, nullptr, validate, record, kShaders};
+extern const OpDef kOpGetRows = {TDM_OP_GET_ROWS, "get_rows", 2, 2, 0, check, validate, record, kShaders};
 
 }  // namespace tdm

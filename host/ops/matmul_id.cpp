@@ -3,7 +3,8 @@
 // (token, slot) pair multiplies by the expert its id names. shaders/matmul_id.comp,
 // the same per-row reduction as matmul (batch-invariant); one dispatch per row
 // chunk of the weight (a chunk holds whole experts). Routing (softmax, top_k)
-// is ordinary ops.
+// is ordinary ops. i[0] regroups the weight's rows into experts of i[0] rows:
+// 1 gathers single rows (Gemma 4's centroid-masked head: the candidates' rows).
 #include <algorithm>
 
 #include "ops/weight_record.h"
@@ -20,6 +21,19 @@ const char* const kShaders[] = {"matmul_id", nullptr};
 constexpr uint32_t kRows = 8;
 constexpr uint32_t kSubgroups = 8;
 
+Status check(const OpDesc& d) {
+    if (d.i[0] < 0) return Error::coded(TDM_ERR_UNSUPPORTED, "matmul_id: rows per id (i[0]) must be >= 0, got {}", d.i[0]);
+    return {};
+}
+
+// Rows per expert (M) and experts (E): [K, M, E] as stored, or [K, i[0], rows / i[0]] when
+// i[0] regroups the rows (i[0] = 1: every row of a matrix is an "expert": a gather-matmul).
+void experts_of(const OpDesc& d, const Tensor& w, int64_t* M, int64_t* E) {
+    const int64_t rows = w.ne[1] * w.ne[2];
+    *M = d.i[0] > 0 ? d.i[0] : w.ne[1];
+    *E = rows / *M;
+}
+
 Status validate(OpContext& c) {
     TDM_TRY(c.weight(0));
     TDM_TRY(c.f32(1));
@@ -28,9 +42,14 @@ Status validate(OpContext& c) {
     const Tensor& ids = c.in(2);
     if (ids.type != DType::I32 || ids.kind == TensorKind::kv || ids.kind == TensorKind::state)
         return Error::coded(TDM_ERR_TYPE, "matmul_id: ids must be i32, got {}", c.describe(2));
-    const int64_t K = w.ne[0], M = w.ne[1], n_used = ids.ne[0], n = ids.rows();
+    int64_t M = 0, E = 0;
+    experts_of(c.d, w, &M, &E);
+    const int64_t K = w.ne[0], n_used = ids.ne[0], n = ids.rows();
     if (w.ne[2] < 1 || w.ne[3] != 1)
         return Error::coded(TDM_ERR_SHAPE, "matmul_id: weight {} must be [K, M, E]", c.describe(0));
+    if (c.d.i[0] > 0 && (w.ne[1] * w.ne[2]) % c.d.i[0] != 0)
+        return Error::coded(TDM_ERR_SHAPE, "matmul_id: {} rows per id (i[0]) do not divide weight {}'s {} rows",
+                            c.d.i[0], c.describe(0), w.ne[1] * w.ne[2]);
     if (x.cols() != K || (x.rows() != n && x.rows() != n * n_used))
         return Error::coded(TDM_ERR_SHAPE, "matmul_id: x {} does not match weight {} and ids {}", c.describe(1),
                             c.describe(0), c.describe(2));
@@ -46,7 +65,9 @@ Status record(RecordContext& c, const Node& n, const std::string&) {
     const Tensor& x = tensor(c, d.in[1]);
     const Tensor& ids = tensor(c, d.in[2]);
     const Tensor& y = tensor(c, n.out);
-    const uint32_t M = uint32_t(wt.ne[1]), E = uint32_t(wt.ne[2]);
+    int64_t M64 = 0, E64 = 0;
+    experts_of(d, wt, &M64, &E64);
+    const uint32_t M = uint32_t(M64), E = uint32_t(E64);
     const uint32_t n_used = uint32_t(ids.ne[0]), pairs = uint32_t(ids.rows()) * n_used;
     const bool texel = act_texel(c) && w.has_texel_views();
     const uint32_t sg = std::max<uint32_t>(1, c.device.caps().subgroup_size);
@@ -83,6 +104,6 @@ Status record(RecordContext& c, const Node& n, const std::string&) {
 
 }  // namespace
 
-extern const OpDef kOpMatmulId = {TDM_OP_MATMUL_ID, "matmul_id", 3, 3, 0, nullptr, validate, record, kShaders};
+extern const OpDef kOpMatmulId = {TDM_OP_MATMUL_ID, "matmul_id", 3, 3, 0, check, validate, record, kShaders};
 
 }  // namespace tdm

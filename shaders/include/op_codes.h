@@ -25,6 +25,7 @@
 #define TDM_EW_SOFTCAP 14     // s * tanh(a / s)
 #define TDM_EW_ROUND_F16 15   // a rounded through f16
 #define TDM_EW_ROUND_BF16 16  // a rounded through bf16 (nearest even)
+#define TDM_EW_TO_I32 17      // round(a) as an i32 (written through the int view of y)
 
 // norm.comp, spec constant 1 (MODE). Its WMODE (spec constant 2) is the ABI's
 // tdm_norm_weight (0 none, 1 w, 2 1 + w).

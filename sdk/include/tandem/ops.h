@@ -43,7 +43,9 @@ extern "C" {
 typedef enum tdm_op {
     TDM_OP_NONE = 0,
     /* in: weight W [ne0 = n_embd, rows = n_vocab], ids I32 [n]. out: [n_embd, n].
-     * Limits: ne0 a multiple of 4, rows of 16-byte multiples. */
+     * Limits: ne0 a multiple of 4, rows of 16-byte multiples. i[0] [v2] = row
+     * width (0 = ne0): an F32 weight's elements read as rows of i[0] (a multiple
+     * of 4 dividing them), e.g. a [V] token table as [V / C, C] clusters. */
     TDM_OP_GET_ROWS = 1,
     /* in: weight W [ne0 = K, rows = M], x [K, n] (+ optional add [M, n]).
      * out: y [M, n] = x W^T (+ add). Results for each row of x are bit-identical
@@ -94,7 +96,8 @@ typedef enum tdm_op {
     /* in: a (any view). out: a contiguous copy. */
     TDM_OP_COPY = 17,
     /* in: a. i[0] = tdm_dtype (F32, F16, BF16; others TDM_ERR_UNSUPPORTED): rounds
-     * through that type. out: F32. */
+     * through that type. out: F32. [v2] i[0] = TDM_DTYPE_I32: out I32, each value
+     * rounded to the nearest integer (token ids held as exact f32). */
     TDM_OP_CAST = 18,
     /* in: x. out: I32 [rows], index of each row's maximum (lowest index on ties). */
     TDM_OP_ARGMAX = 19,
@@ -143,7 +146,9 @@ typedef enum tdm_op {
      * [K, n_used, n], ids I32 [n_used, n] (expert of each slot). out: [M, n_used, n]:
      * y[t][j] = W[ids[t][j]] x[t] (or x[t][j]). Same per-row reduction as MATMUL,
      * batch-invariant like it. An id outside [0, E) reads no weights and gives
-     * a zero row. */
+     * a zero row. i[0] [v2] = rows per expert (0 = M): the weight's rows regrouped
+     * as experts of i[0] rows; i[0] = 1 on a matrix [K, V] multiplies x by the rows
+     * the ids name (a gather-matmul, e.g. an LM head over candidate tokens). */
     TDM_OP_MATMUL_ID = 26,
     /* in: y [M, n_used, n], w [n_used, n] [, ids I32 [n_used, n], scale F32
      * [n_expert] (weight or activation): [v2] both or neither]. out: [M, n] =
