@@ -6,7 +6,8 @@
 // identical tokens and logits; the centroid head's token is the argmax of the full masked
 // computation and differs from the unmasked argmax; drafts read the target cache only at
 // committed positions < p, sliding layers only the last W of them; incompatible or incomplete
-// drafters fail to open with messages naming both values.
+// drafters fail to open with messages naming both values; the written files carry the spec's
+// GGUF keys and tensor names and the HF config fields.
 // To add a case: build a target and a drafter with make_pair(), draft with ref.draft(), and
 // compare against naive_round() or another reference run.
 #include "gemma4_tiny.h"
@@ -252,6 +253,54 @@ double max_abs(const Vec& b) {
 }
 
 }  // namespace
+
+// ===== the written files =======================================================================
+
+TEST(Gemma4AssistantReference, written_drafters_carry_the_spec_keys_and_tensor_names) {
+    const AssistantPreset ap = assistant_preset("tiny-e2b");
+    const AssistantWeights aw = make_assistant_weights(ap, 1);
+    const auto g = unwrap(ModelSource::open(write_assistant_gguf(ap, aw, temp_path("a.gguf"))));
+    EXPECT_EQ(g->architecture(), "gemma4-assistant");
+    const GgufFile& f = *g->gguf();
+    for (const char* key : {"context_length", "embedding_length", "embedding_length_out", "block_count",
+                            "nextn_predict_layers", "feed_forward_length", "attention.head_count",
+                            "attention.head_count_kv", "attention.key_length", "attention.value_length",
+                            "attention.key_length_swa", "attention.value_length_swa", "attention.sliding_window",
+                            "attention.sliding_window_pattern", "attention.layer_norm_rms_epsilon",
+                            "rope.dimension_count", "rope.dimension_count_swa", "rope.freq_base", "rope.freq_base_swa"})
+        EXPECT_NE(f.find(std::string("gemma4-assistant.") + key), nullptr) << key;
+    EXPECT_EQ(f.find("gemma4-assistant.final_logit_softcapping"), nullptr);  // null for e2b-style
+    EXPECT_EQ(unwrap(f.get_uint("gemma4-assistant.embedding_length_out")), 64u);
+    EXPECT_EQ(unwrap(f.get_int_array("gemma4-assistant.attention.head_count_kv")), (std::vector<int64_t>{1, 1, 1, 1}));
+    EXPECT_EQ(unwrap(f.get_bool_array("gemma4-assistant.attention.sliding_window_pattern")),
+              (std::vector<bool>{true, true, true, false}));
+    auto ne = [&](const char* name) {
+        const SourceTensor* t = g->find(name);
+        EXPECT_NE(t, nullptr) << name;
+        return t ? std::vector<int64_t>(t->ne, t->ne + t->n_dims) : std::vector<int64_t>{};
+    };
+    EXPECT_EQ(ne("token_embd.weight"), (std::vector<int64_t>{32, 1024}));
+    EXPECT_EQ(ne("nextn.pre_projection.weight"), (std::vector<int64_t>{128, 32}));
+    EXPECT_EQ(ne("nextn.post_projection.weight"), (std::vector<int64_t>{32, 64}));
+    EXPECT_EQ(ne("masked_embd_centroids.weight"), (std::vector<int64_t>{32, 32}));
+    EXPECT_EQ(ne("masked_embd_ordering.weight"), (std::vector<int64_t>{1024}));
+    EXPECT_EQ(g->find("masked_embd_ordering.weight")->type, uint32_t(DType::I32));
+    EXPECT_EQ(ne("rope_freqs.weight"), (std::vector<int64_t>{32}));
+    EXPECT_EQ(ne("blk.3.attn_q.weight"), (std::vector<int64_t>{32, 4 * 64}));
+    EXPECT_EQ(g->find("blk.0.attn_k.weight"), nullptr);
+    EXPECT_EQ(g->find("blk.0.attn_norm.weight")->type, uint32_t(DType::F32));
+
+    const auto h = unwrap(ModelSource::open(write_assistant_hf(ap, aw, temp_path("a"))));
+    EXPECT_EQ(h->architecture(), "gemma4_assistant");
+    const nlohmann::json& c = *h->hf_config();
+    EXPECT_EQ(c["architectures"][0], "Gemma4AssistantForCausalLM");
+    EXPECT_EQ(c["backbone_hidden_size"], 64);
+    EXPECT_EQ(c["text_config"]["num_kv_shared_layers"], 4);
+    EXPECT_TRUE(c["text_config"]["final_logit_softcapping"].is_null());
+    EXPECT_EQ(h->find("masked_embedding.token_ordering")->dtype, "I64");
+    EXPECT_NE(h->find("model.layers.0.layer_scalar"), nullptr);
+    EXPECT_EQ(h->find("model.layers.0.self_attn.k_proj.weight"), nullptr);
+}
 
 // ===== agreement with the naive loops =========================================================
 
