@@ -175,7 +175,7 @@ Gemma4Output Gemma4Reference::run(std::span<const int32_t> tokens, Gemma4Cache* 
     for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(cache.n_past + i);
 
     // x = E[ids] * sqrt(n_embd)                                  [n][n_embd]
-    Floats x = scale(get_rows(tok_embd_.type, tok_embd_.bytes, E, tokens), hp.embd_scale);
+    Floats x = embed(tokens);
     name("inp_embd", x);
     Floats ple;  // [n][n_layer * P]
     if (P > 0) {
@@ -215,6 +215,17 @@ Gemma4Output Gemma4Reference::run(std::span<const int32_t> tokens, Gemma4Cache* 
     if (hp.softcap > 0.0f) out.logits = softcap(out.logits, hp.softcap);
     name("result_output", out.logits);
     return out;
+}
+
+Floats Gemma4Reference::embed(std::span<const int32_t> tokens) const {
+    for (int32_t t : tokens) TDM_ASSERT_MSG(t >= 0 && t < hp_.n_vocab, "token id out of range");
+    return scale(get_rows(tok_embd_.type, tok_embd_.bytes, hp_.n_embd, tokens), hp_.embd_scale);
+}
+
+int64_t Gemma4Reference::shared_kv_layer(bool sliding) const {
+    for (int64_t il = hp_.n_layer - 1; il >= 0; --il)
+        if (hp_.kv_source[size_t(il)] == il && hp_.sliding[size_t(il)] == sliding) return il;
+    return -1;
 }
 
 std::vector<int32_t> Gemma4Reference::generate(std::span<const int32_t> prompt, int n) const {

@@ -8,7 +8,7 @@
 // Tests use it to check the Vulkan runtime's logits, generations and (later) the assistant
 // drafter's inputs on synthetic models.
 // Not here: anything fast, vision/audio soft tokens and their bidirectional masks, the
-// assistant drafter itself, sampling other than greedy.
+// assistant drafter itself (gemma4_assistant_reference.h), sampling other than greedy.
 //
 //   auto ref = TDM_TRY(Gemma4Reference::open(path));
 //   ref::Floats logits = ref.forward(tokens);             // [n_tokens][n_vocab], softcapped
@@ -132,6 +132,13 @@ public:
 
     // Greedy: n new tokens, each the argmax (lowest id on ties) of the previous position.
     std::vector<int32_t> generate(std::span<const int32_t> prompt, int n) const;
+
+    // For the assistant drafter (gemma4_assistant_reference.h), which reads the target's tables:
+    // the scaled embedding rows E[ids] * embd_scale [n][n_embd] (run()'s "inp_embd"), and the
+    // layer whose cache K/V the drafter's layers of a type attend over: the last layer with its
+    // own K/V of that type (spec/gemma4.md §3.3 "Which K/V"); -1 if there is none.
+    Floats embed(std::span<const int32_t> tokens) const;
+    int64_t shared_kv_layer(bool sliding) const;
 
 private:
     struct Matrix {
