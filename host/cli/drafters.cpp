@@ -54,13 +54,15 @@ SamplerParams sampler_params(const Config& c) {
 
 namespace {
 
-// A plugin's draft head reading the target's file (or --mtp-head FILE).
+// A plugin's draft head reading the target's file (or --mtp-head FILE, or `source`: a file
+// that holds the head alone, such as a Gemma 4 assistant passed with -md).
 Result<std::unique_ptr<Drafter>> make_draft_head(App& app, const DraftHeadEntry& h, const std::string& type,
                                                  const Model& target, const KvPool& target_kv,
-                                                 const std::map<std::string, std::string>& options) {
+                                                 const std::map<std::string, std::string>& options,
+                                                 std::shared_ptr<const ModelSource> source = nullptr) {
     const Config& cfg = app.config();
-    std::shared_ptr<const ModelSource> src = target.shared_source();
-    if (!cfg.model.mtp_head_path.empty())
+    std::shared_ptr<const ModelSource> src = source ? source : target.shared_source();
+    if (!source && !cfg.model.mtp_head_path.empty())
         src = std::shared_ptr<const ModelSource>(TDM_TRY_CTX(ModelSource::open(cfg.model.mtp_head_path), "--mtp-head"));
     DraftHeadOptions o;
     o.options = options;
@@ -99,6 +101,20 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
         if (type == "draft") {
             if (cfg.model.draft_path.empty())
                 return Error("speculative type 'draft' needs a draft model: -md FILE (--model-draft)");
+            // a file that holds a draft head alone (a Gemma 4 assistant) drafts as that head
+            std::shared_ptr<const ModelSource> md(TDM_TRY_CTX(ModelSource::open(cfg.model.draft_path), "-md"));
+            const std::string& md_arch = md->architecture();
+            if (const DraftHeadEntry* h = reg->find_draft_head_source(md_arch, target.arch().desc->name)) {
+                const std::string head_type = h->spec_types.empty() ? h->desc->name : h->spec_types[0];
+                chain.owned.push_back(TDM_TRY_CTX(make_draft_head(app, *h, head_type, target, target_kv, options, md),
+                                                  fmt::format("-md {}", cfg.model.draft_path)));
+                chain.order.push_back(chain.owned.back().get());
+                continue;
+            }
+            if (reg->is_draft_head_source(md_arch))
+                return Error::format("-md {}: a {} drafts for other architectures than this model's ({})",
+                                     cfg.model.draft_path, md_arch, target.arch().desc->name);
+            md.reset();
             auto dm = TDM_TRY_CTX(app.load_model(cfg.model.draft_path), "loading the draft model");
             if (target.tokenizer() && dm->tokenizer())
                 TDM_TRY(check_vocab_compatible(*target.tokenizer(), *dm->tokenizer()));

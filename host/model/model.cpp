@@ -41,6 +41,10 @@ Result<const ArchEntry*> find_architecture(const ModelSource& src, const Registr
         return Error::format("{}: the file does not name its architecture (no general.architecture)", src.path());
     if (arch.empty()) return hf_architecture_error(src);
     const ArchEntry* e = gguf ? registry.find_arch_gguf(arch) : registry.find_arch_hf(arch);
+    if (!e && registry.is_draft_head_source(arch))
+        return Error::format("{}: '{}' is a drafter, not a model: pass it with -md (--model-draft) beside its target "
+                             "model (-m)",
+                             src.path(), arch);
     if (!e)
         return Error::format("{}: unknown architecture '{}'; loaded plugins: {}", src.path(), arch,
                              registry.describe_architectures());

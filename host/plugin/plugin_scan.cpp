@@ -137,17 +137,21 @@ nlohmann::json scan_plugin_here(const std::string& path, uint32_t host_abi_max) 
         const PluginRecord& p = *reg.plugins().front();
         j = {{"ok", true},           {"name", p.name},          {"version", p.version},
              {"description", p.description}, {"abi", p.abi}, {"provides", p.provides}};
-        std::vector<std::string> gguf, hf, drafters, heads;
+        std::vector<std::string> gguf, hf, drafters, heads, head_sources;
         for (const auto& a : reg.archs()) {
             gguf.insert(gguf.end(), a.gguf_names.begin(), a.gguf_names.end());
             hf.insert(hf.end(), a.hf_model_types.begin(), a.hf_model_types.end());
         }
         for (const auto& d : reg.drafters()) drafters.insert(drafters.end(), d.spec_types.begin(), d.spec_types.end());
-        for (const auto& h : reg.draft_heads()) heads.insert(heads.end(), h.spec_types.begin(), h.spec_types.end());
+        for (const auto& h : reg.draft_heads()) {
+            heads.insert(heads.end(), h.spec_types.begin(), h.spec_types.end());
+            head_sources.insert(head_sources.end(), h.source_archs.begin(), h.source_archs.end());
+        }
         j["gguf_archs"] = gguf;
         j["hf_model_types"] = hf;
         j["drafter_types"] = drafters;
         j["head_types"] = heads;
+        j["head_source_archs"] = head_sources;
     }  // shut down and closed here: a plugin that crashes doing so fails its scan too
     return j;
 }
@@ -224,6 +228,7 @@ Status apply_scan_report(const nlohmann::json& report, PluginRecord& rec) {
         r.scanned.hf_model_types = string_list(report, "hf_model_types");
         r.scanned.drafter_types = string_list(report, "drafter_types");
         r.scanned.head_types = string_list(report, "head_types");
+        r.scanned.head_source_archs = string_list(report, "head_source_archs");
         rec.name = std::move(r.name);
         rec.version = std::move(r.version);
         rec.description = std::move(r.description);

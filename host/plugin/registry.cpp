@@ -215,12 +215,18 @@ const std::deque<ArchEntry>& Registry::archs() const {
 
 const DraftHeadEntry* Registry::find_draft_head_source(std::string_view source_arch,
                                                        std::string_view target_arch) const {
-    for (const DraftHeadEntry& h : heads_)
-        if (contains(h.source_archs, source_arch) && contains(h.target_archs, target_arch)) return &h;
-    return nullptr;
+    auto loaded = [&]() -> const DraftHeadEntry* {
+        for (const DraftHeadEntry& h : heads_)
+            if (contains(h.source_archs, source_arch) && contains(h.target_archs, target_arch)) return &h;
+        return nullptr;
+    };
+    if (const DraftHeadEntry* h = loaded()) return h;
+    open_deferred([source_arch](const ScannedNames& s) { return contains(s.head_source_archs, source_arch); });
+    return loaded();
 }
 
 bool Registry::is_draft_head_source(std::string_view source_arch) const {
+    open_deferred([source_arch](const ScannedNames& s) { return contains(s.head_source_archs, source_arch); });
     for (const DraftHeadEntry& h : heads_)
         if (contains(h.source_archs, source_arch)) return true;
     return false;

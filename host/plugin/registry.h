@@ -56,6 +56,7 @@ struct DrafterEntry {
 // before the plugin is opened in this process.
 struct ScannedNames {
     std::vector<std::string> gguf_archs, hf_model_types, drafter_types, head_types;
+    std::vector<std::string> head_source_archs;  // architectures of files that hold a head alone
 };
 
 struct PluginRecord {
