@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/plugin/abi_structs.cpp: the minimum struct sizes of each released ABI.
 //
-// A row is frozen when its version ships: ABI 3 adds a column, it never edits
+// A row is frozen when its version ships: ABI 4 adds a column, it never edits
 // one. The static_asserts catch the moment a field is appended to a struct
 // after its current version's size was frozen here: then add a version.
 #include "plugin/abi_structs.h"
@@ -10,46 +10,45 @@ namespace tdm {
 namespace {
 
 struct MinSizes {
-    uint32_t v1, v2;
+    uint32_t v1, v2, v3;
 };
 
-// v1: the ABI 1 release (tandem.h TDM_V1_SIZEOF_*); v2: this release.
-constexpr MinSizes kTensorInfo{TDM_V1_SIZEOF_TENSOR_INFO, 48};
-constexpr MinSizes kTensorShape{TDM_V1_SIZEOF_TENSOR_SHAPE, 40};
-constexpr MinSizes kOpDesc{TDM_V1_SIZEOF_OP_DESC, 160};
-constexpr MinSizes kWeightRequest{TDM_V1_SIZEOF_WEIGHT_REQUEST, 128};
-constexpr MinSizes kBatchDesc{TDM_V1_SIZEOF_BATCH_DESC, 12};
-constexpr MinSizes kAttentionLayer{TDM_V1_SIZEOF_ATTENTION_LAYER, 20};
-constexpr MinSizes kRecurrentState{TDM_V1_SIZEOF_RECURRENT_STATE, 16};
-constexpr MinSizes kModelInfo{TDM_V1_SIZEOF_MODEL_INFO, 56};
-constexpr MinSizes kArchDesc{TDM_V1_SIZEOF_ARCH_DESC, 64};
-constexpr MinSizes kDraftHeadInfo{TDM_V1_SIZEOF_DRAFT_HEAD_INFO, 48};
-constexpr MinSizes kDraftHeadDesc{TDM_V1_SIZEOF_DRAFT_HEAD_DESC, 64};
-constexpr MinSizes kDrafterDesc{TDM_V1_SIZEOF_DRAFTER_DESC, 96};
-constexpr MinSizes kPluginApi{TDM_V1_SIZEOF_PLUGIN_API, 48};
-constexpr MinSizes kHostLimits{40, 40};  // [v2]: v1 plugins never pass one
+// v1: the ABI 1 release (tandem.h TDM_V1_SIZEOF_*); v2: the ABI 2 release; v3: this one.
+constexpr MinSizes kTensorInfo{TDM_V1_SIZEOF_TENSOR_INFO, 48, 48};
+constexpr MinSizes kTensorShape{TDM_V1_SIZEOF_TENSOR_SHAPE, 40, 40};
+constexpr MinSizes kOpDesc{TDM_V1_SIZEOF_OP_DESC, 160, 160};
+constexpr MinSizes kWeightRequest{TDM_V1_SIZEOF_WEIGHT_REQUEST, 128, 128};
+constexpr MinSizes kBatchDesc{TDM_V1_SIZEOF_BATCH_DESC, 12, 12};
+constexpr MinSizes kAttentionLayer{TDM_V1_SIZEOF_ATTENTION_LAYER, 20, 20};
+constexpr MinSizes kRecurrentState{TDM_V1_SIZEOF_RECURRENT_STATE, 16, 16};
+constexpr MinSizes kModelInfo{TDM_V1_SIZEOF_MODEL_INFO, 56, 56};
+constexpr MinSizes kArchDesc{TDM_V1_SIZEOF_ARCH_DESC, 64, 64};
+constexpr MinSizes kDraftHeadInfo{TDM_V1_SIZEOF_DRAFT_HEAD_INFO, 48, 48};  // v3's flags fill padding
+constexpr MinSizes kDraftHeadDesc{TDM_V1_SIZEOF_DRAFT_HEAD_DESC, TDM_V2_SIZEOF_DRAFT_HEAD_DESC, 72};
+constexpr MinSizes kDrafterDesc{TDM_V1_SIZEOF_DRAFTER_DESC, 96, 96};
+constexpr MinSizes kPluginApi{TDM_V1_SIZEOF_PLUGIN_API, 48, 48};
+constexpr MinSizes kHostLimits{40, 40, 40};  // [v2]: v1 plugins never pass one
 
-static_assert(sizeof(tdm_tensor_info) == kTensorInfo.v2);
-static_assert(sizeof(tdm_tensor_shape) == kTensorShape.v2);
-static_assert(sizeof(tdm_op_desc) == kOpDesc.v2);
-static_assert(sizeof(tdm_weight_request) == kWeightRequest.v2);
-static_assert(sizeof(tdm_batch_desc) == kBatchDesc.v2);
-static_assert(sizeof(tdm_attention_layer) == kAttentionLayer.v2);
-static_assert(sizeof(tdm_recurrent_state) == kRecurrentState.v2);
-static_assert(sizeof(tdm_model_info) == kModelInfo.v2);
-static_assert(sizeof(tdm_arch_desc) == kArchDesc.v2);
-static_assert(sizeof(tdm_draft_head_info) == kDraftHeadInfo.v2);
-// source_archs was appended during ABI 2: its readers check struct_size
-static_assert(sizeof(tdm_draft_head_desc) == kDraftHeadDesc.v2 + 8);
-static_assert(offsetof(tdm_draft_head_desc, source_archs) == kDraftHeadDesc.v2);
+static_assert(sizeof(tdm_tensor_info) == kTensorInfo.v3);
+static_assert(sizeof(tdm_tensor_shape) == kTensorShape.v3);
+static_assert(sizeof(tdm_op_desc) == kOpDesc.v3);
+static_assert(sizeof(tdm_weight_request) == kWeightRequest.v3);
+static_assert(sizeof(tdm_batch_desc) == kBatchDesc.v3);
+static_assert(sizeof(tdm_attention_layer) == kAttentionLayer.v3);
+static_assert(sizeof(tdm_recurrent_state) == kRecurrentState.v3);
+static_assert(sizeof(tdm_model_info) == kModelInfo.v3);
+static_assert(sizeof(tdm_arch_desc) == kArchDesc.v3);
+static_assert(sizeof(tdm_draft_head_info) == kDraftHeadInfo.v3);
 static_assert(offsetof(tdm_draft_head_info, flags) + sizeof(uint32_t) <= kDraftHeadInfo.v2);
-static_assert(sizeof(tdm_drafter_desc) == kDrafterDesc.v2);
-static_assert(sizeof(tdm_plugin_api) == kPluginApi.v2);
-static_assert(sizeof(tdm_host_limits) == kHostLimits.v2);
+static_assert(sizeof(tdm_draft_head_desc) == kDraftHeadDesc.v3);
+static_assert(offsetof(tdm_draft_head_desc, source_archs) == kDraftHeadDesc.v2);
+static_assert(sizeof(tdm_drafter_desc) == kDrafterDesc.v3);
+static_assert(sizeof(tdm_plugin_api) == kPluginApi.v3);
+static_assert(sizeof(tdm_host_limits) == kHostLimits.v3);
 static_assert(offsetof(tdm_weight_request, parts) == TDM_V1_SIZEOF_WEIGHT_REQUEST);
 static_assert(sizeof(tdm_negotiate) == TDM_V1_SIZEOF_NEGOTIATE);
 
-constexpr uint32_t pick(MinSizes m, uint32_t abi) { return abi >= 2 ? m.v2 : m.v1; }
+constexpr uint32_t pick(MinSizes m, uint32_t abi) { return abi >= 3 ? m.v3 : abi >= 2 ? m.v2 : m.v1; }
 
 }  // namespace
 

@@ -34,6 +34,8 @@ struct Extension {
 };
 const Extension kExtensions[] = {
     {TDM_EXT_CUSTOM_OP, TDM_EXT_CUSTOM_OP_VERSION, [] { return static_cast<const void*>(custom_op_extension()); }},
+    {TDM_EXT_TARGET_WEIGHTS, TDM_EXT_TARGET_WEIGHTS_VERSION,
+     [] { return static_cast<const void*>(target_weights_extension()); }},
 };
 
 std::string offered_extensions() {

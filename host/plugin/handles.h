@@ -3,6 +3,7 @@
 // Plugins only ever see pointers to these.
 #pragma once
 
+#include <tandem/ext/target_weights.h>
 #include <tandem/tandem.h>
 
 #include <map>
@@ -56,6 +57,8 @@ inline const DeviceWeight* from_handle(const tdm_weight* w) { return reinterpret
 // The host API table for a plugin that negotiated ABI `abi`: its abi_version
 // and struct_size are that version's, so TDM_HAS_MEMBER sees only its entries.
 const tdm_host_api* host_api(uint32_t abi = TDM_ABI_VERSION);
+// Extension "tdm.target_weights" (tandem/ext/target_weights.h).
+const tdm_ext_target_weights* target_weights_extension();
 
 // Sets the calling thread's last error (read by tdm_host_api.last_error).
 tdm_status set_last_error(tdm_status st, std::string message);

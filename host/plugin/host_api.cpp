@@ -328,17 +328,23 @@ tdm_status api_load_weight(tdm_loader* loader, const tdm_weight_request* plugin_
 }
 
 tdm_status api_target_weight(tdm_loader* loader, const char* plugin_name, const tdm_weight** out) {
-    if (!loader || !plugin_name || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "target_weight: null argument");
+    if (!loader || !plugin_name || !out)
+        return set_last_error(TDM_ERR_INVALID_ARGUMENT, "tdm.target_weights get: null argument");
     *out = nullptr;
     std::string name;
-    if (tdm_status st = read_name(plugin_name, "target_weight", &name); st != TDM_OK) return st;
+    if (tdm_status st = read_name(plugin_name, "tdm.target_weights get", &name); st != TDM_OK) return st;
     if (!loader->target)
-        return set_last_error(TDM_ERR_NOT_FOUND, "target_weight: only a draft head's load callback has a target");
+        return set_last_error(TDM_ERR_NOT_FOUND,
+                              "tdm.target_weights get: only a draft head's load callback has a target");
     const DeviceWeight* w = loader->target->find(name);
-    if (!w) return set_last_error(TDM_ERR_NOT_FOUND, fmt::format("target_weight: the target loaded no weight '{}'", name));
+    if (!w)
+        return set_last_error(TDM_ERR_NOT_FOUND,
+                              fmt::format("tdm.target_weights get: the target loaded no weight '{}'", name));
     *out = to_handle(w);
     return TDM_OK;
 }
+
+const tdm_ext_target_weights kTargetWeightsExt = {sizeof(tdm_ext_target_weights), api_target_weight};
 
 tdm_status api_weight_shape(const tdm_weight* w, tdm_tensor_shape* out) {
     if (!w || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "weight_shape: null argument");
@@ -473,7 +479,8 @@ tdm_status api_graph_target_kv(tdm_graph* g, uint32_t layer, tdm_tensor* out) {
 
 tdm_status api_graph_set_output(tdm_graph* g, tdm_graph_output which, tdm_tensor t) {
     if (!g || !valid_tensor(g, t)) return bad_graph();
-    if (int(which) < 0 || int(which) > 4)
+    const int last = g->plugin_abi >= 3 ? TDM_OUTPUT_DRAFT_TOKENS : TDM_OUTPUT_HIDDEN_DRAFT;
+    if (int(which) < 0 || int(which) > last)
         return set_last_error(TDM_ERR_INVALID_ARGUMENT, fmt::format("unknown graph output {}", int(which)));
     if (which == TDM_OUTPUT_DRAFT_TOKENS && g->graph.tensor(t.id).type != DType::I32)
         return set_last_error(TDM_ERR_TYPE, "TDM_OUTPUT_DRAFT_TOKENS must be i32 token ids");
@@ -633,7 +640,6 @@ const tdm_host_api kHostApi = {
     query_weight_type,
     api_get_limits,
     api_get_extension,
-    api_target_weight,
 };
 
 }  // namespace
@@ -648,8 +654,16 @@ const tdm_host_api* host_api(uint32_t abi) {
         t.abi_version = 1;
         return t;
     }();
-    return abi >= 2 ? &kHostApi : &kHostApiV1;
+    // ABI 2 plugins: the same entries (ABI 3 added none), their version number
+    static const tdm_host_api kHostApiV2 = [] {
+        tdm_host_api t = kHostApi;
+        t.abi_version = 2;
+        return t;
+    }();
+    return abi >= 3 ? &kHostApi : abi == 2 ? &kHostApiV2 : &kHostApiV1;
 }
+
+const tdm_ext_target_weights* target_weights_extension() { return &kTargetWeightsExt; }
 
 tdm_status set_last_error(const Error& e) {
     return set_last_error(e.code() ? tdm_status(e.code()) : TDM_ERR_INVALID_ARGUMENT, e.message());

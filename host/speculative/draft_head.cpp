@@ -45,6 +45,7 @@ Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHe
                            sizeof err) != TDM_OK ||
         !d->head_)
         return Error::format("{}", plugin_message(err, sizeof err, "the draft head refused the model"));
+    if (entry.plugin->abi < 3) d->info_.flags = 0;  // padding before ABI 3: never read
     const uint32_t flags = d->info_.flags;
     if ((flags & TDM_DRAFT_HEAD_CONSTANT_POSITION) && !(flags & TDM_DRAFT_HEAD_STATELESS))
         return Error::format("draft head {}: a constant-position head must also be stateless (this host runs "

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // plugins/gemma4/plugin.cpp: tdm_plugin_negotiate, init and the descriptor table of the
 // gemma4 plugin: the Gemma 4 text decoder (text/) and its assistant drafter (assistant/). The
-// plugin speaks ABI 2 only. In init it checks every op it builds graphs from (query_op) and
-// refuses to register naming the first one missing.
+// plugin speaks ABI 3 only (stateless draft heads, the [v3] parameters of its ops). In init
+// it checks every op it builds graphs from (query_op) and refuses to register naming the
+// first one missing.
 #include <tandem/cpp/tandem.hpp>
 
 #include "assistant/assistant.h"
@@ -53,4 +54,4 @@ constexpr tdm_plugin_api kPlugin = tdm::sdk::PluginApi(kPluginName)
 }  // namespace
 }  // namespace gemma4
 
-TDM_SDK_PLUGIN_ENTRY(gemma4::kPlugin, 2, 2)
+TDM_SDK_PLUGIN_ENTRY(gemma4::kPlugin, 3, 3)

@@ -79,7 +79,7 @@ TEST(Cli, plugins_lists_qwen_and_reports_broken_plugins_with_reasons) {
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_TRUE(r.has("qwen-nextn")) << r.out;
     EXPECT_TRUE(r.has("architecture qwen3")) << r.out;
-    EXPECT_TRUE(r.has("speaks ABI 7..9, this host offers ABI 1..2")) << r.out;
+    EXPECT_TRUE(r.has("speaks ABI 7..9, this host offers ABI 1..3")) << r.out;
     EXPECT_TRUE(r.has("does not export tdm_plugin_negotiate")) << r.out;
     EXPECT_TRUE(r.has("init failed: the answer is not 42 today")) << r.out;
     EXPECT_TRUE(r.has("drafter echo")) << r.out;

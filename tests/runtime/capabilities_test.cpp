@@ -6,6 +6,7 @@
 // To add a case: call the entry through host_api() exactly as a plugin would,
 // then check the status and that last_error() names the op and the parameter.
 #include <gtest/gtest.h>
+#include <tandem/ext/target_weights.h>
 
 #include <tandem/ext/custom_op.h>
 
@@ -199,10 +200,27 @@ TEST(GetExtension, unknown_names_and_newer_versions_are_refused_naming_what_exis
         << last_error();
     EXPECT_EQ(version, 7u);
     EXPECT_EQ(host().get_extension("tdm.kv_read", 1, &version), nullptr);
-    EXPECT_NE(last_error().find("no extension 'tdm.kv_read' (it offers tdm.custom_op version 1)"), std::string::npos)
+    EXPECT_NE(last_error().find("no extension 'tdm.kv_read' (it offers tdm.custom_op version 1, tdm.target_weights "
+                                "version 1)"),
+              std::string::npos)
         << last_error();
     EXPECT_EQ(host().get_extension(nullptr, 1, &version), nullptr);
     EXPECT_NE(last_error().find("null name"), std::string::npos) << last_error();
+}
+
+TEST(GetExtension, target_weights_answers_only_inside_a_draft_heads_load) {
+    uint32_t version = 0;
+    const auto* tw = static_cast<const tdm_ext_target_weights*>(
+        host().get_extension(TDM_EXT_TARGET_WEIGHTS, 1, &version));
+    ASSERT_NE(tw, nullptr) << last_error();
+    EXPECT_EQ(version, 1u);
+    EXPECT_GE(tw->struct_size, sizeof(tdm_ext_target_weights));
+    tdm_loader not_a_head{};  // a target's own loader: no target to read from
+    const tdm_weight* w = reinterpret_cast<const tdm_weight*>(&version);
+    EXPECT_EQ(tw->get(&not_a_head, "token_embd.weight", &w), TDM_ERR_NOT_FOUND);
+    EXPECT_EQ(w, nullptr);
+    EXPECT_NE(last_error().find("only a draft head's load callback has a target"), std::string::npos) << last_error();
+    EXPECT_EQ(tw->get(nullptr, "x", &w), TDM_ERR_INVALID_ARGUMENT);
 }
 
 // ----------------------------------------------------------------------------- graph_op

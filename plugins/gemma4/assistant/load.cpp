@@ -3,6 +3,8 @@
 // as llama.cpp's converter writes arch gemma4-assistant, HF names of
 // Gemma4AssistantForCausalLM), and the target's token table it embeds with, reached through
 // the host (target_weight) so that nothing is copied.
+#include <tandem/ext/target_weights.h>
+
 #include "assistant.h"
 
 namespace gemma4 {
@@ -33,20 +35,18 @@ constexpr TensorName kDown = {"ffn_down.weight", "mlp.down_proj.weight"};
 constexpr TensorName kPostFfnNorm = {"post_ffw_norm.weight", "post_feedforward_layernorm.weight", F32};
 constexpr TensorName kOutScale = {"layer_output_scale.weight", "layer_scalar", F32};
 
-// The target's token table: through the host's target_weight (any target plugin's name for
-// it), or, from a host without it, the gemma4 target object's own handle.
+// The target's token table, through extension tdm.target_weights (by whichever name the
+// target's layout gave it), as any third-party drafter would reach it.
 tdm_status target_embedding(Assistant* a, tdm_loader* loader, tdm::sdk::Err err) {
-    const tdm_host_api* host = a->host;
-    if (TDM_HAS_MEMBER(host, tdm_host_api, target_weight) && host->target_weight) {
-        for (const char* name :
-             {"token_embd.weight", "model.language_model.embed_tokens.weight", "model.embed_tokens.weight"}) {
-            if (host->target_weight(loader, name, &a->target_embd) == TDM_OK && a->target_embd) return TDM_OK;
-        }
-    }
-    a->target_embd = a->target->tok_embd;
-    if (!a->target_embd)
-        return err.fail(TDM_ERR_NOT_FOUND, "gemma4-assistant: the target's token embedding is not loaded");
-    return TDM_OK;
+    const auto* tw = static_cast<const tdm_ext_target_weights*>(
+        a->host->get_extension(TDM_EXT_TARGET_WEIGHTS, TDM_EXT_TARGET_WEIGHTS_VERSION, nullptr));
+    if (!tw)
+        return err.fail(TDM_ERR_UNSUPPORTED, "gemma4-assistant: the host lacks extension %s: %s",
+                        TDM_EXT_TARGET_WEIGHTS, a->host->last_error());
+    for (const char* name : {"token_embd.weight", "model.language_model.embed_tokens.weight", "model.embed_tokens.weight"})
+        if (tw->get(loader, name, &a->target_embd) == TDM_OK && a->target_embd) return TDM_OK;
+    return err.fail(TDM_ERR_NOT_FOUND, "gemma4-assistant: the target loaded no token embedding: %s",
+                    a->host->last_error());
 }
 
 }  // namespace

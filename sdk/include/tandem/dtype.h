@@ -33,7 +33,7 @@ typedef enum tdm_dtype {
     TDM_DTYPE_Q5_1 = 7,
     /* Integer tensors (token id tables such as Gemma 4's masked_embd_ordering)
      * are read only with TDM_WEIGHT_F32, converted exactly (values below 2^24):
-     * I8, I16, I32 and, appended the same way, I64 (HF int64 buffers). */
+     * I8, I16, I32 and [v3] I64 (HF int64 buffers). */
     TDM_DTYPE_I64 = 27,
     TDM_DTYPE_INVALID = 0x7fffffff
 } tdm_dtype;

@@ -206,9 +206,9 @@ static inline tdm_tensor tdm_rope(tdm_builder* b, tdm_tensor x, tdm_tensor pos, 
     return tdm_emit(b, TDM_OP_ROPE, in, ff ? 3 : 2, ip, 2, fp, 2, name);
 }
 
-/* [v2] RoPE whose first n_freq frequency slots rotate and the others keep angle 0
+/* [v3] RoPE whose first n_freq frequency slots rotate and the others keep angle 0
  * (pairs and exponents those of n_rot): Gemma 4's "proportional" RoPE. ff may be
- * NULL. Needs a host that knows ops.h's rope i[6] (query_op). */
+ * NULL. Needs an ABI 3 host (query_op with i[6] set). */
 static inline tdm_tensor tdm_rope_partial_freq(tdm_builder* b, tdm_tensor x, tdm_tensor pos, const tdm_weight* ff,
                                                tdm_rope_mode mode, int32_t n_rot, int32_t n_freq, float theta,
                                                const char* name) {
@@ -343,7 +343,7 @@ static inline tdm_tensor tdm_moe_sum(tdm_builder* b, tdm_tensor y, tdm_tensor w,
     return tdm_emit(b, TDM_OP_MOE_SUM, in, 2, NULL, 0, NULL, 0, name);
 }
 
-/* [v2] The same with each slot's weight times scale[ids] (scale: a weight [n_expert]). */
+/* [v3] The same with each slot's weight times scale[ids] (scale: a weight [n_expert]). */
 static inline tdm_tensor tdm_moe_sum_scaled(tdm_builder* b, tdm_tensor y, tdm_tensor w, tdm_tensor ids,
                                             const tdm_weight* scale, const char* name) {
     tdm_tensor in[4] = {y, w, ids, tdm_weight_tensor(b, scale)};

@@ -32,7 +32,8 @@
  * wrong element type or kind (an activation where a weight is needed, a weight
  * where an activation is) -> TDM_ERR_TYPE.
  * Whether an op and its parameters are implemented: tdm_host_api.query_op().
- * Op codes 1..27 are ABI 1; TDM_OP_CUSTOM is ABI 2. */
+ * Op codes 1..27 are ABI 1; TDM_OP_CUSTOM is ABI 2. Parameters marked [v3]
+ * (new values of existing ops) need an ABI 3 host: ask query_op. */
 #ifndef TANDEM_OPS_H
 #define TANDEM_OPS_H
 
@@ -43,7 +44,7 @@ extern "C" {
 typedef enum tdm_op {
     TDM_OP_NONE = 0,
     /* in: weight W [ne0 = n_embd, rows = n_vocab], ids I32 [n]. out: [n_embd, n].
-     * Limits: ne0 a multiple of 4, rows of 16-byte multiples. i[0] [v2] = row
+     * Limits: ne0 a multiple of 4, rows of 16-byte multiples. i[0] [v3] = row
      * width (0 = ne0): an F32 weight's elements read as rows of i[0] (a multiple
      * of 4 dividing them), e.g. a [V] token table as [V / C, C] clusters. */
     TDM_OP_GET_ROWS = 1,
@@ -53,7 +54,7 @@ typedef enum tdm_op {
      * Limits: W rows of 16-byte multiples; x offset and row stride multiples of 4. */
     TDM_OP_MATMUL = 2,
     /* in: a, b (b has a's shape; or one row, broadcast over a's rows; or one
-     * column [1, rows of a], broadcast over a's columns; or [v2] one element,
+     * column [1, rows of a], broadcast over a's columns; or [v3] one element,
      * e.g. a [1] weight such as a learned layer scalar, broadcast over all of
      * a). b may be an F32 weight. out: a's shape. */
     TDM_OP_ADD = 3,
@@ -75,7 +76,7 @@ typedef enum tdm_op {
     /* in: x [head_dim, n_heads, n_tokens], pos I32 [n_tokens] (or [4, n_tokens] with
      * sections) [, ff F32 [n_rot/2] frequency divisors]. i[0] = tdm_rope_mode,
      * i[1] = n_rot (0 = head_dim), i[2] = tdm_rope_sections, i[3..5] = sections,
-     * i[6] [v2] = rotated frequency slots (0 = all n_rot/2): slots at or past it
+     * i[6] [v3] = rotated frequency slots (0 = all n_rot/2): slots at or past it
      * keep angle 0, so their pairs pass through unrotated while the pairing and
      * the exponent 2i/n_rot stay those of the whole n_rot ("proportional" RoPE,
      * Gemma 4's full layers: n_rot = head_dim 512, 64 slots rotated).
@@ -96,7 +97,7 @@ typedef enum tdm_op {
     /* in: a (any view). out: a contiguous copy. */
     TDM_OP_COPY = 17,
     /* in: a. i[0] = tdm_dtype (F32, F16, BF16; others TDM_ERR_UNSUPPORTED): rounds
-     * through that type. out: F32. [v2] i[0] = TDM_DTYPE_I32: out I32, each value
+     * through that type. out: F32. [v3] i[0] = TDM_DTYPE_I32: out I32, each value
      * rounded to the nearest integer (token ids held as exact f32). */
     TDM_OP_CAST = 18,
     /* in: x. out: I32 [rows], index of each row's maximum (lowest index on ties). */
@@ -146,12 +147,12 @@ typedef enum tdm_op {
      * [K, n_used, n], ids I32 [n_used, n] (expert of each slot). out: [M, n_used, n]:
      * y[t][j] = W[ids[t][j]] x[t] (or x[t][j]). Same per-row reduction as MATMUL,
      * batch-invariant like it. An id outside [0, E) reads no weights and gives
-     * a zero row. i[0] [v2] = rows per expert (0 = M): the weight's rows regrouped
+     * a zero row. i[0] [v3] = rows per expert (0 = M): the weight's rows regrouped
      * as experts of i[0] rows; i[0] = 1 on a matrix [K, V] multiplies x by the rows
      * the ids name (a gather-matmul, e.g. an LM head over candidate tokens). */
     TDM_OP_MATMUL_ID = 26,
     /* in: y [M, n_used, n], w [n_used, n] [, ids I32 [n_used, n], scale F32
-     * [n_expert] (weight or activation): [v2] both or neither]. out: [M, n] =
+     * [n_expert] (weight or activation): [v3] both or neither]. out: [M, n] =
      * sum_j w[j][t] * y[t][j] (j in order); with the scale, each slot's weight
      * is w[j][t] * scale[ids[j][t]] first (an id outside [0, n_expert) weighs
      * 0): Gemma 4's per-expert scale. */

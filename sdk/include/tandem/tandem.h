@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* tandem/tandem.h: the tandem plugin ABI, version 2 (a host also speaks 1).
+/* tandem/tandem.h: the tandem plugin ABI, version 3 (a host also speaks 1 and 2).
  *
  * A tandem plugin is a shared object that adds model architectures, draft heads
  * and draftless drafters to the tandem runtime. It talks to the host only
@@ -86,7 +86,7 @@ extern "C" {
 #endif
 
 /* The newest ABI version this header describes. */
-#define TDM_ABI_VERSION 2u
+#define TDM_ABI_VERSION 3u
 /* The oldest version a host built from this header still speaks. */
 #define TDM_ABI_VERSION_MIN 1u
 
@@ -109,6 +109,9 @@ extern "C" {
 #define TDM_V1_SIZEOF_DRAFTER_DESC 72u
 #define TDM_V1_SIZEOF_PLUGIN_API 48u
 #define TDM_V1_SIZEOF_NEGOTIATE 32u
+/* Sizes of the ABI 2 release's structs that ABI 3 grew (the others kept their
+ * ABI 2 size, listed in the host's table). */
+#define TDM_V2_SIZEOF_DRAFT_HEAD_DESC 64u
 
 /* True when the struct at `ptr` (of type `type`, with a struct_size) is long
  * enough to hold `member`: use it before reading a field or calling a table
@@ -273,10 +276,10 @@ typedef enum tdm_graph_output {
     TDM_OUTPUT_HIDDEN_PRE_NORM = 1, /* F32 [n_embd, n_tokens]: residual stream before the final norm */
     TDM_OUTPUT_HIDDEN_POST_NORM = 2,/* F32 [n_embd, n_tokens]: input of the LM head */
     TDM_OUTPUT_HIDDEN_DRAFT = 3,    /* F32 [n_embd, n_outputs]: a draft head's hidden for chaining */
-    /* [v2] I32 [n_outputs]: a draft head's own choice of token per output row (e.g.
+    /* [v3] I32 [n_outputs]: a draft head's own choice of token per output row (e.g.
      * the argmax over a centroid-masked candidate set); the host then drafts it
      * instead of the argmax of TDM_OUTPUT_LOGITS, which the head may leave unset. */
-    TDM_OUTPUT_DRAFT_TOKENS = 4, /* (appended during ABI 2) */
+    TDM_OUTPUT_DRAFT_TOKENS = 4,
     TDM_GRAPH_OUTPUT_MAX_ENUM = 0x7FFFFFFF
 } tdm_graph_output;
 
@@ -423,16 +426,6 @@ typedef struct tdm_host_api {
      * (last_error() says which versions it has). *version (may be NULL) gets
      * the version offered. The table is static: valid until shutdown(). */
     const void* (*get_extension)(const char* name, uint32_t min_version, uint32_t* version);
-
-    /* [v2] Draft heads only, in their load callback: a weight the TARGET loaded,
-     * by the source tensor name the target requested it under ("token_embd.weight"
-     * in a GGUF, "model.language_model.embed_tokens.weight" in an HF directory),
-     * e.g. the target's token embedding that an assistant embeds tokens with. The
-     * weight is shared, not copied: it lives as long as the target (longer than
-     * the head). TDM_ERR_NOT_FOUND when the target loaded no such weight (or the
-     * loader is not a draft head's). [callback] */
-    tdm_status (*target_weight)(tdm_loader* loader, const char* name, const tdm_weight** out);
-    /* (appended during ABI 2: check TDM_HAS_MEMBER(host, tdm_host_api, target_weight)) */
 } tdm_host_api;
 
 /* ---------------------------------------------------------------------------
@@ -519,7 +512,7 @@ typedef enum tdm_hidden_point {
     TDM_HIDDEN_POINT_MAX_ENUM = 0x7FFFFFFF
 } tdm_hidden_point;
 
-/* [v2] How a draft head drafts (tdm_draft_head_info.flags). */
+/* [v3] How a draft head drafts (tdm_draft_head_info.flags). */
 typedef enum tdm_draft_head_flags {
     /* Every step of a round sits at ONE position p, that of the round's newest
      * token (the one the target has not processed yet): TDM_INPUT_POSITIONS is p
@@ -539,11 +532,11 @@ typedef struct tdm_draft_head_info {
     tdm_hidden_point hidden;                 /* which target hidden state each step needs */
     uint32_t n_own_layers;                   /* attention layers of its own */
     const tdm_attention_layer* own_layers;
-    uint32_t n_target_kv_layers;             /* target layers it reads (read-only: a KV_STORE into one is refused) */
+    uint32_t n_target_kv_layers;             /* target layers it reads ([v3] read-only: a KV_STORE into one is refused) */
     const uint32_t* target_kv_layers;
     uint32_t n_embd;                         /* width of TDM_OUTPUT_HIDDEN_DRAFT */
-    uint32_t flags;                          /* [v2] tdm_draft_head_flags (appended during ABI 2, in
-                                                what was padding: the struct's size is unchanged) */
+    uint32_t flags;                          /* [v3] tdm_draft_head_flags (in what was padding: the
+                                                struct's size is unchanged; read from ABI 3 plugins only) */
 } tdm_draft_head_info;
 
 struct tdm_draft_head_desc {
@@ -571,12 +564,10 @@ struct tdm_draft_head_desc {
      * vocabulary): drafts are then ids below that count. */
     tdm_status (*build_step)(void* head, tdm_graph* g, const tdm_batch_desc* batch, char* err, size_t err_size);
     void (*destroy)(void* head);
-    /* [v2] NULL-terminated GGUF general.architecture / HF model_type values of
+    /* [v3] NULL-terminated GGUF general.architecture / HF model_type values of
      * files that hold this head alone (an assistant model: "gemma4-assistant",
      * "gemma4_assistant"): `-md FILE` (--model-draft) with such a file drafts
-     * with this head instead of loading FILE as a draft model. NULL: none.
-     * (Appended during ABI 2: a host reads it only from descriptors whose
-     * struct_size covers it; ABI 2's minimum stays 64 bytes.) */
+     * with this head instead of loading FILE as a draft model. NULL: none. */
     const char* const* source_archs;
 };
 
