@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tandem/dtype.h: tensor element types of the tandem plugin ABI.
  *
  * The numeric values are ggml's type ids (GGUF tensor-info "type" field), so a

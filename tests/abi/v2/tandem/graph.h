@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tandem/graph.h: typed inline helpers over tdm_host_api.graph_op.
  *
  * A tdm_builder carries the host table, the graph and the first error. Every

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tandem/ops.h: the host operations a plugin builds compute graphs from.
  *
  * Graphs are built through one generic entry point, tdm_host_api.graph_op(),

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tandem/tandem.h: the tandem plugin ABI, version 2 (a host also speaks 1).
  *
  * A tandem plugin is a shared object that adds model architectures, draft heads
