@@ -268,18 +268,16 @@ Result<std::vector<float>> KvPool::read_state(int seq, uint32_t index) const {
 
 Status KvPool::begin_batch(int seq, uint32_t first, uint32_t last) {
     TDM_ASSERT(seq >= 0 && size_t(seq) < live_.size() && live_[size_t(seq)] && first <= last);
-    uint32_t stored = stored_[size_t(seq)];
-    if (has_rings_) {
-        if (last - first >= config_.rows_max)
-            return Error::format("{}: a batch of positions {}..{} is wider than the {} rows its sliding-window KV rings "
-                                 "were sized for (KvPoolConfig::rows_max: the prefill chunk -b/--batch-size and "
-                                 "--draft-max + 1)",
-                                 name_, first, last, config_.rows_max);
-        stored = std::max(stored, last + 1);
-        if (const int32_t l = windows_missing(seq, first, stored, false); l >= 0)
-            return Error::format("{}: a batch at positions {}..{} of sequence {}: {}", name_, first, last, seq,
-                                 ring_message(seq, l, first, stored));
-    }
+    if (has_rings_ && last - first >= config_.rows_max)
+        return Error::format("{}: a batch of positions {}..{} is wider than the {} rows its sliding-window KV rings "
+                             "were sized for (KvPoolConfig::rows_max: the prefill chunk -b/--batch-size and "
+                             "--draft-max + 1)",
+                             name_, first, last, config_.rows_max);
+    // windowed layers (rings, or a loaded state's last window) must hold what the first row reads
+    const uint32_t stored = std::max(stored_[size_t(seq)], last + 1);
+    if (const int32_t l = windows_missing(seq, first, stored, false); l >= 0)
+        return Error::format("{}: a batch at positions {}..{} of sequence {}: {}", name_, first, last, seq,
+                             ring_message(seq, l, first, stored));
     TDM_TRY(reserve(seq, last + 1));
     stored_[size_t(seq)] = std::max(stored_[size_t(seq)], last + 1);
     return {};
