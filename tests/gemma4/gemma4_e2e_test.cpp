@@ -14,13 +14,19 @@
 //     speculation stays exact across the wrap, and a saved sequence (its last window) continues.
 //
 // To add a case: add a Case (preset, layout, type, config form).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include "engine/generate.h"
+#include "engine/state_file.h"
+#include "engine/state_file_format.h"
 #include "gemma4_tiny.h"
 #include "plugin/plugin_loader.h"
 #include "speculative/draft_model.h"
@@ -249,6 +255,7 @@ INSTANTIATE_TEST_SUITE_P(Families, Gemma4Speculative, ::testing::Values("tiny-e2
                          });
 
 class Gemma4Ring : public test::DeviceTest, public ::testing::WithParamInterface<const char*> {};
+class Gemma4RingState : public test::DeviceTest {};
 
 // A long generation (200 tokens after a 19-token prompt) with the sliding-window layers in
 // rings of 32 positions (two blocks of 16), which wrap about seven times: the logits of every
@@ -376,6 +383,65 @@ TEST_P(Gemma4Ring, long_generation_in_rings_equals_a_full_cache_and_speculation_
     full.kv->free_sequence(fs);
     ASSERT_TRUE(cont.ok()) << cont.error().message();
     EXPECT_EQ(cont->tokens, Tokens(all.begin() + n_saved, all.end())) << preset << ": continued after a load";
+}
+
+// A state file of a sequence in rings (format 2: the windowed layers' last window) loads into
+// a cache that keeps every position and continues like the original; a format-1 file, which
+// had every position of every layer, is refused for a model with sliding-window layers.
+TEST_F(Gemma4RingState, a_saved_state_in_rings_loads_and_continues_and_format_1_is_refused) {
+    const g4::Preset p = g4::preset("tiny-31b");
+    const g4::Weights w = g4::make_weights(p, 37, DType::F32);
+    const std::string dir = test::make_temp_dir("gemma4-ring-state");
+    const std::string path = g4::write_gguf(p, w, dir + "/m.gguf");
+    Loaded ring = load(path, device(), pipelines(), 256);
+    Loaded full = load(path, device(), pipelines(), 256, 0);
+    ASSERT_TRUE(ring.runner && full.runner);
+    const Tokens prompt = random_tokens(43, 70, 3, 1024);
+    int seq = *ring.kv->add_sequence();
+    auto whole = generate(*ring.runner, nullptr, seq, prompt, greedy(20), {});
+    ring.kv->free_sequence(seq);
+    ASSERT_TRUE(whole.ok()) << whole.error().message();
+
+    seq = *ring.kv->add_sequence();
+    const Tokens head(prompt.begin(), prompt.end() - 1);
+    ASSERT_TRUE(prefill(*ring.runner, seq, head, kRowsMax, false, {}).ok());
+    const std::string file = dir + "/s.state";
+    auto saved = save_sequence_state(file, *ring.model, *ring.kv, seq, head);
+    ring.kv->free_sequence(seq);
+    ASSERT_TRUE(saved.ok()) << saved.error().message();
+    EXPECT_EQ(saved->kv_bytes, ring.kv->sequence_bytes(uint32_t(head.size())));
+
+    const int fs = *full.kv->add_sequence();
+    auto loaded = load_sequence_state(file, *full.model, *full.kv, fs);
+    ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+    EXPECT_EQ(loaded->tokens, head);
+    GenerateParams gp = greedy(20);
+    gp.n_cached = uint32_t(head.size());
+    auto cont = generate(*full.runner, nullptr, fs, prompt, gp, {});
+    ASSERT_TRUE(cont.ok()) << cont.error().message();
+    EXPECT_EQ(cont->tokens, whole->tokens);
+
+    // the same header as format 1 (no windows, every position in the payload's size)
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string bytes = ss.str();
+    const int fd = ::open(file.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    auto h = read_state_header(fd, bytes.size());
+    ::close(fd);
+    ASSERT_TRUE(h.ok()) << h.error().message();
+    const uint32_t header_bytes = uint32_t(encode_state_header(*h).size());
+    StateHeader old = *h;
+    old.version = 1;
+    for (StateLayerShape& l : old.layers) l.window = 0;
+    old.raw_bytes = old.expected_raw_bytes();
+    const std::string v1 = dir + "/v1.state";
+    std::ofstream(v1, std::ios::binary) << encode_state_header(old) << bytes.substr(header_bytes);
+    auto refused = load_sequence_state(v1, *full.model, *full.kv, fs);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().message().find("saved by an older tandem (state format 1)"), std::string::npos)
+        << refused.error().message();
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, Gemma4Ring, ::testing::Values("tiny-e2b", "tiny-31b"), [](const auto& p) {
