@@ -51,7 +51,7 @@ layout(push_constant) uniform Params {
     uint n_tokens, n_head, n_kv_head, dk, dv;
     uint q_off, q_stride, o_off, o_stride;
     uint pos_off, seq_off;
-    uint block_size, max_blocks;
+    uint block_size, max_blocks, ring_blocks;
     uint window;
     float scale, softcap;
 } p;

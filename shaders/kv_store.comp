@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // kv_store.comp: writes the K and V rows of a batch into the paged pools at each
-// token's (sequence, position). KV_F16: pools hold f16 (packHalf2x16 pairs);
+// token's (sequence, position), through the block table (a sliding-window ring
+// wraps it: include/paged_kv.glsl). KV_F16: pools hold f16 (packHalf2x16 pairs);
 // otherwise f32. Each invocation writes one pair of elements of K and of V.
 // Dispatch: x = ceil(n_kv_head * max(dk, dv) / 2 / local_size), y = tokens.
 #version 450
@@ -19,7 +20,7 @@ layout(push_constant) uniform Params {
     uint n_tokens, n_kv_head, dk, dv;
     uint k_off, k_stride, v_off, v_stride;
     uint pos_off, seq_off;
-    uint block_size, max_blocks;
+    uint block_size, max_blocks, ring_blocks;
 } p;
 
 #include "paged_kv.glsl"

@@ -165,6 +165,8 @@ KvPoolConfig kv_config(const Config& config, uint32_t n_ctx_train, bool speculat
     kc.memory_budget = config.model.kv_memory;
     // recurrent-state checkpoints: a verify pass of draft_max + 1 tokens plus the current one
     kc.n_checkpoints = speculative ? uint32_t(std::max(2, config.speculative.draft_max + 2)) : 2u;
+    // the widest pass stores a prefill chunk or a verify of draft_max + 1 rows (sliding-window rings)
+    kc.rows_max = uint32_t(std::max(config.model.n_batch, speculative ? config.speculative.draft_max + 1 : 1));
     return kc;
 }
 

@@ -58,7 +58,29 @@ Status cmd_info(App& app) {
     // plugin view (hyper-parameters, memory): optional, a file tandem cannot run is still described
     Registry* reg = TDM_TRY(app.registry());
     auto probe = probe_architecture(*src, *reg);
-    uint64_t kv_per_token = 0;
+    // KV per token of the layers that keep every position; sliding-window layers keep a
+    // ring of a fixed size per sequence instead (kv/kv_layout.h), sized as a run would
+    uint64_t kv_per_token = 0, kv_rings = 0, kv_at_4096 = 0;
+    uint32_t n_ring_layers = 0, ring_positions = 0;
+    if (probe.ok()) {
+        Config c = app.config();
+        c.model.n_ctx = 4096;
+        c.model.kv_type = "f16";
+        KvPoolConfig kc = kv_config(c, probe->n_ctx_train, true);
+        if (auto layout = plan_kv_layout(probe->attention_layers, {}, kc); layout.ok()) {
+            kv_rings = layout->ring_bytes;
+            kv_at_4096 = layout->linear_bytes + layout->ring_bytes;
+            for (size_t i = 0; i < layout->ring_blocks.size(); ++i) {
+                const auto& l = probe->attention_layers[i];
+                if (layout->ring_blocks[i]) {
+                    ++n_ring_layers;
+                    ring_positions = std::max(ring_positions, layout->ring_blocks[i] * kc.block_size);
+                } else {
+                    kv_per_token += uint64_t(l.n_kv_head) * (l.head_dim_k + l.head_dim_v) * 2;
+                }
+            }
+        }
+    }
     if (probe.ok()) {
         j["plugin"] = probe->arch->plugin->name;
         j["plugin_architecture"] = probe->arch->desc->name;
@@ -67,8 +89,10 @@ Status cmd_info(App& app) {
         j["n_ctx_train"] = probe->n_ctx_train;
         j["attention_layers"] = probe->attention_layers.size();
         j["recurrent_states"] = probe->recurrent_states.size();
-        for (const auto& l : probe->attention_layers) kv_per_token += uint64_t(l.n_kv_head) * (l.head_dim_k + l.head_dim_v) * 2;
-        j["kv_bytes_per_token_f16"] = kv_per_token;
+        j["kv_bytes_per_token_f16"] = kv_per_token;      // layers that keep every position
+        j["kv_ring_layers"] = n_ring_layers;
+        j["kv_ring_bytes_f16"] = kv_rings;              // their rings, per sequence (fixed)
+        j["kv_bytes_at_4096_f16"] = kv_at_4096;
         j["hparams"] = probe->description;
     } else {
         j["plugin_error"] = probe.error().message();
@@ -141,9 +165,16 @@ Status cmd_info(App& app) {
             std::printf("  %s\n", d.substr(s, e - s).c_str());
             s = e + 1;
         }
-        std::printf("memory:        %zu attention layers, KV %s per token (f16), %s at 4096 tokens\n",
-                    probe->attention_layers.size(), human_bytes(kv_per_token).c_str(),
-                    human_bytes(kv_per_token * 4096).c_str());
+        if (n_ring_layers)
+            std::printf("memory:        %zu attention layers, KV %s per token (f16) on %zu, and %s for the rings of %u "
+                        "sliding-window layers (%u positions each, per sequence); %s at 4096 tokens\n",
+                        probe->attention_layers.size(), human_bytes(kv_per_token).c_str(),
+                        probe->attention_layers.size() - n_ring_layers, human_bytes(kv_rings).c_str(), n_ring_layers,
+                        ring_positions, human_bytes(kv_at_4096).c_str());
+        else
+            std::printf("memory:        %zu attention layers, KV %s per token (f16), %s at 4096 tokens\n",
+                        probe->attention_layers.size(), human_bytes(kv_per_token).c_str(),
+                        human_bytes(kv_at_4096).c_str());
         if (state_floats)
             std::printf("               %zu recurrent states, %s per sequence; %u checkpoints (--draft-max %d + 2): %s\n",
                         probe->recurrent_states.size(), human_bytes(state_floats * 4).c_str(), checkpoints,

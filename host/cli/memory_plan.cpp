@@ -80,6 +80,8 @@ Result<bool> add_draft_head(MemoryPlan* plan, const Config& config, const DraftH
                                KvPoolConfig kc;
                                kc.n_ctx = n_ctx > 0 ? n_ctx : target_n_ctx_train;
                                kc.f16 = config.model.kv_type != "f32";
+                               kc.rows_max =
+                                   uint32_t(std::max(config.model.n_batch, config.speculative.draft_max + 1));
                                return kv_pool_bytes(own, {}, kc);
                            }});
     return true;
@@ -95,25 +97,8 @@ uint64_t MemoryPlan::total_at(uint32_t c) const {
 
 uint64_t kv_pool_bytes(std::span<const tdm_attention_layer> layers, std::span<const tdm_recurrent_state> states,
                        const KvPoolConfig& config) {
-    if (config.block_size == 0) return 0;
-    const uint64_t es = config.f16 ? 2 : 4;
-    uint64_t bytes_per_block = 0;
-    for (const tdm_attention_layer& l : layers)
-        bytes_per_block += uint64_t(config.block_size) * l.n_kv_head * (uint64_t(l.head_dim_k) + l.head_dim_v) * es;
-    const uint64_t blocks_per_seq = (uint64_t(config.n_ctx) + config.block_size - 1) / config.block_size;
-    uint64_t n_blocks = 0, max_blocks = 0;
-    if (config.memory_budget) {
-        n_blocks = bytes_per_block ? std::min<uint64_t>(config.memory_budget / bytes_per_block, 1u << 30) : 0;
-        max_blocks = std::min(n_blocks, blocks_per_seq ? blocks_per_seq : n_blocks);
-    } else {
-        n_blocks = blocks_per_seq * config.n_seq_max;
-        max_blocks = blocks_per_seq;
-    }
-    uint64_t bytes = uint64_t(config.n_seq_max) * max_blocks * 4;  // the block table
-    bytes += n_blocks * bytes_per_block;
-    for (const tdm_recurrent_state& s : states)
-        bytes += uint64_t(config.n_seq_max) * config.n_checkpoints * s.n_f32 * 4;
-    return bytes;
+    const auto layout = plan_kv_layout(layers, states, config);
+    return layout.ok() ? layout->total_bytes() : 0;  // KvPool::create reports the error
 }
 
 MemoryBudget device_memory_budget(const vk::Device& device) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -104,9 +105,10 @@ Status Runner::submit(const ForwardInput& in) {
     if (n == 0) return Error("forward: empty batch");
     if (in.positions.size() != n) return Error("forward: one position per token is needed");
     if (in.output_rows.empty() || in.output_rows.size() > n) return Error("forward: 1..n output rows are needed");
-    int32_t max_pos = 0;
+    int32_t min_pos = std::numeric_limits<int32_t>::max(), max_pos = 0;
     for (int32_t p : in.positions) {
         if (p < 0) return Error("forward: negative position");
+        min_pos = std::min(min_pos, p);
         max_pos = std::max(max_pos, p);
     }
     for (size_t i = 0; i < in.output_rows.size(); ++i)
@@ -115,7 +117,7 @@ Status Runner::submit(const ForwardInput& in) {
     const int32_t n_vocab = int32_t(model_.info().n_vocab);
     for (int32_t t : in.tokens)
         if (t < 0 || t >= n_vocab) return Error::format("token id {} is outside the vocabulary of {}", t, n_vocab);
-    TDM_TRY(kv_.reserve(in.seq, uint32_t(max_pos) + 1));
+    TDM_TRY(kv_.begin_batch(in.seq, uint32_t(min_pos), uint32_t(max_pos)));
     std::optional<StatePlan> plan;
     if (kv_.n_states() > 0) {
         // recurrent states advance token by token: the batch must continue the sequence

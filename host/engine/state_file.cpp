@@ -114,7 +114,14 @@ Result<LoadedState> load_checked(const std::string& path, const Model& model, Kv
                              h.states.size(), kv.n_layers(), kv.n_states());
     for (uint32_t i = 0; i < kv.n_layers(); ++i) {
         const KvLayerBinding* l = kv.layer(i);
-        const StateLayerShape want{l->n_kv_head, l->dk, l->dv};
+        const StateLayerShape want{l->n_kv_head, l->dk, l->dv, l->window};
+        if (h.version < 2 && l->window)
+            return Error::format("saved by an older tandem (state format {}), which kept every position of "
+                                 "sliding-window layers; this one keeps only their window: save the state again",
+                                 h.version);
+        if (h.layers[i].window != want.window)
+            return Error::format("attention layer {} has a sliding window of {}, this model's has {}", i,
+                                 h.layers[i].window, want.window);
         if (!(h.layers[i] == want))
             return Error::format("attention layer {} has {} KV heads of dims {}/{}, this model's has {} of {}/{}", i,
                                  h.layers[i].n_kv_head, h.layers[i].dim_k, h.layers[i].dim_v, want.n_kv_head,
@@ -190,7 +197,7 @@ Result<SavedStateInfo> save_sequence_state(const std::string& path, const Model&
     h.model = model_label(model);
     h.kv_element_bytes = kv.config().f16 ? 2 : 4;
     h.n_tokens = uint32_t(tokens.size());
-    for (uint32_t i = 0; i < kv.n_layers(); ++i) h.layers.push_back({kv.layer(i)->n_kv_head, kv.layer(i)->dk, kv.layer(i)->dv});
+    for (uint32_t i = 0; i < kv.n_layers(); ++i) h.layers.push_back({kv.layer(i)->n_kv_head, kv.layer(i)->dk, kv.layer(i)->dv, kv.layer(i)->window});
     for (uint32_t i = 0; i < kv.n_states(); ++i) h.states.push_back(kv.state(i)->n_f32);
     std::vector<std::string> sections;
     for (Drafter* d : drafters) {

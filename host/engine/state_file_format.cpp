@@ -78,7 +78,7 @@ Result<uint64_t> add(uint64_t a, uint64_t b) {
 uint64_t StateHeader::kv_bytes() const {
     uint64_t b = 0;
     for (const StateLayerShape& l : layers)
-        b += uint64_t(n_tokens) * l.n_kv_head * (uint64_t(l.dim_k) + l.dim_v) * kv_element_bytes;
+        b += uint64_t(l.rows(n_tokens)) * l.n_kv_head * (uint64_t(l.dim_k) + l.dim_v) * kv_element_bytes;
     for (uint64_t s : states) b += s * 4;
     return b;
 }
@@ -108,6 +108,7 @@ std::string encode_state_header(const StateHeader& h) {
         put32(s, l.n_kv_head);
         put32(s, l.dim_k);
         put32(s, l.dim_v);
+        if (h.version >= 2) put32(s, l.window);
     }
     for (uint64_t n : h.states) put64(s, n);
     for (const StateSection& sec : h.sections) {
@@ -170,6 +171,7 @@ Result<StateHeader> read_state_header(int fd, uint64_t file_bytes) {
         l.n_kv_head = uint32_t(TDM_TRY(c.u(4)));
         l.dim_k = uint32_t(TDM_TRY(c.u(4)));
         l.dim_v = uint32_t(TDM_TRY(c.u(4)));
+        if (h.version >= 2) l.window = uint32_t(TDM_TRY(c.u(4)));
         h.layers.push_back(l);
     }
     for (uint64_t i = 0; i < n_states; ++i) {
@@ -191,7 +193,7 @@ Result<StateHeader> read_state_header(int fd, uint64_t file_bytes) {
     for (const StateLayerShape& l : h.layers) {
         const uint64_t row = uint64_t(l.n_kv_head) * (uint64_t(l.dim_k) + l.dim_v) * h.kv_element_bytes;
         if (row > (1ull << 32)) return Error::format("corrupt header: KV rows of {} bytes", row);
-        raw = TDM_TRY(add(raw, row * h.n_tokens));
+        raw = TDM_TRY(add(raw, row * l.rows(h.n_tokens)));
     }
     for (uint64_t s : h.states) raw = TDM_TRY(add(raw, s * 4));
     for (const StateSection& s : h.sections) raw = TDM_TRY(add(raw, s.bytes));

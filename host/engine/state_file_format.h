@@ -4,8 +4,9 @@
 //
 // A file is this header, uncompressed, then one zstd frame (content checksum
 // on) holding the payload: the token ids (i32 each), the sequence's KV in
-// KvPool::export_sequence() order, each drafter section's bytes, then the extra
-// string. All little-endian. The header:
+// KvPool::export_sequence() order (a layer of window W > 0: its last min(n, W)
+// positions; version 1 had every position of every layer), each drafter
+// section's bytes, then the extra string. All little-endian. The header:
 //
 //   0   "TDMSTATE"            8 bytes
 //   8   u32 version           kStateFormatVersion; a newer one is refused
@@ -15,7 +16,7 @@
 //   28  u32 n_tokens, n_layers, n_states, n_sections, 0
 //   48  u64 extra_bytes, payload_bytes (the zstd frame), raw_bytes (its content)
 //   72  str model             u32 length + bytes (for messages: "qwen3 model.gguf")
-//       n_layers x (u32 n_kv_head, u32 dim_k, u32 dim_v)
+//       n_layers x (u32 n_kv_head, u32 dim_k, u32 dim_v, u32 window)  (version 1: no window)
 //       n_states x u64 floats
 //       n_sections x (str name, u64 bytes)
 //   end u64 FNV-1a of every header byte before it
@@ -30,11 +31,13 @@
 namespace tdm {
 
 inline constexpr char kStateMagic[8] = {'T', 'D', 'M', 'S', 'T', 'A', 'T', 'E'};
-inline constexpr uint32_t kStateFormatVersion = 1;
+inline constexpr uint32_t kStateFormatVersion = 2;
 
 struct StateLayerShape {
     uint32_t n_kv_head = 0, dim_k = 0, dim_v = 0;
+    uint32_t window = 0;  // sliding window (version 2); 0: full attention, every position saved
     bool operator==(const StateLayerShape&) const = default;
+    uint32_t rows(uint32_t n_tokens) const { return window && window < n_tokens ? window : n_tokens; }
 };
 
 struct StateSection {

@@ -48,6 +48,12 @@ struct KvLayerBinding {
     uint32_t n_kv_head = 0, dk = 0, dv = 0;
     uint32_t block_size = 0, max_blocks = 0;    // block table: I32 [n_seq_slots][max_blocks]
     vk::BufferSlice block_table;
+    // Sliding-window ring (0 = linear): the layer keeps ring_blocks blocks per
+    // sequence (max_blocks == ring_blocks) and position p lives in table entry
+    // (p / block_size) % ring_blocks, i.e. slot p mod (ring_blocks * block_size).
+    // Only attention with a window of at most `window` may read it.
+    uint32_t ring_blocks = 0;
+    uint32_t window = 0;                        // the layer's declared window (0: full attention)
     std::string name;
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "graph/weight.h"
 
@@ -16,34 +17,14 @@ constexpr uint32_t kNoLength = 0xffffffffu;
 Result<std::unique_ptr<KvPool>> KvPool::create(vk::Device& device, std::span<const tdm_attention_layer> layers,
                                                const KvPoolConfig& config, std::string name,
                                                std::span<const tdm_recurrent_state> states) {
-    if (config.block_size == 0 || config.n_seq_max == 0) return Error("KV pool: block size and sequence count must be > 0");
     std::unique_ptr<KvPool> pool(new KvPool(device));
     pool->config_ = config;
     pool->name_ = std::move(name);
+    pool->layout_ = TDM_TRY(plan_kv_layout(layers, states, config));
+    const KvLayout& lay = pool->layout_;
     const uint64_t es = config.f16 ? 2 : 4;
-    uint64_t bytes_per_block = 0;
-    for (const auto& l : layers) {
-        if (l.n_kv_head == 0 || l.head_dim_k == 0 || l.head_dim_v == 0 || l.head_dim_k % 4 || l.head_dim_v % 4)
-            return Error::format("KV pool: attention layer with {} kv heads of dims {}/{} is not supported (dims must "
-                                 "be non-zero multiples of 4)",
-                                 l.n_kv_head, l.head_dim_k, l.head_dim_v);
-        bytes_per_block += uint64_t(config.block_size) * l.n_kv_head * (l.head_dim_k + l.head_dim_v) * es;
-    }
-    const uint32_t blocks_per_seq = (config.n_ctx + config.block_size - 1) / config.block_size;
-    if (config.memory_budget) {
-        if (bytes_per_block == 0) return Error("KV pool: a memory budget was given for a model without attention");
-        const uint64_t n = config.memory_budget / bytes_per_block;
-        if (n == 0)
-            return Error::format("KV pool: the memory budget of {} holds no block ({} per block of {} tokens)",
-                                 vk::format_bytes(config.memory_budget), vk::format_bytes(bytes_per_block),
-                                 config.block_size);
-        pool->n_blocks_ = uint32_t(std::min<uint64_t>(n, 1u << 30));
-        pool->max_blocks_ = std::min(pool->n_blocks_, blocks_per_seq ? blocks_per_seq : pool->n_blocks_);
-    } else {
-        pool->n_blocks_ = blocks_per_seq * config.n_seq_max;
-        pool->max_blocks_ = blocks_per_seq;
-    }
-    if (pool->max_blocks_ == 0) return Error("KV pool: context length must be > 0");
+    pool->n_blocks_ = lay.n_blocks;
+    pool->max_blocks_ = lay.max_blocks;
 
     auto alloc = [&](uint64_t size, vk::MemoryKind kind, const std::string& what) -> Result<vk::BufferSlice> {
         auto b = TDM_TRY(vk::Buffer::create(device, size, kind, fmt::format("{} of {}", what, pool->name_)));
@@ -55,12 +36,26 @@ Result<std::unique_ptr<KvPool>> KvPool::create(vk::Device& device, std::span<con
     const uint64_t table_bytes = uint64_t(config.n_seq_max) * pool->max_blocks_ * 4;
     pool->table_ = TDM_TRY(alloc(table_bytes, vk::MemoryKind::host, "KV block table"));
     std::memset(pool->table_.mapped(), 0, table_bytes);
+    // a ring's table never changes: sequence slot s owns blocks [s * R, (s + 1) * R) of
+    // each ring layer of R blocks per sequence (one table per ring size)
+    std::map<uint32_t, vk::BufferSlice> ring_tables;
+    for (uint32_t r : lay.ring_blocks) {
+        if (!r || ring_tables.count(r)) continue;
+        const uint64_t bytes = uint64_t(config.n_seq_max) * r * 4;
+        vk::BufferSlice t = TDM_TRY(alloc(bytes, vk::MemoryKind::host, fmt::format("KV ring table ({} blocks)", r)));
+        int32_t* ids = reinterpret_cast<int32_t*>(t.mapped());
+        for (uint64_t i = 0; i < uint64_t(config.n_seq_max) * r; ++i) ids[i] = int32_t(i);
+        ring_tables.emplace(r, t);
+        pool->has_rings_ = true;
+    }
 
     for (size_t il = 0; il < layers.size(); ++il) {
         const auto& l = layers[il];
+        const uint32_t ring = lay.ring_blocks[il];
+        const uint64_t blocks = ring ? uint64_t(config.n_seq_max) * ring : pool->n_blocks_;
         KvLayerBinding b;
-        const uint64_t kbytes = uint64_t(pool->n_blocks_) * config.block_size * l.n_kv_head * l.head_dim_k * es;
-        const uint64_t vbytes = uint64_t(pool->n_blocks_) * config.block_size * l.n_kv_head * l.head_dim_v * es;
+        const uint64_t kbytes = blocks * config.block_size * l.n_kv_head * l.head_dim_k * es;
+        const uint64_t vbytes = blocks * config.block_size * l.n_kv_head * l.head_dim_v * es;
         b.k = TDM_TRY(alloc(kbytes, vk::MemoryKind::device, fmt::format("K of layer {}", il)));
         b.v = TDM_TRY(alloc(vbytes, vk::MemoryKind::device, fmt::format("V of layer {}", il)));
         b.f16 = config.f16;
@@ -68,8 +63,10 @@ Result<std::unique_ptr<KvPool>> KvPool::create(vk::Device& device, std::span<con
         b.dk = l.head_dim_k;
         b.dv = l.head_dim_v;
         b.block_size = config.block_size;
-        b.max_blocks = pool->max_blocks_;
-        b.block_table = pool->table_;
+        b.max_blocks = ring ? ring : pool->max_blocks_;
+        b.block_table = ring ? ring_tables.at(ring) : pool->table_;
+        b.ring_blocks = ring;
+        b.window = l.window;
         b.name = fmt::format("{} layer {}", pool->name_, il);
         if (device.caps().prefer_texel_weights) {
             for (vk::BufferSlice* s : {&b.k, &b.v}) {
@@ -112,6 +109,9 @@ Result<std::unique_ptr<KvPool>> KvPool::create(vk::Device& device, std::span<con
     for (uint32_t i = pool->n_blocks_; i-- > 0;) pool->free_.push_back(i);  // pop_back gives 0, 1, 2, ...
     pool->seq_blocks_.resize(config.n_seq_max);
     pool->live_.assign(config.n_seq_max, false);
+    pool->stored_.assign(config.n_seq_max, 0);
+    pool->imported_.assign(config.n_seq_max, 0);
+    TDM_ASSERT(pool->bytes_ == lay.total_bytes());
     return pool;
 }
 
@@ -136,6 +136,7 @@ Result<int> KvPool::add_sequence() {
         if (!live_[s]) {
             live_[s] = true;
             seq_blocks_[s].clear();
+            stored_[s] = imported_[s] = 0;
             if (!states_.empty()) TDM_TRY(zero_states(int(s)));
             return int(s);
         }
@@ -181,6 +182,12 @@ Status KvPool::reserve(int seq, uint32_t n_tokens) {
 
 Status KvPool::truncate(int seq, uint32_t n_tokens) {
     TDM_ASSERT(seq >= 0 && size_t(seq) < live_.size());
+    if (n_tokens == 0) {
+        stored_[size_t(seq)] = imported_[size_t(seq)] = 0;
+    } else if (const int32_t l = windows_missing(seq, n_tokens, stored_[size_t(seq)], false); l >= 0) {
+        return Error::format("{}: cannot roll sequence {} back to {} tokens: {}", name_, seq, n_tokens,
+                             ring_message(seq, l, n_tokens, stored_[size_t(seq)]));
+    }
     if (!states_.empty()) {
         // the checkpoint of exactly this length becomes current
         if (n_tokens == 0) {
@@ -211,7 +218,9 @@ Status KvPool::truncate(int seq, uint32_t n_tokens) {
 
 bool KvPool::can_truncate(int seq, uint32_t n_tokens) const {
     if (seq < 0 || size_t(seq) >= live_.size() || !live_[size_t(seq)]) return false;
-    if (states_.empty() || n_tokens == 0) return true;
+    if (n_tokens == 0) return true;
+    if (windows_missing(seq, n_tokens, stored_[size_t(seq)], false) >= 0) return false;
+    if (states_.empty()) return true;
     for (uint32_t len : ckpt_len_[size_t(seq)])
         if (len == n_tokens) return true;
     return false;
@@ -255,6 +264,60 @@ Result<std::vector<float>> KvPool::read_state(int seq, uint32_t index) const {
     const uint64_t slot = uint64_t(seq) * sb.n_checkpoints + uint64_t(cur_[seq]);
     TDM_TRY(read_device(device_, sb.buffer.sub(slot * bytes, bytes), out.data(), bytes));
     return out;
+}
+
+Status KvPool::begin_batch(int seq, uint32_t first, uint32_t last) {
+    TDM_ASSERT(seq >= 0 && size_t(seq) < live_.size() && live_[size_t(seq)] && first <= last);
+    if (has_rings_ && last - first >= config_.rows_max)
+        return Error::format("{}: a batch of positions {}..{} is wider than the {} rows its sliding-window KV rings "
+                             "were sized for (KvPoolConfig::rows_max: the prefill chunk -b/--batch-size and "
+                             "--draft-max + 1)",
+                             name_, first, last, config_.rows_max);
+    // windowed layers (rings, or a loaded state's last window) must hold what the first row reads
+    const uint32_t stored = std::max(stored_[size_t(seq)], last + 1);
+    if (const int32_t l = windows_missing(seq, first, stored, false); l >= 0)
+        return Error::format("{}: a batch at positions {}..{} of sequence {}: {}", name_, first, last, seq,
+                             ring_message(seq, l, first, stored));
+    TDM_TRY(reserve(seq, last + 1));
+    stored_[size_t(seq)] = std::max(stored_[size_t(seq)], last + 1);
+    return {};
+}
+
+uint32_t KvPool::held_from(int seq, uint32_t i, uint32_t stored) const {
+    const KvLayerBinding& l = layers_[i];
+    if (!l.window) return 0;
+    const uint32_t imp = imported_[size_t(seq)];
+    uint32_t from = imp - std::min(imp, l.window);  // an import brought only the last rows
+    const uint64_t capacity = uint64_t(l.ring_blocks) * config_.block_size;
+    if (capacity && stored > capacity) from = std::max(from, uint32_t(stored - capacity));
+    return from;
+}
+
+int32_t KvPool::windows_missing(int seq, uint32_t pos, uint32_t stored, bool for_export) const {
+    for (uint32_t i = 0; i < n_layers(); ++i) {
+        const uint32_t w = layers_[i].window;
+        if (!w) continue;
+        const uint32_t keep = for_export ? w : w - 1;
+        const uint32_t lo = pos > keep ? pos - keep : 0;
+        if (lo < pos && lo < held_from(seq, i, stored)) return int32_t(i);
+    }
+    return -1;
+}
+
+std::string KvPool::ring_message(int seq, int32_t layer, uint32_t pos, uint32_t stored) const {
+    const KvLayerBinding& l = layers_[size_t(layer)];
+    return fmt::format("attention layer {} (window {}) keeps only positions {}.. of the {} written{}, not all of the "
+                       "window before position {}",
+                       layer, l.window, held_from(seq, uint32_t(layer), stored), stored,
+                       l.ring_blocks ? fmt::format(" (a ring of {} positions)", l.ring_blocks * config_.block_size)
+                                     : std::string(" (a loaded state brings only the last window)"),
+                       pos);
+}
+
+int32_t KvPool::block_id(int seq, uint32_t i, uint32_t b) const {
+    const KvLayerBinding& l = layers_[i];
+    if (l.ring_blocks) return int32_t(uint32_t(seq) * l.ring_blocks + b % l.ring_blocks);
+    return seq_blocks_[size_t(seq)][b];
 }
 
 uint32_t KvPool::reserved_tokens(int seq) const {

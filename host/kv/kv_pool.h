@@ -1,17 +1,31 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/kv/kv_pool.h: the paged KV cache of one model (DESIGN §1).
 //
-// Every attention layer has a K pool and a V pool of fixed-size blocks
+// Every full-attention layer has a K pool and a V pool of fixed-size blocks
 // ([n_blocks][block_size][n_kv_head][head_dim], f16 or f32); a sequence owns a
 // list of blocks, kept in a device-visible block table that attention kernels
-// read, so positions are data and recorded graphs replay for any step. All
-// layers of a model share the block table (a sequence occupies the same
-// positions in every layer). Truncation frees whole blocks past the new length
-// (rollback of rejected drafts); freeing a sequence returns all its blocks.
+// read, so positions are data and recorded graphs replay for any step. The full
+// layers share that block table (a sequence occupies the same positions in each).
+// A sliding-window layer instead keeps a ring of blocks per sequence slot, with a
+// table of its own (kv_layout.h: sizes, the position -> slot mapping), so its
+// memory does not grow with the context. Truncation frees whole blocks past the
+// new length (rollback of rejected drafts); a ring needs no data movement, only
+// that the positions the next query reads are still in it (the invariant below);
+// freeing a sequence returns all its blocks.
 // Recurrent states (Gated DeltaNet conv and SSM states) live here too, with
 // n_checkpoints slots per sequence: a batch writes the state after each row
 // into the next slots, and truncation selects the slot of that length.
 // Not here: the scheduler (which lengths to keep).
+//
+// Ring invariant. A windowed layer of window W must hold, for a sequence of
+// length L, the positions [L - W + 1, L) the next query reads (clipped at 0);
+// the ring has lost every position below stored - R * block_size, where `stored`
+// is the highest position written + 1 since the sequence was last emptied
+// (rejected drafts included: truncation does not unwrite them). So a truncation
+// to L is possible iff L - W + 1 >= stored - R * block_size, and the ring size
+// (R * block_size >= W + rows_max - 1) makes that hold for every rollback of a
+// batch of at most rows_max rows. truncate() refuses, and can_truncate() says
+// false, where it does not hold; begin_batch() checks it for each batch.
 #pragma once
 
 #include <tandem/tandem.h>
@@ -23,17 +37,9 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "kv/kv_layout.h"
 
 namespace tdm {
-
-struct KvPoolConfig {
-    uint32_t n_ctx = 4096;        // longest sequence, in tokens
-    uint32_t n_seq_max = 1;       // sequences that can be live at once
-    uint32_t block_size = 16;     // tokens per block
-    bool f16 = true;              // storage type of K and V
-    uint64_t memory_budget = 0;   // bytes; if set, sizes the pool instead of n_ctx * n_seq_max
-    uint32_t n_checkpoints = 2;   // recurrent-state checkpoints per sequence (>= widest batch + 1)
-};
 
 // Where a forward pass reads and writes the recurrent states of its sequence.
 struct StatePlan {
@@ -57,6 +63,8 @@ public:
     const StateBinding* state(uint32_t i) const { return &states_[i]; }
     uint64_t state_bytes() const { return state_bytes_; }  // all checkpoints of all sequences
     const KvPoolConfig& config() const { return config_; }
+    const KvLayout& layout() const { return layout_; }
+    bool has_rings() const { return has_rings_; }
     uint32_t n_blocks() const { return n_blocks_; }
     uint32_t max_blocks_per_seq() const { return max_blocks_; }
     uint32_t capacity_tokens() const { return max_blocks_ * config_.block_size; }  // per sequence
@@ -69,12 +77,21 @@ public:
     // Makes room for positions [0, n_tokens) of `seq`; error (the pool unchanged)
     // when the sequence would exceed its capacity or no block is free.
     Status reserve(int seq, uint32_t n_tokens);
+    // A forward pass is about to store positions [first, last] of `seq` (all its
+    // rows, before attention reads any): reserve(seq, last + 1), and, in a pool
+    // with sliding-window rings, a check that the batch is at most rows_max
+    // positions wide and that every ring still holds what its queries read. On
+    // error nothing changed and the batch must not run.
+    Status begin_batch(int seq, uint32_t first, uint32_t last);
     // Forgets positions >= n_tokens: frees blocks no longer needed and selects
-    // the recurrent-state checkpoint of that length (an error if none holds it).
+    // the recurrent-state checkpoint of that length (an error if none holds it,
+    // or if a sliding-window ring no longer holds the positions before n_tokens
+    // that the next query reads; the pool is then unchanged).
     Status truncate(int seq, uint32_t n_tokens);
-    // Whether truncate(seq, n_tokens) can succeed without recomputation: always
-    // for attention KV (n_tokens at most the sequence's length, which the
-    // caller knows); for recurrent states only to a length a checkpoint holds.
+    // Whether truncate(seq, n_tokens) can succeed without recomputation: for
+    // full attention KV always (n_tokens at most the sequence's length, which
+    // the caller knows); for recurrent states only to a length a checkpoint
+    // holds; for sliding-window layers only where the ring invariant holds.
     bool can_truncate(int seq, uint32_t n_tokens) const;
     uint32_t reserved_tokens(int seq) const;
 
@@ -89,24 +106,42 @@ public:
 
     // One sequence's first n positions as bytes independent of the block layout
     // (saved sequence states; kv_transfer.cpp): for each attention layer its K
-    // rows then its V rows of positions [0, n) ([n][n_kv_head][d] each, the pool's
-    // element type), then each recurrent state of the current checkpoint, which
-    // must have seen exactly n tokens. Streams through `sink` in pieces.
+    // rows then its V rows of its last export_rows(layer, n) positions ([m][n_kv_head][d]
+    // each, the pool's element type): all n for a full layer, the last min(n, W)
+    // for a layer of window W (what attention can still read, whether the pool
+    // keeps it in a ring or not); then each recurrent state of the current
+    // checkpoint, which must have seen exactly n tokens. Streams through `sink`
+    // in pieces. Fails if a ring no longer holds those positions.
     using ByteSink = std::function<Status(const uint8_t* data, uint64_t n)>;
     using ByteSource = std::function<Status(uint8_t* data, uint64_t n)>;
     Status export_sequence(int seq, uint32_t n, const ByteSink& sink) const;
     // Replaces what live sequence `seq` holds with n positions read from `source`
     // in export_sequence()'s order; the current checkpoint then has length n. On
-    // error the sequence is left empty (length 0).
+    // error the sequence is left empty (length 0). Windowed layers then hold only
+    // the imported rows: the sequence can be truncated by one position at most.
     Status import_sequence(int seq, uint32_t n, const ByteSource& source);
+    // Positions of attention layer i that export_sequence() streams for a sequence of n.
+    uint32_t export_rows(uint32_t i, uint32_t n) const;
     // Bytes per position of attention layer i: K row, V row.
     uint64_t k_row_bytes(uint32_t i) const;
     uint64_t v_row_bytes(uint32_t i) const;
     uint64_t sequence_bytes(uint32_t n) const;  // what export_sequence() streams for n positions
 
+    // Device block id of block index `b` (position / block_size) of `seq` in attention layer i.
+    int32_t block_id(int seq, uint32_t i, uint32_t b) const;
+    // The lowest position attention layer i still holds for `seq` once positions
+    // up to `stored` (exclusive) have been written (the ring invariant above).
+    uint32_t held_from(int seq, uint32_t i, uint32_t stored) const;
+
 private:
     KvPool(vk::Device& d) : device_(d) {}
     Status write_table_row(int seq);
+    // The first windowed layer of `seq` that lacks some of the positions
+    // [pos - keep, pos) (clipped at 0; keep = window - 1, what the query at pos
+    // reads, or window for an export) once positions up to `stored` (exclusive)
+    // have been written; -1 if every one holds them.
+    int32_t windows_missing(int seq, uint32_t pos, uint32_t stored, bool for_export) const;
+    std::string ring_message(int seq, int32_t layer, uint32_t pos, uint32_t stored) const;
 
     vk::Device& device_;
     KvPoolConfig config_;
@@ -115,6 +150,10 @@ private:
     std::vector<KvLayerBinding> layers_;
     std::vector<VkBufferView> views_;
     vk::BufferSlice table_;
+    KvLayout layout_;
+    bool has_rings_ = false;
+    std::vector<uint32_t> stored_;                 // per sequence: highest position written + 1 since emptied
+    std::vector<uint32_t> imported_;               // per sequence: length of the import it holds (0: none)
     uint32_t n_blocks_ = 0, max_blocks_ = 0;
     uint64_t bytes_ = 0;
     std::vector<uint32_t> free_;                   // free block ids (stack)

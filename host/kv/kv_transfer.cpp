@@ -2,8 +2,9 @@
 // host/kv/kv_transfer.cpp: KvPool::export_sequence / import_sequence, the
 // layout-independent byte form of one sequence (saved sequence states, prompt
 // caches). A sequence's rows of one layer sit in whole blocks scattered over the
-// layer's buffer; the byte form lists them in position order, so a file loads
-// into a pool of any block size or block count.
+// layer's buffer (a sliding-window layer's in its ring); the byte form lists them
+// in position order, so a file loads into a pool of any block size, block count or
+// ring size. A windowed layer contributes only its last window of positions.
 #include <algorithm>
 #include <cstring>
 
@@ -103,29 +104,39 @@ uint64_t KvPool::v_row_bytes(uint32_t i) const {
     return uint64_t(l.n_kv_head) * l.dv * (l.f16 ? 2 : 4);
 }
 
+uint32_t KvPool::export_rows(uint32_t i, uint32_t n) const {
+    const uint32_t w = layers_[i].window;
+    return w ? std::min(n, w) : n;
+}
+
 uint64_t KvPool::sequence_bytes(uint32_t n) const {
     uint64_t bytes = 0;
-    for (uint32_t i = 0; i < n_layers(); ++i) bytes += uint64_t(n) * (k_row_bytes(i) + v_row_bytes(i));
+    for (uint32_t i = 0; i < n_layers(); ++i) bytes += uint64_t(export_rows(i, n)) * (k_row_bytes(i) + v_row_bytes(i));
     for (const StateBinding& s : states_) bytes += s.n_f32 * 4;
     return bytes;
 }
 
-// The device ranges holding positions [0, n) of `seq`, in export order.
-static std::vector<vk::BufferSlice> sequence_segments(const KvPool& pool, const std::vector<int32_t>& blocks,
-                                                      uint32_t n, int32_t seq, int32_t checkpoint) {
+// The device ranges holding the exported positions of `seq` (each layer's last
+// export_rows(il, n) of [0, n)), in export order.
+static std::vector<vk::BufferSlice> sequence_segments(const KvPool& pool, uint32_t n, int32_t seq, int32_t checkpoint) {
     std::vector<vk::BufferSlice> segs;
     const uint32_t bs = pool.config().block_size;
     for (uint32_t il = 0; il < pool.n_layers(); ++il) {
         const KvLayerBinding* l = pool.layer(il);
+        const uint32_t first = n - pool.export_rows(il, n);
         for (const auto& [slice, row] : {std::pair{l->k, pool.k_row_bytes(il)}, std::pair{l->v, pool.v_row_bytes(il)}})
-            for (uint32_t b = 0; b * bs < n; ++b) {
-                const uint64_t rows = std::min(bs, n - b * bs);
-                const vk::BufferSlice s = slice.sub(uint64_t(blocks[b]) * bs * row, rows * row);
+            for (uint32_t p = first; p < n;) {
+                // the rest of position p's block (a ring's blocks wrap: one range per block)
+                const uint32_t b = p / bs, in_block = p % bs;
+                const uint32_t rows = std::min(bs - in_block, n - p);
+                const uint64_t slot = uint64_t(pool.block_id(seq, il, b)) * bs + in_block;
+                const vk::BufferSlice s = slice.sub(slot * row, uint64_t(rows) * row);
                 // consecutive blocks (the usual case in a fresh pool) make one range
                 if (!segs.empty() && segs.back().buffer == s.buffer && segs.back().offset + segs.back().size == s.offset)
                     segs.back().size += s.size;
                 else
                     segs.push_back(s);
+                p += rows;
             }
     }
     for (uint32_t i = 0; i < pool.n_states(); ++i) {
@@ -144,7 +155,10 @@ Status KvPool::export_sequence(int seq, uint32_t n, const ByteSink& sink) const 
     if (!states_.empty() && state_length(seq) != n)
         return Error::format("{}: the recurrent state of sequence {} has seen {} tokens, not {}", name_, seq,
                              state_length(seq), n);
-    return read_segments(device_, sequence_segments(*this, seq_blocks_[size_t(seq)], n, seq, cur_[size_t(seq)]), sink);
+    if (const int32_t l = windows_missing(seq, n, std::max(n, stored_[size_t(seq)]), true); l >= 0)
+        return Error::format("{}: cannot save sequence {} at {} tokens: {}", name_, seq, n,
+                             ring_message(seq, l, n, stored_[size_t(seq)]));
+    return read_segments(device_, sequence_segments(*this, n, seq, cur_[size_t(seq)]), sink);
 }
 
 Status KvPool::import_sequence(int seq, uint32_t n, const ByteSource& source) {
@@ -153,13 +167,13 @@ Status KvPool::import_sequence(int seq, uint32_t n, const ByteSource& source) {
     TDM_TRY(truncate(seq, 0));
     Status st = reserve(seq, n);
     if (st.ok())
-        st = write_segments(device_, sequence_segments(*this, seq_blocks_[size_t(seq)], n, seq, cur_[size_t(seq)]),
-                            source);
+        st = write_segments(device_, sequence_segments(*this, n, seq, cur_[size_t(seq)]), source);
     if (!st.ok()) {
         (void)truncate(seq, 0);
         return st;
     }
     if (!states_.empty()) ckpt_len_[size_t(seq)][size_t(cur_[size_t(seq)])] = n;
+    stored_[size_t(seq)] = imported_[size_t(seq)] = n;
     return {};
 }
 

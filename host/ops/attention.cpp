@@ -38,6 +38,12 @@ Status validate(OpContext& c) {
     if (n_head / kv->n_kv_head > kMaxQueryHeadsPerKvHead)
         return Error::coded(TDM_ERR_LIMIT, "attention: {} query heads per kv head, this host handles at most {}",
                             n_head / kv->n_kv_head, kMaxQueryHeadsPerKvHead);
+    // a sliding-window ring holds the layer's last window (and the batch), nothing older
+    if (kv->ring_blocks && (c.d.i[0] == 0 || uint32_t(c.d.i[0]) > kv->window))
+        return Error::coded(TDM_ERR_UNSUPPORTED,
+                            "attention: {} keeps only the last {} positions (its window) in a ring; attention with "
+                            "window {} would read older ones",
+                            kv->name, kv->window, c.d.i[0]);
     const int64_t n_batch = TDM_TRY(c.batch_positions())->elements();
     const int64_t n = q.ne[2] * q.ne[3];
     if (n != n_batch) return Error::coded(TDM_ERR_SHAPE, "attention: q has {} tokens, the batch {}", n, n_batch);
@@ -59,10 +65,10 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
     const uint32_t n_tok = uint32_t(q.ne[2] * q.ne[3]);
     struct {
         uint32_t n_tokens, n_head, n_kv_head, dk, dv, q_off, q_stride, o_off, o_stride, pos_off, seq_off, block_size,
-            max_blocks, window;
+            max_blocks, ring_blocks, window;
         float scale, softcap;
     } pc{n_tok, n_head, kv.n_kv_head, kv.dk, kv.dv, off(c, d.in[0]), n_head * kv.dk, off(c, n.out),
-         stride(c, n.out), off(c, pos), off(c, seq), kv.block_size, kv.max_blocks, uint32_t(d.i[0]),
+         stride(c, n.out), off(c, pos), off(c, seq), kv.block_size, kv.max_blocks, kv.ring_blocks, uint32_t(d.i[0]),
          d.f[0] != 0 ? d.f[0] : 1.0f / std::sqrt(float(kv.dk)), d.f[1]};
     const vk::Binding kb = texel ? vk::Binding::texel(kv.k_view) : vk::Binding::storage(kv.k);
     const vk::Binding vb = texel ? vk::Binding::texel(kv.v_view) : vk::Binding::storage(kv.v);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/ops/kv_store.cpp: TDM_OP_KV_STORE, writes each batch token's K and V into
-// its (sequence, position) slot of a paged KV layer (shaders/kv_store.comp, f16
-// or f32 pool). The result is the layer itself, so attention orders after it.
+// its (sequence, position) slot of a paged KV layer, linear or a sliding-window
+// ring (shaders/kv_store.comp, f16 or f32 pool). The result is the layer itself, so attention orders after it.
 #include <algorithm>
 
 #include "ops/op_def.h"
@@ -37,9 +37,10 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
     const TensorId pos = n.positions, seq = n.seq_ids;
     const uint32_t n_tok = uint32_t(tensor(c, pos).elements());
     struct {
-        uint32_t n_tokens, n_kv_head, dk, dv, k_off, k_stride, v_off, v_stride, pos_off, seq_off, block_size, max_blocks;
+        uint32_t n_tokens, n_kv_head, dk, dv, k_off, k_stride, v_off, v_stride, pos_off, seq_off, block_size, max_blocks,
+            ring_blocks;
     } pc{n_tok, kv.n_kv_head, kv.dk, kv.dv, off(c, d.in[1]), kv.n_kv_head * kv.dk, off(c, d.in[2]),
-         kv.n_kv_head * kv.dv, off(c, pos), off(c, seq), kv.block_size, kv.max_blocks};
+         kv.n_kv_head * kv.dv, off(c, pos), off(c, seq), kv.block_size, kv.max_blocks, kv.ring_blocks};
     const uint32_t pairs = kv.n_kv_head * std::max(kv.dk, kv.dv) / 2;
     dispatch(c, *p,
              {storage(c, d.in[1]), storage(c, d.in[2]), storage(c, pos), storage(c, seq),

@@ -36,8 +36,9 @@ Status DraftModelDrafter::begin(std::span<const int32_t> prompt) {
     seen_.assign(prompt.begin(), prompt.end());
     std::vector<int32_t> pos;
     // chunks of at most 512 rows keep the prefill graphs small
-    for (uint32_t c0 = keep; c0 < want; c0 += 512) {
-        const uint32_t n = std::min<uint32_t>(512, want - c0);
+    const uint32_t chunk = max_rows(512);
+    for (uint32_t c0 = keep; c0 < want; c0 += chunk) {
+        const uint32_t n = std::min<uint32_t>(chunk, want - c0);
         pos.resize(n);
         for (uint32_t i = 0; i < n; ++i) pos[i] = int32_t(c0 + i);
         const int32_t row = int32_t(n - 1);
@@ -47,10 +48,23 @@ Status DraftModelDrafter::begin(std::span<const int32_t> prompt) {
     return {};
 }
 
+uint32_t DraftModelDrafter::max_rows(uint32_t want) const {
+    return kv_->has_rings() ? std::min(want, kv_->config().rows_max) : want;
+}
+
 Status DraftModelDrafter::submit_catch_up(const DraftRequest& req) {
     if (req.history.size() != size_t(req.pos) + 1)
         return Error("draft model: the history does not end at the request position");
     if (n_past_ > req.pos) n_past_ = req.pos;  // never happens in order; keeps the invariant
+    // far behind (other drafters made the last rounds): what a pass cannot hold goes first
+    const uint32_t limit = max_rows(req.pos + 1);
+    while (req.pos + 1 - n_past_ > limit) {
+        std::vector<int32_t> pos(limit);
+        for (uint32_t i = 0; i < limit; ++i) pos[i] = int32_t(n_past_ + i);
+        const int32_t last = int32_t(limit - 1);
+        TDM_TRY(runner_->forward({req.history.subspan(n_past_, limit), pos, seq_, std::span<const int32_t>(&last, 1)}));
+        n_past_ += limit;
+    }
     tokens_.assign(req.history.begin() + n_past_, req.history.end());
     positions_.resize(tokens_.size());
     for (size_t i = 0; i < tokens_.size(); ++i) positions_[i] = int32_t(n_past_ + i);

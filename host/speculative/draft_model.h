@@ -34,6 +34,9 @@ public:
 
 private:
     Status submit_catch_up(const DraftRequest& req);
+    // Rows one pass may store: `want`, or fewer where the KV pool's sliding-window
+    // rings were sized for fewer (KvPoolConfig::rows_max).
+    uint32_t max_rows(uint32_t want) const;
 
     std::string name_ = "draft";
     std::unique_ptr<Model> model_;

@@ -157,13 +157,15 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
         return DraftRequest{std::span<const int32_t>(s.history), s.pos, max, seq};
     };
     // Most drafts this round: the remaining budget (k drafts + the target's own
-    // token), the context and draft_max.
+    // token), the context, draft_max and the rows the target's KV rings were sized for.
     auto k_cap = [&]() -> int {
         int k = spec.draft_max;
         if (params.max_tokens >= 0) k = std::min<int>(k, params.max_tokens - int(r.tokens.size()) - 1);
         // plain decoding never runs position capacity-1 (it stops once the
         // next position is the last), so a verify pass must not either
         k = std::min<int>(k, int(capacity) - int(s.pos) - 2);
+        // a verify stores k + 1 rows: no more than the target's sliding-window rings hold
+        if (target.kv().has_rings()) k = std::min<int>(k, int(target.kv().config().rows_max) - 1);
         return std::max(0, k);
     };
     // The draft length of the next round: decided (and the drafter prepared) as

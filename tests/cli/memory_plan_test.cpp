@@ -66,6 +66,29 @@ TEST_F(MemoryPlanDevice, kv_estimate_matches_what_the_pool_allocates) {
     }
 }
 
+// Sliding-window layers in rings (kv/kv_layout.h): the estimate still matches, with and
+// without a budget, whether the rings are made or the window covers the context.
+TEST_F(MemoryPlanDevice, kv_estimate_matches_the_pool_with_sliding_window_rings) {
+    std::vector<tdm_attention_layer> layers = {layer(2, 64, 64), layer(4, 32, 16), layer(1, 16, 16)};
+    layers[0].window = 24;
+    layers[2].window = 100;
+    struct Case {
+        uint32_t n_ctx, n_seq, rows_max;
+        uint64_t budget;
+    };
+    for (const Case& c : {Case{4096, 1, 16, 0}, Case{4096, 3, 256, 0}, Case{64, 1, 16, 0}, Case{1000, 2, 8, 1 << 20}}) {
+        KvPoolConfig kc;
+        kc.n_ctx = c.n_ctx;
+        kc.n_seq_max = c.n_seq;
+        kc.rows_max = c.rows_max;
+        kc.memory_budget = c.budget;
+        auto pool = KvPool::create(device(), layers, kc, "plan test");
+        ASSERT_TRUE(pool.ok()) << pool.error().message();
+        EXPECT_EQ(cli::kv_pool_bytes(layers, {}, kc), (*pool)->device_bytes())
+            << "n_ctx " << c.n_ctx << " rows_max " << c.rows_max << " budget " << c.budget;
+    }
+}
+
 TEST_F(MemoryPlanDevice, the_budget_is_the_memory_limit_when_it_is_the_smallest) {
     vk::Device::Options o;
     o.memory_limit = 3 << 20;

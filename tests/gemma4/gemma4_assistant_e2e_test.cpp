@@ -7,6 +7,8 @@
 //     centroid-masked head (E2B-style) and the full tied head (31B/26B-style), GGUF and HF;
 //   - greedy speculative output with it equals plain greedy output, on prompts and
 //     generations that cross the sliding window;
+//   both with the target's sliding-window layers in rings of 32 positions (rows_max 16), so
+//   the assistant's reads of the target's window cross the ring's wrap;
 //   - an assistant for another target (hidden size, vocabulary, head dims, window) is refused
 //     with both values named; a target file passed as the assistant says what to pass.
 #include <gtest/gtest.h>
@@ -40,9 +42,14 @@ Registry& plugins() {
     return *reg;
 }
 
+// Passes of at most 16 rows: the target's sliding-window layers (window 8) keep rings of
+// 32 positions (KvPoolConfig::rows_max), which the assistant reads across their wrap.
+constexpr uint32_t kRowsMax = 16;
+
 GenerateParams greedy(int n) {
     GenerateParams gp;
     gp.max_tokens = n;
+    gp.n_batch = kRowsMax;
     gp.sampling.temperature = 0;
     gp.ignore_eog = true;
     return gp;
@@ -73,9 +80,11 @@ Pair write_pair(const std::string& preset, bool hf, const g4::AssistantBreak& br
     p.model = std::move(m).value();
     KvPoolConfig kc;
     kc.n_ctx = 256;
+    kc.rows_max = kRowsMax;
     auto kv = KvPool::create(test::test_device(), p.model->attention_layers(), kc, "test");
     EXPECT_TRUE(kv.ok()) << kv.error().message();
     if (kv.ok()) p.kv = std::move(kv).value();
+    EXPECT_TRUE(!p.kv || p.kv->has_rings());
     return p;
 }
 

@@ -286,8 +286,8 @@ TEST_F(PromptCacheRefusal, bad_magic_and_a_newer_version_are_refused) {
     b[0] = 'X';
     expect_refused(write_bytes(path("magic.state"), b), "not a tandem state file (bad magic");
     b = good();
-    b[8] = 2;  // format version
-    expect_refused(write_bytes(path("v2.state"), b), "made by a newer tandem: format version 2, this one reads 1");
+    b[8] = 3;  // format version
+    expect_refused(write_bytes(path("v3.state"), b), "made by a newer tandem: format version 3, this one reads 2");
     b = good();
     b[20] ^= 1;  // inside the fingerprint, under the header checksum
     expect_refused(write_bytes(path("header.state"), b), "corrupt header");

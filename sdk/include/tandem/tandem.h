@@ -443,7 +443,11 @@ typedef struct tdm_attention_layer {
     uint32_t n_kv_head;
     uint32_t head_dim_k;
     uint32_t head_dim_v;
-    uint32_t window;      /* sliding window in tokens; 0 = full attention */
+    uint32_t window;      /* sliding window in tokens; 0 = full attention. The host
+                           * may keep only the last `window` positions of such a
+                           * layer (plus one batch) in a ring: attention over it
+                           * must use a window of at most this, else TDM_OP_ATTENTION
+                           * fails with TDM_ERR_UNSUPPORTED when the graph is built. */
 } tdm_attention_layer;
 
 /* A recurrent state (e.g. a Gated DeltaNet layer's conv state or its SSM
