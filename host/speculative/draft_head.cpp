@@ -47,9 +47,9 @@ Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHe
         return Error::format("{}", plugin_message(err, sizeof err, "the draft head refused the model"));
     if (entry.plugin->abi < 3) d->info_.flags = 0;  // padding before ABI 3: never read
     const uint32_t flags = d->info_.flags;
-    if ((flags & TDM_DRAFT_HEAD_CONSTANT_POSITION) && !(flags & TDM_DRAFT_HEAD_STATELESS))
-        return Error::format("draft head {}: a constant-position head must also be stateless (this host runs "
-                             "constant-position rounds of one row only)",
+    if (bool(flags & TDM_DRAFT_HEAD_CONSTANT_POSITION) != bool(flags & TDM_DRAFT_HEAD_STATELESS))
+        return Error::format("draft head {}: this host runs the constant-position and stateless flags together only "
+                             "(one-row rounds at one position, no KV of its own); the head sets one of them",
                              entry.desc->name);
     if ((flags & TDM_DRAFT_HEAD_STATELESS) && d->info_.n_own_layers)
         return Error::format("draft head {}: stateless, yet it declares {} attention layers of its own",
@@ -248,8 +248,9 @@ Status DraftHeadDrafter::submit_stateless(const DraftRequest& req) {
     cg.input_as<int32_t>(c->seq0)[0] = req.target_seq;
     cg.input_as<int32_t>(c->rows0)[0] = 0;
     if (c->attn_pos) cg.input_as<int32_t>(c->attn_pos)[0] = int32_t(p - 1);
-    if (c->pos4[0]) {
-        int32_t* p4 = cg.input_as<int32_t>(c->pos4[0]);
+    for (TensorId p4id : c->pos4) {  // every step asks for its own M-RoPE positions: all at p
+        if (!p4id) continue;
+        int32_t* p4 = cg.input_as<int32_t>(p4id);
         p4[0] = p4[1] = p4[2] = int32_t(p);
         p4[3] = 0;
     }

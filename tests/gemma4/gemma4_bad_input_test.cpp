@@ -6,6 +6,10 @@
 // To add a case: add a Break field to gemma4_tiny.h if needed and one line below.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "formats/expect_error.h"
 #include "gemma4_tiny.h"
 #include "model/model.h"
@@ -71,6 +75,22 @@ TEST_F(Gemma4BadInput, a_kv_shared_layer_without_an_earlier_layer_of_its_type_is
     const g4::Weights w = g4::make_weights(p, 3);
     auto m = Model::load(g4::write_gguf(p, w, g4::temp_path("shared.gguf")), plugins(), device());
     EXPECT_TRUE(fails_with(m, {"KV-shared layer 2", "full"}));
+}
+
+TEST_F(Gemma4BadInput, full_layers_with_different_head_dims_in_per_layer_config_are_refused) {
+    // the newer HF form: full layers 2 and 4 (tiny-e2b: S S F S F) must share one head dim
+    const g4::Preset p = g4::preset("tiny-e2b");
+    g4::WriteOptions o;
+    o.per_layer_config = true;
+    const std::string dir = g4::write_hf(p, g4::make_weights(p, 4), g4::temp_path("plc"), o);
+    std::ifstream in(dir + "/config.json");
+    nlohmann::json cfg = nlohmann::json::parse(in);
+    in.close();
+    auto& text = cfg.contains("text_config") ? cfg["text_config"] : cfg;
+    ASSERT_TRUE(text.contains("per_layer_config")) << cfg.dump();
+    text["per_layer_config"]["2"]["head_dim"] = 32;
+    std::ofstream(dir + "/config.json") << cfg.dump();
+    EXPECT_TRUE(fails_with(Model::load(dir, plugins(), device()), {"full layer 4 has head dim 64, an earlier one 32"}));
 }
 
 }  // namespace

@@ -84,8 +84,14 @@ tdm_status read_hf(const HparamReader& top, AssistantHparams* hp) {
     TDM_SDK_TRY(r.f32_or("final_logit_softcapping", 0.0, 1e6, 0.0f, &hp->softcap));
     TDM_SDK_TRY(r.f32_or("rope_parameters.sliding_attention.rope_theta", 1.0, 1e12, 1e4f, &hp->theta_swa));
     TDM_SDK_TRY(r.f32_or("rope_parameters.full_attention.rope_theta", 1.0, 1e12, 1e6f, &hp->theta_full));
-    float partial = 1.0f;
-    TDM_SDK_TRY(r.f32_or("rope_parameters.full_attention.partial_rotary_factor", 1e-6, 1.0, 1.0f, &partial));
+    float partial = 0.25f;
+    TDM_SDK_TRY(r.f32_or("rope_parameters.full_attention.partial_rotary_factor", 1e-6, 1.0, 0.25f, &partial));
+    const char* rope_type = "proportional";
+    TDM_SDK_TRY(r.string_or("rope_parameters.full_attention.rope_type", "proportional", &rope_type));
+    const bool proportional = std::strcmp(rope_type, "proportional") == 0;
+    if (!proportional && std::strcmp(rope_type, "default") != 0)
+        return err.fail(TDM_ERR_UNSUPPORTED, "%s: gemma4-assistant: full-layer rope_type '%s' (known: proportional, "
+                        "default)", r.path(), rope_type);
     hp->sliding.assign(hp->n_layer, 0);
     for (uint32_t il = 0; il < hp->n_layer; ++il) {
         const std::string key = "layer_types." + std::to_string(il);
@@ -98,7 +104,7 @@ tdm_status read_hf(const HparamReader& top, AssistantHparams* hp) {
     if (r.has(("layer_types." + std::to_string(hp->n_layer)).c_str()))
         return err.fail(TDM_ERR_BAD_MODEL, "%s: gemma4-assistant: layer_types must have one type per layer (%u)",
                         r.path(), hp->n_layer);
-    hp->n_freq_full = uint32_t(partial * float(hp->head_dim_full) / 2.0f);
+    hp->n_freq_full = proportional ? uint32_t(partial * float(hp->head_dim_full) / 2.0f) : 0;
     return TDM_OK;
 }
 
@@ -135,6 +141,20 @@ tdm_status check_target(const HparamReader& r, Assistant* a) {
     if (hp.window != t.window)
         return err.fail(TDM_ERR_BAD_MODEL, "%s: the assistant's sliding window is %u, the target's %u", r.path(),
                         hp.window, t.window);
+    // its queries meet the target's keys: the rotations must be the same
+    if (hp.theta_swa != t.theta_swa || hp.theta_full != t.theta_full)
+        return err.fail(TDM_ERR_BAD_MODEL,
+                        "%s: the assistant's RoPE bases (%g sliding, %g full) differ from the target's (%g, %g)",
+                        r.path(), double(hp.theta_swa), double(hp.theta_full), double(t.theta_swa),
+                        double(t.theta_full));
+    if (!hp.rope_freqs && !t.rope_freqs) {  // both from config.json: compare the rotated slots
+        const uint32_t mine = hp.n_freq_full ? hp.n_freq_full : hp.head_dim_full / 2;
+        const uint32_t theirs = t.n_freq_full ? t.n_freq_full : t.head_dim_full / 2;
+        if (mine != theirs)
+            return err.fail(TDM_ERR_BAD_MODEL,
+                            "%s: the assistant rotates %u frequency slots of its full layers, the target %u",
+                            r.path(), mine, theirs);
+    }
     for (int sliding = 0; sliding < 2; ++sliding) {
         bool used = false;
         for (uint8_t s : hp.sliding) used |= s == sliding;
@@ -173,8 +193,11 @@ tdm_status assistant_create(const tdm_host_api* host, const tdm_model_source* sr
         a->hf = r.hf();
         a->target = static_cast<const Gemma4Model*>(target);
         TDM_SDK_TRY(r.hf() ? read_hf(r, &a->hp) : read_gguf(r, &a->hp));
-        if (a->hp.ordered && (a->hp.n_vocab % a->hp.n_centroids || a->hp.top_k_centroids > a->hp.n_centroids))
-            return e.fail(TDM_ERR_BAD_MODEL, "%s: %u centroids (top %u) do not divide the %u-token vocabulary",
+        if (a->hp.ordered && (a->hp.n_vocab % a->hp.n_centroids || a->hp.top_k_centroids > a->hp.n_centroids ||
+                              (a->hp.n_vocab / a->hp.n_centroids) % 4))
+            return e.fail(TDM_ERR_BAD_MODEL,
+                          "%s: %u centroids (top %u) must divide the %u-token vocabulary in clusters of a multiple "
+                          "of 4 tokens",
                           r.path(), a->hp.n_centroids, a->hp.top_k_centroids, a->hp.n_vocab);
         if (a->hp.ordered) {
             tdm::sdk::Host h;
@@ -182,13 +205,19 @@ tdm_status assistant_create(const tdm_host_api* host, const tdm_model_source* sr
             TDM_SDK_TRY(assistant_require_masked_head_ops(h, e));
         }
         TDM_SDK_TRY(check_target(r, a.get()));
-        a->target_kv_list[0] = a->target_kv[0];
-        a->target_kv_list[1] = a->target_kv[1];
+        // declare only the target layers the assistant's layer types read
+        uint32_t n_read = 0;
+        for (int sliding = 0; sliding < 2; ++sliding) {
+            bool used = false;
+            for (uint8_t s : a->hp.sliding) used |= s == sliding;
+            const bool dup = n_read && a->target_kv_list[0] == a->target_kv[sliding];
+            if (used && !dup) a->target_kv_list[n_read++] = a->target_kv[sliding];
+        }
         tdm_draft_head_info mine{};
         mine.struct_size = sizeof mine;
         mine.hidden = TDM_HIDDEN_POST_NORM;
         mine.n_own_layers = 0;
-        mine.n_target_kv_layers = a->target_kv[0] == a->target_kv[1] ? 1 : 2;
+        mine.n_target_kv_layers = n_read;
         mine.target_kv_layers = a->target_kv_list;
         mine.n_embd = a->hp.n_embd_target;
         mine.flags = TDM_DRAFT_HEAD_CONSTANT_POSITION | TDM_DRAFT_HEAD_STATELESS;

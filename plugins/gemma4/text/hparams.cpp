@@ -109,9 +109,10 @@ tdm_status read_gguf(const HparamReader& top, Gemma4Hparams* hp) {
         s.head_dim = s.sliding ? hp->head_dim_swa : hp->head_dim_full;
         s.n_head_kv = kv_heads[il];
         s.n_ff = ff[il];
-        // llama.cpp's converter writes no attn_v where K doubles as V
+        // llama.cpp's converter writes no attn_v where K doubles as V (full layers only: a
+        // sliding layer without one is a missing tensor, reported by load)
         const std::string wv = "blk." + std::to_string(il) + ".attn_v.weight";
-        s.k_eq_v = !top.has_tensor(wv.c_str());
+        s.k_eq_v = !s.sliding && !top.has_tensor(wv.c_str());
     }
     tdm_tensor_info ti;
     TDM_SDK_TRY(top.tensor_info("token_embd.weight", &ti));
@@ -183,10 +184,12 @@ tdm_status read_hf(const HparamReader& top, Gemma4Hparams* hp) {
     // first partial_rotary_factor * D/2 frequency slots of the full layers
     TDM_SDK_TRY(r.f32_or("rope_parameters.sliding_attention.rope_theta", 1.0, 1e12, 1e4f, &hp->theta_swa));
     TDM_SDK_TRY(r.f32_or("rope_parameters.full_attention.rope_theta", 1.0, 1e12, 1e6f, &hp->theta_full));
-    float partial = 1.0f;
-    TDM_SDK_TRY(r.f32_or("rope_parameters.full_attention.partial_rotary_factor", 1e-6, 1.0, 1.0f, &partial));
-    const char* rope_type = "default";
-    TDM_SDK_TRY(r.string_or("rope_parameters.full_attention.rope_type", "default", &rope_type));
+    // every released Gemma 4 uses proportional RoPE with factor 0.25 on its full layers: the
+    // default when a config does not say
+    float partial = 0.25f;
+    TDM_SDK_TRY(r.f32_or("rope_parameters.full_attention.partial_rotary_factor", 1e-6, 1.0, 0.25f, &partial));
+    const char* rope_type = "proportional";
+    TDM_SDK_TRY(r.string_or("rope_parameters.full_attention.rope_type", "proportional", &rope_type));
     if (std::strcmp(rope_type, "proportional") != 0 && std::strcmp(rope_type, "default") != 0)
         return err.fail(TDM_ERR_UNSUPPORTED, "%s: gemma4: full-layer rope_type '%s' (known: proportional, default)",
                         r.path(), rope_type);
@@ -214,8 +217,20 @@ tdm_status read_hf(const HparamReader& top, Gemma4Hparams* hp) {
         const std::string plc = "per_layer_config." + std::to_string(il) + ".";
         TDM_SDK_TRY(r.u32_or((plc + "head_dim").c_str(), 4, kMaxHeadDim, s.head_dim, &s.head_dim));
         TDM_SDK_TRY(r.u32_or((plc + "num_key_value_heads").c_str(), 1, 4096, s.n_head_kv, &s.n_head_kv));
-        if (!s.sliding) hp->head_dim_full = s.head_dim;
         s.n_ff = double_wide && il >= first_shared ? 2 * ff : ff;
+    }
+    // one head dim per layer type: RoPE, the KV-sharing and the assistant depend on it
+    bool seen[2] = {false, false};
+    for (uint32_t il = 0; il < L; ++il) {
+        const LayerShape& s = hp->layers[il];
+        uint32_t& dim = s.sliding ? hp->head_dim_swa : hp->head_dim_full;
+        if (!seen[s.sliding]) {
+            dim = s.head_dim;
+            seen[s.sliding] = true;
+        } else if (s.head_dim != dim) {
+            return err.fail(TDM_ERR_BAD_MODEL, "%s: gemma4: %s layer %u has head dim %u, an earlier one %u", r.path(),
+                            s.sliding ? "sliding" : "full", il, s.head_dim, dim);
+        }
     }
     hp->n_freq_full = uint32_t(partial * float(hp->head_dim_full) / 2.0f);
     if (std::strcmp(rope_type, "default") == 0) hp->n_freq_full = 0;
@@ -278,6 +293,10 @@ tdm_status resolve_layers(const HparamReader& r, Gemma4Hparams* hp) {
                             r.path(), il, s.n_head_kv, s.head_dim, src, hp->layers[src].n_head_kv,
                             hp->layers[src].head_dim);
     }
+    if (hp->n_embd_ple && hp->n_vocab_ple < hp->n_vocab)
+        return err.fail(TDM_ERR_BAD_MODEL,
+                        "%s: gemma4: the per-layer embedding table has %u rows, fewer than the %u-token vocabulary",
+                        r.path(), hp->n_vocab_ple, hp->n_vocab);
     if (hp->n_embd_ple && uint64_t(hp->n_embd_ple) * L > kMaxWidth * 8)
         return err.fail(TDM_ERR_BAD_MODEL, "%s: gemma4: per-layer input width %u x %u layers is too large", r.path(),
                         hp->n_embd_ple, L);
