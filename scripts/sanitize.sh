@@ -9,7 +9,7 @@
 #      plugin loader's tests;
 #   2. one end-to-end `tandem run` per model family and drafter: qwen3 (GGUF and HF
 #      safetensors), qwen3 with a draft model, qwen3 with the n-gram drafters, qwen35 (hybrid)
-#      and qwen35moe with their MTP heads;
+#      and qwen35moe with their MTP heads, gemma4 (E2B-style GGUF and HF, 26B-style MoE);
 #   3. every fuzz harness for FUZZ_SECONDS (default 10; scripts/fuzz.sh on the same build).
 #
 #   scripts/sanitize.sh [--ci] [FUZZ_SECONDS]
@@ -56,7 +56,7 @@ cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" \
   -DTANDEM_SANITIZE=address,undefined -DTANDEM_FUZZ=ON >/dev/null
 echo "==> building (only what the job runs)"
-targets=(tandem fuzz_all)
+targets=(tandem tandem-plugin-gemma4 tandem-synth-gemma4 fuzz_all)
 if [ "$ci" = 0 ]; then targets+=(test_formats test_tokenizer test_config test_cli test_runtime test_server); fi
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 
@@ -88,6 +88,9 @@ synth --arch qwen3 --format hf --type f32 -o "$e2e/qwen3-hf"
 synth --arch qwen3 --layers 1 --draft-of-seed 1 -o "$e2e/qwen3-draft.gguf"
 synth --arch qwen35 -o "$e2e/qwen35.gguf"
 synth --arch qwen35moe -o "$e2e/qwen35moe.gguf"
+synth --arch gemma4 --preset tiny-e2b -o "$e2e/gemma4-e2b.gguf"
+synth --arch gemma4 --preset tiny-e2b --format hf -o "$e2e/gemma4-e2b-hf"
+synth --arch gemma4 --preset tiny-26b -o "$e2e/gemma4-26b.gguf"
 runs=(
   "-m $e2e/qwen3.gguf"
   "-m $e2e/qwen3-hf"
@@ -96,6 +99,9 @@ runs=(
   "-m $e2e/qwen3.gguf --spec-type ngram-mod"
   "-m $e2e/qwen35.gguf --spec-type mtp"
   "-m $e2e/qwen35moe.gguf --spec-type mtp"
+  "-m $e2e/gemma4-e2b.gguf --spec-type ngram-simple"
+  "-m $e2e/gemma4-e2b-hf"
+  "-m $e2e/gemma4-26b.gguf --spec-type ngram-mod"
 )
 for r in "${runs[@]}"; do
   # shellcheck disable=SC2086  # each entry is a list of arguments
