@@ -188,8 +188,9 @@ Result<const DeviceWeight*> WeightStore::load(const ModelSource& src, const tdm_
     auto w = TDM_TRY_CTX(DeviceWeight::upload(device_, arena_, req.name, dtype, ne, rows_fn, upload_),
                          fmt::format("loading {}", req.name));
     for (const SourceTensor* t : parts) {
-        // a fused tensor split in two is read twice: keep its pages until the second read
-        if (req.slab_rows == 0) src.release_pages(*t);
+        // A fused tensor split into slabs is read once per slab: its pages go after the
+        // read that completes its rows, so a 26B-A4B's gate_up experts do not stay resident.
+        if (req.slab_rows == 0 || (slab_rows_read_[t] += req.slab_rows) >= slab) src.release_pages(*t);
         source_bytes_ += req.slab_rows > 0 ? t->nbytes / uint64_t(slab) * uint64_t(req.slab_rows) : t->nbytes;
     }
     bytes_ += w->device_bytes();

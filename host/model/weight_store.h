@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -53,6 +54,7 @@ private:
     WeightUploadOptions upload_;
     bool check_weights_ = true;
     std::unordered_set<const SourceTensor*> checked_;  // scanned once even when loaded in slabs
+    std::unordered_map<const SourceTensor*, int64_t> slab_rows_read_;  // pages go once every row was read
 };
 
 // "[1024, 2048]"

@@ -88,6 +88,8 @@ Result<std::unique_ptr<Buffer>> Buffer::create(Device& device, uint64_t size, Me
     VkResult r = f.vkAllocateMemory(device.handle(), &mai, nullptr, &b->memory_);
     if (r != VK_SUCCESS) return oom(result_name(r));
     device.note_alloc(int64_t(size));
+    ::tdm::log(::tdm::LogLevel::trace, "vk", "buffer {} ({}, {} memory): {} allocated in all", b->name_, format_bytes(size),
+               kind == MemoryKind::device ? "device" : "host", format_bytes(device.allocated_bytes()));
     TDM_VK_CHECK(f.vkBindBufferMemory(device.handle(), b->buffer_, b->memory_, 0), "binding buffer memory");
 
     const bool host_visible = kind == MemoryKind::host || device.device_memory_is_host_visible();
@@ -117,21 +119,26 @@ Arena::Arena(Device& device, MemoryKind kind, std::string name, uint64_t block_s
 Result<BufferSlice> Arena::allocate(uint64_t size, std::string_view what, uint64_t alignment) {
     if (size == 0) size = 4;  // zero-size tensors still need a valid binding
     alignment = std::max(alignment, binding_alignment(device_.caps()));
-    if (!blocks_.empty()) {
-        uint64_t off = (top_ + alignment - 1) / alignment * alignment;
-        Buffer* last = blocks_.back().get();
-        if (off + size <= last->size()) {
+    if (size >= block_size_ / 4) {
+        auto buf = TDM_TRY(Buffer::create(device_, size, kind_, fmt::format("{} ({})", what, name_)));
+        blocks_.push_back(std::move(buf));
+        used_ += size;
+        return BufferSlice{blocks_.back().get(), 0, size};
+    }
+    if (current_) {
+        const uint64_t off = (top_ + alignment - 1) / alignment * alignment;
+        if (off + size <= current_->size()) {
             top_ = off + size;
             used_ += size;
-            return BufferSlice{last, off, size};
+            return BufferSlice{current_, off, size};
         }
     }
-    const uint64_t bsize = std::max(size, block_size_);
-    auto buf = TDM_TRY(Buffer::create(device_, bsize, kind_, fmt::format("{} ({})", what, name_)));
+    auto buf = TDM_TRY(Buffer::create(device_, block_size_, kind_, fmt::format("{} ({})", what, name_)));
     blocks_.push_back(std::move(buf));
+    current_ = blocks_.back().get();
     top_ = size;
     used_ += size;
-    return BufferSlice{blocks_.back().get(), 0, size};
+    return BufferSlice{current_, 0, size};
 }
 
 uint64_t Arena::reserved_bytes() const {
@@ -142,6 +149,7 @@ uint64_t Arena::reserved_bytes() const {
 
 void Arena::reset() {
     blocks_.clear();
+    current_ = nullptr;
     top_ = 0;
     used_ = 0;
 }

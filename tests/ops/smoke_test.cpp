@@ -42,6 +42,34 @@ TEST_F(Smoke, add_of_two_inputs_runs_and_reads_back) {
     for (int i = 0; i < 15; ++i) EXPECT_EQ(py[i], 1.0f + 100.0f * float(i));
 }
 
+TEST_F(Smoke, arena_gives_large_requests_their_own_buffer_and_keeps_filling_the_open_block) {
+    // The 26B-A4B expert pattern: a 242 MiB plane, then its 15 MiB scale plane, repeated.
+    // Scaled down: blocks of 1 MiB, planes of 0.95 MiB and 60 KiB. A bump allocator that
+    // moved on to each large buffer opened a fresh block for every small plane (about 1.85x).
+    const uint64_t block = 1 << 20, big = block * 95 / 100, small = 100 << 10;
+    vk::Arena arena(device(), vk::MemoryKind::device, "test arena", block);
+    std::vector<vk::BufferSlice> slices;
+    for (int i = 0; i < 8; ++i) {
+        for (uint64_t size : {big, small}) {
+            auto s = arena.allocate(size, "plane");
+            ASSERT_TRUE(s.ok()) << s.error().message();
+            slices.push_back(*s);
+        }
+    }
+    EXPECT_EQ(arena.used_bytes(), 8 * (big + small));
+    // 8 own buffers of exactly `big`, and the 8 small planes share one block
+    EXPECT_EQ(arena.reserved_bytes(), 8 * big + block);
+    for (size_t i = 0; i < slices.size(); i += 2) EXPECT_EQ(slices[i].offset, 0u);
+    for (size_t i = 3; i < slices.size(); i += 2) EXPECT_EQ(slices[i].buffer, slices[1].buffer);
+    // a request that does not fit what is left of the open block opens the next one
+    auto tail = arena.allocate(block / 4 - 1, "tail");
+    ASSERT_TRUE(tail.ok());
+    auto tail2 = arena.allocate(block / 4 - 1, "tail");
+    ASSERT_TRUE(tail2.ok());
+    EXPECT_NE(tail->buffer, slices[1].buffer);
+    EXPECT_EQ(tail2->buffer, tail->buffer);
+}
+
 TEST_F(Smoke, f32_matmul_matches_naive_product) {
     const int K = 64, M = 40, N = 3;
     std::vector<float> w(K * M), x(K * N);
