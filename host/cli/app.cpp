@@ -52,6 +52,8 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (cl("no-chat")) c.model.chat = false;
     if (cl("chat-template")) c.model.chat_template = *a.get_string("chat-template");
     if (cl("no-check-weights")) c.model.check_weights = false;
+    if (cl("host-rows")) c.model.host_rows = *a.get_string("host-rows");
+    if (cl("host-rows-share")) c.model.host_rows_share = float(*a.get_number("host-rows-share"));
     if (cl("model-draft")) c.model.draft_path = *a.get_string("model-draft");
     if (cl("mtp-head")) c.model.mtp_head_path = *a.get_string("mtp-head");
     // sampling
@@ -132,6 +134,17 @@ Result<Registry*> App::registry() {
     return registry_.get();
 }
 
+namespace {
+
+// [model] host_rows, which the config rules limit to these three words
+WeightStore::HostTables host_tables_mode(const std::string& s) {
+    return s == "on" ? WeightStore::HostTables::on
+           : s == "off" ? WeightStore::HostTables::off
+                        : WeightStore::HostTables::automatic;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Model>> App::load_model(const std::string& path) {
     if (path.empty())
         return Error("no model given: use -m FILE (a GGUF file or a Hugging Face directory), or set [model] path in "
@@ -140,6 +153,8 @@ Result<std::unique_ptr<Model>> App::load_model(const std::string& path) {
     vk::Device* dev = TDM_TRY(device());
     ModelLoadOptions opt;
     opt.check_weights = config_.model.check_weights;
+    opt.host_rows = host_tables_mode(config_.model.host_rows);
+    opt.host_rows_share = config_.model.host_rows_share;
     const bool tty = isatty(fileno(stderr));
     auto last = std::chrono::steady_clock::now();
     if (tty) {
@@ -166,7 +181,8 @@ KvPoolConfig kv_config(const Config& config, uint32_t n_ctx_train, bool speculat
     // recurrent-state checkpoints: a verify pass of draft_max + 1 tokens plus the current one
     kc.n_checkpoints = speculative ? uint32_t(std::max(2, config.speculative.draft_max + 2)) : 2u;
     // the widest pass stores a prefill chunk or a verify of draft_max + 1 rows (sliding-window rings)
-    kc.rows_max = uint32_t(std::max(config.model.n_batch, speculative ? config.speculative.draft_max + 1 : 1));
+    kc.rows_max = ring_rows_max(uint32_t(config.model.n_batch),
+                                speculative ? uint32_t(config.speculative.draft_max + 1) : 1u);
     return kc;
 }
 

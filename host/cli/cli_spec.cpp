@@ -82,6 +82,13 @@ OptionGroup model_options() {
                        kInt32Max),
                 {{"--no-check-weights"}, K::flag, "", "Load weights even if they hold NaN or infinity (skips the "
                  "scan that otherwise refuses such a model)."},
+                one_of({{"--host-rows"}, K::string, "MODE", "Tables read only by token rows (Gemma 4 E2B/E4B's "
+                        "per-layer embeddings) in host memory, uploading the rows of each batch: on, off, or auto "
+                        "(on a CPU device, and on a GPU for a table of at least --host-rows-share of its memory).",
+                        "auto"},
+                       {"auto", "on", "off"}),
+                {{"--host-rows-share"}, K::number, "F", "With --host-rows auto: the share of device memory from "
+                 "which a table stays in host memory.", "0.1"},
             }};
 }
 

@@ -68,7 +68,7 @@ Result<std::unique_ptr<Drafter>> make_draft_head(App& app, const DraftHeadEntry&
     o.options = options;
     o.kv.n_ctx = cfg.model.n_ctx > 0 ? uint32_t(cfg.model.n_ctx) : target.info().n_ctx_train;
     o.kv.f16 = cfg.model.kv_type != "f32";
-    o.kv.rows_max = uint32_t(std::max(cfg.model.n_batch, cfg.speculative.draft_max + 1));
+    o.kv.rows_max = ring_rows_max(uint32_t(cfg.model.n_batch), uint32_t(cfg.speculative.draft_max + 1));
     o.check_weights = cfg.model.check_weights;  // --no-check-weights covers the head too
     vk::Device* dev = TDM_TRY(app.device());
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());

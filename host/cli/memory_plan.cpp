@@ -80,8 +80,8 @@ Result<bool> add_draft_head(MemoryPlan* plan, const Config& config, const DraftH
                                KvPoolConfig kc;
                                kc.n_ctx = n_ctx > 0 ? n_ctx : target_n_ctx_train;
                                kc.f16 = config.model.kv_type != "f32";
-                               kc.rows_max =
-                                   uint32_t(std::max(config.model.n_batch, config.speculative.draft_max + 1));
+                               kc.rows_max = ring_rows_max(uint32_t(config.model.n_batch),
+                                                           uint32_t(config.speculative.draft_max + 1));
                                return kv_pool_bytes(own, {}, kc);
                            }});
     return true;

@@ -49,6 +49,10 @@ struct ModelConfig {
     bool chat = false;          // interactive chat (conversation) mode
     std::string chat_template;  // built-in template name; "" = detect from the model
     bool check_weights = true;  // refuse weights holding NaN or infinity at load
+    // Tables read only by token rows (Gemma 4's per-layer embeddings) in host memory:
+    // "auto" (a CPU device, or a table of at least host_rows_share of device memory), "on", "off"
+    std::string host_rows = "auto";
+    float host_rows_share = 0.1f;
 
     bool operator==(const ModelConfig&) const = default;
 };

@@ -57,6 +57,8 @@ void check_model(Checker& c, const ModelConfig& m) {
                                           m.n_ctx, kMinContextTokens));
     c.at_least("model.n_batch", m.n_batch, 1);
     c.one_of("model.kv_type", m.kv_type, {"f16", "f32"});
+    c.one_of("model.host_rows", m.host_rows, {"auto", "on", "off"});
+    c.finite_in("model.host_rows_share", m.host_rows_share, 0.0f, 1.0f);
 }
 
 void check_chat_template(Checker& c, const ChatTemplateConfig& t) {

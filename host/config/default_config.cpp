@@ -52,6 +52,12 @@ std::string_view default_config_text() {
 # Refuse weights that hold NaN or infinity when the model loads (a damaged file would
 # otherwise generate nonsense); false skips the scan.
 # check_weights = true
+# Where tables read only by token rows live (Gemma 4 E2B/E4B's per-layer embeddings,
+# 2.3 GiB in Q8_0): "on" keeps them in host memory and uploads the rows of each batch,
+# "off" puts them in device memory, "auto" keeps them in host memory on a CPU device and
+# when a table is at least host_rows_share of the device's memory.
+# host_rows = "auto"
+# host_rows_share = 0.1
 
 [chat_template]
 # Replace parts of the chat template. A turn renders as <role>_prefix, the message,

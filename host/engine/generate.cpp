@@ -29,7 +29,9 @@ Result<PrefillResult> prefill(Runner& runner, int seq, std::span<const int32_t> 
     if (params.n_cached >= prompt.size())
         return Error::format("prefill: {} of the prompt's {} tokens are cached; at least the last one must be run",
                              params.n_cached, prompt.size());
-    const uint32_t n_batch = params.n_batch ? params.n_batch : 256;
+    uint32_t n_batch = params.n_batch ? params.n_batch : 256;
+    // sliding-window rings hold window + rows_max - 1 positions: chunks stay within rows_max
+    if (runner.kv().has_rings()) n_batch = std::min(n_batch, runner.kv().config().rows_max);
     const uint32_t n_vocab = runner.model().info().n_vocab;
     const uint32_t total = uint32_t(prompt.size());
     const uint32_t pause = params.on_prefix && total - 1 > params.n_cached ? total - 1 : 0;

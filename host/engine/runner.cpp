@@ -62,6 +62,7 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs) {
     c.output_rows = g->output_rows;
     c.positions4 = g->positions4;
     c.state_io = g->state_io;
+    c.host_rows = g->host_rows;
     c.logits = g->outputs[TDM_OUTPUT_LOGITS];
     OpDesc am;
     am.op = TDM_OP_ARGMAX;
@@ -134,6 +135,15 @@ Status Runner::submit(const ForwardInput& in) {
     int32_t* seq = cg.input_as<int32_t>(c->seq_ids);
     for (uint32_t i = 0; i < n; ++i) seq[i] = in.seq;
     std::memcpy(cg.input_data(c->output_rows), in.output_rows.data(), in.output_rows.size() * 4);
+    for (const auto& [id, table] : c->host_rows) {  // rows of host tables: read and converted here
+        float* dst = cg.input_as<float>(id);
+        for (uint32_t i = 0; i < n; ++i) {
+            if (in.tokens[i] >= table->rows())
+                return Error::format("token id {} is outside the {} rows of {}", in.tokens[i], table->rows(),
+                                     table->name());
+            table->host_row_f32(in.tokens[i], dst + uint64_t(i) * uint64_t(table->cols()));
+        }
+    }
     if (c->positions4) {  // text tokens: t = h = w = position, e = 0
         int32_t* p4 = cg.input_as<int32_t>(c->positions4);
         for (uint32_t i = 0; i < n; ++i) {

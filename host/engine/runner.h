@@ -68,6 +68,7 @@ private:
         TensorId tokens = 0, positions = 0, seq_ids = 0, output_rows = 0, positions4 = 0, state_io = 0;
         TensorId logits = 0, argmax = 0, hidden = 0;
         uint32_t n_outputs = 0;
+        std::vector<std::pair<TensorId, const DeviceWeight*>> host_rows;  // tdm.host_rows inputs
     };
     Result<Compiled*> get(uint32_t n_tokens, uint32_t n_outputs);
 

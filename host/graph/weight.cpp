@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/quant.h"
 #include "vk/recorder.h"
 
 namespace tdm {
@@ -163,6 +164,24 @@ Result<std::unique_ptr<DeviceWeight>> DeviceWeight::upload(vk::Device& device, v
         w->chunks_.push_back(c);
     }
     return w;
+}
+
+Result<std::unique_ptr<DeviceWeight>> DeviceWeight::in_host_memory(std::string name, DType type, const int64_t ne[4],
+                                                                   const uint8_t* data) {
+    if (ne[2] != 1 || ne[3] != 1)
+        return Error::format("weight {}: a table in host memory must be 2-D, got {}x{}x{}", name, ne[1], ne[2], ne[3]);
+    std::unique_ptr<DeviceWeight> w(new DeviceWeight());
+    w->name_ = std::move(name);
+    for (int i = 0; i < 4; ++i) w->ne_[i] = ne[i];
+    w->layout_ = TDM_TRY_CTX(weight_layout(type, ne[0], ne[1]), w->name_);
+    w->host_data_ = data;
+    return w;
+}
+
+void DeviceWeight::host_row_f32(int64_t r, float* dst) const {
+    TDM_ASSERT(host_data_ && r >= 0 && r < layout_.rows);
+    dequantize_row(layout_.type, host_data_ + uint64_t(r) * row_bytes(layout_.type, uint64_t(layout_.cols)), dst,
+                   layout_.cols);
 }
 
 uint64_t DeviceWeight::device_bytes() const {

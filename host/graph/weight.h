@@ -49,6 +49,11 @@ public:
     // a reduced draft vocabulary): shares the device memory and views of `w`,
     // which must outlive it.
     static Result<std::unique_ptr<DeviceWeight>> prefix(const DeviceWeight& w, int64_t n_rows);
+    // A 2-D table kept in host memory (tdm.host_rows): `data` (GGUF-layout rows, in the
+    // model file's mapping, which must outlive it) is read by rows on the host; the
+    // weight has no device memory and no op reads it.
+    static Result<std::unique_ptr<DeviceWeight>> in_host_memory(std::string name, DType type, const int64_t ne[4],
+                                                                const uint8_t* data);
     ~DeviceWeight();
     DeviceWeight(const DeviceWeight&) = delete;
     DeviceWeight& operator=(const DeviceWeight&) = delete;
@@ -62,6 +67,9 @@ public:
     const std::vector<WeightChunk>& chunks() const { return chunks_; }
     bool has_texel_views() const { return !chunks_.empty() && chunks_[0].main_view != VK_NULL_HANDLE; }
     uint64_t device_bytes() const;
+    bool in_host_memory() const { return host_data_ != nullptr; }
+    // Row r of a host table as f32 (cols() values), dequantized as get_rows would.
+    void host_row_f32(int64_t r, float* dst) const;
 
 private:
     DeviceWeight() = default;
@@ -71,6 +79,7 @@ private:
     WeightLayout layout_;
     std::vector<WeightChunk> chunks_;
     bool owns_views_ = true;
+    const uint8_t* host_data_ = nullptr;  // host tables only
 };
 
 // Writes `size` bytes to a device slice: directly when its memory is

@@ -14,6 +14,15 @@ namespace tdm {
 
 namespace {
 
+// The size from which an automatic placement keeps a token table in host memory.
+uint64_t host_table_threshold(const vk::DeviceCaps& caps, double share) {
+    if (caps.is_cpu()) return 0;  // device memory is host memory: a copy only adds to it
+    uint64_t heap = 0;
+    for (const vk::MemoryHeapInfo& h : caps.heaps)
+        if (h.device_local) heap = std::max(heap, h.size);
+    return heap ? uint64_t(double(heap) * std::clamp(share, 0.0, 1.0)) : 0;
+}
+
 // Why a Hugging Face model names no architecture: its config.json is missing, is not JSON
 // (the parser's message gives the position), or has no string "model_type".
 Error hf_architecture_error(const ModelSource& src) {
@@ -143,6 +152,7 @@ Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const ModelSource> so
     m->weights_ = std::make_unique<WeightStore>(device, src.path(), block);
     m->weights_->set_upload_options(opt.upload);
     m->weights_->set_check_weights(opt.check_weights);
+    m->weights_->set_host_tables(opt.host_rows, host_table_threshold(device.caps(), opt.host_rows_share));
     if (opt.progress) {
         const uint64_t total = src.file_bytes();
         auto fn = opt.progress;
@@ -151,8 +161,9 @@ Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const ModelSource> so
     tdm_loader loader{m->weights_.get(), &src};
     if (d->load(m->obj_, &loader, err, sizeof err) != TDM_OK)
         return Error::format("{}", plugin_message(err, sizeof err, "loading weights failed"));
-    TDM_LOG_INFO("model", "{}: {} ({}), {} weights, {}", src.path(), d->name, m->arch_->plugin->name,
-                 m->weights_->count(), vk::format_bytes(m->weights_->device_bytes()));
+    TDM_LOG_INFO("model", "{}: {} ({}), {} weights, {} in device memory, {} in host memory", src.path(), d->name,
+                 m->arch_->plugin->name, m->weights_->count(), vk::format_bytes(m->weights_->device_bytes()),
+                 vk::format_bytes(m->weights_->host_bytes()));
     return m;
 }
 

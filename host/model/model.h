@@ -27,6 +27,11 @@ struct ModelLoadOptions {
     std::function<void(uint64_t done, uint64_t total)> progress;  // bytes of the file loaded
     WeightUploadOptions upload;                                    // tests: force chunking
     bool check_weights = true;  // refuse NaN/Inf weights (model/weight_check.h)
+    // Tables a plugin reads only by token rows (tdm.host_rows): in host memory always (on),
+    // never (off), or (automatic) on a CPU device, whose memory is host memory anyway, and
+    // on a GPU when a table is at least host_rows_share of its device-local memory.
+    WeightStore::HostTables host_rows = WeightStore::HostTables::automatic;
+    double host_rows_share = 0.1;
 };
 
 class Model {

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/fp16.h"
+#include "common/log.h"
 #include "common/quant.h"
 #include "model/weight_check.h"
 
@@ -84,6 +85,34 @@ Status check_type(const ModelSource& src, const SourceTensor& t, bool to_f32) {
 }
 
 }  // namespace
+
+Result<const DeviceWeight*> WeightStore::load_token_table(const ModelSource& src, const tdm_weight_request& req_in) {
+    if (req_in.struct_size < kRequestV1Base || !req_in.name)
+        return Error("load_weight: malformed request (struct_size or name)");
+    tdm_weight_request req{};
+    std::memcpy(&req, &req_in, std::min<size_t>(req_in.struct_size, sizeof req));
+    if (req.n_parts || req.slab_rows || req.row_perm || req.col_perm ||
+        (req.flags & (TDM_WEIGHT_F32 | TDM_WEIGHT_ADD_ONE | TDM_WEIGHT_NEG_EXP)) || req.n_dims > 2)
+        return Error::format("load_weight '{}': a table read by token rows is a 2-D tensor taken as stored (no parts, "
+                             "slab, permutation or conversion flags)",
+                             req.name);
+    const SourceTensor* t = src.find(req.name);
+    if (!t || host_tables_ == HostTables::off || (host_tables_ == HostTables::automatic && t->nbytes < host_threshold_))
+        return load(src, req_in);
+    TDM_TRY(check_shape(src, *t, req));
+    TDM_TRY(check_type(src, *t, false));
+    if (check_weights_ && checked_.insert(t).second) TDM_TRY(check_weights_finite(src.path(), *t));
+    auto w = TDM_TRY(DeviceWeight::in_host_memory(req.name, static_cast<DType>(t->type), t->ne, t->data));
+    // the scan above read every page: let them go, a forward faults in only the rows it reads
+    src.release_pages(*t);
+    TDM_LOG_INFO("weights", "{}: {} stays in host memory ({}); each forward uploads the rows of its tokens", owner_,
+                 req.name, vk::format_bytes(t->nbytes));
+    source_bytes_ += t->nbytes;
+    host_bytes_ += t->nbytes;
+    weights_.push_back(std::move(w));
+    if (progress_) progress_(source_bytes_);
+    return weights_.back().get();
+}
 
 Result<const DeviceWeight*> WeightStore::load(const ModelSource& src, const tdm_weight_request& req_in) {
     if (req_in.struct_size < kRequestV1Base || !req_in.name)

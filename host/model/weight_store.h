@@ -28,6 +28,17 @@ public:
 
     // Loads one weight. nullptr (with success) only for an absent optional tensor.
     Result<const DeviceWeight*> load(const ModelSource& src, const tdm_weight_request& req);
+    // A 2-D table read only by token rows (tdm.host_rows): in device memory as load()
+    // puts it, or kept in host memory (the source's mapping) when the policy says so.
+    Result<const DeviceWeight*> load_token_table(const ModelSource& src, const tdm_weight_request& req);
+    // Where load_token_table puts a table: always in host memory, never, or when it is
+    // at least `threshold_bytes` (auto; 0 = always).
+    enum class HostTables { automatic, on, off };
+    void set_host_tables(HostTables mode, uint64_t threshold_bytes) {
+        host_tables_ = mode;
+        host_threshold_ = threshold_bytes;
+    }
+    uint64_t host_bytes() const { return host_bytes_; }
 
     uint64_t device_bytes() const { return bytes_; }
     // The first weight loaded under this source tensor name (nullptr if none): a
@@ -53,6 +64,9 @@ private:
     std::function<void(uint64_t)> progress_;
     WeightUploadOptions upload_;
     bool check_weights_ = true;
+    HostTables host_tables_ = HostTables::off;
+    uint64_t host_threshold_ = 0;
+    uint64_t host_bytes_ = 0;  // tables kept in host memory
     std::unordered_set<const SourceTensor*> checked_;  // scanned once even when loaded in slabs
     std::unordered_map<const SourceTensor*, int64_t> slab_rows_read_;  // pages go once every row was read
 };

@@ -36,6 +36,7 @@ const Extension kExtensions[] = {
     {TDM_EXT_CUSTOM_OP, TDM_EXT_CUSTOM_OP_VERSION, [] { return static_cast<const void*>(custom_op_extension()); }},
     {TDM_EXT_TARGET_WEIGHTS, TDM_EXT_TARGET_WEIGHTS_VERSION,
      [] { return static_cast<const void*>(target_weights_extension()); }},
+    {TDM_EXT_HOST_ROWS, TDM_EXT_HOST_ROWS_VERSION, [] { return static_cast<const void*>(host_rows_extension()); }},
 };
 
 std::string offered_extensions() {

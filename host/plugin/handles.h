@@ -3,6 +3,7 @@
 // Plugins only ever see pointers to these.
 #pragma once
 
+#include <tandem/ext/host_rows.h>
 #include <tandem/ext/target_weights.h>
 #include <tandem/tandem.h>
 
@@ -45,6 +46,8 @@ struct tdm_graph {
     std::vector<const tdm::KvLayerBinding*> target_kv;  // draft heads: readable target layers
     std::vector<const tdm::StateBinding*> states;       // the model's recurrent states
     tdm::TensorId outputs[5] = {};                      // by tdm_graph_output
+    // tdm.host_rows inputs: F32 [cols, n] rows of a host table, filled before each run
+    std::vector<std::pair<tdm::TensorId, const tdm::DeviceWeight*>> host_rows;
     uint32_t plugin_abi = TDM_ABI_VERSION;  // of the plugin building it (ABI 1 gets ABI 1's statuses)
 };
 
@@ -59,6 +62,8 @@ inline const DeviceWeight* from_handle(const tdm_weight* w) { return reinterpret
 const tdm_host_api* host_api(uint32_t abi = TDM_ABI_VERSION);
 // Extension "tdm.target_weights" (tandem/ext/target_weights.h).
 const tdm_ext_target_weights* target_weights_extension();
+// Extension "tdm.host_rows" (tandem/ext/host_rows.h).
+const tdm_ext_host_rows* host_rows_extension();
 
 // Sets the calling thread's last error (read by tdm_host_api.last_error).
 tdm_status set_last_error(tdm_status st, std::string message);

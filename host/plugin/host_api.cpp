@@ -305,7 +305,8 @@ tdm_status bounded_weight_request(const tdm_weight_request* in, tdm_weight_reque
     return TDM_OK;
 }
 
-tdm_status api_load_weight(tdm_loader* loader, const tdm_weight_request* plugin_req, const tdm_weight** out) {
+tdm_status load_weight_as(tdm_loader* loader, const tdm_weight_request* plugin_req, const tdm_weight** out,
+                          bool token_table) {
     if (!loader || !plugin_req || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "load_weight: null argument");
     // The store reads the request's tensor names: hand it bounded copies.
     tdm_weight_request req_copy;
@@ -313,7 +314,7 @@ tdm_status api_load_weight(tdm_loader* loader, const tdm_weight_request* plugin_
     std::vector<const char*> parts;
     if (tdm_status st = bounded_weight_request(plugin_req, &req_copy, &names, &parts); st != TDM_OK) return st;
     const tdm_weight_request* req = &req_copy;
-    auto r = loader->store->load(*loader->src, *req);
+    auto r = token_table ? loader->store->load_token_table(*loader->src, *req) : loader->store->load(*loader->src, *req);
     if (!r.ok()) {
         const std::string& m = r.error().message();
         const tdm_status st = m.find("missing tensor") != std::string::npos ? TDM_ERR_NOT_FOUND
@@ -326,6 +327,15 @@ tdm_status api_load_weight(tdm_loader* loader, const tdm_weight_request* plugin_
     *out = to_handle(*r);
     return TDM_OK;
 }
+
+tdm_status api_load_weight(tdm_loader* loader, const tdm_weight_request* req, const tdm_weight** out) {
+    return load_weight_as(loader, req, out, false);
+}
+
+tdm_status api_load_token_table(tdm_loader* loader, const tdm_weight_request* req, const tdm_weight** out) {
+    return load_weight_as(loader, req, out, true);
+}
+
 
 tdm_status api_target_weight(tdm_loader* loader, const char* plugin_name, const tdm_weight** out) {
     if (!loader || !plugin_name || !out)
@@ -422,19 +432,55 @@ tdm_status api_graph_op_output(tdm_graph* g, tdm_tensor t, uint32_t index, tdm_t
     return TDM_OK;
 }
 
+tdm_status host_table_refused(const DeviceWeight* w) {
+    return set_last_error(TDM_ERR_INVALID_ARGUMENT,
+                          fmt::format("{} lives in host memory (tdm.host_rows): only token_rows reads it", w->name()));
+}
+
 tdm_status api_graph_weight(tdm_graph* g, const tdm_weight* w, tdm_tensor* out) {
     if (!g || !w || !out) return bad_graph();
+    if (from_handle(w)->in_host_memory()) return host_table_refused(from_handle(w));
     out->id = g->graph.weight(from_handle(w));
     return TDM_OK;
 }
 
 tdm_status api_graph_weight_rows(tdm_graph* g, const tdm_weight* w, uint64_t n_rows, tdm_tensor* out) {
     if (!g || !w || !out) return bad_graph();
+    if (from_handle(w)->in_host_memory()) return host_table_refused(from_handle(w));
     auto v = DeviceWeight::prefix(*from_handle(w), int64_t(n_rows));
     if (!v.ok()) return set_last_error(TDM_ERR_INVALID_ARGUMENT, v.error().message());
     out->id = g->graph.owned_weight(std::shared_ptr<const DeviceWeight>(std::move(v).value()));
     return TDM_OK;
 }
+
+tdm_status api_token_rows(tdm_graph* g, const tdm_weight* table, const char* name, tdm_tensor* out) {
+    if (!g || !table || !out) return bad_graph();
+    const DeviceWeight* w = from_handle(table);
+    if (w->ne()[2] != 1 || w->ne()[3] != 1)
+        return set_last_error(TDM_ERR_SHAPE, fmt::format("token_rows: {} is not a 2-D table", w->name()));
+    const std::string label = name ? plugin_string(name, kPluginNameMax) : w->name();
+    if (!w->in_host_memory()) {
+        OpDesc o;
+        o.op = TDM_OP_GET_ROWS;
+        o.in[0] = g->graph.weight(w);
+        o.in[1] = g->tokens;
+        o.n_in = 2;
+        o.name = label;
+        auto r = g->graph.op(o);
+        if (!r.ok()) return set_last_error(r.error());
+        out->id = *r;
+        return TDM_OK;
+    }
+    // the host fills this input with the rows of the batch's tokens before each run
+    out->id = g->graph.input(DType::F32, {w->cols(), int64_t(g->batch.n_tokens)}, label);
+    g->host_rows.push_back({out->id, w});
+    return TDM_OK;
+}
+
+int api_table_in_host_memory(const tdm_weight* table) { return table && from_handle(table)->in_host_memory() ? 1 : 0; }
+
+const tdm_ext_host_rows kHostRowsExt = {sizeof(tdm_ext_host_rows), api_load_token_table, api_token_rows,
+                                        api_table_in_host_memory};
 
 tdm_status api_graph_input(tdm_graph* g, tdm_graph_input which, tdm_tensor* out) {
     if (!g || !out) return bad_graph();
@@ -664,6 +710,7 @@ const tdm_host_api* host_api(uint32_t abi) {
 }
 
 const tdm_ext_target_weights* target_weights_extension() { return &kTargetWeightsExt; }
+const tdm_ext_host_rows* host_rows_extension() { return &kHostRowsExt; }
 
 tdm_status set_last_error(const Error& e) {
     return set_last_error(e.code() ? tdm_status(e.code()) : TDM_ERR_INVALID_ARGUMENT, e.message());

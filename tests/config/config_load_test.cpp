@@ -40,6 +40,8 @@ n_batch = 256
 chat = true
 chat_template = "chatml"
 check_weights = false
+host_rows = "on"
+host_rows_share = 0.25
 
 [chat_template]
 user_prefix = "<|user|>\n"
@@ -87,6 +89,8 @@ level = "debug"
     EXPECT_TRUE(c.model.chat);
     EXPECT_EQ(c.model.chat_template, "chatml");
     EXPECT_FALSE(c.model.check_weights);
+    EXPECT_EQ(c.model.host_rows, "on");
+    EXPECT_EQ(c.model.host_rows_share, 0.25f);
     EXPECT_EQ(c.chat_template.user_prefix, "<|user|>\n");
     EXPECT_EQ(c.chat_template.generation_prompt, "<|assistant|>\n");
     EXPECT_FALSE(c.chat_template.system_prefix.has_value());
@@ -269,13 +273,17 @@ TEST(ConfigLoad, validate_config_applies_the_same_rules_without_lines) {
     Config c;
     c.sampling.top_p = 1.5f;
     c.model.kv_type = "bf16";
+    c.model.host_rows = "yes";
+    c.model.host_rows_share = -0.5f;
     EXPECT_TRUE(fails_with(validate_config(c), {"sampling.top_p: 1.5 is outside [0, 1]",
-                                                "model.kv_type: 'bf16' is not one of f16, f32"}));
+                                                "model.kv_type: 'bf16' is not one of f16, f32",
+                                                "model.host_rows: 'yes' is not one of auto, on, off",
+                                                "model.host_rows_share: -0.5 is outside [0, 1]"}));
 }
 
 TEST(ConfigLoad, config_keys_lists_each_section_key_once) {
     const std::vector<std::string> keys = config_keys();
-    EXPECT_EQ(keys.size(), 4u + 10u + 7u + 7u + 12u + 2u + 1u);
+    EXPECT_EQ(keys.size(), 4u + 12u + 7u + 7u + 12u + 2u + 1u);
     EXPECT_EQ(keys.front(), "device.select");
     EXPECT_NE(std::find(keys.begin(), keys.end(), "speculative.auto"), keys.end());
     std::vector<std::string> sorted = keys;

@@ -63,7 +63,10 @@ TEST(KvRingLayout, the_31b_shape_at_32k_is_within_10_percent_of_the_formula) {
     const uint64_t formula = 10 * 32768 * full_row + 50 * (1024 + k_max + 1) * sliding_row;
     auto before = plan_kv_layout(gemma4_31b(false), {}, kc);  // every layer keeps every position
     ASSERT_TRUE(before.ok()) << before.error().message();
-    for (uint32_t rows_max : {17u, 256u, 512u}) {
+    // the CLI sizes rings for -b N as ring_rows_max(N, draft_max + 1): its default -b 512 included
+    for (uint32_t n_batch : {1u, 256u, 512u, 4096u}) {
+        const uint32_t rows_max = ring_rows_max(n_batch, uint32_t(k_max + 1));
+        EXPECT_EQ(rows_max, n_batch == 1 ? 17u : 256u);
         kc.rows_max = rows_max;
         auto after = plan_kv_layout(gemma4_31b(), {}, kc);
         ASSERT_TRUE(after.ok()) << after.error().message();
@@ -78,10 +81,8 @@ TEST(KvRingLayout, the_31b_shape_at_32k_is_within_10_percent_of_the_formula) {
         // a verify of k_max + 1 rows needs W + k_max positions: one fewer than the formula counts
         EXPECT_GT(ratio, 0.99);
         // the prefill chunk is what the ring holds beyond the formula's window + k_max + 1:
-        // within 10% up to chunks of 256 (GenerateParams' default)
-        if (rows_max <= 256) {
-            EXPECT_LT(ratio, 1.10) << "rows_max " << rows_max;
-        }
+        // capped at 256 rows, within 10% whatever -b is
+        EXPECT_LT(ratio, 1.10) << "-b " << n_batch;
     }
     EXPECT_GT(double(before->total_bytes()) / double(formula), 8.0);
 }

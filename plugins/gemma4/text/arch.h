@@ -12,6 +12,7 @@
 #pragma once
 
 #include <tandem/cpp/tandem.hpp>
+#include <tandem/ext/host_rows.h>
 #include <tandem/graph.h>
 #include <tandem/tandem.h>
 
@@ -103,7 +104,8 @@ struct Gemma4Model {
     const tdm_weight* tok_embd = nullptr;        // [H, V], also the (tied) LM head
     const tdm_weight* output_norm = nullptr;     // [H]
     const tdm_weight* rope_freqs = nullptr;      // [head_dim_full/2] (GGUF only)
-    const tdm_weight* ple_tok_embd = nullptr;    // [L*P, V_ple]
+    const tdm_weight* ple_tok_embd = nullptr;    // [L*P, V_ple], read by token rows (maybe from host memory)
+    const tdm_ext_host_rows* host_rows = nullptr;  // NULL on a host without tdm.host_rows
     const tdm_weight* ple_model_proj = nullptr;  // [H, L*P]
     const tdm_weight* ple_proj_norm = nullptr;   // [P]
     std::vector<Gemma4Layer> layers;

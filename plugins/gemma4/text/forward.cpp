@@ -57,10 +57,11 @@ tdm_tensor rope(tdm_builder* b, const Gemma4Model& m, const LayerShape& s, tdm_t
 }
 
 // The per-layer inputs of E2B/E4B, [L*P, n]: layer l's P values are columns [l*P, (l+1)*P).
-tdm_tensor per_layer_inputs(tdm_builder* b, const Gemma4Model& m, tdm_tensor tokens, tdm_tensor x, int64_t n) {
+tdm_tensor per_layer_inputs(tdm_builder* b, const Gemma4Model& m, tdm_tensor x, int64_t n) {
     const Gemma4Hparams& hp = m.hp;
     const int64_t P = hp.n_embd_ple, L = hp.n_layer;
-    const tdm_tensor tok = tdm_scale(b, tdm_get_rows(b, m.ple_tok_embd, tokens), hp.ple_scale, "ple_tok");
+    const tdm_tensor tok =
+        tdm_scale(b, tdm_token_rows(b, m.host_rows, m.ple_tok_embd, "ple_rows"), hp.ple_scale, "ple_tok");
     tdm_tensor ctx = tdm_scale(b, tdm_matmul(b, m.ple_model_proj, x, "ple_proj"), 1.0f / std::sqrt(float(hp.n_embd)),
                                "ple_proj_scale");
     ctx = tdm_rms_norm(b, tdm_reshape(b, ctx, P, L, n, 1), m.ple_proj_norm, 0, hp.rms_eps, "ple_proj_norm");
@@ -110,7 +111,7 @@ tdm_status gemma4_build_graph(void* model, tdm_graph* g, const tdm_batch_desc* b
     const tdm_tensor pos = tdm_input(&b, TDM_INPUT_POSITIONS);
 
     tdm_tensor x = tdm_scale(&b, tdm_get_rows(&b, m->tok_embd, tokens), hp.embd_scale, "inp_scaled");  // [H, n]
-    const tdm_tensor ple = P ? per_layer_inputs(&b, *m, tokens, x, n) : tdm_tensor{0};
+    const tdm_tensor ple = P ? per_layer_inputs(&b, *m, x, n) : tdm_tensor{0};
     // each declared KV layer after its store: shared layers attend it in graph order
     std::vector<tdm_tensor> stored(m->attention.size(), tdm_tensor{0});
     for (uint32_t il = 0; il < hp.n_layer; ++il) {

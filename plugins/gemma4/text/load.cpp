@@ -64,7 +64,11 @@ tdm_status gemma4_load(void* model, tdm_loader* loader, char* err, size_t err_si
         TDM_SDK_TRY(root.get(kOutNorm, {H}, &m->output_norm));
         if (!m->hf && hp.rope_freqs) TDM_SDK_TRY(root.get(kRopeFreqs, {hp.head_dim_full / 2}, &m->rope_freqs));
         if (P) {
-            TDM_SDK_TRY(root.get(kPleTokEmbd, {L * P, hp.n_vocab_ple}, &m->ple_tok_embd));
+            // 2.3 GiB in Q8_0 for E2B, read one row per token: the host may keep it in host memory
+            m->host_rows =
+                static_cast<const tdm_ext_host_rows*>(m->host->get_extension(TDM_EXT_HOST_ROWS, 1, nullptr));
+            TDM_SDK_TRY(root.request(kPleTokEmbd, {L * P, hp.n_vocab_ple}).load_token_table(m->host_rows,
+                                                                                            &m->ple_tok_embd));
             TDM_SDK_TRY(root.get(kPleModelProj, {H, L * P}, &m->ple_model_proj));
             TDM_SDK_TRY(root.get(kPleProjNorm, {P}, &m->ple_proj_norm));
         }

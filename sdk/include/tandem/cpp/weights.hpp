@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "../ext/host_rows.h"
 #include "../tandem.h"
 #include "status.hpp"
 
@@ -192,7 +193,17 @@ public:
     // host's; a malformed name pattern or shape (a plugin bug) is
     // TDM_ERR_INVALID_ARGUMENT. An optional tensor the source lacks: *out =
     // NULL and TDM_OK.
-    tdm_status load(const tdm_weight** out) const noexcept {
+    tdm_status load(const tdm_weight** out) const noexcept { return load_via(host_->load_weight, out); }
+    // Loads a 2-D table read only by token rows through extension tdm.host_rows,
+    // which lets the host keep it in host memory; without the extension (NULL),
+    // a plain load().
+    tdm_status load_token_table(const tdm_ext_host_rows* ext, const tdm_weight** out) const noexcept {
+        return load_via(ext ? ext->load : host_->load_weight, out);
+    }
+
+private:
+    tdm_status load_via(tdm_status (*fn)(tdm_loader*, const tdm_weight_request*, const tdm_weight**),
+                        const tdm_weight** out) const noexcept {
         *out = nullptr;
         switch (name_error_) {
         case NameError::ok: break;
@@ -209,14 +220,13 @@ public:
         if (r_.n_dims == 0)
             return err_.fail(TDM_ERR_INVALID_ARGUMENT, "weight %s: the expected shape needs 1 to 4 dimensions", name_);
         const tdm_weight_request r = raw();
-        const tdm_status st = host_->load_weight(loader_, &r, out);
+        const tdm_status st = fn(loader_, &r, out);
         if (st == TDM_OK) return st;
         *out = nullptr;
         const char* why = host_->last_error ? host_->last_error() : nullptr;
         return err_.fail(st, "%s", why && *why ? why : name_);
     }
 
-private:
     friend class WeightLoader;
     WeightRequest(const tdm_host_api* host, tdm_loader* loader, Err err) noexcept
         : host_(host), loader_(loader), err_(err) {

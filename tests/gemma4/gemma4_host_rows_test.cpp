@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/gemma4/gemma4_host_rows_test.cpp: the per-layer embedding table of E2B/E4B kept in host
+// memory (extension tdm.host_rows, --host-rows on): each forward reads the rows of its tokens on
+// the host and uploads only those. The logits of every prompt position must be the bits that
+// the table in device memory (get_rows on the device) gives, in the types llama.cpp's files use
+// and in an HF BF16 directory; the table must then take no device memory; and the automatic
+// placement must follow the device kind and the size threshold.
+#include <gtest/gtest.h>
+
+#include "engine/generate.h"
+#include "gemma4/synth/gemma4_synth.h"
+#include "plugin/plugin_loader.h"
+#include "support/device_fixture.h"
+#include "support/fixtures.h"
+
+namespace tdm {
+namespace {
+
+Registry& plugins() {
+    static std::unique_ptr<Registry> reg = [] {
+        PluginSearch s;
+        s.use_env = false;
+        auto r = load_plugins(s);
+        EXPECT_TRUE(r.ok()) << r.error().message();
+        return std::move(r).value();
+    }();
+    return *reg;
+}
+
+struct HostRowsCase {
+    const char* name;
+    DType type;
+    bool hf;
+};
+
+std::string write_e2b(const HostRowsCase& c) {
+    const std::string dir = test::make_temp_dir("gemma4-host-rows");
+    const std::string path = dir + (c.hf ? "/hf" : "/m.gguf");
+    synth::Gemma4SynthOptions o;
+    o.weight_type = c.type;
+    o.seed = 5;
+    const auto shape = synth::gemma4_preset("tiny-e2b");
+    EXPECT_TRUE(shape.ok());
+    const Status st = c.hf ? synth::synth_gemma4_hf(path, *shape, o) : synth::synth_gemma4_gguf(path, *shape, o);
+    EXPECT_TRUE(st.ok()) << st.error().message();
+    return path;
+}
+
+struct PrefillRun {
+    std::vector<float> logits;  // every prompt position
+    uint64_t device_bytes = 0, host_bytes = 0;
+};
+
+PrefillRun prefill_logits(const std::string& path, WeightStore::HostTables mode, vk::Device& dev,
+                   vk::PipelineManager& pipes, const std::vector<int32_t>& prompt) {
+    PrefillRun r;
+    ModelLoadOptions opt;
+    opt.host_rows = mode;
+    auto model = Model::load(path, plugins(), dev, opt);
+    EXPECT_TRUE(model.ok()) << model.error().message();
+    if (!model.ok()) return r;
+    r.device_bytes = (*model)->weight_store().device_bytes();
+    r.host_bytes = (*model)->weight_store().host_bytes();
+    KvPoolConfig kc;
+    kc.n_ctx = 64;
+    auto kv = KvPool::create(dev, (*model)->attention_layers(), kc, "test");
+    EXPECT_TRUE(kv.ok()) << kv.error().message();
+    if (!kv.ok()) return r;
+    Runner runner(**model, **kv, dev, pipes);
+    const int seq = *(*kv)->add_sequence();
+    // chunks of 5: batches of several distinct tokens, one of them repeated below
+    auto pf = prefill(runner, seq, prompt, 5, true,
+                      [&](const float* row, uint32_t n) { r.logits.insert(r.logits.end(), row, row + n); });
+    EXPECT_TRUE(pf.ok()) << pf.error().message();
+    return r;
+}
+
+class Gemma4HostRows : public test::DeviceTest, public ::testing::WithParamInterface<HostRowsCase> {};
+
+TEST_P(Gemma4HostRows, rows_read_on_the_host_give_the_logits_of_the_table_in_device_memory) {
+    const HostRowsCase c = GetParam();
+    const std::string path = write_e2b(c);
+    // the first and last rows of the table, a repeated token within one batch
+    const std::vector<int32_t> prompt = {2, 105, 0, 17, 17, 900, 1023, 3, 64, 17, 511, 2, 40};
+    const PrefillRun on = prefill_logits(path, WeightStore::HostTables::on, device(), pipelines(), prompt);
+    const PrefillRun off = prefill_logits(path, WeightStore::HostTables::off, device(), pipelines(), prompt);
+    ASSERT_EQ(on.logits.size(), off.logits.size());
+    ASSERT_FALSE(on.logits.empty());
+    EXPECT_TRUE(on.logits == off.logits) << c.name << ": rows read on the host change the logits";
+    // tiny-e2b's table: 4 layers x 16 per-layer dims over 1024 tokens, in the file's type
+    EXPECT_EQ(off.host_bytes, 0u);
+    EXPECT_GT(on.host_bytes, 0u);
+    EXPECT_EQ(on.device_bytes + on.host_bytes, off.device_bytes) << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, Gemma4HostRows,
+                         ::testing::Values(HostRowsCase{"q8_0", DType::Q8_0, false},
+                                           HostRowsCase{"q4_k", DType::Q4_K, false},
+                                           HostRowsCase{"q5_1", DType::Q5_1, false},
+                                           HostRowsCase{"f16", DType::F16, false},
+                                           HostRowsCase{"hf_bf16", DType::BF16, true}),
+                         [](const auto& p) { return std::string(p.param.name); });
+
+class Gemma4HostRowsPlacement : public test::DeviceTest {};
+
+TEST_F(Gemma4HostRowsPlacement, automatic_placement_follows_the_device_kind_and_the_share) {
+    const std::string path = write_e2b({"q8_0", DType::Q8_0, false});
+    ModelLoadOptions opt;
+    opt.host_rows = WeightStore::HostTables::automatic;
+    opt.host_rows_share = 1.0;  // a GPU would keep a table smaller than its memory on the device
+    auto m = Model::load(path, plugins(), device(), opt);
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    // a CPU device's memory is host memory: the table stays in the file's mapping regardless
+    if (device().caps().is_cpu())
+        EXPECT_GT((*m)->weight_store().host_bytes(), 0u);
+    else
+        EXPECT_EQ((*m)->weight_store().host_bytes(), 0u);
+    opt.host_rows = WeightStore::HostTables::off;
+    auto off = Model::load(path, plugins(), device(), opt);
+    ASSERT_TRUE(off.ok()) << off.error().message();
+    EXPECT_EQ((*off)->weight_store().host_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace tdm
