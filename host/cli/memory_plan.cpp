@@ -48,10 +48,19 @@ void add_model(MemoryPlan* plan, const Config& config, const ModelSource& src, c
 // target's; their weights are in the target's file unless --mtp-head names another.
 // Whether the head could be made from the file (its plugin's create accepted it): a head
 // it refuses adds nothing, and make_drafters reports why (or, in auto mode, skips it).
+// `head_file`: a file that holds the head alone (-md of a Gemma 4 assistant), else
+// --mtp-head's file or the target's.
 Result<bool> add_draft_head(MemoryPlan* plan, const Config& config, const DraftHeadEntry& head,
-                            const ModelSource& target, uint32_t target_n_ctx_train) {
-    std::unique_ptr<ModelSource> side;
-    if (!config.model.mtp_head_path.empty()) {
+                            const ModelSource& target, uint32_t target_n_ctx_train,
+                            std::unique_ptr<ModelSource> head_file = nullptr) {
+    std::unique_ptr<ModelSource> side = std::move(head_file);
+    const bool own_file = side != nullptr;
+    if (own_file) {
+        // given explicitly: its weights load whatever create says without a target here
+        const uint64_t weights = weight_bytes(*side);
+        plan->items.push_back({"weights of " + file_name(side->path()), [weights](uint32_t) { return weights; }});
+    }
+    if (!side && !config.model.mtp_head_path.empty()) {
         auto opened = ModelSource::open(config.model.mtp_head_path);
         if (!opened.ok()) return false;  // make_drafters reports it
         side = std::move(opened).value();
@@ -70,7 +79,7 @@ Result<bool> add_draft_head(MemoryPlan* plan, const Config& config, const DraftH
                                  fmt::format("draft head {}: own layers", head.desc->name));
     head.desc->destroy(obj);
     if (!layers.ok()) return false;
-    if (side) {
+    if (side && !own_file) {
         const uint64_t weights = weight_bytes(*side);
         plan->items.push_back({"weights of " + file_name(side->path()), [weights](uint32_t) { return weights; }});
     }
@@ -178,6 +187,12 @@ Status check_memory_fits(App& app, const std::string& model_path, bool speculati
             auto d = ModelSource::open(config.model.draft_path);
             if (!d.ok()) continue;
             draft_src = std::move(d).value();
+            // a file that holds a draft head alone drafts as that head (make_drafters)
+            if (const DraftHeadEntry* h =
+                    reg->find_draft_head_source(draft_src->architecture(), probe->arch->desc->name)) {
+                TDM_TRY(add_draft_head(&plan, config, *h, **src, probe->n_ctx_train, std::move(draft_src)));
+                continue;
+            }
             auto dp = probe_architecture(*draft_src, *reg);
             if (dp.ok()) add_model(&plan, config, *draft_src, *dp, true);
         } else if (const DraftHeadEntry* h = reg->find_draft_head(type, probe->arch->desc->name)) {
