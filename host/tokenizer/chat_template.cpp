@@ -40,6 +40,8 @@ ChatTemplateParts gemma4() {
     p.roles["assistant"] = "<|turn>model\n{content}<turn|>\n";
     p.generation_prompt = "<|turn>model\n";
     p.trim_content = true;
+    p.strip_open = "<|channel>";
+    p.strip_close = "<channel|>";
     return p;
 }
 
@@ -112,6 +114,20 @@ Result<ChatTemplate> ChatTemplate::from_parts(ChatTemplateParts parts, std::stri
     return t;
 }
 
+std::string ChatTemplate::strip_spans(std::string_view s) const {
+    std::string out;
+    size_t at = 0;
+    while (at < s.size()) {
+        const size_t open = s.find(parts_.strip_open, at);
+        if (open == std::string_view::npos) break;
+        out.append(s.substr(at, open - at));
+        const size_t close = s.find(parts_.strip_close, open + parts_.strip_open.size());
+        at = close == std::string_view::npos ? s.size() : close + parts_.strip_close.size();
+    }
+    if (at < s.size()) out.append(s.substr(at));
+    return out;
+}
+
 Result<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
     std::string out = parts_.prefix;
     size_t first = 0;
@@ -127,7 +143,9 @@ Result<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messages
             return Error::format("chat template '{}' has no part for role '{}' (message {})", name_, m.role, i);
         out += it->second.before;
         if (i == first) out += folded;
-        out += parts_.trim_content ? trim(m.content) : m.content;
+        const std::string content =
+            m.role == "assistant" && !parts_.strip_open.empty() ? strip_spans(m.content) : m.content;
+        out += parts_.trim_content ? trim(content) : content;
         out += it->second.after;
     }
     if (first == 1 && messages.size() == 1) {

@@ -35,6 +35,9 @@ struct ChatTemplateParts {
     bool fold_system_into_first_turn = false;
     // Gemma: message content is stripped of surrounding whitespace (Jinja "| trim").
     bool trim_content = false;
+    // Gemma 4: past model turns lose their thinking, every `strip_open` ... `strip_close`
+    // span (an unclosed one to the end), before trimming: the template's strip_thinking.
+    std::string strip_open, strip_close;
 };
 
 class ChatTemplate {
@@ -65,6 +68,7 @@ private:
         std::string before, after;  // the format split at {content}
     };
     ChatTemplate() = default;
+    std::string strip_spans(std::string_view s) const;
     std::string name_;
     ChatTemplateParts parts_;
     std::map<std::string, Role, std::less<>> roles_;

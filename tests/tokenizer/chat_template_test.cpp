@@ -196,6 +196,20 @@ TEST(ChatTemplate, gemma4_trims_message_content) {
     EXPECT_EQ(*out, "<|turn>system\nsys<turn|>\n<|turn>user\npadded<turn|>\n<|turn>model\na<turn|>\n");
 }
 
+TEST(ChatTemplate, gemma4_drops_the_thinking_of_past_model_turns) {
+    auto out = builtin("gemma4").apply({{"user", "2+2?"},
+                                        {"assistant", "<|channel>thought\nadd them<channel|>4"},
+                                        {"user", "and 3+3? <|channel>kept in a user turn<channel|>"},
+                                        {"assistant", "a <|channel>x<channel|>b<|channel>y<channel|> c"},
+                                        {"assistant", "answer <|channel>unclosed thought"}},
+                                       false);
+    ASSERT_TRUE(out.ok());
+    EXPECT_EQ(*out,
+              "<|turn>user\n2+2?<turn|>\n<|turn>model\n4<turn|>\n"
+              "<|turn>user\nand 3+3? <|channel>kept in a user turn<channel|><turn|>\n"
+              "<|turn>model\na b c<turn|>\n<|turn>model\nanswer<turn|>\n");
+}
+
 TEST(ChatTemplate, gemma4_prompt_encodes_with_bos_and_turn_tokens) {
     const Tokenizer tok = gemma4_like_tokenizer();
     auto text = builtin("gemma4").apply({{"user", "hi"}}, true);
