@@ -93,13 +93,23 @@ tdm_status read_hf(const HparamReader& top, AssistantHparams* hp) {
         return err.fail(TDM_ERR_UNSUPPORTED, "%s: gemma4-assistant: full-layer rope_type '%s' (known: proportional, "
                         "default)", r.path(), rope_type);
     hp->sliding.assign(hp->n_layer, 0);
+    // the newer form gives head dims per layer (per_layer_config.N.head_dim) instead of
+    // global_head_dim; each layer type must keep one, as the target's does
+    bool seen[2] = {false, false};
     for (uint32_t il = 0; il < hp->n_layer; ++il) {
         const std::string key = "layer_types." + std::to_string(il);
         size_t type = 0;
         TDM_SDK_TRY(r.choice(key.c_str(), {"sliding_attention", "full_attention"}, &type));
         hp->sliding[il] = type == 0;
+        uint32_t& dim = type == 0 ? hp->head_dim_swa : hp->head_dim_full;
         const std::string plc = "per_layer_config." + std::to_string(il) + ".head_dim";
-        if (type == 1) TDM_SDK_TRY(r.u32_or(plc.c_str(), 4, kMaxHeadDim, hp->head_dim_full, &hp->head_dim_full));
+        uint32_t d = dim;
+        TDM_SDK_TRY(r.u32_or(plc.c_str(), 4, kMaxHeadDim, dim, &d));
+        if (seen[type] && d != dim)
+            return err.fail(TDM_ERR_BAD_MODEL, "%s: gemma4-assistant: %s layer %u has head dim %u, an earlier one %u",
+                            r.path(), type == 0 ? "sliding" : "full", il, d, dim);
+        dim = d;
+        seen[type] = true;
     }
     if (r.has(("layer_types." + std::to_string(hp->n_layer)).c_str()))
         return err.fail(TDM_ERR_BAD_MODEL, "%s: gemma4-assistant: layer_types must have one type per layer (%u)",
