@@ -13,12 +13,11 @@
 //     with both values named; a target file passed as the assistant says what to pass.
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "engine/generate.h"
 #include "formats/expect_error.h"
 #include "gemma4_tiny.h"
 #include "gemma4_tiny_assistant.h"
+#include "gemma4_tiny_runtime.h"
 #include "plugin/plugin_loader.h"
 #include "speculative/draft_head.h"
 #include "speculative/scheduler.h"
@@ -33,27 +32,10 @@ namespace {
 namespace g4 = test::g4;
 using Tokens = std::vector<int32_t>;
 
-Registry& plugins() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        return std::move(load_plugins(s)).value();
-    }();
-    return *reg;
-}
-
-// Passes of at most 16 rows: the target's sliding-window layers (window 8) keep rings of
-// 32 positions (KvPoolConfig::rows_max), which the assistant reads across their wrap.
-constexpr uint32_t kRowsMax = 16;
-
-GenerateParams greedy(int n) {
-    GenerateParams gp;
-    gp.max_tokens = n;
-    gp.n_batch = kRowsMax;
-    gp.sampling.temperature = 0;
-    gp.ignore_eog = true;
-    return gp;
-}
+using g4::greedy;
+using g4::kRowsMax;
+using g4::plugins;
+using g4::random_tokens;
 
 struct Pair {
     std::string target_path, assistant_path;
@@ -89,19 +71,7 @@ Pair write_pair(const std::string& preset, bool hf, const g4::AssistantBreak& br
 }
 
 Result<std::unique_ptr<DraftHeadDrafter>> make_assistant(const Pair& p) {
-    auto src = TDM_TRY(ModelSource::open(p.assistant_path));
-    const DraftHeadEntry* e = plugins().find_draft_head_source(src->architecture(), p.model->arch().desc->name);
-    if (!e) return Error::format("no draft head takes files of architecture {}", src->architecture());
-    DraftHeadOptions o;
-    return DraftHeadDrafter::create(*e, "assistant", std::shared_ptr<const ModelSource>(std::move(src)), *p.model,
-                                    *p.kv, test::test_device(), test::test_pipelines(), o);
-}
-
-Tokens random_tokens(uint64_t seed, size_t n) {
-    std::mt19937_64 rng(seed);
-    Tokens t(n);
-    for (auto& x : t) x = 3 + int32_t(rng() % 1021);
-    return t;
+    return g4::load_assistant(p.assistant_path, *p.model, *p.kv);
 }
 
 struct Case {

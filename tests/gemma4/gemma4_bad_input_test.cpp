@@ -12,6 +12,7 @@
 
 #include "formats/expect_error.h"
 #include "gemma4_tiny.h"
+#include "gemma4_tiny_runtime.h"
 #include "model/model.h"
 #include "plugin/plugin_loader.h"
 #include "support/device_fixture.h"
@@ -22,16 +23,7 @@ namespace {
 namespace g4 = test::g4;
 using test::fails_with;
 
-Registry& plugins() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        auto r = load_plugins(s);
-        EXPECT_TRUE(r.ok()) << r.error().message();
-        return std::move(r).value();
-    }();
-    return *reg;
-}
+using test::g4::plugins;
 
 class Gemma4BadInput : public test::DeviceTest {};
 

@@ -28,6 +28,7 @@
 #include "engine/state_file.h"
 #include "engine/state_file_format.h"
 #include "gemma4_tiny.h"
+#include "gemma4_tiny_runtime.h"
 #include "plugin/plugin_loader.h"
 #include "speculative/draft_model.h"
 #include "speculative/forced_drafter.h"
@@ -43,29 +44,12 @@ namespace {
 using Tokens = std::vector<int32_t>;
 namespace g4 = test::g4;
 
-Registry& plugins() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        auto r = load_plugins(s);
-        EXPECT_TRUE(r.ok()) << r.error().message();
-        return std::move(r).value();
-    }();
-    return *reg;
-}
-
-// Prefill chunks of 16 rows: the KV pools' rows_max (kRowsMax), so the sliding-window
-// layers (window 8) keep rings of ceil((8 + 16 - 1) / 16) = 2 blocks of 16 positions.
-constexpr uint32_t kRowsMax = 16;
-
-GenerateParams greedy(int n) {
-    GenerateParams gp;
-    gp.max_tokens = n;
-    gp.n_batch = kRowsMax;
-    gp.sampling.temperature = 0;
-    gp.ignore_eog = true;
-    return gp;
-}
+using g4::greedy;
+using g4::kRowsMax;
+using g4::load;
+using g4::Loaded;
+using g4::plugins;
+using g4::random_tokens;
 
 struct Case {
     const char* name;
@@ -82,42 +66,6 @@ std::string write_case(const Case& c, const g4::Weights& w, const std::string& d
     o.per_layer_config = c.per_layer_config;
     const g4::Preset p = g4::preset(c.preset);
     return c.hf ? g4::write_hf(p, w, dir + "/hf", o) : g4::write_gguf(p, w, dir + "/m.gguf", o);
-}
-
-// A loaded model with its KV pool and runner.
-struct Loaded {
-    std::unique_ptr<Model> model;
-    std::unique_ptr<KvPool> kv;
-    std::unique_ptr<Runner> runner;
-};
-
-// rows_max: kRowsMax (sliding-window layers in rings), or 0 for a pool whose windowed
-// layers keep every position (rings as long as the context are not made).
-Loaded load(const std::string& path, vk::Device& dev, vk::PipelineManager& pipes, uint32_t n_ctx = 128,
-            uint32_t rows_max = kRowsMax, uint32_t block_size = 16) {
-    Loaded l;
-    auto m = Model::load(path, plugins(), dev);
-    EXPECT_TRUE(m.ok()) << m.error().message();
-    if (!m.ok()) return l;
-    l.model = std::move(m).value();
-    KvPoolConfig kc;
-    kc.n_ctx = n_ctx;
-    kc.block_size = block_size;
-    kc.rows_max = rows_max ? rows_max : n_ctx;
-    auto kv = KvPool::create(dev, l.model->attention_layers(), kc, "gemma4-test");
-    EXPECT_TRUE(kv.ok()) << kv.error().message();
-    if (!kv.ok()) return l;
-    l.kv = std::move(kv).value();
-    EXPECT_EQ(l.kv->has_rings(), rows_max != 0);
-    l.runner = std::make_unique<Runner>(*l.model, *l.kv, dev, pipes);
-    return l;
-}
-
-Tokens random_tokens(uint64_t seed, size_t n, int32_t lo, int32_t hi) {
-    std::mt19937_64 rng(seed);
-    Tokens t(n);
-    for (auto& x : t) x = lo + int32_t(rng() % uint64_t(hi - lo));
-    return t;
 }
 
 class Gemma4EndToEnd : public test::DeviceTest, public ::testing::WithParamInterface<Case> {};

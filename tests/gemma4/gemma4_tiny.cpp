@@ -207,6 +207,13 @@ Weights make_weights(const Preset& p, uint32_t seed, DType type) {
     return w;
 }
 
+Weights amplify_layer_outputs(Weights w, float gain) {
+    for (auto& [name, t] : w)
+        if (name.find(".post_") != std::string::npos && t.shape.size() == 1)
+            for (float& x : t.data) x *= gain;
+    return w;
+}
+
 std::string write_gguf(const Preset& p, const Weights& w, const std::string& path, const WriteOptions& o) {
     const int64_t L = int64_t(p.layers.size());
     GgufWriter g;

@@ -55,6 +55,14 @@ int64_t head_dim_of(const Preset& p, int64_t il);
 // exactly). KV-shared layers get k/v/k_norm weights too (HF checkpoints carry them).
 Weights make_weights(const Preset& p, uint32_t seed, DType type = DType::F32);
 
+// `w` with every post-norm weight (post_attention_layernorm, post_feedforward_layernorm(_1/_2),
+// post_per_layer_input_norm) times `gain`: each layer adds `gain` times more to the residual.
+// With make_weights() alone the scaled embedding outweighs what the layers add, and through the
+// tied head greedy decoding of tiny-e2b and tiny-31b mostly repeats the last prompt token; at
+// gain 4 the layers decide and the output varies (what the speculative exactness tests need).
+// A power of two keeps weights rounded through F16/BF16 exact.
+Weights amplify_layer_outputs(Weights w, float gain);
+
 // One deliberate defect, for the error tests.
 struct Break {
     std::string arch;          // GGUF general.architecture / HF model_type instead of gemma4
