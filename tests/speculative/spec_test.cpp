@@ -392,6 +392,7 @@ TEST_F(Spec, speculative_sampling_preserves_the_target_distribution) {
     Drafter* chain[] = {&fixed};
     std::map<std::pair<int, int>, int> hp, hs;
     const int n = 1200;
+    uint64_t drafted = 0;
     for (int i = 0; i < n; ++i) {
         gp.sampling.seed = 100000 + uint64_t(i);
         ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
@@ -400,10 +401,15 @@ TEST_F(Spec, speculative_sampling_preserves_the_target_distribution) {
         hp[{a->tokens[0], a->tokens[1]}]++;
         gp.sampling.seed = 900000 + uint64_t(i);
         ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+        // a third token leaves the budget room for the draft of the second (with 2 nothing is drafted)
+        gp.max_tokens = 3;
         auto b = generate_speculative(runner, nullptr, seq, prompt, gp, chain, SpecParams{}, {});
+        gp.max_tokens = 2;
         ASSERT_TRUE(b.ok());
         hs[{b->gen.tokens[0], b->gen.tokens[1]}]++;
+        drafted += b->stats.drafted;
     }
+    EXPECT_GE(drafted, uint64_t(n));  // the second token was drafted in every run
     // two-sample chi-square over cells with enough mass
     double chi2 = 0;
     int dof = 0;
