@@ -9,7 +9,8 @@
 #      plugin loader's tests;
 #   2. one end-to-end `tandem run` per model family and drafter: qwen3 (GGUF and HF
 #      safetensors), qwen3 with a draft model, qwen3 with the n-gram drafters, qwen35 (hybrid)
-#      and qwen35moe with their MTP heads, gemma4 (E2B-style GGUF and HF, 26B-style MoE);
+#      and qwen35moe with their MTP heads, gemma4 (E2B-style GGUF and HF, 26B-style MoE) and
+#      the E2B-style one with its synthesized assistant (GGUF and HF);
 #   3. every fuzz harness for FUZZ_SECONDS (default 10; scripts/fuzz.sh on the same build).
 #
 #   scripts/sanitize.sh [--ci] [FUZZ_SECONDS]
@@ -91,6 +92,8 @@ synth --arch qwen35moe -o "$e2e/qwen35moe.gguf"
 synth --arch gemma4 --preset tiny-e2b -o "$e2e/gemma4-e2b.gguf"
 synth --arch gemma4 --preset tiny-e2b --format hf -o "$e2e/gemma4-e2b-hf"
 synth --arch gemma4 --preset tiny-26b -o "$e2e/gemma4-26b.gguf"
+synth --arch gemma4-assistant --preset tiny-e2b -o "$e2e/gemma4-e2b-assistant.gguf"
+synth --arch gemma4-assistant --preset tiny-e2b --format hf -o "$e2e/gemma4-e2b-assistant-hf"
 runs=(
   "-m $e2e/qwen3.gguf"
   "-m $e2e/qwen3-hf"
@@ -101,6 +104,8 @@ runs=(
   "-m $e2e/qwen35moe.gguf --spec-type mtp"
   "-m $e2e/gemma4-e2b.gguf --spec-type ngram-simple"
   "-m $e2e/gemma4-e2b-hf"
+  "-m $e2e/gemma4-e2b.gguf -md $e2e/gemma4-e2b-assistant.gguf"
+  "-m $e2e/gemma4-e2b-hf -md $e2e/gemma4-e2b-assistant-hf"
   "-m $e2e/gemma4-26b.gguf --spec-type ngram-mod"
 )
 for r in "${runs[@]}"; do

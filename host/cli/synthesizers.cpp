@@ -89,9 +89,22 @@ Result<std::string> Synthesizer::synthesize(const std::string& arch, const std::
     return std::string(message);
 }
 
+namespace {
+
+// The plugin `arch` comes from: the one registering it as a model architecture, else the one
+// whose draft head it is the file architecture of (an assistant file holds the head alone, e.g.
+// gemma4-assistant), so that a plugin's synthesizer can write its heads' files too.
+const PluginRecord* owner_of(const Registry& reg, std::string_view arch) {
+    if (const ArchEntry* a = reg.find_arch_gguf(arch)) return a->plugin;
+    if (const DraftHeadEntry* h = reg.find_draft_head_source(arch)) return h->plugin;
+    return nullptr;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Synthesizer>> find_synthesizer(const Registry& reg, std::string_view arch) {
-    const ArchEntry* entry = reg.find_arch_gguf(arch);
-    if (!entry) {
+    const PluginRecord* owner = owner_of(reg, arch);
+    if (!owner) {
         // What could be written instead: each loaded plugin's synthesizer's architectures that
         // the registry gives to that plugin.
         std::string available;
@@ -100,16 +113,14 @@ Result<std::unique_ptr<Synthesizer>> find_synthesizer(const Registry& reg, std::
             if (!p->error.empty() || !std::filesystem::exists(file)) continue;
             auto s = Synthesizer::open(file);
             if (!s.ok()) continue;
-            for (const std::string& a : (*s)->archs()) {
-                const ArchEntry* owner = reg.find_arch_gguf(a);
-                if (owner && owner->plugin == p.get()) available += (available.empty() ? "" : ", ") + a;
-            }
+            for (const std::string& a : (*s)->archs())
+                if (owner_of(reg, a) == p.get()) available += (available.empty() ? "" : ", ") + a;
         }
         if (available.empty())
             return Error::format("synth: unknown architecture '{}' (no loaded plugin has a synthesizer)", arch);
         return Error::format("synth: unknown architecture '{}' (available: {})", arch, available);
     }
-    const PluginRecord& plugin = *entry->plugin;
+    const PluginRecord& plugin = *owner;
     const std::string file = synthesizer_path(plugin.path);
     if (!std::filesystem::exists(file))
         return Error::format("synth: architecture '{}' comes from plugin '{}' ({}), which has no synthesizer "

@@ -61,10 +61,11 @@ private:
 };
 
 // The synthesizer that writes `arch` (a GGUF general.architecture name), found through the
-// registry: the loaded plugin that registers arch, then that plugin's synthesizer file. Errors:
-// no loaded plugin registers arch (listing the architectures the loaded plugins' synthesizers
-// write); its plugin has no synthesizer (naming the plugin and the file looked for); the
-// synthesizer does not open or does not list arch.
+// registry: the loaded plugin that registers arch as a model architecture, or else as the file
+// architecture of a draft head (draft_head_desc.source_archs: "gemma4-assistant"), then that
+// plugin's synthesizer file. Errors: no loaded plugin registers arch (listing the architectures
+// the loaded plugins' synthesizers write); its plugin has no synthesizer (naming the plugin and
+// the file looked for); the synthesizer does not open or does not list arch.
 Result<std::unique_ptr<Synthesizer>> find_synthesizer(const Registry& reg, std::string_view arch);
 
 }  // namespace tdm::cli

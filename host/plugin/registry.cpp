@@ -225,11 +225,19 @@ const DraftHeadEntry* Registry::find_draft_head_source(std::string_view source_a
     return loaded();
 }
 
-bool Registry::is_draft_head_source(std::string_view source_arch) const {
+const DraftHeadEntry* Registry::find_draft_head_source(std::string_view source_arch) const {
+    auto loaded = [&]() -> const DraftHeadEntry* {
+        for (const DraftHeadEntry& h : heads_)
+            if (contains(h.source_archs, source_arch)) return &h;
+        return nullptr;
+    };
+    if (const DraftHeadEntry* h = loaded()) return h;
     open_deferred([source_arch](const ScannedNames& s) { return contains(s.head_source_archs, source_arch); });
-    for (const DraftHeadEntry& h : heads_)
-        if (contains(h.source_archs, source_arch)) return true;
-    return false;
+    return loaded();
+}
+
+bool Registry::is_draft_head_source(std::string_view source_arch) const {
+    return find_draft_head_source(source_arch) != nullptr;
 }
 
 const std::deque<DraftHeadEntry>& Registry::draft_heads() const {

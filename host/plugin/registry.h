@@ -92,6 +92,8 @@ public:
     // The head whose own files have architecture `source_arch` (GGUF general.architecture
     // or HF model_type) and that drafts for `target_arch`, e.g. gemma4-assistant for gemma4.
     const DraftHeadEntry* find_draft_head_source(std::string_view source_arch, std::string_view target_arch) const;
+    // The first head whose own files have architecture `source_arch`, whatever its targets.
+    const DraftHeadEntry* find_draft_head_source(std::string_view source_arch) const;
     bool is_draft_head_source(std::string_view source_arch) const;
 
     // "qwen-nextn (qwen3, qwen35 / HF: qwen3, qwen3_5); ngram (no architectures)"

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/cli/synth_cli_test.cpp: `tandem synth` through the plugins' synthesizers
 // (sdk/include/tandem/synth.h): the qwen-nextn companion writes the same bytes as the synth code
-// the tests link; the CLI finds a synthesizer through the plugin registry, passes the options
-// exactly, and names the plugin and the file when a synthesizer is missing or broken; `tandem
-// plugins` shows it.
+// the tests link; the CLI finds a synthesizer through the plugin registry (by model architecture
+// or by a draft head's file architecture), passes the options exactly, and names the plugin and
+// the file when a synthesizer is missing or broken; `tandem plugins` shows it.
 //
 // Broken set-ups are built in a temporary plugin directory: a copy of the qwen-nextn plugin
 // (found first with --plugin-path, so it shadows the build tree's) and, under synth/, whatever
@@ -76,7 +76,26 @@ TEST(SynthCli, every_arch_is_written_by_the_plugin_synthesizer_byte_for_byte_as_
 TEST(SynthCli, unknown_architecture_lists_what_the_loaded_synthesizers_write) {
     CliRun r = tandem({"synth", "--arch", "llama", "-o", temp_file("llama.gguf")});
     EXPECT_EQ(r.status, 1);
-    EXPECT_TRUE(r.has("synth: unknown architecture 'llama' (available: gemma4, qwen3, qwen35, qwen35moe)")) << r.err;
+    EXPECT_TRUE(r.has("synth: unknown architecture 'llama' (available: gemma4, gemma4-assistant, qwen3, qwen35, "
+                      "qwen35moe)"))
+        << r.err;
+}
+
+TEST(SynthCli, a_draft_heads_file_architecture_is_written_by_the_synthesizer_of_the_heads_plugin) {
+    // gemma4-assistant is no model architecture: the gemma4 plugin registers it as the file
+    // architecture of its draft head, and its synthesizer writes it
+    const std::string out = temp_file("assistant.gguf");
+    CliRun r = tandem({"synth", "--arch", "gemma4-assistant", "--preset", "tiny-31b", "-o", out});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(r.has("wrote " + out + ": gemma4-assistant tiny-31b")) << r.err;
+    // found through the head's plugin: a copy of it without a synthesizer is named
+    const std::string dir = test::make_temp_dir("synth-cli-head");
+    fs::copy_file(TANDEM_GEMMA4_PLUGIN, dir + "/tandem-gemma4.so", fs::copy_options::overwrite_existing);
+    r = tandem({"synth", "--plugin-path", dir, "--arch", "gemma4-assistant", "-o", temp_file("head.gguf")});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("architecture 'gemma4-assistant' comes from plugin 'gemma4' (" + dir +
+                      "/tandem-gemma4.so), which has no synthesizer (no " + dir + "/synth/tandem-gemma4-synth.so)"))
+        << r.err;
 }
 
 TEST(SynthCli, a_plugin_without_a_synthesizer_is_named_with_the_file_looked_for) {

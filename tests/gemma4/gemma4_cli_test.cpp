@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/gemma4/gemma4_cli_test.cpp: Gemma 4 through the `tandem` binary: `run -m target
 // -md assistant` recognises the assistant file and drafts with it (output identical to plain
-// decoding, speculative statistics in the JSON), in both layouts; an assistant passed as the
-// model (-m) says to pass it with -md; `tandem plugins` lists the gemma4 plugin with its
-// architecture and draft head.
+// decoding, speculative statistics in the JSON), in both layouts, whether the tests wrote it or
+// `tandem synth --arch gemma4-assistant` did (which refuses options that do not apply); an
+// assistant passed as the model (-m) says to pass it with -md; `tandem plugins` lists the gemma4
+// plugin with its architecture and draft head.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+
+#include <filesystem>
 
 #include "../cli/cli_run.h"
 #include "gemma4_tiny.h"
@@ -52,6 +55,36 @@ TEST(Gemma4Cli, run_with_an_assistant_file_drafts_with_it_and_prints_plain_decod
         ASSERT_TRUE(spec.contains("speculative")) << spec.dump();
         EXPECT_NE(spec["speculative"].dump().find("assistant"), std::string::npos) << spec["speculative"].dump();
     }
+}
+
+TEST(Gemma4Cli, synth_writes_an_assistant_that_run_drafts_with_and_refuses_options_that_do_not_apply) {
+    const std::string dir = test::make_temp_dir("gemma4-cli-synth");
+    for (bool hf : {false, true}) {
+        const std::string preset = hf ? "tiny-31b" : "tiny-e2b";
+        const Files f = {dir + (hf ? "/target" : "/t.gguf"), dir + (hf ? "/assistant" : "/a.gguf")};
+        std::vector<std::string> args = {"synth", "--preset", preset};
+        if (hf) args.insert(args.end(), {"--format", "hf"});
+        std::vector<std::string> t = args, a = args;
+        t.insert(t.end(), {"--arch", "gemma4", "-o", f.target});
+        a.insert(a.end(), {"--arch", "gemma4-assistant", "-o", f.assistant});
+        CliRun r = tandem(t, "TANDEM_LOG=off");
+        ASSERT_EQ(r.status, 0) << r.err;
+        r = tandem(a, "TANDEM_LOG=off");
+        ASSERT_EQ(r.status, 0) << r.err;
+        EXPECT_TRUE(r.has("wrote " + f.assistant + ": gemma4-assistant " + preset + ", 4 layers (S S S F)")) << r.err;
+        const nlohmann::json plain = run_json({}, f);
+        const nlohmann::json spec = run_json({"-md", f.assistant, "--draft-max", "3"}, f);
+        ASSERT_TRUE(plain.contains("tokens") && spec.contains("tokens"));
+        EXPECT_EQ(spec["tokens"], plain["tokens"]) << preset;
+        ASSERT_TRUE(spec.contains("speculative")) << spec.dump();
+        EXPECT_NE(spec["speculative"].dump().find("assistant"), std::string::npos) << spec["speculative"].dump();
+        EXPECT_GT(spec["speculative"].value("drafted_tokens", 0), 0) << spec["speculative"].dump();
+    }
+    const std::string never = dir + "/never.gguf";
+    const CliRun r = tandem({"synth", "--arch", "gemma4-assistant", "--layers", "2", "-o", never}, "TANDEM_LOG=off");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("--layers does not apply to gemma4-assistant")) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(never));
 }
 
 TEST(Gemma4Cli, an_assistant_given_as_the_model_says_to_pass_it_with_md) {

@@ -4,6 +4,8 @@
 // in memory under their HF names, written out as a GGUF file (arch gemma4-assistant, llama.cpp's
 // names and keys) or an HF directory (Gemma4AssistantForCausalLM config.json + model.safetensors),
 // optionally made incompatible with its target in one named way for the error tests.
+// The gemma4 synthesizer writes assistants of the same shapes (`tandem synth --arch
+// gemma4-assistant`); gemma4_synth_assistant_test.cpp checks that the two writers agree.
 // Not here: the drafter's forward pass (tests/support/gemma4_assistant_reference.*; the naive
 // loop version lives in gemma4_assistant_reference_test.cpp).
 //

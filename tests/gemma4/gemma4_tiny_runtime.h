@@ -2,8 +2,8 @@
 // tests/gemma4/gemma4_tiny_runtime.h: the tiny models of gemma4_tiny*.h run by the runtime,
 // shared by the end-to-end tests: the build tree's plugins, a model with its KV pool and runner
 // (the sliding-window layers in rings by default), the assistant loaded as the target's draft
-// head, greedy parameters and random prompts. Kept apart from gemma4_tiny*.cpp, which the
-// gemma4-write-assistant tool links without the runtime.
+// head, greedy parameters and random prompts. Kept apart from gemma4_tiny*.cpp, the writers,
+// which need no runtime.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/gemma4synth/gemma4_module_test.cpp: tandem-gemma4-synth.so through its C interface
 // (sdk/include/tandem/synth.h), as `tandem synth --arch gemma4` opens it: the one exported entry
-// point negotiates version 1, lists gemma4, writes a model and reports a refused option as an
-// error with its message.
+// point negotiates version 1, lists gemma4 and gemma4-assistant, writes a model and its assistant,
+// and reports a refused option as an error with its message.
 #include <gtest/gtest.h>
 
 #include <tandem/synth.h>
@@ -42,10 +42,10 @@ void open_module(Module& m) {
 }
 
 tdm_status run(const Module& m, const std::string& output, std::vector<const char*> names,
-               std::vector<const char*> values, std::string* message) {
+               std::vector<const char*> values, std::string* message, const char* arch = "gemma4") {
     tdm_synth_request r{};
     r.struct_size = sizeof r;
-    r.arch = "gemma4";
+    r.arch = arch;
     r.output = output.c_str();
     r.n_options = uint32_t(names.size());
     r.option_names = names.data();
@@ -58,14 +58,16 @@ tdm_status run(const Module& m, const std::string& output, std::vector<const cha
 
 }  // namespace
 
-TEST(Gemma4Module, negotiates_lists_gemma4_and_writes_a_model) {
+TEST(Gemma4Module, negotiates_lists_gemma4_and_its_assistant_and_writes_both) {
     Module m;
     open_module(m);
     ASSERT_TRUE(m.api);
     EXPECT_STREQ(m.api->name, "gemma4");
     ASSERT_TRUE(m.api->archs && m.api->archs[0]);
     EXPECT_STREQ(m.api->archs[0], "gemma4");
-    EXPECT_EQ(m.api->archs[1], nullptr);
+    ASSERT_TRUE(m.api->archs[1]);
+    EXPECT_STREQ(m.api->archs[1], "gemma4-assistant");
+    EXPECT_EQ(m.api->archs[2], nullptr);
 
     const std::string path = tdm::test::make_temp_dir("gemma4-module") + "/m.gguf";
     std::string message;
@@ -79,4 +81,14 @@ TEST(Gemma4Module, negotiates_lists_gemma4_and_writes_a_model) {
     EXPECT_EQ(run(m, never, {"repeating"}, {"true"}, &message), TDM_ERR_INVALID_ARGUMENT);
     EXPECT_NE(message.find("--repeating does not apply to gemma4"), std::string::npos) << message;
     EXPECT_FALSE(std::filesystem::exists(never));
+
+    // the assistant of the same preset
+    const std::string asst = path + ".assistant.gguf";
+    ASSERT_EQ(run(m, asst, {"preset"}, {"tiny-31b"}, &message, "gemma4-assistant"), TDM_OK) << message;
+    EXPECT_NE(message.find("gemma4-assistant tiny-31b"), std::string::npos) << message;
+    auto a = tdm::ModelSource::open(asst);
+    ASSERT_TRUE(a.ok()) << a.error().message();
+    EXPECT_EQ((*a)->architecture(), "gemma4-assistant");
+    EXPECT_EQ(run(m, never, {"mtp"}, {"true"}, &message, "gemma4-assistant"), TDM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(message.find("--mtp does not apply to gemma4-assistant"), std::string::npos) << message;
 }

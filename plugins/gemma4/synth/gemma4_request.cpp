@@ -4,6 +4,7 @@
 #include "gemma4/synth/gemma4_request.h"
 
 #include "common/dtype.h"
+#include "gemma4/synth/gemma4_assistant.h"
 #include "gemma4/synth/gemma4_synth.h"
 
 #include <fmt/format.h>
@@ -15,24 +16,36 @@ namespace tdm::synth {
 namespace {
 
 constexpr std::string_view kKnown[] = {"preset", "type", "format", "seed"};
-// Options of `tandem synth` that other synthesizers take and this one refuses, with the reason.
-constexpr std::pair<std::string_view, std::string_view> kRefused[] = {
-    {"tied", "gemma4 always ties its LM head to token_embd"},
-    {"mtp", "gemma4 drafts with a separate assistant model, not an MTP head"},
-    {"layers", "gemma4 presets fix the layer pattern and KV sharing"},
-    {"draft-of-seed", "gemma4 has no perturbed-draft mode"},
-    {"perturbation", "gemma4 has no perturbed-draft mode"},
-    {"repeating", "gemma4 has no repeating mode (tied LM head)"},
-    {"repeat-period", "gemma4 has no repeating mode (tied LM head)"},
-    {"residual-decay", "gemma4 has no residual-decay option"},
+
+// Options of `tandem synth` that other synthesizers take and this one refuses, with the reason
+// for a target and for an assistant.
+struct Refused {
+    std::string_view name, target_why, assistant_why;
+};
+constexpr Refused kRefused[] = {
+    {"tied", "gemma4 always ties its LM head to token_embd",
+     "the assistant always ties its draft head to its own token_embd"},
+    {"mtp", "gemma4 drafts with a separate assistant model, not an MTP head",
+     "the assistant is itself the drafter of a gemma4 target"},
+    {"layers", "gemma4 presets fix the layer pattern and KV sharing",
+     "the assistant has the 4 layers (S S S F) that read its target's K/V"},
+    {"draft-of-seed", "gemma4 has no perturbed-draft mode", "the assistant has no perturbed-draft mode"},
+    {"perturbation", "gemma4 has no perturbed-draft mode", "the assistant has no perturbed-draft mode"},
+    {"repeating", "gemma4 has no repeating mode (tied LM head)", "the assistant has no repeating mode"},
+    {"repeat-period", "gemma4 has no repeating mode (tied LM head)", "the assistant has no repeating mode"},
+    {"residual-decay", "gemma4 has no residual-decay option", "the assistant has no residual-decay option"},
 };
 
-Result<std::map<std::string, std::string, std::less<>>> parse_options(
-    const std::vector<std::pair<std::string, std::string>>& options) {
-    std::map<std::string, std::string, std::less<>> out;
+using Options = std::map<std::string, std::string, std::less<>>;
+
+Result<Options> parse_options(std::string_view arch, const std::vector<std::pair<std::string, std::string>>& options) {
+    const bool assistant = arch == kGemma4AssistantSynthArch;
+    Options out;
     for (const auto& [name, value] : options) {
-        for (const auto& [refused, why] : kRefused)
-            if (name == refused) return Error::format("synth: --{} does not apply to gemma4: {}", name, why);
+        for (const Refused& r : kRefused)
+            if (name == r.name)
+                return Error::format("synth: --{} does not apply to {}: {}", name, arch,
+                                     assistant ? r.assistant_why : r.target_why);
         bool known = false;
         for (std::string_view k : kKnown) known = known || k == name;
         if (!known) return Error::format("synth: the gemma4 synthesizer has no option --{}", name);
@@ -45,9 +58,12 @@ Result<std::map<std::string, std::string, std::less<>>> parse_options(
 
 Result<std::string> synthesize_gemma4_request(std::string_view arch, const std::string& output,
                                               const std::vector<std::pair<std::string, std::string>>& options) {
-    if (arch != kGemma4SynthArch) return Error::format("synth: unknown architecture '{}' (available: gemma4)", arch);
+    const bool assistant = arch == kGemma4AssistantSynthArch;
+    if (arch != kGemma4SynthArch && !assistant)
+        return Error::format("synth: unknown architecture '{}' (available: {}, {})", arch, kGemma4SynthArch,
+                             kGemma4AssistantSynthArch);
     if (output.empty()) return Error("synth: no output path");
-    const auto opts = TDM_TRY(parse_options(options));
+    const Options opts = TDM_TRY(parse_options(arch, options));
     auto get = [&](std::string_view name, std::string dflt) {
         auto it = opts.find(name);
         return it == opts.end() ? dflt : it->second;
@@ -56,10 +72,11 @@ Result<std::string> synthesize_gemma4_request(std::string_view arch, const std::
     const std::string format = get("format", "gguf");
     if (format != "gguf" && format != "hf") return Error::format("synth: unknown format '{}' (gguf, hf)", format);
     const std::string preset = get("preset", "tiny-e2b");
-    const Gemma4Shape shape = TDM_TRY(gemma4_preset(preset));
 
     Gemma4SynthOptions o;
-    const std::string tname = get("type", format == "hf" ? "bf16" : "q8_0");
+    // The released assistants ship BF16 in both layouts; a target's GGUF defaults to llama.cpp's
+    // usual Q8_0.
+    const std::string tname = get("type", format == "hf" || assistant ? "bf16" : "q8_0");
     if (!parse_dtype(tname, &o.weight_type))
         return Error::format("synth: unknown type '{}' (f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_K, q5_K, q6_K)",
                              tname);
@@ -68,6 +85,22 @@ Result<std::string> synthesize_gemma4_request(std::string_view arch, const std::
     if (ec != std::errc() || end != seed.data() + seed.size() || seed.empty())
         return Error::format("synth: --seed: '{}' is not an integer", seed);
 
+    if (assistant) {
+        const Gemma4AssistantShape shape = TDM_TRY(gemma4_assistant_preset(preset));
+        if (format == "gguf")
+            TDM_TRY(synth_gemma4_assistant_gguf(output, shape, o));
+        else
+            TDM_TRY(synth_gemma4_assistant_hf(output, shape, o));
+        const std::string head =
+            shape.ordered ? fmt::format("centroid-masked head ({} clusters, top {})", shape.n_centroids,
+                                        shape.n_centroids_top_k)
+                          : std::string("full tied head");
+        return fmt::format("wrote {}: gemma4-assistant {}, {} layers ({}), n_embd {} for a target of n_embd {}, "
+                           "vocab {}, {}, {}",
+                           output, preset, shape.n_layer(), gemma4_assistant_layer_pattern(shape), shape.n_embd,
+                           shape.n_embd_backbone(), shape.n_vocab(), head, tname);
+    }
+    const Gemma4Shape shape = TDM_TRY(gemma4_preset(preset));
     if (format == "gguf")
         TDM_TRY(synth_gemma4_gguf(output, shape, o));
     else

@@ -27,69 +27,13 @@ constexpr std::string_view kDefaultName = "tandem synthetic gemma4";
 // integers of whole values.
 double as_double(float f) { return std::stod(fmt::format("{}", f)); }
 
-ojson text_config(const Gemma4Shape& s, const Gemma4SynthOptions& o) {
-    ojson layer_types = ojson::array();
-    for (int il = 0; il < s.n_layer; ++il) layer_types.push_back(s.is_swa(il) ? "sliding_attention" : "full_attention");
-    ojson j;
-    j["model_type"] = "gemma4_text";
-    j["attention_bias"] = false;
-    j["attention_dropout"] = 0.0;
-    j["attention_k_eq_v"] = s.k_eq_v;
-    j["bos_token_id"] = kGemma4Bos;
-    j["enable_moe_block"] = s.is_moe();
-    j["eos_token_id"] = kGemma4Eos;
-    j["final_logit_softcapping"] = as_double(s.final_logit_softcapping);
-    if (!o.hf_per_layer_config) j["global_head_dim"] = s.head_dim_full;
-    j["head_dim"] = s.head_dim_swa;
-    j["hidden_activation"] = "gelu_pytorch_tanh";
-    j["hidden_size"] = s.n_embd;
-    j["hidden_size_per_layer_input"] = s.n_embd_per_layer;
-    j["initializer_range"] = 0.02;
-    j["intermediate_size"] = s.n_ff;
-    j["layer_types"] = std::move(layer_types);
-    j["max_position_embeddings"] = s.n_ctx_train;
-    j["moe_intermediate_size"] = s.is_moe() ? ojson(s.n_ff_expert) : ojson(nullptr);
-    j["num_attention_heads"] = s.n_head;
-    j["num_experts"] = s.is_moe() ? ojson(s.n_expert) : ojson(nullptr);
-    // Only K=V models use a separate full-layer KV head count (spec §2); E2B/E4B write null.
-    if (!o.hf_per_layer_config) j["num_global_key_value_heads"] = s.k_eq_v ? ojson(s.n_head_kv_full) : ojson(nullptr);
-    j["num_hidden_layers"] = s.n_layer;
-    j["num_key_value_heads"] = s.n_head_kv_swa;
-    j["num_kv_shared_layers"] = s.n_kv_shared;
-    j["pad_token_id"] = kGemma4Pad;
-    if (o.hf_per_layer_config) {
-        // The newer form: each full layer's overrides by index.
-        ojson per_layer = ojson::object();
-        for (int il = 0; il < s.n_layer; ++il)
-            if (!s.is_swa(il))
-                per_layer[std::to_string(il)] =
-                    ojson{{"head_dim", s.head_dim_full}, {"num_key_value_heads", s.n_head_kv_full}};
-        j["per_layer_config"] = std::move(per_layer);
-    }
-    j["rms_norm_eps"] = as_double(s.rms_eps);
-    j["rope_parameters"] = ojson{
-        {"full_attention", ojson{{"partial_rotary_factor", as_double(s.partial_rotary_factor)},
-                                 {"rope_theta", as_double(s.rope_theta_full)},
-                                 {"rope_type", "proportional"}}},
-        {"sliding_attention", ojson{{"rope_theta", as_double(s.rope_theta_swa)}, {"rope_type", "default"}}}};
-    j["sliding_window"] = s.sliding_window;
-    j["tie_word_embeddings"] = true;
-    j["top_k_experts"] = s.is_moe() ? ojson(s.n_expert_used) : ojson(nullptr);
-    j["use_bidirectional_attention"] = nullptr;
-    j["use_cache"] = true;
-    j["use_double_wide_mlp"] = s.double_wide_mlp;
-    j["vocab_size"] = s.n_vocab;
-    j["vocab_size_per_layer_input"] = s.n_vocab_per_layer;
-    return j;
-}
-
 std::string config_json(const Gemma4Shape& s, const Gemma4SynthOptions& o) {
     ojson j;
     j["architectures"] = {"Gemma4ForConditionalGeneration"};
     j["eos_token_id"] = {kGemma4Eos, kGemma4TurnEnd};
     j["initializer_range"] = 0.02;
     j["model_type"] = "gemma4";
-    j["text_config"] = text_config(s, o);
+    j["text_config"] = gemma4_text_config(s, o.hf_per_layer_config);
     j["tie_word_embeddings"] = true;
     j["torch_dtype"] = torch_dtype_name(o.weight_type);
     j["transformers_version"] = "5.0.0";
@@ -142,6 +86,62 @@ void add_gemma4_keys(GgufWriter& w, const Gemma4Shape& s) {
 }
 
 }  // namespace
+
+ojson gemma4_text_config(const Gemma4Shape& s, bool per_layer_config) {
+    ojson layer_types = ojson::array();
+    for (int il = 0; il < s.n_layer; ++il) layer_types.push_back(s.is_swa(il) ? "sliding_attention" : "full_attention");
+    ojson j;
+    j["model_type"] = "gemma4_text";
+    j["attention_bias"] = false;
+    j["attention_dropout"] = 0.0;
+    j["attention_k_eq_v"] = s.k_eq_v;
+    j["bos_token_id"] = kGemma4Bos;
+    j["enable_moe_block"] = s.is_moe();
+    j["eos_token_id"] = kGemma4Eos;
+    j["final_logit_softcapping"] = as_double(s.final_logit_softcapping);
+    if (!per_layer_config) j["global_head_dim"] = s.head_dim_full;
+    j["head_dim"] = s.head_dim_swa;
+    j["hidden_activation"] = "gelu_pytorch_tanh";
+    j["hidden_size"] = s.n_embd;
+    j["hidden_size_per_layer_input"] = s.n_embd_per_layer;
+    j["initializer_range"] = 0.02;
+    j["intermediate_size"] = s.n_ff;
+    j["layer_types"] = std::move(layer_types);
+    j["max_position_embeddings"] = s.n_ctx_train;
+    j["moe_intermediate_size"] = s.is_moe() ? ojson(s.n_ff_expert) : ojson(nullptr);
+    j["num_attention_heads"] = s.n_head;
+    j["num_experts"] = s.is_moe() ? ojson(s.n_expert) : ojson(nullptr);
+    // Only K=V models use a separate full-layer KV head count (spec §2); E2B/E4B write null.
+    if (!per_layer_config) j["num_global_key_value_heads"] = s.k_eq_v ? ojson(s.n_head_kv_full) : ojson(nullptr);
+    j["num_hidden_layers"] = s.n_layer;
+    j["num_key_value_heads"] = s.n_head_kv_swa;
+    j["num_kv_shared_layers"] = s.n_kv_shared;
+    j["pad_token_id"] = kGemma4Pad;
+    if (per_layer_config) {
+        // The newer form: each full layer's overrides by index.
+        ojson per_layer = ojson::object();
+        for (int il = 0; il < s.n_layer; ++il)
+            if (!s.is_swa(il))
+                per_layer[std::to_string(il)] =
+                    ojson{{"head_dim", s.head_dim_full}, {"num_key_value_heads", s.n_head_kv_full}};
+        j["per_layer_config"] = std::move(per_layer);
+    }
+    j["rms_norm_eps"] = as_double(s.rms_eps);
+    j["rope_parameters"] = ojson{
+        {"full_attention", ojson{{"partial_rotary_factor", as_double(s.partial_rotary_factor)},
+                                 {"rope_theta", as_double(s.rope_theta_full)},
+                                 {"rope_type", "proportional"}}},
+        {"sliding_attention", ojson{{"rope_theta", as_double(s.rope_theta_swa)}, {"rope_type", "default"}}}};
+    j["sliding_window"] = s.sliding_window;
+    j["tie_word_embeddings"] = true;
+    j["top_k_experts"] = s.is_moe() ? ojson(s.n_expert_used) : ojson(nullptr);
+    j["use_bidirectional_attention"] = nullptr;
+    j["use_cache"] = true;
+    j["use_double_wide_mlp"] = s.double_wide_mlp;
+    j["vocab_size"] = s.n_vocab;
+    j["vocab_size_per_layer_input"] = s.n_vocab_per_layer;
+    return j;
+}
 
 Status synth_gemma4_gguf(const std::string& path, const Gemma4Shape& s, const Gemma4SynthOptions& o) {
     TDM_TRY(validate_gemma4(s, o));

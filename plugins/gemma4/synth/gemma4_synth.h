@@ -31,6 +31,8 @@
 #include "common/dtype.h"
 #include "common/error.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -133,6 +135,11 @@ std::vector<float> gemma4_rope_freqs(const Gemma4Shape& shape);
 // list), tokenizer.ggml.* (model "gemma4") and tokenizer.chat_template, tensors in GGUF ne order.
 // KV-shared layers carry no attn_k / attn_v, full K=V layers no attn_v.
 Status synth_gemma4_gguf(const std::string& path, const Gemma4Shape& shape, const Gemma4SynthOptions& opts);
+
+// The text_config object of config.json (a gemma4_text config) for `shape`, full-layer overrides
+// in the per_layer_config form when asked (see hf_per_layer_config). The assistant's writer
+// builds its text_config from it too, so both configs have one form.
+nlohmann::ordered_json gemma4_text_config(const Gemma4Shape& shape, bool per_layer_config);
 
 // Writes the HF directory (created if missing). weight_type must be F32, F16 or BF16. Tensors
 // under model.language_model.; KV-shared layers do carry k_proj / v_proj / k_norm (HF ignores

@@ -18,7 +18,10 @@
 
 namespace {
 
-constexpr const char* kArchs[] = {tdm::synth::kGemma4SynthArch.data(), nullptr};
+// The assistant is a draft head's file architecture in the plugin, not a model architecture;
+// the CLI finds this synthesizer for it through the plugin that registers the head.
+constexpr const char* kArchs[] = {tdm::synth::kGemma4SynthArch.data(), tdm::synth::kGemma4AssistantSynthArch.data(),
+                                  nullptr};
 
 tdm_status finish(tdm_status st, const std::string& text, char* message, size_t message_size) {
     if (message && message_size > 0) std::snprintf(message, message_size, "%s", text.c_str());
@@ -58,7 +61,7 @@ const tdm_synthesizer_api kApi = {
     sizeof(tdm_synthesizer_api),
     "gemma4",
     "synthetic Gemma 4 text decoders (E2B/E4B with per-layer embeddings and KV sharing, 31B dense, 26B-A4B "
-    "MoE) in GGUF and HF layouts",
+    "MoE) and their gemma4-assistant drafters, in GGUF and HF layouts",
     kArchs,
     synthesize,
 };

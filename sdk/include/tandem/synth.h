@@ -28,9 +28,11 @@
  * plugin loader scans only DIR itself, so the subdirectory keeps synthesizers
  * from being taken for (broken) plugins. `tandem synth --arch X` asks the plugin
  * registry which loaded plugin registers architecture X (its GGUF
- * general.architecture name), opens that plugin's synthesizer and checks that
- * it lists X; an architecture whose plugin has no synthesizer is an error that
- * names the plugin. `tandem plugins` shows each plugin's synthesizer.
+ * general.architecture name), or else registers X as the file architecture of
+ * a draft head (tdm_draft_head_desc.source_archs, e.g. "gemma4-assistant"),
+ * opens that plugin's synthesizer and checks that it lists X; an architecture
+ * whose plugin has no synthesizer is an error that names the plugin.
+ * `tandem plugins` shows each plugin's synthesizer.
  *
  * The host opens the file with dlopen(RTLD_NOW | RTLD_LOCAL), looks up the one
  * exported symbol, tdm_synthesizer_negotiate (TDM_SYNTH_ENTRY_NAME), and calls
