@@ -19,13 +19,28 @@ std::string file_name(const std::string& path) {
     return name.empty() ? path : name;
 }
 
-// What the weight store allocates for a file's tensors: blocks of the file's size plus
-// 1 MiB, 1 to 256 MiB (Model::load), each allocated whole.
+// What the weight store allocates for a file's tensors, the arena's policy replayed in file
+// order (vk::Arena::allocate): blocks of the file's size plus 1 MiB, 1 to 256 MiB
+// (Model::load), each allocated whole; the first tensor opens one (of its own size if larger),
+// and a tensor that does not fit the open block and is a quarter block or more gets a buffer
+// of its own.
 uint64_t weight_bytes(const ModelSource& src) {
-    uint64_t n = 0;
-    for (const SourceTensor& t : src.tensors()) n += t.nbytes;
     const uint64_t block = std::clamp<uint64_t>(src.file_bytes() + (1u << 20), 1u << 20, 256ull << 20);
-    return (n + block - 1) / block * block;
+    uint64_t total = 0, left = 0;
+    bool open = false;
+    for (const SourceTensor& t : src.tensors()) {
+        const uint64_t n = (t.nbytes + 255) / 256 * 256;  // binding alignment
+        if (open && n <= left) {
+            left -= n;
+        } else if (open && n >= block / 4) {
+            total += n;
+        } else {
+            total += std::max(n, block);
+            left = std::max(n, block) - n;
+            open = true;
+        }
+    }
+    return total;
 }
 
 // The weights, KV cache and recurrent states of one model, as make_kv would size them.

@@ -22,6 +22,8 @@ constexpr OptionKey kOptionKeys[] = {
     {"kv-type", "model.kv_type"},
     {"batch-size", "model.n_batch"},
     {"chat-template", "model.chat_template"},
+    {"host-rows", "model.host_rows"},
+    {"host-rows-share", "model.host_rows_share"},
     {"temp", "sampling.temperature"},
     {"top-k", "sampling.top_k"},
     {"top-p", "sampling.top_p"},

@@ -118,6 +118,12 @@ Status Runner::submit(const ForwardInput& in) {
     const int32_t n_vocab = int32_t(model_.info().n_vocab);
     for (int32_t t : in.tokens)
         if (t < 0 || t >= n_vocab) return Error::format("token id {} is outside the vocabulary of {}", t, n_vocab);
+    // before the pool moves: a batch refused here leaves the sequence as it was
+    Compiled* c = TDM_TRY(get(n, uint32_t(in.output_rows.size())));
+    for (const auto& [id, table] : c->host_rows)
+        for (int32_t t : in.tokens)
+            if (t >= table->rows())
+                return Error::format("token id {} is outside the {} rows of {}", t, table->rows(), table->name());
     TDM_TRY(kv_.begin_batch(in.seq, uint32_t(min_pos), uint32_t(max_pos)));
     std::optional<StatePlan> plan;
     if (kv_.n_states() > 0) {
@@ -128,7 +134,6 @@ Status Runner::submit(const ForwardInput& in) {
         plan = TDM_TRY(kv_.plan_states(in.seq, uint32_t(in.positions[0]), n));
     }
 
-    Compiled* c = TDM_TRY(get(n, uint32_t(in.output_rows.size())));
     CompiledGraph& cg = *c->cg;
     std::memcpy(cg.input_data(c->tokens), in.tokens.data(), n * 4);
     std::memcpy(cg.input_data(c->positions), in.positions.data(), n * 4);
@@ -137,12 +142,8 @@ Status Runner::submit(const ForwardInput& in) {
     std::memcpy(cg.input_data(c->output_rows), in.output_rows.data(), in.output_rows.size() * 4);
     for (const auto& [id, table] : c->host_rows) {  // rows of host tables: read and converted here
         float* dst = cg.input_as<float>(id);
-        for (uint32_t i = 0; i < n; ++i) {
-            if (in.tokens[i] >= table->rows())
-                return Error::format("token id {} is outside the {} rows of {}", in.tokens[i], table->rows(),
-                                     table->name());
+        for (uint32_t i = 0; i < n; ++i)
             table->host_row_f32(in.tokens[i], dst + uint64_t(i) * uint64_t(table->cols()));
-        }
     }
     if (c->positions4) {  // text tokens: t = h = w = position, e = 0
         int32_t* p4 = cg.input_as<int32_t>(c->positions4);

@@ -148,6 +148,12 @@ Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint3
         if (entry_->desc->build_step(head_, g.get(), &b, err, sizeof err) != TDM_OK)
             return Error::format("building draft head {} step {}: {}", entry_->desc->name, j,
                                  plugin_message(err, sizeof err, "failed"));
+        // a draft step's tokens come from the device (the previous step's pick), so rows of a
+        // table in host memory could not be read for them
+        if (!g->host_rows.empty())
+            return Error::format("draft head {}: it reads {} by token rows, which lives in host memory "
+                                 "(tdm.host_rows); a draft head can read only tables in device memory",
+                                 entry_->desc->name, g->host_rows.front().second->name());
         if (j == 0) c->hidden0 = g->target_hidden;
         c->pos4.push_back(g->positions4);
         if (const TensorId chosen = g->outputs[TDM_OUTPUT_DRAFT_TOKENS]) {

@@ -119,12 +119,6 @@ Arena::Arena(Device& device, MemoryKind kind, std::string name, uint64_t block_s
 Result<BufferSlice> Arena::allocate(uint64_t size, std::string_view what, uint64_t alignment) {
     if (size == 0) size = 4;  // zero-size tensors still need a valid binding
     alignment = std::max(alignment, binding_alignment(device_.caps()));
-    if (size >= block_size_ / 4) {
-        auto buf = TDM_TRY(Buffer::create(device_, size, kind_, fmt::format("{} ({})", what, name_)));
-        blocks_.push_back(std::move(buf));
-        used_ += size;
-        return BufferSlice{blocks_.back().get(), 0, size};
-    }
     if (current_) {
         const uint64_t off = (top_ + alignment - 1) / alignment * alignment;
         if (off + size <= current_->size()) {
@@ -133,7 +127,13 @@ Result<BufferSlice> Arena::allocate(uint64_t size, std::string_view what, uint64
             return BufferSlice{current_, off, size};
         }
     }
-    auto buf = TDM_TRY(Buffer::create(device_, block_size_, kind_, fmt::format("{} ({})", what, name_)));
+    if (current_ && size >= block_size_ / 4) {
+        auto buf = TDM_TRY(Buffer::create(device_, size, kind_, fmt::format("{} ({})", what, name_)));
+        blocks_.push_back(std::move(buf));
+        used_ += size;
+        return BufferSlice{blocks_.back().get(), 0, size};
+    }
+    auto buf = TDM_TRY(Buffer::create(device_, std::max(size, block_size_), kind_, fmt::format("{} ({})", what, name_)));
     blocks_.push_back(std::move(buf));
     current_ = blocks_.back().get();
     top_ = size;

@@ -65,10 +65,10 @@ struct BufferSlice {
 
 class Arena {
 public:
-    // block_size: size of each underlying Buffer. A request of a quarter block or more gets
-    // a buffer of its own and leaves the current block open for the small ones, so a model
-    // whose planes alternate large and small (26B-A4B experts: 242 MiB, then 15 MiB) does not
-    // waste most of a block per tensor.
+    // block_size: size of each underlying Buffer. A request goes into the open block when it
+    // fits (the first opens one, of its own size if larger); one that does not and is a quarter
+    // block or more gets a buffer of its own and leaves the block open for the small ones, so a model whose planes alternate large and small
+    // (26B-A4B experts: 242 MiB, then 15 MiB) does not waste most of a block per tensor.
     Arena(Device& device, MemoryKind kind, std::string name, uint64_t block_size = 256ull << 20);
     Arena(const Arena&) = delete;
     Arena& operator=(const Arena&) = delete;

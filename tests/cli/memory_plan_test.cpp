@@ -164,6 +164,25 @@ TEST(MemoryPlanCli, a_context_too_large_for_the_memory_limit_is_refused_before_a
     EXPECT_TRUE(r.has("not enough device memory")) << r.err;
 }
 
+TEST(MemoryPlanCli, the_weights_fit_what_the_plan_counts_for_them_with_a_tensor_of_a_quarter_block) {
+    // qwen3 small in f32 with a tied head: a 4 MiB embedding in a 13.8 MB file, whose weight
+    // block is the file plus 1 MiB: the arena puts everything in that one block, and the plan
+    // counts exactly that, so a limit just above the plan's total loads
+    const std::string path = test::make_temp_dir("memory-plan-quarter") + "/small.gguf";
+    CliRun r = tandem({"synth", "--preset", "small", "--type", "f32", "--tied", "true", "-o", path});
+    ASSERT_EQ(r.status, 0) << r.err;
+    r = tandem({"run", "-m", path, "--prompt-tokens", "1,2", "-n", "1", "-c", "64", "--memory-limit", "1MiB"});
+    ASSERT_EQ(r.status, 1) << r.err;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.err, m, std::regex("needs about ([0-9.]+) MiB"))) << r.err;
+    const double need = std::stod(m[1]);
+    // activations and staging are not in the plan: 1.5 MiB of room for them
+    const std::string limit = std::to_string(int64_t((need + 1.5) * 1024)) + "KiB";
+    r = tandem({"run", "-m", path, "--prompt-tokens", "1,2", "-n", "1", "-c", "64", "--memory-limit", limit});
+    EXPECT_EQ(r.status, 0) << "limit " << limit << ": " << r.err;
+    EXPECT_FALSE(r.has("cannot allocate")) << r.err;
+}
+
 TEST(MemoryPlanCli, a_context_beyond_the_hosts_memory_is_refused_without_a_limit) {
     // 2^31 - 16 tokens of KV for the tiny model is 512 GiB: more than any test machine has
     CliRun r = tandem({"run", "-m", tiny_model(), "--prompt-tokens", "1,2", "-n", "1", "-c", "2147483632"});

@@ -10,8 +10,10 @@
  * them to f32 and uploads only those. The user chooses with `--host-rows
  * auto|on|off` ([model] host_rows); auto keeps a table in host memory on a CPU
  * device (its device memory is host memory: a copy would only add to it) and
- * on a GPU when the table is larger than [model] host_rows_share of the
- * device's memory.
+ * on a GPU when the table is at least [model] host_rows_share of the device's
+ * memory. Only a model's own graphs read host tables: a draft head's steps
+ * take their tokens from the device, so a draft head that reaches a host table
+ * (through tdm.target_weights) is refused when its graph is built.
  *
  *     const tdm_ext_host_rows* hr = host->get_extension(TDM_EXT_HOST_ROWS, 1, NULL);
  *     // in load: the request as for load_weight (2-D, no slab, permutation or
