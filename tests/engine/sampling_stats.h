@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace tdm::test {
@@ -42,6 +43,28 @@ inline ::testing::AssertionResult fits(const std::vector<int64_t>& counts, const
     const double bound = chi_square_bound(df);
     if (chi2 <= bound) return ::testing::AssertionSuccess() << "chi2 " << chi2 << " <= " << bound;
     return ::testing::AssertionFailure() << "chi2 " << chi2 << " > " << bound << " (df " << df << ")";
+}
+
+// Two samples of equal size, as counts per outcome (plain vs speculative runs): Pearson's
+// two-sample statistic over the outcomes with at least 10 draws in both together, and how
+// many such outcomes there are (its degrees of freedom, near enough).
+struct TwoSampleChiSquare {
+    double chi2 = 0.0;
+    int cells = 0;
+};
+template <class Key>
+TwoSampleChiSquare two_sample_chi_square(const std::map<Key, int>& a, const std::map<Key, int>& b) {
+    std::map<Key, int> all = a;
+    for (const auto& [k, v] : b) all[k] += 0;
+    TwoSampleChiSquare r;
+    for (const auto& [k, v] : all) {
+        const auto ia = a.find(k), ib = b.find(k);
+        const double x = ia == a.end() ? 0.0 : ia->second, y = ib == b.end() ? 0.0 : ib->second;
+        if (x + y < 10) continue;
+        r.chi2 += (x - y) * (x - y) / (x + y);
+        ++r.cells;
+    }
+    return r;
 }
 
 }  // namespace tdm::test

@@ -15,6 +15,7 @@
 
 #include "formats/expect_error.h"
 #include "gemma4_assistant_harness.h"
+#include "gemma4_tiny_runtime.h"
 #include "gemma4_tiny.h"
 #include "gemma4_tiny_assistant.h"
 #include "support/device_fixture.h"
@@ -26,7 +27,7 @@ namespace {
 namespace g4 = test::g4;
 using g4::make_assistant;
 
-Registry& plugins() { return g4::assistant_plugins(); }
+using g4::plugins;
 
 // A target and its assistant, written in one layout by the tests' writers.
 g4::AssistantPair write_pair(const std::string& preset, bool hf, const g4::AssistantBreak& brk = {}) {

@@ -5,11 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "engine/generate.h"
 #include "gemma4_tiny_runtime.h"
-#include "plugin/plugin_loader.h"
 #include "speculative/scheduler.h"
 #include "support/device_fixture.h"
 #include "support/gemma4_assistant_reference.h"
@@ -19,13 +16,11 @@ namespace tdm::test::g4 {
 
 using Tokens = std::vector<int32_t>;
 
-Registry& assistant_plugins() { return plugins(); }
-
 AssistantPair load_assistant_pair(const std::string& target_path, const std::string& assistant_path) {
     AssistantPair p;
     p.target_path = target_path;
     p.assistant_path = assistant_path;
-    auto m = Model::load(p.target_path, assistant_plugins(), test_device());
+    auto m = Model::load(p.target_path, plugins(), test_device());
     EXPECT_TRUE(m.ok()) << m.error().message();
     if (!m.ok()) return p;
     p.model = std::move(m).value();
@@ -41,7 +36,7 @@ AssistantPair load_assistant_pair(const std::string& target_path, const std::str
 
 Result<std::unique_ptr<DraftHeadDrafter>> make_assistant(const AssistantPair& p) {
     auto src = TDM_TRY(ModelSource::open(p.assistant_path));
-    const DraftHeadEntry* e = assistant_plugins().find_draft_head_source(src->architecture(), p.model->arch().desc->name);
+    const DraftHeadEntry* e = plugins().find_draft_head_source(src->architecture(), p.model->arch().desc->name);
     if (!e) return Error::format("no draft head takes files of architecture {}", src->architecture());
     DraftHeadOptions o;
     return DraftHeadDrafter::create(*e, "assistant", std::shared_ptr<const ModelSource>(std::move(src)), *p.model,

@@ -27,9 +27,6 @@
 
 namespace tdm::test::g4 {
 
-// The plugins of the build tree (gemma4_tiny_runtime.h's plugins()).
-Registry& assistant_plugins();
-
 struct AssistantPair {
     std::string target_path, assistant_path;
     std::unique_ptr<Model> model;

@@ -9,23 +9,14 @@
 
 #include "engine/generate.h"
 #include "gemma4/synth/gemma4_synth.h"
-#include "plugin/plugin_loader.h"
+#include "gemma4_tiny_runtime.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 
 namespace tdm {
 namespace {
 
-Registry& plugins() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        auto r = load_plugins(s);
-        EXPECT_TRUE(r.ok()) << r.error().message();
-        return std::move(r).value();
-    }();
-    return *reg;
-}
+using test::g4::plugins;
 
 struct HostRowsCase {
     const char* name;

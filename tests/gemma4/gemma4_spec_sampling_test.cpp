@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 
+#include "engine/sampling_stats.h"
 #include "gemma4_tiny.h"
 #include "gemma4_tiny_assistant.h"
 #include "gemma4_tiny_runtime.h"
@@ -107,16 +108,7 @@ TEST_F(Gemma4SpecSampling, speculative_sampling_with_the_assistant_preserves_the
     EXPECT_LT(accepted, drafted - uint64_t(n / 10));
 
     // two-sample chi-square over cells with enough mass
-    double chi2 = 0;
-    int dof = 0;
-    std::map<std::pair<int, int>, int> all = hp;
-    for (auto& [k, v] : hs) all[k] += 0;
-    for (auto& [k, v] : all) {
-        const double a = hp[k], b = hs[k];
-        if (a + b < 10) continue;
-        chi2 += (a - b) * (a - b) / (a + b);
-        ++dof;
-    }
+    const auto [chi2, dof] = test::two_sample_chi_square(hp, hs);
     std::printf("  %llu of %llu drafts accepted; chi2 %.1f over %d cells\n", (unsigned long long)accepted,
                 (unsigned long long)drafted, chi2, dof);
     ASSERT_GT(dof, 2);

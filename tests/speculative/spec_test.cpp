@@ -20,6 +20,7 @@
 #include "speculative/draft_model.h"
 #include "speculative/forced_drafter.h"
 #include "speculative/scheduler.h"
+#include "engine/sampling_stats.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 
@@ -411,16 +412,7 @@ TEST_F(Spec, speculative_sampling_preserves_the_target_distribution) {
     }
     EXPECT_GE(drafted, uint64_t(n));  // the second token was drafted in every run
     // two-sample chi-square over cells with enough mass
-    double chi2 = 0;
-    int dof = 0;
-    std::map<std::pair<int, int>, int> all = hp;
-    for (auto& [k, v] : hs) all[k] += 0;
-    for (auto& [k, v] : all) {
-        const double a = hp[k], b = hs[k];
-        if (a + b < 10) continue;
-        chi2 += (a - b) * (a - b) / (a + b);
-        ++dof;
-    }
+    const auto [chi2, dof] = test::two_sample_chi_square(hp, hs);
     ASSERT_GT(dof, 2);
     // mean dof, sd sqrt(2 dof): 6 sd is a deliberately loose bound (fixed seeds: deterministic)
     EXPECT_LT(chi2, dof + 6.0 * std::sqrt(2.0 * dof)) << "chi2 " << chi2 << " with " << dof << " cells";
