@@ -90,6 +90,7 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs) {
         }
         TDM_TRY(g->graph.mark_output(out));
         c.hidden = out;
+        c.hidden_on_device = TDM_TRY(keep_hidden_on_device(g->graph, h, n_tokens));
     }
     CompileOptions co;
     co.probe_non_finite = nan_debug_;
@@ -98,6 +99,27 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs) {
                   n_outputs, c.cg->dispatch_count(), c.cg->barrier_count(), vk::format_bytes(c.cg->activation_bytes()));
     auto [it, ok] = cache_.emplace(key, std::move(c));
     return &it->second;
+}
+
+Result<bool> Runner::keep_hidden_on_device(Graph& g, TensorId h, uint32_t n_tokens) {
+    const int64_t n_embd = g.tensor(h).cols();
+    // get_rows reads whole 16-byte texels of a row
+    if (n_tokens > kDeviceHiddenRows || n_embd % 4 || g.tensor(h).rows() != int64_t(n_tokens)) return false;
+    if (hidden_rows_ && hidden_rows_->cols() != n_embd) return false;
+    const uint64_t bytes = uint64_t(kDeviceHiddenRows) * uint64_t(n_embd) * 4;
+    if (!hidden_rows_) {
+        hidden_rows_buf_ = TDM_TRY(vk::Buffer::create(device_, bytes, vk::MemoryKind::device, "target hidden rows"));
+        hidden_rows_ = TDM_TRY(DeviceWeight::f32_rows_over("target hidden rows", {hidden_rows_buf_.get(), 0, bytes},
+                                                           n_embd, kDeviceHiddenRows));
+    }
+    OpDesc cp;
+    cp.op = TDM_OP_COPY;
+    cp.in[0] = h;
+    cp.n_in = 1;
+    cp.name = "hidden_rows";
+    const TensorId rows = TDM_TRY(g.op(cp));
+    TDM_TRY(g.bind_storage(rows, {hidden_rows_buf_.get(), 0, bytes}));
+    return true;
 }
 
 Status Runner::submit(const ForwardInput& in) {
@@ -174,6 +196,7 @@ Result<ForwardOutput> Runner::wait() {
     out.logits = c->cg->output_as<float>(c->logits);
     out.argmax = c->cg->output_as<int32_t>(c->argmax);
     if (c->hidden) out.hidden = c->cg->output_as<float>(c->hidden);
+    if (c->hidden_on_device) out.hidden_on_device = hidden_rows_.get();
     Status finite = check_logits_finite(out, model_.info().n_vocab, pending_positions_, nan_debug_);
     if (!finite.ok()) return with_non_finite_origin(finite.error(), *c->cg);
     return out;

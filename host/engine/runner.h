@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "graph/executor.h"
+#include "graph/weight.h"
 #include "kv/kv_pool.h"
 #include "model/model.h"
 
@@ -27,12 +28,21 @@ struct ForwardInput {
     std::span<const int32_t> output_rows;  // rows whose logits are wanted (ascending)
 };
 
+// Passes of at most this many rows (verify batches) also leave their hidden rows
+// in one device buffer (ForwardOutput::hidden_on_device) that a draft head reads
+// directly: between verify and draft the rows never cross the host.
+constexpr uint32_t kDeviceHiddenRows = 64;
+
 // Valid until the next forward with the same shape.
 struct ForwardOutput {
     uint32_t n_outputs = 0;
     const float* logits = nullptr;    // [n_outputs][n_vocab]
     const int32_t* argmax = nullptr;  // [n_outputs]
     const float* hidden = nullptr;    // [n_tokens][n_embd] when requested (hidden_point)
+    // The same hidden rows on the device: rows [0, n_tokens) of this f32 table,
+    // until the next forward of any shape. Null for passes of more than
+    // kDeviceHiddenRows rows, and when no hidden state was requested.
+    const DeviceWeight* hidden_on_device = nullptr;
 };
 
 class Runner {
@@ -67,10 +77,13 @@ private:
         std::unique_ptr<CompiledGraph> cg;
         TensorId tokens = 0, positions = 0, seq_ids = 0, output_rows = 0, positions4 = 0, state_io = 0;
         TensorId logits = 0, argmax = 0, hidden = 0;
+        bool hidden_on_device = false;  // also writes hidden_rows_
         uint32_t n_outputs = 0;
         std::vector<std::pair<TensorId, const DeviceWeight*>> host_rows;  // tdm.host_rows inputs
     };
     Result<Compiled*> get(uint32_t n_tokens, uint32_t n_outputs);
+    // Adds the device copy of the hidden rows `h` of an n_tokens pass, when it fits.
+    Result<bool> keep_hidden_on_device(Graph& g, TensorId h, uint32_t n_tokens);
 
     const Model& model_;
     KvPool& kv_;
@@ -78,6 +91,10 @@ private:
     vk::PipelineManager& pipelines_;
     tdm_hidden_point hidden_point_ = TDM_HIDDEN_NONE;
     bool nan_debug_ = false;
+    // kDeviceHiddenRows x n_embd f32, written by every verify-sized pass; declared
+    // before cache_, whose graphs write it, so that they go first
+    std::unique_ptr<vk::Buffer> hidden_rows_buf_;
+    std::unique_ptr<DeviceWeight> hidden_rows_;
     std::map<std::tuple<uint32_t, uint32_t, int>, Compiled> cache_;
     Compiled* pending_ = nullptr;
     std::vector<int32_t> pending_positions_;  // of the pending pass's output rows, for error messages

@@ -130,7 +130,7 @@ Status CompiledGraph::plan() {
         for (TensorId o : {nodes[i].out, nodes[i].out2}) {
             if (o == kNoTensor) continue;
             const Tensor& x = graph_.tensor(o);
-            if (x.kind != TensorKind::activation || is_output[o]) continue;
+            if (x.kind != TensorKind::activation || is_output[o] || x.bound) continue;
             act_off[o] = ff.alloc(tensor_bytes(x));
             placed[o] = true;
             if (last_use[o] < 0) last_use[o] = int(i);  // unused result: dies at once
@@ -165,10 +165,15 @@ Status CompiledGraph::plan() {
         const Tensor& x = graph_.tensor(t);
         if (x.kind != TensorKind::activation) continue;
         const uint64_t bytes = tensor_bytes(x);
-        if (is_output[t])
+        if (x.bound) {
+            if (x.bound.size < bytes)
+                return Error::format("{} is bound to {} bytes, it needs {}", graph_.describe(t), x.bound.size, bytes);
+            storage_[t] = x.bound.sub(0, bytes);
+        } else if (is_output[t]) {
             storage_[t] = {outputs_.get(), out_off[t], bytes};
-        else
+        } else {
             storage_[t] = {activations_.get(), act_off[t], bytes};
+        }
     }
     return {};
 }

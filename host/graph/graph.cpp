@@ -4,6 +4,8 @@
 // every op shares (input count, valid tensors, parameters) and appends the node.
 #include "graph/graph.h"
 
+#include <algorithm>
+
 #include "graph/weight.h"
 #include "ops/op_def.h"
 
@@ -126,7 +128,23 @@ Status Graph::mark_output(TensorId t) {
     if (x.kind != TensorKind::activation)
         return Error::coded(TDM_ERR_INVALID_ARGUMENT, "mark_output: {} is not an op result (copy it first)",
                             describe(t));
+    if (x.bound)
+        return Error::coded(TDM_ERR_INVALID_ARGUMENT, "mark_output: {} lives in memory bound by the caller",
+                            describe(t));
     outputs_.push_back(t);
+    return {};
+}
+
+Status Graph::bind_storage(TensorId t, vk::BufferSlice slice) {
+    if (t == kNoTensor || t >= tensors_.size() || !slice)
+        return Error::coded(TDM_ERR_INVALID_ARGUMENT, "bind_storage: invalid tensor or slice");
+    Tensor& x = tensors_[t];
+    if (x.kind != TensorKind::activation || !x.contiguous() || x.off != 0)
+        return Error::coded(TDM_ERR_INVALID_ARGUMENT, "bind_storage: {} is not a whole op result", describe(t));
+    if (std::find(outputs_.begin(), outputs_.end(), t) != outputs_.end())
+        return Error::coded(TDM_ERR_INVALID_ARGUMENT, "bind_storage: {} is already a host-readable output",
+                            describe(t));
+    x.bound = slice;
     return {};
 }
 

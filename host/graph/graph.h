@@ -80,6 +80,7 @@ struct Tensor {
     const KvLayerBinding* kv = nullptr;
     const StateBinding* state = nullptr;
     int producer = -1;          // node index, -1 for inputs/weights/kv/state
+    vk::BufferSlice bound;      // an activation whose storage the caller owns (Graph::bind_storage)
     std::string name;
 
     int64_t cols() const { return ne[0]; }
@@ -136,6 +137,11 @@ public:
 
     // Keeps a tensor alive to the end and readable by the host after a run.
     Status mark_output(TensorId t);
+    // Places an op result in memory the caller owns, which outlives the compiled
+    // graph: another graph (run later) can read it there, on the device, without
+    // a host copy (the target's hidden rows read by a draft head). The slice
+    // must hold the whole tensor; checked when the graph is compiled.
+    Status bind_storage(TensorId t, vk::BufferSlice slice);
 
     const Tensor& tensor(TensorId id) const { return tensors_[id]; }
     Tensor& tensor_mut(TensorId id) { return tensors_[id]; }

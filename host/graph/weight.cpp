@@ -166,6 +166,24 @@ Result<std::unique_ptr<DeviceWeight>> DeviceWeight::upload(vk::Device& device, v
     return w;
 }
 
+Result<std::unique_ptr<DeviceWeight>> DeviceWeight::f32_rows_over(std::string name, const vk::BufferSlice& rows,
+                                                                  int64_t cols, int64_t n_rows) {
+    std::unique_ptr<DeviceWeight> w(new DeviceWeight());
+    w->name_ = std::move(name);
+    w->ne_[0] = cols;
+    w->ne_[1] = n_rows;
+    w->layout_ = TDM_TRY_CTX(weight_layout(DType::F32, cols, n_rows), w->name_);
+    if (!rows || rows.size < uint64_t(n_rows) * w->layout_.main_row_bytes)
+        return Error::format("weight {}: {} rows of {} f32 do not fit in {} bytes", w->name_, n_rows, cols,
+                             rows ? rows.size : 0);
+    w->owns_views_ = false;  // none made: kernels read it as a storage buffer
+    WeightChunk c;
+    c.n_rows = n_rows;
+    c.main = rows;
+    w->chunks_.push_back(c);
+    return w;
+}
+
 Result<std::unique_ptr<DeviceWeight>> DeviceWeight::in_host_memory(std::string name, DType type, const int64_t ne[4],
                                                                    const uint8_t* data) {
     if (ne[2] != 1 || ne[3] != 1)

@@ -49,6 +49,11 @@ public:
     // a reduced draft vocabulary): shares the device memory and views of `w`,
     // which must outlive it.
     static Result<std::unique_ptr<DeviceWeight>> prefix(const DeviceWeight& w, int64_t n_rows);
+    // An f32 table of n_rows x cols over device memory someone else writes (a graph
+    // result bound with Graph::bind_storage): graphs read its rows with get_rows.
+    // `rows` must outlive the weight.
+    static Result<std::unique_ptr<DeviceWeight>> f32_rows_over(std::string name, const vk::BufferSlice& rows,
+                                                               int64_t cols, int64_t n_rows);
     // A 2-D table kept in host memory (tdm.host_rows): `data` (GGUF-layout rows, in the
     // model file's mapping, which must outlive it) is read by rows on the host; the
     // weight has no device memory and no op reads it.

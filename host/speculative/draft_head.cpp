@@ -13,7 +13,9 @@ namespace tdm {
 struct DraftHeadDrafter::Chain {
     std::unique_ptr<CompiledGraph> cg;
     uint32_t n_catch = 0, k = 0;
-    TensorId tokens0 = 0, pos0 = 0, seq0 = 0, rows0 = 0, hidden0 = 0;
+    TensorId tokens0 = 0, pos0 = 0, seq0 = 0, rows0 = 0;
+    TensorId hidden0 = 0;       // the catch-up's target rows, written by the host, or
+    TensorId hidden_index = 0;  // their row indices into the device table
     std::vector<TensorId> pos4;   // per step, when the head asked for M-RoPE positions (0: none)
     std::vector<TensorId> pos_j;  // steps 1..k-1
     TensorId seq1 = 0, rows1 = 0;
@@ -84,8 +86,9 @@ DraftHeadDrafter::~DraftHeadDrafter() {
     if (head_) entry_->desc->destroy(head_);
 }
 
-Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint32_t k) {
-    const auto key = std::make_pair(n_catch, k);
+Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint32_t k,
+                                                          const DeviceWeight* device_rows) {
+    const auto key = std::make_tuple(n_catch, k, device_rows);
     if (auto it = chains_.find(key); it != chains_.end()) return it->second.get();
     auto c = std::make_unique<Chain>();
     c->n_catch = n_catch;
@@ -109,6 +112,17 @@ Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint3
         // RoPE at p, attention over the target's committed positions < p
         c->attn_pos = g->graph.input(DType::I32, {n_catch}, "attn_pos");
         g->graph.set_batch(c->attn_pos, c->seq0);
+    }
+    if (device_rows) {
+        // the target rows stay where the verify wrote them: gathered by index
+        c->hidden_index = g->graph.input(DType::I32, {n_catch}, "target_hidden_rows");
+        OpDesc gr;
+        gr.op = TDM_OP_GET_ROWS;
+        gr.in[0] = g->graph.weight(device_rows);
+        gr.in[1] = c->hidden_index;
+        gr.n_in = 2;
+        gr.name = "target_hidden";
+        g->target_hidden = TDM_TRY(g->graph.op(gr));
     }
     char err[1024] = {0};
     TensorId prev_hidden = kNoTensor;
@@ -154,7 +168,7 @@ Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint3
             return Error::format("draft head {}: it reads {} by token rows, which lives in host memory "
                                  "(tdm.host_rows); a draft head can read only tables in device memory",
                                  entry_->desc->name, g->host_rows.front().second->name());
-        if (j == 0) c->hidden0 = g->target_hidden;
+        if (j == 0 && !device_rows) c->hidden0 = g->target_hidden;
         c->pos4.push_back(g->positions4);
         if (const TensorId chosen = g->outputs[TDM_OUTPUT_DRAFT_TOKENS]) {
             // the head picks its token itself (a centroid-masked head's argmax)
@@ -191,6 +205,7 @@ Status DraftHeadDrafter::begin(std::span<const int32_t> prompt) {
     n_past_ = 0;
     hidden_first_ = 0;
     hidden_.clear();
+    device_rows_ = nullptr;
     return {};
 }
 
@@ -207,6 +222,7 @@ bool DraftHeadDrafter::can_resume(uint32_t n_cached) const {
 
 Status DraftHeadDrafter::resume(std::span<const int32_t> prompt, uint32_t n_cached) {
     if (n_cached == 0) return begin(prompt);
+    device_rows_ = nullptr;  // another request's passes may have run since
     if (!can_resume(n_cached))
         return Error::format("draft head: cannot resume at {} tokens (it holds pairs up to {} and hidden rows {}..{})",
                              n_cached, n_past_, hidden_first_,
@@ -237,7 +253,23 @@ Status DraftHeadDrafter::observe(const TargetRows& rows) {
         hidden_.erase(hidden_.begin(), hidden_.begin() + std::ptrdiff_t((n_rows - kKeepRows) * n_embd_target_));
         hidden_first_ += uint32_t(n_rows - kKeepRows);
     }
+    device_rows_ = rows.hidden_on_device;
+    device_first_ = rows.first_pos;
+    device_n_ = uint32_t(rows.tokens.size());
     return {};
+}
+
+void DraftHeadDrafter::set_catch_up_rows(Chain& c, uint32_t first, uint32_t n) {
+    CompiledGraph& cg = *c.cg;
+    if (c.hidden_index) {
+        int32_t* idx = cg.input_as<int32_t>(c.hidden_index);
+        for (uint32_t i = 0; i < n; ++i) idx[i] = int32_t(first + i - device_first_);
+        rows_on_device_ += n;
+    } else if (c.hidden0) {
+        std::memcpy(cg.input_data(c.hidden0), hidden_.data() + size_t(first - hidden_first_) * n_embd_target_,
+                    size_t(n) * n_embd_target_ * 4);
+        rows_from_host_ += n;
+    }
 }
 
 // One round of a stateless, constant-position head: the newest token x_p, the
@@ -247,7 +279,8 @@ Status DraftHeadDrafter::submit_stateless(const DraftRequest& req) {
     if (p == 0 || req.history.size() != size_t(p) + 1)
         return Error::format("draft head: request at position {} with {} tokens of history", p, req.history.size());
     if (req.target_seq < 0) return Error("draft head: a head that reads the target's KV needs the target's sequence");
-    Chain* c = TDM_TRY(chain(1, k));
+    const bool on_device = device_rows_ && p - 1 >= device_first_ && p - 1 < device_first_ + device_n_;
+    Chain* c = TDM_TRY(chain(1, k, on_device ? device_rows_ : nullptr));
     CompiledGraph& cg = *c->cg;
     cg.input_as<int32_t>(c->tokens0)[0] = req.history[p];
     cg.input_as<int32_t>(c->pos0)[0] = int32_t(p);
@@ -260,9 +293,7 @@ Status DraftHeadDrafter::submit_stateless(const DraftRequest& req) {
         p4[0] = p4[1] = p4[2] = int32_t(p);
         p4[3] = 0;
     }
-    if (c->hidden0)
-        std::memcpy(cg.input_data(c->hidden0), hidden_.data() + size_t(p - 1 - hidden_first_) * n_embd_target_,
-                    size_t(n_embd_target_) * 4);
+    set_catch_up_rows(*c, p - 1, 1);
     TDM_TRY(cg.submit());
     pending_ = c;
     pending_pos_ = p;
@@ -284,7 +315,7 @@ Status DraftHeadDrafter::submit(const DraftRequest& req) {
         return Error::format("draft head: target hidden rows for positions {}..{} are missing", n_past_, p - 1);
     // long catch-ups (the prompt): leading chunks first, synchronously
     while (p - n_past_ > opt_.catch_up_chunk) {
-        Chain* c = TDM_TRY(chain(opt_.catch_up_chunk, 1));
+        Chain* c = TDM_TRY(chain(opt_.catch_up_chunk, 1, nullptr));
         TDM_TRY(kv_->reserve(seq_, n_past_ + opt_.catch_up_chunk));
         CompiledGraph& cg = *c->cg;
         const uint32_t n = opt_.catch_up_chunk;
@@ -297,8 +328,7 @@ Status DraftHeadDrafter::submit(const DraftRequest& req) {
             seq[i] = seq_;
         }
         cg.input_as<int32_t>(c->rows0)[0] = int32_t(n - 1);
-        std::memcpy(cg.input_data(c->hidden0), hidden_.data() + size_t(n_past_ - hidden_first_) * n_embd_target_,
-                    size_t(n) * n_embd_target_ * 4);
+        set_catch_up_rows(*c, n_past_, n);
         if (c->pos4[0]) {
             int32_t* p4 = cg.input_as<int32_t>(c->pos4[0]);
             for (uint32_t i = 0; i < n; ++i) {
@@ -310,7 +340,8 @@ Status DraftHeadDrafter::submit(const DraftRequest& req) {
         n_past_ += n;
     }
     const uint32_t n = p - n_past_;
-    Chain* c = TDM_TRY(chain(n, k));
+    const bool on_device = device_rows_ && n_past_ >= device_first_ && p <= device_first_ + device_n_;
+    Chain* c = TDM_TRY(chain(n, k, on_device ? device_rows_ : nullptr));
     TDM_TRY(kv_->reserve(seq_, p + k - 1));
     CompiledGraph& cg = *c->cg;
     int32_t* tok = cg.input_as<int32_t>(c->tokens0);
@@ -322,9 +353,7 @@ Status DraftHeadDrafter::submit(const DraftRequest& req) {
         seq[i] = seq_;
     }
     cg.input_as<int32_t>(c->rows0)[0] = int32_t(n - 1);
-    if (c->hidden0)
-        std::memcpy(cg.input_data(c->hidden0), hidden_.data() + size_t(n_past_ - hidden_first_) * n_embd_target_,
-                    size_t(n) * n_embd_target_ * 4);
+    set_catch_up_rows(*c, n_past_, n);
     if (c->seq1) {
         cg.input_as<int32_t>(c->seq1)[0] = seq_;
         cg.input_as<int32_t>(c->rows1)[0] = 0;

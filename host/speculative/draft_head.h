@@ -8,7 +8,10 @@
 // (the target position of the hidden; the head only sees relative positions).
 // A draft is ONE graph: a catch-up over the committed pairs the head has not
 // seen yet, then k-1 chained steps (hidden <- the head's own output, token <-
-// its own argmax, both on the device); only the k token ids come back. After
+// its own argmax, both on the device); only the k token ids come back. When the
+// catch-up's target rows are those of the last verify, the graph reads them
+// where the verify left them on the device (TargetRows::hidden_on_device), by
+// row index; rows of a prefill are copied in from the host. After
 // verification the entries the chain wrote are dropped (they were computed from
 // draft hiddens, not the target's); the next catch-up writes the committed ones.
 // A stateless, constant-position head (Gemma 4's assistant) has no KV: a round
@@ -18,6 +21,7 @@
 
 #include <map>
 #include <memory>
+#include <tuple>
 
 #include "engine/runner.h"
 #include "speculative/drafter.h"
@@ -61,6 +65,10 @@ public:
     void cancel() override;
 
     uint64_t weight_bytes() const { return weights_ ? weights_->device_bytes() : 0; }
+    // Target hidden rows the draft graphs have read, from the device (a verify's
+    // rows, in place) and from host copies (prefill rows).
+    uint64_t rows_read_on_device() const { return rows_on_device_; }
+    uint64_t rows_read_from_host() const { return rows_from_host_; }
     uint64_t kv_bytes() const { return kv_ ? kv_->device_bytes() : 0; }
     // TDM_DRAFT_HEAD_STATELESS: no KV of its own (kv_ is null), one-row rounds
     bool stateless() const { return (info_.flags & TDM_DRAFT_HEAD_STATELESS) != 0; }
@@ -68,7 +76,11 @@ public:
 private:
     struct Chain;  // a compiled catch-up + k-step graph
     DraftHeadDrafter() = default;
-    Result<Chain*> chain(uint32_t n_catch, uint32_t k);
+    // `device_rows`: the catch-up reads its target rows from this table by index
+    // (null: from a host input)
+    Result<Chain*> chain(uint32_t n_catch, uint32_t k, const DeviceWeight* device_rows);
+    // Fills the catch-up's target rows for positions [first, first + n).
+    void set_catch_up_rows(Chain& c, uint32_t first, uint32_t n);
     Status submit(const DraftRequest& req);
     Status submit_stateless(const DraftRequest& req);
     bool holds_row(uint32_t pos) const;  // the target hidden row of `pos` is held
@@ -88,12 +100,17 @@ private:
     vk::Device* device_ = nullptr;
     vk::PipelineManager* pipelines_ = nullptr;
     DraftHeadOptions opt_;
-    std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<Chain>> chains_;
+    std::map<std::tuple<uint32_t, uint32_t, const DeviceWeight*>, std::unique_ptr<Chain>> chains_;
 
     int seq_ = -1;
     uint32_t n_past_ = 0;                  // head positions [0, n_past_) hold committed pairs
     uint32_t hidden_first_ = 0;            // target position of hidden_[0]
     std::vector<float> hidden_;            // committed target hidden rows not yet paired
+    // the last observed rows on the device: positions [device_first_, + device_n_)
+    // are rows [0, device_n_) of device_rows_, until the target's next pass
+    const DeviceWeight* device_rows_ = nullptr;
+    uint32_t device_first_ = 0, device_n_ = 0;
+    uint64_t rows_on_device_ = 0, rows_from_host_ = 0;
     Chain* pending_ = nullptr;             // submitted by prepare()
     uint32_t pending_pos_ = 0, pending_k_ = 0;
 };

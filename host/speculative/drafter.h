@@ -24,14 +24,19 @@
 
 namespace tdm {
 
+class DeviceWeight;
+
 // Rows the target has just committed (prefill chunks, accepted verify rows):
 // token i at position first_pos + i, and its hidden state when the drafter asked
-// for one (hidden_point()): hidden [n][n_embd].
+// for one (hidden_point()): hidden [n][n_embd]. After a verify-sized pass the
+// same rows are also on the device, rows [0, n) of `hidden_on_device` (an f32
+// table for get_rows), until the target's next forward pass.
 struct TargetRows {
     std::span<const int32_t> tokens;
     uint32_t first_pos = 0;
     const float* hidden = nullptr;
     uint32_t n_embd = 0;
+    const DeviceWeight* hidden_on_device = nullptr;
 };
 
 struct DraftRequest {

@@ -83,9 +83,9 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
             if (active[i]) return int(i);
         return -1;
     };
-    auto observe = [&](std::span<const int32_t> tokens, uint32_t first_pos, const float* hidden) -> Status {
+    auto observe = [&](std::span<const int32_t> tokens, uint32_t first_pos, const ForwardOutput& fo) -> Status {
         if (hp == TDM_HIDDEN_NONE) return {};
-        const TargetRows rows{tokens, first_pos, hidden, n_embd};
+        const TargetRows rows{tokens, first_pos, fo.hidden, n_embd, fo.hidden_on_device};
         for (size_t i = 0; i < drafters.size(); ++i)
             if (active[i] && drafters[i]->hidden_point() != TDM_HIDDEN_NONE)
                 if (auto o = drafters[i]->observe(rows); !o.ok()) turn_off(i, o.error());
@@ -105,7 +105,7 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
     const double t0 = now_ms();
     PrefillResult pre = TDM_TRY(prefill(target, seq, prompt, params, false, {},
                                         [&](const ForwardInput& in, const ForwardOutput& o) -> Status {
-                                            return observe(in.tokens, uint32_t(in.positions[0]), o.hidden);
+                                            return observe(in.tokens, uint32_t(in.positions[0]), o);
                                         }));
     const double t1 = now_ms();
     r.stats.prefill_ms = t1 - t0;
@@ -280,7 +280,7 @@ Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokeniz
         // rollback: the target's KV (and recurrent-state checkpoint) keeps last +
         // the accepted drafts; drafters reading hidden states get those rows
         TDM_TRY(target.kv().truncate(seq, s.pos + m + 1));
-        TDM_TRY(observe(std::span<const int32_t>(batch).first(m + 1), s.pos, out.hidden));
+        TDM_TRY(observe(std::span<const int32_t>(batch).first(m + 1), s.pos, out));
 
         if (nd > 0) {
             st.add_round(nd, m);

@@ -67,7 +67,7 @@ void check_drafts_match_reference(AssistantPair& pair, const std::string& what) 
     auto out = runner.forward({prompt, pos, seq, rows});
     ASSERT_TRUE(out.ok()) << out.error().message();
     ASSERT_TRUE((*asst)->begin(prompt).ok());
-    ASSERT_TRUE((*asst)->observe({prompt, 0, out->hidden, E}).ok());
+    ASSERT_TRUE((*asst)->observe({prompt, 0, out->hidden, E, out->hidden_on_device}).ok());
     size_t g = 0;
     history.push_back(truth[g++]);
 
@@ -82,7 +82,11 @@ void check_drafts_match_reference(AssistantPair& pair, const std::string& what) 
         return aref->draft(*tref, cache, h_prev, h.back(), p, int(k));
     };
 
+    // the target rows of odd rounds are read where the verify left them on the device,
+    // those of even rounds from host copies
+    int round = 0;
     for (uint32_t m : {2u, 0u, 3u, 1u, 3u, 0u, 2u}) {
+        const bool on_device = round++ % 2 == 1;
         const uint32_t p = uint32_t(history.size() - 1);
         DraftRequest req{history, p, k, seq};
         auto drafts = (*asst)->draft(req);
@@ -100,11 +104,17 @@ void check_drafts_match_reference(AssistantPair& pair, const std::string& what) 
         for (uint32_t j = 0; j < m; ++j) ASSERT_EQ(v->argmax[j], truth[g + j]) << what << ": oracle draft rejected";
         ASSERT_TRUE(pair.kv->truncate(seq, p + 1 + m).ok());
         std::vector<float> hid(v->hidden, v->hidden + size_t(m + 1) * E);
-        ASSERT_TRUE((*asst)->observe({std::span<const int32_t>(vt.data(), m + 1), p, hid.data(), E}).ok());
+        ASSERT_TRUE((*asst)
+                        ->observe({std::span<const int32_t>(vt.data(), m + 1), p, hid.data(), E,
+                                   on_device ? v->hidden_on_device : nullptr})
+                        .ok());
         for (uint32_t j = 0; j < m; ++j) history.push_back(truth[g++]);
         history.push_back(truth[g++]);
         ASSERT_TRUE((*asst)->accept(history, k, m).ok());
     }
+    // one row per draft: the prompt's and the odd rounds' on the device (drafts 0, 2, 4, 6)
+    EXPECT_EQ((*asst)->rows_read_on_device(), 4u) << what;
+    EXPECT_EQ((*asst)->rows_read_from_host(), 3u) << what;
 }
 
 void check_speculative_equals_plain(AssistantPair& pair, const std::string& what, int n_prompts) {
@@ -131,6 +141,7 @@ void check_speculative_equals_plain(AssistantPair& pair, const std::string& what
         drafted += spec->stats.drafted;
     }
     EXPECT_GT(drafted, 0u) << what << ": the assistant never drafted";
+    EXPECT_GT((*asst)->rows_read_on_device(), 0u) << what << ": no round read the verify's rows on the device";
 }
 
 }  // namespace tdm::test::g4

@@ -112,5 +112,54 @@ TEST_F(Smoke, f32_matmul_matches_naive_product) {
         }
 }
 
+// One graph leaves its result in a device buffer the caller owns; a second
+// graph, compiled and run later, gathers rows of it by index as an f32 table
+// (how a draft head reads the target's hidden rows without a host copy).
+TEST_F(Smoke, a_result_bound_to_caller_memory_is_read_by_another_graph_by_row_index) {
+    const int K = 8, N = 5, kCapacity = 6;
+    const uint64_t bytes = uint64_t(K) * kCapacity * 4;
+    auto buf = vk::Buffer::create(device(), bytes, vk::MemoryKind::device, "bound rows");
+    ASSERT_TRUE(buf.ok()) << buf.error().message();
+    const vk::BufferSlice slice{buf->get(), 0, bytes};
+    Graph g1;
+    const TensorId a = g1.input(DType::F32, {K, N}, "a");
+    OpDesc scale;
+    scale.op = TDM_OP_SCALE;
+    scale.in[0] = a;
+    scale.n_in = 1;
+    scale.f[0] = 2.0f;
+    auto y = g1.op(scale);
+    ASSERT_TRUE(y.ok()) << y.error().message();
+    ASSERT_TRUE(g1.bind_storage(*y, slice).ok());
+    EXPECT_FALSE(g1.mark_output(*y).ok()) << "a bound result is not also a host output";
+    EXPECT_FALSE(g1.bind_storage(a, slice).ok()) << "only op results can be bound";
+    auto cg1 = CompiledGraph::compile(device(), pipelines(), std::move(g1));
+    ASSERT_TRUE(cg1.ok()) << cg1.error().message();
+    for (int i = 0; i < K * N; ++i) (*cg1)->input_as<float>(a)[i] = float(i) - 7.5f;
+    ASSERT_TRUE((*cg1)->run().ok());
+
+    auto table = DeviceWeight::f32_rows_over("bound rows", slice, K, kCapacity);
+    ASSERT_TRUE(table.ok()) << table.error().message();
+    EXPECT_FALSE(DeviceWeight::f32_rows_over("too many", slice, K, kCapacity + 1).ok());
+    Graph g2;
+    const TensorId ids = g2.input(DType::I32, {3}, "ids");
+    OpDesc gr;
+    gr.op = TDM_OP_GET_ROWS;
+    gr.in[0] = g2.weight(table->get());
+    gr.in[1] = ids;
+    gr.n_in = 2;
+    auto rows = g2.op(gr);
+    ASSERT_TRUE(rows.ok()) << rows.error().message();
+    ASSERT_TRUE(g2.mark_output(*rows).ok());
+    auto cg2 = CompiledGraph::compile(device(), pipelines(), std::move(g2));
+    ASSERT_TRUE(cg2.ok()) << cg2.error().message();
+    const int32_t pick[3] = {4, 0, 2};
+    std::copy(pick, pick + 3, (*cg2)->input_as<int32_t>(ids));
+    ASSERT_TRUE((*cg2)->run().ok());
+    const float* py = (*cg2)->output_as<float>(*rows);
+    for (int r = 0; r < 3; ++r)
+        for (int k = 0; k < K; ++k) EXPECT_EQ(py[r * K + k], 2.0f * (float(pick[r] * K + k) - 7.5f)) << r << "," << k;
+}
+
 }  // namespace
 }  // namespace tdm

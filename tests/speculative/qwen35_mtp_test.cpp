@@ -138,14 +138,21 @@ TEST_F(Qwen35Mtp, mtp_speculative_greedy_output_equals_plain_greedy_output_on_50
         }
         EXPECT_GT(accepted, 0u) << preset;
         EXPECT_LT(accepted, drafted) << preset;
+        // rounds read the verify's rows where it left them (so do these short prompts')
+        EXPECT_GT((*mtp)->rows_read_on_device(), 0u) << preset;
     }
 }
 
 // ---------------------------------------------------------------- (2) vs the reference head
 
 // The head's drafts against the reference's, from the prompt and after rounds
-// that accept 0..k drafts (oracle drafts: the trunk's own greedy tokens).
-TEST_F(Qwen35Mtp, drafts_equal_the_reference_heads_after_every_accepted_count) {
+// that accept 0..k drafts (oracle drafts: the trunk's own greedy tokens); the
+// rounds' target rows read on the device where the verify left them, and from
+// host copies.
+class Qwen35MtpRows : public Qwen35Mtp, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(Qwen35MtpRows, drafts_equal_the_reference_heads_after_every_accepted_count) {
+    const bool on_device = GetParam();
     const uint32_t k = 3;
     const std::string path = synth("tiny", DType::F32);
     Target t = load_target(path, k);
@@ -200,13 +207,24 @@ TEST_F(Qwen35Mtp, drafts_equal_the_reference_heads_after_every_accepted_count) {
         ASSERT_TRUE(v.ok()) << v.error().message();
         for (uint32_t j = 0; j < m; ++j) ASSERT_EQ(v->argmax[j], truth[g + j]) << "oracle draft rejected";
         ASSERT_TRUE(t.kv->truncate(seq, p + 1 + m).ok());
+        ASSERT_EQ(v->hidden_on_device != nullptr, true) << "a verify-sized pass keeps its rows on the device";
         std::vector<float> hid(v->hidden, v->hidden + size_t(m + 1) * E);
-        ASSERT_TRUE((*mtp)->observe({std::span<const int32_t>(vt.data(), m + 1), p, hid.data(), E}).ok());
+        ASSERT_TRUE((*mtp)
+                        ->observe({std::span<const int32_t>(vt.data(), m + 1), p, hid.data(), E,
+                                   on_device ? v->hidden_on_device : nullptr})
+                        .ok());
         for (uint32_t j = 0; j < m; ++j) history.push_back(truth[g++]);
         history.push_back(truth[g++]);  // the target's own next token
         ASSERT_TRUE((*mtp)->accept(history, k, m).ok());
     }
+    // the prompt's 7 rows come from the host; each later draft reads the m + 1
+    // rows of the round before it (m = 2, 0, 3, 1, 3)
+    EXPECT_EQ((*mtp)->rows_read_on_device(), on_device ? 14u : 0u);
+    EXPECT_EQ((*mtp)->rows_read_from_host(), on_device ? 7u : 21u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Rows, Qwen35MtpRows, ::testing::Values(false, true),
+                         [](const auto& p) { return p.param ? "on_device" : "from_host"; });
 
 // ---------------------------------------------------------------- (3) agreement
 
