@@ -13,6 +13,7 @@
 #include <random>
 
 #include "common/quant.h"
+#include "graph/weight.h"
 #include "support/device_fixture.h"
 #include "support/op_harness.h"
 #include "support/reference.h"
@@ -90,6 +91,33 @@ TEST_F(GatherOps, matmul_id_with_one_row_per_id_multiplies_by_the_rows_the_ids_n
             EXPECT_NEAR(got[size_t(j)], want, 1e-5f * (1.0f + std::fabs(want))) << dtype_name(t) << " slot " << j;
             // (the plain matmul may reduce in another layout: close, not bit-equal)
             EXPECT_NEAR(got[size_t(j)], all[size_t(ids[size_t(j)])], 1e-5f * (1.0f + std::fabs(want)));
+        }
+    }
+}
+
+// A table in host memory (tdm.host_rows) is read by the runner with host_row_f32 instead
+// of get_rows on the device: the same rows, so a model reads the same values wherever the
+// table lives (--host-rows on / off), for every type a table can have.
+TEST_F(GatherOps, host_rows_of_a_table_in_host_memory_equal_get_rows_on_the_device) {
+    const int64_t K = 512, V = 9;
+    const std::vector<int32_t> ids = {8, 0, 3, 3, 7};
+    for (const DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1,
+                          DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+        const auto wf = randn(size_t(K * V), 11);
+        const auto wb = quantize_matrix(t, wf.data(), V, K);
+        OpHarness h(device(), pipelines());
+        const TensorId y = h.op(TDM_OP_GET_ROWS, {h.weight(t, K, V, wb), h.input_i32({int64_t(ids.size())}, ids)});
+        h.run({y});
+        const auto got = h.f32(y);
+        const int64_t ne[4] = {K, V, 1, 1};
+        auto table = DeviceWeight::in_host_memory("table", t, ne, wb.data());
+        ASSERT_TRUE(table.ok()) << table.error().message();
+        std::vector<float> row(static_cast<size_t>(K));
+        for (size_t j = 0; j < ids.size(); ++j) {
+            (*table)->host_row_f32(ids[j], row.data());
+            for (int64_t k = 0; k < K; ++k)
+                ASSERT_EQ(row[size_t(k)], got[j * size_t(K) + size_t(k)])
+                    << dtype_name(t) << " id " << ids[j] << " column " << k;
         }
     }
 }
