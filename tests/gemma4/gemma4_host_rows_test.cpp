@@ -10,6 +10,8 @@
 #include "engine/generate.h"
 #include "gemma4/synth/gemma4_synth.h"
 #include "gemma4_tiny_runtime.h"
+#include "plugin/plugin_loader.h"
+#include "speculative/draft_head.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 
@@ -110,6 +112,48 @@ TEST_F(Gemma4HostRowsPlacement, automatic_placement_follows_the_device_kind_and_
     auto off = Model::load(path, plugins(), device(), opt);
     ASSERT_TRUE(off.ok()) << off.error().message();
     EXPECT_EQ((*off)->weight_store().host_bytes(), 0u);
+}
+
+// A draft head's steps take their tokens from the device (the previous step's pick), so
+// no row of a host table could be read for them: a head that reaches the target's per-layer
+// table (tests/plugins/host_rows_head.c, through tdm.target_weights) is refused when its
+// graph is built, with a message, whether it reads the table by token rows or as a weight.
+TEST_F(Gemma4HostRowsPlacement, a_draft_head_reading_a_target_table_in_host_memory_is_refused) {
+    PluginSearch s;
+    s.use_env = false;
+    s.files = {std::string(TANDEM_TEST_PLUGIN_DIR) + "/tandem-test-host_rows_head.so"};
+    auto reg = load_plugins(s);
+    ASSERT_TRUE(reg.ok()) << reg.error().message();
+    const DraftHeadEntry* entry = (*reg)->find_draft_head("host-rows-head", "gemma4");
+    ASSERT_NE(entry, nullptr);
+    const std::string path = write_e2b({"q8_0", DType::Q8_0, false});
+    ModelLoadOptions opt;
+    opt.host_rows = WeightStore::HostTables::on;
+    auto model = Model::load(path, **reg, device(), opt);
+    ASSERT_TRUE(model.ok()) << model.error().message();
+    KvPoolConfig kc;
+    kc.n_ctx = 64;
+    auto kv = KvPool::create(device(), (*model)->attention_layers(), kc, "test");
+    ASSERT_TRUE(kv.ok()) << kv.error().message();
+    const int seq = *(*kv)->add_sequence();
+    const std::vector<int32_t> history = {2, 105, 17, 40};
+    for (const char* read : {"0", "1"}) {
+        auto src = ModelSource::open(path);
+        ASSERT_TRUE(src.ok()) << src.error().message();
+        DraftHeadOptions o;
+        o.options["read"] = read;
+        auto head = DraftHeadDrafter::create(*entry, "host-rows-head", std::shared_ptr<const ModelSource>(std::move(*src)),
+                                             **model, **kv, device(), pipelines(), o);
+        ASSERT_TRUE(head.ok()) << head.error().message();
+        ASSERT_TRUE((*head)->begin(history).ok());
+        const std::vector<float> hidden(size_t(4) * (*model)->info().n_embd, 0.5f);
+        ASSERT_TRUE((*head)->observe({history, 0, hidden.data(), (*model)->info().n_embd}).ok());
+        auto drafts = (*head)->draft({history, 3, 2, seq});
+        ASSERT_FALSE(drafts.ok()) << "read = " << read;
+        EXPECT_NE(drafts.error().message().find("per_layer_token_embd.weight"), std::string::npos)
+            << drafts.error().message();
+        EXPECT_NE(drafts.error().message().find("host memory"), std::string::npos) << drafts.error().message();
+    }
 }
 
 }  // namespace
