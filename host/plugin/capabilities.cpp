@@ -6,6 +6,7 @@
 #include "plugin/capabilities.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "ops/custom_op.h"
@@ -43,6 +44,21 @@ std::string offered_extensions() {
     std::string s;
     for (const Extension& e : kExtensions) s += fmt::format("{}{} version {}", s.empty() ? "" : ", ", e.name, e.version);
     return s;
+}
+
+// TANDEM_HIDE_EXTENSIONS=a,b: this host answers as one without those extensions, so that
+// a plugin author can run the fallback a plugin keeps for older hosts.
+bool hidden_by_environment(std::string_view name) {
+    const char* env = std::getenv("TANDEM_HIDE_EXTENSIONS");
+    if (!env) return false;
+    std::string_view list(env);
+    while (!list.empty()) {
+        const size_t comma = list.find(',');
+        if (list.substr(0, comma) == name) return true;
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+    }
+    return false;
 }
 
 }  // namespace
@@ -102,6 +118,13 @@ tdm_status query_weight_type(tdm_dtype type, uint32_t op) {
 }
 
 const void* find_extension(std::string_view name, uint32_t min_version, uint32_t* version) {
+    if (hidden_by_environment(name)) {
+        set_last_error(TDM_ERR_NOT_FOUND,
+                       fmt::format("extension '{}' is hidden by TANDEM_HIDE_EXTENSIONS (this host answers as "
+                                   "one without it)",
+                                   name));
+        return nullptr;
+    }
     for (const Extension& e : kExtensions) {
         if (name != e.name) continue;
         if (e.version < min_version) {

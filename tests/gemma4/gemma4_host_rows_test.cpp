@@ -7,6 +7,8 @@
 // placement must follow the device kind and the size threshold.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "engine/generate.h"
 #include "gemma4/synth/gemma4_synth.h"
 #include "gemma4_tiny_runtime.h"
@@ -112,6 +114,22 @@ TEST_F(Gemma4HostRowsPlacement, automatic_placement_follows_the_device_kind_and_
     auto off = Model::load(path, plugins(), device(), opt);
     ASSERT_TRUE(off.ok()) << off.error().message();
     EXPECT_EQ((*off)->weight_store().host_bytes(), 0u);
+}
+
+// A host without tdm.host_rows (an older tandem; here the extension hidden by the
+// environment): the plugin loads the table as a plain weight, in device memory, and the
+// logits are those of --host-rows off.
+TEST_F(Gemma4HostRowsPlacement, without_the_extension_the_table_is_a_device_weight_and_the_logits_are_the_same) {
+    const std::string path = write_e2b({"q8_0", DType::Q8_0, false});
+    const std::vector<int32_t> prompt = {2, 105, 0, 17, 17, 900, 1023};
+    const PrefillRun off = prefill_logits(path, WeightStore::HostTables::off, device(), pipelines(), prompt);
+    ASSERT_EQ(setenv("TANDEM_HIDE_EXTENSIONS", "tdm.host_rows", 1), 0);
+    const PrefillRun hidden = prefill_logits(path, WeightStore::HostTables::on, device(), pipelines(), prompt);
+    ASSERT_EQ(unsetenv("TANDEM_HIDE_EXTENSIONS"), 0);
+    EXPECT_EQ(hidden.host_bytes, 0u) << "the table went to host memory without the extension";
+    EXPECT_EQ(hidden.device_bytes, off.device_bytes);
+    ASSERT_FALSE(hidden.logits.empty());
+    EXPECT_TRUE(hidden.logits == off.logits);
 }
 
 // A draft head's steps take their tokens from the device (the previous step's pick), so

@@ -6,6 +6,8 @@
 // To add a case: call the entry through host_api() exactly as a plugin would,
 // then check the status and that last_error() names the op and the parameter.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 #include <tandem/ext/target_weights.h>
 
 #include <tandem/ext/custom_op.h>
@@ -206,6 +208,18 @@ TEST(GetExtension, unknown_names_and_newer_versions_are_refused_naming_what_exis
         << last_error();
     EXPECT_EQ(host().get_extension(nullptr, 1, &version), nullptr);
     EXPECT_NE(last_error().find("null name"), std::string::npos) << last_error();
+}
+
+TEST(GetExtension, extensions_named_in_TANDEM_HIDE_EXTENSIONS_are_not_offered) {
+    ASSERT_EQ(setenv("TANDEM_HIDE_EXTENSIONS", "tdm.kv_read,tdm.host_rows", 1), 0);
+    EXPECT_EQ(host().get_extension(TDM_EXT_HOST_ROWS, 1, nullptr), nullptr);
+    EXPECT_NE(last_error().find("'tdm.host_rows' is hidden by TANDEM_HIDE_EXTENSIONS"), std::string::npos)
+        << last_error();
+    EXPECT_NE(host().get_extension(TDM_EXT_CUSTOM_OP, 1, nullptr), nullptr) << "only the names listed are hidden";
+    ASSERT_EQ(setenv("TANDEM_HIDE_EXTENSIONS", "tdm.host_row", 1), 0);  // whole names only
+    EXPECT_NE(host().get_extension(TDM_EXT_HOST_ROWS, 1, nullptr), nullptr) << last_error();
+    ASSERT_EQ(unsetenv("TANDEM_HIDE_EXTENSIONS"), 0);
+    EXPECT_NE(host().get_extension(TDM_EXT_HOST_ROWS, 1, nullptr), nullptr) << last_error();
 }
 
 TEST(GetExtension, target_weights_answers_only_inside_a_draft_heads_load) {
