@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "engine/logits_check.h"
 #include "speculative/draft_head.h"
 #include "speculative/draft_model.h"
 #include "speculative/plugin_drafter.h"
@@ -70,6 +71,7 @@ Result<std::unique_ptr<Drafter>> make_draft_head(App& app, const DraftHeadEntry&
     o.kv.f16 = cfg.model.kv_type != "f32";
     o.kv.rows_max = ring_rows_max(uint32_t(cfg.model.n_batch), uint32_t(cfg.speculative.draft_max + 1));
     o.check_weights = cfg.model.check_weights;  // --no-check-weights covers the head too
+    o.nan_debug = full_logits_check();          // TANDEM_CHECK_NAN=1, as for the target
     vk::Device* dev = TDM_TRY(app.device());
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());
     return std::unique_ptr<Drafter>(TDM_TRY(DraftHeadDrafter::create(h, type, src, target, target_kv, *dev, *pm, o)));

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "graph/op_location.h"
 #include "plugin/abi_structs.h"
 
 namespace tdm {
@@ -190,7 +191,9 @@ Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint3
         prev_hidden = g->outputs[TDM_OUTPUT_HIDDEN_DRAFT];
     }
     for (TensorId id : c->ids) TDM_TRY(g->graph.mark_output(id));
-    c->cg = TDM_TRY(CompiledGraph::compile(*device_, *pipelines_, std::move(g->graph)));
+    CompileOptions co;
+    co.probe_non_finite = opt_.nan_debug;
+    c->cg = TDM_TRY(CompiledGraph::compile(*device_, *pipelines_, std::move(g->graph), co));
     Chain* out = c.get();
     chains_.emplace(key, std::move(c));
     return out;
@@ -301,6 +304,14 @@ Status DraftHeadDrafter::submit_stateless(const DraftRequest& req) {
     return {};
 }
 
+Status DraftHeadDrafter::check_finite(const Chain& c) const {
+    const std::optional<ProbedTensor> first = c.cg->first_non_finite();
+    if (!first) return {};
+    return Error::format("draft head {}: a draft produced a NaN or infinity (TANDEM_CHECK_NAN=1); first non-finite "
+                         "value in {}",
+                         entry_->desc->name, describe_op_location(c.cg->graph(), first->node, first->tensor));
+}
+
 bool DraftHeadDrafter::holds_row(uint32_t pos) const {
     return pos >= hidden_first_ && pos < hidden_first_ + uint32_t(hidden_.size() / n_embd_target_);
 }
@@ -337,6 +348,7 @@ Status DraftHeadDrafter::submit(const DraftRequest& req) {
             }
         }
         TDM_TRY(cg.run());
+        TDM_TRY(check_finite(*c));
         n_past_ += n;
     }
     const uint32_t n = p - n_past_;
@@ -392,6 +404,7 @@ Result<std::vector<int32_t>> DraftHeadDrafter::draft(const DraftRequest& req) {
     Chain* c = pending_;
     pending_ = nullptr;
     TDM_TRY(c->cg->wait());
+    TDM_TRY(check_finite(*c));
     // the catch-up rows are committed pairs: keep them
     if (!stateless()) n_past_ = pending_pos_;
     std::vector<int32_t> out;

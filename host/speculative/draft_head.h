@@ -33,6 +33,11 @@ struct DraftHeadOptions {
     KvPoolConfig kv;                              // the head's own KV layers
     uint32_t catch_up_chunk = 64;                 // rows per pass when catching up a long prompt
     bool check_weights = true;  // refuse NaN/Inf head weights, as the target's (model/weight_check.h)
+    // The NaN debugging mode (TANDEM_CHECK_NAN=1, engine/logits_check.h): every op of the
+    // draft graphs is probed, and a draft that produced a NaN or infinity is an error naming
+    // the first op and layer that did (the scheduler then turns the head off: the output
+    // stays exact). Without it a broken head only drafts tokens that are never accepted.
+    bool nan_debug = false;
 };
 
 class DraftHeadDrafter : public Drafter {
@@ -83,6 +88,7 @@ private:
     void set_catch_up_rows(Chain& c, uint32_t first, uint32_t n);
     Status submit(const DraftRequest& req);
     Status submit_stateless(const DraftRequest& req);
+    Status check_finite(const Chain& c) const;  // nan_debug: what the probes of c's last run caught
     bool holds_row(uint32_t pos) const;  // the target hidden row of `pos` is held
 
     std::string name_;

@@ -4,7 +4,8 @@
 // names the first op and layer whose output became non-finite; without it the error is
 // the generic one. Synthetic qwen3 and qwen35 (hybrid: Gated DeltaNet and attention
 // layers) models with one element of one layer's weight set to NaN, loaded with the
-// load-time weight scan off (as --no-check-weights does).
+// load-time weight scan off (as --no-check-weights does); and a qwen35 MTP draft head
+// poisoned the same way, whose draft graphs the mode probes too.
 // To add a case: a row of kCases (model, poisoned tensor, the op and layer to name).
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include <fstream>
 
 #include "engine/runner.h"
+#include "speculative/draft_head.h"
 #include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen35_synth.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
@@ -150,6 +152,8 @@ INSTANTIATE_TEST_SUITE_P(Poisoned, NanOrigin, ::testing::ValuesIn(kCases), [](co
     return n;
 });
 
+class NanDebugDraftHead : public test::DeviceTest {};
+
 class NanDebugClean : public test::DeviceTest, public ::testing::WithParamInterface<const char*> {};
 
 // The probes only read: a clean model's logits are the same with and without them.
@@ -169,6 +173,47 @@ TEST_P(NanDebugClean, probes_leave_a_clean_model_s_logits_unchanged) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, NanDebugClean, ::testing::Values("qwen3", "qwen35"));
+
+// A draft head's graphs are probed too: with the MTP head's hidden norm poisoned (the
+// trunk is clean, so the target's passes succeed), a draft fails in the debugging mode with
+// the head's first non-finite op; without it the head drafts (tokens nobody will accept)
+// and says nothing, as the target's passes would.
+TEST_F(NanDebugDraftHead, the_debug_mode_names_the_draft_head_s_first_non_finite_op) {
+    const std::string path = poisoned(clean_model("qwen35"), "blk.4.nextn.hnorm.weight", 5);
+    Loaded l = load_unchecked(path);
+    ASSERT_TRUE(l.kv);
+    const DraftHeadEntry* e = plugins().find_draft_head("mtp", l.model->arch().desc->name);
+    ASSERT_NE(e, nullptr);
+    Runner runner(*l.model, *l.kv, device(), pipelines());
+    runner.set_hidden_point(TDM_HIDDEN_POST_NORM);
+    const int seq = *l.kv->add_sequence();
+    const std::vector<int32_t> prompt = {11, 42, 7, 99}, positions = {0, 1, 2, 3}, rows = {0, 1, 2, 3};
+    auto out = runner.forward({prompt, positions, seq, rows});
+    ASSERT_TRUE(out.ok()) << out.error().message();
+    std::vector<int32_t> history = prompt;
+    history.push_back(out->argmax[3]);
+    for (bool debug : {true, false}) {
+        DraftHeadOptions o;
+        o.kv.n_ctx = 64;
+        o.check_weights = false;
+        o.nan_debug = debug;
+        auto head = DraftHeadDrafter::create(*e, "mtp", l.model->shared_source(), *l.model, *l.kv, device(),
+                                             pipelines(), o);
+        ASSERT_TRUE(head.ok()) << head.error().message();
+        ASSERT_TRUE((*head)->begin(prompt).ok());
+        ASSERT_TRUE((*head)->observe({prompt, 0, out->hidden, l.model->info().n_embd}).ok());
+        auto drafts = (*head)->draft({history, 4, 3, seq});
+        if (!debug) {
+            EXPECT_TRUE(drafts.ok()) << drafts.error().message();
+            continue;
+        }
+        ASSERT_FALSE(drafts.ok());
+        const std::string& msg = drafts.error().message();
+        EXPECT_NE(msg.find("draft head qwen35-mtp: a draft produced a NaN or infinity"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("first non-finite value in blk.4 "), std::string::npos) << msg;
+        EXPECT_NE(msg.find("reads blk.4.nextn.hnorm.weight"), std::string::npos) << msg;
+    }
+}
 
 }  // namespace
 }  // namespace tdm
