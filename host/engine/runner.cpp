@@ -108,7 +108,13 @@ Result<bool> Runner::keep_hidden_on_device(Graph& g, TensorId h, uint32_t n_toke
     if (hidden_rows_ && hidden_rows_->cols() != n_embd) return false;
     const uint64_t bytes = uint64_t(kDeviceHiddenRows) * uint64_t(n_embd) * 4;
     if (!hidden_rows_) {
-        hidden_rows_buf_ = TDM_TRY(vk::Buffer::create(device_, bytes, vk::MemoryKind::device, "target hidden rows"));
+        // an optimisation: without the buffer, drafters read the rows from the host
+        auto buf = vk::Buffer::create(device_, bytes, vk::MemoryKind::device, "target hidden rows");
+        if (!buf.ok()) {
+            TDM_LOG_WARN("engine", "no device copy of the hidden rows: {}", buf.error().message());
+            return false;
+        }
+        hidden_rows_buf_ = std::move(buf).value();
         hidden_rows_ = TDM_TRY(DeviceWeight::f32_rows_over("target hidden rows", {hidden_rows_buf_.get(), 0, bytes},
                                                            n_embd, kDeviceHiddenRows));
     }

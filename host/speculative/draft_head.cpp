@@ -256,10 +256,28 @@ Status DraftHeadDrafter::observe(const TargetRows& rows) {
         hidden_.erase(hidden_.begin(), hidden_.begin() + std::ptrdiff_t((n_rows - kKeepRows) * n_embd_target_));
         hidden_first_ += uint32_t(n_rows - kKeepRows);
     }
+    if (!opt_.rows_on_device) return {};
+    if (rows.hidden_on_device && device_table_ && rows.hidden_on_device != device_table_ && !pending_) {
+        // another runner's table (the chains that read one are bound to it): compile anew
+        std::erase_if(chains_, [](const auto& kv) { return std::get<2>(kv.first) != nullptr; });
+    }
+    if (rows.hidden_on_device) device_table_ = rows.hidden_on_device;
     device_rows_ = rows.hidden_on_device;
     device_first_ = rows.first_pos;
     device_n_ = uint32_t(rows.tokens.size());
     return {};
+}
+
+Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain_for(uint32_t n_catch, uint32_t k, bool on_device) {
+    if (on_device) {
+        auto c = chain(n_catch, k, device_rows_);
+        if (c.ok()) return c;
+        // a head whose step refuses a gathered hidden input still drafts from host copies
+        TDM_LOG_DEBUG("spec", "draft head {}: rows on the device refused ({}); reading host copies",
+                      entry_->desc->name, c.error().message());
+        device_rows_ = nullptr;
+    }
+    return chain(n_catch, k, nullptr);
 }
 
 void DraftHeadDrafter::set_catch_up_rows(Chain& c, uint32_t first, uint32_t n) {
@@ -283,7 +301,7 @@ Status DraftHeadDrafter::submit_stateless(const DraftRequest& req) {
         return Error::format("draft head: request at position {} with {} tokens of history", p, req.history.size());
     if (req.target_seq < 0) return Error("draft head: a head that reads the target's KV needs the target's sequence");
     const bool on_device = device_rows_ && p - 1 >= device_first_ && p - 1 < device_first_ + device_n_;
-    Chain* c = TDM_TRY(chain(1, k, on_device ? device_rows_ : nullptr));
+    Chain* c = TDM_TRY(chain_for(1, k, on_device));
     CompiledGraph& cg = *c->cg;
     cg.input_as<int32_t>(c->tokens0)[0] = req.history[p];
     cg.input_as<int32_t>(c->pos0)[0] = int32_t(p);
@@ -353,7 +371,7 @@ Status DraftHeadDrafter::submit(const DraftRequest& req) {
     }
     const uint32_t n = p - n_past_;
     const bool on_device = device_rows_ && n_past_ >= device_first_ && p <= device_first_ + device_n_;
-    Chain* c = TDM_TRY(chain(n, k, on_device ? device_rows_ : nullptr));
+    Chain* c = TDM_TRY(chain_for(n, k, on_device));
     TDM_TRY(kv_->reserve(seq_, p + k - 1));
     CompiledGraph& cg = *c->cg;
     int32_t* tok = cg.input_as<int32_t>(c->tokens0);
@@ -396,13 +414,16 @@ Status DraftHeadDrafter::prepare(const DraftRequest& req) {
 
 Result<std::vector<int32_t>> DraftHeadDrafter::draft(const DraftRequest& req) {
     if (!pending_ || pending_pos_ != req.pos || pending_k_ != std::max<uint32_t>(1, req.max)) {
+        const DeviceWeight* rows = device_rows_;  // still the last pass's: no pass ran since
         if (pending_) cancel();
+        device_rows_ = rows;
         // after a restored prompt cache a stateless head may lack the row it needs: no proposal
         if (stateless() && (req.pos == 0 || !holds_row(req.pos - 1))) return std::vector<int32_t>{};
         TDM_TRY(submit(req));
     }
     Chain* c = pending_;
     pending_ = nullptr;
+    device_rows_ = nullptr;  // read; the target's next pass overwrites them
     TDM_TRY(c->cg->wait());
     TDM_TRY(check_finite(*c));
     // the catch-up rows are committed pairs: keep them
@@ -427,6 +448,7 @@ Status DraftHeadDrafter::accept(std::span<const int32_t> history, uint32_t n_dra
 }
 
 void DraftHeadDrafter::cancel() {
+    device_rows_ = nullptr;
     if (!pending_) return;
     Chain* c = pending_;
     pending_ = nullptr;

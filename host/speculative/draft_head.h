@@ -38,6 +38,9 @@ struct DraftHeadOptions {
     // the first op and layer that did (the scheduler then turns the head off: the output
     // stays exact). Without it a broken head only drafts tokens that are never accepted.
     bool nan_debug = false;
+    // Read the target's rows where a verify left them on the device (TargetRows::
+    // hidden_on_device); false: always from host copies (tests compare the two).
+    bool rows_on_device = true;
 };
 
 class DraftHeadDrafter : public Drafter {
@@ -84,6 +87,8 @@ private:
     // `device_rows`: the catch-up reads its target rows from this table by index
     // (null: from a host input)
     Result<Chain*> chain(uint32_t n_catch, uint32_t k, const DeviceWeight* device_rows);
+    // chain(), reading the rows on the device when asked and possible, else from host copies
+    Result<Chain*> chain_for(uint32_t n_catch, uint32_t k, bool on_device);
     // Fills the catch-up's target rows for positions [first, first + n).
     void set_catch_up_rows(Chain& c, uint32_t first, uint32_t n);
     Status submit(const DraftRequest& req);
@@ -116,6 +121,7 @@ private:
     // are rows [0, device_n_) of device_rows_, until the target's next pass
     const DeviceWeight* device_rows_ = nullptr;
     uint32_t device_first_ = 0, device_n_ = 0;
+    const DeviceWeight* device_table_ = nullptr;  // the table the cached device chains read
     uint64_t rows_on_device_ = 0, rows_from_host_ = 0;
     Chain* pending_ = nullptr;             // submitted by prepare()
     uint32_t pending_pos_ = 0, pending_k_ = 0;

@@ -123,9 +123,11 @@ TEST_F(Gemma4HostRowsPlacement, without_the_extension_the_table_is_a_device_weig
     const std::string path = write_e2b({"q8_0", DType::Q8_0, false});
     const std::vector<int32_t> prompt = {2, 105, 0, 17, 17, 900, 1023};
     const PrefillRun off = prefill_logits(path, WeightStore::HostTables::off, device(), pipelines(), prompt);
-    ASSERT_EQ(setenv("TANDEM_HIDE_EXTENSIONS", "tdm.host_rows", 1), 0);
-    const PrefillRun hidden = prefill_logits(path, WeightStore::HostTables::on, device(), pipelines(), prompt);
-    ASSERT_EQ(unsetenv("TANDEM_HIDE_EXTENSIONS"), 0);
+    PrefillRun hidden;
+    {
+        const test::ScopedEnv hide("TANDEM_HIDE_EXTENSIONS", "tdm.host_rows");
+        hidden = prefill_logits(path, WeightStore::HostTables::on, device(), pipelines(), prompt);
+    }
     EXPECT_EQ(hidden.host_bytes, 0u) << "the table went to host memory without the extension";
     EXPECT_EQ(hidden.device_bytes, off.device_bytes);
     ASSERT_FALSE(hidden.logits.empty());

@@ -18,6 +18,7 @@
 #include "ops/limits.h"
 #include "ops/op_def.h"
 #include "plugin/handles.h"
+#include "support/fixtures.h"
 
 namespace tdm {
 namespace {
@@ -211,14 +212,19 @@ TEST(GetExtension, unknown_names_and_newer_versions_are_refused_naming_what_exis
 }
 
 TEST(GetExtension, extensions_named_in_TANDEM_HIDE_EXTENSIONS_are_not_offered) {
-    ASSERT_EQ(setenv("TANDEM_HIDE_EXTENSIONS", "tdm.kv_read,tdm.host_rows", 1), 0);
-    EXPECT_EQ(host().get_extension(TDM_EXT_HOST_ROWS, 1, nullptr), nullptr);
-    EXPECT_NE(last_error().find("'tdm.host_rows' is hidden by TANDEM_HIDE_EXTENSIONS"), std::string::npos)
-        << last_error();
-    EXPECT_NE(host().get_extension(TDM_EXT_CUSTOM_OP, 1, nullptr), nullptr) << "only the names listed are hidden";
-    ASSERT_EQ(setenv("TANDEM_HIDE_EXTENSIONS", "tdm.host_row", 1), 0);  // whole names only
-    EXPECT_NE(host().get_extension(TDM_EXT_HOST_ROWS, 1, nullptr), nullptr) << last_error();
-    ASSERT_EQ(unsetenv("TANDEM_HIDE_EXTENSIONS"), 0);
+    {
+        const test::ScopedEnv hide("TANDEM_HIDE_EXTENSIONS", "tdm.kv_read,tdm.host_rows");
+        EXPECT_EQ(host().get_extension(TDM_EXT_HOST_ROWS, 1, nullptr), nullptr);
+        EXPECT_NE(last_error().find("'tdm.host_rows' is hidden by TANDEM_HIDE_EXTENSIONS"), std::string::npos)
+            << last_error();
+        EXPECT_NE(host().get_extension(TDM_EXT_CUSTOM_OP, 1, nullptr), nullptr) << "only the names listed are hidden";
+        EXPECT_EQ(host().get_extension("tdm.nothing", 1, nullptr), nullptr);
+        EXPECT_EQ(last_error().find("tdm.host_rows"), std::string::npos) << "a hidden extension is not offered";
+    }
+    {
+        const test::ScopedEnv hide("TANDEM_HIDE_EXTENSIONS", "tdm.host_row");  // whole names only
+        EXPECT_NE(host().get_extension(TDM_EXT_HOST_ROWS, 1, nullptr), nullptr) << last_error();
+    }
     EXPECT_NE(host().get_extension(TDM_EXT_HOST_ROWS, 1, nullptr), nullptr) << last_error();
 }
 
