@@ -34,3 +34,6 @@ foreach(path tex buf)
   tandem_shader(gated_delta_rule_chunked_${path} gated_delta_rule_chunked.comp ${act})
   tandem_shader(moe_sum_${path} moe_sum.comp ${act})
 endforeach()
+# Q8_0 weights times int8 activations (host/ops/matmul_q8.cpp).
+tandem_shader(matmul_q8_rl_tex matmul_q8_rl.comp WTYPE_Q8_0 WEIGHTS_TEXEL)
+tandem_shader(matmul_q8_rl_buf matmul_q8_rl.comp WTYPE_Q8_0)

@@ -54,6 +54,7 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (cl("no-check-weights")) c.model.check_weights = false;
     if (cl("host-rows")) c.model.host_rows = *a.get_string("host-rows");
     if (cl("host-rows-share")) c.model.host_rows_share = float(*a.get_number("host-rows-share"));
+    if (cl("int8-matmul")) c.model.int8_matmul = *a.get_string("int8-matmul");
     if (cl("model-draft")) c.model.draft_path = *a.get_string("model-draft");
     if (cl("mtp-head")) c.model.mtp_head_path = *a.get_string("mtp-head");
     // sampling
@@ -155,6 +156,7 @@ Result<std::unique_ptr<Model>> App::load_model(const std::string& path) {
     opt.check_weights = config_.model.check_weights;
     opt.host_rows = host_tables_mode(config_.model.host_rows);
     opt.host_rows_share = config_.model.host_rows_share;
+    opt.int8_matmul = config_.model.int8_matmul == "on";
     const bool tty = isatty(fileno(stderr));
     auto last = std::chrono::steady_clock::now();
     if (tty) {

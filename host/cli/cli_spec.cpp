@@ -89,6 +89,12 @@ OptionGroup model_options() {
                        {"auto", "on", "off"}),
                 {{"--host-rows-share"}, K::number, "F", "With --host-rows auto: the share of device memory from "
                  "which a table stays in host memory.", "0.1"},
+                one_of({{"--int8-matmul"}, K::string, "MODE", "on: multiply Q8_0 weights with activations "
+                        "quantized to 8 bits, in integers (as llama.cpp's CPU backend does). Plain and speculative "
+                        "decoding still give the same tokens; the logits move by the error of 8-bit activations. "
+                        "Off by default: slower than f32 activations on lavapipe (docs/BENCHMARKS.md).",
+                        "off"},
+                       {"on", "off"}),
             }};
 }
 

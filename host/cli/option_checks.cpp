@@ -24,6 +24,7 @@ constexpr OptionKey kOptionKeys[] = {
     {"chat-template", "model.chat_template"},
     {"host-rows", "model.host_rows"},
     {"host-rows-share", "model.host_rows_share"},
+    {"int8-matmul", "model.int8_matmul"},
     {"temp", "sampling.temperature"},
     {"top-k", "sampling.top_k"},
     {"top-p", "sampling.top_p"},

@@ -53,6 +53,8 @@ struct ModelConfig {
     // "auto" (a CPU device, or a table of at least host_rows_share of device memory), "on", "off"
     std::string host_rows = "auto";
     float host_rows_share = 0.1f;
+    // Q8_0 matmuls with 8-bit activations, in integers: "on" or "off"
+    std::string int8_matmul = "off";
 
     bool operator==(const ModelConfig&) const = default;
 };

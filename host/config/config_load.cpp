@@ -240,6 +240,7 @@ void read_model(SectionReader& r, Config& c) {
     r.boolean("check_weights", &c.model.check_weights);
     r.string("host_rows", &c.model.host_rows);
     r.number("host_rows_share", &c.model.host_rows_share);
+    r.string("int8_matmul", &c.model.int8_matmul);
 }
 
 void read_chat_template(SectionReader& r, Config& c) {

@@ -59,6 +59,7 @@ void check_model(Checker& c, const ModelConfig& m) {
     c.one_of("model.kv_type", m.kv_type, {"f16", "f32"});
     c.one_of("model.host_rows", m.host_rows, {"auto", "on", "off"});
     c.finite_in("model.host_rows_share", m.host_rows_share, 0.0f, 1.0f);
+    c.one_of("model.int8_matmul", m.int8_matmul, {"on", "off"});
 }
 
 void check_chat_template(Checker& c, const ChatTemplateConfig& t) {

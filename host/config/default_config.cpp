@@ -58,6 +58,10 @@ std::string_view default_config_text() {
 # when a table is at least host_rows_share of the device's memory.
 # host_rows = "auto"
 # host_rows_share = 0.1
+# Multiply Q8_0 weights with activations quantized to 8 bits, in integers ("on"), or
+# with f32 activations ("off": faster on lavapipe). Plain and speculative decoding give
+# the same tokens either way.
+# int8_matmul = "off"
 
 [chat_template]
 # Replace parts of the chat template. A turn renders as <role>_prefix, the message,

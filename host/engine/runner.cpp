@@ -10,6 +10,7 @@
 
 #include "engine/logits_check.h"
 #include "graph/weight.h"
+#include "ops/op_def.h"
 
 #include "common/log.h"
 
@@ -36,7 +37,7 @@ uint64_t Runner::matmul_weight_bytes() const {
     std::set<const DeviceWeight*> seen;
     uint64_t n = 0;
     for (const Node& node : g.nodes()) {
-        if (node.desc.op != TDM_OP_MATMUL) continue;
+        if (node.desc.op != TDM_OP_MATMUL && node.desc.op != kOpInternalMatmulQ8) continue;
         const DeviceWeight* w = g.tensor(node.desc.in[0]).weight;
         if (seen.insert(w).second) n += w->device_bytes();
     }

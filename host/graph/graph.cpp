@@ -148,7 +148,35 @@ Status Graph::bind_storage(TensorId t, vk::BufferSlice slice) {
     return {};
 }
 
+Result<TensorId> Graph::int8_matmul_op(const OpDesc& d) {
+    if (d.n_in < 2 || d.n_in > 3 || d.in[0] >= tensors_.size() || d.in[1] >= tensors_.size()) return kNoTensor;
+    const Tensor& w = tensors_[d.in[0]];
+    const Tensor& x = tensors_[d.in[1]];
+    if (w.kind != TensorKind::weight || w.type != DType::Q8_0 || !w.weight || !w.weight->layout().texel_rows ||
+        x.type != DType::F32 || x.kind == TensorKind::weight || x.cols() != w.cols() || x.cols() % 32 ||
+        x.off % 4 || x.row_stride % 4)
+        return kNoTensor;
+    TensorId xq = kNoTensor;
+    for (const auto& [src, q] : quantized_)
+        if (src == d.in[1]) xq = q;
+    if (!xq) {
+        OpDesc qd;
+        qd.op = kOpInternalQuantizeQ8;
+        qd.in[0] = d.in[1];
+        qd.n_in = 1;
+        qd.name = tensors_[d.in[1]].name + ".q8";
+        xq = TDM_TRY(op(qd));
+        quantized_.emplace_back(d.in[1], xq);
+    }
+    OpDesc md = d;
+    md.op = kOpInternalMatmulQ8;
+    md.in[1] = xq;
+    return op(md);
+}
+
 Result<TensorId> Graph::op(const OpDesc& d) {
+    if (int8_matmul_ && d.op == TDM_OP_MATMUL)
+        if (const TensorId t = TDM_TRY(int8_matmul_op(d))) return t;
     const OpDef* def = find_op(d.op);
     if (!def) return unknown_op(d.op);
     if (d.n_in < def->min_inputs || d.n_in > def->max_inputs)

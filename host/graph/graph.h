@@ -133,6 +133,13 @@ public:
     // Appends an op; returns its output tensor or an error naming the problem
     // (Error::code() is its tdm_status).
     Result<TensorId> op(const OpDesc& desc);
+    // The int8 activation path: from now on a matmul of a Q8_0 weight quantizes its
+    // f32 input to int8 blocks (once per input tensor, shared by the matmuls that read
+    // it) and multiplies in integers (ops/matmul_q8.cpp). Faster on CPU devices; the
+    // logits move by about the error of 8-bit activations, in plain and speculative
+    // decoding alike (batch-invariant).
+    void set_int8_matmul(bool on) { int8_matmul_ = on; }
+    bool int8_matmul() const { return int8_matmul_; }
     TensorId second_output(TensorId out) const;
 
     // Keeps a tensor alive to the end and readable by the host after a run.
@@ -156,6 +163,8 @@ public:
 private:
     friend class OpContext;  // ops create their results (ops/op_def.h)
     TensorId add_tensor(Tensor t);
+    // The int8 form of a Q8_0 matmul, or kNoTensor when its inputs do not allow one.
+    Result<TensorId> int8_matmul_op(const OpDesc& d);
     Result<TensorId> add_activation(DType type, std::vector<int64_t> ne, int producer, std::string name);
     Result<TensorId> add_view(TensorId base, std::vector<int64_t> ne, uint64_t off, uint64_t row_stride,
                               std::string name);
@@ -165,6 +174,8 @@ private:
     std::vector<Node> nodes_;
     std::vector<TensorId> outputs_, inputs_;
     TensorId positions_ = kNoTensor, seq_ids_ = kNoTensor, state_io_ = kNoTensor;
+    bool int8_matmul_ = false;
+    std::vector<std::pair<TensorId, TensorId>> quantized_;  // f32 input -> its quantize_q8 rows
 };
 
 // The op's name from the op table ("rms_norm"); "unknown" for other codes.

@@ -101,6 +101,7 @@ Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const ModelSource> so
     m->arch_ = TDM_TRY(find_architecture(src, registry));
     m->src_handle_.src = m->source_.get();
     m->options_.values = opt.options;
+    m->int8_matmul_ = opt.int8_matmul;
 
     char err[1024] = {0};
     m->info_.struct_size = sizeof(tdm_model_info);
@@ -184,6 +185,7 @@ Result<std::unique_ptr<tdm_graph>> Model::build_graph(const tdm_batch_desc& batc
     g->plugin_abi = arch_->plugin->abi;
     g->kv.assign(kv.begin(), kv.end());
     g->states.assign(states.begin(), states.end());
+    g->graph.set_int8_matmul(int8_matmul_);
     char err[1024] = {0};
     if (arch_->desc->build_graph(obj_, g.get(), &batch, err, sizeof err) != TDM_OK)
         return Error::format("building the {} graph for {} tokens: {}", arch_->desc->name, batch.n_tokens,

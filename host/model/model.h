@@ -32,6 +32,8 @@ struct ModelLoadOptions {
     // on a GPU when a table is at least host_rows_share of its device-local memory.
     WeightStore::HostTables host_rows = WeightStore::HostTables::automatic;
     double host_rows_share = 0.1;
+    // Matmuls of Q8_0 weights with int8 activations (Graph::set_int8_matmul).
+    bool int8_matmul = false;
 };
 
 class Model {
@@ -83,6 +85,7 @@ private:
     std::unique_ptr<WeightStore> weights_;
     std::optional<Tokenizer> tokenizer_;
     std::string tokenizer_error_;
+    bool int8_matmul_ = false;
 };
 
 // Finds the architecture entry for a source; the error lists the loaded plugins

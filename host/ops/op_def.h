@@ -54,8 +54,17 @@ struct OpDef {
     const char* const* weight_shaders = nullptr;
 };
 
-// The op with this code, or nullptr for codes this host does not know.
+// Host-internal ops: the graph adds them itself (never a plugin: graph_op and
+// query_op know only the public codes). Codes far above any public one.
+constexpr tdm_op kOpInternalQuantizeQ8 = tdm_op(0x40000000);  // ops/matmul_q8.cpp
+constexpr tdm_op kOpInternalMatmulQ8 = tdm_op(0x40000001);
+// Words per row of quantize_q8's result for rows of k elements (ops/matmul_q8.cpp).
+uint32_t q8_row_words(int64_t k);
+
+// The op with this code (public or host-internal), or nullptr for codes this host does not know.
 const OpDef* find_op(uint32_t code);
+// A public op (tandem/ops.h) with this code, or nullptr: what plugins may ask for.
+const OpDef* find_public_op(uint32_t code);
 // Every op, by code (codes without an op are skipped).
 std::span<const OpDef* const> all_ops();
 // Highest op code this host knows.

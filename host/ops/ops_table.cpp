@@ -15,7 +15,7 @@ namespace tdm {
 extern const OpDef kOpGetRows, kOpMatmul, kOpAdd, kOpMul, kOpSub, kOpScale, kOpUnary, kOpGlu, kOpRmsNorm,
     kOpL2Norm, kOpGatedRmsNorm, kOpRope, kOpSoftmax, kOpKvStore, kOpAttention, kOpConcat, kOpCopy, kOpCast,
     kOpArgmax, kOpTopK, kOpViewCols, kOpReshape, kOpSelectRows, kOpConv1dCausal, kOpGatedDeltaRule, kOpMatmulId,
-    kOpMoeSum, kOpCustom;
+    kOpMoeSum, kOpCustom, kOpQuantizeQ8, kOpMatmulQ8;
 
 namespace {
 
@@ -45,7 +45,17 @@ const std::array<const OpDef*, kCodeLimit>& by_code() {
 
 }  // namespace
 
-const OpDef* find_op(uint32_t code) { return code < kCodeLimit ? by_code()[code] : nullptr; }
+// Host-internal ops (op_def.h), found by their code.
+const OpDef* const kInternalOps[] = {&kOpQuantizeQ8, &kOpMatmulQ8};
+
+const OpDef* find_public_op(uint32_t code) { return code < kCodeLimit ? by_code()[code] : nullptr; }
+
+const OpDef* find_op(uint32_t code) {
+    if (code < kCodeLimit) return by_code()[code];
+    for (const OpDef* d : kInternalOps)
+        if (uint32_t(d->code) == code) return d;
+    return nullptr;
+}
 
 std::span<const OpDef* const> all_ops() { return kOps; }
 

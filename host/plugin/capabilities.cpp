@@ -40,12 +40,6 @@ const Extension kExtensions[] = {
     {TDM_EXT_HOST_ROWS, TDM_EXT_HOST_ROWS_VERSION, [] { return static_cast<const void*>(host_rows_extension()); }},
 };
 
-std::string offered_extensions() {
-    std::string s;
-    for (const Extension& e : kExtensions) s += fmt::format("{}{} version {}", s.empty() ? "" : ", ", e.name, e.version);
-    return s;
-}
-
 // TANDEM_HIDE_EXTENSIONS=a,b: this host answers as one without those extensions, so that
 // a plugin author can run the fallback a plugin keeps for older hosts.
 bool hidden_by_environment(std::string_view name) {
@@ -59,6 +53,14 @@ bool hidden_by_environment(std::string_view name) {
         list.remove_prefix(comma + 1);
     }
     return false;
+}
+
+std::string offered_extensions() {
+    std::string s;
+    for (const Extension& e : kExtensions)
+        if (!hidden_by_environment(e.name))
+            s += fmt::format("{}{} version {}", s.empty() ? "" : ", ", e.name, e.version);
+    return s;
 }
 
 }  // namespace
@@ -86,7 +88,7 @@ tdm_status host_limits(tdm_host_limits* out) {
 }
 
 tdm_status query_op_params(const tdm_op_desc& desc) {
-    const OpDef* def = find_op(desc.op);
+    const OpDef* def = find_public_op(desc.op);
     if (!def) return set_last_error(unknown_op(desc.op));
     if (!def->check_params) return TDM_OK;
     OpDesc o;
@@ -99,7 +101,7 @@ tdm_status query_op_params(const tdm_op_desc& desc) {
 }
 
 tdm_status query_weight_type(tdm_dtype type, uint32_t op) {
-    const OpDef* def = find_op(op);
+    const OpDef* def = find_public_op(op);
     if (!def) return set_last_error(unknown_op(op));
     if (!def->weight_shaders)
         return set_last_error(TDM_ERR_UNSUPPORTED,

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "ops/op_def.h"
 #include "plugin/abi_structs.h"
 #include "plugin/capabilities.h"
 #include "plugin/handles.h"
@@ -387,6 +388,7 @@ tdm_status api_graph_op(tdm_graph* g, const tdm_op_desc* plugin_desc, tdm_tensor
     if (tdm_status st = read_op_desc(plugin_desc, "graph_op", &copy); st != TDM_OK) return st;
     const tdm_op_desc* d = &copy;
     if (d->n_inputs > 8) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "graph_op: more than 8 inputs");
+    if (!find_public_op(d->op)) return set_last_error(unknown_op(d->op));  // host-internal codes too
     OpDesc o;
     o.op = tdm_op(d->op);
     o.n_in = int(d->n_inputs);

@@ -275,15 +275,17 @@ TEST(ConfigLoad, validate_config_applies_the_same_rules_without_lines) {
     c.model.kv_type = "bf16";
     c.model.host_rows = "yes";
     c.model.host_rows_share = -0.5f;
+    c.model.int8_matmul = "auto";
     EXPECT_TRUE(fails_with(validate_config(c), {"sampling.top_p: 1.5 is outside [0, 1]",
                                                 "model.kv_type: 'bf16' is not one of f16, f32",
                                                 "model.host_rows: 'yes' is not one of auto, on, off",
-                                                "model.host_rows_share: -0.5 is outside [0, 1]"}));
+                                                "model.host_rows_share: -0.5 is outside [0, 1]",
+                                                "model.int8_matmul: 'auto' is not one of on, off"}));
 }
 
 TEST(ConfigLoad, config_keys_lists_each_section_key_once) {
     const std::vector<std::string> keys = config_keys();
-    EXPECT_EQ(keys.size(), 4u + 12u + 7u + 7u + 12u + 2u + 1u);
+    EXPECT_EQ(keys.size(), 4u + 13u + 7u + 7u + 12u + 2u + 1u);
     EXPECT_EQ(keys.front(), "device.select");
     EXPECT_NE(std::find(keys.begin(), keys.end(), "speculative.auto"), keys.end());
     std::vector<std::string> sorted = keys;

@@ -43,7 +43,9 @@ class MatmulInvariance : public test::DeviceTest,
 
 TEST_P(MatmulInvariance, each_token_of_a_batch_of_1_to_16_equals_it_computed_alone) {
     const DType t = std::get<0>(GetParam());
-    const test::ScopedEnv layout("TANDEM_MATMUL_LAYOUT", std::get<1>(GetParam()));
+    // "int8": Q8_0 weights times int8 activations (Graph::set_int8_matmul)
+    const bool int8 = std::string_view(std::get<1>(GetParam())) == "int8";
+    const test::ScopedEnv layout("TANDEM_MATMUL_LAYOUT", int8 ? "rl" : std::get<1>(GetParam()));
     const int64_t K = 768, M = 45;  // K: 3 super-blocks; M: not a multiple of the rows per workgroup
     const auto wf = randn(size_t(K * M), 7, 0.1f);
     const auto wb = quantize_matrix(t, wf.data(), M, K);
@@ -54,6 +56,7 @@ TEST_P(MatmulInvariance, each_token_of_a_batch_of_1_to_16_equals_it_computed_alo
     std::vector<std::vector<float>> alone(max_n);
     {
         OpHarness h(device(), pipelines());
+        h.graph().set_int8_matmul(int8);
         const TensorId w = h.weight(t, K, M, wb);
         const TensorId xi = h.input_f32({K, 1}, std::vector<float>(x.begin(), x.begin() + K));
         const TensorId y = h.op(TDM_OP_MATMUL, {w, xi});
@@ -67,6 +70,7 @@ TEST_P(MatmulInvariance, each_token_of_a_batch_of_1_to_16_equals_it_computed_alo
     // every batch width 1..16, token i of the batch is x[i]
     for (int n = 1; n <= max_n; ++n) {
         OpHarness h(device(), pipelines());
+        h.graph().set_int8_matmul(int8);
         const TensorId w = h.weight(t, K, M, wb);
         const TensorId y = h.op(TDM_OP_MATMUL, {w, h.input_f32({K, n}, std::vector<float>(x.begin(), x.begin() + n * K))});
         h.run({y});
@@ -82,6 +86,9 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulInvariance,
                          [](const auto& p) {
                              return std::string(dtype_name(std::get<0>(p.param))) + "_" + std::get<1>(p.param);
                          });
+
+INSTANTIATE_TEST_SUITE_P(Int8, MatmulInvariance, ::testing::Combine(::testing::Values(DType::Q8_0), ::testing::Values("int8")),
+                         [](const auto& p) { return std::string(dtype_name(std::get<0>(p.param))) + "_int8"; });
 
 class AttentionInvariance : public test::DeviceTest {};
 

@@ -41,9 +41,11 @@ struct Loaded {
     std::unique_ptr<KvPool> kv;
 };
 
-Loaded load(const std::string& path, uint32_t n_ctx = 256) {
+Loaded load(const std::string& path, uint32_t n_ctx = 256, bool int8_matmul = false) {
     Loaded l;
-    auto m = Model::load(path, plugins(), test::test_device());
+    ModelLoadOptions mo;
+    mo.int8_matmul = int8_matmul;
+    auto m = Model::load(path, plugins(), test::test_device(), mo);
     EXPECT_TRUE(m.ok()) << m.error().message();
     l.model = std::move(m).value();
     KvPoolConfig kc;
@@ -123,6 +125,54 @@ TEST_P(DraftModelExactness, greedy_speculative_output_equals_plain_greedy_output
 
 INSTANTIATE_TEST_SUITE_P(WeightTypes, DraftModelExactness, ::testing::Values(DType::F16, DType::Q8_0, DType::Q4_0),
                          [](const auto& p) { return std::string(dtype_name(p.param)); });
+
+// The int8 activation path (--int8-matmul on) is batch-invariant like the f32 one: with a
+// Q8_0 target and draft model both on it, speculative output is plain output; the logits
+// differ from the f32-activation path's by the error of 8-bit activations.
+TEST_F(Spec, int8_matmuls_keep_speculative_output_exact) {
+    const Pair p = make_pair(DType::Q8_0, 0.03f, 12);
+    Loaded t = load(p.target, 256, /*int8_matmul=*/true);
+    Loaded d = load(p.draft, 256, true);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    DraftModelDrafter drafter(std::move(d.model), std::move(d.kv), device(), pipelines());
+    Drafter* chain[] = {&drafter};
+    SpecParams sp;
+    sp.draft_max = 4;
+    uint64_t accepted = 0;
+    for (int i = 0; i < 20; ++i) {
+        const auto prompt = random_prompt(3000 + uint64_t(i), 5 + size_t(i % 9), 400);
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+        auto plain = generate(runner, nullptr, seq, prompt, greedy(48), {});
+        ASSERT_TRUE(plain.ok()) << plain.error().message();
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(48), chain, sp, {});
+        ASSERT_TRUE(spec.ok()) << spec.error().message();
+        ASSERT_EQ(spec->gen.tokens, plain->tokens) << "prompt " << i;
+        accepted += spec->stats.accepted;
+    }
+    EXPECT_GT(accepted, 0u);
+
+    // the logits of one prompt, int8 against f32 activations
+    Loaded f = load(p.target);
+    Runner f32_runner(*f.model, *f.kv, device(), pipelines());
+    const int f_seq = *f.kv->add_sequence();
+    const std::vector<int32_t> tokens = {3, 77, 150, 9, 260}, positions = {0, 1, 2, 3, 4}, rows = {4};
+    ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+    auto a = runner.forward({tokens, positions, seq, rows});
+    ASSERT_TRUE(a.ok()) << a.error().message();
+    const std::vector<float> int8_logits(a->logits, a->logits + t.model->info().n_vocab);
+    auto b = f32_runner.forward({tokens, positions, f_seq, rows});
+    ASSERT_TRUE(b.ok()) << b.error().message();
+    double num = 0, den = 0;
+    for (size_t i = 0; i < int8_logits.size(); ++i) {
+        num += double(int8_logits[i] - b->logits[i]) * double(int8_logits[i] - b->logits[i]);
+        den += double(b->logits[i]) * double(b->logits[i]);
+    }
+    const double rel = std::sqrt(num / den);
+    EXPECT_GT(rel, 0.0) << "the int8 path did not run";
+    EXPECT_LT(rel, 4e-2) << "relative RMS logit error " << rel;
+}
 
 TEST_F(Spec, forced_drafter_is_exact_and_its_acceptance_follows_A) {
     const Pair p = make_pair(DType::F32, 0.0f, 3);
