@@ -156,6 +156,13 @@ Result<TensorId> Graph::int8_matmul_op(const OpDesc& d) {
         x.type != DType::F32 || x.kind == TensorKind::weight || x.cols() != w.cols() || x.cols() % 32 ||
         x.off % 4 || x.row_stride % 4)
         return kNoTensor;
+    if (d.n_in == 3) {  // a bad add: the plain matmul's error, with no orphan quantize left behind
+        if (d.in[2] >= tensors_.size()) return kNoTensor;
+        const Tensor& add = tensors_[d.in[2]];
+        const bool f32_activation = add.type == DType::F32 && add.kind != TensorKind::weight &&
+                                    add.kind != TensorKind::kv && add.kind != TensorKind::state;
+        if (!f32_activation || add.cols() != w.rows() || add.rows() != x.rows()) return kNoTensor;
+    }
     TensorId xq = kNoTensor;
     for (const auto& [src, q] : quantized_)
         if (src == d.in[1]) xq = q;

@@ -2,7 +2,8 @@
 // host/ops/matmul_q8.cpp: the int8 activation path of TDM_OP_MATMUL for Q8_0
 // weights (Graph::set_int8_matmul), two host-internal ops that plugins never see:
 //  quantize_q8 (shaders/quantize_q8.comp): f32 rows [K, n] -> I32 rows of K/4
-//      words of packed int8 quants and K/32 f32 block scales (q8_row_words).
+//      words of packed int8 quants and K/32 f32 block scales (q8_row_words), by
+//      the Q8_0 rule (llama.cpp stores the scale in f16; here it stays f32).
 //  matmul_q8 (shaders/matmul_q8_rl.comp): y [M, n] = x W^T (+ add) from those
 //      rows and a Q8_0 weight, each block's products summed in integers.
 // Both are batch-invariant: a row's result never depends on the other rows.

@@ -14,6 +14,7 @@
 #include <random>
 
 #include "common/quant.h"
+#include "ops/op_def.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 #include "support/op_harness.h"
@@ -73,6 +74,9 @@ TEST_P(MatmulInvariance, each_token_of_a_batch_of_1_to_16_equals_it_computed_alo
         h.graph().set_int8_matmul(int8);
         const TensorId w = h.weight(t, K, M, wb);
         const TensorId y = h.op(TDM_OP_MATMUL, {w, h.input_f32({K, n}, std::vector<float>(x.begin(), x.begin() + n * K))});
+        if (int8) {
+            ASSERT_EQ(h.graph().nodes().back().desc.op, kOpInternalMatmulQ8) << "the int8 path did not run";
+        }
         h.run({y});
         const auto out = h.f32(y);
         for (int tok = 0; tok < n; ++tok)

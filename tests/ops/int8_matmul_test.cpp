@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "common/quant.h"
@@ -70,6 +71,10 @@ TEST_F(Int8Matmul, quantize_q8_follows_the_q8_0_rule_block_by_block) {
     auto x = randn(size_t(K * n), 1);
     for (int j = 0; j < 32; ++j) x[size_t(32 + j)] = 0.0f;  // an all-zero block: d = 0, q = 0
     x[70] = 12.7f;                                           // a block whose max is exactly 127 * 0.1
+    // a block scaled to d = 1 (max 127) holding 0.49999997: roundf gives 0, floor(v + 0.5) gives 1
+    for (int j = 0; j < 32; ++j) x[size_t(K + j)] = float(j % 5);
+    x[size_t(K)] = 127.0f;
+    x[size_t(K + 1)] = 0.49999997f;
     const auto rows = quantize_on_device(device(), pipelines(), x, K, n);
     ASSERT_EQ(rows.size(), size_t(n));
     for (int64_t t = 0; t < n; ++t)
@@ -94,6 +99,8 @@ TEST_F(Int8Matmul, quantize_q8_follows_the_q8_0_rule_block_by_block) {
                 EXPECT_LE(std::abs(int(q)), 127);
             }
         }
+    EXPECT_EQ(rows[1].d[0], 1.0f);
+    EXPECT_EQ(rows[1].q[1], 0) << "0.49999997 rounds to 0";
 }
 
 // y = sum over blocks of dW * dx * (integer dot of the block), accumulated in double.
@@ -142,6 +149,43 @@ TEST_F(Int8Matmul, matmul_q8_equals_the_products_of_the_quantized_rows) {
             const double e = want[i] + (fuse_add ? add[i] : 0.0f);
             EXPECT_NEAR(got[i], e, 1e-5 * (1.0 + std::fabs(e))) << "element " << i << (fuse_add ? " (+add)" : "");
         }
+    }
+}
+
+// An input that is a view (columns 32.. of wider rows: an offset and a row stride), and a
+// block holding a NaN: the NaN reaches that token's results, as with f32 activations, and
+// no other token's.
+TEST_F(Int8Matmul, views_and_non_finite_inputs_behave_as_with_f32_activations) {
+    const int64_t K = 128, M = 9, n = 3, wide = K + 64;
+    const auto wf = randn(size_t(K * M), 9, 0.05f);
+    const auto wb = quantize_matrix(DType::Q8_0, wf.data(), M, K);
+    auto x = randn(size_t(wide * n), 10);
+    std::vector<float> y[2];
+    for (int int8 = 0; int8 < 2; ++int8) {
+        OpHarness h(device(), pipelines());
+        h.graph().set_int8_matmul(int8 == 1);
+        const TensorId view = h.op(TDM_OP_VIEW_COLS, {h.input_f32({wide, n}, x)}, {32, int32_t(K)});
+        const TensorId out = h.op(TDM_OP_MATMUL, {h.weight(DType::Q8_0, K, M, wb), view});
+        if (int8) {
+            EXPECT_EQ(h.graph().nodes().back().desc.op, kOpInternalMatmulQ8);
+        }
+        h.run({out});
+        y[int8] = h.f32(out);
+    }
+    for (size_t i = 0; i < y[0].size(); ++i) EXPECT_NEAR(y[1][i], y[0][i], 2e-2 * (1.0 + std::fabs(y[0][i]))) << i;
+
+    x[size_t(wide + 32 + 40)] = std::numeric_limits<float>::quiet_NaN();  // token 1, second block of the view
+    x[size_t(2 * wide + 32 + 5)] = std::numeric_limits<float>::infinity();  // token 2
+    OpHarness h(device(), pipelines());
+    h.graph().set_int8_matmul(true);
+    const TensorId view = h.op(TDM_OP_VIEW_COLS, {h.input_f32({wide, n}, x)}, {32, int32_t(K)});
+    const TensorId out = h.op(TDM_OP_MATMUL, {h.weight(DType::Q8_0, K, M, wb), view});
+    h.run({out});
+    const auto got = h.f32(out);
+    for (int64_t r = 0; r < M; ++r) {
+        EXPECT_TRUE(std::isfinite(got[size_t(r)])) << "token 0 row " << r;
+        EXPECT_TRUE(std::isnan(got[size_t(M + r)])) << "token 1 row " << r;
+        EXPECT_FALSE(std::isfinite(got[size_t(2 * M + r)])) << "token 2 row " << r;
     }
 }
 
