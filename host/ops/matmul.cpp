@@ -74,13 +74,24 @@ Status record(RecordContext& c, const Node& n, const std::string& detail_label) 
     const vk::Pipeline* p =
         TDM_TRY(c.pipelines.get(weight_variant(lay.rows_per_lane ? "matmul_rl" : "matmul", w.type(), texel),
                                 {ls, nt, fuse_add ? 1u : 0u, lay.rows}));
+    const vk::Binding bx = texel ? vk::Binding::texel(TDM_TRY(c.compiled.texel_view(d.in[1]))) : storage(c, d.in[1]);
+    return record_matmul_dispatches(c, n, *p, bx, texel, rows_per_group, label);
+}
+
+}  // namespace
+
+Status kernel::record_matmul_dispatches(RecordContext& c, const Node& n, const vk::Pipeline& p, vk::Binding x,
+                                        bool texel, uint32_t rows_per_group, const std::string& label) {
+    const OpDesc& d = n.desc;
+    const DeviceWeight& w = *tensor(c, d.in[0]).weight;
+    const bool fuse_add = d.n_in == 3;
     struct {
         uint32_t K, M, N, x_off, x_stride, y_off, y_stride, w_off, s_off, add_off, add_stride;
     } pc{};
     for (const WeightChunk& ch : w.chunks()) {
         pc.K = uint32_t(w.cols());
         pc.M = uint32_t(ch.n_rows);
-        pc.N = N;
+        pc.N = uint32_t(tensor(c, d.in[1]).rows());
         pc.x_off = off(c, d.in[1]);
         pc.x_stride = stride(c, d.in[1]);
         pc.y_off = off(c, n.out) + uint32_t(ch.row_begin);
@@ -91,15 +102,12 @@ Status record(RecordContext& c, const Node& n, const std::string& detail_label) 
         }
         vk::Binding bw, bs;
         weight_bindings(ch, texel, &bw, &bs);
-        const vk::Binding bx = texel ? vk::Binding::texel(TDM_TRY(c.compiled.texel_view(d.in[1]))) : storage(c, d.in[1]);
         const uint32_t groups = div_up(ch.n_rows, rows_per_group);
-        dispatch(c, *p, {bw, bs, bx, storage(c, n.out), fuse_add ? storage(c, d.in[2]) : storage(c, d.in[1])}, pc,
+        dispatch(c, p, {bw, bs, x, storage(c, n.out), fuse_add ? storage(c, d.in[2]) : storage(c, d.in[1]), x}, pc,
                  std::min(groups, kMaxGroups), div_up(groups, kMaxGroups), label);
     }
     return {};
 }
-
-}  // namespace
 
 extern const OpDef kOpMatmul = {TDM_OP_MATMUL, "matmul", 2, 3, 0, nullptr, validate, record, kShaders};
 

@@ -77,29 +77,7 @@ Status record_matmul(RecordContext& c, const Node& n, const std::string& detail_
     const uint32_t rows_per_lane = 4, rows_per_group = ls * rows_per_lane;
     const vk::Pipeline* p = TDM_TRY(
         c.pipelines.get(texel ? "matmul_q8_rl_tex" : "matmul_q8_rl_buf", {ls, nt, fuse_add ? 1u : 0u, rows_per_lane}));
-    struct {
-        uint32_t K, M, N, x_off, x_stride, y_off, y_stride, w_off, s_off, add_off, add_stride;
-    } pc{};
-    for (const WeightChunk& ch : w.chunks()) {
-        pc.K = uint32_t(w.cols());
-        pc.M = uint32_t(ch.n_rows);
-        pc.N = N;
-        pc.x_off = off(c, d.in[1]);
-        pc.x_stride = stride(c, d.in[1]);
-        pc.y_off = off(c, n.out) + uint32_t(ch.row_begin);
-        pc.y_stride = stride(c, n.out);
-        if (fuse_add) {
-            pc.add_off = off(c, d.in[2]) + uint32_t(ch.row_begin);
-            pc.add_stride = stride(c, d.in[2]);
-        }
-        vk::Binding bw, bs;
-        weight_bindings(ch, texel, &bw, &bs);
-        const vk::Binding bx = storage(c, d.in[1]);
-        const uint32_t groups = div_up(ch.n_rows, rows_per_group);
-        dispatch(c, *p, {bw, bs, bx, storage(c, n.out), fuse_add ? storage(c, d.in[2]) : bx, bx}, pc,
-                 std::min(groups, kMaxGroups), div_up(groups, kMaxGroups), label);
-    }
-    return {};
+    return record_matmul_dispatches(c, n, *p, storage(c, d.in[1]), texel, rows_per_group, label);
 }
 
 }  // namespace

@@ -19,6 +19,13 @@ inline std::string weight_variant(std::string_view family, DType t, bool texel) 
     return fmt::format("{}_{}_{}", family, dtype_name(t), texel ? "tex" : "buf");
 }
 
+// The dispatches of a matmul kernel (matmul.comp, matmul_rl.comp, matmul_q8_rl.comp: one
+// push-constant block and binding order): one per row chunk of the weight, node n's input 1
+// bound as `x` (binding 2, and again as binding 5 for the kernels that read it twice),
+// `rows_per_group` output rows per workgroup. Defined in matmul.cpp.
+Status record_matmul_dispatches(RecordContext& c, const Node& n, const vk::Pipeline& p, vk::Binding x, bool texel,
+                                uint32_t rows_per_group, const std::string& label);
+
 // The weight's main and scale planes of one row chunk (a weight without a
 // scale plane binds its main plane twice).
 inline void weight_bindings(const WeightChunk& ch, bool texel, vk::Binding* w, vk::Binding* s) {

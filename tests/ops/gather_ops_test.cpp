@@ -10,26 +10,20 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 
 #include "common/quant.h"
 #include "graph/weight.h"
 #include "support/device_fixture.h"
 #include "support/op_harness.h"
 #include "support/reference.h"
+#include "support/fixtures.h"
 
 namespace tdm {
 namespace {
 
 using test::OpHarness;
 
-std::vector<float> randn(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v) x = nd(rng);
-    return v;
-}
+using test::randn;
 
 std::vector<uint8_t> bytes_of(const std::vector<float>& v) {
     std::vector<uint8_t> b(v.size() * 4);

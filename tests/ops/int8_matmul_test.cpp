@@ -10,25 +10,19 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <random>
 
 #include "common/quant.h"
 #include "ops/op_def.h"
 #include "support/device_fixture.h"
 #include "support/op_harness.h"
+#include "support/fixtures.h"
 
 namespace tdm {
 namespace {
 
 using test::OpHarness;
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> nd(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = nd(rng);
-    return v;
-}
+using test::randn;
 
 // One quantized row as quantize_q8 writes it: K/4 words of int8, then K/32 f32 scales.
 struct Q8Row {

@@ -12,19 +12,14 @@
 
 #include "support/device_fixture.h"
 #include "support/op_harness.h"
+#include "support/fixtures.h"
 
 namespace tdm {
 namespace {
 
 using test::OpHarness;
 
-std::vector<float> randn(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v) x = nd(rng);
-    return v;
-}
+using test::randn;
 
 struct RingCase {
     const char* name;

@@ -20,19 +20,14 @@
 #include "support/device_fixture.h"
 #include "support/op_harness.h"
 #include "support/reference_recurrent.h"
+#include "support/fixtures.h"
 
 namespace tdm {
 namespace {
 
 using test::OpHarness;
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> nd(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = nd(rng);
-    return v;
-}
+using test::randn;
 
 std::vector<int32_t> random_ids(size_t n, int32_t E, uint32_t seed) {
     std::mt19937 rng(seed);

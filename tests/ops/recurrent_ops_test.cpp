@@ -16,24 +16,18 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 
 #include "support/device_fixture.h"
 #include "support/op_harness.h"
 #include "support/reference_recurrent.h"
+#include "support/fixtures.h"
 
 namespace tdm {
 namespace {
 
 using test::OpHarness;
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> nd(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = nd(rng);
-    return v;
-}
+using test::randn;
 
 std::vector<uint8_t> bytes_of(const std::vector<float>& v) {
     std::vector<uint8_t> b(v.size() * 4);

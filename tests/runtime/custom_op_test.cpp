@@ -18,7 +18,6 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <random>
 
 #include "graph/executor.h"
 #include "plugin/handles.h"
@@ -26,6 +25,7 @@
 #include "plugin/registry.h"
 #include "support/device_fixture.h"
 #include "support/op_harness.h"
+#include "support/fixtures.h"
 
 namespace tdm {
 namespace {
@@ -40,13 +40,7 @@ const uint32_t kFixedWidth[] =
 #include "fixed_width.spv.inc"
     ;
 
-std::vector<float> randn(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v) x = nd(rng);
-    return v;
-}
+using test::randn;
 
 // y = a * f[0] + b: two f32 inputs, one float param, element dispatch.
 tdm_custom_op_desc scale_add_desc() {

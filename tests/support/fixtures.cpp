@@ -9,10 +9,19 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <sstream>
 #include <vector>
 
 namespace tdm::test {
+
+std::vector<float> randn(size_t n, uint32_t seed, float scale) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.0f, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = nd(rng);
+    return v;
+}
 
 std::string fixture_path(const std::string& relative) {
     return std::string(TANDEM_TEST_FIXTURES_DIR) + "/" + relative;

@@ -2,8 +2,10 @@
 // tests/support/fixtures.h: access to the committed test fixtures.
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace tdm::test {
 
@@ -16,6 +18,9 @@ std::string read_fixture(const std::string& relative);
 
 // Reads any file whole; "" and a test failure if it cannot be read.
 std::string read_file(const std::string& path);
+
+// n normally distributed values (mean 0, deviation `scale`), the same for the same seed.
+std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f);
 
 // A fresh empty directory under the system temp dir, removed at process exit.
 std::string make_temp_dir(const std::string& tag);

@@ -130,18 +130,8 @@ Status synth_gemma4_assistant_gguf(const std::string& path, const Gemma4Assistan
     w.add_u32("general.file_type", gemma4_file_type(o.weight_type));
     if (traits(o.weight_type).quantized) w.add_u32("general.quantization_version", kQuantizationVersion);
 
-    // The target's: the assistant's queries meet the target's keys, rotated alike.
-    const std::vector<float> freqs = gemma4_rope_freqs(a.target);
-    TDM_TRY_CTX(w.add_tensor("rope_freqs.weight", uint32_t(DType::F32), {int64_t(freqs.size())}, freqs.data(),
-                             freqs.size() * sizeof(float)),
-                path);
-    for (const Gemma4Param& gp : gemma4_assistant_params(a)) {
-        const SynthParam& p = gp.param;
-        const DType t = gp.gguf_f32 ? DType::F32 : gemma4_tensor_type(o.weight_type, p.cols);
-        std::vector<uint8_t> bytes(size_t(row_bytes(t, uint64_t(p.cols)) * uint64_t(p.rows)));
-        encode_param(p, recipe, t, bytes.data());
-        TDM_TRY_CTX(w.add_tensor(p.gguf_name, uint32_t(t), gp.gguf_ne, std::move(bytes)), path);
-    }
+    // rope_freqs of the target: the assistant's queries meet the target's keys, rotated alike.
+    TDM_TRY(add_gemma4_gguf_tensors(w, a.target, gemma4_assistant_params(a), recipe, o.weight_type, path));
     if (a.ordered) {
         const std::vector<int64_t> ids = gemma4_assistant_ordering(a, o.seed);
         TDM_TRY_CTX(w.add_tensor("masked_embd_ordering.weight", uint32_t(DType::I32), {int64_t(ids.size())},
@@ -167,15 +157,7 @@ Status synth_gemma4_assistant_hf(const std::string& dir, const Gemma4AssistantSh
     // (WeightRecipe::round_to), so the GGUF's F32 norms hold the same numbers.
     SafetensorsWriter st;
     st.add_metadata("format", "pt");
-    const std::string dtype(safetensors_dtype_name(o.weight_type));
-    for (const Gemma4Param& gp : gemma4_assistant_params(a)) {
-        const DType t = o.weight_type;
-        const SynthParam p = gp.param;
-        TDM_TRY(st.add_tensor(p.hf_name, dtype, gp.hf_shape, [p, recipe, t](uint8_t* dst) -> Status {
-            encode_param(p, recipe, t, dst);
-            return {};
-        }));
-    }
+    TDM_TRY(add_gemma4_hf_tensors(st, gemma4_assistant_params(a), recipe, o.weight_type));
     if (a.ordered) {
         const std::vector<int64_t> ids = gemma4_assistant_ordering(a, o.seed);
         TDM_TRY(st.add_tensor("masked_embedding.token_ordering", "I64", {int64_t(ids.size())}, int_bytes<int64_t>(ids)));

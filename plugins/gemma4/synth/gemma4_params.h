@@ -10,7 +10,13 @@
 #include "synth/synth_weights.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
+
+namespace tdm {
+class GgufWriter;
+class SafetensorsWriter;
+}  // namespace tdm
 
 namespace tdm::synth {
 
@@ -35,5 +41,15 @@ std::vector<Gemma4Param> gemma4_params(const Gemma4Shape& shape);
 
 // The recipe settings of `opts` (seed, rounding, threads).
 WeightRecipe gemma4_recipe(const Gemma4SynthOptions& opts);
+
+// The tensors of a GGUF file (the target's or its assistant's): rope_freqs of `rope_shape`
+// (the converter writes it first), then every parameter in GGUF, in `weight_type` (F32 where
+// gguf_f32). `path` names the file in errors.
+Status add_gemma4_gguf_tensors(GgufWriter& w, const Gemma4Shape& rope_shape, const std::vector<Gemma4Param>& params,
+                               const WeightRecipe& recipe, DType weight_type, const std::string& path);
+// The tensors of an HF checkpoint: every parameter in `weight_type` (torch_dtype), produced
+// while the file is written, one at a time, so a large checkpoint never sits in memory.
+Status add_gemma4_hf_tensors(SafetensorsWriter& st, const std::vector<Gemma4Param>& params, const WeightRecipe& recipe,
+                             DType weight_type);
 
 }  // namespace tdm::synth

@@ -158,19 +158,7 @@ Status synth_gemma4_gguf(const std::string& path, const Gemma4Shape& s, const Ge
     w.add_string("tokenizer.chat_template", gemma4_chat_template());
     if (traits(o.weight_type).quantized) w.add_u32("general.quantization_version", kQuantizationVersion);
 
-    // The converter generates rope_freqs before the checkpoint's tensors.
-    const std::vector<float> freqs = gemma4_rope_freqs(s);
-    TDM_TRY_CTX(w.add_tensor("rope_freqs.weight", uint32_t(DType::F32), {int64_t(freqs.size())}, freqs.data(),
-                             freqs.size() * sizeof(float)),
-                path);
-    for (const Gemma4Param& gp : gemma4_params(s)) {
-        if (!gp.in_gguf) continue;
-        const SynthParam& p = gp.param;
-        const DType t = gp.gguf_f32 ? DType::F32 : gemma4_tensor_type(o.weight_type, p.cols);
-        std::vector<uint8_t> bytes(size_t(row_bytes(t, uint64_t(p.cols)) * uint64_t(p.rows)));
-        encode_param(p, recipe, t, bytes.data());
-        TDM_TRY_CTX(w.add_tensor(p.gguf_name, uint32_t(t), gp.gguf_ne, std::move(bytes)), path);
-    }
+    TDM_TRY(add_gemma4_gguf_tensors(w, s, gemma4_params(s), recipe, o.weight_type, path));
     return w.write_file(path);
 }
 
@@ -192,17 +180,38 @@ Status synth_gemma4_hf(const std::string& dir, const Gemma4Shape& s, const Gemma
     // (WeightRecipe::round_to), so the GGUF's F32 norms hold the same numbers.
     SafetensorsWriter st;
     st.add_metadata("format", "pt");
-    const std::string dtype(safetensors_dtype_name(o.weight_type));
-    for (const Gemma4Param& gp : gemma4_params(s)) {
-        const DType t = o.weight_type;
+    TDM_TRY(add_gemma4_hf_tensors(st, gemma4_params(s), recipe, o.weight_type));
+    return st.write_file(dir + "/model.safetensors");
+}
+
+Status add_gemma4_gguf_tensors(GgufWriter& w, const Gemma4Shape& rope_shape, const std::vector<Gemma4Param>& params,
+                               const WeightRecipe& recipe, DType weight_type, const std::string& path) {
+    const std::vector<float> freqs = gemma4_rope_freqs(rope_shape);
+    TDM_TRY_CTX(w.add_tensor("rope_freqs.weight", uint32_t(DType::F32), {int64_t(freqs.size())}, freqs.data(),
+                             freqs.size() * sizeof(float)),
+                path);
+    for (const Gemma4Param& gp : params) {
+        if (!gp.in_gguf) continue;
+        const SynthParam& p = gp.param;
+        const DType t = gp.gguf_f32 ? DType::F32 : gemma4_tensor_type(weight_type, p.cols);
+        std::vector<uint8_t> bytes(size_t(row_bytes(t, uint64_t(p.cols)) * uint64_t(p.rows)));
+        encode_param(p, recipe, t, bytes.data());
+        TDM_TRY_CTX(w.add_tensor(p.gguf_name, uint32_t(t), gp.gguf_ne, std::move(bytes)), path);
+    }
+    return {};
+}
+
+Status add_gemma4_hf_tensors(SafetensorsWriter& st, const std::vector<Gemma4Param>& params, const WeightRecipe& recipe,
+                             DType weight_type) {
+    const std::string dtype(safetensors_dtype_name(weight_type));
+    for (const Gemma4Param& gp : params) {
         const SynthParam p = gp.param;
-        // Produced while writing, one tensor at a time, so a large checkpoint never sits in memory.
-        TDM_TRY(st.add_tensor(p.hf_name, dtype, gp.hf_shape, [p, recipe, t](uint8_t* dst) -> Status {
-            encode_param(p, recipe, t, dst);
+        TDM_TRY(st.add_tensor(p.hf_name, dtype, gp.hf_shape, [p, recipe, weight_type](uint8_t* dst) -> Status {
+            encode_param(p, recipe, weight_type, dst);
             return {};
         }));
     }
-    return st.write_file(dir + "/model.safetensors");
+    return {};
 }
 
 }  // namespace tdm::synth
