@@ -2,6 +2,8 @@
 // host/kv/kv_pool.cpp
 #include "kv/kv_pool.h"
 
+#include "vk/recorder.h"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -106,6 +108,7 @@ Result<std::unique_ptr<KvPool>> KvPool::create(vk::Device& device, std::span<con
     pool->cur_.assign(config.n_seq_max, 0);
     pool->ckpt_len_.assign(config.n_seq_max, std::vector<uint32_t>(config.n_checkpoints, kNoLength));
     pool->free_.reserve(pool->n_blocks_);
+    pool->refs_.assign(pool->n_blocks_, 0);
     for (uint32_t i = pool->n_blocks_; i-- > 0;) pool->free_.push_back(i);  // pop_back gives 0, 1, 2, ...
     pool->seq_blocks_.resize(config.n_seq_max);
     pool->live_.assign(config.n_seq_max, false);
@@ -147,7 +150,7 @@ void KvPool::free_sequence(int seq) {
     TDM_ASSERT(seq >= 0 && size_t(seq) < live_.size());
     auto& blocks = seq_blocks_[seq];
     while (!blocks.empty()) {
-        free_.push_back(uint32_t(blocks.back()));
+        release(blocks.back());
         blocks.pop_back();
     }
     live_[seq] = false;
@@ -175,6 +178,7 @@ Status KvPool::reserve(int seq, uint32_t n_tokens) {
                              need - blocks.size(), config_.block_size, free_.size());
     while (blocks.size() < need) {
         blocks.push_back(int32_t(free_.back()));
+        refs_[free_.back()] = 1;
         free_.pop_back();
     }
     return write_table_row(seq);
@@ -210,7 +214,7 @@ Status KvPool::truncate(int seq, uint32_t n_tokens) {
     const uint32_t keep = (n_tokens + config_.block_size - 1) / config_.block_size;
     auto& blocks = seq_blocks_[seq];
     while (blocks.size() > keep) {
-        free_.push_back(uint32_t(blocks.back()));
+        release(blocks.back());
         blocks.pop_back();
     }
     return {};
@@ -279,8 +283,84 @@ Status KvPool::begin_batch(int seq, uint32_t first, uint32_t last) {
         return Error::format("{}: a batch at positions {}..{} of sequence {}: {}", name_, first, last, seq,
                              ring_message(seq, l, first, stored));
     TDM_TRY(reserve(seq, last + 1));
+    TDM_TRY(make_writable(seq, first, last));
     stored_[size_t(seq)] = std::max(stored_[size_t(seq)], last + 1);
     return {};
+}
+
+void KvPool::release(int32_t block) {
+    TDM_ASSERT(refs_[size_t(block)] > 0);
+    if (--refs_[size_t(block)] == 0) free_.push_back(uint32_t(block));
+}
+
+uint32_t KvPool::shared_blocks() const {
+    return uint32_t(std::count_if(refs_.begin(), refs_.end(), [](uint32_t r) { return r > 1; }));
+}
+
+Result<uint32_t> KvPool::share_prefix(int src, int dst, uint32_t n_tokens) {
+    TDM_ASSERT(src >= 0 && size_t(src) < live_.size() && dst >= 0 && size_t(dst) < live_.size() && src != dst);
+    if (!can_share()) return Error::format("{}: blocks of sliding-window rings or recurrent states are not shared", name_);
+    if (!live_[size_t(dst)] || !seq_blocks_[size_t(dst)].empty())
+        return Error::format("{}: sequence {} must be live and empty to share a prefix", name_, dst);
+    const uint32_t n = std::min<uint32_t>(n_tokens / config_.block_size, uint32_t(seq_blocks_[size_t(src)].size()));
+    auto& to = seq_blocks_[size_t(dst)];
+    for (uint32_t b = 0; b < n; ++b) {
+        const int32_t block = seq_blocks_[size_t(src)][b];
+        ++refs_[size_t(block)];
+        to.push_back(block);
+    }
+    stored_[size_t(dst)] = n * config_.block_size;
+    imported_[size_t(dst)] = 0;
+    TDM_TRY(write_table_row(dst));
+    return n * config_.block_size;
+}
+
+uint32_t KvPool::copies_needed(int seq, uint32_t first, uint32_t last) const {
+    const auto& blocks = seq_blocks_[size_t(seq)];
+    const uint32_t b0 = first / config_.block_size;
+    const uint32_t b1 = std::min<uint32_t>(last / config_.block_size + 1, uint32_t(blocks.size()));
+    uint32_t n = 0;
+    for (uint32_t b = b0; b < b1; ++b) n += refs_[size_t(blocks[b])] > 1;
+    return n;
+}
+
+Status KvPool::make_writable(int seq, uint32_t first, uint32_t last) {
+    auto& blocks = seq_blocks_[size_t(seq)];
+    const uint32_t b0 = first / config_.block_size;
+    const uint32_t b1 = std::min<uint32_t>(last / config_.block_size + 1, uint32_t(blocks.size()));
+    const uint32_t n = copies_needed(seq, first, last);
+    if (n == 0) return {};
+    if (n > free_.size())
+        return Error::format("KV cache full: {} shared block(s) of sequence {} need a copy and {} block(s) are free "
+                             "(raise [model] kv_memory)",
+                             n, seq, free_.size());
+    // (index in `blocks`, the copy's block): the pool changes only once the copies are made
+    std::vector<std::pair<uint32_t, int32_t>> copies;
+    for (uint32_t b = b0, k = 0; b < b1; ++b)
+        if (refs_[size_t(blocks[b])] > 1) copies.emplace_back(b, int32_t(free_[free_.size() - 1 - k++]));
+    auto cb = TDM_TRY(vk::CommandBuffer::create(device_));
+    TDM_TRY(cb->begin());
+    for (const KvLayerBinding& l : layers_) {
+        if (l.ring_blocks) continue;  // never shared
+        const uint64_t es = l.f16 ? 2 : 4;
+        const uint64_t kb = uint64_t(config_.block_size) * l.n_kv_head * l.dk * es;
+        const uint64_t vb = uint64_t(config_.block_size) * l.n_kv_head * l.dv * es;
+        for (const auto& [b, to] : copies) {
+            const uint64_t from = uint64_t(blocks[b]);
+            cb->record_copy(l.k.sub(from * kb, kb), l.k.sub(uint64_t(to) * kb, kb), kb);
+            cb->record_copy(l.v.sub(from * vb, vb), l.v.sub(uint64_t(to) * vb, vb), vb);
+        }
+    }
+    cb->record_barrier();
+    TDM_TRY(cb->end());
+    TDM_TRY(cb->submit_and_wait());
+    for (const auto& [b, to] : copies) {
+        free_.pop_back();  // `to`: the copies took the top of the stack, in order
+        refs_[size_t(to)] = 1;
+        --refs_[size_t(blocks[b])];  // still held by the others
+        blocks[b] = to;
+    }
+    return write_table_row(seq);
 }
 
 uint32_t KvPool::held_from(int seq, uint32_t i, uint32_t stored) const {

@@ -12,6 +12,9 @@
 // new length (rollback of rejected drafts); a ring needs no data movement, only
 // that the positions the next query reads are still in it (the invariant below);
 // freeing a sequence returns all its blocks.
+// Blocks are reference-counted: share_prefix() gives a second sequence the full blocks of
+// another's prefix (a system prompt computed once); a batch about to write into a shared
+// block first copies it (copy-on-write), so neither sequence sees the other's rows.
 // Recurrent states (Gated DeltaNet conv and SSM states) live here too, with
 // n_checkpoints slots per sequence: a batch writes the state after each row
 // into the next slots, and truncation selects the slot of that length.
@@ -73,6 +76,18 @@ public:
 
     // Sequences are small integers (slots into the block table).
     Result<int> add_sequence();
+    // Whether share_prefix() works here: not with sliding-window rings or recurrent states,
+    // whose memory is per sequence.
+    bool can_share() const { return !has_rings_ && states_.empty(); }
+    // Makes the empty sequence `dst` hold positions [0, m) of `src` by sharing its blocks,
+    // m = the whole blocks of src's first n_tokens positions (it must hold them). Returns m
+    // (0: nothing shared).
+    Result<uint32_t> share_prefix(int src, int dst, uint32_t n_tokens);
+    // Blocks used by more than one sequence (for tests and metrics).
+    uint32_t shared_blocks() const;
+    // Shared blocks of `seq` holding positions [first, last]: the free blocks a batch there
+    // takes for its copies, besides those reserve() adds.
+    uint32_t copies_needed(int seq, uint32_t first, uint32_t last) const;
     void free_sequence(int seq);
     // Makes room for positions [0, n_tokens) of `seq`; error (the pool unchanged)
     // when the sequence would exceed its capacity or no block is free.
@@ -136,6 +151,11 @@ public:
 private:
     KvPool(vk::Device& d) : device_(d) {}
     Status write_table_row(int seq);
+    // Gives back one reference to a block; the last one frees it.
+    void release(int32_t block);
+    // Copies every shared block of `seq` holding positions [first, last] to a block of its
+    // own (copy-on-write), before a batch writes there.
+    Status make_writable(int seq, uint32_t first, uint32_t last);
     // The first windowed layer of `seq` that lacks some of the positions
     // [pos - keep, pos) (clipped at 0; keep = window - 1, what the query at pos
     // reads, or window for an export) once positions up to `stored` (exclusive)
@@ -157,6 +177,7 @@ private:
     uint32_t n_blocks_ = 0, max_blocks_ = 0;
     uint64_t bytes_ = 0;
     std::vector<uint32_t> free_;                   // free block ids (stack)
+    std::vector<uint32_t> refs_;                   // per block: sequences holding it
     std::vector<std::vector<int32_t>> seq_blocks_; // per slot; empty + !live = unused
     std::vector<bool> live_;
     // recurrent states
