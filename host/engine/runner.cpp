@@ -46,7 +46,16 @@ uint64_t Runner::matmul_weight_bytes() const {
 
 Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs) {
     const auto key = std::make_tuple(n_tokens, n_outputs, int(hidden_point_));
-    if (auto it = cache_.find(key); it != cache_.end()) return &it->second;
+    if (auto it = cache_.find(key); it != cache_.end()) {
+        it->second.last_used = ++uses_;
+        return &it->second;
+    }
+    if (cache_.size() >= cache_limit_) {
+        auto lru = cache_.begin();
+        for (auto it = cache_.begin(); it != cache_.end(); ++it)
+            if (it->second.last_used < lru->second.last_used) lru = it;
+        cache_.erase(lru);
+    }
 
     tdm_batch_desc batch{sizeof(tdm_batch_desc), n_tokens, n_outputs};
     std::vector<const KvLayerBinding*> layers;
@@ -98,6 +107,7 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs) {
     c.cg = TDM_TRY(CompiledGraph::compile(device_, pipelines_, std::move(g->graph), co));
     TDM_LOG_DEBUG("engine", "graph for {} tokens / {} outputs: {} dispatches, {} barriers, {} activations", n_tokens,
                   n_outputs, c.cg->dispatch_count(), c.cg->barrier_count(), vk::format_bytes(c.cg->activation_bytes()));
+    c.last_used = ++uses_;
     auto [it, ok] = cache_.emplace(key, std::move(c));
     return &it->second;
 }
@@ -153,21 +163,48 @@ Status Runner::submit(const ForwardInput& in) {
         for (int32_t t : in.tokens)
             if (t >= table->rows())
                 return Error::format("token id {} is outside the {} rows of {}", t, table->rows(), table->name());
-    TDM_TRY(kv_.begin_batch(in.seq, uint32_t(min_pos), uint32_t(max_pos)));
+    // The sequences of the batch, each with the positions it stores.
+    struct Span {
+        int seq;
+        int32_t first, last;
+    };
+    std::vector<Span> spans;
+    if (in.seqs.empty()) {
+        spans.push_back({in.seq, min_pos, max_pos});
+    } else {
+        if (in.seqs.size() != n) return Error("forward: one sequence per token is needed");
+        for (uint32_t i = 0; i < n; ++i) {
+            const int32_t p = in.positions[i];
+            if (i > 0 && in.seqs[i] == in.seqs[i - 1]) {
+                spans.back().first = std::min(spans.back().first, p);
+                spans.back().last = std::max(spans.back().last, p);
+                continue;
+            }
+            for (const Span& s : spans)
+                if (s.seq == in.seqs[i]) return Error("forward: the rows of a sequence must be consecutive");
+            spans.push_back({in.seqs[i], p, p});
+        }
+        if (spans.size() > 1 && kv_.n_states() > 0)
+            return Error("forward: a model with recurrent state runs one sequence per batch");
+    }
+    // A refusal here may leave blocks reserved for the sequences before it; they are
+    // past those sequences' lengths and a truncate() returns them.
+    for (const Span& s : spans) TDM_TRY(kv_.begin_batch(s.seq, uint32_t(s.first), uint32_t(s.last)));
+    const int first_seq = spans.front().seq;
     std::optional<StatePlan> plan;
     if (kv_.n_states() > 0) {
         // recurrent states advance token by token: the batch must continue the sequence
         for (uint32_t i = 1; i < n; ++i)
             if (in.positions[i] != in.positions[0] + int32_t(i))
                 return Error("forward: a model with recurrent state needs consecutive positions");
-        plan = TDM_TRY(kv_.plan_states(in.seq, uint32_t(in.positions[0]), n));
+        plan = TDM_TRY(kv_.plan_states(first_seq, uint32_t(in.positions[0]), n));
     }
 
     CompiledGraph& cg = *c->cg;
     std::memcpy(cg.input_data(c->tokens), in.tokens.data(), n * 4);
     std::memcpy(cg.input_data(c->positions), in.positions.data(), n * 4);
     int32_t* seq = cg.input_as<int32_t>(c->seq_ids);
-    for (uint32_t i = 0; i < n; ++i) seq[i] = in.seq;
+    for (uint32_t i = 0; i < n; ++i) seq[i] = in.seqs.empty() ? in.seq : in.seqs[i];
     std::memcpy(cg.input_data(c->output_rows), in.output_rows.data(), in.output_rows.size() * 4);
     for (const auto& [id, table] : c->host_rows) {  // rows of host tables: read and converted here
         float* dst = cg.input_as<float>(id);
@@ -188,7 +225,7 @@ Status Runner::submit(const ForwardInput& in) {
     }
     TDM_TRY(cg.submit());
     pending_positions_ = output_positions(in);
-    if (plan) kv_.commit_states(in.seq, *plan);
+    if (plan) kv_.commit_states(first_seq, *plan);
     pending_ = c;
     return {};
 }

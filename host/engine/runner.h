@@ -4,11 +4,14 @@
 // Every distinct batch shape (tokens, output rows) is built by the plugin once,
 // compiled (graph/executor.h), extended with an in-graph argmax of the logits
 // so greedy decoding reads back only token ids, and cached; later steps of the
-// same shape only write inputs and replay. forward() reserves KV blocks for the
+// same shape only write inputs and replay. A server's batches take many shapes:
+// past graph_cache_limit() graphs the least recently used one is dropped, so the
+// memory they hold stays bounded. forward() reserves KV blocks for the
 // batch's positions; rolling back is KvPool::truncate.
 // Not here: sampling, generation loops (generate.h), speculation (host/speculative).
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <span>
@@ -24,8 +27,12 @@ namespace tdm {
 struct ForwardInput {
     std::span<const int32_t> tokens;
     std::span<const int32_t> positions;    // one per token
-    int seq = 0;                           // KV pool sequence of every row
+    int seq = 0;                           // KV pool sequence of every row (unless `seqs` is given)
     std::span<const int32_t> output_rows;  // rows whose logits are wanted (ascending)
+    // Per row: its KV pool sequence (batches over several sequences; each
+    // sequence's rows consecutive and in position order). Empty: every row is `seq`'s.
+    // Models with recurrent state take one sequence per batch.
+    std::span<const int32_t> seqs = {};
 };
 
 // Passes of at most this many rows (verify batches) also leave their hidden rows
@@ -33,7 +40,8 @@ struct ForwardInput {
 // directly: between verify and draft the rows never cross the host.
 constexpr uint32_t kDeviceHiddenRows = 64;
 
-// Valid until the next forward with the same shape.
+// Valid until the next forward with the same shape (or, once the graph cache is
+// full, until the next forward of a shape not cached).
 struct ForwardOutput {
     uint32_t n_outputs = 0;
     const float* logits = nullptr;    // [n_outputs][n_vocab]
@@ -67,6 +75,9 @@ public:
     const Model& model() const { return model_; }
     KvPool& kv() { return kv_; }
     size_t cached_graphs() const { return cache_.size(); }
+    // Most graphs kept compiled (at least 2).
+    void set_graph_cache_limit(size_t n) { cache_limit_ = std::max<size_t>(n, 2); }
+    size_t graph_cache_limit() const { return cache_limit_; }
     uint64_t graph_memory() const;  // activation bytes of all cached graphs
     // Bytes of weights a forward pass streams (every weight used by a matmul,
     // once); 0 before the first forward. The memory-bound cost of a decode step.
@@ -80,6 +91,7 @@ private:
         bool hidden_on_device = false;  // also writes hidden_rows_
         uint32_t n_outputs = 0;
         std::vector<std::pair<TensorId, const DeviceWeight*>> host_rows;  // tdm.host_rows inputs
+        uint64_t last_used = 0;
     };
     Result<Compiled*> get(uint32_t n_tokens, uint32_t n_outputs);
     // Adds the device copy of the hidden rows `h` of an n_tokens pass, when it fits.
@@ -96,6 +108,8 @@ private:
     std::unique_ptr<vk::Buffer> hidden_rows_buf_;
     std::unique_ptr<DeviceWeight> hidden_rows_;
     std::map<std::tuple<uint32_t, uint32_t, int>, Compiled> cache_;
+    size_t cache_limit_ = 48;
+    uint64_t uses_ = 0;
     Compiled* pending_ = nullptr;
     std::vector<int32_t> pending_positions_;  // of the pending pass's output rows, for error messages
 };
