@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+// host/engine/batch_engine.h: continuous batching. Many requests (sessions) share one
+// model; each step() runs ONE forward pass over the rows of every active session:
+// [last, d1..dk] for a decoding session (k drafts from its own chain, or none), a chunk of
+// the prompt for one that is prefilling. Then each session accepts, rolls back its KV,
+// samples with its own sampler and RNG, and streams its tokens.
+//
+// Exactness: the kernels are batch-invariant (DESIGN invariant 1) and attention reads
+// only the rows of a row's own sequence, so a session's logits, and with them its greedy
+// or seeded tokens, do not depend on which other sessions share its passes.
+//
+// KV slots (sequences of the pool) outlive their sessions: a finished session leaves its
+// tokens in its slot, and a new request takes the idle slot sharing the longest prefix
+// with its prompt (a system prompt, a conversation's earlier turns) and prefills only the
+// rest: llama-server's slot reuse. Admission waits while the pool lacks the blocks a
+// prompt needs (idle slots are emptied first); a pass that finds no free block preempts
+// the most recently admitted session, which later recomputes its tokens (exact again,
+// by batch invariance) and loses nothing.
+//
+// Drafters: per-session chains (n-gram drafters rebuild from tokens: one instance per
+// session), and shared ones (a draft model, an MTP head: one sequence of state each),
+// which a session uses when no other session holds them. A model with recurrent state
+// runs one sequence per pass (the ABI's state input names one sequence).
+// Not thread-safe: one thread calls add() and step() (server/serving_loop.h wraps it).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/generate.h"
+#include "engine/runner.h"
+#include "engine/sampler.h"
+#include "speculative/auto_tune.h"
+#include "speculative/batch_budget.h"
+#include "speculative/drafter.h"
+#include "speculative/scheduler.h"
+#include "tokenizer/stream.h"
+
+namespace tdm {
+
+// One drafter of a session's chain: its own, or one the engine shares (see above).
+struct DrafterSlot {
+    std::unique_ptr<Drafter> owned;
+    Drafter* shared = nullptr;
+    Drafter* get() const { return owned ? owned.get() : shared; }
+};
+
+struct SessionResult {
+    std::vector<int32_t> tokens;  // generated
+    std::string stop_reason;      // as GenerateResult's; "error" with `error` set
+    std::string error;
+    uint32_t n_prompt = 0;
+    uint32_t n_cached = 0;        // prompt tokens resumed from a slot's KV
+    uint32_t preempted = 0;       // times the session gave its KV back and recomputed
+    uint64_t drafted = 0, accepted = 0;
+};
+
+// A token's log-probability under the model's raw distribution (log-softmax of its logits,
+// before any sampling filter, as vLLM and OpenAI report it) and the most likely tokens there.
+struct TokenLogprobs {
+    float logprob = 0;
+    std::vector<std::pair<int32_t, float>> top;  // best first; ties by lower id
+};
+
+struct SessionRequest {
+    std::vector<int32_t> prompt;
+    GenerateParams params;  // max_tokens, sampling, ignore_eog, stop_tokens
+    SpecParams spec;        // draft_max, draft_min, auto_k
+    std::vector<DrafterSlot> drafters;
+    // -1: no logprobs; n >= 0: each token's, and the n most likely tokens (on_token's `lp`).
+    int32_t logprobs = -1;
+    // Engine thread: each emitted token with the text that became complete (may be "") and,
+    // when asked, its logprobs. Returning false ends the session (stop_reason "cancelled").
+    std::function<bool(int32_t token, std::string_view piece, const TokenLogprobs* lp)> on_token;
+    // Engine thread, once: the session is over. The result's text tail (held-back UTF-8
+    // bytes) came through on_token(-1, tail, nullptr) just before.
+    std::function<void(const SessionResult&)> on_done;
+    // Set from any thread: the session ends at its next step.
+    std::shared_ptr<std::atomic<bool>> cancel;
+};
+
+struct BatchEngineOptions {
+    uint32_t n_batch = 256;        // prompt rows of one session per pass
+    uint32_t max_batch_rows = 512; // rows of one pass (decode rows always fit)
+    bool reuse_slots = true;       // the prefix cache
+};
+
+struct BatchEngineStats {
+    uint64_t steps = 0, rows = 0;
+    uint64_t prefix_hits = 0, cached_tokens = 0;
+    uint64_t shared_prefixes = 0;  // prefix hits that share another slot's blocks
+    uint64_t preemptions = 0;
+    uint64_t drafted = 0, accepted = 0;
+    std::vector<uint64_t> accepted_at;  // [i]: rounds whose draft i was accepted
+    std::vector<uint64_t> drafted_at;   // [i]: rounds with at least i + 1 drafts
+};
+
+class BatchEngine {
+public:
+    // Every sequence slot of the runner's pool becomes a slot of this engine.
+    static Result<std::unique_ptr<BatchEngine>> create(Runner& runner, const Tokenizer* tokenizer,
+                                                       BatchEngineOptions options,
+                                                       std::vector<Drafter*> shared_drafters = {});
+    ~BatchEngine();
+
+    // Queues a request (checked when it is admitted; a bad one ends through on_done).
+    void add(SessionRequest request);
+    // Admits what fits, runs one pass, delivers tokens. False when there was nothing to do.
+    // An error of the pass ends the sessions in it (on_done with "error"); the engine stays usable.
+    bool step();
+    // Ends every session, running or waiting, with stop_reason "error" and this message
+    // (on_done is called for each): the engine is being shut down.
+    void abort_all(const std::string& error);
+
+    uint32_t running() const { return uint32_t(active_.size()); }
+    uint32_t waiting() const { return uint32_t(waiting_.size()); }
+    uint32_t slots() const { return uint32_t(slots_.size()); }
+    const BatchEngineStats& stats() const { return stats_; }
+    uint32_t kv_blocks_free() const;
+    uint32_t kv_blocks_total() const;
+    uint32_t kv_blocks_shared() const;
+
+private:
+    struct Session;
+    struct Slot {
+        int seq = -1;
+        std::vector<int32_t> tokens;  // idle: what its KV holds (position i: tokens[i]); see kv_tokens()
+        Session* user = nullptr;
+        uint64_t last_used = 0;
+    };
+    BatchEngine(Runner& runner, const Tokenizer* tokenizer, BatchEngineOptions options);
+
+    bool admit(std::unique_ptr<Session>& s);
+    Slot* choose_slot(const Session& s, uint32_t* n_cached);
+    // What a slot's KV holds: an idle slot's record, a busy slot's session's committed rows.
+    std::span<const int32_t> kv_tokens(const Slot& slot) const;
+    bool make_room(uint32_t blocks, const Slot* keep);
+    void preempt(Session& s);
+    void finish(Session& s, std::string reason, std::string error = {});
+    void start_drafters(Session& s, Slot& slot, uint32_t n_cached);
+    // The session's draft length this pass; cap_only: its limits alone (no tuning).
+    int decide_k(Session& s, bool cap_only = false) const;
+    void plan_drafts(std::span<Session* const> part);
+    std::vector<int32_t> draft(Session& s, int k);
+    void settle(Session& s, const ForwardOutput& out, uint32_t row0, uint32_t out0, double pass_ms);
+    // Runs one forward pass over the sessions' rows and settles each; false if it failed.
+    bool pass(std::span<Session* const> run);
+    bool emit(Session& s, int32_t tok, const float* logits);
+
+    Runner& runner_;
+    const Tokenizer* tokenizer_;
+    BatchEngineOptions options_;
+    std::vector<Drafter*> shared_;
+    std::vector<Session*> shared_user_;  // per shared drafter: the session holding it
+    std::vector<int> shared_slot_;       // per shared drafter: the slot it last followed
+    std::vector<Slot> slots_;
+    std::deque<std::unique_ptr<Session>> waiting_;
+    std::vector<std::unique_ptr<Session>> active_;  // admission order
+    uint64_t clock_ = 0;
+    uint32_t next_single_ = 0;  // round robin for one-sequence passes
+    bool multi_seq_ = true;
+    tdm_hidden_point hidden_point_ = TDM_HIDDEN_NONE;
+    BatchEngineStats stats_;
+    PassCostModel cost_;
+};
+
+}  // namespace tdm

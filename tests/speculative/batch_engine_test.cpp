@@ -1,0 +1,556 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/speculative/batch_engine_test.cpp: continuous batching (engine/batch_engine.h). A
+// session's tokens are those of the same request run alone with plain decoding (greedy) or
+// with its own seeded sampler, whatever shares its passes: more requests than slots,
+// drafts accepted and rejected, prompts resumed from an idle slot, sessions preempted when
+// the KV pool runs out, cancellations; for attention-only Qwen3 (many sequences per pass)
+// and the Qwen3.5 hybrid with its MTP head shared between sessions (one sequence per pass).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "engine/batch_engine.h"
+#include "plugin/plugin_loader.h"
+#include "qwen-nextn/synth/qwen35_synth.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
+#include "speculative/draft_head.h"
+#include "support/device_fixture.h"
+#include "support/fixtures.h"
+
+namespace tdm {
+namespace {
+
+Registry& plugins() {
+    static std::unique_ptr<Registry> reg = [] {
+        PluginSearch s;
+        s.use_env = false;
+        return std::move(load_plugins(s)).value();
+    }();
+    return *reg;
+}
+
+std::string qwen3_model() {
+    static const std::string path = [] {
+        auto shape = synth::qwen3_preset("tiny");
+        synth::Qwen3SynthOptions o;
+        o.weight_type = DType::Q8_0;
+        o.seed = 5;
+        const std::string p = test::make_temp_dir("batch-engine") + "/q3.gguf";
+        EXPECT_TRUE(shape.ok() && synth::synth_qwen3_gguf(p, *shape, o).ok());
+        return p;
+    }();
+    return path;
+}
+
+std::string qwen35_model() {
+    static const std::string path = [] {
+        auto shape = synth::qwen35_preset("tiny");
+        synth::Qwen35SynthOptions o;
+        o.weight_type = DType::Q8_0;
+        o.seed = 21;
+        o.mtp = true;
+        const std::string p = test::make_temp_dir("batch-engine") + "/q35.gguf";
+        EXPECT_TRUE(shape.ok() && synth::synth_qwen35_gguf(p, *shape, o).ok());
+        return p;
+    }();
+    return path;
+}
+
+std::unique_ptr<KvPool> make_pool(const Model& m, uint32_t n_seq, uint32_t n_checkpoints = 8, uint64_t budget = 0) {
+    KvPoolConfig kc;
+    kc.n_ctx = 256;
+    kc.n_seq_max = n_seq;
+    kc.n_checkpoints = n_checkpoints;
+    kc.memory_budget = budget;
+    auto kv = KvPool::create(test::test_device(), m.attention_layers(), kc, "test", m.recurrent_states());
+    EXPECT_TRUE(kv.ok()) << kv.error().message();
+    return kv.ok() ? std::move(kv).value() : nullptr;
+}
+
+std::vector<int32_t> random_prompt(uint64_t seed, size_t len, int32_t hi) {
+    std::mt19937_64 rng(seed);
+    std::vector<int32_t> p(len);
+    for (auto& t : p) t = int32_t(rng() % uint64_t(hi));
+    return p;
+}
+
+// Proposes what the reference run generated next, each token right with probability
+// `acceptance` (after a wrong one, the rest are noise): drafts the target accepts and
+// rejects, from history alone (so it keeps working after a preemption).
+class ReferenceDrafter final : public Drafter {
+public:
+    ReferenceDrafter(std::vector<int32_t> full, double acceptance, uint32_t n_vocab, uint64_t seed)
+        : full_(std::move(full)), a_(acceptance), n_vocab_(n_vocab), rng_(seed) {}
+    const std::string& name() const override { return name_; }
+    Status begin(std::span<const int32_t>) override { return {}; }
+    Result<std::vector<int32_t>> draft(const DraftRequest& req) override {
+        std::vector<int32_t> out;
+        bool right = true;
+        for (uint32_t i = 0; i < req.max && req.history.size() + i < full_.size(); ++i) {
+            right = right && (double(rng_() >> 11) * 0x1.0p-53 < a_);
+            const int32_t t = full_[req.history.size() + i];
+            out.push_back(right ? t : int32_t((uint32_t(t) + 1 + uint32_t(rng_() % (n_vocab_ - 1))) % n_vocab_));
+        }
+        return out;
+    }
+    Status accept(std::span<const int32_t>, uint32_t, uint32_t) override { return {}; }
+
+private:
+    std::string name_ = "reference";
+    std::vector<int32_t> full_;
+    double a_;
+    uint32_t n_vocab_;
+    std::mt19937_64 rng_;
+};
+
+struct Job {
+    std::vector<int32_t> prompt;
+    GenerateParams params;
+    bool drafts = false;
+    std::vector<int32_t> want;  // the tokens of the request run alone
+    SessionResult got;
+    bool done = false;
+    std::string text;
+};
+
+GenerateParams params(int n, float temperature = 0, uint64_t seed = 0) {
+    GenerateParams gp;
+    gp.max_tokens = n;
+    gp.sampling.temperature = temperature;
+    gp.sampling.seed = seed;
+    gp.ignore_eog = true;
+    return gp;
+}
+
+// The tokens of each job run alone with plain decoding, on a pool of its own.
+void reference(const Model& m, std::vector<Job>& jobs) {
+    auto kv = make_pool(m, 1);
+    ASSERT_TRUE(kv);
+    Runner runner(m, *kv, test::test_device(), test::test_pipelines());
+    const int seq = *kv->add_sequence();
+    for (Job& j : jobs) {
+        ASSERT_TRUE(kv->truncate(seq, 0).ok());
+        auto r = generate(runner, nullptr, seq, j.prompt, j.params, {});
+        ASSERT_TRUE(r.ok()) << r.error().message();
+        j.want = r->tokens;
+    }
+}
+
+SessionRequest request(Job& j, const Model& m, uint64_t seed, std::vector<Drafter*> shared = {}) {
+    SessionRequest r;
+    r.prompt = j.prompt;
+    r.params = j.params;
+    r.spec.draft_max = 4;
+    if (j.drafts) {
+        std::vector<int32_t> full = j.prompt;
+        full.insert(full.end(), j.want.begin(), j.want.end());
+        DrafterSlot ds;
+        ds.owned = std::make_unique<ReferenceDrafter>(full, 0.6, m.info().n_vocab, seed);
+        r.drafters.push_back(std::move(ds));
+    }
+    for (Drafter* d : shared) {
+        DrafterSlot ds;
+        ds.shared = d;
+        r.drafters.push_back(std::move(ds));
+    }
+    r.on_done = [&j](const SessionResult& res) {
+        j.got = res;
+        j.done = true;
+    };
+    return r;
+}
+
+void run_all(BatchEngine& e, std::vector<Job>& jobs) {
+    for (int guard = 0; guard < 100000 && e.step(); ++guard) {
+    }
+    for (Job& j : jobs) ASSERT_TRUE(j.done);
+}
+
+class BatchEngineTest : public test::DeviceTest {};
+
+TEST_F(BatchEngineTest, every_session_gets_the_tokens_it_gets_alone_with_and_without_drafts) {
+    auto m = Model::load(qwen3_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    std::vector<Job> jobs(9);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        jobs[i].prompt = random_prompt(100 + i, 3 + (i * 7) % 40, 500);
+        jobs[i].params = params(20 + int(i % 3) * 7);
+        jobs[i].drafts = i % 2 == 1;
+    }
+    reference(**m, jobs);
+    auto kv = make_pool(**m, 4);
+    ASSERT_TRUE(kv);
+    Runner runner(**m, *kv, device(), pipelines());
+    BatchEngineOptions o;
+    o.n_batch = 16;  // prompts take several chunks, beside other sessions' decode rows
+    auto e = BatchEngine::create(runner, nullptr, o);
+    ASSERT_TRUE(e.ok()) << e.error().message();
+    EXPECT_EQ((*e)->slots(), 4u);
+    for (size_t i = 0; i < jobs.size(); ++i) (*e)->add(request(jobs[i], **m, i));
+    EXPECT_EQ((*e)->waiting(), 9u);
+    run_all(**e, jobs);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        EXPECT_EQ(jobs[i].got.tokens, jobs[i].want) << "job " << i;
+        EXPECT_EQ(jobs[i].got.stop_reason, "length");
+        if (jobs[i].drafts) {
+            EXPECT_GT(jobs[i].got.drafted, 0u) << "job " << i;
+        }
+    }
+    const BatchEngineStats& st = (*e)->stats();
+    EXPECT_GT(st.accepted, 0u);
+    EXPECT_LT(st.accepted, st.drafted);  // some drafts were rejected
+    EXPECT_GT(st.rows, st.steps * 2) << "passes ran several sessions at once";
+    EXPECT_EQ((*e)->running(), 0u);
+}
+
+TEST_F(BatchEngineTest, seeded_sampling_gives_the_same_tokens_batched_as_alone) {
+    auto m = Model::load(qwen3_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    auto run = [&](std::vector<Job>& jobs, uint32_t n_seq) {
+        auto kv = make_pool(**m, n_seq);
+        ASSERT_TRUE(kv);
+        Runner runner(**m, *kv, device(), pipelines());
+        auto e = BatchEngine::create(runner, nullptr, {});
+        ASSERT_TRUE(e.ok()) << e.error().message();
+        for (size_t i = 0; i < jobs.size(); ++i) (*e)->add(request(jobs[i], **m, i));
+        run_all(**e, jobs);
+    };
+    std::vector<Job> alone(6), batched(6);
+    for (size_t i = 0; i < alone.size(); ++i) {
+        alone[i].prompt = random_prompt(300 + i, 4 + i * 3, 500);
+        alone[i].params = params(24, 0.9f, 7 + i);
+        alone[i].drafts = i >= 3;
+    }
+    reference(**m, alone);  // the drafters' references (plain sampled runs)
+    for (size_t i = 0; i < alone.size(); ++i) batched[i] = alone[i];
+    run(alone, 1);  // one slot: each request alone
+    run(batched, 6);
+    for (size_t i = 0; i < alone.size(); ++i) {
+        EXPECT_EQ(batched[i].got.tokens, alone[i].got.tokens) << "job " << i;
+        if (!alone[i].drafts) {
+            EXPECT_EQ(alone[i].got.tokens, alone[i].want) << "plain sampling, job " << i;
+        }
+    }
+}
+
+TEST_F(BatchEngineTest, a_prompt_sharing_a_prefix_with_a_finished_request_resumes_from_its_slot) {
+    auto m = Model::load(qwen3_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    const auto system = random_prompt(7, 40, 500);
+    std::vector<Job> jobs(3);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        jobs[i].prompt = system;
+        const auto tail = random_prompt(50 + i, 5, 500);
+        jobs[i].prompt.insert(jobs[i].prompt.end(), tail.begin(), tail.end());
+        jobs[i].params = params(12);
+    }
+    reference(**m, jobs);
+    auto kv = make_pool(**m, 2);
+    ASSERT_TRUE(kv);
+    Runner runner(**m, *kv, device(), pipelines());
+    auto e = BatchEngine::create(runner, nullptr, {});
+    ASSERT_TRUE(e.ok());
+    (*e)->add(request(jobs[0], **m, 0));
+    while ((*e)->step()) {
+    }
+    ASSERT_TRUE(jobs[0].done);
+    EXPECT_EQ(jobs[0].got.n_cached, 0u);
+    (*e)->add(request(jobs[1], **m, 1));
+    (*e)->add(request(jobs[2], **m, 2));
+    while ((*e)->step()) {
+    }
+    for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(jobs[i].got.tokens, jobs[i].want) << "job " << i;
+    // one of the two later requests takes the first one's slot and keeps the system prompt;
+    // the other shares that slot's whole blocks (32 of the 40 tokens)
+    EXPECT_EQ(std::max(jobs[1].got.n_cached, jobs[2].got.n_cached), 40u);
+    EXPECT_EQ(std::min(jobs[1].got.n_cached, jobs[2].got.n_cached), 32u);
+    EXPECT_EQ((*e)->stats().prefix_hits, 2u);
+    EXPECT_EQ((*e)->stats().shared_prefixes, 1u);
+}
+
+TEST_F(BatchEngineTest, sessions_preempted_when_the_pool_runs_out_recompute_and_lose_nothing) {
+    auto m = Model::load(qwen3_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    std::vector<Job> jobs(4);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        jobs[i].prompt = random_prompt(700 + i, 20, 500);
+        jobs[i].params = params(60);
+        jobs[i].drafts = i % 2 == 0;
+    }
+    reference(**m, jobs);
+    // room for 12 blocks of 16 tokens: each request needs 5 at its end, all four 20
+    auto probe = make_pool(**m, 1);
+    ASSERT_TRUE(probe);
+    const uint64_t block_bytes = probe->device_bytes() / probe->n_blocks();
+    auto kv = make_pool(**m, 4, 8, block_bytes * 12 + block_bytes / 2);
+    ASSERT_TRUE(kv);
+    ASSERT_LT(kv->n_blocks(), 16u);
+    Runner runner(**m, *kv, device(), pipelines());
+    auto e = BatchEngine::create(runner, nullptr, {});
+    ASSERT_TRUE(e.ok());
+    for (size_t i = 0; i < jobs.size(); ++i) (*e)->add(request(jobs[i], **m, i));
+    run_all(**e, jobs);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        EXPECT_EQ(jobs[i].got.tokens, jobs[i].want) << "job " << i;
+        EXPECT_EQ(jobs[i].got.stop_reason, "length");
+    }
+    EXPECT_GT((*e)->stats().preemptions, 0u);
+}
+
+TEST_F(BatchEngineTest, a_cancelled_session_ends_and_the_others_finish) {
+    auto m = Model::load(qwen3_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    std::vector<Job> jobs(3);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        jobs[i].prompt = random_prompt(900 + i, 10, 500);
+        jobs[i].params = params(30);
+    }
+    reference(**m, jobs);
+    auto kv = make_pool(**m, 3);
+    ASSERT_TRUE(kv);
+    Runner runner(**m, *kv, device(), pipelines());
+    auto e = BatchEngine::create(runner, nullptr, {});
+    ASSERT_TRUE(e.ok());
+    int seen = 0;
+    SessionRequest r0 = request(jobs[0], **m, 0);
+    r0.on_token = [&](int32_t, std::string_view, const TokenLogprobs*) { return ++seen < 5; };  // the client hangs up
+    (*e)->add(std::move(r0));
+    SessionRequest r1 = request(jobs[1], **m, 1);
+    r1.cancel = std::make_shared<std::atomic<bool>>(true);  // cancelled while waiting
+    (*e)->add(std::move(r1));
+    (*e)->add(request(jobs[2], **m, 2));
+    run_all(**e, jobs);
+    EXPECT_EQ(jobs[0].got.stop_reason, "cancelled");
+    EXPECT_EQ(jobs[0].got.tokens.size(), 5u);
+    EXPECT_TRUE(std::equal(jobs[0].got.tokens.begin(), jobs[0].got.tokens.end(), jobs[0].want.begin()));
+    EXPECT_EQ(jobs[1].got.stop_reason, "cancelled");
+    EXPECT_TRUE(jobs[1].got.tokens.empty());
+    EXPECT_EQ(jobs[2].got.tokens, jobs[2].want);
+}
+
+TEST_F(BatchEngineTest, hybrid_model_sessions_share_the_mtp_head_one_at_a_time_and_stay_exact) {
+    auto m = Model::load(qwen35_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    std::vector<Job> jobs(4);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        jobs[i].prompt = random_prompt(1100 + i, 5 + i * 4, 500);
+        jobs[i].params = params(16);
+    }
+    reference(**m, jobs);
+    auto kv = make_pool(**m, 3);
+    ASSERT_TRUE(kv);
+    const DraftHeadEntry* entry = plugins().find_draft_head("mtp", (*m)->arch().desc->name);
+    ASSERT_TRUE(entry);
+    DraftHeadOptions ho;
+    ho.kv.n_ctx = 256;
+    auto mtp = DraftHeadDrafter::create(*entry, "mtp", (*m)->shared_source(), **m, *kv, device(), pipelines(), ho);
+    ASSERT_TRUE(mtp.ok()) << mtp.error().message();
+    Runner runner(**m, *kv, device(), pipelines());
+    auto e = BatchEngine::create(runner, nullptr, {}, {mtp->get()});
+    ASSERT_TRUE(e.ok()) << e.error().message();
+    for (size_t i = 0; i < jobs.size(); ++i) (*e)->add(request(jobs[i], **m, i, {mtp->get()}));
+    run_all(**e, jobs);
+    uint64_t drafted = 0;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        EXPECT_EQ(jobs[i].got.tokens, jobs[i].want) << "job " << i;
+        drafted += jobs[i].got.drafted;
+    }
+    EXPECT_GT(drafted, 0u);
+}
+
+// A server's batches come in many shapes: past the limit the least recently used graph is
+// dropped, and a shape built again gives the same logits.
+TEST_F(BatchEngineTest, the_runner_keeps_at_most_its_limit_of_graphs_and_rebuilds_the_same_ones) {
+    auto m = Model::load(qwen3_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    auto kv = make_pool(**m, 1);
+    ASSERT_TRUE(kv);
+    Runner runner(**m, *kv, device(), pipelines());
+    runner.set_graph_cache_limit(2);
+    const int seq = *kv->add_sequence();
+    const auto prompt = random_prompt(5, 8, 500);
+    const uint32_t n_vocab = (*m)->info().n_vocab;
+    auto last_logits = [&](uint32_t n) {
+        EXPECT_TRUE(kv->truncate(seq, 0).ok());
+        std::vector<int32_t> pos(n), row{int32_t(n - 1)};
+        for (uint32_t i = 0; i < n; ++i) pos[i] = int32_t(i);
+        auto out = runner.forward({std::span(prompt).first(n), pos, seq, row});
+        EXPECT_TRUE(out.ok());
+        return out.ok() ? std::vector<float>(out->logits, out->logits + n_vocab) : std::vector<float>();
+    };
+    const std::vector<float> first = last_logits(8);
+    last_logits(4);
+    last_logits(2);
+    EXPECT_EQ(runner.cached_graphs(), 2u);
+    EXPECT_EQ(last_logits(8), first);  // rebuilt: the 8-row graph was the least recently used
+    EXPECT_EQ(runner.cached_graphs(), 2u);
+}
+
+// Seeded sampling with drafts through preemptions: a recompute ends its prefill a row
+// short, so the next token comes from a decode step with drafts, consuming the random
+// numbers exactly as the uninterrupted run does.
+TEST_F(BatchEngineTest, seeded_sampling_with_drafts_survives_preemption_unchanged) {
+    auto m = Model::load(qwen3_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    std::vector<Job> alone(4), squeezed(4);
+    for (size_t i = 0; i < alone.size(); ++i) {
+        alone[i].prompt = random_prompt(800 + i, 20, 500);
+        alone[i].params = params(60, 0.8f, 40 + i);
+        alone[i].drafts = true;
+    }
+    reference(**m, alone);
+    for (size_t i = 0; i < alone.size(); ++i) squeezed[i] = alone[i];
+    auto run = [&](std::vector<Job>& jobs, std::unique_ptr<KvPool> kv) {
+        ASSERT_TRUE(kv);
+        Runner runner(**m, *kv, device(), pipelines());
+        auto e = BatchEngine::create(runner, nullptr, {});
+        ASSERT_TRUE(e.ok());
+        for (size_t i = 0; i < jobs.size(); ++i) (*e)->add(request(jobs[i], **m, i));
+        run_all(**e, jobs);
+        if (kv->n_blocks() < 16) {
+            EXPECT_GT((*e)->stats().preemptions, 0u);
+        }
+    };
+    run(alone, make_pool(**m, 1));
+    auto probe = make_pool(**m, 1);
+    ASSERT_TRUE(probe);
+    const uint64_t block_bytes = probe->device_bytes() / probe->n_blocks();
+    run(squeezed, make_pool(**m, 4, 8, block_bytes * 12 + block_bytes / 2));
+    for (size_t i = 0; i < alone.size(); ++i) {
+        EXPECT_EQ(squeezed[i].got.tokens, alone[i].got.tokens) << "job " << i;
+        EXPECT_EQ(squeezed[i].got.tokens.size(), 60u);
+    }
+}
+
+// A pass that fails because of one session's rows (here a token outside the vocabulary)
+// is run again session by session: only that session ends with the error.
+TEST_F(BatchEngineTest, a_session_whose_rows_fail_ends_alone_and_the_others_finish) {
+    auto m = Model::load(qwen3_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    std::vector<Job> jobs(3);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        jobs[i].prompt = random_prompt(1300 + i, 6, 500);
+        jobs[i].params = params(10);
+    }
+    reference(**m, jobs);
+    jobs[1].prompt[3] = 100000;  // beyond the vocabulary of 512
+    auto kv = make_pool(**m, 3);
+    ASSERT_TRUE(kv);
+    Runner runner(**m, *kv, device(), pipelines());
+    auto e = BatchEngine::create(runner, nullptr, {});
+    ASSERT_TRUE(e.ok());
+    for (size_t i = 0; i < jobs.size(); ++i) (*e)->add(request(jobs[i], **m, i));
+    run_all(**e, jobs);
+    EXPECT_EQ(jobs[0].got.tokens, jobs[0].want);
+    EXPECT_EQ(jobs[2].got.tokens, jobs[2].want);
+    EXPECT_EQ(jobs[1].got.stop_reason, "error");
+    EXPECT_NE(jobs[1].got.error.find("100000"), std::string::npos) << jobs[1].got.error;
+}
+
+TEST_F(BatchEngineTest, abort_all_ends_running_and_waiting_sessions_with_an_error) {
+    auto m = Model::load(qwen3_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    std::vector<Job> jobs(3);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        jobs[i].prompt = random_prompt(1400 + i, 6, 500);
+        jobs[i].params = params(50);
+    }
+    auto kv = make_pool(**m, 2);
+    ASSERT_TRUE(kv);
+    Runner runner(**m, *kv, device(), pipelines());
+    auto e = BatchEngine::create(runner, nullptr, {});
+    ASSERT_TRUE(e.ok());
+    for (size_t i = 0; i < jobs.size(); ++i) (*e)->add(request(jobs[i], **m, i));
+    for (int i = 0; i < 3; ++i) (*e)->step();
+    EXPECT_EQ((*e)->running(), 2u);
+    EXPECT_EQ((*e)->waiting(), 1u);
+    (*e)->abort_all("shutting down");
+    for (const Job& j : jobs) {
+        ASSERT_TRUE(j.done);
+        EXPECT_EQ(j.got.stop_reason, "error");
+        EXPECT_EQ(j.got.error, "shutting down");
+    }
+    EXPECT_FALSE((*e)->step());
+}
+
+// A system prompt computed once: a request arriving while another with the same prefix
+// runs shares that one's whole blocks. A third request that diverges inside a shared block
+// writes there, which copies the block first (copy-on-write): every session still gets
+// the tokens it gets alone, the running one included.
+TEST_F(BatchEngineTest, a_running_sessions_prefix_blocks_are_shared_and_copied_on_write) {
+    auto m = Model::load(qwen3_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    const auto system = random_prompt(77, 40, 500);  // 2 whole blocks of 16 and 8 more tokens
+    std::vector<Job> jobs(3);
+    for (size_t i = 0; i < 2; ++i) {
+        jobs[i].prompt = system;
+        const auto tail = random_prompt(90 + i, 6, 500);
+        jobs[i].prompt.insert(jobs[i].prompt.end(), tail.begin(), tail.end());
+    }
+    jobs[2].prompt.assign(system.begin(), system.begin() + 20);  // diverges at 20, in block 1
+    const auto tail = random_prompt(95, 10, 500);
+    jobs[2].prompt.insert(jobs[2].prompt.end(), tail.begin(), tail.end());
+    jobs[0].params = params(60);
+    jobs[1].params = params(8);
+    jobs[2].params = params(8);
+    reference(**m, jobs);
+    auto kv = make_pool(**m, 2);
+    ASSERT_TRUE(kv);
+    ASSERT_TRUE(kv->can_share());
+    Runner runner(**m, *kv, device(), pipelines());
+    auto e = BatchEngine::create(runner, nullptr, {});
+    ASSERT_TRUE(e.ok());
+    (*e)->add(request(jobs[0], **m, 0));
+    for (int i = 0; i < 4; ++i) (*e)->step();  // job 0 has prefilled and is decoding
+    (*e)->add(request(jobs[1], **m, 1));
+    (*e)->step();
+    EXPECT_EQ(kv->shared_blocks(), 2u) << "job 1 holds job 0's first two blocks";
+    while (!jobs[1].done) (*e)->step();
+    EXPECT_EQ(jobs[1].got.n_cached, 32u);
+    // job 2 takes job 1's idle slot, keeps 20 of its tokens and writes position 20 into
+    // the block it shares with job 0
+    (*e)->add(request(jobs[2], **m, 2));
+    run_all(**e, jobs);
+    for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(jobs[i].got.tokens, jobs[i].want) << "job " << i;
+    EXPECT_EQ(jobs[2].got.n_cached, 20u);
+    EXPECT_EQ((*e)->stats().shared_prefixes, 1u);
+}
+
+TEST_F(BatchEngineTest, shared_blocks_are_counted_and_freed_by_their_last_holder) {
+    auto m = Model::load(qwen3_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    auto kv = make_pool(**m, 2);
+    ASSERT_TRUE(kv);
+    const uint32_t all = kv->free_blocks();
+    const int src = *kv->add_sequence(), dst = *kv->add_sequence();
+    ASSERT_TRUE(kv->reserve(src, 48).ok());
+    EXPECT_EQ(kv->free_blocks(), all - 3);
+    auto shared = kv->share_prefix(src, dst, 40);
+    ASSERT_TRUE(shared.ok()) << shared.error().message();
+    EXPECT_EQ(*shared, 32u);  // whole blocks only
+    EXPECT_EQ(kv->free_blocks(), all - 3);
+    EXPECT_EQ(kv->shared_blocks(), 2u);
+    EXPECT_FALSE(kv->share_prefix(src, dst, 40).ok()) << "dst must be empty";
+    EXPECT_EQ(kv->copies_needed(dst, 20, 20), 1u);  // block 1 is shared
+    EXPECT_EQ(kv->copies_needed(dst, 0, 31), 2u);
+    EXPECT_EQ(kv->copies_needed(src, 32, 47), 0u);  // src's own third block
+    ASSERT_TRUE(kv->begin_batch(src, 20, 20).ok());  // src writes into a shared block: a copy
+    EXPECT_EQ(kv->free_blocks(), all - 4);
+    EXPECT_EQ(kv->shared_blocks(), 1u);
+    ASSERT_TRUE(kv->truncate(src, 0).ok());
+    EXPECT_EQ(kv->free_blocks(), all - 2) << "dst still holds its two blocks";
+    EXPECT_EQ(kv->shared_blocks(), 0u);
+    kv->free_sequence(dst);
+    EXPECT_EQ(kv->free_blocks(), all);
+
+    auto hybrid = Model::load(qwen35_model(), plugins(), device());
+    ASSERT_TRUE(hybrid.ok());
+    auto hkv = make_pool(**hybrid, 2);
+    ASSERT_TRUE(hkv);
+    EXPECT_FALSE(hkv->can_share());
+    const int a = *hkv->add_sequence(), b = *hkv->add_sequence();
+    EXPECT_FALSE(hkv->share_prefix(a, b, 16).ok());
+}
+
+}  // namespace
+}  // namespace tdm
