@@ -89,6 +89,16 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (cl("spec-ngram-size-m")) c.speculative.ngram_size_m = int(*a.get_int("spec-ngram-size-m"));
     if (cl("spec-ngram-min-hits")) c.speculative.ngram_min_hits = int(*a.get_int("spec-ngram-min-hits"));
     if (cl("lookup-cache-static")) c.speculative.ngram_cache = *a.get_string("lookup-cache-static");
+    // server (`tandem serve` only knows these options)
+    auto server_cl = [&](std::string_view id) { return a.knows(id) && cl(id); };
+    if (server_cl("host")) c.server.host = *a.get_string("host");
+    if (server_cl("port")) c.server.port = int(*a.get_int("port"));
+    if (server_cl("api-key")) c.server.api_key = *a.get_string("api-key");
+    if (server_cl("alias")) c.server.alias = *a.get_string("alias");
+    if (server_cl("parallel")) c.server.parallel = int(*a.get_int("parallel"));
+    if (server_cl("queue")) c.server.queue = int(*a.get_int("queue"));
+    if (server_cl("timeout")) c.server.timeout = int(*a.get_int("timeout"));
+    if (server_cl("max-body")) c.server.max_body = *a.get_int("max-body");
     if (Status st = validate_config(c); !st.ok())
         return Error(name_command_line_options(st.error().message(), a));
     TDM_TRY(check_plugin_dirs(a, c));

@@ -44,6 +44,14 @@ constexpr OptionKey kOptionKeys[] = {
     {"plugin-path", "plugins.paths"},
     {"plugin-disable", "plugins.disable"},
     {"log-level", "log.level"},
+    {"host", "server.host"},
+    {"port", "server.port"},
+    {"api-key", "server.api_key"},
+    {"alias", "server.alias"},
+    {"parallel", "server.parallel"},
+    {"queue", "server.queue"},
+    {"timeout", "server.timeout"},
+    {"max-body", "server.max_body"},
 };
 
 // ParsedArgs asserts on ids its spec lacks; tests parse against other tables.

@@ -117,6 +117,20 @@ struct LogConfig {
     bool operator==(const LogConfig&) const = default;
 };
 
+// `tandem serve` (docs/SERVER.md).
+struct ServerConfig {
+    std::string host = "127.0.0.1";
+    int port = 8080;              // 0 = any free port
+    std::string api_key;          // "" = none
+    std::string alias;            // the model's id; "" = the file's name
+    int parallel = 4;             // requests generating at once (KV slots)
+    int queue = 16;               // requests that may wait for a place
+    int timeout = 600;            // seconds a request may wait for a place
+    int64_t max_body = int64_t(8) << 20;  // bytes
+
+    bool operator==(const ServerConfig&) const = default;
+};
+
 struct Config {
     DeviceConfig device;
     ModelConfig model;
@@ -125,6 +139,7 @@ struct Config {
     SpeculativeConfig speculative;
     PluginsConfig plugins;
     LogConfig log;
+    ServerConfig server;
 
     bool operator==(const Config&) const = default;
 };

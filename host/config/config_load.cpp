@@ -288,6 +288,18 @@ void read_plugins(SectionReader& r, Config& c) {
 
 void read_log(SectionReader& r, Config& c) { r.string("level", &c.log.level); }
 
+void read_server(SectionReader& r, Config& c) {
+    ServerConfig& s = c.server;
+    r.string("host", &s.host);
+    r.integer("port", &s.port);
+    r.string("api_key", &s.api_key);
+    r.string("alias", &s.alias);
+    r.integer("parallel", &s.parallel);
+    r.integer("queue", &s.queue);
+    r.integer("timeout", &s.timeout);
+    r.integer("max_body", &s.max_body);
+}
+
 struct Section {
     const char* name;
     void (*read)(SectionReader&, Config&);
@@ -296,7 +308,7 @@ struct Section {
 constexpr Section kSections[] = {
     {"device", read_device},     {"model", read_model},           {"chat_template", read_chat_template},
     {"sampling", read_sampling}, {"speculative", read_speculative}, {"plugins", read_plugins},
-    {"log", read_log},
+    {"log", read_log},           {"server", read_server},
 };
 
 // A key at the top level is usually a key whose [section] line is missing; the suggestion

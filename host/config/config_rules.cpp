@@ -134,6 +134,20 @@ void check_log(Checker& c, const LogConfig& l) {
         c.one_of("log.level", l.level, {"trace", "debug", "info", "warn", "error", "off"});
 }
 
+void check_server(Checker& c, const ServerConfig& s) {
+    if (s.host.empty()) c.fail("server.host", "an empty address (127.0.0.1: this machine only; 0.0.0.0: every interface)");
+    c.at_least("server.port", s.port, 0, " (0 picks a free port)");
+    c.at_most("server.port", s.port, 65535);
+    c.at_least("server.parallel", s.parallel, 1);
+    c.at_most("server.parallel", s.parallel, 256);
+    c.at_least("server.queue", s.queue, 0);
+    c.at_most("server.queue", s.queue, 4096);
+    c.at_least("server.timeout", s.timeout, 1);
+    c.at_most("server.timeout", s.timeout, 86400);
+    c.at_least("server.max_body", s.max_body, 1024);
+    c.at_most("server.max_body", s.max_body, int64_t(1) << 30);
+}
+
 }  // namespace
 
 std::vector<Issue> check_rules(const Config& config) {
@@ -144,6 +158,7 @@ std::vector<Issue> check_rules(const Config& config) {
     check_speculative(c, config.speculative);
     check_plugins(c, config.plugins);
     check_log(c, config.log);
+    check_server(c, config.server);
     return std::move(c.issues);
 }
 

@@ -132,6 +132,24 @@ std::string_view default_config_text() {
 [log]
 # trace, debug, info, warn, error or off.
 # level = "warn"
+
+[server]
+# `tandem serve`: the address to listen on (0.0.0.0: every interface) and the TCP port
+# (0: any free port).
+# host = "127.0.0.1"
+# port = 8080
+# Require "Authorization: Bearer KEY" on every endpoint but /health; "" = none.
+# api_key = ""
+# The model's id in /v1/models and responses; "" = the model file's name.
+# alias = ""
+# Requests generating at once, each in a KV slot of [model] n_ctx tokens.
+# parallel = 4
+# Requests that may wait for a place; more get 503 with Retry-After.
+# queue = 16
+# Seconds a request may wait for a place before a 503.
+# timeout = 600
+# Largest request body in bytes; a larger one gets 413.
+# max_body = 8388608
 )toml";
 }
 
