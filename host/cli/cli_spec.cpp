@@ -253,12 +253,14 @@ const ProgramSpec& program_spec() {
         CommandSpec serve{"serve", "serve a model over an OpenAI-compatible HTTP API",
                           "Serve the model over HTTP: POST /v1/chat/completions and /v1/completions (OpenAI's API, "
                           "whole or streamed as server-sent events), GET /v1/models, llama-server's POST /tokenize "
-                          "and /detokenize, GET /health and Prometheus GET /metrics. Requests run one at a time on "
-                          "one sequence whose KV cache carries over, so a request sharing a prefix with the one "
-                          "before (a conversation's next turn, the same system prompt) prefills only what is new; "
-                          "up to --queue more wait, and beyond that the answer is 503 with Retry-After. Speculative "
-                          "decoding as in `tandem chat` (the model's draft head by default); a request may turn it "
-                          "off or pick a loaded drafter with \"speculative\": {\"type\": NAME, \"draft_max\": N}. "
+                          "and /detokenize, GET /health and Prometheus GET /metrics. Up to --parallel requests run "
+                          "at once, batched into one forward pass per step, each in a KV slot of --ctx-size tokens; "
+                          "a finished request's slot keeps its KV, so a request sharing a prefix with an earlier "
+                          "one (a conversation's next turn, the same system prompt) prefills only what is new. Up "
+                          "to --queue more wait, and beyond that the answer is 503 with Retry-After. Speculative "
+                          "decoding as in `tandem chat` (the model's draft head by default: it serves one request "
+                          "at a time, n-gram drafters serve every request); a request may turn it off or pick a "
+                          "loaded drafter with \"speculative\": {\"type\": NAME, \"draft_max\": N}. "
                           "The generation options below are the defaults a request's fields override. SIGTERM or "
                           "Ctrl-C stops accepting requests, finishes the admitted ones and exits. See docs/SERVER.md."};
         serve.groups = {model_options(),
@@ -271,8 +273,11 @@ const ProgramSpec& program_spec() {
                            "but /health.", "", "TANDEM_API_KEY"},
                           {{"--alias"}, K::string, "NAME", "The model's id in /v1/models and responses (default: the "
                            "model file's name)."},
-                          ranged({{"--queue"}, K::integer, "N", "Requests that may wait while one runs; more get 503.",
-                                  "16"},
+                          ranged({{"-np", "--parallel"}, K::integer, "N", "Requests generating at once, each "
+                                  "in a KV slot of --ctx-size tokens (KV memory grows with N).", "4"},
+                                 1, 256),
+                          ranged({{"--queue"}, K::integer, "N", "Requests that may wait for a place to run; more "
+                                  "get 503.", "16"},
                                  0, 4096),
                           ranged({{"--timeout"}, K::integer, "SECONDS", "Longest wait in the queue before a 503.",
                                   "600"},
@@ -381,10 +386,13 @@ const ProgramSpec& program_spec() {
                          {{"--json"}, K::flag, "", "Print the figures as one JSON object (plain_tokens_per_s, "
                           "spec_tokens_per_s, speedup, acceptance_rate, tokens_per_target_pass, same_tokens, ...)."}}}};
 
-        CommandSpec bench{"bench", "benchmarks: ops, decode, spec (JSON with --json)",
+        CommandSpec bench{"bench", "benchmarks: ops, decode, spec, serve (JSON with --json)",
                           "Benchmarks. `tandem bench ops`: dispatch overhead and matvec bandwidth per weight type and "
                           "batch width. `tandem bench decode -m FILE`: prefill and decode tokens/s. `tandem bench spec "
-                          "-m FILE ...`: plain vs speculative decoding per prompt (matched, acceptance, speedup)."};
+                          "-m FILE ...`: plain vs speculative decoding per prompt (matched, acceptance, speedup). "
+                          "`tandem bench serve -m FILE [--concurrency 1,4,8,16]`: the server's batching engine under "
+                          "C clients at once (each sends its next request when one ends): aggregate tokens/s, time to "
+                          "first token and per output token (p50, p99); with --spec-type, speculative."};
         bench.groups = {model_options(), speculative_options(),
                         {"bench",
                          {{{"--json"}, K::flag, "", "Print JSON."},
@@ -402,6 +410,11 @@ const ProgramSpec& program_spec() {
                            "future tokens, each accepted with probability A. With a drafter (--spec-type mtp, -md) "
                            "that drafter still runs and is timed; only its tokens are replaced."},
                           ranged({{"--seed"}, K::integer, "N", "Seed of the benchmark prompts.", "1"}, 0, kInt64Max),
+                          {{"--concurrency"}, K::string, "LIST", "Serve benchmark: clients at once, per run.",
+                           "1,4,8,16"},
+                          ranged({{"--requests"}, K::integer, "N", "Serve benchmark: requests per run (default: "
+                                  "twice the clients, at least 4)."},
+                                 1, kInt32Max),
                           {{"--types"}, K::string, "LIST", "Ops benchmark: weight types.", "f16,q8_0,q4_K"},
                           ranged({{"--batches"}, K::size_list, "LIST", "Ops benchmark: batch widths.", "1,4,8,16"},
                                  1, kInt32Max),

@@ -21,8 +21,8 @@ namespace tdm::cli {
 namespace {
 
 // The name clients send as "model": --alias, else the model file's name without .gguf.
-std::string model_id(const ParsedArgs& a, const std::string& path) {
-    if (auto alias = a.get_string("alias")) return *alias;
+std::string model_id(const std::string& alias, const std::string& path) {
+    if (!alias.empty()) return alias;
     std::filesystem::path p(path);
     if (p.filename().empty()) p = p.parent_path();  // "dir/" of an HF directory
     std::string name = p.filename().string();
@@ -45,12 +45,12 @@ Status cmd_serve(App& app) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
     server::ServerOptions opts;
-    opts.host = a.get_string("host").value_or("127.0.0.1");
-    opts.port = int(a.get_int("port").value_or(8080));
-    opts.api_key = a.get_string("api-key").value_or("");
-    opts.queue = uint32_t(a.get_int("queue").value_or(16));
-    opts.queue_timeout_s = uint32_t(a.get_int("timeout").value_or(600));
-    opts.max_body_bytes = size_t(a.get_int("max-body").value_or(8 << 20));
+    opts.host = cfg.server.host;
+    opts.port = cfg.server.port;
+    opts.api_key = cfg.server.api_key;
+    opts.queue = uint32_t(cfg.server.queue);
+    opts.queue_timeout_s = uint32_t(cfg.server.timeout);
+    opts.max_body_bytes = size_t(cfg.server.max_body);
     opts.limits.max_prompt_bytes = std::min(opts.limits.max_prompt_bytes, opts.max_body_bytes);
 
     auto model = TDM_TRY(app.load_model(cfg.model.path));
@@ -68,18 +68,20 @@ Status cmd_serve(App& app) {
     const bool default_head = spec_types(cfg).empty() && !cfg.speculative.auto_select && !speculation_off(cfg) &&
                               TDM_TRY(draft_head_available(app, *model));
     const bool speculative = !spec_types(cfg).empty() || cfg.speculative.auto_select || default_head;
-    auto kv = TDM_TRY(app.make_kv(*model, speculative));
+    const uint32_t parallel = uint32_t(cfg.server.parallel);
+    auto kv = TDM_TRY(app.make_kv(*model, speculative, parallel));
     vk::Device* dev = TDM_TRY(app.device());
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());
     Runner runner(*model, *kv, *dev, *pm);
     DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv, /*carried_head_by_default=*/true));
 
     ServeBackend::Setup setup;
-    setup.model_id = model_id(a, cfg.model.path);
+    setup.model_id = model_id(cfg.server.alias, cfg.model.path);
     setup.runner = &runner;
     setup.tokenizer = model->tokenizer();
     setup.chat_template = std::move(tmpl);
     setup.drafters = chain.order;
+    setup.per_request = chain.fresh;
     setup.spec = spec_params(cfg);
     setup.defaults.max_tokens = a.has("n-predict") ? int32_t(*a.get_int("n-predict")) : -1;
     setup.defaults.sampling = sampler_params(cfg);
@@ -102,8 +104,9 @@ Status cmd_serve(App& app) {
 
     std::string names;
     for (Drafter* d : chain.order) names += (names.empty() ? "" : ", ") + d->name();
-    std::fprintf(stderr, "serve: model '%s', context %u tokens, speculative decoding: %s%s\n",
-                 backend->model_id().c_str(), backend->context_tokens(), names.empty() ? "off" : names.c_str(),
+    std::fprintf(stderr, "serve: model '%s', %u slots of %u tokens, speculative decoding: %s%s\n",
+                 backend->model_id().c_str(), backend->parallel(), backend->context_tokens(),
+                 names.empty() ? "off" : names.c_str(),
                  opts.api_key.empty() ? "" : ", API key required");
     std::printf("listening on http://%s:%d\n", opts.host.c_str(), http.port());
     std::fflush(stdout);

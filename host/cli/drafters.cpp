@@ -31,6 +31,28 @@ Result<bool> draft_head_available(App& app, const Model& target) {
     return false;
 }
 
+std::vector<Drafter*> shared_drafters(std::span<Drafter* const> order, std::span<const DrafterFactory> fresh) {
+    std::vector<Drafter*> out;
+    for (size_t i = 0; i < order.size(); ++i)
+        if (i >= fresh.size() || !fresh[i]) out.push_back(order[i]);
+    return out;
+}
+
+Result<std::vector<DrafterSlot>> request_drafters(std::span<Drafter* const> order,
+                                                  std::span<const DrafterFactory> fresh, std::string_view only) {
+    std::vector<DrafterSlot> out;
+    for (size_t i = 0; i < order.size(); ++i) {
+        if (!only.empty() && order[i]->name() != only) continue;
+        DrafterSlot ds;
+        if (i < fresh.size() && fresh[i])
+            ds.owned = TDM_TRY(fresh[i]());
+        else
+            ds.shared = order[i];
+        out.push_back(std::move(ds));
+    }
+    return out;
+}
+
 SpecParams spec_params(const Config& c) {
     SpecParams p;
     p.draft_max = c.speculative.draft_max;
@@ -132,6 +154,10 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
             chain.owned.push_back(TDM_TRY(make_draft_head(app, *h, type, target, target_kv, options)));
         } else if (const DrafterEntry* e = reg->find_drafter(type)) {
             chain.owned.push_back(TDM_TRY(PluginDrafter::create(*e, options)));
+            chain.fresh.resize(chain.order.size());
+            chain.fresh.push_back([e, options]() -> Result<std::unique_ptr<Drafter>> {
+                return std::unique_ptr<Drafter>(TDM_TRY(PluginDrafter::create(*e, options)));
+            });
         } else {
             for (const DraftHeadEntry& other : reg->draft_heads())
                 if (std::find(other.spec_types.begin(), other.spec_types.end(), type) != other.spec_types.end())
@@ -143,6 +169,7 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
             return Error::format("unknown speculative type '{}'; available: {}", type, fmt::join(known, ", "));
         }
         chain.order.push_back(chain.owned.back().get());
+        chain.fresh.resize(chain.order.size());
     }
     // --spec-auto (or the chat's default) without a type: the head the model carries, if it has one
     const bool carried = cfg.speculative.auto_select || (carried_head_by_default && !speculation_off(cfg));
@@ -161,6 +188,7 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
             break;
         }
     }
+    chain.fresh.resize(chain.order.size());
     return chain;
 }
 

@@ -3,18 +3,29 @@
 // the [speculative] settings, for `tandem run` and `tandem bench spec`.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <span>
+#include <string_view>
 #include <vector>
 
 #include "cli/commands.h"
+#include "engine/batch_engine.h"
 #include "speculative/drafter.h"
 #include "speculative/scheduler.h"
 
 namespace tdm::cli {
 
+// Makes another drafter like one of a chain, for another sequence.
+using DrafterFactory = std::function<Result<std::unique_ptr<Drafter>>()>;
+
 struct DrafterChain {
     std::vector<std::unique_ptr<Drafter>> owned;
     std::vector<Drafter*> order;  // as asked each round
+    // Per drafter of `order`: how to make another one like it for another sequence (drafters
+    // that rebuild from tokens: the plugins' n-gram drafters), or null (one sequence each:
+    // draft models and heads). `tandem serve` gives each request its own.
+    std::vector<DrafterFactory> fresh;
     bool empty() const { return order.empty(); }
 };
 
@@ -38,6 +49,14 @@ Result<bool> draft_head_available(App& app, const Model& target);
 // not off; a head that cannot be built then means plain decoding.
 Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& target_kv,
                                    bool carried_head_by_default = false);
+
+// For the batching engine (engine/batch_engine.h), given a chain's `order` and `fresh`: the
+// drafters it shares between requests (those without a factory), and one request's chain
+// (its own drafter where there is a factory, else the shared one); a non-empty `only`
+// keeps the drafter of that name alone.
+std::vector<Drafter*> shared_drafters(std::span<Drafter* const> order, std::span<const DrafterFactory> fresh);
+Result<std::vector<DrafterSlot>> request_drafters(std::span<Drafter* const> order,
+                                                  std::span<const DrafterFactory> fresh, std::string_view only = {});
 
 SpecParams spec_params(const Config& config);
 SamplerParams sampler_params(const Config& config);

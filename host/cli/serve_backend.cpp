@@ -2,7 +2,6 @@
 // host/cli/serve_backend.cpp
 #include "cli/serve_backend.h"
 
-#include "engine/continuation.h"
 #include "server/stop_strings.h"
 
 #include <fmt/format.h>
@@ -10,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <optional>
 
 namespace tdm::cli {
 
@@ -35,18 +35,78 @@ std::string finish_reason(const std::string& stop_reason) {
 Result<std::unique_ptr<ServeBackend>> ServeBackend::create(Setup setup) {
     if (!setup.runner) return Error("serve: no model");
     if (!setup.tokenizer) return Error("serve needs a model with a tokenizer");
+    if (!setup.per_request.empty() && setup.per_request.size() != setup.drafters.size())
+        return Error("serve: one per-request factory (or none) per drafter is needed");
     std::unique_ptr<ServeBackend> b(new ServeBackend(std::move(setup)));
     b->end_of_turn_pieces_ = EndOfTurnPieces(*b->setup_.tokenizer);
-    b->seq_ = TDM_TRY(b->setup_.runner->kv().add_sequence());
+    b->setup_.engine.n_batch = b->setup_.defaults.n_batch;
+    b->engine_ = TDM_TRY(BatchEngine::create(*b->setup_.runner, b->setup_.tokenizer, b->setup_.engine,
+                                             shared_drafters(b->setup_.drafters, b->setup_.per_request)));
+    b->slots_ = b->engine_->slots();
+    b->gauges_.kv_blocks_free = b->engine_->kv_blocks_free();
+    b->gauges_.kv_blocks_used = b->engine_->kv_blocks_total() - b->gauges_.kv_blocks_free;
+    b->thread_ = std::thread([p = b.get()] { p->loop(); });
     return b;
+}
+
+ServeBackend::~ServeBackend() {
+    {
+        std::lock_guard lock(mutex_);
+        quit_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+// The engine thread: takes new sessions, steps while there is work, sleeps otherwise.
+void ServeBackend::loop() {
+    while (true) {
+        std::deque<SessionRequest> arrived;
+        bool quitting = false;
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] { return quit_ || !inbox_.empty() || engine_->running() || engine_->waiting(); });
+            arrived.swap(inbox_);
+            quitting = quit_;
+        }
+        if (quitting) {  // every request still here gets an answer, so that no run() waits for ever
+            SessionResult gone;
+            gone.stop_reason = "error";
+            gone.error = "the server is shutting down";
+            for (SessionRequest& r : arrived)
+                if (r.on_done) r.on_done(gone);
+            engine_->abort_all(gone.error);
+            break;
+        }
+        for (SessionRequest& r : arrived) engine_->add(std::move(r));
+        engine_->step();
+        server::EngineGauges g;
+        g.running = engine_->running();
+        g.waiting = engine_->waiting();
+        g.kv_blocks_free = engine_->kv_blocks_free();
+        g.kv_blocks_used = engine_->kv_blocks_total() - g.kv_blocks_free;
+        g.kv_blocks_shared = engine_->kv_blocks_shared();
+        const BatchEngineStats& st = engine_->stats();
+        g.prefix_hits = st.prefix_hits;
+        g.cached_tokens = st.cached_tokens;
+        g.preemptions = st.preemptions;
+        g.drafted_at = st.drafted_at;
+        g.accepted_at = st.accepted_at;
+        std::lock_guard lock(mutex_);
+        gauges_ = std::move(g);
+    }
+    engine_.reset();
+}
+
+server::EngineGauges ServeBackend::gauges() const {
+    std::lock_guard lock(mutex_);
+    return gauges_;
 }
 
 uint32_t ServeBackend::context_tokens() const { return setup_.runner->kv().capacity_tokens(); }
 
 ApiResult<server::Job> ServeBackend::prepare(server::GenerationRequest request) const {
     const Tokenizer& tok = *setup_.tokenizer;
-    // The engine does not hand out per-token distributions yet: refused, not ignored.
-    if (request.logprobs) return ApiError::invalid("logprobs", "log-probabilities are not implemented by this server yet");
     server::Job job;
     if (request.endpoint == server::Endpoint::chat_completions) {
         if (!setup_.chat_template)
@@ -139,72 +199,114 @@ ApiResult<std::string> ServeBackend::detokenize(const server::DetokenizeRequest&
     return setup_.tokenizer->decode(request.tokens);
 }
 
-ApiResult<server::Outcome> ServeBackend::run(const server::Job& job,
-                                             const std::function<bool(std::string_view)>& on_text) {
+Result<std::vector<DrafterSlot>> ServeBackend::drafters_for(const server::GenerationRequest& r) const {
+    if (!speculate(r)) return std::vector<DrafterSlot>{};
+    return request_drafters(setup_.drafters, setup_.per_request, r.speculative ? r.speculative->type : std::string());
+}
+
+namespace {
+
+// What the engine thread hands to the HTTP worker of one request.
+struct Channel {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::deque<std::pair<std::string, std::vector<server::TokenLogprob>>> pieces;
+    std::optional<SessionResult> result;
+    std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+};
+
+}  // namespace
+
+ApiResult<server::Outcome> ServeBackend::run(const server::Job& job, const server::TextSink& on_text) {
     auto params = generate_params(job.request);
     if (!params.ok()) return params.error();
-    GenerateParams gp = std::move(*params);
+    auto drafters = drafters_for(job.request);
+    if (!drafters.ok()) return server_error(drafters.error());
 
-    KvPool& kv = setup_.runner->kv();
-    const bool spec = speculate(job.request);
-    std::vector<Drafter*> drafters;
-    if (spec) {
-        const std::string& only = job.request.speculative ? job.request.speculative->type : std::string();
-        for (Drafter* d : setup_.drafters)
-            if (only.empty() || d->name() == only) drafters.push_back(d);
-    }
-    const uint32_t n_cached = resumable_prefix(kv, seq_, kv_tokens_, job.prompt, drafters);
-    // Until generation returns, the KV holds no more than a later request may rely on.
-    kv_tokens_.resize(n_cached);
-    if (Status st = kv.truncate(seq_, n_cached); !st.ok()) return server_error(st.error());
-    gp.n_cached = n_cached;
+    auto ch = std::make_shared<Channel>();
+    SessionRequest sr;
+    sr.prompt = job.prompt;
+    sr.params = std::move(*params);
+    sr.spec = setup_.spec;
+    if (job.request.speculative && job.request.speculative->draft_max)
+        sr.spec.draft_max = int(*job.request.speculative->draft_max);
+    sr.drafters = std::move(*drafters);
+    sr.cancel = ch->cancel;
+    const bool want_logprobs = job.request.logprobs;
+    if (want_logprobs) sr.logprobs = int32_t(job.request.top_logprobs);
 
-    std::atomic<bool> stop{false};
-    gp.cancel = &stop;
-    server::StopMatcher stops(job.request.stop);
-    bool client_gone = false;
-    const auto show = [&](std::string_view text) {
-        if (text.empty() || client_gone) return;
-        if (!on_text(text)) {
-            client_gone = true;
-            stop = true;
+    // Engine thread: end-of-turn tokens close the reply unseen (as OpenAI's API); stop
+    // strings hold text back; logprobs travel with the text their tokens released.
+    auto stops = std::make_shared<server::StopMatcher>(job.request.stop);
+    auto pending_lp = std::make_shared<std::vector<server::TokenLogprob>>();
+    const bool ignore_eog = sr.params.ignore_eog;
+    const Tokenizer* tok = setup_.tokenizer;
+    const EndOfTurnPieces* eot = &end_of_turn_pieces_;
+    auto deliver = [ch](std::string text, std::vector<server::TokenLogprob> lp) {
+        if (text.empty() && lp.empty()) return;
+        std::lock_guard lock(ch->mutex);
+        ch->pieces.emplace_back(std::move(text), std::move(lp));
+        ch->cv.notify_all();
+    };
+    sr.on_token = [=](int32_t id, std::string_view piece, const TokenLogprobs* lp) {
+        if (stops->stopped()) return false;
+        const std::string p(piece);
+        const bool end_of_turn = id >= 0 && !ignore_eog && eot->contains(tok->token_to_piece(id));
+        if (lp && !end_of_turn) {
+            server::TokenLogprob t;
+            t.token = tok->token_to_piece(id);
+            t.logprob = lp->logprob;
+            for (const auto& [alt, v] : lp->top) t.top.push_back({tok->token_to_piece(alt), v});
+            pending_lp->push_back(std::move(t));
         }
+        if (end_of_turn) return true;
+        std::string shown = stops->push(p);
+        if (!shown.empty() || stops->stopped()) {
+            deliver(std::move(shown), std::move(*pending_lp));
+            pending_lp->clear();
+        }
+        return !stops->stopped();
     };
-    // End-of-turn tokens close the reply; clients do not read them (as OpenAI's API).
-    auto piece_out = [&](const std::string& piece) {
-        if (stops.stopped()) return;
-        if (!gp.ignore_eog && end_of_turn_pieces_.contains(piece)) return;
-        show(stops.push(piece));
-        if (stops.stopped()) stop = true;
+    sr.on_done = [=](const SessionResult& res) {
+        if (!stops->stopped()) deliver(stops->flush(), std::move(*pending_lp));
+        std::lock_guard lock(ch->mutex);
+        ch->result = res;
+        ch->cv.notify_all();
     };
-
-    GenerateResult gen;
-    server::Outcome out;
-    if (!spec) {
-        auto r = generate(*setup_.runner, setup_.tokenizer, seq_, job.prompt, gp, piece_out);
-        if (!r.ok()) return server_error(r.error());
-        gen = std::move(*r);
-    } else {
-        SpecParams sp = setup_.spec;
-        if (job.request.speculative && job.request.speculative->draft_max)
-            sp.draft_max = int(*job.request.speculative->draft_max);
-        auto r = generate_speculative(*setup_.runner, setup_.tokenizer, seq_, job.prompt, gp, drafters, sp, piece_out);
-        if (!r.ok()) return server_error(r.error());
-        gen = std::move(r->gen);
-        out.drafted = r->stats.drafted;
-        out.accepted = r->stats.accepted;
+    {
+        std::lock_guard lock(mutex_);
+        if (quit_) return server_error(Error("the server is shutting down"));
+        inbox_.push_back(std::move(sr));
     }
-    if (!stops.stopped()) show(stops.flush());
+    wake_.notify_all();
 
-    std::vector<int32_t> all = job.prompt;
-    all.insert(all.end(), gen.tokens.begin(), gen.tokens.end());
-    all.resize(std::min<size_t>(all.size(), gen.n_kv));
-    kv_tokens_ = std::move(all);
-
-    out.finish_reason = stops.stopped() ? "stop" : finish_reason(gen.stop_reason);
+    // This worker streams; the client's writes never hold up the engine.
+    bool client_gone = false;
+    while (true) {
+        std::pair<std::string, std::vector<server::TokenLogprob>> piece;
+        {
+            std::unique_lock lock(ch->mutex);
+            ch->cv.wait(lock, [&] { return !ch->pieces.empty() || ch->result; });
+            if (ch->pieces.empty()) break;
+            piece = std::move(ch->pieces.front());
+            ch->pieces.pop_front();
+        }
+        if (client_gone) continue;
+        if (!on_text(piece.first, want_logprobs ? &piece.second : nullptr)) {
+            client_gone = true;
+            ch->cancel->store(true);
+            wake_.notify_all();
+        }
+    }
+    const SessionResult& res = *ch->result;
+    if (res.stop_reason == "error") return server_error(Error(res.error));
+    server::Outcome out;
+    out.finish_reason = stops->stopped() ? "stop" : finish_reason(res.stop_reason);
     out.usage.prompt_tokens = job.prompt.size();
-    out.usage.completion_tokens = gen.tokens.size();
-    out.usage.cached_tokens = n_cached;
+    out.usage.completion_tokens = res.tokens.size();
+    out.usage.cached_tokens = res.n_cached;
+    out.drafted = res.drafted;
+    out.accepted = res.accepted;
     return out;
 }
 

@@ -1,24 +1,33 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/cli/serve_backend.h: the model behind `tandem serve` (server/backend.h), on the
-// engine of `tandem run` and `tandem chat`: one sequence, requests one at a time.
+// host/cli/serve_backend.h: the model behind `tandem serve` (server/backend.h): the
+// continuous-batching engine (engine/batch_engine.h) on a thread of its own, which runs
+// one forward pass per step over every request in progress (one per KV slot, --parallel).
 //
-// Each request's prompt (a chat rendered with the model's template and tokenized as
-// `tandem run -p TEXT` would, or a completion prompt) resumes from the longest prefix the
-// KV already holds (engine/continuation.h): a conversation's next turn, or any request
-// repeating the system prompt of the one before, prefills only what is new. Batch
-// invariance makes the tokens those of a fresh `tandem run` on the same prompt.
+// run() is called by the HTTP workers, one per request; each hands its session to the
+// engine thread and streams what comes back. A prompt (a chat rendered with the model's
+// template and tokenized as `tandem run -p TEXT` would, or a completion prompt) resumes
+// from the idle slot sharing its longest prefix: a conversation's next turn, or any
+// request repeating a system prompt, prefills only what is new. Batch invariance makes the
+// tokens those of a fresh `tandem run` on the same prompt, whatever runs beside it.
 #pragma once
 
+#include "cli/drafters.h"
 #include "cli/end_of_turn.h"
+#include "engine/batch_engine.h"
 #include "engine/generate.h"
 #include "engine/runner.h"
 #include "server/backend.h"
 #include "speculative/scheduler.h"
 #include "tokenizer/chat_template.h"
 
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tdm::cli {
@@ -30,32 +39,48 @@ public:
         Runner* runner = nullptr;
         const Tokenizer* tokenizer = nullptr;
         std::optional<ChatTemplate> chat_template;  // unset: /v1/chat/completions is refused
-        std::vector<Drafter*> drafters;             // empty: plain decoding
+        std::vector<Drafter*> drafters;             // the chain, in order; empty: plain decoding
+        // Per drafter of the chain: how to make one for each request (drafters that rebuild
+        // from tokens, such as the n-gram ones), or null: that one drafter is shared, and
+        // serves one request at a time (a draft model, an MTP head).
+        std::vector<DrafterFactory> per_request;
         SpecParams spec;
+        BatchEngineOptions engine;
         GenerateParams defaults;  // sampling, n_batch, max_tokens (-1: to the end of the context)
     };
-    // Fails without a tokenizer or a free sequence in the KV.
+    // Fails without a tokenizer or a free sequence in the KV. Starts the engine thread.
     static Result<std::unique_ptr<ServeBackend>> create(Setup setup);
+    ~ServeBackend() override;
 
     const std::string& model_id() const override { return setup_.model_id; }
     server::ApiResult<server::Job> prepare(server::GenerationRequest request) const override;
     server::ApiResult<std::vector<int32_t>> tokenize(const server::TokenizeRequest& request) const override;
     std::string token_piece(int32_t id) const override;
     server::ApiResult<std::string> detokenize(const server::DetokenizeRequest& request) const override;
-    server::ApiResult<server::Outcome> run(const server::Job& job,
-                                           const std::function<bool(std::string_view)>& on_text) override;
+    server::ApiResult<server::Outcome> run(const server::Job& job, const server::TextSink& on_text) override;
 
+    uint32_t parallel() const override { return slots_; }
     uint32_t context_tokens() const;
+    server::EngineGauges gauges() const override;
 
 private:
     explicit ServeBackend(Setup setup) : setup_(std::move(setup)) {}
     server::ApiResult<GenerateParams> generate_params(const server::GenerationRequest& r) const;
     bool speculate(const server::GenerationRequest& r) const;
+    Result<std::vector<DrafterSlot>> drafters_for(const server::GenerationRequest& r) const;
+    void loop();
 
     Setup setup_;
-    int seq_ = -1;
-    std::vector<int32_t> kv_tokens_;                // what the sequence's KV holds
     EndOfTurnPieces end_of_turn_pieces_;
+    std::unique_ptr<BatchEngine> engine_;  // touched by the engine thread only
+    uint32_t slots_ = 1;
+    // the engine thread's inbox
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<SessionRequest> inbox_;
+    bool quit_ = false;
+    server::EngineGauges gauges_;  // under mutex_, refreshed after every step
+    std::thread thread_;
 };
 
 }  // namespace tdm::cli

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -18,6 +19,8 @@ namespace tdm::server {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+// The most generations one server runs at once (--parallel is checked against it).
+constexpr uint32_t kMaxParallel = 1024;
 
 namespace {
 
@@ -64,7 +67,12 @@ struct HttpServer::Impl {
     httplib::Server http;
     ServerMetrics metrics;
 
-    std::timed_mutex slot;  // held by the one running generation
+    // places to run a generation: backend.parallel() of them (a mutex and a condition
+    // variable rather than std::counting_semaphore, whose timed wait in GCC 12's
+    // libstdc++ could miss a release: GCC PR 104928)
+    std::mutex places_mutex;
+    std::condition_variable places_cv;
+    uint32_t places_free = 0;
     std::mutex admission_mutex;
     std::condition_variable admission_cv;
     uint32_t admitted = 0;  // waiting + running
@@ -82,11 +90,12 @@ struct HttpServer::Impl {
         }
     };
 
-    Impl(Backend& b, ServerOptions o) : backend(b), opts(std::move(o)) {}
+    Impl(Backend& b, ServerOptions o) : backend(b), opts(std::move(o)), places_free(parallel()) {}
+    uint32_t parallel() const { return std::clamp<uint32_t>(backend.parallel(), 1, kMaxParallel); }
 
     std::shared_ptr<Ticket> admit() {
         std::lock_guard lock(admission_mutex);
-        if (draining || admitted >= opts.queue + 1) return nullptr;
+        if (draining || admitted >= opts.queue + parallel()) return nullptr;
         ++admitted;
         return std::shared_ptr<Ticket>(new Ticket{this});  // no temporary: its destructor would release
     }
@@ -107,30 +116,43 @@ struct HttpServer::Impl {
     // Runs a job on the model and streams it as server-sent events.
     void stream(const Job& job, Endpoint endpoint, const ResponseMeta& meta, Clock::time_point arrived,
                 httplib::DataSink& sink);
-    ApiResult<Outcome> run_locked(const Job& job, Clock::time_point arrived,
-                                  const std::function<bool(std::string_view)>& on_text);
+    ApiResult<Outcome> run_locked(const Job& job, Clock::time_point arrived, const TextSink& on_text);
+    std::string metrics_text() { return metrics.text(waiting(), running.load(), backend.gauges()); }
 };
 
-ApiResult<Outcome> HttpServer::Impl::run_locked(const Job& job, Clock::time_point arrived,
-                                                const std::function<bool(std::string_view)>& on_text) {
-    std::unique_lock lock(slot, std::defer_lock);
-    if (!lock.try_lock_for(std::chrono::seconds(opts.queue_timeout_s)))
-        return error_of(503, "server_error",
+ApiResult<Outcome> HttpServer::Impl::run_locked(const Job& job, Clock::time_point arrived, const TextSink& on_text) {
+    {
+        std::unique_lock lock(places_mutex);
+        if (!places_cv.wait_for(lock, std::chrono::seconds(opts.queue_timeout_s), [&] { return places_free > 0; }))
+            return error_of(503, "server_error",
                         fmt::format("the request waited {} s for the model without starting; retry later",
                                     opts.queue_timeout_s),
-                        "queue_timeout");
+                            "queue_timeout");
+        --places_free;
+    }
     ++running;
     bool first = true;
     Clock::time_point first_at{};
     uint64_t pieces = 0;
-    auto timed = [&](std::string_view text) {
+    struct Release {
+        Impl& s;
+        ~Release() {
+            {
+                std::lock_guard lock(s.places_mutex);
+                ++s.places_free;
+            }
+            s.places_cv.notify_one();
+        }
+    } release{*this};
+    auto timed = [&](std::string_view text, const std::vector<TokenLogprob>* lp) {
+        if (text.empty() && (!lp || lp->empty())) return true;
         if (first) {
             first = false;
             first_at = Clock::now();
             metrics.time_to_first_token(std::chrono::duration<double>(first_at - arrived).count());
         }
         ++pieces;
-        return on_text(text);
+        return on_text(text, lp);
     };
     ApiResult<Outcome> out = backend.run(job, timed);
     --running;
@@ -154,8 +176,8 @@ void HttpServer::Impl::stream(const Job& job, Endpoint endpoint, const ResponseM
     };
     bool first = true;
     std::string text_so_far;
-    auto on_text = [&](std::string_view text) {
-        ChoiceText choice{text, ""};
+    auto on_text = [&](std::string_view text, const std::vector<TokenLogprob>* lp) {
+        ChoiceText choice{text, "", lp};
         choice.text_offset = text_so_far.size();
         text_so_far += text;
         const bool ok = write(sse_event(chunk_body(endpoint, meta, choice, first)));
@@ -194,15 +216,20 @@ void HttpServer::Impl::generation(Endpoint endpoint, const httplib::Request& req
 
     if (!job->request.stream) {
         std::string text;
-        auto out = run_locked(*job, arrived, [&](std::string_view t) {
+        std::vector<TokenLogprob> logprobs;
+        const bool want_logprobs = job->request.logprobs;
+        auto out = run_locked(*job, arrived, [&](std::string_view t, const std::vector<TokenLogprob>* lp) {
             text += t;
+            if (lp) logprobs.insert(logprobs.end(), lp->begin(), lp->end());
             return true;
         });
         if (!out.ok()) {
             if (out.error().status == 503) res.set_header("Retry-After", "1");
             return send(res, out.error());
         }
-        res.set_content(completion_body(endpoint, meta, {text, out->finish_reason}, out->usage), "application/json");
+        res.set_content(
+            completion_body(endpoint, meta, {text, out->finish_reason, want_logprobs ? &logprobs : nullptr}, out->usage),
+            "application/json");
         return;
     }
     auto shared_job = std::make_shared<Job>(std::move(*job));
@@ -225,7 +252,7 @@ void HttpServer::Impl::install_routes() {
         setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     });
     // Enough workers that every admitted request has one, and /health and /metrics still answer.
-    const size_t workers = size_t(opts.queue) + 1 + 4;
+    const size_t workers = size_t(opts.queue) + parallel() + 4;
     http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
 
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -278,7 +305,7 @@ void HttpServer::Impl::install_routes() {
         res.set_content(dump({{"object", "list"}, {"data", json::array({model})}}), "application/json");
     });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-        res.set_content(metrics.text(waiting(), running.load()), "text/plain; version=0.0.4");
+        res.set_content(metrics_text(), "text/plain; version=0.0.4");
     });
     http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
         auto parsed = parse_tokenize_request(req.body, opts.limits);
@@ -346,6 +373,6 @@ void HttpServer::drain() {
     s.http.stop();
 }
 
-std::string HttpServer::metrics_text() const { return impl_->metrics.text(impl_->waiting(), impl_->running.load()); }
+std::string HttpServer::metrics_text() const { return impl_->metrics_text(); }
 
 }  // namespace tdm::server

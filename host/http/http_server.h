@@ -3,9 +3,9 @@
 // /v1/chat/completions, /v1/completions (whole or streamed as server-sent events) and
 // /v1/models, llama-server's /tokenize, /detokenize and /health, Prometheus /metrics.
 //
-// Admission: one generation runs at a time (the Backend's engine serves one sequence);
-// up to `queue` more wait for it, each at most `queue_timeout_s`; beyond that a request
-// is answered 503 with Retry-After at once rather than queued without bound. A client
+// Admission: up to backend.parallel() generations run at once (the engine batches them);
+// up to `queue` more wait for a place, each at most `queue_timeout_s`; beyond that a
+// request is answered 503 with Retry-After at once rather than queued without bound. A client
 // that drops a stream stops its generation at the next token. drain() (SIGTERM) refuses
 // new requests with 503 and returns once the admitted ones have finished.
 //
@@ -28,7 +28,7 @@ struct ServerOptions {
     int port = 8080;               // 0: any free port (see port())
     std::string api_key;           // "": no authentication
     size_t max_body_bytes = size_t(8) << 20;
-    uint32_t queue = 16;           // requests that may wait for the running one
+    uint32_t queue = 16;           // requests that may wait for a place to run
     uint32_t queue_timeout_s = 600;  // the longest a request waits before a 503
     RequestLimits limits;
 };

@@ -51,7 +51,7 @@ void ServerMetrics::write_histogram(std::string& out, const char* name, const ch
                        h.count);
 }
 
-std::string ServerMetrics::text(uint32_t waiting, uint32_t running) const {
+std::string ServerMetrics::text(uint32_t waiting, uint32_t running, const EngineGauges& engine) const {
     std::lock_guard lock(mutex_);
     std::string out;
     out += "# HELP tandem_requests_total HTTP requests answered, by endpoint and status.\n"
@@ -66,6 +66,22 @@ std::string ServerMetrics::text(uint32_t waiting, uint32_t running) const {
     };
     gauge("tandem_requests_waiting", "Admitted requests waiting for the model.", waiting);
     gauge("tandem_requests_running", "Requests generating now.", running);
+    gauge("tandem_sequences_running", "Sequences in the engine's forward passes.", engine.running);
+    gauge("tandem_sequences_waiting", "Sequences in the engine waiting for a slot or for KV blocks.", engine.waiting);
+    gauge("tandem_kv_blocks_used", "KV cache blocks holding tokens (running and idle slots).", engine.kv_blocks_used);
+    gauge("tandem_kv_blocks_free", "KV cache blocks free.", engine.kv_blocks_free);
+    gauge("tandem_kv_blocks_shared", "KV cache blocks held by more than one sequence (a shared prefix).",
+          engine.kv_blocks_shared);
+    counter("tandem_prefix_cache_hits_total", "Requests that resumed a prefix from an idle slot's KV.",
+            engine.prefix_hits);
+    counter("tandem_preemptions_total", "Sequences that gave their KV back when the pool ran out, and recomputed.",
+            engine.preemptions);
+    out += "# HELP tandem_spec_accepted_at_position_total Rounds whose draft at this position (0: the first) "
+           "was accepted, and rounds that drafted it.\n# TYPE tandem_spec_accepted_at_position_total counter\n";
+    for (size_t i = 0; i < engine.drafted_at.size(); ++i)
+        out += fmt::format("tandem_spec_accepted_at_position_total{{position=\"{}\"}} {}\n"
+                           "tandem_spec_drafted_at_position_total{{position=\"{}\"}} {}\n",
+                           i, i < engine.accepted_at.size() ? engine.accepted_at[i] : 0, i, engine.drafted_at[i]);
     counter("tandem_prompt_tokens_total", "Prompt tokens of finished generations.", prompt_tokens_);
     counter("tandem_prompt_tokens_cached_total", "Prompt tokens resumed from the KV cache, not prefilled.",
             cached_tokens_);

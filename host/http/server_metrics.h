@@ -9,6 +9,8 @@
 #include <mutex>
 #include <string>
 
+#include "server/backend.h"
+
 namespace tdm::server {
 
 class ServerMetrics {
@@ -19,8 +21,9 @@ public:
     void time_to_first_token(double seconds);
     void time_per_output_token(double seconds);
 
-    // Gauges are read when the text is made.
-    std::string text(uint32_t waiting, uint32_t running) const;
+    // Gauges are read when the text is made: requests waiting for a place in the engine and
+    // running (HTTP's view), and the engine's own.
+    std::string text(uint32_t waiting, uint32_t running, const EngineGauges& engine) const;
 
 private:
     // Upper bounds in seconds; the last bucket (+Inf) is implicit.

@@ -3,7 +3,7 @@
 // serves. The server owns HTTP: routing, authentication, limits, admission, streaming,
 // metrics; a Backend owns the model: templates, tokenization, generation. Keeping the two
 // apart lets the server be tested with a scripted backend and lets the engine behind it
-// change (one sequence at a time today; many sequences per step is issue 13's engine).
+// change.
 #pragma once
 
 #include "server/openai_request.h"
@@ -29,6 +29,19 @@ struct Outcome {
     uint64_t drafted = 0, accepted = 0;  // speculative decoding: tokens proposed and kept
 };
 
+// What the engine behind a backend reports for /metrics.
+struct EngineGauges {
+    uint32_t running = 0, waiting = 0;  // sessions in passes, sessions waiting for a slot or KV
+    uint32_t kv_blocks_used = 0, kv_blocks_free = 0, kv_blocks_shared = 0;
+    uint64_t prefix_hits = 0, cached_tokens = 0, preemptions = 0;
+    std::vector<uint64_t> drafted_at, accepted_at;  // [i]: rounds with a draft i, rounds accepting it
+};
+
+// Output as it becomes final: text (stop strings already applied) and, when the request
+// asked for them, the logprobs of the tokens behind it. Returns false when nobody wants
+// more (the client has gone), which ends the generation early.
+using TextSink = std::function<bool(std::string_view text, const std::vector<TokenLogprob>* logprobs)>;
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -42,10 +55,12 @@ public:
     virtual std::string token_piece(int32_t id) const = 0;
     virtual ApiResult<std::string> detokenize(const DetokenizeRequest& request) const = 0;
 
-    // Generates for a prepared job, giving text as it becomes final (stop strings already
-    // applied); on_text returns false when nobody wants more (the client has gone), which
-    // ends the generation early. One call at a time: the server serializes them.
-    virtual ApiResult<Outcome> run(const Job& job, const std::function<bool(std::string_view)>& on_text) = 0;
+    // Requests that may run at once (the server admits no more than this to run()).
+    virtual uint32_t parallel() const { return 1; }
+    virtual EngineGauges gauges() const { return {}; }
+
+    // Generates for a prepared job. Called from several threads at once, up to parallel().
+    virtual ApiResult<Outcome> run(const Job& job, const TextSink& on_text) = 0;
 };
 
 }  // namespace tdm::server

@@ -4,10 +4,12 @@
 // for bad requests with the server still serving; API keys; overload; a client that hangs
 // up; SIGTERM draining.
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <fstream>
 #include <future>
 #include <map>
 #include <sstream>
@@ -208,7 +210,9 @@ TEST(Serve, bad_requests_get_openai_errors_and_the_server_keeps_serving) {
         {"/v1/completions", "{\"prompt\": \"" + std::string(8000, 'a') + "\"}", 413, "", ""},
         {"/v1/nothing", "{}", 404, "", ""},
         {"/detokenize", R"({"tokens": [-1]})", 400, "tokens[0]", ""},
-        {"/v1/completions", R"({"prompt": "x", "logprobs": 2})", 400, "logprobs", ""},
+        {"/v1/completions", R"({"prompt": "x", "logprobs": 21})", 400, "logprobs", ""},
+        {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", 400,
+         "top_logprobs", ""},
     };
     for (const Case& c : cases) {
         Reply r = post(port, c.path, c.body);
@@ -266,10 +270,10 @@ TEST(Serve, an_api_key_guards_everything_but_health) {
     EXPECT_EQ(models->status, 401);
 }
 
-// A long stream holds the model; with no queue, a second request is refused at once. The
+// A long stream holds the one place; with no queue, a second request is refused at once. The
 // client then hangs up, which must stop the generation and free the model for the next.
 TEST(Serve, overload_is_503_and_a_client_hanging_up_frees_the_model) {
-    ServeProcess server({"-m", model("qwen3"), "--queue", "0", "-c", "4096"});
+    ServeProcess server({"-m", model("qwen3"), "--parallel", "1", "--queue", "0", "-c", "4096"});
     ASSERT_TRUE(server.started()) << server.log();
     const int port = server.port();
     std::promise<void> first_chunk;
@@ -350,6 +354,150 @@ TEST(Serve, a_port_in_use_is_refused_with_the_address) {
     CliRun r = tandem({"serve", "-m", model("qwen3"), "--port", std::to_string(first.port())});
     EXPECT_EQ(r.status, 1);
     EXPECT_TRUE(r.has("cannot listen on 127.0.0.1:" + std::to_string(first.port()))) << r.err;
+}
+
+// Eight streams at once, each equal to the same request run alone by `tandem run`: plainly,
+// and with an n-gram drafter of its own per request (drafts accepted and rejected).
+TEST(Serve, eight_parallel_streams_each_give_the_tokens_of_the_request_alone) {
+    std::vector<std::string> prompts, expected;
+    for (int i = 0; i < 8; ++i) {
+        prompts.push_back(fmt::format("Request {} says {}", i, std::string(size_t(i + 1), 'a' + char(i))));
+        expected.push_back(run_text({"-m", model("qwen3"), "-p", prompts.back(), "-n", "24"}));
+        ASSERT_FALSE(expected.back().empty());
+    }
+    for (bool speculative : {false, true}) {
+        std::vector<std::string> args = {"-m", model("qwen3"), "--temp", "0", "--parallel", "8", "-c", "256"};
+        if (speculative) args.insert(args.end(), {"--spec-type", "ngram-simple", "--spec-ngram-size-n", "2", "--draft-max", "4"});
+        ServeProcess server(args);
+        ASSERT_TRUE(server.started()) << server.log();
+        std::vector<std::string> got(prompts.size());
+        std::vector<std::thread> clients;
+        for (size_t i = 0; i < prompts.size(); ++i)
+            clients.emplace_back([&, i] {
+                json body = {{"prompt", prompts[i]}, {"max_tokens", 24}, {"ignore_eos", true}, {"stream", true}};
+                got[i] = streamed_text(stream_events(server.port(), "/v1/completions", body.dump()), false);
+            });
+        for (auto& t : clients) t.join();
+        for (size_t i = 0; i < prompts.size(); ++i)
+            EXPECT_EQ(got[i], expected[i]) << "request " << i << (speculative ? " (speculative)" : " (plain)");
+        httplib::Client cli("127.0.0.1", server.port());
+        auto metrics = cli.Get("/metrics");
+        ASSERT_TRUE(metrics);
+        EXPECT_NE(metrics->body.find("tandem_sequences_running 0"), std::string::npos) << metrics->body;
+        if (speculative) {
+            EXPECT_NE(metrics->body.find("tandem_spec_drafted_at_position_total{position=\"0\"}"), std::string::npos)
+                << metrics->body;
+        }
+        EXPECT_EQ(server.terminate(), 0) << server.log();
+    }
+}
+
+// More requests than places and a KV pool too small for all of them at full length: they
+// wait, or give their KV back and recompute, and every one completes with its own tokens.
+TEST(Serve, more_work_than_the_kv_pool_holds_completes_correctly) {
+    std::vector<std::string> prompts, expected;
+    for (int i = 0; i < 6; ++i) {
+        prompts.push_back(fmt::format("Long story number {} begins", i));
+        expected.push_back(run_text({"-m", model("qwen3"), "-p", prompts.back(), "-n", "80"}));
+    }
+    // the tiny model's KV is 4 KiB per 16-token block: room for 10 blocks, 6 x 6 wanted
+    ServeProcess server({"-m", model("qwen3"), "--temp", "0", "--parallel", "4", "--kv-memory", "40KiB"});
+    ASSERT_TRUE(server.started()) << server.log();
+    std::vector<Reply> got(prompts.size());
+    std::vector<std::thread> clients;
+    for (size_t i = 0; i < prompts.size(); ++i)
+        clients.emplace_back([&, i] {
+            json body = {{"prompt", prompts[i]}, {"max_tokens", 80}, {"ignore_eos", true}};
+            got[i] = post(server.port(), "/v1/completions", body.dump());
+        });
+    for (auto& t : clients) t.join();
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        ASSERT_EQ(got[i].status, 200) << got[i].raw;
+        EXPECT_EQ(got[i].body["choices"][0]["text"], expected[i]) << "request " << i;
+        EXPECT_EQ(got[i].body["usage"]["completion_tokens"], 80);
+    }
+    httplib::Client cli("127.0.0.1", server.port());
+    auto metrics = cli.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_EQ(metrics->body.find("tandem_preemptions_total 0\n"), std::string::npos) << "no session was preempted";
+}
+
+// A system prompt shared by two requests is prefilled once: the second resumes it from the
+// first one's idle slot.
+TEST(Serve, a_shared_system_prompt_is_resumed_from_an_idle_slot) {
+    ServeProcess server({"-m", model("qwen3"), "--temp", "0", "--parallel", "2"});
+    ASSERT_TRUE(server.started()) << server.log();
+    const std::string system = "You are a careful assistant who answers in one short sentence, always.";
+    auto ask = [&](const std::string& q) {
+        json body = {{"messages", {{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", q}}}},
+                     {"max_tokens", 4}};
+        return post(server.port(), "/v1/chat/completions", body.dump());
+    };
+    Reply a = ask("What is a cat?");
+    Reply b = ask("Why is the sky blue?");
+    ASSERT_EQ(a.status, 200) << a.raw;
+    ASSERT_EQ(b.status, 200) << b.raw;
+    EXPECT_EQ(a.body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+    EXPECT_GT(b.body["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 10) << b.raw;
+    httplib::Client cli("127.0.0.1", server.port());
+    auto metrics = cli.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_NE(metrics->body.find("tandem_prefix_cache_hits_total 1\n"), std::string::npos) << metrics->body;
+}
+
+// logprobs: each token's log-probability and the most likely alternatives, in the legacy
+// completions form and the chat form; greedy picks the most likely token.
+TEST(Serve, logprobs_come_with_each_token) {
+    ServeProcess server({"-m", model("qwen3"), "--temp", "0"});
+    ASSERT_TRUE(server.started()) << server.log();
+    Reply c = post(server.port(), "/v1/completions",
+                   R"({"prompt": "Hello", "max_tokens": 6, "ignore_eos": true, "logprobs": 3})");
+    ASSERT_EQ(c.status, 200) << c.raw;
+    const json& lp = c.body["choices"][0]["logprobs"];
+    ASSERT_EQ(lp["token_logprobs"].size(), 6u) << c.raw;
+    for (size_t i = 0; i < 6; ++i) {
+        const double v = lp["token_logprobs"][i];
+        EXPECT_LE(v, 0.0);
+        // a dict keyed by token text (OpenAI's legacy form): tokens of one text share a key
+        ASSERT_GE(lp["top_logprobs"][i].size(), 1u) << c.raw;
+        ASSERT_LE(lp["top_logprobs"][i].size(), 3u) << c.raw;
+        double best = -1e30;
+        for (const auto& [tok, p] : lp["top_logprobs"][i].items()) best = std::max(best, p.get<double>());
+        EXPECT_DOUBLE_EQ(v, best) << "greedy takes the most likely token";
+    }
+    Reply chat = post(server.port(), "/v1/chat/completions",
+                      R"({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 5, "ignore_eos": true,
+                          "logprobs": true, "top_logprobs": 2})");
+    ASSERT_EQ(chat.status, 200) << chat.raw;
+    const json& content = chat.body["choices"][0]["logprobs"]["content"];
+    ASSERT_EQ(content.size(), 5u) << chat.raw;
+    std::string joined;
+    for (const json& t : content) {
+        EXPECT_LE(t["logprob"].get<double>(), 0.0);
+        EXPECT_EQ(t["top_logprobs"].size(), 2u);
+        EXPECT_EQ(t["top_logprobs"][0]["logprob"], t["logprob"]);
+        joined += t["token"].get<std::string>();
+    }
+    EXPECT_EQ(joined, chat.body["choices"][0]["message"]["content"]) << chat.raw;
+}
+
+// The [server] section of the config file sets the server; the command line overrides it.
+TEST(Serve, the_server_section_of_the_config_file_applies_and_flags_override_it) {
+    const std::string cfg = dir() + "/serve.toml";
+    {
+        std::ofstream f(cfg);
+        f << "[server]\nalias = \"from-config\"\napi_key = \"k1\"\nparallel = 2\n";
+    }
+    ServeProcess server({"-m", model("qwen3"), "--config", cfg, "--api-key", "k2"});
+    ASSERT_TRUE(server.started()) << server.log();
+    EXPECT_NE(server.log().find("2 slots of"), std::string::npos) << server.log();
+    httplib::Client cli("127.0.0.1", server.port());
+    auto denied = cli.Get("/v1/models", {{"Authorization", "Bearer k1"}});
+    ASSERT_TRUE(denied);
+    EXPECT_EQ(denied->status, 401);
+    auto models = cli.Get("/v1/models", {{"Authorization", "Bearer k2"}});
+    ASSERT_TRUE(models);
+    EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "from-config") << models->body;
 }
 
 }  // namespace
