@@ -42,6 +42,19 @@ fi
 jobs="$(nproc)"
 if [ "$mode" = test ]; then
   build="build-test"
+  # The official OpenAI Node client, for the server's client test (from the npm registry,
+  # pinned). Debian's nodejs and npm unless a node is already installed.
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "==> installing: nodejs npm"
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo_cmd[@]}" apt-get update -qq
+    "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends nodejs npm
+  fi
+  mkdir -p "$build/node"
+  if [ ! -d "$build/node/node_modules/openai" ]; then
+    echo "==> installing the openai Node client into $build/node"
+    npm install --prefix "$build/node" --no-audit --no-fund --no-save --loglevel=error openai@6.49.0
+  fi
   echo "==> configuring $build (warnings are errors)"
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_WERROR=ON
   echo "==> building"

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/node/openai_client.cjs: the official OpenAI Node client (npm package `openai`,
+// installed by scripts/setup.sh test into the build tree) against `tandem serve` on a tiny
+// synthetic Qwen3: chat and completions, whole and streamed (the streamed text equals the
+// whole one), logprobs, /v1/models, eight parallel streams each equal to the request alone,
+// and the client's error classes for a wrong model, a bad value, a wrong API key and an
+// overlong request. Run by ctest; exits 77 (skipped) when the client is not installed.
+//
+//   TANDEM_BIN=build/bin/tandem OPENAI_MODULE=build/node/node_modules/openai node openai_client.cjs
+'use strict';
+
+const { spawn, execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const assert = require('node:assert/strict');
+
+const bin = process.env.TANDEM_BIN;
+const modulePath = process.env.OPENAI_MODULE;
+if (!bin || !modulePath) {
+  console.error('set TANDEM_BIN and OPENAI_MODULE');
+  process.exit(2);
+}
+if (!fs.existsSync(modulePath)) {
+  console.error(`the openai client is not installed at ${modulePath} (scripts/setup.sh test installs it)`);
+  process.exit(77);
+}
+const { OpenAI } = require(path.resolve(modulePath));
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-openai-'));
+const model = path.join(dir, 'tiny.gguf');
+execFileSync(bin, ['synth', '-o', model, '--type', 'f16'], { stdio: 'ignore' });
+
+// Starts `tandem serve` on a free port; resolves with { proc, port } once it listens.
+function serve(extra) {
+  const proc = spawn(bin, ['serve', '-m', model, '--port', '0', '--temp', '0', ...extra], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  proc.stderr.on('data', (d) => { log += d; });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/listening on http:\/\/[^:]+:(\d+)/);
+      if (m) resolve({ proc, port: Number(m[1]), log: () => log });
+    });
+    proc.on('exit', (code) => reject(new Error(`tandem serve exited with ${code}: ${log}`)));
+  });
+}
+
+function stop(server) {
+  return new Promise((resolve) => {
+    server.proc.removeAllListeners('exit');
+    server.proc.on('exit', (code) => resolve(code));
+    server.proc.kill('SIGTERM');
+  });
+}
+
+async function expectError(promise, cls, status, what) {
+  try {
+    await promise;
+  } catch (e) {
+    assert.ok(e instanceof cls, `${what}: expected ${cls.name}, got ${e.constructor.name}: ${e.message}`);
+    assert.equal(e.status, status, `${what}: status`);
+    return e;
+  }
+  assert.fail(`${what}: no error`);
+}
+
+const tests = [];
+const test = (name, fn) => tests.push({ name, fn });
+
+test('models lists the served model', async (client) => {
+  const models = await client.models.list();
+  const ids = [];
+  for await (const m of models) ids.push(m.id);
+  assert.deepEqual(ids, ['tiny']);
+});
+
+test('a chat completion streamed gives the text of the whole one', async (client) => {
+  const req = { model: 'tiny', messages: [{ role: 'user', content: 'Say something' }], max_tokens: 16 };
+  const whole = await client.chat.completions.create(req);
+  assert.equal(whole.object, 'chat.completion');
+  assert.equal(whole.choices[0].message.role, 'assistant');
+  assert.ok(['stop', 'length'].includes(whole.choices[0].finish_reason));
+  assert.ok(whole.usage.prompt_tokens > 0);
+  const stream = await client.chat.completions.create({ ...req, stream: true, stream_options: { include_usage: true } });
+  let text = '';
+  let finish = null;
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    if (!chunk.choices.length) continue;
+    text += chunk.choices[0].delta.content || '';
+    if (chunk.choices[0].finish_reason) finish = chunk.choices[0].finish_reason;
+  }
+  assert.equal(text, whole.choices[0].message.content);
+  assert.equal(finish, whole.choices[0].finish_reason);
+  assert.equal(usage.completion_tokens, whole.usage.completion_tokens);
+});
+
+test('a completion streamed gives the text of the whole one', async (client) => {
+  const req = { model: 'tiny', prompt: 'Once upon a time', max_tokens: 20, ignore_eos: true };
+  const whole = await client.completions.create(req);
+  assert.equal(whole.object, 'text_completion');
+  assert.equal(whole.usage.completion_tokens, 20);
+  let text = '';
+  for await (const chunk of await client.completions.create({ ...req, stream: true })) text += chunk.choices[0].text;
+  assert.equal(text, whole.choices[0].text);
+});
+
+test('logprobs come with each token of a chat completion', async (client) => {
+  const r = await client.chat.completions.create({
+    model: 'tiny', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 5, ignore_eos: true,
+    logprobs: true, top_logprobs: 3,
+  });
+  const content = r.choices[0].logprobs.content;
+  assert.equal(content.length, 5);
+  for (const t of content) {
+    assert.ok(t.logprob <= 0);
+    assert.equal(t.top_logprobs.length, 3);
+    assert.equal(t.top_logprobs[0].logprob, t.logprob, 'greedy takes the most likely token');
+  }
+  assert.equal(content.map((t) => t.token).join(''), r.choices[0].message.content);
+});
+
+test('eight parallel streams each give the text of the request alone', async (client) => {
+  const prompts = Array.from({ length: 8 }, (_, i) => `Stream ${i}: ${'xyz'.repeat(i + 1)}`);
+  const alone = [];
+  for (const p of prompts)
+    alone.push((await client.completions.create({ model: 'tiny', prompt: p, max_tokens: 16, ignore_eos: true })).choices[0].text);
+  const together = await Promise.all(prompts.map(async (p) => {
+    let text = '';
+    const s = await client.completions.create({ model: 'tiny', prompt: p, max_tokens: 16, ignore_eos: true, stream: true });
+    for await (const chunk of s) text += chunk.choices[0].text;
+    return text;
+  }));
+  assert.deepEqual(together, alone);
+});
+
+test('errors arrive as the client error classes', async (client) => {
+  const msg = [{ role: 'user', content: 'x' }];
+  const nf = await expectError(client.chat.completions.create({ model: 'gpt-4o', messages: msg }), OpenAI.NotFoundError, 404, 'unknown model');
+  assert.match(nf.message, /gpt-4o/);
+  const bad = await expectError(client.chat.completions.create({ model: 'tiny', messages: msg, top_p: 1.5 }),
+    OpenAI.BadRequestError, 400, 'top_p 1.5');
+  assert.equal(bad.param, 'top_p');
+  await expectError(client.chat.completions.create({ model: 'tiny', messages: [] }), OpenAI.BadRequestError, 400, 'no messages');
+  const long = await expectError(client.completions.create({ model: 'tiny', prompt: 'x', max_tokens: 100000000 }),
+    OpenAI.BadRequestError, 400, 'max_tokens beyond the context');
+  assert.equal(long.code, 'context_length_exceeded');
+});
+
+(async () => {
+  let failed = 0;
+  const server = await serve(['--parallel', '8', '-c', '512', '--alias', 'tiny']);
+  const client = new OpenAI({ baseURL: `http://127.0.0.1:${server.port}/v1`, apiKey: 'unused', maxRetries: 0 });
+  for (const t of tests) {
+    try {
+      await t.fn(client);
+      console.log(`ok   ${t.name}`);
+    } catch (e) {
+      failed++;
+      console.log(`FAIL ${t.name}\n     ${e.stack}`);
+    }
+  }
+  assert.equal(await stop(server), 0, 'SIGTERM ends the server with status 0');
+
+  // The API key: the client's key is sent as a Bearer token.
+  const guarded = await serve(['--api-key', 'sesame', '--alias', 'tiny']);
+  try {
+    const base = `http://127.0.0.1:${guarded.port}/v1`;
+    const wrong = new OpenAI({ baseURL: base, apiKey: 'open-up', maxRetries: 0 });
+    await expectError(wrong.models.list(), OpenAI.AuthenticationError, 401, 'a wrong API key');
+    const right = new OpenAI({ baseURL: base, apiKey: 'sesame', maxRetries: 0 });
+    const r = await right.completions.create({ model: 'tiny', prompt: 'a', max_tokens: 2 });
+    assert.equal(r.usage.completion_tokens, 2);
+    console.log('ok   the API key is checked');
+  } catch (e) {
+    failed++;
+    console.log(`FAIL the API key is checked\n     ${e.stack}`);
+  }
+  await stop(guarded);
+  fs.rmSync(dir, { recursive: true, force: true });
+  console.log(failed ? `${failed} failed` : `all ${tests.length + 1} passed`);
+  process.exit(failed ? 1 : 0);
+})().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
