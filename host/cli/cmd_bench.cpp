@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/op_bench.h"
+#include "cli/bench_common.h"
 #include "cli/commands.h"
 #include "cli/drafters.h"
 #include "cli/memory_plan.h"
@@ -19,11 +20,27 @@
 #include "speculative/forced_drafter.h"
 
 namespace tdm::cli {
-namespace {
 
 double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
+uint64_t peak_rss_bytes() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return uint64_t(ru.ru_maxrss) * 1024;
+}
+
+std::vector<int32_t> bench_prompt(const Model& model, uint32_t len, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    // ids of ordinary text tokens: stay below the specials at the end of a synthetic vocabulary
+    const uint32_t hi = std::max<uint32_t>(2, std::min<uint32_t>(model.info().n_vocab, 4096));
+    std::vector<int32_t> p(len);
+    for (auto& t : p) t = int32_t(rng() % hi);
+    return p;
+}
+
+namespace {
 
 // Host memory read bandwidth (GB/s): all cores summing a 1 GiB buffer, best of 3.
 double measure_read_bandwidth() {
@@ -52,20 +69,6 @@ double measure_read_bandwidth() {
     return best;
 }
 
-uint64_t peak_rss_bytes() {
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    return uint64_t(ru.ru_maxrss) * 1024;
-}
-
-std::vector<int32_t> bench_prompt(const Model& model, uint32_t len, uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    // ids of ordinary text tokens: stay below the specials at the end of a synthetic vocabulary
-    const uint32_t hi = std::max<uint32_t>(2, std::min<uint32_t>(model.info().n_vocab, 4096));
-    std::vector<int32_t> p(len);
-    for (auto& t : p) t = int32_t(rng() % hi);
-    return p;
-}
 
 // --prompt-kind: repetitive prompts for the draftless (n-gram) drafters, made
 // from S (a random prompt) and L, the target's own greedy continuation of S
@@ -416,7 +419,8 @@ Status cmd_bench(App& app) {
     if (what == "ops") return bench_ops(app);
     if (what == "decode") return bench_decode(app);
     if (what == "spec") return bench_spec(app);
-    return Error::format("bench: unknown benchmark '{}' (ops, decode, spec)", what);
+    if (what == "serve") return bench_serve(app);
+    return Error::format("bench: unknown benchmark '{}' (ops, decode, spec, serve)", what);
 }
 
 }  // namespace tdm::cli

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+// host/cli/cmd_bench_serve.cpp: `tandem bench serve`: the continuous-batching engine of
+// `tandem serve` (engine/batch_engine.h) under a closed loop of C clients (each sends its
+// next request when the last one ends), for each C of --concurrency: aggregate output
+// tokens/s, time to first token and time per output token (p50, p99), rows per forward
+// pass, drafts accepted. In process, without HTTP, so that it measures the engine.
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/bench_common.h"
+#include "cli/commands.h"
+#include "cli/drafters.h"
+#include "cli/memory_plan.h"
+#include "engine/batch_engine.h"
+
+namespace tdm::cli {
+namespace {
+
+struct RequestTimes {
+    double added = 0, first = 0, last = 0;
+    uint32_t tokens = 0;
+    bool failed = false;
+};
+
+double percentile(std::vector<double> v, double q) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t i = std::min(v.size() - 1, size_t(q * double(v.size() - 1) + 0.5));
+    return v[i];
+}
+
+Result<std::vector<uint32_t>> concurrency_levels(const std::string& text) {
+    std::vector<uint32_t> out;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        char* end = nullptr;
+        const long v = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end || v < 1 || v > 256)
+            return Error::format("--concurrency: '{}' is not a number of streams from 1 to 256", item);
+        out.push_back(uint32_t(v));
+    }
+    if (out.empty()) return Error("--concurrency needs at least one number of streams");
+    return out;
+}
+
+}  // namespace
+
+Status bench_serve(App& app) {
+    const ParsedArgs& a = app.args();
+    const Config& cfg = app.config();
+    const auto levels = TDM_TRY(concurrency_levels(a.get_string("concurrency").value_or("1,4,8,16")));
+    const uint32_t plen = uint32_t(a.get_int("prompt-len").value_or(32));
+    const int32_t gen = int32_t(a.get_int("gen-tokens").value_or(32));
+    const uint64_t seed = uint64_t(a.get_int("seed").value_or(1));
+    const bool speculative = !spec_types(cfg).empty();
+    vk::Device* dev = TDM_TRY(app.device());
+    vk::PipelineManager* pm = TDM_TRY(app.pipelines());
+    TDM_TRY(check_memory_fits(app, cfg.model.path, speculative));
+    auto model = TDM_TRY(app.load_model(cfg.model.path));
+
+    nlohmann::json j;
+    j["model"] = cfg.model.path;
+    j["device"] = dev->caps().name;
+    j["prompt_tokens"] = plen;
+    j["gen_tokens"] = gen;
+    j["speculative"] = speculative ? nlohmann::json(spec_types(cfg)) : nlohmann::json(nullptr);
+    j["levels"] = nlohmann::json::array();
+    for (const uint32_t c : levels) {
+        const uint32_t n_requests = a.has("requests") ? uint32_t(*a.get_int("requests")) : std::max(4u, 2 * c);
+        auto kv = TDM_TRY(app.make_kv(*model, speculative, c));
+        Runner runner(*model, *kv, *dev, *pm);
+        DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv));
+        BatchEngineOptions eo;
+        eo.n_batch = uint32_t(cfg.model.n_batch);
+        auto engine = TDM_TRY(BatchEngine::create(runner, nullptr, eo, shared_drafters(chain.order, chain.fresh)));
+
+        std::vector<RequestTimes> times;
+        uint32_t in_flight = 0;
+        auto submit = [&](uint32_t id, int32_t max_tokens, bool timed) -> Status {
+            SessionRequest r;
+            r.prompt = bench_prompt(*model, plen, seed + id);
+            r.params.max_tokens = max_tokens;
+            r.params.sampling.temperature = 0;
+            r.params.ignore_eog = true;
+            r.spec = spec_params(cfg);
+            r.drafters = TDM_TRY(request_drafters(chain.order, chain.fresh));
+            RequestTimes* t = timed ? &times[id] : nullptr;
+            if (t) t->added = now_s();
+            r.on_token = [t](int32_t tok, std::string_view, const TokenLogprobs*) {
+                if (t && tok >= 0) {
+                    t->last = now_s();
+                    if (t->tokens++ == 0) t->first = t->last;
+                }
+                return true;
+            };
+            r.on_done = [t, &in_flight](const SessionResult& res) {
+                --in_flight;
+                if (t && res.stop_reason == "error") t->failed = true;
+            };
+            ++in_flight;
+            engine->add(std::move(r));
+            return {};
+        };
+        // warm-up: the pipelines and the graphs of the common shapes
+        for (uint32_t i = 0; i < c; ++i) TDM_TRY(submit(n_requests + i, 4, false));
+        while (engine->step()) {
+        }
+
+        times.assign(n_requests, {});
+        const BatchEngineStats before = engine->stats();
+        const double t0 = now_s();
+        uint32_t next = 0;
+        while (true) {
+            while (in_flight < c && next < n_requests) TDM_TRY(submit(next++, gen, true));
+            if (!engine->step() && next >= n_requests) break;
+        }
+        const double wall = now_s() - t0;
+        const BatchEngineStats& st = engine->stats();
+
+        std::vector<double> ttft, tpot;
+        uint64_t out_tokens = 0, failed = 0;
+        for (const RequestTimes& t : times) {
+            out_tokens += t.tokens;
+            failed += t.failed;
+            if (t.tokens) ttft.push_back((t.first - t.added) * 1e3);
+            if (t.tokens > 1) tpot.push_back((t.last - t.first) * 1e3 / double(t.tokens - 1));
+        }
+        const uint64_t steps = st.steps - before.steps;
+        nlohmann::json l;
+        l["concurrency"] = c;
+        l["requests"] = n_requests;
+        l["failed"] = failed;
+        l["output_tokens"] = out_tokens;
+        l["wall_s"] = wall;
+        l["output_tokens_per_s"] = double(out_tokens) / wall;
+        // the streams' decoding rate together, prefill left out: C tokens per mean TPOT
+        double tpot_mean = 0;
+        for (double v : tpot) tpot_mean += v / double(tpot.size());
+        l["decode_tokens_per_s"] = tpot_mean > 0 ? double(c) * 1e3 / tpot_mean : 0;
+        l["ttft_ms_p50"] = percentile(ttft, 0.5);
+        l["ttft_ms_p99"] = percentile(ttft, 0.99);
+        l["tpot_ms_p50"] = percentile(tpot, 0.5);
+        l["tpot_ms_p99"] = percentile(tpot, 0.99);
+        l["forward_passes"] = steps;
+        l["rows_per_pass"] = steps ? double(st.rows - before.rows) / double(steps) : 0;
+        l["drafted"] = st.drafted - before.drafted;
+        l["accepted"] = st.accepted - before.accepted;
+        l["preemptions"] = st.preemptions - before.preemptions;
+        l["cached_graphs"] = runner.cached_graphs();
+        l["graph_memory_bytes"] = runner.graph_memory();
+        l["kv_bytes"] = kv->device_bytes();
+        j["levels"].push_back(l);
+        if (!a.flag("json"))
+            std::fprintf(stderr, "concurrency %u: %.2f tok/s\n", c, l["output_tokens_per_s"].get<double>());
+    }
+    j["peak_rss_bytes"] = peak_rss_bytes();
+    if (a.flag("json")) {
+        std::printf("%s\n", j.dump(2).c_str());
+        return {};
+    }
+    std::printf("model %s on %s, prompts of %u tokens, %d generated each, speculative: %s\n", cfg.model.path.c_str(),
+                dev->caps().name.c_str(), plen, gen, speculative ? j["speculative"].dump().c_str() : "off");
+    std::printf("%5s %8s %10s %10s %10s %10s %10s %10s %9s %9s\n", "conc", "requests", "tok/s", "decode/s", "ttft p50",
+                "ttft p99", "tpot p50", "tpot p99", "rows/pass", "accepted");
+    for (const auto& l : j["levels"])
+        std::printf("%5u %8u %10.2f %10.2f %9.0fms %9.0fms %9.1fms %9.1fms %9.2f %4llu/%-4llu\n",
+                    l["concurrency"].get<uint32_t>(), l["requests"].get<uint32_t>(),
+                    l["output_tokens_per_s"].get<double>(), l["decode_tokens_per_s"].get<double>(),
+                    l["ttft_ms_p50"].get<double>(),
+                    l["ttft_ms_p99"].get<double>(), l["tpot_ms_p50"].get<double>(), l["tpot_ms_p99"].get<double>(),
+                    l["rows_per_pass"].get<double>(), (unsigned long long)l["accepted"].get<uint64_t>(),
+                    (unsigned long long)l["drafted"].get<uint64_t>());
+    return {};
+}
+
+}  // namespace tdm::cli
