@@ -191,6 +191,11 @@ dpkg-query -W -f='${Depends}\n' tandem | grep 'libvulkan1' >/dev/null || fail "t
 dpkg-query -W -f='${Recommends}\n' tandem | grep 'mesa-vulkan-drivers | vulkan-icd' >/dev/null ||
   fail "tandem does not recommend a Vulkan driver"
 zcat /usr/share/man/man1/tandem.1.gz | grep '^\.SH COMMANDS' >/dev/null || fail "tandem(1) has no COMMANDS section"
+unit=""
+for d in /lib/systemd/system /usr/lib/systemd/system; do [ -e "$d/tandem.service" ] && unit="$d/tandem.service"; done
+[ -n "$unit" ] || fail "the systemd unit tandem.service is not installed"
+grep -q '^ExecStart=/usr/bin/tandem serve --config /etc/tandem/tandem.toml$' "$unit" || fail "$unit does not run tandem serve"
+[ ! -e /etc/systemd/system/multi-user.target.wants/tandem.service ] || fail "tandem.service is enabled by default"
 done_step
 
 # A fresh user: no per-user config, so /etc/tandem/tandem.toml is the one read;
