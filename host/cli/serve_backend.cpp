@@ -305,8 +305,8 @@ ApiResult<server::Outcome> ServeBackend::run(const server::Job& job, const serve
     out.usage.prompt_tokens = job.prompt.size();
     out.usage.completion_tokens = res.tokens.size();
     out.usage.cached_tokens = res.n_cached;
-    out.drafted = res.drafted;
-    out.accepted = res.accepted;
+    out.drafted = res.spec.drafted;
+    out.accepted = res.spec.accepted;
     return out;
 }
 

@@ -21,7 +21,13 @@
 // session), and shared ones (a draft model, an MTP head: one sequence of state each),
 // which a session uses when no other session holds them. A model with recurrent state
 // runs one sequence per pass (the ABI's state input names one sequence).
-// Not thread-safe: one thread calls add() and step() (server/serving_loop.h wraps it).
+//
+// The CLI runs the same engine with one session on one sequence (engine/solo.h): plain and
+// speculative generation are this code path, with what a single request adds (logits
+// dumps, prefill progress and the prompt cache's pause, per-round traces, the depth-2
+// overlap: while one session runs alone, its next draft is prepared before its text is
+// delivered).
+// Not thread-safe: one thread calls add() and step() (cli/serve_backend.h wraps it).
 #pragma once
 
 #include <atomic>
@@ -42,6 +48,7 @@
 #include "speculative/batch_budget.h"
 #include "speculative/drafter.h"
 #include "speculative/scheduler.h"
+#include "speculative/stats.h"
 #include "tokenizer/stream.h"
 
 namespace tdm {
@@ -60,7 +67,25 @@ struct SessionResult {
     uint32_t n_prompt = 0;
     uint32_t n_cached = 0;        // prompt tokens resumed from a slot's KV
     uint32_t preempted = 0;       // times the session gave its KV back and recomputed
-    uint64_t drafted = 0, accepted = 0;
+    bool admitted = false;        // it had a slot at some point (else the KV was never touched)
+    // The slot's KV holds the first n_kv tokens of prompt + tokens (all but the last
+    // generated token, normally); 0 after an error.
+    uint32_t n_kv = 0;
+    double prefill_ms = 0, decode_ms = 0;  // first admission to first token; first token to the end
+    SpecStats spec;               // per drafter of its chain, rounds, acceptance by position
+};
+
+// One round (a verify pass, or a plain decode step of a session with drafters) as the
+// speculative trace records it (SpecParams::trace_path).
+struct RoundRecord {
+    uint64_t round = 0;
+    uint32_t pos = 0;            // of the token verified first
+    std::string drafter;         // the winner, "" when nothing was drafted
+    int k = 0;                   // drafts asked for
+    std::vector<int32_t> drafted;
+    uint32_t accepted = 0;
+    int32_t next = -1;           // the target's own token
+    double draft_ms = 0, verify_ms = 0, accept_ms = 0;
 };
 
 // A token's log-probability under the model's raw distribution (log-softmax of its logits,
@@ -84,13 +109,25 @@ struct SessionRequest {
     // bytes) came through on_token(-1, tail, nullptr) just before.
     std::function<void(const SessionResult&)> on_done;
     // Set from any thread: the session ends at its next step.
-    std::shared_ptr<std::atomic<bool>> cancel;
+    std::shared_ptr<const std::atomic<bool>> cancel;
+    // What a single request adds (engine/solo.h), all optional. logits_sink gets the logits
+    // row behind each emitted token; with logits_all, every prompt row's first (the last
+    // one is the first token's). on_progress after each prompt chunk; on_prefix once the
+    // KV holds all of the prompt but its last token (chunks stop there; an error ends the
+    // session). on_round after every round but the prompt's.
+    LogitsSink logits_sink;
+    bool logits_all = false;
+    ProgressHook on_progress;
+    std::function<Status(uint32_t n_kv)> on_prefix;
+    std::function<void(const RoundRecord&)> on_round;
 };
 
 struct BatchEngineOptions {
     uint32_t n_batch = 256;        // prompt rows of one session per pass
     uint32_t max_batch_rows = 512; // rows of one pass (decode rows always fit)
     bool reuse_slots = true;       // the prefix cache
+    // The pool's sequences to use as slots; empty: every sequence the pool can still add.
+    std::vector<int> seqs;
 };
 
 struct BatchEngineStats {
@@ -113,6 +150,10 @@ public:
 
     // Queues a request (checked when it is admitted; a bad one ends through on_done).
     void add(SessionRequest request);
+    // The caller vouches that the KV of the slot on pool sequence `seq` holds `tokens`
+    // (position i: tokens[i]) and that every shared drafter's state follows it: a request
+    // with that prefix resumes there (a chat's next turn, a restored prompt cache).
+    void assume_slot_holds(int seq, std::span<const int32_t> tokens);
     // Admits what fits, runs one pass, delivers tokens. False when there was nothing to do.
     // An error of the pass ends the sessions in it (on_done with "error"); the engine stays usable.
     bool step();
@@ -145,15 +186,28 @@ private:
     bool make_room(uint32_t blocks, const Slot* keep);
     void preempt(Session& s);
     void finish(Session& s, std::string reason, std::string error = {});
+    // Ends the waiting session at the front with this error when nothing runs that could free
+    // what it waits for.
+    void refuse_stuck(std::string why);
     void start_drafters(Session& s, Slot& slot, uint32_t n_cached);
     // The session's draft length this pass; cap_only: its limits alone (no tuning).
     int decide_k(Session& s, bool cap_only = false) const;
     void plan_drafts(std::span<Session* const> part);
     std::vector<int32_t> draft(Session& s, int k);
+    // The k to draft this pass, and the drafter prepared for it cancelled if k differs.
+    int pass_k(Session& s);
     void settle(Session& s, const ForwardOutput& out, uint32_t row0, uint32_t out0, double pass_ms);
+    // After the prompt's chunk (not its last): progress and the on_prefix pause; false: the
+    // session ended.
+    bool after_chunk(Session& s);
+    // While the session runs alone: its next k decided and its first drafter prepared.
+    void prepare_next(Session& s);
+    // Hands the tokens settled this pass to the session's callbacks; false: it wants no more.
+    bool deliver(Session& s, const ForwardOutput& out, uint32_t out0, bool first_row_sunk);
     // Runs one forward pass over the sessions' rows and settles each; false if it failed.
     bool pass(std::span<Session* const> run);
-    bool emit(Session& s, int32_t tok, const float* logits);
+    // Appends a token to the session; false once it must stop (the reason is set).
+    bool record(Session& s, int32_t tok, uint32_t logits_row);
 
     Runner& runner_;
     const Tokenizer* tokenizer_;

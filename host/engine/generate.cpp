@@ -6,7 +6,7 @@
 #include <chrono>
 #include <numeric>
 
-#include "tokenizer/stream.h"
+#include "engine/solo.h"
 
 namespace tdm {
 namespace {
@@ -81,80 +81,8 @@ Result<ForwardOutput> prefill(Runner& runner, int seq, std::span<const int32_t> 
 Result<GenerateResult> generate(Runner& runner, const Tokenizer* tokenizer, int seq, std::span<const int32_t> prompt,
                                 const GenerateParams& params, const std::function<void(const std::string&)>& on_text,
                                 const LogitsSink& sink, bool logits_all) {
-    const uint32_t n_vocab = runner.model().info().n_vocab;
-    const uint32_t capacity = runner.kv().capacity_tokens();
-    if (prompt.size() >= capacity)
-        return Error::format("the prompt has {} tokens but the context holds {} (raise -c/--ctx-size)", prompt.size(),
-                             capacity);
-    auto sampler = TDM_TRY(Sampler::create(params.sampling));
-    StopRule stop{tokenizer, params.ignore_eog, params.stop_tokens};
-    std::optional<StreamDecoder> stream;
-    if (tokenizer) stream.emplace(*tokenizer);
-    auto emit_text = [&](int32_t tok, GenerateResult& r) {
-        if (!stream) return;
-        const std::string piece = stream->push(tok);
-        r.text += piece;
-        if (on_text && !piece.empty()) on_text(piece);
-    };
-
-    GenerateResult r;
-    r.stats.n_prompt = uint32_t(prompt.size());
-    r.stats.n_cached = params.n_cached;
-    std::vector<int32_t> history(prompt.begin(), prompt.end());
-    const double t0 = now_ms();
-    PrefillResult pre = TDM_TRY(prefill(runner, seq, prompt, params, logits_all, sink, {}));
-    const double t1 = now_ms();
-    r.stats.prefill_ms = t1 - t0;
-    if (pre.cancelled) {
-        r.stop_reason = "cancelled";
-        r.n_kv = pre.n_done;
-        return r;
-    }
-    ForwardOutput out = pre.out;
-
-    const float* last_logits = out.logits + size_t(out.n_outputs - 1) * n_vocab;
-    int32_t token = sampler.greedy() && params.sampling.repeat_penalty == 1.0f
-                        ? out.argmax[out.n_outputs - 1]
-                        : sampler.sample(last_logits, int(n_vocab), history);
-    uint32_t pos = uint32_t(prompt.size());
-    r.stop_reason = "length";
-    while (true) {
-        if (params.max_tokens >= 0 && r.tokens.size() >= size_t(params.max_tokens)) break;
-        r.tokens.push_back(token);
-        history.push_back(token);
-        emit_text(token, r);
-        if (std::string why = stop.check(token); !why.empty()) {
-            r.stop_reason = why;
-            break;
-        }
-        if (params.max_tokens >= 0 && r.tokens.size() >= size_t(params.max_tokens)) break;
-        if (pos + 1 >= capacity) {
-            r.stop_reason = "context";
-            break;
-        }
-        if (params.cancel && params.cancel->load(std::memory_order_relaxed)) {
-            r.stop_reason = "cancelled";
-            break;
-        }
-        const int32_t row = 0, p = int32_t(pos);
-        ForwardInput in{std::span<const int32_t>(&token, 1), std::span<const int32_t>(&p, 1), seq,
-                        std::span<const int32_t>(&row, 1)};
-        out = TDM_TRY(runner.forward(in));
-        ++pos;
-        if (sink) sink(out.logits, n_vocab);
-        token = sampler.greedy() && params.sampling.repeat_penalty == 1.0f
-                    ? out.argmax[0]
-                    : sampler.sample(out.logits, int(n_vocab), history);
-    }
-    if (stream) {
-        const std::string tail = stream->flush();
-        r.text += tail;
-        if (on_text && !tail.empty()) on_text(tail);
-    }
-    r.stats.n_generated = uint32_t(r.tokens.size());
-    r.stats.decode_ms = now_ms() - t1;
-    r.n_kv = pos;  // every token before the last emitted one
-    return r;
+    SpecResult r = TDM_TRY(run_solo(runner, tokenizer, seq, prompt, params, {}, SpecParams{}, on_text, sink, logits_all));
+    return std::move(r.gen);
 }
 
 }  // namespace tdm

@@ -16,6 +16,9 @@
 // from measured acceptance and costs and stops drafting when it does not pay.
 // Depth 2: the next round's first drafter is prepared (device work submitted)
 // before the host streams text, updates statistics and writes the trace.
+//
+// The rounds are run by the batching engine (engine/batch_engine.h), here with one
+// session: a request's tokens do not depend on whether it runs alone or in a server.
 #pragma once
 
 #include <functional>

@@ -86,8 +86,8 @@ TEST_F(Gemma4Batch, sessions_sharing_passes_get_their_plain_greedy_tokens_with_a
     for (size_t i = 0; i < jobs.size(); ++i) {
         ASSERT_TRUE(jobs[i].done);
         EXPECT_EQ(jobs[i].got.tokens, jobs[i].want) << "job " << i << ": " << jobs[i].got.error;
-        drafted += jobs[i].got.drafted;
-        plain += jobs[i].got.drafted == 0;
+        drafted += jobs[i].got.spec.drafted;
+        plain += jobs[i].got.spec.drafted == 0;
     }
     EXPECT_GT(drafted, 0u) << "the assistant drafted for some sessions";
     EXPECT_GT(plain, 0u) << "others decoded plainly while it was taken";

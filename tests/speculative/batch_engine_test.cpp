@@ -193,7 +193,7 @@ TEST_F(BatchEngineTest, every_session_gets_the_tokens_it_gets_alone_with_and_wit
         EXPECT_EQ(jobs[i].got.tokens, jobs[i].want) << "job " << i;
         EXPECT_EQ(jobs[i].got.stop_reason, "length");
         if (jobs[i].drafts) {
-            EXPECT_GT(jobs[i].got.drafted, 0u) << "job " << i;
+            EXPECT_GT(jobs[i].got.spec.drafted, 0u) << "job " << i;
         }
     }
     const BatchEngineStats& st = (*e)->stats();
@@ -353,7 +353,7 @@ TEST_F(BatchEngineTest, hybrid_model_sessions_share_the_mtp_head_one_at_a_time_a
     uint64_t drafted = 0;
     for (size_t i = 0; i < jobs.size(); ++i) {
         EXPECT_EQ(jobs[i].got.tokens, jobs[i].want) << "job " << i;
-        drafted += jobs[i].got.drafted;
+        drafted += jobs[i].got.spec.drafted;
     }
     EXPECT_GT(drafted, 0u);
 }

@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: Apache-2.0
+// host/engine/batch_session.cpp: one session's part of a pass: its draft length and
+// drafts before the pass, and after it (settle) the accepted drafts and the target's own
+// token, the KV rollback, its drafters' accept, statistics, and its callbacks.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "engine/batch_session.h"
+
+namespace tdm {
+namespace {
+
+// Passes a session the draft budget gives nothing waits before it drafts one token.
+constexpr int kProbeInterval = 24;
+
+TokenLogprobs logprobs_of(const float* logits, uint32_t n_vocab, int32_t tok, uint32_t n_top) {
+    // NaN never reaches here (the runner refuses non-finite logits); -inf rows are fine
+    float mx = -std::numeric_limits<float>::infinity();
+    for (uint32_t i = 0; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
+    double sum = 0;
+    for (uint32_t i = 0; i < n_vocab; ++i) sum += std::exp(double(logits[i]) - double(mx));
+    const double log_z = double(mx) + std::log(sum);
+    TokenLogprobs lp;
+    lp.logprob = float(double(logits[tok]) - log_z);
+    n_top = std::min(n_top, n_vocab);
+    if (n_top) {
+        std::vector<int32_t> ids(n_vocab);
+        for (uint32_t i = 0; i < n_vocab; ++i) ids[i] = int32_t(i);
+        const auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+        std::partial_sort(ids.begin(), ids.begin() + n_top, ids.end(), better);
+        for (uint32_t i = 0; i < n_top; ++i) lp.top.emplace_back(ids[i], float(double(logits[ids[i]]) - log_z));
+    }
+    return lp;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- before the pass
+
+int BatchEngine::decide_k(Session& s, bool cap_only) const {
+    if (std::none_of(s.on.begin(), s.on.end(), [](char c) { return c != 0; })) return 0;  // every drafter failed
+    if (s.planned_k >= 0) {  // the batch's budget decided (batch_budget.h)
+        const int k = s.skip_next ? 0 : s.planned_k;
+        s.skip_next = false;
+        return k;
+    }
+    const KvPool& kv = runner_.kv();
+    // Most drafts: the remaining budget (k drafts + the target's own token), draft_max, the
+    // context (plain decoding never runs position capacity-1, so a verify must not either)
+    // and the rows the target's sliding-window rings were sized for.
+    int k = s.req.spec.draft_max;
+    const GenerateParams& p = s.req.params;
+    if (p.max_tokens >= 0) k = std::min<int>(k, p.max_tokens - int(s.result.tokens.size()) - 1);
+    k = std::min<int>(k, int(kv.capacity_tokens()) - int(s.pos()) - 2);
+    if (kv.has_rings()) k = std::min<int>(k, int(kv.config().rows_max) - 1);
+    k = std::max(0, k);
+    if (s.req.spec.auto_k && !cap_only) k = s.tune.choose(k);
+    if (cap_only) return k;
+    if (s.skip_next) k = 0;
+    s.skip_next = false;
+    return k;
+}
+
+int BatchEngine::pass_k(Session& s) {
+    // decided with the prepare unless the batch's budget has its say this pass
+    const int k = s.next_k >= 0 && s.planned_k < 0 ? s.next_k : decide_k(s);
+    if (s.prepared >= 0 && (k != s.next_k || !s.on[size_t(s.prepared)])) {
+        s.chain[size_t(s.prepared)]->cancel();
+        s.prepared = -1;
+    }
+    s.next_k = -1;
+    return k;
+}
+
+// --spec-auto with several decoding sessions: drafts where they pay for the whole pass.
+void BatchEngine::plan_drafts(std::span<Session* const> part) {
+    for (Session* s : part) s->planned_k = -1;
+    if (!multi_seq_ || !cost_.ready()) return;
+    std::vector<Session*> auto_sessions;
+    std::vector<DraftCandidate> cand;
+    uint32_t base_rows = 0, decoding = 0;
+    for (Session* s : part) {
+        if (s->done || !s->slot) continue;
+        const uint32_t remaining = uint32_t(s->history.size()) - s->n_kv;
+        if (remaining > 1) {
+            base_rows += std::min(remaining, options_.n_batch);
+            continue;
+        }
+        ++base_rows;
+        ++decoding;
+        if (!s->req.spec.auto_k) continue;
+        auto_sessions.push_back(s);
+        uint32_t cap = uint32_t(std::max(0, decide_k(*s, /*cap_only=*/true)));
+        if (s->skip_next) cap = 0;  // its skip streak asks for a plain step: no rows for it
+        if (cap < uint32_t(std::max(1, s->req.spec.draft_min))) cap = 0;  // a shorter proposal is dropped
+        cand.push_back({cap, s->tune.acceptance(), s->draft_ms_per_token});
+    }
+    if (auto_sessions.size() < 2) return;
+    const std::vector<uint32_t> k = allocate_drafts(cost_.a(), cost_.b(), double(decoding), base_rows, cand);
+    for (size_t i = 0; i < auto_sessions.size(); ++i) {
+        Session& s = *auto_sessions[i];
+        const uint32_t min_k = uint32_t(std::max(1, s.req.spec.draft_min));
+        s.planned_k = k[i] >= min_k ? int(k[i]) : 0;  // fewer than draft_min would be dropped
+        if (s.planned_k > 0) {
+            s.starved = 0;
+        } else if (cand[i].k_cap > 0 && ++s.starved >= kProbeInterval) {
+            // a session given nothing still drafts now and then, so that its acceptance
+            // estimate follows what its drafter would do now
+            s.planned_k = int(min_k);
+            s.starved = 0;
+        }
+    }
+}
+
+// The first drafter of the chain that proposes at least draft_min tokens wins.
+std::vector<int32_t> BatchEngine::draft(Session& s, int k) {
+    s.winner = -1;
+    s.draft_ms = 0;
+    if (k <= 0) return {};
+    const uint32_t n_vocab = runner_.model().info().n_vocab;
+    const DraftRequest req{std::span<const int32_t>(s.history), s.pos(), uint32_t(k), s.slot->seq};
+    const double t0 = engine_now_ms();
+    std::vector<int32_t> out;
+    for (size_t i = 0; i < s.chain.size() && s.winner < 0; ++i) {
+        if (!s.on[i]) continue;
+        const double g0 = engine_now_ms();
+        auto prop = s.chain[i]->draft(req);
+        DrafterStats& st = s.stats_of(i);
+        st.calls_gen++;
+        st.dur_gen_ms += engine_now_ms() - g0;
+        if (!prop.ok()) {
+            s.turn_off(i, prop.error());
+            continue;
+        }
+        std::vector<int32_t> p = std::move(prop).value();
+        if (p.size() > size_t(k)) p.resize(size_t(k));
+        for (int32_t t : p)
+            if (t < 0 || uint32_t(t) >= n_vocab) {
+                s.turn_off(i, Error::format("it proposed token {} outside the vocabulary of {}", t, n_vocab));
+                p.clear();
+                break;
+            }
+        if (s.on[i] && !p.empty() && int(p.size()) >= std::max(1, s.req.spec.draft_min)) {
+            out = std::move(p);
+            s.winner = int(i);
+        }
+    }
+    if (s.prepared >= 0 && !s.on[size_t(s.prepared)]) s.chain[size_t(s.prepared)]->cancel();
+    s.prepared = -1;
+    s.draft_ms = engine_now_ms() - t0;
+    s.result.spec.draft_ms += s.draft_ms;
+    const double per_token = s.draft_ms / double(std::max<size_t>(1, out.size()));
+    s.draft_ms_per_token = s.draft_ms_per_token == 0 ? per_token : 0.8 * s.draft_ms_per_token + 0.2 * per_token;
+    return out;
+}
+
+// While the session is the engine's only one, the next pass is its alone: the next draft
+// length is known now and the first drafter may start its device work (depth 2) before the
+// host streams this pass's text.
+void BatchEngine::prepare_next(Session& s) {
+    if (active_.size() != 1 || !waiting_.empty() || s.chain.empty()) return;
+    if (s.history.size() - s.n_kv != 1) return;  // the next pass is not a decode step
+    s.next_k = decide_k(s);
+    s.prepared = -1;
+    if (s.next_k <= 0) return;
+    for (size_t i = 0; i < s.chain.size(); ++i) {
+        if (!s.on[i]) continue;
+        const DraftRequest req{std::span<const int32_t>(s.history), s.pos(), uint32_t(s.next_k), s.slot->seq};
+        if (auto p = s.chain[i]->prepare(req); !p.ok()) {
+            s.turn_off(i, p.error());
+            return;
+        }
+        s.prepared = int(i);
+        return;
+    }
+}
+
+// ---------------------------------------------------------------- after the pass
+
+bool BatchEngine::record(Session& s, int32_t tok, uint32_t logits_row) {
+    s.result.tokens.push_back(tok);
+    s.history.push_back(tok);
+    s.fresh.emplace_back(tok, logits_row);
+    ++s.result.spec.emitted;
+    if (std::string why = s.stop.check(tok); !why.empty()) {
+        s.result.stop_reason = why;
+        return false;
+    }
+    const int32_t max = s.req.params.max_tokens;
+    if (max >= 0 && s.result.tokens.size() >= size_t(max)) {
+        s.result.stop_reason = "length";
+        return false;
+    }
+    return true;
+}
+
+bool BatchEngine::deliver(Session& s, const ForwardOutput& out, uint32_t out0, bool first_row_sunk) {
+    const uint32_t n_vocab = runner_.model().info().n_vocab;
+    bool wanted = true;
+    size_t i = 0;
+    for (; i < s.fresh.size() && wanted; ++i) {
+        const auto [tok, row] = s.fresh[i];
+        const float* logits = out.logits + size_t(out0 + row) * n_vocab;
+        if (s.req.logits_sink && !(first_row_sunk && i == 0)) s.req.logits_sink(logits, n_vocab);
+        const std::string piece = s.stream ? s.stream->push(tok) : std::string();
+        std::optional<TokenLogprobs> lp;
+        if (s.req.logprobs >= 0) lp = logprobs_of(logits, n_vocab, tok, uint32_t(s.req.logprobs));
+        wanted = !s.req.on_token || s.req.on_token(tok, piece, lp ? &*lp : nullptr);
+    }
+    if (!wanted) {  // the tokens after the one refused never happened
+        const size_t drop = s.fresh.size() - i;
+        s.result.tokens.resize(s.result.tokens.size() - drop);
+        s.history.resize(s.history.size() - drop);
+        s.result.stop_reason = "cancelled";
+    }
+    s.fresh.clear();
+    return wanted;
+}
+
+bool BatchEngine::after_chunk(Session& s) {
+    if (s.req.on_progress) {
+        const uint32_t total = uint32_t(s.history.size()) - s.n_cached_first;
+        s.req.on_progress(std::min(s.n_kv - s.n_cached_first, total), total, engine_now_ms() - s.t_admitted);
+    }
+    if (s.req.on_prefix && s.result.tokens.empty() && s.n_kv == s.history.size() - 1)
+        if (Status st = s.req.on_prefix(s.n_kv); !st.ok()) {
+            finish(s, "error", st.error().message());
+            return false;
+        }
+    return true;
+}
+
+// After the pass: the session's rows start at batch row row0 and its logits rows at out0.
+void BatchEngine::settle(Session& s, const ForwardOutput& out, uint32_t row0, uint32_t out0, double pass_ms) {
+    const double a0 = engine_now_ms();
+    KvPool& kv = runner_.kv();
+    const uint32_t n_vocab = runner_.model().info().n_vocab;
+    const uint32_t first_pos = s.n_kv;
+    const bool final_chunk = s.n_kv + s.chunk == s.history.size();
+    const bool first_token = s.result.tokens.empty();  // this pass ends the prompt
+    const bool all_rows = s.all_rows();
+    auto observe = [&](uint32_t n_rows) {
+        bool any = false;
+        for (size_t i = 0; i < s.chain.size(); ++i) any |= s.on[i] && s.chain[i]->hidden_point() != TDM_HIDDEN_NONE;
+        if (!any || !out.hidden) return;
+        std::vector<int32_t> toks(s.history.begin() + first_pos, s.history.begin() + first_pos + s.chunk);
+        toks.insert(toks.end(), s.drafts.begin(), s.drafts.begin() + (n_rows - s.chunk));
+        const uint32_t n_embd = runner_.model().info().n_embd;
+        const TargetRows rows{toks, first_pos, out.hidden + size_t(row0) * n_embd, n_embd,
+                              // the device table holds them until the next pass: only a
+                              // session drafting before it (every session runs in every
+                              // pass when passes take many sequences, or there is one slot)
+                              // may read them there
+                              row0 == 0 && (multi_seq_ || slots_.size() == 1) ? out.hidden_on_device : nullptr};
+        for (size_t i = 0; i < s.chain.size(); ++i)
+            if (s.on[i] && s.chain[i]->hidden_point() != TDM_HIDDEN_NONE)
+                if (auto o = s.chain[i]->observe(rows); !o.ok()) s.turn_off(i, o.error());
+    };
+    if (all_rows && s.req.logits_sink)
+        for (uint32_t i = 0; i < s.chunk; ++i) s.req.logits_sink(out.logits + size_t(out0 + i) * n_vocab, n_vocab);
+    if (all_rows) out0 += s.chunk - 1;  // the chunk's last row: the first token's logits
+    if (!final_chunk) {
+        observe(s.chunk);
+        s.n_kv += s.chunk;
+        after_chunk(s);
+        return;
+    }
+
+    // accept: the longest agreeing prefix of the drafts, then the target's own token
+    const uint32_t nd = uint32_t(s.drafts.size());
+    uint32_t m = 0;
+    int32_t next = -1;
+    Sampler& sampler = *s.sampler;
+    if (s.greedy) {
+        while (m < nd && s.drafts[m] == out.argmax[out0 + m]) ++m;
+        next = out.argmax[out0 + m];
+    } else if (nd == 0) {
+        next = sampler.sample(out.logits + size_t(out0) * n_vocab, int(n_vocab), s.history);
+    } else {
+        TokenDistribution p;
+        std::vector<int32_t> h = s.history;  // the penalty window sees accepted drafts
+        for (; m < nd; ++m) {
+            sampler.distribution(out.logits + size_t(out0 + m) * n_vocab, int(n_vocab), h, &p);
+            const SpecDecision dec = speculative_accept(p, s.drafts[m], sampler.rng());
+            if (!dec.accepted) {
+                next = dec.token;
+                break;
+            }
+            h.push_back(s.drafts[m]);
+        }
+        if (next < 0) next = sampler.sample(out.logits + size_t(out0 + nd) * n_vocab, int(n_vocab), h);
+    }
+    // rollback: the target's KV (and recurrent-state checkpoint) keeps last + the accepted
+    // drafts; drafters reading hidden states get those rows
+    s.n_kv = uint32_t(s.history.size()) + m;
+    if (nd > 0) {
+        if (Status st = kv.truncate(s.slot->seq, s.n_kv); !st.ok()) {
+            finish(s, "error", st.error().message());
+            return;
+        }
+    }
+    observe(s.chunk + m);
+    if (first_token) {
+        s.t_first = engine_now_ms();
+        if (!after_chunk(s)) return;
+        if (s.req.params.max_tokens == 0) {
+            finish(s, "length");
+            return;
+        }
+    }
+
+    SpecStats& spec = s.result.spec;
+    if (nd > 0) {
+        spec.add_round(nd, m);
+        spec.verify_ms += pass_ms;
+        DrafterStats& ws = s.stats_of(size_t(s.winner));
+        ws.gen_drafts++;
+        ws.gen_tokens += nd;
+        ws.acc_tokens += m;
+        if (m > 0) ws.acc_drafts++;
+        stats_.drafted += nd;
+        stats_.accepted += m;
+        if (stats_.drafted_at.size() < nd) {
+            stats_.drafted_at.resize(nd);
+            stats_.accepted_at.resize(nd);
+        }
+        for (uint32_t i = 0; i < nd; ++i) ++stats_.drafted_at[i];
+        for (uint32_t i = 0; i < m; ++i) ++stats_.accepted_at[i];
+        s.tune.observe_round(int(nd), int(m), s.draft_ms, pass_ms);
+        s.zero_streak = m == 0 ? s.zero_streak + 1 : 0;
+        if (s.req.spec.skip_streak > 0 && s.zero_streak >= s.req.spec.skip_streak) {
+            s.skip_next = true;
+            s.zero_streak = 0;
+        }
+    } else if (!first_token) {
+        spec.plain_steps++;
+        spec.plain_ms += pass_ms;
+        s.tune.observe_plain(pass_ms);
+    }
+
+    // the accepted drafts and the target's token (a stop may cut the round)
+    const uint32_t pos_before = s.pos();
+    bool running = true;
+    for (uint32_t i = 0; i < m && running; ++i) running = record(s, s.drafts[i], i);
+    if (running) running = record(s, next, m);
+    if (!first_token)  // the prompt's pass is no round: drafters hear of it at the first draft
+        for (size_t i = 0; i < s.chain.size(); ++i) {
+            if (!s.on[i]) continue;
+            const bool won = int(i) == s.winner;
+            const double c0 = engine_now_ms();
+            if (auto a = s.chain[i]->accept(s.history, won ? nd : 0, won ? m : 0); !a.ok()) s.turn_off(i, a.error());
+            DrafterStats& st = s.stats_of(i);
+            st.calls_acc++;
+            st.dur_acc_ms += engine_now_ms() - c0;
+        }
+    if (running && s.history.size() >= kv.capacity_tokens()) {
+        s.result.stop_reason = "context";
+        running = false;
+    }
+    if (running) prepare_next(s);
+    if (!deliver(s, out, out0, first_token && all_rows)) running = false;
+    const double accept_ms = engine_now_ms() - a0;
+    if (!first_token) spec.accept_ms += accept_ms;
+    if (s.req.on_round && !first_token) {
+        RoundRecord r;
+        r.round = s.rounds;
+        r.pos = pos_before;
+        r.drafter = s.winner >= 0 ? s.chain[size_t(s.winner)]->name() : std::string();
+        r.k = s.k;
+        r.drafted = s.drafts;
+        r.accepted = m;
+        r.next = next;
+        r.draft_ms = s.draft_ms;
+        r.verify_ms = pass_ms;
+        r.accept_ms = accept_ms;
+        s.req.on_round(r);
+    }
+    if (!first_token) ++s.rounds;
+    if (!running) finish(s, s.result.stop_reason);
+}
+
+}  // namespace tdm
