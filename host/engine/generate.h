@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/engine/generate.h: plain (non-speculative) generation: chunked prefill,
-// then one token per forward pass, sampling, stop conditions, streaming text.
-// The speculative scheduler (host/speculative) reuses prefill() and the stop rules.
+// host/engine/generate.h: plain (non-speculative) generation of one request: chunked
+// prefill, then one token per forward pass, sampling, stop conditions, streaming text.
+// Like generate_speculative() (speculative/scheduler.h) it runs the batching engine with
+// one session (engine/solo.h).
 #pragma once
 
 #include <atomic>
@@ -60,28 +61,7 @@ struct GenerateResult {
     uint32_t n_kv = 0;
 };
 
-// Runs the prompt through the model in chunks of n_batch (positions 0..n-1 of
-// `seq`); returns the forward output of the last chunk, whose only output row
-// is the last prompt token (every row when logits_all). The sink, if any, gets
-// every output row in order.
-// `on_chunk`, if given, sees every chunk's input and output (drafters that
-// read the target's hidden states use it).
-using ChunkHook = std::function<Status(const ForwardInput& in, const ForwardOutput& out)>;
-Result<ForwardOutput> prefill(Runner& runner, int seq, std::span<const int32_t> prompt, uint32_t n_batch,
-                              bool logits_all, const LogitsSink& sink, const ChunkHook& on_chunk = {});
-
-// The general form: starts at params.n_cached, reports progress, pauses for
-// params.on_prefix and stops early when params.cancel is set (then `cancelled`
-// is true, `n_done` says how much of the prompt is in the KV and `out` is empty).
-struct PrefillResult {
-    ForwardOutput out;
-    uint32_t n_done = 0;
-    bool cancelled = false;
-};
-Result<PrefillResult> prefill(Runner& runner, int seq, std::span<const int32_t> prompt, const GenerateParams& params,
-                              bool logits_all, const LogitsSink& sink, const ChunkHook& on_chunk);
-
-// Stop rule shared with the speculative path.
+// When a generated token ends generation (the batching engine applies it).
 struct StopRule {
     const Tokenizer* tokenizer = nullptr;
     bool ignore_eog = false;

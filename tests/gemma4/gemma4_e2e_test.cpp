@@ -35,6 +35,7 @@
 #include "speculative/plugin_drafter.h"
 #include "speculative/scheduler.h"
 #include "support/device_fixture.h"
+#include "support/prefill.h"
 #include "support/fixtures.h"
 #include "support/gemma4_reference.h"
 
@@ -85,7 +86,7 @@ TEST_P(Gemma4EndToEnd, vulkan_logits_and_greedy_tokens_match_the_reference) {
     const Tokens prompt = random_tokens(3, 21, 3, int32_t(n_vocab));
     const int seq = *l.kv->add_sequence();
     std::vector<float> got;
-    auto st = prefill(*l.runner, seq, prompt, 6, true,
+    auto st = test::prefill(*l.runner, seq, prompt, 6, true,
                       [&](const float* row, uint32_t n) { got.insert(got.end(), row, row + n); });
     ASSERT_TRUE(st.ok()) << st.error().message();
     const ref::Floats want = ref->forward(prompt);
@@ -253,7 +254,7 @@ TEST_P(Gemma4Ring, long_generation_in_rings_equals_a_full_cache_and_speculation_
     for (int i = 0; i < 2; ++i) {
         Loaded& l = i == 0 ? ring : full;
         const int s2 = *l.kv->add_sequence();
-        auto st = prefill(*l.runner, s2, all, kRowsMax, true,
+        auto st = test::prefill(*l.runner, s2, all, kRowsMax, true,
                           [&](const float* row, uint32_t n) { logits[i].insert(logits[i].end(), row, row + n); });
         l.kv->free_sequence(s2);
         ASSERT_TRUE(st.ok()) << st.error().message();
@@ -303,7 +304,7 @@ TEST_P(Gemma4Ring, long_generation_in_rings_equals_a_full_cache_and_speculation_
     const uint32_t n_saved = 150;
     const Tokens head(all.begin(), all.begin() + n_saved);
     seq = *ring.kv->add_sequence();
-    ASSERT_TRUE(prefill(*ring.runner, seq, head, kRowsMax, false, {}).ok());
+    ASSERT_TRUE(test::prefill(*ring.runner, seq, head, kRowsMax, false, {}).ok());
     std::vector<uint8_t> bytes;
     auto st = ring.kv->export_sequence(seq, n_saved, [&](const uint8_t* b, uint64_t n) {
         bytes.insert(bytes.end(), b, b + n);
@@ -352,7 +353,7 @@ TEST_F(Gemma4RingState, a_saved_state_in_rings_loads_and_continues_and_format_1_
 
     seq = *ring.kv->add_sequence();
     const Tokens head(prompt.begin(), prompt.end() - 1);
-    ASSERT_TRUE(prefill(*ring.runner, seq, head, kRowsMax, false, {}).ok());
+    ASSERT_TRUE(test::prefill(*ring.runner, seq, head, kRowsMax, false, {}).ok());
     const std::string file = dir + "/s.state";
     auto saved = save_sequence_state(file, *ring.model, *ring.kv, seq, head);
     ring.kv->free_sequence(seq);

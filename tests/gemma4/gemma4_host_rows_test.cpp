@@ -15,6 +15,7 @@
 #include "plugin/plugin_loader.h"
 #include "speculative/draft_head.h"
 #include "support/device_fixture.h"
+#include "support/prefill.h"
 #include "support/fixtures.h"
 
 namespace tdm {
@@ -64,7 +65,7 @@ PrefillRun prefill_logits(const std::string& path, WeightStore::HostTables mode,
     Runner runner(**model, **kv, dev, pipes);
     const int seq = *(*kv)->add_sequence();
     // chunks of 5: batches of several distinct tokens, one of them repeated below
-    auto pf = prefill(runner, seq, prompt, 5, true,
+    auto pf = test::prefill(runner, seq, prompt, 5, true,
                       [&](const float* row, uint32_t n) { r.logits.insert(r.logits.end(), row, row + n); });
     EXPECT_TRUE(pf.ok()) << pf.error().message();
     return r;

@@ -42,8 +42,12 @@ TEST_F(Gemma4RingPrefill, a_chunk_wider_than_the_rings_runs_in_chunks_they_hold)
     const uint32_t chunks[2] = {512, 8};
     for (int i = 0; i < 2; ++i) {
         const int seq = *(*kv)->add_sequence();
-        auto st = prefill(runner, seq, prompt, chunks[i], true,
-                          [&](const float* row, uint32_t n) { logits[i].insert(logits[i].end(), row, row + n); });
+        GenerateParams gp;
+        gp.max_tokens = 0;  // the prompt's logits only
+        gp.n_batch = chunks[i];
+        auto st = generate(runner, nullptr, seq, prompt, gp, {},
+                           [&](const float* row, uint32_t n) { logits[i].insert(logits[i].end(), row, row + n); },
+                           /*logits_all=*/true);
         (*kv)->free_sequence(seq);
         ASSERT_TRUE(st.ok()) << "chunks of " << chunks[i] << ": " << st.error().message();
     }

@@ -16,6 +16,7 @@
 #include "speculative/forced_drafter.h"
 #include "speculative/scheduler.h"
 #include "support/device_fixture.h"
+#include "support/prefill.h"
 #include "support/fixtures.h"
 
 namespace tdm {
@@ -48,7 +49,7 @@ TEST_F(Gemma4SpecSampling, speculative_sampling_with_the_assistant_preserves_the
     const Tokens prompt = g4::random_tokens(14, 31);
     const uint32_t n_cached = uint32_t(prompt.size() - 1);
     const int seq = *t.kv->add_sequence();
-    auto pre = prefill(*t.runner, seq, Tokens(prompt.begin(), prompt.end() - 1), g4::kRowsMax, false, {});
+    auto pre = test::prefill(*t.runner, seq, Tokens(prompt.begin(), prompt.end() - 1), g4::kRowsMax, false, {});
     ASSERT_TRUE(pre.ok()) << pre.error().message();
     auto run_from_cache = [&](int max_tokens, uint64_t seed, Drafter* drafter, SpecStats* stats) -> Tokens {
         GenerateParams gp;

@@ -13,6 +13,7 @@
 #include "gemma4_tiny_runtime.h"
 #include "plugin/plugin_loader.h"
 #include "support/device_fixture.h"
+#include "support/prefill.h"
 #include "support/fixtures.h"
 #include "support/gemma4_reference.h"
 
@@ -58,7 +59,7 @@ TEST_P(Gemma4SynthEndToEnd, vulkan_logits_match_the_reference) {
     EXPECT_EQ(prompt[0], 2);        // <bos>
     EXPECT_EQ(prompt[1], 105);      // <|turn> is one token
     std::vector<float> got;
-    auto pf = prefill(runner, seq, prompt, 5, true, [&](const float* row, uint32_t n) { got.insert(got.end(), row, row + n); });
+    auto pf = test::prefill(runner, seq, prompt, 5, true, [&](const float* row, uint32_t n) { got.insert(got.end(), row, row + n); });
     ASSERT_TRUE(pf.ok()) << pf.error().message();
     const ref::Floats want = ref->forward(prompt);
     ASSERT_EQ(got.size(), want.size());

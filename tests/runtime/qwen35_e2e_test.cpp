@@ -18,6 +18,7 @@
 #include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen35_synth.h"
 #include "support/device_fixture.h"
+#include "support/prefill.h"
 #include "support/fixtures.h"
 #include "support/qwen35_reference.h"
 
@@ -99,7 +100,7 @@ TEST_P(Qwen35EndToEnd, vulkan_logits_and_greedy_tokens_match_the_reference) {
 
     // (1) prompt logits at every position, prefilled in chunks of 5
     std::vector<float> got;
-    auto st = prefill(runner, seq, kPrompt, 5, true,
+    auto st = test::prefill(runner, seq, kPrompt, 5, true,
                       [&](const float* row, uint32_t n) { got.insert(got.end(), row, row + n); });
     ASSERT_TRUE(st.ok()) << st.error().message();
     const auto want = ref->forward(kPrompt);
@@ -176,7 +177,7 @@ TEST_F(Qwen35EndToEnd, chunked_delta_rule_prefill_matches_the_recurrent_form) {
         ASSERT_TRUE(l.kv);
         Runner runner(*l.model, *l.kv, device(), pipelines());
         std::vector<float> got;
-        auto st = prefill(runner, *l.kv->add_sequence(), kPrompt, 64, true,
+        auto st = test::prefill(runner, *l.kv->add_sequence(), kPrompt, 64, true,
                           [&](const float* row, uint32_t n) { got.insert(got.end(), row, row + n); });
         ASSERT_TRUE(st.ok()) << st.error().message();
         logits.push_back(std::move(got));
@@ -205,7 +206,7 @@ TEST_F(Qwen35EndToEnd, verify_then_rollback_for_every_accepted_count_equals_plai
         for (uint32_t m = 0; m <= k; ++m) {
             // a: prefill, one verify pass of k+1 rows, roll back to m accepted drafts
             ASSERT_TRUE(a.kv->truncate(sa, 0).ok());
-            ASSERT_TRUE(prefill(ra, sa, kPrompt, 64, false, {}).ok());
+            ASSERT_TRUE(test::prefill(ra, sa, kPrompt, 64, false, {}).ok());
             std::vector<int32_t> pos(k + 1), rows(k + 1);
             for (uint32_t i = 0; i <= k; ++i) pos[i] = int32_t(n_prompt + i), rows[i] = int32_t(i);
             auto vr = ra.forward({tail, pos, sa, rows});
@@ -213,7 +214,7 @@ TEST_F(Qwen35EndToEnd, verify_then_rollback_for_every_accepted_count_equals_plai
             ASSERT_TRUE(a.kv->truncate(sa, n_prompt + 1 + m).ok()) << "m = " << m;
             // b: the same tokens one at a time
             ASSERT_TRUE(b.kv->truncate(sb, 0).ok());
-            ASSERT_TRUE(prefill(rb, sb, kPrompt, 64, false, {}).ok());
+            ASSERT_TRUE(test::prefill(rb, sb, kPrompt, 64, false, {}).ok());
             for (uint32_t i = 0; i <= m; ++i) {
                 const int32_t t = tail[i], p = int32_t(n_prompt + i), r = 0;
                 ASSERT_TRUE(rb.forward({{&t, 1}, {&p, 1}, sb, {&r, 1}}).ok());
@@ -243,7 +244,7 @@ TEST_F(Qwen35EndToEnd, rolling_back_further_than_the_checkpoints_reach_is_an_err
     ASSERT_TRUE(l.kv);
     Runner runner(*l.model, *l.kv, device(), pipelines());
     const int seq = *l.kv->add_sequence();
-    ASSERT_TRUE(prefill(runner, seq, kPrompt, 4, false, {}).ok());  // chunks keep only their last state
+    ASSERT_TRUE(test::prefill(runner, seq, kPrompt, 4, false, {}).ok());  // chunks keep only their last state
     const Status st = l.kv->truncate(seq, uint32_t(kPrompt.size()) - 2);
     ASSERT_FALSE(st.ok());
     EXPECT_NE(st.error().message().find("checkpoint"), std::string::npos) << st.error().message();

@@ -17,6 +17,7 @@
 #include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/device_fixture.h"
+#include "support/prefill.h"
 #include "support/fixtures.h"
 #include "support/qwen3_reference.h"
 
@@ -83,7 +84,7 @@ TEST_P(Qwen3EndToEnd, vulkan_logits_and_greedy_tokens_match_the_reference) {
     // (1) prompt logits at every position (prefill in two chunks)
     const std::vector<int32_t> prompt = {1, 17, 300, 42, 42, 9, 700, 3, 255, 128, 64};
     std::vector<float> got;
-    auto st = prefill(runner, seq, prompt, 6, true, [&](const float* row, uint32_t n) { got.insert(got.end(), row, row + n); });
+    auto st = test::prefill(runner, seq, prompt, 6, true, [&](const float* row, uint32_t n) { got.insert(got.end(), row, row + n); });
     ASSERT_TRUE(st.ok()) << st.error().message();
     const auto want = ref->forward(prompt);
     ASSERT_EQ(got.size(), want.size());

@@ -22,6 +22,7 @@
 #include "speculative/scheduler.h"
 #include "engine/sampling_stats.h"
 #include "support/device_fixture.h"
+#include "support/prefill.h"
 #include "support/fixtures.h"
 
 namespace tdm {
@@ -212,7 +213,7 @@ TEST_F(Spec, verify_pass_logits_equal_single_token_decode_bit_for_bit) {
     const auto prompt = random_prompt(5, 10, 400);
     const std::vector<int32_t> block = {17, 250, 3, 99, 140, 7};  // [last, d1..d5]
     // batched: one verify pass over the block
-    ASSERT_TRUE(prefill(runner, seq, prompt, 256, false, {}).ok());
+    ASSERT_TRUE(test::prefill(runner, seq, prompt, 256, false, {}).ok());
     std::vector<int32_t> pos, rows;
     for (size_t i = 0; i < block.size(); ++i) {
         pos.push_back(int32_t(prompt.size() + i));
@@ -223,7 +224,7 @@ TEST_F(Spec, verify_pass_logits_equal_single_token_decode_bit_for_bit) {
     const std::vector<float> batched(v->logits, v->logits + block.size() * n_vocab);
     // one token at a time
     ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-    ASSERT_TRUE(prefill(runner, seq, prompt, 256, false, {}).ok());
+    ASSERT_TRUE(test::prefill(runner, seq, prompt, 256, false, {}).ok());
     for (size_t i = 0; i < block.size(); ++i) {
         const int32_t tok = block[i], ps = pos[i], row = 0;
         auto o = runner.forward({std::span<const int32_t>(&tok, 1), std::span<const int32_t>(&ps, 1), seq,
