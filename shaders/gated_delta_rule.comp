@@ -19,11 +19,13 @@
 // it are bit-identical whether it is decoded alone (state read back from its
 // checkpoint) or is row i of a batch: the basis of exact speculative
 // verification and rollback by checkpoint.
-// The state is read from checkpoint state_io[0] into registers before the first
-// row and written after row i to checkpoint state_io[1 + i] when >= 0 (each lane
-// writes only its own column, so writing the checkpoint that was read is safe).
+// The batch's segments (recurrent_state.glsl: runs of rows of one sequence) run in
+// workgroup rows of their own. A segment's state is read from its checkpoint into
+// registers before its first row and written after row i to checkpoint
+// state_io[1 + i] when >= 0 (each lane writes only its own column, so writing the
+// checkpoint that was read is safe).
 //
-// Dispatch: x = Nv. Variants: gated_delta_rule_<tex|buf> (activation reads through
+// Dispatch: x = Nv, y = the most segments a batch can hold. Variants: gated_delta_rule_<tex|buf> (activation reads through
 // texel views or storage buffers); spec constant DK (dk); the head map is a push
 // constant.
 #version 450
@@ -57,12 +59,14 @@ shared vec4 sQK[2 * 2 * DK4];  // [token parity][q | k] of the current token
 
 void main() {
     const uint h = gl_WorkGroupID.x, j = gl_LocalInvocationID.x;
+    Segment sg;
+    if (!batch_segment(gl_WorkGroupID.y, sg)) return;  // the same for the whole workgroup
     const uint kh = p.grouped != 0 ? h / (p.n_v_heads / p.n_k_heads) : h % p.n_k_heads;
     const uint head = h * DK * p.dv + j;  // element (h, 0, j) of a checkpoint
 
     vec4 S[DK4];  // S[i4][c] = S[4 * i4 + c][j]
     uint base;
-    if (read_checkpoint(base)) {
+    if (read_checkpoint(sg, base)) {
         [[unroll]] for (uint i4 = 0; i4 < DK4; ++i4)
             S[i4] = vec4(st[base + head + (4 * i4) * p.dv], st[base + head + (4 * i4 + 1) * p.dv],
                          st[base + head + (4 * i4 + 2) * p.dv], st[base + head + (4 * i4 + 3) * p.dv]);
@@ -70,7 +74,7 @@ void main() {
         [[unroll]] for (uint i4 = 0; i4 < DK4; ++i4) S[i4] = vec4(0.0);
     }
 
-    for (uint t = 0; t < p.n_tokens; ++t) {
+    for (uint t = sg.first; t < sg.first + sg.count; ++t) {
         const uint row = p.qkv_off + t * p.qkv_stride;
         const uint qb = row + kh * DK, kb = row + (p.n_k_heads + kh) * DK;
         // Stage q | k in the half of sQK that token t-1 did not use: every lane has
@@ -106,7 +110,7 @@ void main() {
         }
         o[p.o_off + (t * p.n_v_heads + h) * p.o_stride + j] = acc * iq;
 
-        if (write_checkpoint(t, base)) {
+        if (write_checkpoint(sg, t, base)) {
             [[unroll]] for (uint i4 = 0; i4 < DK4; ++i4)
                 [[unroll]] for (uint c = 0; c < 4; ++c) st[base + head + (4 * i4 + c) * p.dv] = S[i4][c];
         }

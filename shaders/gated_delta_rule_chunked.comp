@@ -21,7 +21,9 @@
 // Checkpoints: a chunk also ends after every row whose state_io entry asks for a
 // checkpoint, so the state written there is the exact state after that row (a
 // verify-style batch where every row checkpoints degenerates to chunks of one
-// token). The state is read from checkpoint state_io[0] before the first row.
+// token). Each segment of the batch (recurrent_state.glsl: a run of rows of one
+// sequence) runs in a workgroup row of its own, its state read from its checkpoint
+// before its first row; chunks never cross a segment's end.
 // Not batch-invariant: chunk boundaries depend on n. Use the recurrent form for
 // decode and verify batches.
 //
@@ -32,7 +34,8 @@
 // slower than gated_delta_rule.comp (dk = dv = 128, 256 tokens), and its
 // pipeline takes seconds to JIT at dk = 128.
 //
-// Dispatch: x = Nv. Variants: gated_delta_rule_chunked_<tex|buf>; spec constants
+// Dispatch: x = Nv, y = the most segments a batch can hold. Variants:
+// gated_delta_rule_chunked_<tex|buf>; spec constants
 // DK (dk) and CMAX (the largest chunk, sizing the arrays: graph.h
 // kMaxDeltaRuleChunk); the chunk size and head map are push constants, so one
 // pipeline serves every chunk size.
@@ -81,6 +84,9 @@ float dot_rows(uint a, uint b) {  // dk-long dot product of two qkv segments
 
 void main() {
     const uint h = gl_WorkGroupID.x, lane = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x;
+    Segment sg;
+    if (!batch_segment(gl_WorkGroupID.y, sg)) return;  // the same for the whole workgroup
+    const uint end = sg.first + sg.count;
     const uint kh = p.grouped != 0 ? h / (p.n_v_heads / p.n_k_heads) : h % p.n_k_heads;
     const bool col = lane < p.dv;                         // lane owns column `lane` of S
     const uint head = h * DK * p.dv + min(lane, p.dv - 1);  // element (h, 0, lane) of a checkpoint
@@ -88,17 +94,17 @@ void main() {
 
     vec4 S[DK4];
     uint base;
-    const bool have = read_checkpoint(base);
+    const bool have = read_checkpoint(sg, base);
     [[unroll]] for (uint i4 = 0; i4 < DK4; ++i4)
         S[i4] = have && col ? vec4(st[base + head + (4 * i4) * p.dv], st[base + head + (4 * i4 + 1) * p.dv],
                                    st[base + head + (4 * i4 + 2) * p.dv], st[base + head + (4 * i4 + 3) * p.dv])
                             : vec4(0.0);
 
     float Tc[CMAX], Vp[CMAX], r[CMAX];
-    for (uint c0 = 0; c0 < p.n_tokens;) {
+    for (uint c0 = sg.first; c0 < end;) {
         // Chunk: at most p.chunk rows, ending after any row that asks for a checkpoint.
         // Every lane computes the same cn from the same reads: control stays uniform.
-        uint cn = min(p.chunk, p.n_tokens - c0);
+        uint cn = min(p.chunk, end - c0);
         for (uint i = 0; i < cn; ++i)
             if (sio[p.io_off + 1 + c0 + i] >= 0) {
                 cn = i + 1;
@@ -193,7 +199,7 @@ void main() {
                     acc += qkv_at4(p.qkv_off + (c0 + m) * p.qkv_stride + kcol(kh) + 4 * i4) * r[m];
                 S[i4] = acc;
             }
-            if (write_checkpoint(c0 + cn - 1, base)) {
+            if (write_checkpoint(sg, c0 + cn - 1, base)) {
                 [[unroll]] for (uint i4 = 0; i4 < DK4; ++i4)
                     [[unroll]] for (uint c = 0; c < 4; ++c) st[base + head + (4 * i4 + c) * p.dv] = S[i4][c];
             }

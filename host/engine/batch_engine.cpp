@@ -48,7 +48,6 @@ Result<std::unique_ptr<BatchEngine>> BatchEngine::create(Runner& runner, const T
         for (int seq : e->options_.seqs) e->slots_.push_back(Slot{seq});
     }
     if (e->slots_.empty()) return Error("the KV pool has no free sequence slot");
-    e->multi_seq_ = kv.n_states() == 0;
     tdm_hidden_point hp = TDM_HIDDEN_NONE;
     for (Drafter* d : shared_drafters) {
         const tdm_hidden_point h = d->hidden_point();
@@ -427,13 +426,9 @@ bool BatchEngine::step() {
     }
     if (active_.empty()) return !waiting_.empty();
 
-    // who runs this pass: every session, or one (round robin) for recurrent models
+    // every session runs in every pass
     std::vector<Session*> part;
-    if (multi_seq_) {
-        for (auto& s : active_) part.push_back(s.get());
-    } else {
-        part.push_back(active_[next_single_++ % active_.size()].get());
-    }
+    for (auto& s : active_) part.push_back(s.get());
     plan_drafts(part);
     KvPool& kv = runner_.kv();
     const uint32_t bs = kv.config().block_size;

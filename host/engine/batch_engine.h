@@ -19,8 +19,9 @@
 //
 // Drafters: per-session chains (n-gram drafters rebuild from tokens: one instance per
 // session), and shared ones (a draft model, an MTP head: one sequence of state each),
-// which a session uses when no other session holds them. A model with recurrent state
-// runs one sequence per pass (the ABI's state input names one sequence).
+// which a session uses when no other session holds them. Models with recurrent state
+// (Qwen3.5's Gated DeltaNet) batch sequences too: each sequence's rows are a segment that
+// reads and checkpoints its own state (graph/graph.h, StateBinding).
 //
 // The CLI runs the same engine with one session on one sequence (engine/solo.h): plain and
 // speculative generation are this code path, with what a single request adds (logits
@@ -219,8 +220,6 @@ private:
     std::deque<std::unique_ptr<Session>> waiting_;
     std::vector<std::unique_ptr<Session>> active_;  // admission order
     uint64_t clock_ = 0;
-    uint32_t next_single_ = 0;  // round robin for one-sequence passes
-    bool multi_seq_ = true;
     tdm_hidden_point hidden_point_ = TDM_HIDDEN_NONE;
     BatchEngineStats stats_;
     PassCostModel cost_;

@@ -76,7 +76,7 @@ int BatchEngine::pass_k(Session& s) {
 // --spec-auto with several decoding sessions: drafts where they pay for the whole pass.
 void BatchEngine::plan_drafts(std::span<Session* const> part) {
     for (Session* s : part) s->planned_k = -1;
-    if (!multi_seq_ || !cost_.ready()) return;
+    if (!cost_.ready()) return;
     std::vector<Session*> auto_sessions;
     std::vector<DraftCandidate> cand;
     uint32_t base_rows = 0, decoding = 0;
@@ -248,11 +248,9 @@ void BatchEngine::settle(Session& s, const ForwardOutput& out, uint32_t row0, ui
         toks.insert(toks.end(), s.drafts.begin(), s.drafts.begin() + (n_rows - s.chunk));
         const uint32_t n_embd = runner_.model().info().n_embd;
         const TargetRows rows{toks, first_pos, out.hidden + size_t(row0) * n_embd, n_embd,
-                              // the device table holds them until the next pass: only a
-                              // session drafting before it (every session runs in every
-                              // pass when passes take many sequences, or there is one slot)
-                              // may read them there
-                              row0 == 0 && (multi_seq_ || slots_.size() == 1) ? out.hidden_on_device : nullptr};
+                              // the device table holds the pass's first rows until the next
+                              // pass, before which every session drafts
+                              row0 == 0 ? out.hidden_on_device : nullptr};
         for (size_t i = 0; i < s.chain.size(); ++i)
             if (s.on[i] && s.chain[i]->hidden_point() != TDM_HIDDEN_NONE)
                 if (auto o = s.chain[i]->observe(rows); !o.ok()) s.turn_off(i, o.error());

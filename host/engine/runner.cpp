@@ -163,14 +163,15 @@ Status Runner::submit(const ForwardInput& in) {
         for (int32_t t : in.tokens)
             if (t >= table->rows())
                 return Error::format("token id {} is outside the {} rows of {}", t, table->rows(), table->name());
-    // The sequences of the batch, each with the positions it stores.
+    // The batch's segments: runs of rows of one sequence, each with the positions it stores.
     struct Span {
         int seq;
+        uint32_t row0, rows;
         int32_t first, last;
     };
     std::vector<Span> spans;
     if (in.seqs.empty()) {
-        spans.push_back({in.seq, min_pos, max_pos});
+        spans.push_back({in.seq, 0, n, min_pos, max_pos});
     } else {
         if (in.seqs.size() != n) return Error("forward: one sequence per token is needed");
         for (uint32_t i = 0; i < n; ++i) {
@@ -178,27 +179,27 @@ Status Runner::submit(const ForwardInput& in) {
             if (i > 0 && in.seqs[i] == in.seqs[i - 1]) {
                 spans.back().first = std::min(spans.back().first, p);
                 spans.back().last = std::max(spans.back().last, p);
+                ++spans.back().rows;
                 continue;
             }
             for (const Span& s : spans)
                 if (s.seq == in.seqs[i]) return Error("forward: the rows of a sequence must be consecutive");
-            spans.push_back({in.seqs[i], p, p});
+            spans.push_back({in.seqs[i], i, 1, p, p});
         }
-        if (spans.size() > 1 && kv_.n_states() > 0)
-            return Error("forward: a model with recurrent state runs one sequence per batch");
+    }
+    // Recurrent states advance token by token: each segment continues its sequence.
+    std::vector<StatePlan> plans;
+    if (kv_.n_states() > 0) {
+        for (const Span& s : spans) {
+            for (uint32_t i = 1; i < s.rows; ++i)
+                if (in.positions[s.row0 + i] != in.positions[s.row0] + int32_t(i))
+                    return Error("forward: a model with recurrent state needs consecutive positions");
+            plans.push_back(TDM_TRY(kv_.plan_states(s.seq, uint32_t(in.positions[s.row0]), s.rows)));
+        }
     }
     // A refusal here may leave blocks reserved for the sequences before it; they are
     // past those sequences' lengths and a truncate() returns them.
     for (const Span& s : spans) TDM_TRY(kv_.begin_batch(s.seq, uint32_t(s.first), uint32_t(s.last)));
-    const int first_seq = spans.front().seq;
-    std::optional<StatePlan> plan;
-    if (kv_.n_states() > 0) {
-        // recurrent states advance token by token: the batch must continue the sequence
-        for (uint32_t i = 1; i < n; ++i)
-            if (in.positions[i] != in.positions[0] + int32_t(i))
-                return Error("forward: a model with recurrent state needs consecutive positions");
-        plan = TDM_TRY(kv_.plan_states(first_seq, uint32_t(in.positions[0]), n));
-    }
 
     CompiledGraph& cg = *c->cg;
     std::memcpy(cg.input_data(c->tokens), in.tokens.data(), n * 4);
@@ -218,14 +219,18 @@ Status Runner::submit(const ForwardInput& in) {
             p4[4 * i + 3] = 0;
         }
     }
-    if (plan) {
+    if (!plans.empty()) {  // graph/graph.h, StateBinding: the layout of state_io
         int32_t* io = cg.input_as<int32_t>(c->state_io);
-        io[0] = plan->read;
-        for (uint32_t i = 0; i < n; ++i) io[1 + i] = plan->write[i];
+        io[0] = int32_t(spans.size());
+        for (size_t j = 0; j < spans.size(); ++j) {
+            for (uint32_t i = 0; i < spans[j].rows; ++i) io[1 + spans[j].row0 + i] = plans[j].write[i];
+            io[1 + n + 2 * j] = int32_t(spans[j].row0);
+            io[2 + n + 2 * j] = plans[j].read;
+        }
     }
     TDM_TRY(cg.submit());
     pending_positions_ = output_positions(in);
-    if (plan) kv_.commit_states(first_seq, *plan);
+    for (size_t j = 0; j < plans.size(); ++j) kv_.commit_states(spans[j].seq, plans[j]);
     pending_ = c;
     return {};
 }

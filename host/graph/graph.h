@@ -58,10 +58,15 @@ struct KvLayerBinding {
 };
 
 // One recurrent state (e.g. a Gated DeltaNet layer's conv or SSM state) in the
-// pool: n_checkpoints copies per sequence slot. Ops that update it read the
-// checkpoint named by the graph's state_io input (element 0) and write the
-// state after row i into checkpoint state_io[1 + i] (-1: not written).
+// pool: n_checkpoints copies per sequence slot. The batch's rows come in segments
+// (runs of consecutive rows of one sequence); ops that update a state read, per
+// segment, the checkpoint the graph's state_io input names for it, and write the
+// state after row i into checkpoint state_io[1 + i] (-1: not written). state_io of
+// a batch of n rows in S segments, I32 [state_io_entries(n)]:
+//   [0] = S; [1 + i] = the checkpoint written after row i;
+//   [1 + n + 2j] = the first row of segment j; [2 + n + 2j] = the checkpoint it reads.
 // Float offset of (sequence s, checkpoint c): (s * n_checkpoints + c) * n_f32.
+constexpr int64_t state_io_entries(int64_t n) { return 3 * n + 1; }
 struct StateBinding {
     vk::BufferSlice buffer;
     uint64_t n_f32 = 0;

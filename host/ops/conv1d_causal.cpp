@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/ops/conv1d_causal.cpp: TDM_OP_CONV1D_CAUSAL, causal depthwise conv1d over
 // time with a checkpointed recurrent state holding the K-1 previous inputs
-// (Gated DeltaNet, Mamba). shaders/conv1d_causal.comp, one dispatch; the state
-// after each token is written to the checkpoint state_io names.
+// (Gated DeltaNet, Mamba). shaders/conv1d_causal.comp, one dispatch over the
+// channels and the batch's segments (ops/recurrent_state.h); the state after each
+// token is written to the checkpoint state_io names.
 #include <algorithm>
 
 #include "graph/weight.h"
@@ -59,7 +60,7 @@ Status record(RecordContext& c, const Node& n, const std::string&) {
     dispatch(c, *p,
              {TDM_TRY(act_input(c, d.in[0])), vk::Binding::storage(w.chunks()[0].main), storage(c, n.out),
               vk::Binding::storage(st.buffer), storage(c, n.state_io), storage(c, n.seq_ids)},
-             pc, div_up(C, kLocal), 1, "conv1d_causal");
+             pc, div_up(C, kLocal), state_segments(sp, uint32_t(x.rows())), "conv1d_causal");
     return {};
 }
 

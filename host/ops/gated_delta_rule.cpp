@@ -102,7 +102,7 @@ Status record(RecordContext& c, const Node& n, const std::string&) {
     dispatch(c, *p,
              {TDM_TRY(act_input(c, d.in[0])), TDM_TRY(act_input(c, d.in[1])), TDM_TRY(act_input(c, d.in[2])),
               storage(c, n.out), vk::Binding::storage(st.buffer), storage(c, n.state_io), storage(c, n.seq_ids)},
-             pc, Nv, 1, chunk ? "gated_delta_rule_chunked" : "gated_delta_rule");
+             pc, Nv, state_segments(sp, uint32_t(qkv.rows())), chunk ? "gated_delta_rule_chunked" : "gated_delta_rule");
     return {};
 }
 

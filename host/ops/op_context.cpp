@@ -40,13 +40,15 @@ Result<const Tensor*> OpContext::batch_positions() const {
 Status OpContext::state_inputs(int64_t n) const {
     if (g_.state_io_ == kNoTensor || g_.seq_ids_ == kNoTensor)
         return Error::coded(TDM_ERR_INVALID_ARGUMENT, "{}: the graph has no recurrent-state inputs", op());
-    // The kernels read state_io[0 .. n] and seq_ids[0].
+    // The kernels read state_io (ops/recurrent_state.h) and the seq_ids of segments' first rows.
     const Tensor& io = g_.tensors_[g_.state_io_];
     if (io.type != DType::I32)
         return Error::coded(TDM_ERR_TYPE, "{}: state_io {} must be i32", op(), g_.describe(g_.state_io_));
-    if (!io.contiguous() || io.elements() != n + 1)
-        return Error::coded(TDM_ERR_SHAPE, "{}: state_io {} must be i32 [{}] (read checkpoint, then one per row)",
-                            op(), g_.describe(g_.state_io_), n + 1);
+    if (!io.contiguous() || io.elements() != state_io_entries(n))
+        return Error::coded(TDM_ERR_SHAPE,
+                            "{}: state_io {} must be i32 [{}] (segments, the checkpoint after each row, each "
+                            "segment's first row and read checkpoint)",
+                            op(), g_.describe(g_.state_io_), state_io_entries(n));
     if (g_.tensors_[g_.seq_ids_].type != DType::I32)
         return Error::coded(TDM_ERR_TYPE, "{}: seq_ids must be i32", op());
     return {};

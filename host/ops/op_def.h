@@ -94,7 +94,7 @@ public:
     Status weight(int k) const;
     // The batch positions set on the graph (kv_store, attention), or an error.
     Result<const Tensor*> batch_positions() const;
-    // The state_io (I32 [n + 1]) and seq_ids inputs a state-updating op of n rows reads.
+    // The state_io (I32 [state_io_entries(n)]) and seq_ids inputs a state-updating op of n rows reads.
     Status state_inputs(int64_t n) const;
 
     // The result: a new activation of this type and shape.

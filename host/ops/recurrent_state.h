@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/ops/recurrent_state.h: what the ops that update a checkpointed recurrent
-// state (conv1d_causal, gated_delta_rule) push to find the batch's sequence and
-// checkpoints on the device (push constants io_off, seq_off, n_ckpt, n_seqs,
-// n_f32 of shaders/include/recurrent_state.glsl). The state binding covers every
+// state (conv1d_causal, gated_delta_rule) push to find the batch's segments (runs of
+// rows of one sequence), their sequences and checkpoints on the device (push constants
+// io_off, seq_off, n_ckpt, n_seqs, n_f32 of shaders/include/recurrent_state.glsl), and
+// how many segments their dispatch makes room for. The state binding covers every
 // sequence slot and checkpoint, so one recorded graph serves every step.
+// The state_io layout: graph/graph.h, StateBinding.
 // Not here: the checkpoint policy (host/kv).
 #pragma once
+
+#include <algorithm>
 
 #include "ops/record.h"
 
@@ -14,6 +18,10 @@ namespace tdm::kernel {
 struct StateParams {
     uint32_t io_off, seq_off, n_ckpt, n_seqs, n_f32;
 };
+
+// Workgroup rows of a state op's dispatch: one per segment a batch of n rows can hold
+// (no more segments than rows, nor than sequence slots in the state).
+inline uint32_t state_segments(const StateParams& sp, uint32_t n) { return std::max(1u, std::min(n, sp.n_seqs)); }
 
 inline Result<StateParams> state_params(const RecordContext& c, const Node& n, const StateBinding& st,
                                         std::string_view op) {

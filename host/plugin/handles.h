@@ -40,7 +40,7 @@ struct tdm_graph {
     tdm_batch_desc batch{};
     tdm::TensorId tokens = tdm::kNoTensor, positions = tdm::kNoTensor, seq_ids = tdm::kNoTensor;
     tdm::TensorId positions4 = tdm::kNoTensor, output_rows = tdm::kNoTensor, target_hidden = tdm::kNoTensor;
-    tdm::TensorId state_io = tdm::kNoTensor;  // I32 [n + 1] when the model has recurrent states
+    tdm::TensorId state_io = tdm::kNoTensor;  // I32 [state_io_entries(n)] when the model has recurrent states
     uint32_t n_embd_target = 0;  // width of TDM_INPUT_TARGET_HIDDEN (draft heads)
     std::vector<const tdm::KvLayerBinding*> kv;         // the model's own layers
     std::vector<const tdm::KvLayerBinding*> target_kv;  // draft heads: readable target layers

@@ -732,7 +732,7 @@ void init_graph_inputs(tdm_graph& g, const tdm_batch_desc& batch, bool has_state
     g.output_rows = g.graph.input(DType::I32, {int64_t(batch.n_outputs)}, "output_rows");
     g.graph.set_batch(g.positions, g.seq_ids);
     if (has_states) {
-        g.state_io = g.graph.input(DType::I32, {n + 1}, "state_io");
+        g.state_io = g.graph.input(DType::I32, {state_io_entries(n)}, "state_io");
         g.graph.set_state_io(g.state_io);
     }
 }

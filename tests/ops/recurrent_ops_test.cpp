@@ -392,9 +392,9 @@ TEST_F(RecurrentState, each_token_of_a_batch_of_1_to_17_equals_it_decoded_alone)
         h.run({ids[2], ids[3]});
         for (int t = 0; t < max_n; ++t) {
             if (t > 0) {
-                int32_t* io = h.compiled().input_as<int32_t>(ids[0]);
-                io[0] = t;
-                io[1] = t + 1;
+                int32_t* io = h.compiled().input_as<int32_t>(ids[0]);  // one row, one segment
+                io[1] = t + 1;                                         // written after the row
+                io[3] = t;                                             // read before it
                 std::memcpy(h.compiled().input_data(ids[1]), x.data() + t * C, size_t(C) * 4);
                 std::memcpy(h.compiled().input_data(tg), in.g.data() + t * p.n_v_heads, size_t(p.n_v_heads) * 4);
                 std::memcpy(h.compiled().input_data(tb), in.beta.data() + t * p.n_v_heads, size_t(p.n_v_heads) * 4);
@@ -427,6 +427,81 @@ TEST_F(RecurrentState, each_token_of_a_batch_of_1_to_17_equals_it_decoded_alone)
             EXPECT_TRUE(same_bits(ckpt(delta_batch, nd, 1, t + 1), ckpt(delta_decoded, nd, 0, t + 1)))
                 << "delta rule checkpoint after token " << t << " in a batch of " << n;
         }
+    }
+}
+
+// ----------------------------------------------------------------------------- several sequences
+
+// A server's pass holds rows of several sequences: segments, each from its own sequence's
+// checkpoint. Every segment's outputs and checkpoints equal, bit for bit, the same rows run
+// alone, for the conv, the recurrent delta rule and the chunked one (chunks restart at a
+// segment's first row, as they do alone); no other checkpoint changes.
+TEST_F(RecurrentState, segments_of_several_sequences_in_one_batch_equal_each_run_alone) {
+    const ref::DeltaRuleParams p{2, 4, 32, 32, true};
+    const int64_t C = qkv_cols(p), K = 4;
+    const int n_seq = 3, n_ckpt = 6;
+    struct Seg {
+        int seq, read, rows;
+        std::vector<int32_t> writes;
+    };
+    // in row order: sequence 2 from checkpoint 1, sequence 0 from 0, sequence 1 from 3
+    const std::vector<Seg> segs = {{2, 1, 3, {2, -1, 4}}, {0, 0, 1, {0}}, {1, 3, 4, {4, 5, -1, 1}}};
+    const int n = 8;
+    const auto w = randn(size_t(C * K), 90, 0.5f);
+    const auto x = randn(size_t(C * n), 91);
+    const auto in = delta_inputs(p, n, 92);
+    const uint64_t nc = uint64_t(C * (K - 1)), nd = state_floats(p);
+    auto fill = [&](test::TestState& sc, test::TestState& sg) {  // distinct random contents everywhere
+        for (int s = 0; s < n_seq; ++s)
+            for (int k = 0; k < n_ckpt; ++k) {
+                sc.write(s, k, randn(nc, uint32_t(100 + s * n_ckpt + k)));
+                sg.write(s, k, randn(nd, uint32_t(200 + s * n_ckpt + k), 0.3f));
+            }
+    };
+    for (int chunk : {0, 2}) {
+        // rows [row0, row0 + rows) of the inputs as a batch of the given segments
+        auto run = [&](test::TestState& sc, test::TestState& sg, int row0, int rows_n, const std::vector<Seg>& part,
+                       std::vector<float>* yc, std::vector<float>* yd) {
+            OpHarness h(device(), pipelines());
+            std::vector<int32_t> seq_ids, writes;
+            std::vector<std::pair<int32_t, int32_t>> firsts;
+            for (const Seg& g : part) {
+                firsts.emplace_back(int32_t(seq_ids.size()), g.read);
+                for (int i = 0; i < g.rows; ++i) seq_ids.push_back(g.seq);
+                writes.insert(writes.end(), g.writes.begin(), g.writes.end());
+            }
+            h.batch(iota(rows_n), seq_ids);
+            h.state_io_segments(writes, firsts);
+            const TensorId xi = h.input_f32({C, rows_n}, rows(x, size_t(C), size_t(row0), size_t(rows_n)));
+            const TensorId y = h.op(TDM_OP_CONV1D_CAUSAL,
+                                    {xi, h.weight(DType::F32, K, C, bytes_of(w)), h.graph().state(&sc.binding)}, {1});
+            DeltaInputs part_in{{}, rows(in.g, size_t(p.n_v_heads), size_t(row0), size_t(rows_n)),
+                                rows(in.beta, size_t(p.n_v_heads), size_t(row0), size_t(rows_n))};
+            const TensorId o = delta_rule(h, p, y, part_in, rows_n, sg.binding, chunk);
+            h.run({y, o});
+            *yc = h.f32(y);
+            *yd = h.f32(o);
+        };
+        auto bc = test::make_test_state(device(), nc, n_ckpt, n_seq), bg = test::make_test_state(device(), nd, n_ckpt, n_seq);
+        auto ac = test::make_test_state(device(), nc, n_ckpt, n_seq), ag = test::make_test_state(device(), nd, n_ckpt, n_seq);
+        fill(*bc, *bg);
+        fill(*ac, *ag);
+        std::vector<float> batch_c, batch_d;
+        run(*bc, *bg, 0, n, segs, &batch_c, &batch_d);
+        int row0 = 0;
+        for (const Seg& g : segs) {
+            std::vector<float> alone_c, alone_d;
+            run(*ac, *ag, row0, g.rows, {g}, &alone_c, &alone_d);
+            EXPECT_TRUE(same_bits(rows(batch_c, size_t(C), size_t(row0), size_t(g.rows)), alone_c))
+                << "conv rows of sequence " << g.seq << ", chunk " << chunk;
+            EXPECT_TRUE(same_bits(rows(batch_d, size_t(p.n_v_heads * p.dv), size_t(row0), size_t(g.rows)), alone_d))
+                << "delta rule rows of sequence " << g.seq << ", chunk " << chunk;
+            row0 += g.rows;
+        }
+        EXPECT_TRUE(same_bits(bc->read_all(), ac->read_all())) << "conv checkpoints, chunk " << chunk;
+        EXPECT_TRUE(same_bits(bg->read_all(), ag->read_all())) << "delta rule checkpoints, chunk " << chunk;
+        // and something was written: sequence 1's checkpoint 4 is not what fill() put there
+        EXPECT_FALSE(same_bits(bg->read(1, 4), randn(nd, uint32_t(200 + 1 * n_ckpt + 4), 0.3f)));
     }
 }
 

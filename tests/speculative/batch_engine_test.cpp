@@ -4,7 +4,7 @@
 // with its own seeded sampler, whatever shares its passes: more requests than slots,
 // drafts accepted and rejected, prompts resumed from an idle slot, sessions preempted when
 // the KV pool runs out, cancellations; for attention-only Qwen3 (many sequences per pass)
-// and the Qwen3.5 hybrid with its MTP head shared between sessions (one sequence per pass).
+// and the Qwen3.5 hybrid (its recurrent state per sequence) with its MTP head shared.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -328,13 +328,17 @@ TEST_F(BatchEngineTest, a_cancelled_session_ends_and_the_others_finish) {
     EXPECT_EQ(jobs[2].got.tokens, jobs[2].want);
 }
 
-TEST_F(BatchEngineTest, hybrid_model_sessions_share_the_mtp_head_one_at_a_time_and_stay_exact) {
+// Qwen3.5's recurrent layers batch sequences like attention: each sequence's rows are a
+// segment reading and checkpointing its own state. Prompt chunks beside other sessions'
+// verify rows, drafts accepted and rejected (rollback by checkpoint), the MTP head shared.
+TEST_F(BatchEngineTest, hybrid_model_sessions_share_passes_and_the_mtp_head_and_stay_exact) {
     auto m = Model::load(qwen35_model(), plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
-    std::vector<Job> jobs(4);
+    std::vector<Job> jobs(6);
     for (size_t i = 0; i < jobs.size(); ++i) {
         jobs[i].prompt = random_prompt(1100 + i, 5 + i * 4, 500);
         jobs[i].params = params(16);
+        jobs[i].drafts = i % 3 == 1;
     }
     reference(**m, jobs);
     auto kv = make_pool(**m, 3);
@@ -346,7 +350,9 @@ TEST_F(BatchEngineTest, hybrid_model_sessions_share_the_mtp_head_one_at_a_time_a
     auto mtp = DraftHeadDrafter::create(*entry, "mtp", (*m)->shared_source(), **m, *kv, device(), pipelines(), ho);
     ASSERT_TRUE(mtp.ok()) << mtp.error().message();
     Runner runner(**m, *kv, device(), pipelines());
-    auto e = BatchEngine::create(runner, nullptr, {}, {mtp->get()});
+    BatchEngineOptions o;
+    o.n_batch = 8;
+    auto e = BatchEngine::create(runner, nullptr, o, {mtp->get()});
     ASSERT_TRUE(e.ok()) << e.error().message();
     for (size_t i = 0; i < jobs.size(); ++i) (*e)->add(request(jobs[i], **m, i, {mtp->get()}));
     run_all(**e, jobs);
@@ -356,6 +362,9 @@ TEST_F(BatchEngineTest, hybrid_model_sessions_share_the_mtp_head_one_at_a_time_a
         drafted += jobs[i].got.spec.drafted;
     }
     EXPECT_GT(drafted, 0u);
+    const BatchEngineStats& st = (*e)->stats();
+    EXPECT_LT(st.accepted, st.drafted);  // some drafts were rejected and rolled back
+    EXPECT_GT(st.rows, st.steps * 2) << "passes ran several sessions at once";
 }
 
 // A server's batches come in many shapes: past the limit the least recently used graph is

@@ -156,8 +156,22 @@ TensorId OpHarness::batch(std::vector<int32_t> positions, std::vector<int32_t> s
 }
 
 TensorId OpHarness::state_io(std::vector<int32_t> io) {
-    const int64_t n = int64_t(io.size());
-    const TensorId t = input_i32({n}, std::move(io), "state_io");
+    if (io.empty()) io.push_back(-1);
+    const int32_t read = io[0];
+    return state_io_segments(std::vector<int32_t>(io.begin() + 1, io.end()), {{0, read}});
+}
+
+TensorId OpHarness::state_io_segments(std::vector<int32_t> writes, std::vector<std::pair<int32_t, int32_t>> segments) {
+    const int64_t n = int64_t(writes.size());
+    std::vector<int32_t> io(size_t(state_io_entries(n)), -1);
+    io[0] = int32_t(segments.size());
+    for (int64_t i = 0; i < n; ++i) io[size_t(1 + i)] = writes[size_t(i)];
+    for (size_t j = 0; j < segments.size() && int64_t(j) < n; ++j) {
+        io[size_t(1 + n + 2 * int64_t(j))] = segments[j].first;
+        io[size_t(2 + n + 2 * int64_t(j))] = segments[j].second;
+    }
+    const int64_t entries = int64_t(io.size());
+    const TensorId t = input_i32({entries}, std::move(io), "state_io");
     graph_.set_state_io(t);
     return t;
 }

@@ -59,9 +59,13 @@ public:
     // Sets the batch positions / sequence ids used by kv_store and attention.
     // Returns the sequence ids input.
     TensorId batch(std::vector<int32_t> positions, std::vector<int32_t> seq_ids);
-    // Sets the state_io input (I32 [n + 1]: the checkpoint read, then the one
-    // written after each row, -1 = none) of state-updating ops. Returns it.
+    // Sets the state_io input of state-updating ops for a batch of one sequence, given as
+    // n + 1 entries: the checkpoint read, then the one written after each row (-1 = none).
+    // Returns it (laid out as graph/graph.h's StateBinding says).
     TensorId state_io(std::vector<int32_t> io);
+    // The same for a batch of segments (runs of rows of one sequence): `writes` per row,
+    // and per segment its first row and the checkpoint it reads.
+    TensorId state_io_segments(std::vector<int32_t> writes, std::vector<std::pair<int32_t, int32_t>> segments);
 
     // Compiles with these outputs, writes the inputs, runs. Asserts on error.
     void run(std::vector<TensorId> outputs, const CompileOptions& options = {});

@@ -114,7 +114,8 @@ typedef enum tdm_op {
     /* in: x [ne0, rows], ids I32 [m]. out: [ne0, m], rows of x picked by ids. */
     TDM_OP_SELECT_ROWS = 23,
     /* Causal depthwise 1-D convolution over time with a recurrent state (Gated
-     * DeltaNet, Mamba): in: x [C, n] (n tokens of one sequence, in order),
+     * DeltaNet, Mamba): in: x [C, n] (n tokens in order; rows of several
+     * sequences come as consecutive runs, each run from its own sequence's state),
      * w (F32 weight [K, C]: K taps per channel, oldest first), state (a
      * recurrent state of C*(K-1) floats: the K-1 previous inputs, [K-1][C],
      * oldest first). i[0] = 1: apply SiLU to the output. out: [C, n]:

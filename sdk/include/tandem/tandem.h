@@ -396,8 +396,9 @@ typedef struct tdm_host_api {
     tdm_status (*option_get_string)(const tdm_options* o, const char* key, const char** out);
 
     /* The recurrent state `index` (into the states the model declared) of the
-     * batch's sequence; pass it to the ops that update states. [callback]
-     * (appended during ABI 1) */
+     * batch's sequences (each row's own: the ops that update states run every
+     * sequence's rows from that sequence's checkpoint); pass it to those ops.
+     * [callback] (appended during ABI 1) */
     tdm_status (*graph_state)(tdm_graph* g, uint32_t index, tdm_tensor* out);
     /* The first n_rows rows of a 2-D weight, without a copy: e.g. the LM head
      * rows of a reduced draft vocabulary (the token ids 0..n_rows-1).
@@ -456,7 +457,9 @@ typedef struct tdm_attention_layer {
  * update a state (TDM_OP_CONV1D_CAUSAL, TDM_OP_GATED_DELTA_RULE) read the
  * current checkpoint and write the state after each token into the next ones,
  * so rolling back rejected drafts only selects a checkpoint (no recomputation,
- * no copy through the host). New sequences start from zeros. */
+ * no copy through the host). New sequences start from zeros. A batch may hold
+ * rows of several sequences (a server's pass): each sequence's rows are
+ * consecutive and in position order, and each reads and writes its own state. */
 typedef struct tdm_recurrent_state {
     uint32_t struct_size;
     uint64_t n_f32;       /* f32 elements per sequence */
