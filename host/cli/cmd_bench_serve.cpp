@@ -73,9 +73,10 @@ Status bench_serve(App& app) {
         const uint32_t n_requests = a.has("requests") ? uint32_t(*a.get_int("requests")) : std::max(4u, 2 * c);
         auto kv = TDM_TRY(app.make_kv(*model, speculative, c));
         Runner runner(*model, *kv, *dev, *pm);
-        DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv));
+        DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv, false, c + 1));
         BatchEngineOptions eo;
         eo.n_batch = uint32_t(cfg.model.n_batch);
+        eo.hidden_point = chain_hidden_point(chain.order);
         auto engine = TDM_TRY(BatchEngine::create(runner, nullptr, eo, shared_drafters(chain.order, chain.fresh)));
 
         std::vector<RequestTimes> times;

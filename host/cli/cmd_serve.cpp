@@ -73,7 +73,8 @@ Status cmd_serve(App& app) {
     vk::Device* dev = TDM_TRY(app.device());
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());
     Runner runner(*model, *kv, *dev, *pm);
-    DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv, /*carried_head_by_default=*/true));
+    // a draft head keeps a sequence of its KV per request that drafts with it
+    DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv, /*carried_head_by_default=*/true, parallel + 1));
 
     ServeBackend::Setup setup;
     setup.model_id = model_id(cfg.server.alias, cfg.model.path);

@@ -53,6 +53,12 @@ Result<std::vector<DrafterSlot>> request_drafters(std::span<Drafter* const> orde
     return out;
 }
 
+tdm_hidden_point chain_hidden_point(std::span<Drafter* const> order) {
+    for (Drafter* d : order)
+        if (d->hidden_point() != TDM_HIDDEN_NONE) return d->hidden_point();
+    return TDM_HIDDEN_NONE;
+}
+
 SpecParams spec_params(const Config& c) {
     SpecParams p;
     p.draft_max = c.speculative.draft_max;
@@ -79,10 +85,11 @@ namespace {
 
 // A plugin's draft head reading the target's file (or --mtp-head FILE, or `source`: a file
 // that holds the head alone, such as a Gemma 4 assistant passed with -md).
-Result<std::unique_ptr<Drafter>> make_draft_head(App& app, const DraftHeadEntry& h, const std::string& type,
-                                                 const Model& target, const KvPool& target_kv,
-                                                 const std::map<std::string, std::string>& options,
-                                                 std::shared_ptr<const ModelSource> source = nullptr) {
+Result<std::unique_ptr<DraftHeadDrafter>> make_draft_head(App& app, const DraftHeadEntry& h, const std::string& type,
+                                                          const Model& target, const KvPool& target_kv,
+                                                          const std::map<std::string, std::string>& options,
+                                                          uint32_t sequences,
+                                                          std::shared_ptr<const ModelSource> source = nullptr) {
     const Config& cfg = app.config();
     std::shared_ptr<const ModelSource> src = source ? source : target.shared_source();
     if (!source && !cfg.model.mtp_head_path.empty())
@@ -92,17 +99,28 @@ Result<std::unique_ptr<Drafter>> make_draft_head(App& app, const DraftHeadEntry&
     o.kv.n_ctx = cfg.model.n_ctx > 0 ? uint32_t(cfg.model.n_ctx) : target.info().n_ctx_train;
     o.kv.f16 = cfg.model.kv_type != "f32";
     o.kv.rows_max = ring_rows_max(uint32_t(cfg.model.n_batch), uint32_t(cfg.speculative.draft_max + 1));
+    o.kv.n_seq_max = std::max(1u, sequences);
     o.check_weights = cfg.model.check_weights;  // --no-check-weights covers the head too
     o.nan_debug = full_logits_check();          // TANDEM_CHECK_NAN=1, as for the target
     vk::Device* dev = TDM_TRY(app.device());
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());
-    return std::unique_ptr<Drafter>(TDM_TRY(DraftHeadDrafter::create(h, type, src, target, target_kv, *dev, *pm, o)));
+    return DraftHeadDrafter::create(h, type, src, target, target_kv, *dev, *pm, o);
+}
+
+// A draft head joins the chain with a factory: each further sequence gets a drafter of
+// its own on the same head (weights, graphs and KV pool shared).
+void add_head(DrafterChain& chain, std::unique_ptr<DraftHeadDrafter> head) {
+    DraftHeadDrafter* proto = head.get();
+    chain.owned.push_back(std::move(head));
+    chain.order.push_back(proto);
+    chain.fresh.resize(chain.order.size() - 1);
+    chain.fresh.push_back([proto]() -> Result<std::unique_ptr<Drafter>> { return std::unique_ptr<Drafter>(proto->another()); });
 }
 
 }  // namespace
 
 Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& target_kv,
-                                   bool carried_head_by_default) {
+                                   bool carried_head_by_default, uint32_t sequences) {
     const Config& cfg = app.config();
     const uint32_t n_vocab = target.info().n_vocab;
     if (cfg.speculative.draft_vocab > 0 && uint64_t(cfg.speculative.draft_vocab) > n_vocab)
@@ -131,9 +149,8 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
             const std::string& md_arch = md->architecture();
             if (const DraftHeadEntry* h = reg->find_draft_head_source(md_arch, target.arch().desc->name)) {
                 const std::string head_type = h->spec_types.empty() ? h->desc->name : h->spec_types[0];
-                chain.owned.push_back(TDM_TRY_CTX(make_draft_head(app, *h, head_type, target, target_kv, options, md),
-                                                  fmt::format("-md {}", cfg.model.draft_path)));
-                chain.order.push_back(chain.owned.back().get());
+                add_head(chain, TDM_TRY_CTX(make_draft_head(app, *h, head_type, target, target_kv, options, sequences, md),
+                                            fmt::format("-md {}", cfg.model.draft_path)));
                 continue;
             }
             if (reg->is_draft_head_source(md_arch))
@@ -151,7 +168,8 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
             vk::PipelineManager* pm = TDM_TRY(app.pipelines());
             chain.owned.push_back(std::make_unique<DraftModelDrafter>(std::move(dm), std::move(kv), *dev, *pm));
         } else if (const DraftHeadEntry* h = reg->find_draft_head(type, target.arch().desc->name)) {
-            chain.owned.push_back(TDM_TRY(make_draft_head(app, *h, type, target, target_kv, options)));
+            add_head(chain, TDM_TRY(make_draft_head(app, *h, type, target, target_kv, options, sequences)));
+            continue;
         } else if (const DrafterEntry* e = reg->find_drafter(type)) {
             chain.owned.push_back(TDM_TRY(PluginDrafter::create(*e, options)));
             chain.fresh.resize(chain.order.size());
@@ -178,13 +196,12 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
             const auto& archs = h.target_archs;
             if (std::find(archs.begin(), archs.end(), target.arch().desc->name) == archs.end()) continue;
             auto d = make_draft_head(app, h, h.spec_types.empty() ? h.desc->name : h.spec_types[0], target,
-                                     target_kv, options);
+                                     target_kv, options, sequences);
             if (!d.ok()) {
                 TDM_LOG_INFO("spec", "no {} head: {}", h.desc->name, d.error().message());
                 continue;
             }
-            chain.owned.push_back(std::move(d).value());
-            chain.order.push_back(chain.owned.back().get());
+            add_head(chain, std::move(d).value());
             break;
         }
     }

@@ -22,9 +22,9 @@ using DrafterFactory = std::function<Result<std::unique_ptr<Drafter>>()>;
 struct DrafterChain {
     std::vector<std::unique_ptr<Drafter>> owned;
     std::vector<Drafter*> order;  // as asked each round
-    // Per drafter of `order`: how to make another one like it for another sequence (drafters
-    // that rebuild from tokens: the plugins' n-gram drafters), or null (one sequence each:
-    // draft models and heads). `tandem serve` gives each request its own.
+    // Per drafter of `order`: how to make another one like it for another sequence (the
+    // plugins' n-gram drafters, which rebuild from tokens; draft heads, on the same head), or
+    // null (one sequence each: draft models). `tandem serve` gives each request its own.
     std::vector<DrafterFactory> fresh;
     bool empty() const { return order.empty(); }
 };
@@ -47,8 +47,9 @@ Result<bool> draft_head_available(App& app, const Model& target);
 // the head the model carries (MTP/NextN) drafts if --spec-auto asks for it, or
 // by default when `carried_head_by_default` (tandem chat) and speculation is
 // not off; a head that cannot be built then means plain decoding.
+// `sequences`: how many sequences may draft at once (a draft head's KV holds one each).
 Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& target_kv,
-                                   bool carried_head_by_default = false);
+                                   bool carried_head_by_default = false, uint32_t sequences = 1);
 
 // For the batching engine (engine/batch_engine.h), given a chain's `order` and `fresh`: the
 // drafters it shares between requests (those without a factory), and one request's chain
@@ -57,6 +58,10 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
 std::vector<Drafter*> shared_drafters(std::span<Drafter* const> order, std::span<const DrafterFactory> fresh);
 Result<std::vector<DrafterSlot>> request_drafters(std::span<Drafter* const> order,
                                                   std::span<const DrafterFactory> fresh, std::string_view only = {});
+
+// The target hidden state the chain's drafters read (TDM_HIDDEN_NONE: none; they agree,
+// or BatchEngine::create refuses them).
+tdm_hidden_point chain_hidden_point(std::span<Drafter* const> order);
 
 SpecParams spec_params(const Config& config);
 SamplerParams sampler_params(const Config& config);

@@ -40,6 +40,7 @@ Result<std::unique_ptr<ServeBackend>> ServeBackend::create(Setup setup) {
     std::unique_ptr<ServeBackend> b(new ServeBackend(std::move(setup)));
     b->end_of_turn_pieces_ = EndOfTurnPieces(*b->setup_.tokenizer);
     b->setup_.engine.n_batch = b->setup_.defaults.n_batch;
+    b->setup_.engine.hidden_point = chain_hidden_point(b->setup_.drafters);
     b->engine_ = TDM_TRY(BatchEngine::create(*b->setup_.runner, b->setup_.tokenizer, b->setup_.engine,
                                              shared_drafters(b->setup_.drafters, b->setup_.per_request)));
     b->slots_ = b->engine_->slots();

@@ -48,7 +48,7 @@ Result<std::unique_ptr<BatchEngine>> BatchEngine::create(Runner& runner, const T
         for (int seq : e->options_.seqs) e->slots_.push_back(Slot{seq});
     }
     if (e->slots_.empty()) return Error("the KV pool has no free sequence slot");
-    tdm_hidden_point hp = TDM_HIDDEN_NONE;
+    tdm_hidden_point hp = e->options_.hidden_point;
     for (Drafter* d : shared_drafters) {
         const tdm_hidden_point h = d->hidden_point();
         if (h == TDM_HIDDEN_NONE) continue;
@@ -434,15 +434,15 @@ bool BatchEngine::step() {
     const uint32_t bs = kv.config().block_size;
     uint32_t rows = 0;
     std::vector<Session*> run;
+    // each session's rows: a decode step (with its k drafts) or a chunk of its prompt
     for (Session* s : part) {
-        if (s->done || !s->slot) continue;  // preempted for an earlier session of this pass
         const uint32_t remaining = uint32_t(s->history.size()) - s->n_kv;
         s->drafts.clear();
         s->winner = -1;
+        s->k = 0;
         if (remaining == 1) {
             s->chunk = 1;
             s->k = pass_k(*s);
-            s->drafts = draft(*s, s->k);
         } else {
             // A recompute after preemption stops one row short: its next token then comes
             // from a decode step with drafts, as it would have without the preemption.
@@ -451,11 +451,16 @@ bool BatchEngine::step() {
             const uint32_t pause = uint32_t(s->history.size()) - 1;
             if (s->req.on_prefix && s->result.tokens.empty() && s->n_kv < pause)
                 s->chunk = std::min(s->chunk, pause - s->n_kv);
-            // past the row budget a prompt still advances by a few rows
-            if (rows + s->chunk > options_.max_batch_rows)
-                s->chunk = std::min(s->chunk, std::max(kMinPrefillRows, options_.max_batch_rows -
-                                                                             std::min(rows, options_.max_batch_rows)));
         }
+    }
+    prepare_batches(part);
+    for (Session* s : part) {
+        if (s->done || !s->slot) continue;  // preempted for an earlier session of this pass
+        if (s->k > 0) s->drafts = draft(*s, s->k);
+        // past the row budget a prompt still advances by a few rows
+        if (s->chunk > 1 && rows + s->chunk > options_.max_batch_rows)
+            s->chunk = std::min(s->chunk, std::max(kMinPrefillRows, options_.max_batch_rows -
+                                                                         std::min(rows, options_.max_batch_rows)));
         const uint32_t end = s->n_kv + s->chunk + uint32_t(s->drafts.size());
         // room in the pool: idle slots first, then the newest session gives its blocks back
         bool fits = false;

@@ -129,6 +129,8 @@ struct BatchEngineOptions {
     bool reuse_slots = true;       // the prefix cache
     // The pool's sequences to use as slots; empty: every sequence the pool can still add.
     std::vector<int> seqs;
+    // The target hidden state the sessions' own drafters read (shared drafters say theirs).
+    tdm_hidden_point hidden_point = TDM_HIDDEN_NONE;
 };
 
 struct BatchEngineStats {
@@ -197,6 +199,9 @@ private:
     std::vector<int32_t> draft(Session& s, int k);
     // The k to draft this pass, and the drafter prepared for it cancelled if k differs.
     int pass_k(Session& s);
+    // Sessions whose first drafter batches with others' (a draft head) start their drafts
+    // in one graph per batcher.
+    void prepare_batches(std::span<Session* const> part);
     void settle(Session& s, const ForwardOutput& out, uint32_t row0, uint32_t out0, double pass_ms);
     // After the prompt's chunk (not its last): progress and the on_prefix pause; false: the
     // session ended.

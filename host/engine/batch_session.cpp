@@ -113,6 +113,33 @@ void BatchEngine::plan_drafts(std::span<Session* const> part) {
     }
 }
 
+void BatchEngine::prepare_batches(std::span<Session* const> part) {
+    // per batcher: the drafters (each a session's first active one) and their requests
+    std::vector<std::pair<DraftBatcher*, std::vector<std::pair<Drafter*, DraftRequest>>>> groups;
+    for (Session* s : part) {
+        if (s->k <= 0 || s->prepared >= 0) continue;
+        const auto first = std::find(s->on.begin(), s->on.end(), char(1));
+        if (first == s->on.end()) continue;
+        Drafter* d = s->chain[size_t(first - s->on.begin())];
+        DraftBatcher* b = d->batcher();
+        if (!b) continue;
+        auto g = std::find_if(groups.begin(), groups.end(), [b](const auto& x) { return x.first == b; });
+        if (g == groups.end()) g = groups.insert(groups.end(), {b, {}});
+        g->second.emplace_back(d, DraftRequest{std::span<const int32_t>(s->history), s->pos(), uint32_t(s->k),
+                                               s->slot->seq});
+    }
+    for (auto& [batcher, members] : groups) {
+        if (members.size() < 2) continue;  // alone: its own draft() call
+        std::vector<Drafter*> ds;
+        std::vector<DraftRequest> reqs;
+        for (auto& [d, r] : members) {
+            ds.push_back(d);
+            reqs.push_back(r);
+        }
+        batcher->prepare_batch(ds, reqs);
+    }
+}
+
 // The first drafter of the chain that proposes at least draft_min tokens wins.
 std::vector<int32_t> BatchEngine::draft(Session& s, int k) {
     s.winner = -1;
@@ -247,10 +274,9 @@ void BatchEngine::settle(Session& s, const ForwardOutput& out, uint32_t row0, ui
         std::vector<int32_t> toks(s.history.begin() + first_pos, s.history.begin() + first_pos + s.chunk);
         toks.insert(toks.end(), s.drafts.begin(), s.drafts.begin() + (n_rows - s.chunk));
         const uint32_t n_embd = runner_.model().info().n_embd;
-        const TargetRows rows{toks, first_pos, out.hidden + size_t(row0) * n_embd, n_embd,
-                              // the device table holds the pass's first rows until the next
-                              // pass, before which every session drafts
-                              row0 == 0 ? out.hidden_on_device : nullptr};
+        // the device table holds the pass's rows (when it is short enough) until the next
+        // pass, before which every session drafts
+        const TargetRows rows{toks, first_pos, out.hidden + size_t(row0) * n_embd, n_embd, out.hidden_on_device, row0};
         for (size_t i = 0; i < s.chain.size(); ++i)
             if (s.on[i] && s.chain[i]->hidden_point() != TDM_HIDDEN_NONE)
                 if (auto o = s.chain[i]->observe(rows); !o.ok()) s.turn_off(i, o.error());

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <tandem/ext/batched_draft.h>
+
 #include "ops/custom_op.h"
 #include "ops/limits.h"
 #include "ops/op_def.h"
@@ -38,6 +40,12 @@ const Extension kExtensions[] = {
     {TDM_EXT_TARGET_WEIGHTS, TDM_EXT_TARGET_WEIGHTS_VERSION,
      [] { return static_cast<const void*>(target_weights_extension()); }},
     {TDM_EXT_HOST_ROWS, TDM_EXT_HOST_ROWS_VERSION, [] { return static_cast<const void*>(host_rows_extension()); }},
+    // a flag a draft head may set (speculative/draft_head.h drafts its sequences in one graph)
+    {TDM_EXT_BATCHED_DRAFT, TDM_EXT_BATCHED_DRAFT_VERSION,
+     [] {
+         static const tdm_ext_batched_draft ext{sizeof(tdm_ext_batched_draft), 256};
+         return static_cast<const void*>(&ext);
+     }},
 };
 
 // TANDEM_HIDE_EXTENSIONS=a,b: this host answers as one without those extensions, so that

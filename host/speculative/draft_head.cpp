@@ -1,122 +1,134 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/speculative/draft_head.cpp
+// host/speculative/draft_head.cpp: the shared head (the plugin's head object, its
+// weights, KV pool and compiled draft graphs) and the submission of one draft graph for
+// one or several sequences. What each sequence keeps is draft_head_seq.cpp.
 #include "speculative/draft_head.h"
 
 #include <algorithm>
 #include <cstring>
 
+#include <tandem/ext/batched_draft.h>
+
 #include "common/log.h"
 #include "graph/op_location.h"
 #include "plugin/abi_structs.h"
+#include "speculative/draft_head_shared.h"
 
 namespace tdm {
 
-struct DraftHeadDrafter::Chain {
-    std::unique_ptr<CompiledGraph> cg;
-    uint32_t n_catch = 0, k = 0;
-    TensorId tokens0 = 0, pos0 = 0, seq0 = 0, rows0 = 0;
-    TensorId hidden0 = 0;       // the catch-up's target rows, written by the host, or
-    TensorId hidden_index = 0;  // their row indices into the device table
-    std::vector<TensorId> pos4;   // per step, when the head asked for M-RoPE positions (0: none)
-    std::vector<TensorId> pos_j;  // steps 1..k-1
-    TensorId seq1 = 0, rows1 = 0;
-    std::vector<TensorId> ids;    // the argmax of each step (or the head's TDM_OUTPUT_DRAFT_TOKENS)
-    TensorId attn_pos = 0;        // constant-position heads: the attention's causal bound, p - 1
-};
+DraftHead::~DraftHead() {
+    for (auto& [key, c] : chains)
+        if (c->cg) (void)c->cg->wait();
+    chains.clear();
+    if (head) entry->desc->destroy(head);
+}
 
 Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHeadEntry& entry, std::string spec_type,
                                                                    std::shared_ptr<const ModelSource> source,
                                                                    const Model& target, const KvPool& target_kv,
                                                                    vk::Device& device, vk::PipelineManager& pipelines,
                                                                    const DraftHeadOptions& opt) {
-    std::unique_ptr<DraftHeadDrafter> d(new DraftHeadDrafter());
-    d->name_ = std::move(spec_type);
-    d->entry_ = &entry;
-    d->source_ = std::move(source);
-    d->src_handle_.src = d->source_.get();
-    d->options_.values = opt.options;
-    d->opt_ = opt;
-    d->target_kv_ = &target_kv;
-    d->n_embd_target_ = target.info().n_embd;
-    d->n_vocab_ = target.info().n_vocab;
-    d->device_ = &device;
-    d->pipelines_ = &pipelines;
-    d->info_.struct_size = sizeof(tdm_draft_head_info);
+    auto h = std::make_shared<DraftHead>();
+    h->name = std::move(spec_type);
+    h->entry = &entry;
+    h->source = std::move(source);
+    h->src_handle.src = h->source.get();
+    h->options.values = opt.options;
+    h->opt = opt;
+    h->target_kv = &target_kv;
+    h->n_embd_target = target.info().n_embd;
+    h->n_vocab = target.info().n_vocab;
+    h->device = &device;
+    h->pipelines = &pipelines;
+    h->info.struct_size = sizeof(tdm_draft_head_info);
     void* target_obj = target.arch().plugin == entry.plugin ? target.plugin_model() : nullptr;
     char err[1024] = {0};
-    if (entry.desc->create(host_api(entry.plugin->abi), &d->src_handle_, target_obj, &d->options_, &d->info_, &d->head_, err,
-                           sizeof err) != TDM_OK ||
-        !d->head_)
+    if (entry.desc->create(host_api(entry.plugin->abi), &h->src_handle, target_obj, &h->options, &h->info, &h->head,
+                           err, sizeof err) != TDM_OK ||
+        !h->head)
         return Error::format("{}", plugin_message(err, sizeof err, "the draft head refused the model"));
-    if (entry.plugin->abi < 3) d->info_.flags = 0;  // padding before ABI 3: never read
-    const uint32_t flags = d->info_.flags;
+    if (entry.plugin->abi < 3) h->info.flags = 0;  // padding before ABI 3: never read
+    const uint32_t flags = h->info.flags;
     if (bool(flags & TDM_DRAFT_HEAD_CONSTANT_POSITION) != bool(flags & TDM_DRAFT_HEAD_STATELESS))
         return Error::format("draft head {}: this host runs the constant-position and stateless flags together only "
                              "(one-row rounds at one position, no KV of its own); the head sets one of them",
                              entry.desc->name);
-    if ((flags & TDM_DRAFT_HEAD_STATELESS) && d->info_.n_own_layers)
+    if ((flags & TDM_DRAFT_HEAD_STATELESS) && h->info.n_own_layers)
         return Error::format("draft head {}: stateless, yet it declares {} attention layers of its own",
-                             entry.desc->name, d->info_.n_own_layers);
-    if (flags & ~uint32_t(TDM_DRAFT_HEAD_CONSTANT_POSITION | TDM_DRAFT_HEAD_STATELESS))
-        return Error::format("draft head {}: unknown flags {:#x}", entry.desc->name, flags);
-    d->own_layers_ = TDM_TRY(read_abi_array(d->info_.own_layers, d->info_.n_own_layers, entry.plugin->abi,
-                                            fmt::format("draft head {}: own attention layers", entry.desc->name)));
-    d->info_.own_layers = d->own_layers_.data();
-    if (d->info_.n_target_kv_layers && !d->info_.target_kv_layers)
+                             entry.desc->name, h->info.n_own_layers);
+    constexpr uint32_t kKnown = TDM_DRAFT_HEAD_CONSTANT_POSITION | TDM_DRAFT_HEAD_STATELESS | TDM_DRAFT_HEAD_BATCHED;
+    if (flags & ~kKnown) return Error::format("draft head {}: unknown flags {:#x}", entry.desc->name, flags);
+    h->batched = (flags & TDM_DRAFT_HEAD_BATCHED) && opt.batch;
+    h->own_layers = TDM_TRY(read_abi_array(h->info.own_layers, h->info.n_own_layers, entry.plugin->abi,
+                                           fmt::format("draft head {}: own attention layers", entry.desc->name)));
+    h->info.own_layers = h->own_layers.data();
+    if (h->info.n_target_kv_layers && !h->info.target_kv_layers)
         return Error::format("draft head {}: {} target KV layers declared without a list", entry.desc->name,
-                             d->info_.n_target_kv_layers);
-    for (uint32_t i = 0; i < d->info_.n_target_kv_layers; ++i)
-        if (d->info_.target_kv_layers[i] >= target_kv.n_layers())
+                             h->info.n_target_kv_layers);
+    for (uint32_t i = 0; i < h->info.n_target_kv_layers; ++i)
+        if (h->info.target_kv_layers[i] >= target_kv.n_layers())
             return Error::format("draft head {}: reads target KV layer {}, the target has {}", entry.desc->name,
-                                 d->info_.target_kv_layers[i], target_kv.n_layers());
-    d->weights_ = std::make_unique<WeightStore>(device, d->source_->path() + " (draft head)", 64ull << 20);
-    d->weights_->set_check_weights(opt.check_weights);
-    tdm_loader loader{d->weights_.get(), d->source_.get(), &target.weight_store()};
-    if (entry.desc->load(d->head_, &loader, err, sizeof err) != TDM_OK)
+                                 h->info.target_kv_layers[i], target_kv.n_layers());
+    h->weights = std::make_unique<WeightStore>(device, h->source->path() + " (draft head)", 64ull << 20);
+    h->weights->set_check_weights(opt.check_weights);
+    tdm_loader loader{h->weights.get(), h->source.get(), &target.weight_store()};
+    if (entry.desc->load(h->head, &loader, err, sizeof err) != TDM_OK)
         return Error::format("loading draft head {}: {}", entry.desc->name, plugin_message(err, sizeof err, "failed"));
-    if (!d->stateless())
-        d->kv_ = TDM_TRY(KvPool::create(
-            device, std::span<const tdm_attention_layer>(d->info_.own_layers, d->info_.n_own_layers), opt.kv,
+    if (!h->stateless())
+        h->kv = TDM_TRY(KvPool::create(
+            device, std::span<const tdm_attention_layer>(h->info.own_layers, h->info.n_own_layers), opt.kv,
             "draft head KV"));
-    return d;
+    return std::unique_ptr<DraftHeadDrafter>(new DraftHeadDrafter(std::move(h)));
 }
 
-DraftHeadDrafter::~DraftHeadDrafter() {
-    if (pending_) (void)pending_->cg->wait();
-    chains_.clear();
-    if (head_) entry_->desc->destroy(head_);
+std::unique_ptr<DraftHeadDrafter> DraftHeadDrafter::another() const {
+    return std::unique_ptr<DraftHeadDrafter>(new DraftHeadDrafter(head_));
 }
 
-Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint32_t k,
-                                                          const DeviceWeight* device_rows) {
-    const auto key = std::make_tuple(n_catch, k, device_rows);
-    if (auto it = chains_.find(key); it != chains_.end()) return it->second.get();
+const std::string& DraftHeadDrafter::name() const { return head_->name; }
+tdm_hidden_point DraftHeadDrafter::hidden_point() const { return head_->info.hidden; }
+bool DraftHeadDrafter::stateless() const { return head_->stateless(); }
+uint64_t DraftHeadDrafter::weight_bytes() const { return head_->weights ? head_->weights->device_bytes() : 0; }
+uint64_t DraftHeadDrafter::rows_read_on_device() const { return head_->rows_on_device; }
+uint64_t DraftHeadDrafter::rows_read_from_host() const { return head_->rows_from_host; }
+uint64_t DraftHeadDrafter::kv_bytes() const { return head_->kv ? head_->kv->device_bytes() : 0; }
+uint64_t DraftHeadDrafter::batched_graphs() const { return head_->batched_graphs; }
+DraftBatcher* DraftHeadDrafter::batcher() { return head_->batched ? head_.get() : nullptr; }
+
+// The graph of one round for n_seq sequences: a catch-up of n_rows rows (each sequence's
+// run of rows, consecutive; output row i = the last row of sequence i), then k - 1 chained
+// steps of one row per sequence.
+Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint32_t k,
+                                           const DeviceWeight* device_rows) {
+    const auto key = std::make_tuple(n_rows, n_seq, k, device_rows);
+    if (auto it = chains.find(key); it != chains.end()) return it->second.get();
     auto c = std::make_unique<Chain>();
-    c->n_catch = n_catch;
+    c->n_rows = n_rows;
+    c->n_seq = n_seq;
     c->k = k;
     auto g = std::make_unique<tdm_graph>();
-    tdm_batch_desc b0{sizeof(tdm_batch_desc), n_catch, 1};
+    tdm_batch_desc b0{sizeof(tdm_batch_desc), n_rows, n_seq};
     init_graph_inputs(*g, b0, false);
-    g->plugin_abi = entry_->plugin->abi;
-    g->n_embd_target = n_embd_target_;
-    if (kv_)
-        for (uint32_t i = 0; i < kv_->n_layers(); ++i) g->kv.push_back(kv_->layer(i));
-    g->target_kv.assign(target_kv_->n_layers(), nullptr);
-    for (uint32_t i = 0; i < info_.n_target_kv_layers; ++i)
-        g->target_kv[info_.target_kv_layers[i]] = target_kv_->layer(info_.target_kv_layers[i]);
+    g->plugin_abi = entry->plugin->abi;
+    g->n_embd_target = n_embd_target;
+    if (kv)
+        for (uint32_t i = 0; i < kv->n_layers(); ++i) g->kv.push_back(kv->layer(i));
+    g->target_kv.assign(target_kv->n_layers(), nullptr);
+    for (uint32_t i = 0; i < info.n_target_kv_layers; ++i)
+        g->target_kv[info.target_kv_layers[i]] = target_kv->layer(info.target_kv_layers[i]);
     c->tokens0 = g->tokens;
     c->pos0 = g->positions;
     c->seq0 = g->seq_ids;
     c->rows0 = g->output_rows;
-    const bool constant = (info_.flags & TDM_DRAFT_HEAD_CONSTANT_POSITION) != 0;
+    const bool constant = (info.flags & TDM_DRAFT_HEAD_CONSTANT_POSITION) != 0;
     if (constant) {
         // RoPE at p, attention over the target's committed positions < p
-        c->attn_pos = g->graph.input(DType::I32, {n_catch}, "attn_pos");
+        c->attn_pos = g->graph.input(DType::I32, {n_rows}, "attn_pos");
         g->graph.set_batch(c->attn_pos, c->seq0);
     }
     if (device_rows) {
         // the target rows stay where the verify wrote them: gathered by index
-        c->hidden_index = g->graph.input(DType::I32, {n_catch}, "target_hidden_rows");
+        c->hidden_index = g->graph.input(DType::I32, {n_rows}, "target_hidden_rows");
         OpDesc gr;
         gr.op = TDM_OP_GET_ROWS;
         gr.in[0] = g->graph.weight(device_rows);
@@ -128,12 +140,13 @@ Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint3
     char err[1024] = {0};
     TensorId prev_hidden = kNoTensor;
     for (uint32_t j = 0; j < k; ++j) {
-        tdm_batch_desc b{sizeof(tdm_batch_desc), j == 0 ? n_catch : 1, 1};
+        tdm_batch_desc b{sizeof(tdm_batch_desc), j == 0 ? n_rows : n_seq, n_seq};
+        if (j > 0 && !prev_hidden)
+            return Error::format("draft head {} sets no TDM_OUTPUT_HIDDEN_DRAFT, so it cannot chain {} steps",
+                                 entry->desc->name, k);
         if (j > 0 && constant) {
-            if (!prev_hidden)
-                return Error::format("draft head {} sets no TDM_OUTPUT_HIDDEN_DRAFT, so it cannot chain {} steps",
-                                     entry_->desc->name, k);
-            // every step at the round's one position, over the same committed target KV
+            // every step at the round's positions (one row per sequence), over the same
+            // committed target KV
             g->tokens = c->ids.back();
             g->positions = c->pos0;
             g->seq_ids = c->seq0;
@@ -141,14 +154,11 @@ Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint3
             g->target_hidden = prev_hidden;
             g->batch = b;
         } else if (j > 0) {
-            if (!prev_hidden)
-                return Error::format("draft head {} sets no TDM_OUTPUT_HIDDEN_DRAFT, so it cannot chain {} steps",
-                                     entry_->desc->name, k);
             if (!c->seq1) {
-                c->seq1 = g->graph.input(DType::I32, {1}, "seq1");
-                c->rows1 = g->graph.input(DType::I32, {1}, "rows1");
+                c->seq1 = g->graph.input(DType::I32, {n_seq}, "seq1");
+                c->rows1 = g->graph.input(DType::I32, {n_seq}, "rows1");
             }
-            const TensorId pos = g->graph.input(DType::I32, {1}, fmt::format("pos{}", j));
+            const TensorId pos = g->graph.input(DType::I32, {n_seq}, fmt::format("pos{}", j));
             c->pos_j.push_back(pos);
             g->tokens = c->ids.back();
             g->positions = pos;
@@ -160,27 +170,30 @@ Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint3
         }
         g->positions4 = kNoTensor;
         for (TensorId& o : g->outputs) o = kNoTensor;
-        if (entry_->desc->build_step(head_, g.get(), &b, err, sizeof err) != TDM_OK)
-            return Error::format("building draft head {} step {}: {}", entry_->desc->name, j,
+        if (entry->desc->build_step(head, g.get(), &b, err, sizeof err) != TDM_OK)
+            return Error::format("building draft head {} step {}: {}", entry->desc->name, j,
                                  plugin_message(err, sizeof err, "failed"));
         // a draft step's tokens come from the device (the previous step's pick), so rows of a
         // table in host memory could not be read for them
         if (!g->host_rows.empty())
             return Error::format("draft head {}: it reads {} by token rows, which lives in host memory "
                                  "(tdm.host_rows); a draft head can read only tables in device memory",
-                                 entry_->desc->name, g->host_rows.front().second->name());
+                                 entry->desc->name, g->host_rows.front().second->name());
         if (j == 0 && !device_rows) c->hidden0 = g->target_hidden;
         c->pos4.push_back(g->positions4);
         if (const TensorId chosen = g->outputs[TDM_OUTPUT_DRAFT_TOKENS]) {
-            // the head picks its token itself (a centroid-masked head's argmax)
-            if (g->graph.tensor(chosen).elements() != 1)
-                return Error::format("draft head {}: TDM_OUTPUT_DRAFT_TOKENS must hold one token id per step",
-                                     entry_->desc->name);
+            // the head picks its tokens itself (a centroid-masked head's argmax)
+            if (g->graph.tensor(chosen).elements() != int64_t(n_seq))
+                return Error::format("draft head {}: TDM_OUTPUT_DRAFT_TOKENS must hold one token id per sequence "
+                                     "and step ({} here)",
+                                     entry->desc->name, n_seq);
             c->ids.push_back(chosen);
         } else {
             const TensorId logits = g->outputs[TDM_OUTPUT_LOGITS];
-            if (!logits || g->graph.tensor(logits).cols() > int64_t(n_vocab_) || g->graph.tensor(logits).rows() != 1)
-                return Error::format("draft head {}: step logits must be [n <= {}, 1]", entry_->desc->name, n_vocab_);
+            if (!logits || g->graph.tensor(logits).cols() > int64_t(n_vocab) ||
+                g->graph.tensor(logits).rows() != int64_t(n_seq))
+                return Error::format("draft head {}: step logits must be [n <= {}, {}]", entry->desc->name, n_vocab,
+                                     n_seq);
             OpDesc am;
             am.op = TDM_OP_ARGMAX;
             am.in[0] = logits;
@@ -192,172 +205,75 @@ Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain(uint32_t n_catch, uint3
     }
     for (TensorId id : c->ids) TDM_TRY(g->graph.mark_output(id));
     CompileOptions co;
-    co.probe_non_finite = opt_.nan_debug;
-    c->cg = TDM_TRY(CompiledGraph::compile(*device_, *pipelines_, std::move(g->graph), co));
+    co.probe_non_finite = opt.nan_debug;
+    c->cg = TDM_TRY(CompiledGraph::compile(*device, *pipelines, std::move(g->graph), co));
     Chain* out = c.get();
-    chains_.emplace(key, std::move(c));
+    chains.emplace(key, std::move(c));
     return out;
 }
 
-Status DraftHeadDrafter::begin(std::span<const int32_t> prompt) {
-    if (pending_) cancel();
-    if (kv_) {
-        if (seq_ >= 0) kv_->free_sequence(seq_);
-        seq_ = TDM_TRY(kv_->add_sequence());
-    }
-    n_past_ = 0;
-    hidden_first_ = 0;
-    hidden_.clear();
-    device_rows_ = nullptr;
-    return {};
-}
-
-// Head positions [0, n_past_) pair target hidden j with token j+1; the hidden
-// rows [hidden_first_, held_end) wait for their token. Resuming at n keeps the
-// pairs whose token is below n, which needs the rows from n_past_ (clamped to
-// n - 1) up to n - 1 still held.
-bool DraftHeadDrafter::can_resume(uint32_t n_cached) const {
-    if (n_cached == 0 || (stateless() && !pending_)) return true;  // a stateless head needs only the next rows
-    if (seq_ < 0 || pending_) return false;
-    const uint32_t held_end = hidden_first_ + uint32_t(hidden_.size() / n_embd_target_);
-    return std::min(n_past_, n_cached - 1) >= hidden_first_ && n_cached <= held_end;
-}
-
-Status DraftHeadDrafter::resume(std::span<const int32_t> prompt, uint32_t n_cached) {
-    if (n_cached == 0) return begin(prompt);
-    device_rows_ = nullptr;  // another request's passes may have run since
-    if (!can_resume(n_cached))
-        return Error::format("draft head: cannot resume at {} tokens (it holds pairs up to {} and hidden rows {}..{})",
-                             n_cached, n_past_, hidden_first_,
-                             hidden_first_ + uint32_t(hidden_.size() / n_embd_target_));
-    if (stateless()) {
-        hidden_.clear();
-        hidden_first_ = n_cached;  // the prefill of the rest brings the rows it drafts from
-        return {};
-    }
-    n_past_ = std::min(n_past_, n_cached - 1);
-    TDM_TRY(kv_->truncate(seq_, n_past_));
-    hidden_.resize(size_t(n_cached - hidden_first_) * n_embd_target_);
-    return {};
-}
-
-Status DraftHeadDrafter::observe(const TargetRows& rows) {
-    if (!rows.hidden || rows.n_embd != n_embd_target_) return Error("draft head: target rows without hidden states");
-    const uint32_t end = hidden_first_ + uint32_t(hidden_.size() / n_embd_target_);
-    if (rows.first_pos > end || rows.first_pos < hidden_first_)
-        return Error::format("draft head: target hidden rows from position {} do not continue the {} held from {}",
-                             rows.first_pos, end - hidden_first_, hidden_first_);
-    hidden_.resize(size_t(rows.first_pos - hidden_first_) * n_embd_target_);  // drop rolled-back rows
-    hidden_.insert(hidden_.end(), rows.hidden, rows.hidden + rows.tokens.size() * n_embd_target_);
-    // a stateless head drafts from the newest row only: keep a few, not the whole history
-    constexpr size_t kKeepRows = 64;
-    const size_t n_rows = hidden_.size() / n_embd_target_;
-    if (stateless() && n_rows > 2 * kKeepRows) {
-        hidden_.erase(hidden_.begin(), hidden_.begin() + std::ptrdiff_t((n_rows - kKeepRows) * n_embd_target_));
-        hidden_first_ += uint32_t(n_rows - kKeepRows);
-    }
-    if (!opt_.rows_on_device) return {};
-    if (rows.hidden_on_device && device_table_ && rows.hidden_on_device != device_table_ && !pending_) {
-        // another runner's table (the chains that read one are bound to it): compile anew
-        std::erase_if(chains_, [](const auto& kv) { return std::get<2>(kv.first) != nullptr; });
-    }
-    if (rows.hidden_on_device) device_table_ = rows.hidden_on_device;
-    device_rows_ = rows.hidden_on_device;
-    device_first_ = rows.first_pos;
-    device_n_ = uint32_t(rows.tokens.size());
-    return {};
-}
-
-Result<DraftHeadDrafter::Chain*> DraftHeadDrafter::chain_for(uint32_t n_catch, uint32_t k, bool on_device) {
-    if (on_device) {
-        auto c = chain(n_catch, k, device_rows_);
+Result<DraftHead::Chain*> DraftHead::chain_for(uint32_t n_rows, uint32_t n_seq, uint32_t k,
+                                               const DeviceWeight* device_rows) {
+    if (device_rows) {
+        if (device_table && device_rows != device_table) {
+            // another runner's table (the chains that read one are bound to it): compile anew
+            for (auto it = chains.begin(); it != chains.end();)
+                if (std::get<3>(it->first) && !busy(*it->second))
+                    it = chains.erase(it);
+                else
+                    ++it;
+        }
+        device_table = device_rows;
+        auto c = chain(n_rows, n_seq, k, device_rows);
         if (c.ok()) return c;
         // a head whose step refuses a gathered hidden input still drafts from host copies
-        TDM_LOG_DEBUG("spec", "draft head {}: rows on the device refused ({}); reading host copies",
-                      entry_->desc->name, c.error().message());
-        device_rows_ = nullptr;
+        TDM_LOG_DEBUG("spec", "draft head {}: rows on the device refused ({}); reading host copies", entry->desc->name,
+                      c.error().message());
     }
-    return chain(n_catch, k, nullptr);
+    return chain(n_rows, n_seq, k, nullptr);
 }
 
-void DraftHeadDrafter::set_catch_up_rows(Chain& c, uint32_t first, uint32_t n) {
-    CompiledGraph& cg = *c.cg;
-    if (c.hidden_index) {
-        int32_t* idx = cg.input_as<int32_t>(c.hidden_index);
-        for (uint32_t i = 0; i < n; ++i) idx[i] = int32_t(first + i - device_first_);
-        rows_on_device_ += n;
-    } else if (c.hidden0) {
-        std::memcpy(cg.input_data(c.hidden0), hidden_.data() + size_t(first - hidden_first_) * n_embd_target_,
-                    size_t(n) * n_embd_target_ * 4);
-        rows_from_host_ += n;
-    }
+bool DraftHead::busy(const Chain& c) const { return c.last && !c.last->settled; }
+
+void DraftHead::settle(DraftHeadDrafter::Run& r) {
+    if (r.settled) return;
+    r.settled = true;
+    Chain& c = *r.chain;
+    r.status = c.cg->wait();
+    if (r.status.ok()) r.status = check_finite(c);
+    if (!r.status.ok()) return;
+    r.tokens.resize(size_t(c.k) * c.n_seq);
+    for (uint32_t j = 0; j < c.k; ++j)
+        std::memcpy(r.tokens.data() + size_t(j) * c.n_seq, c.cg->output_as<int32_t>(c.ids[j]), size_t(c.n_seq) * 4);
 }
 
-// One round of a stateless, constant-position head: the newest token x_p, the
-// target hidden of position p - 1 (the row that produced it), all k steps at p.
-Status DraftHeadDrafter::submit_stateless(const DraftRequest& req) {
-    const uint32_t p = req.pos, k = std::max<uint32_t>(1, req.max);
-    if (p == 0 || req.history.size() != size_t(p) + 1)
-        return Error::format("draft head: request at position {} with {} tokens of history", p, req.history.size());
-    if (req.target_seq < 0) return Error("draft head: a head that reads the target's KV needs the target's sequence");
-    const bool on_device = device_rows_ && p - 1 >= device_first_ && p - 1 < device_first_ + device_n_;
-    Chain* c = TDM_TRY(chain_for(1, k, on_device));
-    CompiledGraph& cg = *c->cg;
-    cg.input_as<int32_t>(c->tokens0)[0] = req.history[p];
-    cg.input_as<int32_t>(c->pos0)[0] = int32_t(p);
-    cg.input_as<int32_t>(c->seq0)[0] = req.target_seq;
-    cg.input_as<int32_t>(c->rows0)[0] = 0;
-    if (c->attn_pos) cg.input_as<int32_t>(c->attn_pos)[0] = int32_t(p - 1);
-    for (TensorId p4id : c->pos4) {  // every step asks for its own M-RoPE positions: all at p
-        if (!p4id) continue;
-        int32_t* p4 = cg.input_as<int32_t>(p4id);
-        p4[0] = p4[1] = p4[2] = int32_t(p);
-        p4[3] = 0;
-    }
-    set_catch_up_rows(*c, p - 1, 1);
-    TDM_TRY(cg.submit());
-    pending_ = c;
-    pending_pos_ = p;
-    pending_k_ = k;
-    return {};
-}
-
-Status DraftHeadDrafter::check_finite(const Chain& c) const {
+Status DraftHead::check_finite(const Chain& c) const {
     const std::optional<ProbedTensor> first = c.cg->first_non_finite();
     if (!first) return {};
     return Error::format("draft head {}: a draft produced a NaN or infinity (TANDEM_CHECK_NAN=1); first non-finite "
                          "value in {}",
-                         entry_->desc->name, describe_op_location(c.cg->graph(), first->node, first->tensor));
+                         entry->desc->name, describe_op_location(c.cg->graph(), first->node, first->tensor));
 }
 
-bool DraftHeadDrafter::holds_row(uint32_t pos) const {
-    return pos >= hidden_first_ && pos < hidden_first_ + uint32_t(hidden_.size() / n_embd_target_);
-}
-
-Status DraftHeadDrafter::submit(const DraftRequest& req) {
-    if (stateless()) return submit_stateless(req);
-    const uint32_t p = req.pos, k = std::max<uint32_t>(1, req.max);
-    if (p < n_past_ + 1 || req.history.size() != size_t(p) + 1)
-        return Error::format("draft head: request at position {} while {} positions are committed", p, n_past_);
-    const uint32_t held_end = hidden_first_ + uint32_t(hidden_.size() / n_embd_target_);
-    if (hidden_first_ > n_past_ || held_end < p)
-        return Error::format("draft head: target hidden rows for positions {}..{} are missing", n_past_, p - 1);
-    // long catch-ups (the prompt): leading chunks first, synchronously
-    while (p - n_past_ > opt_.catch_up_chunk) {
-        Chain* c = TDM_TRY(chain(opt_.catch_up_chunk, 1, nullptr));
-        TDM_TRY(kv_->reserve(seq_, n_past_ + opt_.catch_up_chunk));
+Status DraftHead::catch_up(DraftHeadDrafter& d, std::span<const int32_t> history, uint32_t until) {
+    while (until - d.n_past_ > opt.catch_up_chunk) {
+        Chain* c = TDM_TRY(chain(opt.catch_up_chunk, 1, 1, nullptr));
+        if (busy(*c)) settle(*c->last);
+        TDM_TRY(kv->reserve(d.seq_, d.n_past_ + opt.catch_up_chunk));
         CompiledGraph& cg = *c->cg;
-        const uint32_t n = opt_.catch_up_chunk;
+        const uint32_t n = opt.catch_up_chunk;
         int32_t* tok = cg.input_as<int32_t>(c->tokens0);
         int32_t* pos = cg.input_as<int32_t>(c->pos0);
         int32_t* seq = cg.input_as<int32_t>(c->seq0);
         for (uint32_t i = 0; i < n; ++i) {
-            tok[i] = req.history[n_past_ + i + 1];  // pair (h_j, x_{j+1}) at head position j
-            pos[i] = int32_t(n_past_ + i);
-            seq[i] = seq_;
+            tok[i] = history[d.n_past_ + i + 1];  // pair (h_j, x_{j+1}) at head position j
+            pos[i] = int32_t(d.n_past_ + i);
+            seq[i] = d.seq_;
         }
         cg.input_as<int32_t>(c->rows0)[0] = int32_t(n - 1);
-        set_catch_up_rows(*c, n_past_, n);
+        std::memcpy(cg.input_data(c->hidden0), d.hidden_.data() + size_t(d.n_past_ - d.hidden_first_) * n_embd_target,
+                    size_t(n) * n_embd_target * 4);
+        rows_from_host += n;
         if (c->pos4[0]) {
             int32_t* p4 = cg.input_as<int32_t>(c->pos4[0]);
             for (uint32_t i = 0; i < n; ++i) {
@@ -367,95 +283,87 @@ Status DraftHeadDrafter::submit(const DraftRequest& req) {
         }
         TDM_TRY(cg.run());
         TDM_TRY(check_finite(*c));
-        n_past_ += n;
+        d.n_past_ += n;
     }
-    const uint32_t n = p - n_past_;
-    const bool on_device = device_rows_ && n_past_ >= device_first_ && p <= device_first_ + device_n_;
-    Chain* c = TDM_TRY(chain_for(n, k, on_device));
-    TDM_TRY(kv_->reserve(seq_, p + k - 1));
+    return {};
+}
+
+Result<std::shared_ptr<DraftHeadDrafter::Run>> DraftHead::submit(std::span<DraftHeadDrafter* const> ds,
+                                                                 std::span<const DraftRequest> reqs) {
+    const uint32_t n_seq = uint32_t(ds.size());
+    const bool st = stateless();
+    uint32_t k = 1, n_rows = 0;
+    std::vector<uint32_t> first(n_seq), count(n_seq);  // each sequence's catch-up: target positions
+    bool on_device = opt.rows_on_device;
+    const DeviceWeight* table = nullptr;
+    for (uint32_t s = 0; s < n_seq; ++s) {
+        const DraftHeadDrafter& d = *ds[s];
+        const uint32_t p = reqs[s].pos;
+        k = std::max(k, std::max<uint32_t>(1, reqs[s].max));
+        first[s] = st ? p - 1 : d.n_past_;
+        count[s] = st ? 1 : p - d.n_past_;
+        n_rows += count[s];
+        uint32_t row = 0;
+        on_device = on_device && d.device_rows_ && (!table || d.device_rows_ == table) && d.row_on_device(first[s], &row) &&
+                    d.row_on_device(first[s] + count[s] - 1, &row);
+        table = d.device_rows_;
+    }
+    Chain* c = TDM_TRY(chain_for(n_rows, n_seq, k, on_device ? table : nullptr));
+    if (busy(*c)) settle(*c->last);  // its drafters take their tokens from the run's copy
+    if (!st)
+        for (uint32_t s = 0; s < n_seq; ++s) TDM_TRY(kv->reserve(ds[s]->seq_, reqs[s].pos + k - 1));
     CompiledGraph& cg = *c->cg;
     int32_t* tok = cg.input_as<int32_t>(c->tokens0);
     int32_t* pos = cg.input_as<int32_t>(c->pos0);
     int32_t* seq = cg.input_as<int32_t>(c->seq0);
-    for (uint32_t i = 0; i < n; ++i) {
-        tok[i] = req.history[n_past_ + i + 1];
-        pos[i] = int32_t(n_past_ + i);
-        seq[i] = seq_;
-    }
-    cg.input_as<int32_t>(c->rows0)[0] = int32_t(n - 1);
-    set_catch_up_rows(*c, n_past_, n);
-    if (c->seq1) {
-        cg.input_as<int32_t>(c->seq1)[0] = seq_;
-        cg.input_as<int32_t>(c->rows1)[0] = 0;
-    }
-    for (uint32_t j = 1; j < k; ++j) cg.input_as<int32_t>(c->pos_j[j - 1])[0] = int32_t(p - 1 + j);
-    for (uint32_t j = 0; j < k; ++j) {
-        if (!c->pos4[j]) continue;
-        int32_t* p4 = cg.input_as<int32_t>(c->pos4[j]);
-        const uint32_t rows = j == 0 ? n : 1;
-        for (uint32_t i = 0; i < rows; ++i) {
-            const int32_t ps = j == 0 ? pos[i] : int32_t(p - 1 + j);
-            p4[4 * i] = p4[4 * i + 1] = p4[4 * i + 2] = ps;
-            p4[4 * i + 3] = 0;
+    int32_t* rows = cg.input_as<int32_t>(c->rows0);
+    for (uint32_t s = 0, row = 0; s < n_seq; ++s) {
+        const DraftHeadDrafter& d = *ds[s];
+        const DraftRequest& req = reqs[s];
+        for (uint32_t i = 0; i < count[s]; ++i) {
+            // a stateless head: the newest token x_p at p, after the target row of p - 1; a
+            // head with a KV: the pairs (h_j, x_{j+1}) at head positions j
+            tok[row + i] = st ? req.history[req.pos] : req.history[first[s] + i + 1];
+            pos[row + i] = int32_t(st ? req.pos : first[s] + i);
+            seq[row + i] = st ? req.target_seq : d.seq_;
+            if (c->attn_pos) cg.input_as<int32_t>(c->attn_pos)[row + i] = int32_t(req.pos - 1);
+            if (c->hidden_index) {
+                uint32_t at = 0;
+                d.row_on_device(first[s] + i, &at);
+                cg.input_as<int32_t>(c->hidden_index)[row + i] = int32_t(at);
+            } else if (c->hidden0) {
+                std::memcpy(cg.input_as<float>(c->hidden0) + size_t(row + i) * n_embd_target,
+                            d.hidden_.data() + size_t(first[s] + i - d.hidden_first_) * n_embd_target,
+                            size_t(n_embd_target) * 4);
+            }
         }
+        (c->hidden_index ? rows_on_device : rows_from_host) += count[s];
+        rows[s] = int32_t(row + count[s] - 1);
+        if (c->seq1) {
+            cg.input_as<int32_t>(c->seq1)[s] = d.seq_;
+            cg.input_as<int32_t>(c->rows1)[s] = int32_t(s);
+        }
+        for (uint32_t j = 1; j < k && !st; ++j) cg.input_as<int32_t>(c->pos_j[j - 1])[s] = int32_t(req.pos - 1 + j);
+        // M-RoPE positions, when the head asked for them: each row's own position
+        for (uint32_t j = 0; j < k; ++j) {
+            if (!c->pos4[j]) continue;
+            int32_t* p4 = cg.input_as<int32_t>(c->pos4[j]);
+            const uint32_t n = j == 0 ? count[s] : 1, at = j == 0 ? row : s;
+            for (uint32_t i = 0; i < n; ++i) {
+                const int32_t ps = j == 0 ? pos[row + i] : int32_t(st ? req.pos : req.pos - 1 + j);
+                int32_t* e = p4 + 4 * size_t(at + i);
+                e[0] = e[1] = e[2] = ps;
+                e[3] = 0;
+            }
+        }
+        row += count[s];
     }
     TDM_TRY(cg.submit());
-    pending_ = c;
-    pending_pos_ = p;
-    pending_k_ = k;
-    return {};
-}
-
-Status DraftHeadDrafter::prepare(const DraftRequest& req) {
-    TDM_ASSERT(!pending_);
-    if (stateless() && (req.pos == 0 || !holds_row(req.pos - 1))) return {};  // draft() proposes nothing
-    return submit(req);
-}
-
-Result<std::vector<int32_t>> DraftHeadDrafter::draft(const DraftRequest& req) {
-    if (!pending_ || pending_pos_ != req.pos || pending_k_ != std::max<uint32_t>(1, req.max)) {
-        const DeviceWeight* rows = device_rows_;  // still the last pass's: no pass ran since
-        if (pending_) cancel();
-        device_rows_ = rows;
-        // after a restored prompt cache a stateless head may lack the row it needs: no proposal
-        if (stateless() && (req.pos == 0 || !holds_row(req.pos - 1))) return std::vector<int32_t>{};
-        TDM_TRY(submit(req));
-    }
-    Chain* c = pending_;
-    pending_ = nullptr;
-    device_rows_ = nullptr;  // read; the target's next pass overwrites them
-    TDM_TRY(c->cg->wait());
-    TDM_TRY(check_finite(*c));
-    // the catch-up rows are committed pairs: keep them
-    if (!stateless()) n_past_ = pending_pos_;
-    std::vector<int32_t> out;
-    for (TensorId id : c->ids) out.push_back(c->cg->output_as<int32_t>(id)[0]);
-    out.resize(std::min<size_t>(out.size(), req.max));
-    return out;
-}
-
-Status DraftHeadDrafter::accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) {
-    if (stateless()) return {};  // nothing of its own to roll back
-    // entries the chain wrote beyond the committed pairs came from draft hiddens
-    TDM_TRY(kv_->truncate(seq_, n_past_));
-    // hidden rows before n_past_ have been paired; drop them
-    if (n_past_ > hidden_first_) {
-        const size_t drop = std::min(hidden_.size(), size_t(n_past_ - hidden_first_) * n_embd_target_);
-        hidden_.erase(hidden_.begin(), hidden_.begin() + std::ptrdiff_t(drop));
-        hidden_first_ = n_past_;
-    }
-    return {};
-}
-
-void DraftHeadDrafter::cancel() {
-    device_rows_ = nullptr;
-    if (!pending_) return;
-    Chain* c = pending_;
-    pending_ = nullptr;
-    const bool ok = c->cg->wait().ok();
-    if (stateless()) return;
-    if (ok) n_past_ = pending_pos_;  // the catch-up part is valid
-    if (auto st = kv_->truncate(seq_, n_past_); !st.ok()) TDM_LOG_WARN("spec", "{}", st.error().message());
+    auto run = std::make_shared<DraftHeadDrafter::Run>();
+    run->chain = c;
+    c->last = run;
+    if (n_seq > 1) ++batched_graphs;
+    return run;
 }
 
 }  // namespace tdm

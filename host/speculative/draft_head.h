@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/speculative/draft_head.h: a plugin's draft head (an MTP/NextN head, an
-// assistant model) as a Drafter.
+// assistant model) as Drafters, one per sequence, sharing one head.
 //
 // The head reads the target's hidden states: the scheduler hands it the
 // target's hidden row of every committed position (observe()). The head's own
@@ -17,6 +17,14 @@
 // A stateless, constant-position head (Gemma 4's assistant) has no KV: a round
 // is one row (x_p and the target hidden of p - 1) and k steps, all at position
 // p, attending only the target's committed KV (< p), read-only.
+//
+// Many sequences (a server's requests): each has a DraftHeadDrafter of its own
+// (another()), holding its sequence of the head's KV and its hidden rows, while the
+// plugin's head, its weights and its compiled graphs are shared (DraftHead). A head
+// that declares TDM_DRAFT_HEAD_BATCHED (tandem/ext/batched_draft.h) drafts for all
+// of them in ONE graph per round (prepare_batch(): each sequence's catch-up rows,
+// then each chained step one row per sequence); other heads draft one sequence per
+// graph.
 #pragma once
 
 #include <map>
@@ -30,7 +38,7 @@ namespace tdm {
 
 struct DraftHeadOptions {
     std::map<std::string, std::string> options;  // tdm_options for the plugin
-    KvPoolConfig kv;                              // the head's own KV layers
+    KvPoolConfig kv;                              // the head's own KV layers (n_seq_max: drafters at once)
     uint32_t catch_up_chunk = 64;                 // rows per pass when catching up a long prompt
     bool check_weights = true;  // refuse NaN/Inf head weights, as the target's (model/weight_check.h)
     // The NaN debugging mode (TANDEM_CHECK_NAN=1, engine/logits_check.h): every op of the
@@ -41,7 +49,12 @@ struct DraftHeadOptions {
     // Read the target's rows where a verify left them on the device (TargetRows::
     // hidden_on_device); false: always from host copies (tests compare the two).
     bool rows_on_device = true;
+    // Draft for several sequences in one graph when the head allows it; false: one
+    // sequence per graph always (tests compare the two).
+    bool batch = true;
 };
+
+class DraftHead;
 
 class DraftHeadDrafter : public Drafter {
 public:
@@ -53,10 +66,12 @@ public:
                                                             const Model& target, const KvPool& target_kv,
                                                             vk::Device& device, vk::PipelineManager& pipelines,
                                                             const DraftHeadOptions& opt);
+    // A drafter for another sequence on the same head (its weights, KV pool and graphs).
+    std::unique_ptr<DraftHeadDrafter> another() const;
     ~DraftHeadDrafter() override;
 
-    const std::string& name() const override { return name_; }
-    tdm_hidden_point hidden_point() const override { return info_.hidden; }
+    const std::string& name() const override;
+    tdm_hidden_point hidden_point() const override;
     Status begin(std::span<const int32_t> prompt) override;
     // Resumes where the target's KV resumes, if the head still holds the
     // target's hidden row of every position it has not paired yet.
@@ -71,60 +86,43 @@ public:
     Result<std::vector<int32_t>> draft(const DraftRequest& req) override;
     Status accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) override;
     void cancel() override;
+    // The shared head, when it drafts several sequences in one graph.
+    DraftBatcher* batcher() override;
 
-    uint64_t weight_bytes() const { return weights_ ? weights_->device_bytes() : 0; }
+    uint64_t weight_bytes() const;
     // Target hidden rows the draft graphs have read, from the device (a verify's
-    // rows, in place) and from host copies (prefill rows).
-    uint64_t rows_read_on_device() const { return rows_on_device_; }
-    uint64_t rows_read_from_host() const { return rows_from_host_; }
-    uint64_t kv_bytes() const { return kv_ ? kv_->device_bytes() : 0; }
-    // TDM_DRAFT_HEAD_STATELESS: no KV of its own (kv_ is null), one-row rounds
-    bool stateless() const { return (info_.flags & TDM_DRAFT_HEAD_STATELESS) != 0; }
+    // rows, in place) and from host copies (prefill rows), by every drafter of the head.
+    uint64_t rows_read_on_device() const;
+    uint64_t rows_read_from_host() const;
+    uint64_t kv_bytes() const;
+    // TDM_DRAFT_HEAD_STATELESS: no KV of its own, one-row rounds
+    bool stateless() const;
+    // Graphs that drafted several sequences at once, since the head was made.
+    uint64_t batched_graphs() const;
 
 private:
-    struct Chain;  // a compiled catch-up + k-step graph
-    DraftHeadDrafter() = default;
-    // `device_rows`: the catch-up reads its target rows from this table by index
-    // (null: from a host input)
-    Result<Chain*> chain(uint32_t n_catch, uint32_t k, const DeviceWeight* device_rows);
-    // chain(), reading the rows on the device when asked and possible, else from host copies
-    Result<Chain*> chain_for(uint32_t n_catch, uint32_t k, bool on_device);
-    // Fills the catch-up's target rows for positions [first, first + n).
-    void set_catch_up_rows(Chain& c, uint32_t first, uint32_t n);
-    Status submit(const DraftRequest& req);
-    Status submit_stateless(const DraftRequest& req);
-    Status check_finite(const Chain& c) const;  // nan_debug: what the probes of c's last run caught
+    friend class DraftHead;
+    struct Run;  // a submitted draft graph, shared by the drafters it drafts for
+    explicit DraftHeadDrafter(std::shared_ptr<DraftHead> head) : head_(std::move(head)) {}
+    // What a draft graph needs of this sequence for `req` (the long catch-ups of a prompt
+    // are run first, synchronously); an error when its state does not fit the request.
+    Status ready_for(const DraftRequest& req);
     bool holds_row(uint32_t pos) const;  // the target hidden row of `pos` is held
+    // The target row of `pos` is in the device table of the last pass (its row there).
+    bool row_on_device(uint32_t pos, uint32_t* row) const;
 
-    std::string name_;
-    const DraftHeadEntry* entry_ = nullptr;
-    std::shared_ptr<const ModelSource> source_;
-    tdm_model_source src_handle_;
-    tdm_options options_;
-    tdm_draft_head_info info_{};
-    std::vector<tdm_attention_layer> own_layers_;  // info_.own_layers points here (host copies)
-    void* head_ = nullptr;
-    std::unique_ptr<WeightStore> weights_;
-    std::unique_ptr<KvPool> kv_;
-    const KvPool* target_kv_ = nullptr;
-    uint32_t n_embd_target_ = 0, n_vocab_ = 0;
-    vk::Device* device_ = nullptr;
-    vk::PipelineManager* pipelines_ = nullptr;
-    DraftHeadOptions opt_;
-    std::map<std::tuple<uint32_t, uint32_t, const DeviceWeight*>, std::unique_ptr<Chain>> chains_;
-
-    int seq_ = -1;
+    std::shared_ptr<DraftHead> head_;
+    int seq_ = -1;                         // in the head's KV
     uint32_t n_past_ = 0;                  // head positions [0, n_past_) hold committed pairs
     uint32_t hidden_first_ = 0;            // target position of hidden_[0]
     std::vector<float> hidden_;            // committed target hidden rows not yet paired
     // the last observed rows on the device: positions [device_first_, + device_n_)
-    // are rows [0, device_n_) of device_rows_, until the target's next pass
+    // are rows [device_row0_, + device_n_) of device_rows_, until the target's next pass
     const DeviceWeight* device_rows_ = nullptr;
-    uint32_t device_first_ = 0, device_n_ = 0;
-    const DeviceWeight* device_table_ = nullptr;  // the table the cached device chains read
-    uint64_t rows_on_device_ = 0, rows_from_host_ = 0;
-    Chain* pending_ = nullptr;             // submitted by prepare()
-    uint32_t pending_pos_ = 0, pending_k_ = 0;
+    uint32_t device_first_ = 0, device_n_ = 0, device_row0_ = 0;
+    // submitted by prepare() or prepare_batch(): the graph, this sequence's place in it
+    std::shared_ptr<Run> pending_;
+    uint32_t pending_index_ = 0, pending_pos_ = 0, pending_k_ = 0;
 };
 
 }  // namespace tdm

@@ -29,14 +29,15 @@ class DeviceWeight;
 // Rows the target has just committed (prefill chunks, accepted verify rows):
 // token i at position first_pos + i, and its hidden state when the drafter asked
 // for one (hidden_point()): hidden [n][n_embd]. After a verify-sized pass the
-// same rows are also on the device, rows [0, n) of `hidden_on_device` (an f32
-// table for get_rows), until the target's next forward pass.
+// same rows are also on the device, rows [device_row0, device_row0 + n) of
+// `hidden_on_device` (an f32 table for get_rows), until the target's next forward pass.
 struct TargetRows {
     std::span<const int32_t> tokens;
     uint32_t first_pos = 0;
     const float* hidden = nullptr;
     uint32_t n_embd = 0;
     const DeviceWeight* hidden_on_device = nullptr;
+    uint32_t device_row0 = 0;
 };
 
 struct DraftRequest {
@@ -46,6 +47,20 @@ struct DraftRequest {
     uint32_t pos = 0;
     uint32_t max = 0;  // most tokens to propose (>= 1)
     int target_seq = -1;  // the target's KV sequence (heads that read the target's KV)
+};
+
+class Drafter;
+
+// Drafters whose proposals for several sequences can come from one device pass (the
+// drafters of one draft head). The engine hands the requests of all sequences drafting
+// with them in a pass to prepare_batch(), then asks each drafter as usual (draft(req)
+// with the same request returns its part); a drafter the batch could not take drafts
+// alone then.
+class DraftBatcher {
+public:
+    virtual ~DraftBatcher() = default;
+    // drafters[i] (each of this batcher) drafts reqs[i].
+    virtual void prepare_batch(std::span<Drafter* const> drafters, std::span<const DraftRequest> reqs) = 0;
 };
 
 class Drafter {
@@ -83,6 +98,8 @@ public:
     virtual Status accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) = 0;
     virtual void cancel() {}
     virtual Status finish() { return {}; }
+    // Where this drafter's drafts may be batched with other sequences' (null: alone).
+    virtual DraftBatcher* batcher() { return nullptr; }
 };
 
 }  // namespace tdm

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // plugins/qwen-nextn/plugin.cpp: tdm_plugin_negotiate, init and the descriptor
 // tables of the qwen-nextn plugin: Qwen3 dense (qwen3/), Qwen3.5/3.6 qwen35 and
-// qwen35moe with their MTP head (qwen35/). The plugin speaks ABI 2 only. In
+// qwen35moe with their MTP head (qwen35/). The plugin speaks ABI 2 and 3 (with 3 its
+// MTP head may declare batched drafting, tandem/ext/batched_draft.h). In
 // init it checks, when the host can be asked (query_op), every op it builds
 // graphs from, and refuses to register naming the first one missing.
 #include <tandem/cpp/tandem.hpp>
@@ -64,4 +65,4 @@ constexpr tdm_plugin_api kPlugin =
 }  // namespace
 }  // namespace qwen
 
-TDM_SDK_PLUGIN_ENTRY(qwen::kPlugin, 2, 2)
+TDM_SDK_PLUGIN_ENTRY(qwen::kPlugin, 2, 3)

@@ -367,6 +367,82 @@ TEST_F(BatchEngineTest, hybrid_model_sessions_share_passes_and_the_mtp_head_and_
     EXPECT_GT(st.rows, st.steps * 2) << "passes ran several sessions at once";
 }
 
+// Each session drafts with a drafter of its own on one MTP head; the head drafts for all of
+// them in one graph per pass (TDM_DRAFT_HEAD_BATCHED), and what each sequence proposes,
+// round by round, is what it proposes when every sequence drafts in a graph of its own, and
+// what it proposes reading the target's rows from host copies instead of the device table
+// (where a sequence's rows sit past the other sequences' rows of the pass).
+TEST_F(BatchEngineTest, mtp_sequences_draft_in_one_graph_and_propose_what_they_propose_alone) {
+    auto m = Model::load(qwen35_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    std::vector<Job> jobs(5);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        jobs[i].prompt = random_prompt(1300 + i, 4 + i * 9, 500);
+        jobs[i].params = params(14);
+    }
+    reference(**m, jobs);
+    const DraftHeadEntry* entry = plugins().find_draft_head("mtp", (*m)->arch().desc->name);
+    ASSERT_TRUE(entry);
+    struct Config {
+        bool batch, rows_on_device;
+        const char* name;
+    };
+    const Config configs[] = {{false, true, "alone"}, {true, true, "batched"}, {true, false, "batched, host rows"}};
+    std::vector<std::vector<RoundRecord>> rounds[3];
+    for (int c = 0; c < 3; ++c) {
+        auto kv = make_pool(**m, 4);
+        ASSERT_TRUE(kv);
+        DraftHeadOptions ho;
+        ho.kv.n_ctx = 256;
+        ho.kv.n_seq_max = 5;
+        ho.batch = configs[c].batch;
+        ho.rows_on_device = configs[c].rows_on_device;
+        auto mtp = DraftHeadDrafter::create(*entry, "mtp", (*m)->shared_source(), **m, *kv, device(), pipelines(), ho);
+        ASSERT_TRUE(mtp.ok()) << mtp.error().message();
+        EXPECT_EQ((*mtp)->batcher() != nullptr, configs[c].batch) << "the plugin's MTP head drafts sequences in one graph";
+        Runner runner(**m, *kv, device(), pipelines());
+        BatchEngineOptions o;
+        o.n_batch = 8;
+        o.hidden_point = (*mtp)->hidden_point();
+        auto e = BatchEngine::create(runner, nullptr, o);
+        ASSERT_TRUE(e.ok()) << e.error().message();
+        rounds[c].resize(jobs.size());
+        for (size_t i = 0; i < jobs.size(); ++i) {
+            SessionRequest r = request(jobs[i], **m, i);
+            r.spec.draft_max = 3;
+            DrafterSlot ds;
+            ds.owned = (*mtp)->another();
+            r.drafters.push_back(std::move(ds));
+            r.on_round = [&rounds, c, i](const RoundRecord& rr) { rounds[c][i].push_back(rr); };
+            (*e)->add(std::move(r));
+        }
+        for (Job& j : jobs) j.done = false;
+        run_all(**e, jobs);
+        for (size_t i = 0; i < jobs.size(); ++i) {
+            EXPECT_EQ(jobs[i].got.tokens, jobs[i].want) << "job " << i << ", " << configs[c].name;
+            EXPECT_GT(jobs[i].got.spec.drafted, 0u) << "job " << i;
+        }
+        if (configs[c].batch)
+            EXPECT_GT((*mtp)->batched_graphs(), 0u) << "no pass drafted several sequences in one graph";
+        else
+            EXPECT_EQ((*mtp)->batched_graphs(), 0u);
+        if (configs[c].rows_on_device)
+            EXPECT_GT((*mtp)->rows_read_on_device(), 0u) << configs[c].name;
+        else
+            EXPECT_EQ((*mtp)->rows_read_on_device(), 0u) << configs[c].name;
+    }
+    for (int c = 1; c < 3; ++c)
+        for (size_t i = 0; i < jobs.size(); ++i) {
+            ASSERT_EQ(rounds[0][i].size(), rounds[c][i].size()) << "job " << i << ", " << configs[c].name;
+            for (size_t r = 0; r < rounds[0][i].size(); ++r) {
+                EXPECT_EQ(rounds[0][i][r].drafted, rounds[c][i][r].drafted)
+                    << "job " << i << " round " << r << ", " << configs[c].name;
+                EXPECT_EQ(rounds[0][i][r].accepted, rounds[c][i][r].accepted)
+                    << "job " << i << " round " << r << ", " << configs[c].name;
+            }
+        }
+}
+
 // A server's batches come in many shapes: past the limit the least recently used graph is
 // dropped, and a shape built again gives the same logits.
 TEST_F(BatchEngineTest, the_runner_keeps_at_most_its_limit_of_graphs_and_rebuilds_the_same_ones) {

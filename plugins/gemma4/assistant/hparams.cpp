@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include <tandem/ext/batched_draft.h>
+
 #include "assistant.h"
 
 namespace gemma4 {
@@ -231,6 +233,10 @@ tdm_status assistant_create(const tdm_host_api* host, const tdm_model_source* sr
         mine.target_kv_layers = a->target_kv_list;
         mine.n_embd = a->hp.n_embd_target;
         mine.flags = TDM_DRAFT_HEAD_CONSTANT_POSITION | TDM_DRAFT_HEAD_STATELESS;
+        // the full head's step is written for any rows; the centroid-masked head picks one
+        // row's token (a top-k over one row), so it drafts one sequence per graph
+        if (!a->hp.ordered && host->get_extension(TDM_EXT_BATCHED_DRAFT, TDM_EXT_BATCHED_DRAFT_VERSION, nullptr))
+            mine.flags |= TDM_DRAFT_HEAD_BATCHED;
         tdm::sdk::set_draft_head_info(info, mine);
         *out = a.release();
         return TDM_OK;

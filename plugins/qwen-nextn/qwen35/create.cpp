@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include <tandem/ext/batched_draft.h>
+
 #include "arch.h"
 
 namespace qwen {
@@ -152,6 +154,10 @@ tdm_status qwen35_mtp_create(const tdm_host_api* host, const tdm_model_source* s
         mine.n_own_layers = 1;
         mine.own_layers = &h->own;
         mine.n_embd = h->hp.n_embd;
+        // its step is written for any rows of any sequences: one graph drafts for all of a
+        // server's requests (the flag is read from ABI 3 plugins, on hosts that offer it)
+        if (host->abi_version >= 3 && host->get_extension(TDM_EXT_BATCHED_DRAFT, TDM_EXT_BATCHED_DRAFT_VERSION, nullptr))
+            mine.flags |= TDM_DRAFT_HEAD_BATCHED;
         tdm::sdk::set_draft_head_info(info, mine);
         *out = h.release();
         return TDM_OK;

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+// host/speculative/draft_head_shared.h: what the drafters of one draft head share
+// (private to draft_head*.cpp): the plugin's head object, its weights, its KV pool (one
+// sequence per drafter) and the compiled draft graphs, which one submission at a time
+// uses; a graph's tokens are copied out of it (settle) before it runs again.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "graph/executor.h"
+#include "model/weight_store.h"
+#include "plugin/handles.h"
+#include "speculative/draft_head.h"
+
+namespace tdm {
+
+class DraftHead : public DraftBatcher {
+public:
+    // A compiled round: catch-up rows of n_seq sequences, then k - 1 chained steps.
+    struct Chain {
+        std::unique_ptr<CompiledGraph> cg;
+        uint32_t n_rows = 0, n_seq = 0, k = 0;
+        TensorId tokens0 = 0, pos0 = 0, seq0 = 0, rows0 = 0;
+        TensorId hidden0 = 0;       // the catch-up's target rows, written by the host, or
+        TensorId hidden_index = 0;  // their row indices into the device table
+        std::vector<TensorId> pos4;   // per step, when the head asked for M-RoPE positions (0: none)
+        std::vector<TensorId> pos_j;  // steps 1..k-1: one position per sequence
+        TensorId seq1 = 0, rows1 = 0;
+        std::vector<TensorId> ids;    // per step: one token per sequence (argmax or the head's choice)
+        TensorId attn_pos = 0;        // constant-position heads: the attention's causal bound, p - 1
+        std::shared_ptr<DraftHeadDrafter::Run> last;  // the last submission
+    };
+
+    ~DraftHead() override;
+    // The drafters of this head among `drafters` draft in one graph (draft_head_seq.cpp).
+    void prepare_batch(std::span<Drafter* const> drafters, std::span<const DraftRequest> reqs) override;
+    bool stateless() const { return (info.flags & TDM_DRAFT_HEAD_STATELESS) != 0; }
+    // The compiled round, reading the catch-up's target rows from `device_rows` by index
+    // (null: from a host input).
+    Result<Chain*> chain(uint32_t n_rows, uint32_t n_seq, uint32_t k, const DeviceWeight* device_rows);
+    // chain(), falling back to host rows when the head refuses the gathered input.
+    Result<Chain*> chain_for(uint32_t n_rows, uint32_t n_seq, uint32_t k, const DeviceWeight* device_rows);
+    bool busy(const Chain& c) const;
+    // Waits for a submission and copies its tokens out (once).
+    void settle(DraftHeadDrafter::Run& r);
+    Status check_finite(const Chain& c) const;  // nan_debug: what the probes of c's last run caught
+    // Runs d's committed pairs up to `until` - chunk in chunks, synchronously (a prompt).
+    Status catch_up(DraftHeadDrafter& d, std::span<const int32_t> history, uint32_t until);
+    // One graph drafting reqs[i] for ds[i] (each ready_for() it; k: the largest asked).
+    Result<std::shared_ptr<DraftHeadDrafter::Run>> submit(std::span<DraftHeadDrafter* const> ds,
+                                                          std::span<const DraftRequest> reqs);
+
+    std::string name;
+    const DraftHeadEntry* entry = nullptr;
+    std::shared_ptr<const ModelSource> source;
+    tdm_model_source src_handle;
+    tdm_options options;
+    tdm_draft_head_info info{};
+    std::vector<tdm_attention_layer> own_layers;  // info.own_layers points here (host copies)
+    void* head = nullptr;
+    std::unique_ptr<WeightStore> weights;
+    std::unique_ptr<KvPool> kv;
+    const KvPool* target_kv = nullptr;
+    uint32_t n_embd_target = 0, n_vocab = 0;
+    vk::Device* device = nullptr;
+    vk::PipelineManager* pipelines = nullptr;
+    DraftHeadOptions opt;
+    bool batched = false;  // TDM_DRAFT_HEAD_BATCHED, and opt.batch
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t, const DeviceWeight*>, std::unique_ptr<Chain>> chains;
+    const DeviceWeight* device_table = nullptr;  // the table the cached device chains read
+    uint64_t rows_on_device = 0, rows_from_host = 0, batched_graphs = 0;
+};
+
+struct DraftHeadDrafter::Run {
+    DraftHead::Chain* chain = nullptr;
+    bool settled = false;  // waited for, its tokens copied
+    Status status;
+    std::vector<int32_t> tokens;  // [k][n_seq]
+};
+
+}  // namespace tdm
