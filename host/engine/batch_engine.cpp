@@ -388,7 +388,7 @@ bool BatchEngine::pass(std::span<Session* const> run) {
     ForwardInput in{tokens, positions, run.front()->slot->seq, outputs, seqs};
     auto out = runner_.forward(in);
     const double pass_ms = engine_now_ms() - t0;
-    if (out.ok()) cost_.observe(uint32_t(tokens.size()), pass_ms);
+    if (out.ok()) cost_.observe(uint32_t(tokens.size()), uint32_t(outputs.size()), pass_ms);
     ++stats_.steps;
     stats_.rows += tokens.size();
     if (!out.ok()) {

@@ -79,15 +79,17 @@ void BatchEngine::plan_drafts(std::span<Session* const> part) {
     if (!cost_.ready()) return;
     std::vector<Session*> auto_sessions;
     std::vector<DraftCandidate> cand;
-    uint32_t base_rows = 0, decoding = 0;
+    uint32_t base_rows = 0, base_outputs = 0, decoding = 0;
     for (Session* s : part) {
         if (s->done || !s->slot) continue;
         const uint32_t remaining = uint32_t(s->history.size()) - s->n_kv;
         if (remaining > 1) {
             base_rows += std::min(remaining, options_.n_batch);
+            base_outputs += remaining <= options_.n_batch;  // its last chunk: the first token's row
             continue;
         }
         ++base_rows;
+        ++base_outputs;
         ++decoding;
         if (!s->req.spec.auto_k) continue;
         auto_sessions.push_back(s);
@@ -97,7 +99,8 @@ void BatchEngine::plan_drafts(std::span<Session* const> part) {
         cand.push_back({cap, s->tune.acceptance(), s->draft_ms_per_token});
     }
     if (auto_sessions.size() < 2) return;
-    const std::vector<uint32_t> k = allocate_drafts(cost_.a(), cost_.b(), double(decoding), base_rows, cand);
+    base_outputs = std::max(base_outputs, 1u);  // a pass always reads back one row
+    const std::vector<uint32_t> k = allocate_drafts(cost_, base_rows, base_outputs, double(decoding), cand);
     for (size_t i = 0; i < auto_sessions.size(); ++i) {
         Session& s = *auto_sessions[i];
         const uint32_t min_k = uint32_t(std::max(1, s.req.spec.draft_min));
@@ -105,10 +108,14 @@ void BatchEngine::plan_drafts(std::span<Session* const> part) {
         if (s.planned_k > 0) {
             s.starved = 0;
         } else if (cand[i].k_cap > 0 && ++s.starved >= kProbeInterval) {
-            // a session given nothing still drafts now and then, so that its acceptance
-            // estimate follows what its drafter would do now
-            s.planned_k = int(min_k);
+            // A session given nothing drafts now and then, so that its acceptance estimate
+            // follows what its drafter would do now; but only where its drafts could pay
+            // were they all accepted (else the probe only costs: a pass one tile wider).
             s.starved = 0;
+            std::vector<DraftCandidate> best_case = cand;
+            best_case[i].acceptance = 1.0;
+            if (allocate_drafts(cost_, base_rows, base_outputs, double(decoding), best_case)[i] >= min_k)
+                s.planned_k = int(min_k);
         }
     }
 }

@@ -3,6 +3,7 @@
 #include "engine/runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -57,6 +58,7 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs) {
         cache_.erase(lru);
     }
 
+    const auto t0 = std::chrono::steady_clock::now();
     tdm_batch_desc batch{sizeof(tdm_batch_desc), n_tokens, n_outputs};
     std::vector<const KvLayerBinding*> layers;
     for (uint32_t i = 0; i < kv_.n_layers(); ++i) layers.push_back(kv_.layer(i));
@@ -105,8 +107,10 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs) {
     CompileOptions co;
     co.probe_non_finite = nan_debug_;
     c.cg = TDM_TRY(CompiledGraph::compile(device_, pipelines_, std::move(g->graph), co));
-    TDM_LOG_DEBUG("engine", "graph for {} tokens / {} outputs: {} dispatches, {} barriers, {} activations", n_tokens,
-                  n_outputs, c.cg->dispatch_count(), c.cg->barrier_count(), vk::format_bytes(c.cg->activation_bytes()));
+    TDM_LOG_DEBUG("engine", "graph for {} tokens / {} outputs: {} dispatches, {} barriers, {} activations, built in {:.1f} ms",
+                  n_tokens, n_outputs, c.cg->dispatch_count(), c.cg->barrier_count(),
+                  vk::format_bytes(c.cg->activation_bytes()),
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     c.last_used = ++uses_;
     auto [it, ok] = cache_.emplace(key, std::move(c));
     return &it->second;

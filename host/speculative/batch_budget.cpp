@@ -4,15 +4,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <queue>
 
 namespace tdm {
 namespace {
 
-constexpr double kDecay = 0.95;  // weight of a pass halves after ~14 passes
+constexpr double kDecay = 0.95;      // weight of a pass halves after ~14 passes
+constexpr double kShapeDecay = 0.7;  // per shape: a shape's time follows the context's growth
+constexpr double kMinGain = 1.01;    // smaller gains in tokens per ms are timing noise
 
 }  // namespace
 
-void PassCostModel::observe(uint32_t rows, double ms) {
+void PassCostModel::observe(uint32_t rows, uint32_t outputs, double ms) {
+    Shape& s = shapes_[{rows, outputs}];
+    if (s.seen++ == 0) return;  // the graph was built in this one
+    s.ms = s.seen == 2 ? ms : kShapeDecay * s.ms + (1 - kShapeDecay) * ms;
     const double x = double(rows);
     w_ = w_ * kDecay + 1;
     x_ = x_ * kDecay + x;
@@ -36,32 +42,51 @@ double PassCostModel::b() const {
 
 double PassCostModel::a() const { return std::max(0.0, y_ / w_ - b() * (x_ / w_)); }
 
-std::vector<uint32_t> allocate_drafts(double a, double b, double base_tokens, uint32_t base_rows,
-                                      std::span<const DraftCandidate> candidates) {
+bool PassCostModel::measured(uint32_t rows, uint32_t outputs) const {
+    auto it = shapes_.find({rows, outputs});
+    return it != shapes_.end() && it->second.seen >= 2;
+}
+
+double PassCostModel::estimate(uint32_t rows, uint32_t outputs) const {
+    if (auto it = shapes_.find({rows, outputs}); it != shapes_.end() && it->second.seen >= 2) return it->second.ms;
+    return a() + b() * double(rows);
+}
+
+std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_rows, uint32_t base_outputs,
+                                      double base_tokens, std::span<const DraftCandidate> candidates) {
     std::vector<uint32_t> k(candidates.size(), 0);
-    double tokens = base_tokens, ms = a + b * double(base_rows);
-    if (ms <= 0) return k;
-    // the next draft of each candidate is worth p^(k+1); take the best while it pays
-    while (true) {
-        int best = -1;
-        double best_v = 0;
-        for (size_t i = 0; i < candidates.size(); ++i) {
-            const DraftCandidate& c = candidates[i];
-            if (k[i] >= c.k_cap) continue;
-            const double v = std::pow(std::clamp(c.acceptance, 0.0, 0.999), double(k[i] + 1));
-            if (v > best_v) {
-                best_v = v;
-                best = int(i);
-            }
+    const double base_ms = cost.estimate(base_rows, base_outputs);
+    if (base_ms <= 0) return k;
+    // The drafts in order of worth: each candidate's next draft is worth p^(its depth).
+    struct Next {
+        double value;
+        size_t who;
+        bool operator<(const Next& o) const { return value < o.value || (value == o.value && who > o.who); }
+    };
+    std::priority_queue<Next> next;
+    for (size_t i = 0; i < candidates.size(); ++i)
+        if (candidates[i].k_cap > 0) next.push({std::clamp(candidates[i].acceptance, 0.0, 0.999), i});
+    std::vector<size_t> order;  // candidate of the d-th draft
+    double tokens = base_tokens, host_ms = 0;
+    double best_rate = base_tokens / base_ms * kMinGain;
+    size_t best_d = 0;
+    std::vector<uint32_t> depth(candidates.size(), 0);
+    while (!next.empty()) {
+        const Next n = next.top();
+        next.pop();
+        order.push_back(n.who);
+        tokens += n.value;
+        host_ms += candidates[n.who].draft_ms_per_token;
+        const uint32_t d = uint32_t(order.size());
+        const double ms = cost.estimate(base_rows + d, base_outputs + d) + host_ms;
+        if (ms > 0 && tokens / ms > best_rate) {
+            best_rate = tokens / ms;
+            best_d = order.size();
         }
-        if (best < 0) break;
-        const double cost = b + candidates[size_t(best)].draft_ms_per_token;
-        // adding it raises tokens per ms iff v / cost > tokens / ms
-        if (best_v * ms <= tokens * cost) break;
-        tokens += best_v;
-        ms += cost;
-        ++k[size_t(best)];
+        if (++depth[n.who] < candidates[n.who].k_cap)
+            next.push({std::pow(std::clamp(candidates[n.who].acceptance, 0.0, 0.999), double(depth[n.who] + 1)), n.who});
     }
+    for (size_t d = 0; d < best_d; ++d) ++k[order[d]];
     return k;
 }
 

@@ -5,32 +5,46 @@
 // One sequence alone: AutoTune (auto_tune.h) weighs its drafts against its own plain steps.
 // Many sequences in one pass: a sequence's drafts lengthen everyone's pass, and the pass
 // time a sequence sees depends on the others' drafts, so per-sequence tuning cannot see
-// the cost. Here the pass time is modelled as a + b * rows (fitted to recent passes), every
-// decoding sequence yields at least one token per pass, and a draft at depth j of a
-// sequence with acceptance p is worth p^j expected tokens. Draft rows are added, best value
-// first, while each raises the expected tokens per millisecond of the pass: on a device
-// where rows are nearly free (a GPU's memory-bound decode) most drafts go in; on one where
-// they cost compute (lavapipe with many sequences) only the likely ones, or none.
+// the cost. Here every decoding sequence yields at least one token per pass, and a draft at
+// depth j of a sequence with acceptance p is worth p^j expected tokens. The drafts are
+// ordered by that worth, and the pass takes the number of them that gives the most
+// expected tokens per millisecond of the pass.
+//
+// The pass time is measured per shape (rows, rows with logits), not assumed linear: kernels
+// work on tiles of rows, so on lavapipe a 9th row costs 38% more than 8 rows (a new tile)
+// while rows 10 to 12 cost almost nothing more. A shape not measured yet is estimated from
+// a + b * rows fitted over recent passes, so the first passes of a new width explore it.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace tdm {
 
-// Pass time in ms as a + b * rows: a least-squares fit with exponentially decayed weights.
 class PassCostModel {
 public:
-    void observe(uint32_t rows, double ms);
+    // A pass of `rows` rows, `outputs` of them with logits, took `ms`. The first pass of a
+    // shape is not counted: it usually includes building that shape's graph.
+    void observe(uint32_t rows, uint32_t outputs, double ms);
     // Fitted only once passes of different widths were seen.
     bool ready() const;
     double a() const;
     double b() const;
+    // The time of such a pass: as measured (a decayed average), else from the fit.
+    double estimate(uint32_t rows, uint32_t outputs) const;
+    bool measured(uint32_t rows, uint32_t outputs) const;
 
 private:
-    double w_ = 0, x_ = 0, y_ = 0, xx_ = 0, xy_ = 0;  // decayed sums
+    double w_ = 0, x_ = 0, y_ = 0, xx_ = 0, xy_ = 0;  // decayed sums of the fit
     uint32_t seen_ = 0;
+    struct Shape {
+        uint32_t seen = 0;
+        double ms = 0;  // decayed average of the counted passes
+    };
+    std::map<std::pair<uint32_t, uint32_t>, Shape> shapes_;
 };
 
 struct DraftCandidate {
@@ -39,9 +53,10 @@ struct DraftCandidate {
     double draft_ms_per_token = 0;    // drafting time on the host's critical path
 };
 
-// Drafts per candidate (<= its k_cap) for a pass of `base_rows` rows yielding `base_tokens`
-// tokens without drafts, with pass time a + b * rows.
-std::vector<uint32_t> allocate_drafts(double a, double b, double base_tokens, uint32_t base_rows,
-                                      std::span<const DraftCandidate> candidates);
+// Drafts per candidate (<= its k_cap) for a pass of `base_rows` rows (`base_outputs` with
+// logits) that yields `base_tokens` tokens without drafts. Each draft adds a row with
+// logits. Drafts go in only when they raise the expected tokens per ms by at least 1%.
+std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_rows, uint32_t base_outputs,
+                                      double base_tokens, std::span<const DraftCandidate> candidates);
 
 }  // namespace tdm

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/speculative/batch_budget_test.cpp: the draft budget of a batched pass
-// (speculative/batch_budget.h): the cost model recovers a + b * rows, and drafts go where
-// they raise the expected tokens per millisecond, best first, and nowhere when rows cost
-// more than they bring.
+// (speculative/batch_budget.h): the cost model recovers a + b * rows and keeps what each
+// shape measured; drafts go where they raise the expected tokens per millisecond, best
+// first, and nowhere when rows cost more than they bring, including when the next row
+// starts a new tile of a kernel (a step in the pass time).
 #include <gtest/gtest.h>
 
 #include "speculative/batch_budget.h"
@@ -10,34 +11,49 @@
 namespace tdm {
 namespace {
 
-TEST(BatchBudget, the_cost_model_fits_a_plus_b_times_rows) {
+// A cost model that saw each width of `ms_of` (rows = outputs) a few times.
+template <typename F>
+PassCostModel measured(F ms_of, std::initializer_list<uint32_t> widths) {
+    PassCostModel m;
+    for (int round = 0; round < 3; ++round)
+        for (uint32_t w : widths) m.observe(w, w, ms_of(w));
+    return m;
+}
+
+TEST(BatchBudget, the_cost_model_fits_a_plus_b_times_rows_and_keeps_each_shape) {
     PassCostModel m;
     EXPECT_FALSE(m.ready());
-    for (int i = 0; i < 3; ++i) m.observe(8, 100);
-    m.observe(8, 100);
+    for (int i = 0; i < 4; ++i) m.observe(8, 8, 100);
     EXPECT_FALSE(m.ready()) << "one width only: no slope";
-    for (uint32_t rows : {4u, 12u, 16u, 9u, 20u}) m.observe(rows, 50 + 6.25 * rows);
-    for (uint32_t rows : {4u, 12u, 16u, 9u, 20u, 8u}) m.observe(rows, 50 + 6.25 * rows);
+    m.observe(4, 4, 1000);  // the first pass of a shape builds its graph: not counted
+    for (int i = 0; i < 2; ++i)
+        for (uint32_t rows : {4u, 12u, 16u, 9u, 20u}) m.observe(rows, rows, 50 + 6.25 * rows);
     ASSERT_TRUE(m.ready());
-    EXPECT_NEAR(m.b(), 6.25, 0.2);
-    EXPECT_NEAR(m.a(), 50, 3);
+    EXPECT_NEAR(m.b(), 6.25, 0.5);
+    EXPECT_NEAR(m.a(), 50, 8);
+    EXPECT_TRUE(m.measured(12, 12));
+    EXPECT_DOUBLE_EQ(m.estimate(12, 12), 50 + 6.25 * 12);
+    EXPECT_FALSE(m.measured(30, 30));
+    EXPECT_NEAR(m.estimate(30, 30), m.a() + m.b() * 30, 1e-9) << "an unseen shape comes from the fit";
+    EXPECT_FALSE(m.measured(12, 1)) << "shapes differ by their rows with logits too";
 }
 
 TEST(BatchBudget, nearly_free_rows_take_every_likely_draft) {
     // a GPU's memory-bound decode: 8 sessions, rows cost 1% of a pass each
+    const auto m = measured([](uint32_t w) { return 100 + 1.0 * w; }, {8, 12, 16, 24, 40});
     std::vector<DraftCandidate> c(8, {4, 0.7, 0});
-    const auto k = allocate_drafts(100, 1, 8, 8, c);
-    for (uint32_t x : k) EXPECT_EQ(x, 4u);
+    for (uint32_t x : allocate_drafts(m, 8, 8, 8, c)) EXPECT_EQ(x, 4u);
 }
 
 TEST(BatchBudget, costly_rows_take_no_draft_or_only_the_likely_ones) {
     // lavapipe with 8 sessions: a row costs 1/8 of the pass's fixed part
+    const auto m = measured([](uint32_t w) { return 40 + 5.0 * w; }, {8, 9, 10, 11, 12, 16});
     std::vector<DraftCandidate> poor(8, {4, 0.3, 0});
-    for (uint32_t x : allocate_drafts(40, 5, 8, 8, poor)) EXPECT_EQ(x, 0u);
+    for (uint32_t x : allocate_drafts(m, 8, 8, 8, poor)) EXPECT_EQ(x, 0u);
     // one session drafts well, the others badly: only it drafts, and not beyond what pays
     std::vector<DraftCandidate> mixed(8, {4, 0.2, 0});
     mixed[3] = {4, 0.95, 0};
-    const auto k = allocate_drafts(40, 5, 8, 8, mixed);
+    const auto k = allocate_drafts(m, 8, 8, 8, mixed);
     for (size_t i = 0; i < k.size(); ++i) {
         if (i == 3) {
             EXPECT_GE(k[i], 1u);
@@ -47,17 +63,39 @@ TEST(BatchBudget, costly_rows_take_no_draft_or_only_the_likely_ones) {
     }
 }
 
+// Kernels that take rows in tiles of 4: 8 rows cost as much as 5, a 9th row opens a tile.
+// A pass at a tile's end takes a draft only if enough good drafts fill the next tile; a
+// pass inside a tile fills it with the drafts that are nearly free.
+TEST(BatchBudget, a_draft_that_opens_a_new_tile_must_pay_for_the_whole_tile) {
+    const auto tiles = [](uint32_t w) { return 60.0 + 30.0 * double((w + 3) / 4); };
+    const auto m = measured(tiles, {5, 6, 7, 8, 9, 10, 11, 12, 13, 16});
+    // at 8 rows (a tile's end): one good draft alone would not pay for the tile
+    std::vector<DraftCandidate> one(8, {4, 0.0, 0});
+    one[0] = {1, 0.9, 0};
+    for (uint32_t x : allocate_drafts(m, 8, 8, 8, one)) EXPECT_EQ(x, 0u);
+    // four likely drafts fill the new tile and pay for it
+    std::vector<DraftCandidate> four(8, {4, 0.0, 0});
+    four[0] = {4, 0.97, 0};
+    EXPECT_EQ(allocate_drafts(m, 8, 8, 8, four)[0], 4u);
+    // at 5 rows (a tile begun): three drafts fill it for free, even unlikely ones
+    std::vector<DraftCandidate> five(5, {4, 0.3, 0});
+    uint32_t total = 0;
+    for (uint32_t x : allocate_drafts(m, 5, 5, 5, five)) total += x;
+    EXPECT_EQ(total, 3u);
+}
+
 TEST(BatchBudget, drafts_never_exceed_a_cap_and_drafting_time_counts) {
+    const auto m = measured([](uint32_t w) { return 100 + 0.1 * w; }, {2, 3, 4, 5, 8, 11, 12});
     std::vector<DraftCandidate> c = {{2, 0.9, 0}, {0, 0.9, 0}, {6, 0.9, 0}};
-    const auto k = allocate_drafts(100, 0.1, 3, 3, c);
+    const auto k = allocate_drafts(m, 3, 3, 3, c);
     EXPECT_EQ(k[0], 2u);
     EXPECT_EQ(k[1], 0u);
     EXPECT_EQ(k[2], 6u);
     // a 0.9 token for 30 ms more of a 100 ms pass pays; for 80 ms it does not
     std::vector<DraftCandidate> fair = {{2, 0.9, 30}};
-    EXPECT_GE(allocate_drafts(100, 0.1, 2, 2, fair)[0], 1u);
+    EXPECT_GE(allocate_drafts(m, 2, 2, 2, fair)[0], 1u);
     std::vector<DraftCandidate> slow = {{2, 0.9, 80}, {6, 0.9, 80}};
-    for (uint32_t x : allocate_drafts(100, 0.1, 2, 2, slow)) EXPECT_EQ(x, 0u);
+    for (uint32_t x : allocate_drafts(m, 2, 2, 2, slow)) EXPECT_EQ(x, 0u);
 }
 
 }  // namespace
