@@ -392,7 +392,8 @@ const ProgramSpec& program_spec() {
                           "-m FILE ...`: plain vs speculative decoding per prompt (matched, acceptance, speedup). "
                           "`tandem bench serve -m FILE [--concurrency 1,4,8,16]`: the server's batching engine under "
                           "C clients at once (each sends its next request when one ends): aggregate tokens/s, time to "
-                          "first token and per output token (p50, p99); with --spec-type, speculative."};
+                          "first token and per output token (p50, p99); with --spec-type, speculative; with --vs-plain, plain "
+                          "and speculative in turn, and the median speedup of the pairs."};
         bench.groups = {model_options(), speculative_options(),
                         {"bench",
                          {{{"--json"}, K::flag, "", "Print JSON."},
@@ -415,6 +416,11 @@ const ProgramSpec& program_spec() {
                           ranged({{"--requests"}, K::integer, "N", "Serve benchmark: requests per run (default: "
                                   "twice the clients, at least 4)."},
                                  1, kInt32Max),
+                          {{"--vs-plain"}, K::flag, "", "Serve benchmark: run each level plain and speculative in "
+                           "turn and report the median of the pairs' speedups (the machine's speed may drift)."},
+                          ranged({{"--pairs"}, K::integer, "N", "Serve benchmark: plain/speculative pairs per level "
+                                  "with --vs-plain.", "3"},
+                                 1, 100),
                           {{"--types"}, K::string, "LIST", "Ops benchmark: weight types.", "f16,q8_0,q4_K"},
                           ranged({{"--batches"}, K::size_list, "LIST", "Ops benchmark: batch widths.", "1,4,8,16"},
                                  1, kInt32Max),
