@@ -98,6 +98,7 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (server_cl("parallel")) c.server.parallel = int(*a.get_int("parallel"));
     if (server_cl("queue")) c.server.queue = int(*a.get_int("queue"));
     if (server_cl("timeout")) c.server.timeout = int(*a.get_int("timeout"));
+    if (server_cl("request-timeout")) c.server.request_timeout = int(*a.get_int("request-timeout"));
     if (server_cl("max-body")) c.server.max_body = *a.get_int("max-body");
     if (Status st = validate_config(c); !st.ok())
         return Error(name_command_line_options(st.error().message(), a));

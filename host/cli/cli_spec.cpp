@@ -258,8 +258,8 @@ const ProgramSpec& program_spec() {
                           "a finished request's slot keeps its KV, so a request sharing a prefix with an earlier "
                           "one (a conversation's next turn, the same system prompt) prefills only what is new. Up "
                           "to --queue more wait, and beyond that the answer is 503 with Retry-After. Speculative "
-                          "decoding as in `tandem chat` (the model's draft head by default: it serves one request "
-                          "at a time, n-gram drafters serve every request); a request may turn it off or pick a "
+                          "decoding as in `tandem chat` (the model's draft head by default, drafting for every request, "
+                          "in one graph per step where the head allows it); a request may turn it off or pick a "
                           "loaded drafter with \"speculative\": {\"type\": NAME, \"draft_max\": N}. "
                           "The generation options below are the defaults a request's fields override. SIGTERM or "
                           "Ctrl-C stops accepting requests, finishes the admitted ones and exits. See docs/SERVER.md."};
@@ -282,6 +282,10 @@ const ProgramSpec& program_spec() {
                           ranged({{"--timeout"}, K::integer, "SECONDS", "Longest wait in the queue before a 503.",
                                   "600"},
                                  1, 86400),
+                          ranged({{"--request-timeout"}, K::integer, "SECONDS", "Longest a request may generate; "
+                                  "past it the answer is what it made so far, finish_reason \"length\" (0: no limit).",
+                                  "0"},
+                                 0, 86400),
                           ranged({{"--max-body"}, K::integer, "BYTES", "Largest request body; a larger one gets 413.",
                                   "8388608"},
                                  1024, int64_t(1) << 30),

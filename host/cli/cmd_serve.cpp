@@ -50,6 +50,7 @@ Status cmd_serve(App& app) {
     opts.api_key = cfg.server.api_key;
     opts.queue = uint32_t(cfg.server.queue);
     opts.queue_timeout_s = uint32_t(cfg.server.timeout);
+    opts.generation_timeout_s = uint32_t(cfg.server.request_timeout);
     opts.max_body_bytes = size_t(cfg.server.max_body);
     opts.limits.max_prompt_bytes = std::min(opts.limits.max_prompt_bytes, opts.max_body_bytes);
 

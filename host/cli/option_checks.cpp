@@ -51,6 +51,7 @@ constexpr OptionKey kOptionKeys[] = {
     {"parallel", "server.parallel"},
     {"queue", "server.queue"},
     {"timeout", "server.timeout"},
+    {"request-timeout", "server.request_timeout"},
     {"max-body", "server.max_body"},
 };
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <limits>
 #include <optional>
 
@@ -282,12 +283,26 @@ ApiResult<server::Outcome> ServeBackend::run(const server::Job& job, const serve
     wake_.notify_all();
 
     // This worker streams; the client's writes never hold up the engine.
-    bool client_gone = false;
+    bool client_gone = false, timed_out = false;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(job.time_limit_s);
     while (true) {
         std::pair<std::string, std::vector<server::TokenLogprob>> piece;
         {
             std::unique_lock lock(ch->mutex);
-            ch->cv.wait(lock, [&] { return !ch->pieces.empty() || ch->result; });
+            const auto ready = [&] { return !ch->pieces.empty() || ch->result; };
+            if (job.time_limit_s && !timed_out) {
+                if (!ch->cv.wait_until(lock, deadline, ready)) {
+                    // past the limit: the engine ends the session at its next step, and what
+                    // it made so far is the answer
+                    timed_out = true;
+                    ch->cancel->store(true);
+                    lock.unlock();
+                    wake_.notify_all();
+                    continue;
+                }
+            } else {
+                ch->cv.wait(lock, ready);
+            }
             if (ch->pieces.empty()) break;
             piece = std::move(ch->pieces.front());
             ch->pieces.pop_front();
@@ -303,6 +318,10 @@ ApiResult<server::Outcome> ServeBackend::run(const server::Job& job, const serve
     if (res.stop_reason == "error") return server_error(Error(res.error));
     server::Outcome out;
     out.finish_reason = stops->stopped() ? "stop" : finish_reason(res.stop_reason);
+    if (timed_out && !stops->stopped() && res.stop_reason == "cancelled") {
+        out.finish_reason = "length";
+        out.timed_out = true;
+    }
     out.usage.prompt_tokens = job.prompt.size();
     out.usage.completion_tokens = res.tokens.size();
     out.usage.cached_tokens = res.n_cached;

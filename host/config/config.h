@@ -126,6 +126,7 @@ struct ServerConfig {
     int parallel = 4;             // requests generating at once (KV slots)
     int queue = 16;               // requests that may wait for a place
     int timeout = 600;            // seconds a request may wait for a place
+    int request_timeout = 0;      // seconds a request may generate; 0 = no limit
     int64_t max_body = int64_t(8) << 20;  // bytes
 
     bool operator==(const ServerConfig&) const = default;

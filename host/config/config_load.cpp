@@ -297,6 +297,7 @@ void read_server(SectionReader& r, Config& c) {
     r.integer("parallel", &s.parallel);
     r.integer("queue", &s.queue);
     r.integer("timeout", &s.timeout);
+    r.integer("request_timeout", &s.request_timeout);
     r.integer("max_body", &s.max_body);
 }
 

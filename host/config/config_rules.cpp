@@ -144,6 +144,8 @@ void check_server(Checker& c, const ServerConfig& s) {
     c.at_most("server.queue", s.queue, 4096);
     c.at_least("server.timeout", s.timeout, 1);
     c.at_most("server.timeout", s.timeout, 86400);
+    c.at_least("server.request_timeout", s.request_timeout, 0, " (0: no limit)");
+    c.at_most("server.request_timeout", s.request_timeout, 86400);
     c.at_least("server.max_body", s.max_body, 1024);
     c.at_most("server.max_body", s.max_body, int64_t(1) << 30);
 }

@@ -148,6 +148,9 @@ std::string_view default_config_text() {
 # queue = 16
 # Seconds a request may wait for a place before a 503.
 # timeout = 600
+# Seconds a request may generate; past them it ends with what it made so far
+# (finish_reason "length"). 0 = no limit.
+# request_timeout = 0
 # Largest request body in bytes; a larger one gets 413.
 # max_body = 8388608
 )toml";

@@ -154,12 +154,15 @@ ApiResult<Outcome> HttpServer::Impl::run_locked(const Job& job, Clock::time_poin
         ++pieces;
         return on_text(text, lp);
     };
-    ApiResult<Outcome> out = backend.run(job, timed);
+    Job limited = job;
+    limited.time_limit_s = opts.generation_timeout_s;
+    ApiResult<Outcome> out = backend.run(limited, timed);
     --running;
     if (out.ok()) {
         const Outcome& o = *out;
         metrics.generation_done(o.usage.prompt_tokens, o.usage.cached_tokens, o.usage.completion_tokens, o.drafted,
                                 o.accepted);
+        if (o.timed_out) metrics.generation_timed_out();
         if (!first && o.usage.completion_tokens > 1)
             metrics.time_per_output_token(std::chrono::duration<double>(Clock::now() - first_at).count() /
                                           double(o.usage.completion_tokens - 1));

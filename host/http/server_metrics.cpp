@@ -39,6 +39,11 @@ void ServerMetrics::time_per_output_token(double seconds) {
     tpot_.add(seconds);
 }
 
+void ServerMetrics::generation_timed_out() {
+    std::lock_guard lock(mutex_);
+    ++timed_out_;
+}
+
 void ServerMetrics::write_histogram(std::string& out, const char* name, const char* help, const Histogram& h) {
     out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
     uint64_t cumulative = 0;
@@ -82,6 +87,9 @@ std::string ServerMetrics::text(uint32_t waiting, uint32_t running, const Engine
         out += fmt::format("tandem_spec_accepted_at_position_total{{position=\"{}\"}} {}\n"
                            "tandem_spec_drafted_at_position_total{{position=\"{}\"}} {}\n",
                            i, i < engine.accepted_at.size() ? engine.accepted_at[i] : 0, i, engine.drafted_at[i]);
+    counter("tandem_generations_timed_out_total",
+            "Generations stopped by --request-timeout (answered with what they made, finish_reason length).",
+            timed_out_);
     counter("tandem_prompt_tokens_total", "Prompt tokens of finished generations.", prompt_tokens_);
     counter("tandem_prompt_tokens_cached_total", "Prompt tokens resumed from the KV cache, not prefilled.",
             cached_tokens_);

@@ -20,6 +20,7 @@ public:
                          uint64_t drafted, uint64_t accepted);
     void time_to_first_token(double seconds);
     void time_per_output_token(double seconds);
+    void generation_timed_out();
 
     // Gauges are read when the text is made: requests waiting for a place in the engine and
     // running (HTTP's view), and the engine's own.
@@ -40,6 +41,7 @@ private:
     mutable std::mutex mutex_;
     std::map<std::pair<std::string, int>, uint64_t> requests_;
     uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0, drafted_ = 0, accepted_ = 0;
+    uint64_t timed_out_ = 0;
     Histogram ttft_, tpot_;
 };
 

@@ -21,12 +21,16 @@ namespace tdm::server {
 struct Job {
     GenerationRequest request;
     std::vector<int32_t> prompt;
+    // The most seconds the generation may run (0: no limit); past it, it stops and what it
+    // made so far is the answer, with finish_reason "length" (llama-server's t_max_predict_ms).
+    uint32_t time_limit_s = 0;
 };
 
 struct Outcome {
     std::string finish_reason;  // "stop" (end of turn or a stop string) or "length"
     Usage usage;
     uint64_t drafted = 0, accepted = 0;  // speculative decoding: tokens proposed and kept
+    bool timed_out = false;              // stopped by Job::time_limit_s
 };
 
 // What the engine behind a backend reports for /metrics.

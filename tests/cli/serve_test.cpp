@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cstdio>
 #include <fstream>
 #include <future>
 #include <map>
@@ -498,6 +499,77 @@ TEST(Serve, the_server_section_of_the_config_file_applies_and_flags_override_it)
     auto models = cli.Get("/v1/models", {{"Authorization", "Bearer k2"}});
     ASSERT_TRUE(models);
     EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "from-config") << models->body;
+}
+
+// --request-timeout bounds the generation: past it the answer is what was made so far,
+// with finish_reason "length", and the server counts it.
+TEST(Serve, a_generation_past_the_request_timeout_ends_with_what_it_made) {
+    ServeProcess server({"-m", model("qwen3"), "--temp", "0", "-c", "65536", "--request-timeout", "1"});
+    ASSERT_TRUE(server.started()) << server.log();
+    Reply r = post(server.port(), "/v1/completions",
+                   R"({"prompt": "Once", "max_tokens": 60000, "ignore_eos": true})");
+    ASSERT_EQ(r.status, 200) << r.raw;
+    EXPECT_EQ(r.body["choices"][0]["finish_reason"], "length");
+    const int made = r.body["usage"]["completion_tokens"];
+    EXPECT_GT(made, 0);
+    EXPECT_LT(made, 60000);
+    httplib::Client cli("127.0.0.1", server.port());
+    auto metrics = cli.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_NE(metrics->body.find("tandem_generations_timed_out_total 1\n"), std::string::npos) << metrics->body;
+    // the server still serves
+    Reply next = post(server.port(), "/v1/completions", R"({"prompt": "Once", "max_tokens": 2})");
+    EXPECT_EQ(next.status, 200) << next.raw;
+}
+
+// The raw SSE framing as curl sees it: the stream's headers, every event a "data: " line of
+// one JSON chunk followed by a blank line, the text of the chunks that of the whole answer,
+// and "data: [DONE]" last.
+TEST(Serve, curl_sees_server_sent_events_framed_as_openai_streams_them) {
+    ServeProcess server({"-m", model("qwen3"), "--temp", "0"});
+    ASSERT_TRUE(server.started()) << server.log();
+    const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/v1/completions";
+    const std::string body = R"({"prompt": "Hello", "max_tokens": 6, "ignore_eos": true, "stream": true})";
+    const std::string cmd = "curl -sS -i -N -H 'Content-Type: application/json' -d " + quote(body) + " " + quote(url);
+    std::string raw;
+    {
+        FILE* p = popen(cmd.c_str(), "r");
+        ASSERT_NE(p, nullptr);
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, p)) > 0) raw.append(buf, n);
+        ASSERT_EQ(pclose(p), 0) << "curl failed: " << raw;
+    }
+    const size_t head_end = raw.find("\r\n\r\n");
+    ASSERT_NE(head_end, std::string::npos) << raw;
+    const std::string head = raw.substr(0, head_end), events = raw.substr(head_end + 4);
+    EXPECT_NE(head.find("HTTP/1.1 200"), std::string::npos) << head;
+    EXPECT_NE(head.find("Content-Type: text/event-stream"), std::string::npos) << head;
+    EXPECT_NE(head.find("Cache-Control: no-cache"), std::string::npos) << head;
+    ASSERT_TRUE(events.ends_with("data: [DONE]\n\n")) << events;
+    std::string text;
+    size_t at = 0, n_events = 0;
+    while (at < events.size()) {
+        const size_t end = events.find("\n\n", at);
+        ASSERT_NE(end, std::string::npos) << "an event without its blank line at " << at << ": " << events;
+        const std::string ev = events.substr(at, end - at);
+        ASSERT_TRUE(ev.starts_with("data: ")) << ev;
+        ASSERT_EQ(ev.find('\n'), std::string::npos) << "one line per event: " << ev;
+        at = end + 2;
+        ++n_events;
+        if (ev == "data: [DONE]") {
+            EXPECT_EQ(at, events.size()) << "[DONE] is the last event";
+            break;
+        }
+        const json chunk = json::parse(ev.substr(6), nullptr, false);
+        ASSERT_TRUE(chunk.is_object()) << ev;
+        EXPECT_EQ(chunk["object"], "text_completion") << ev;
+        text += chunk["choices"][0]["text"].get<std::string>();
+    }
+    EXPECT_GE(n_events, 3u);
+    Reply whole = post(server.port(), "/v1/completions", R"({"prompt": "Hello", "max_tokens": 6, "ignore_eos": true})");
+    ASSERT_EQ(whole.status, 200) << whole.raw;
+    EXPECT_EQ(text, whole.body["choices"][0]["text"]);
 }
 
 }  // namespace
