@@ -174,7 +174,9 @@ Status bench_serve(App& app) {
     if (a.has("pairs") && !vs_plain) return Error("--pairs counts the plain/speculative pairs of --vs-plain");
     ls.dev = TDM_TRY(app.device());
     ls.pm = TDM_TRY(app.pipelines());
-    TDM_TRY(check_memory_fits(app, cfg.model.path, speculative));
+    const uint32_t widest = *std::max_element(levels.begin(), levels.end());
+    TDM_TRY(check_memory_fits(app, cfg.model.path,
+                              RunShape{.speculative = speculative, .sequences = widest, .head_sequences = widest + 1}));
     auto model = TDM_TRY(app.load_model(cfg.model.path));
     ls.model = model.get();
 

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/drafters.h"
 #include "cli/line_reader.h"
+#include "cli/memory_plan.h"
 #include "cli/prompt.h"
 #include "cli/interrupt.h"
 #include "cli/progress.h"
@@ -92,6 +93,8 @@ Status cmd_chat(App& app) {
     const bool json = json_output(a);
     const bool terminal = isatty(STDIN_FILENO) && !json;
 
+    TDM_TRY(check_memory_fits(app, cfg.model.path,
+                              RunShape{.speculative = !speculation_off(cfg), .carried_head = true}));
     auto model = TDM_TRY(app.load_model(cfg.model.path));
     if (!model->tokenizer())
         return Error::format("chat needs the model's tokenizer, which is not usable: {}", model->tokenizer_error());

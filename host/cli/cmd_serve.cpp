@@ -54,6 +54,13 @@ Status cmd_serve(App& app) {
     opts.max_body_bytes = size_t(cfg.server.max_body);
     opts.limits.max_prompt_bytes = std::min(opts.limits.max_prompt_bytes, opts.max_body_bytes);
 
+    const uint32_t parallel = uint32_t(cfg.server.parallel);
+    // every slot's KV, and a draft head's per request, before anything large is allocated
+    TDM_TRY(check_memory_fits(app, cfg.model.path,
+                              RunShape{.speculative = !speculation_off(cfg),
+                                       .sequences = parallel,
+                                       .head_sequences = parallel + 1,
+                                       .carried_head = true}));
     auto model = TDM_TRY(app.load_model(cfg.model.path));
     if (!model->tokenizer())
         return Error::format("serve needs the model's tokenizer, which is not usable: {}", model->tokenizer_error());
@@ -69,7 +76,6 @@ Status cmd_serve(App& app) {
     const bool default_head = spec_types(cfg).empty() && !cfg.speculative.auto_select && !speculation_off(cfg) &&
                               TDM_TRY(draft_head_available(app, *model));
     const bool speculative = !spec_types(cfg).empty() || cfg.speculative.auto_select || default_head;
-    const uint32_t parallel = uint32_t(cfg.server.parallel);
     auto kv = TDM_TRY(app.make_kv(*model, speculative, parallel));
     vk::Device* dev = TDM_TRY(app.device());
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());

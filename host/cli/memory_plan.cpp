@@ -45,7 +45,7 @@ uint64_t weight_bytes(const ModelSource& src) {
 
 // The weights, KV cache and recurrent states of one model, as make_kv would size them.
 void add_model(MemoryPlan* plan, const Config& config, const ModelSource& src, const ArchProbe& probe,
-               bool speculative) {
+               bool speculative, uint32_t sequences) {
     const std::string name = file_name(src.path());
     const uint64_t weights = weight_bytes(src);
     plan->items.push_back({"weights of " + name, [weights](uint32_t) { return weights; }});
@@ -55,7 +55,7 @@ void add_model(MemoryPlan* plan, const Config& config, const ModelSource& src, c
     plan->items.push_back({"KV cache of " + name, [=, &config](uint32_t n_ctx) {
                                Config c = config;
                                c.model.n_ctx = int(n_ctx);
-                               return kv_pool_bytes(layers, states, kv_config(c, n_ctx_train, speculative));
+                               return kv_pool_bytes(layers, states, kv_config(c, n_ctx_train, speculative, sequences));
                            }});
 }
 
@@ -66,7 +66,7 @@ void add_model(MemoryPlan* plan, const Config& config, const ModelSource& src, c
 // `head_file`: a file that holds the head alone (-md of a Gemma 4 assistant), else
 // --mtp-head's file or the target's.
 Result<bool> add_draft_head(MemoryPlan* plan, const Config& config, const DraftHeadEntry& head,
-                            const ModelSource& target, uint32_t target_n_ctx_train,
+                            const ModelSource& target, uint32_t target_n_ctx_train, uint32_t sequences,
                             std::unique_ptr<ModelSource> head_file = nullptr) {
     std::unique_ptr<ModelSource> side = std::move(head_file);
     const bool own_file = side != nullptr;
@@ -104,6 +104,7 @@ Result<bool> add_draft_head(MemoryPlan* plan, const Config& config, const DraftH
                                KvPoolConfig kc;
                                kc.n_ctx = n_ctx > 0 ? n_ctx : target_n_ctx_train;
                                kc.f16 = config.model.kv_type != "f32";
+                               kc.n_seq_max = sequences;
                                kc.rows_max = ring_rows_max(uint32_t(config.model.n_batch),
                                                            uint32_t(config.speculative.draft_max + 1));
                                return kv_pool_bytes(own, {}, kc);
@@ -179,12 +180,14 @@ Status check_memory_plan(const MemoryPlan& plan, const MemoryBudget& budget) {
         else
             hi = mid - 1;
     }
-    return Error(msg + fmt::format("; the weights and KV caches fit up to -c {} ([model] n_ctx), less the room "
+    return Error(msg + fmt::format("; the weights and KV caches fit up to -c {} ([model] n_ctx){}, less the room "
                                    "activations need",
-                                   lo * kBlock));
+                                   lo * kBlock,
+                                   plan.sequences > 1 ? fmt::format(" per slot with --parallel {}", plan.sequences)
+                                                      : std::string()));
 }
 
-Status check_memory_fits(App& app, const std::string& model_path, bool speculative) {
+Status check_memory_fits(App& app, const std::string& model_path, const RunShape& shape) {
     if (model_path.empty()) return {};
     const Config& config = app.config();
     Registry* reg = TDM_TRY(app.registry());
@@ -194,8 +197,9 @@ Status check_memory_fits(App& app, const std::string& model_path, bool speculati
     if (!probe.ok()) return {};
     MemoryPlan plan;
     plan.n_ctx = uint32_t(config.model.n_ctx);
+    plan.sequences = shape.sequences;
     plan.kv_by_memory = config.model.kv_memory > 0;
-    add_model(&plan, config, **src, *probe, speculative);
+    add_model(&plan, config, **src, *probe, shape.speculative, shape.sequences);
     std::unique_ptr<ModelSource> draft_src;
     for (const std::string& type : spec_types(config)) {
         if (type == "draft" && !config.model.draft_path.empty() && !draft_src) {
@@ -205,22 +209,24 @@ Status check_memory_fits(App& app, const std::string& model_path, bool speculati
             // a file that holds a draft head alone drafts as that head (make_drafters)
             if (const DraftHeadEntry* h =
                     reg->find_draft_head_source(draft_src->architecture(), probe->arch->desc->name)) {
-                TDM_TRY(add_draft_head(&plan, config, *h, **src, probe->n_ctx_train, std::move(draft_src)));
+                TDM_TRY(add_draft_head(&plan, config, *h, **src, probe->n_ctx_train, shape.head_sequences,
+                                       std::move(draft_src)));
                 continue;
             }
             auto dp = probe_architecture(*draft_src, *reg);
-            if (dp.ok()) add_model(&plan, config, *draft_src, *dp, true);
+            if (dp.ok()) add_model(&plan, config, *draft_src, *dp, true, 1);  // one sequence (drafters.cpp)
         } else if (const DraftHeadEntry* h = reg->find_draft_head(type, probe->arch->desc->name)) {
-            TDM_TRY(add_draft_head(&plan, config, *h, **src, probe->n_ctx_train));
+            TDM_TRY(add_draft_head(&plan, config, *h, **src, probe->n_ctx_train, shape.head_sequences));
         }
     }
-    // --spec-auto without a type: make_drafters takes the first head for this architecture
-    // that the file carries, after this plan; the plan counts the same one.
-    if (spec_types(config).empty() && config.speculative.auto_select) {
+    // --spec-auto without a type (or a command that drafts with the carried head by default):
+    // make_drafters takes the first head for this architecture that the file carries, after
+    // this plan; the plan counts the same one.
+    if (spec_types(config).empty() && (config.speculative.auto_select || (shape.carried_head && !speculation_off(config)))) {
         const std::string arch = probe->arch->desc->name;
         for (const DraftHeadEntry& h : reg->draft_heads()) {
             if (std::find(h.target_archs.begin(), h.target_archs.end(), arch) == h.target_archs.end()) continue;
-            if (TDM_TRY(add_draft_head(&plan, config, h, **src, probe->n_ctx_train))) break;
+            if (TDM_TRY(add_draft_head(&plan, config, h, **src, probe->n_ctx_train, shape.head_sequences))) break;
         }
     }
     vk::Device* dev = TDM_TRY(app.device());

@@ -36,6 +36,7 @@ struct MemoryItem {
 
 struct MemoryPlan {
     uint32_t n_ctx = 0;  // the configured -c / [model] n_ctx (0 = trained length)
+    uint32_t sequences = 1;  // KV sequences of -c tokens each (serve: --parallel)
     bool kv_by_memory = false;  // --kv-memory sizes the KV caches: -c changes nothing
     std::vector<MemoryItem> items;
     uint64_t total_at(uint32_t n_ctx) const;
@@ -59,10 +60,22 @@ MemoryBudget device_memory_budget(const vk::Device& device);
 // and KV caches fit (or that even the shortest context does not), when the plan does not fit.
 Status check_memory_plan(const MemoryPlan& plan, const MemoryBudget& budget);
 
+// How many sequences a command keeps in its KV caches, and whether the draft head the file
+// carries drafts without --spec-type (serve and chat: make_drafters' carried_head_by_default).
+struct RunShape {
+    bool speculative = false;
+    uint32_t sequences = 1;       // the target's KV sequences (serve: --parallel)
+    uint32_t head_sequences = 1;  // a draft head's (serve: --parallel + 1)
+    bool carried_head = false;
+};
+
 // Plans a run of `model_path` with the configured context, KV type and drafters (with
-// --spec-auto and no type, the draft head the file carries, which make_drafters picks after
-// this check) and checks it against the device. A model that cannot be probed is left to
-// the loader to report.
-Status check_memory_fits(App& app, const std::string& model_path, bool speculative);
+// --spec-auto and no type, or `carried_head`, the draft head the file carries, which
+// make_drafters picks after this check) and checks it against the device. A model that
+// cannot be probed is left to the loader to report.
+Status check_memory_fits(App& app, const std::string& model_path, const RunShape& shape);
+inline Status check_memory_fits(App& app, const std::string& model_path, bool speculative) {
+    return check_memory_fits(app, model_path, RunShape{.speculative = speculative});
+}
 
 }  // namespace tdm::cli

@@ -164,6 +164,25 @@ TEST(MemoryPlanCli, a_context_too_large_for_the_memory_limit_is_refused_before_a
     EXPECT_TRUE(r.has("not enough device memory")) << r.err;
 }
 
+TEST(MemoryPlanCli, serve_counts_the_kv_of_every_slot) {
+    // the largest context one sequence may have under the limit...
+    CliRun r = tandem({"run", "-m", tiny_model(), "--prompt-tokens", "1,2", "-n", "1", "--memory-limit", "3MiB", "-c",
+                       "16777216"});
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.err, m, std::regex("fit up to -c ([0-9]+)"))) << r.err;
+    const int64_t one = std::stoll(m[1]);
+    // ...is too large for each of 8 slots, and the refusal names what fits per slot
+    r = tandem({"serve", "-m", tiny_model(), "--parallel", "8", "--memory-limit", "3MiB", "-c", std::to_string(one),
+                "--port", "0"});
+    ASSERT_EQ(r.status, 1) << r.err;
+    EXPECT_TRUE(r.has("not enough device memory")) << r.err;
+    ASSERT_TRUE(std::regex_search(r.err, m, std::regex("fit up to -c ([0-9]+) \\(\\[model\\] n_ctx\\) per slot with "
+                                                       "--parallel 8")))
+        << r.err;
+    EXPECT_LE(std::stoll(m[1]) * 8, one) << r.err;
+    EXPECT_GE(std::stoll(m[1]) * 8, one / 2) << "the weights are small: most of the room is KV; " << r.err;
+}
+
 TEST(MemoryPlanCli, the_weights_fit_what_the_plan_counts_for_them_with_a_tensor_of_a_quarter_block) {
     // qwen3 small in f32 with a tied head: a 4 MiB embedding in a 13.8 MB file, whose weight
     // block is the file plus 1 MiB: the arena puts everything in that one block, and the plan
