@@ -99,9 +99,9 @@ Result<TurnResult> ChatSession::turn(const std::string& user_text, const std::at
 
     KvPool& kv = setup_.runner->kv();
     const uint32_t n_cached = resumable_prefix(kv, seq_, conv_.kv_tokens, t.prompt, setup_.drafters);
-    // Until generation returns, the KV holds no more than what all later turns
-    // may rely on; after an error it is rebuilt from nothing.
-    conv_.kv_tokens.resize(n_cached);
+    // Until generation returns, no later turn may rely on the KV: a generation that
+    // fails empties it (BatchEngine::finish), and the next turn rebuilds it from nothing.
+    conv_.kv_tokens.clear();
     TDM_TRY(kv.truncate(seq_, n_cached));
     GenerateParams gp = setup_.generate;
     gp.n_cached = n_cached;

@@ -48,6 +48,11 @@ Result<std::unique_ptr<BatchEngine>> BatchEngine::create(Runner& runner, const T
         for (int seq : e->options_.seqs) e->slots_.push_back(Slot{seq});
     }
     if (e->slots_.empty()) return Error("the KV pool has no free sequence slot");
+    e->multi_seq_ = runner.model().batches_sequences();
+    if (!e->multi_seq_ && e->slots_.size() > 1)
+        TDM_LOG_INFO("serve", "the {} model's plugin batches one sequence per pass (no TDM_MODEL_BATCHED_STATES): "
+                              "requests take turns",
+                     runner.model().arch().desc->name);
     tdm_hidden_point hp = e->options_.hidden_point;
     for (Drafter* d : shared_drafters) {
         const tdm_hidden_point h = d->hidden_point();
@@ -229,6 +234,23 @@ void BatchEngine::start_drafters(Session& s, Slot& slot, uint32_t n_cached) {
     s.shared_index.clear();
     s.stat.clear();
     s.next_k = s.prepared = -1;
+    // A resumed prompt: the request's own fresh drafters fed by hidden rows cannot resume
+    // it; the slot's kept ones of the same kind (one head's sequences) can. The rest of the
+    // kept ones go now, giving their sequences back before the fresh ones begin.
+    {
+        std::vector<std::unique_ptr<Drafter>> kept = std::move(slot.kept);
+        slot.kept.clear();
+        for (DrafterSlot& ds : s.req.drafters) {
+            Drafter* d = ds.owned.get();
+            if (!n_cached || !d || d->hidden_point() == TDM_HIDDEN_NONE || d->can_resume(n_cached)) continue;
+            for (auto& k : kept)
+                if (k && k->name() == d->name() && k->hidden_point() == d->hidden_point() &&
+                    k->can_resume(n_cached)) {
+                    std::swap(ds.owned, k);
+                    break;
+                }
+        }
+    }
     const int slot_index = int(&slot - slots_.data());
     // A shared drafter follows the slot it last served only while nobody else writes it.
     const auto forget_slot = [&] {
@@ -328,6 +350,16 @@ void BatchEngine::finish(Session& s, std::string reason, std::string error) {
             (void)runner_.kv().truncate(slot->seq, 0);
         }
         slot->tokens.assign(s.history.begin(), s.history.begin() + keep);
+        slot->kept.clear();
+        if (keep > 0)
+            for (size_t i = 0; i < s.chain.size(); ++i) {
+                if (!s.on[i] || s.chain[i]->hidden_point() == TDM_HIDDEN_NONE) continue;
+                for (DrafterSlot& ds : s.req.drafters)
+                    if (ds.owned && ds.owned.get() == s.chain[i]) {
+                        slot->kept.push_back(std::move(ds.owned));
+                        s.on[i] = 0;  // no longer the session's
+                    }
+            }
         slot->user = nullptr;
         slot->last_used = ++clock_;
         s.slot = nullptr;
@@ -361,7 +393,7 @@ void BatchEngine::abort_all(const std::string& error) {
 
 // ---------------------------------------------------------------- one pass
 
-bool BatchEngine::pass(std::span<Session* const> run) {
+bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
     std::vector<int32_t> tokens, positions, seqs, outputs;
     std::vector<uint32_t> row0, out0;
     for (Session* s : run) {
@@ -397,6 +429,7 @@ bool BatchEngine::pass(std::span<Session* const> run) {
         if (run.size() == 1) finish(*run.front(), "error", out.error().message());
         return false;
     }
+    if (!device_rows) out->hidden_on_device = nullptr;
     for (size_t i = 0; i < run.size(); ++i) settle(*run[i], *out, row0[i], out0[i], pass_ms);
     return true;
 }
@@ -426,9 +459,13 @@ bool BatchEngine::step() {
     }
     if (active_.empty()) return !waiting_.empty();
 
-    // every session runs in every pass
+    // every session runs in every pass, or they take turns
     std::vector<Session*> part;
-    for (auto& s : active_) part.push_back(s.get());
+    if (multi_seq_) {
+        for (auto& s : active_) part.push_back(s.get());
+    } else {
+        part.push_back(active_[next_single_++ % active_.size()].get());
+    }
     plan_drafts(part);
     KvPool& kv = runner_.kv();
     const uint32_t bs = kv.config().block_size;
@@ -499,8 +536,10 @@ bool BatchEngine::step() {
 
     // One pass over them all. A failure may come from one session's rows (non-finite
     // logits, a refusal of its batch): then each runs alone, and only the failing one ends.
-    if (!pass(run) && run.size() > 1)
-        for (Session* s : run) pass(std::span<Session* const>(&s, 1));
+    if (!pass(run) && run.size() > 1) {
+        ++stats_.failed_passes;
+        for (Session* s : run) pass(std::span<Session* const>(&s, 1), /*device_rows=*/false);
+    }
     std::erase_if(active_, [](const auto& s) { return s->done; });
     return true;
 }

@@ -138,6 +138,7 @@ struct BatchEngineStats {
     uint64_t prefix_hits = 0, cached_tokens = 0;
     uint64_t shared_prefixes = 0;  // prefix hits that share another slot's blocks
     uint64_t preemptions = 0;
+    uint64_t failed_passes = 0;  // passes that failed and were run again one session at a time
     uint64_t drafted = 0, accepted = 0;
     std::vector<uint64_t> accepted_at;  // [i]: rounds whose draft i was accepted
     std::vector<uint64_t> drafted_at;   // [i]: rounds with at least i + 1 drafts
@@ -179,6 +180,10 @@ private:
         std::vector<int32_t> tokens;  // idle: what its KV holds (position i: tokens[i]); see kv_tokens()
         Session* user = nullptr;
         uint64_t last_used = 0;
+        // The last request's own drafters fed by the target's hidden rows (a draft head's
+        // sequence): they hold pairs for this KV, which a fresh one never saw, so the next
+        // request resuming it drafts with them (start_drafters)
+        std::vector<std::unique_ptr<Drafter>> kept;
     };
     BatchEngine(Runner& runner, const Tokenizer* tokenizer, BatchEngineOptions options);
 
@@ -211,7 +216,9 @@ private:
     // Hands the tokens settled this pass to the session's callbacks; false: it wants no more.
     bool deliver(Session& s, const ForwardOutput& out, uint32_t out0, bool first_row_sunk);
     // Runs one forward pass over the sessions' rows and settles each; false if it failed.
-    bool pass(std::span<Session* const> run);
+    // device_rows: the drafters may read the pass's hidden rows on the device (false when
+    // passes run back to back before the sessions draft again: each overwrites them)
+    bool pass(std::span<Session* const> run, bool device_rows = true);
     // Appends a token to the session; false once it must stop (the reason is set).
     bool record(Session& s, int32_t tok, uint32_t logits_row);
 
@@ -226,6 +233,10 @@ private:
     std::vector<std::unique_ptr<Session>> active_;  // admission order
     uint64_t clock_ = 0;
     tdm_hidden_point hidden_point_ = TDM_HIDDEN_NONE;
+    // false: the model's recurrent states take one sequence per pass (Model::batches_sequences),
+    // so the sessions take turns, next_single_ the next one's index in active_
+    bool multi_seq_ = true;
+    size_t next_single_ = 0;
     BatchEngineStats stats_;
     PassCostModel cost_;
 };

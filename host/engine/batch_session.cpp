@@ -54,6 +54,9 @@ int BatchEngine::decide_k(Session& s, bool cap_only) const {
     if (p.max_tokens >= 0) k = std::min<int>(k, p.max_tokens - int(s.result.tokens.size()) - 1);
     k = std::min<int>(k, int(kv.capacity_tokens()) - int(s.pos()) - 2);
     if (kv.has_rings()) k = std::min<int>(k, int(kv.config().rows_max) - 1);
+    // recurrent states roll back only to a checkpoint: the pool keeps n_checkpoints, for a
+    // verify of k + 1 rows and the state before it (a request's own draft_max may ask more)
+    if (kv.n_states() > 0) k = std::min<int>(k, int(kv.config().n_checkpoints) - 2);
     k = std::max(0, k);
     if (s.req.spec.auto_k && !cap_only) k = s.tune.choose(k);
     if (cap_only) return k;
@@ -375,7 +378,9 @@ void BatchEngine::settle(Session& s, const ForwardOutput& out, uint32_t row0, ui
     bool running = true;
     for (uint32_t i = 0; i < m && running; ++i) running = record(s, s.drafts[i], i);
     if (running) running = record(s, next, m);
-    if (!first_token)  // the prompt's pass is no round: drafters hear of it at the first draft
+    // The prompt's pass is no round (drafters hear of it at their first draft) unless it
+    // carried drafts: a prompt resumed all but its last token drafts on that pass.
+    if (!first_token || nd > 0)
         for (size_t i = 0; i < s.chain.size(); ++i) {
             if (!s.on[i]) continue;
             const bool won = int(i) == s.winner;

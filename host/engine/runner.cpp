@@ -193,6 +193,10 @@ Status Runner::submit(const ForwardInput& in) {
     }
     // Recurrent states advance token by token: each segment continues its sequence.
     std::vector<StatePlan> plans;
+    if (spans.size() > 1 && !model_.batches_sequences())
+        return Error::format("forward: the {} model's plugin does not declare TDM_MODEL_BATCHED_STATES: its recurrent "
+                             "states take one sequence per batch",
+                             model_.arch().desc->name);
     if (kv_.n_states() > 0) {
         for (const Span& s : spans) {
             for (uint32_t i = 1; i < s.rows; ++i)
@@ -234,7 +238,11 @@ Status Runner::submit(const ForwardInput& in) {
     }
     TDM_TRY(cg.submit());
     pending_positions_ = output_positions(in);
-    for (size_t j = 0; j < plans.size(); ++j) kv_.commit_states(spans[j].seq, plans[j]);
+    pending_states_.clear();
+    for (size_t j = 0; j < plans.size(); ++j) {
+        kv_.commit_states(spans[j].seq, plans[j]);
+        pending_states_.emplace_back(spans[j].seq, std::move(plans[j]));
+    }
     pending_ = c;
     return {};
 }
@@ -243,7 +251,16 @@ Result<ForwardOutput> Runner::wait() {
     TDM_ASSERT(pending_ != nullptr);
     Compiled* c = pending_;
     pending_ = nullptr;
-    TDM_TRY(c->cg->wait());
+    // a failed pass leaves every sequence's states where they were, so that its rows
+    // can run again (the engine retries each session alone)
+    auto abandon = [&] {
+        for (const auto& [seq, plan] : pending_states_) kv_.abandon_states(seq, plan);
+        pending_states_.clear();
+    };
+    if (Status done = c->cg->wait(); !done.ok()) {
+        abandon();
+        return done.error();
+    }
     ForwardOutput out;
     out.n_outputs = c->n_outputs;
     out.logits = c->cg->output_as<float>(c->logits);
@@ -251,7 +268,11 @@ Result<ForwardOutput> Runner::wait() {
     if (c->hidden) out.hidden = c->cg->output_as<float>(c->hidden);
     if (c->hidden_on_device) out.hidden_on_device = hidden_rows_.get();
     Status finite = check_logits_finite(out, model_.info().n_vocab, pending_positions_, nan_debug_);
-    if (!finite.ok()) return with_non_finite_origin(finite.error(), *c->cg);
+    if (!finite.ok()) {
+        abandon();
+        return with_non_finite_origin(finite.error(), *c->cg);
+    }
+    pending_states_.clear();
     return out;
 }
 

@@ -112,6 +112,8 @@ private:
     uint64_t uses_ = 0;
     Compiled* pending_ = nullptr;
     std::vector<int32_t> pending_positions_;  // of the pending pass's output rows, for error messages
+    // the checkpoints the pending pass writes, committed at submit and undone if it fails
+    std::vector<std::pair<int, StatePlan>> pending_states_;
 };
 
 }  // namespace tdm

@@ -257,6 +257,12 @@ void KvPool::commit_states(int seq, const StatePlan& p) {
         }
 }
 
+void KvPool::abandon_states(int seq, const StatePlan& p) {
+    for (int32_t w : p.write)
+        if (w >= 0) ckpt_len_[seq][size_t(w)] = kNoLength;
+    cur_[seq] = p.read;
+}
+
 uint32_t KvPool::state_length(int seq) const { return ckpt_len_[seq][size_t(cur_[seq])]; }
 
 Result<std::vector<float>> KvPool::read_state(int seq, uint32_t index) const {

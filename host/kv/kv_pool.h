@@ -114,6 +114,9 @@ public:
     // Fails if the current checkpoint is not at length first_pos.
     Result<StatePlan> plan_states(int seq, uint32_t first_pos, uint32_t n) const;
     void commit_states(int seq, const StatePlan& plan);
+    // Undoes commit_states after the pass failed: the checkpoint it read is current
+    // again, and those it was writing hold nothing.
+    void abandon_states(int seq, const StatePlan& plan);
     uint32_t state_length(int seq) const;  // tokens the current checkpoint has seen
     // A copy of recurrent state `index` of `seq` (its current checkpoint), for
     // tests and debugging: a synchronous device read.

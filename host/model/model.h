@@ -55,6 +55,11 @@ public:
     std::span<const tdm_recurrent_state> recurrent_states() const {
         return {info_.recurrent_states, info_.n_recurrent_states};
     }
+    // Whether a batch may hold rows of several sequences (TDM_MODEL_BATCHED_STATES;
+    // always for a model without recurrent states).
+    bool batches_sequences() const {
+        return info_.n_recurrent_states == 0 || (info_.flags & TDM_MODEL_BATCHED_STATES) != 0;
+    }
     const ModelSource& source() const { return *source_; }
     std::shared_ptr<const ModelSource> shared_source() const { return source_; }
     // The tokenizer from the file (GGUF metadata or tokenizer.json beside HF

@@ -36,7 +36,9 @@ static_assert(sizeof(tdm_weight_request) == kWeightRequest.v3);
 static_assert(sizeof(tdm_batch_desc) == kBatchDesc.v3);
 static_assert(sizeof(tdm_attention_layer) == kAttentionLayer.v3);
 static_assert(sizeof(tdm_recurrent_state) == kRecurrentState.v3);
-static_assert(sizeof(tdm_model_info) == kModelInfo.v3);
+// flags was appended during ABI 3: the host writes struct_size, so a plugin of the
+// release before it fills the first 56 bytes and leaves flags 0 (no TDM_MODEL_* flag)
+static_assert(offsetof(tdm_model_info, flags) == kModelInfo.v3 && sizeof(tdm_model_info) == 64);
 static_assert(sizeof(tdm_arch_desc) == kArchDesc.v3);
 static_assert(sizeof(tdm_draft_head_info) == kDraftHeadInfo.v3);
 static_assert(offsetof(tdm_draft_head_info, flags) + sizeof(uint32_t) <= kDraftHeadInfo.v2);

@@ -7,9 +7,14 @@
 // and the Qwen3.5 hybrid (its recurrent state per sequence) with its MTP head shared.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <fstream>
+#include <limits>
 #include <random>
 
 #include "engine/batch_engine.h"
+#include "formats/mapped_file.h"
+#include "formats/model_source.h"
 #include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen35_synth.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
@@ -530,6 +535,255 @@ TEST_F(BatchEngineTest, a_session_whose_rows_fail_ends_alone_and_the_others_fini
     EXPECT_EQ(jobs[2].got.tokens, jobs[2].want);
     EXPECT_EQ(jobs[1].got.stop_reason, "error");
     EXPECT_NE(jobs[1].got.error.find("100000"), std::string::npos) << jobs[1].got.error;
+}
+
+// A Qwen3.5 file (untied head, F32) whose embedding row of `token` is NaN: only a sequence
+// that reads that token gets non-finite logits, found when its pass is read back.
+std::string qwen35_model_with_nan_token(int32_t token) {
+    static const std::string path = [token] {
+        auto shape = synth::qwen35_preset("tiny");
+        synth::Qwen35SynthOptions o;
+        o.seed = 23;
+        o.tied = false;
+        const std::string p = test::make_temp_dir("batch-engine") + "/q35-nan.gguf";
+        EXPECT_TRUE(shape.ok() && synth::synth_qwen35_gguf(p, *shape, o).ok());
+        uint64_t at = 0, row_bytes = 0;
+        {
+            auto src = ModelSource::open(p);
+            EXPECT_TRUE(src.ok());
+            for (const SourceTensor& t : (*src)->tensors())
+                if (t.name == "token_embd.weight") {
+                    EXPECT_EQ(t.type, 0u) << "an F32 embedding";
+                    row_bytes = uint64_t(t.ne[0]) * 4;
+                    at = uint64_t(t.data - t.file->data()) + uint64_t(token) * row_bytes;
+                }
+        }
+        EXPECT_GT(row_bytes, 0u);
+        std::vector<float> nan_row(row_bytes / 4, std::numeric_limits<float>::quiet_NaN());
+        std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(std::streamoff(at));
+        f.write(reinterpret_cast<const char*>(nan_row.data()), std::streamsize(row_bytes));
+        EXPECT_TRUE(f.good());
+        return p;
+    }();
+    return path;
+}
+
+// A hybrid pass that fails when it is read back (one session's logits are NaN) has
+// already advanced every session's recurrent checkpoints: they are rolled back, each
+// session runs its rows again alone, and only the bad one ends.
+TEST_F(BatchEngineTest, a_failed_hybrid_pass_rolls_states_back_and_only_the_bad_session_ends) {
+    constexpr int32_t kBad = 7;
+    ModelLoadOptions lo;
+    lo.check_weights = false;
+    auto m = Model::load(qwen35_model_with_nan_token(kBad), plugins(), device(), lo);
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    std::vector<Job> jobs(3);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        jobs[i].prompt = random_prompt(1500 + i, 6, 500);
+        for (int32_t& t : jobs[i].prompt)
+            if (t == kBad) t = kBad + 1;
+        jobs[i].params = params(8);
+    }
+    reference(**m, jobs);
+    jobs[1].params.max_tokens = 20;
+    jobs[1].prompt.push_back(kBad);  // its last prompt row, in the pass that decodes the others
+    auto kv = make_pool(**m, 3);
+    ASSERT_TRUE(kv);
+    Runner runner(**m, *kv, device(), pipelines());
+    auto e = BatchEngine::create(runner, nullptr, {});
+    ASSERT_TRUE(e.ok());
+    (*e)->add(request(jobs[0], **m, 0));
+    (*e)->add(request(jobs[2], **m, 2));
+    // the others are decoding when the bad prompt joins them
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE((*e)->step());
+    (*e)->add(request(jobs[1], **m, 1));
+    run_all(**e, jobs);
+    EXPECT_EQ(jobs[0].got.tokens, jobs[0].want) << jobs[0].got.error;
+    EXPECT_EQ(jobs[2].got.tokens, jobs[2].want) << jobs[2].got.error;
+    EXPECT_EQ(jobs[1].got.stop_reason, "error");
+    EXPECT_NE(jobs[1].got.error.find("NaN"), std::string::npos) << jobs[1].got.error;
+    EXPECT_GE((*e)->stats().failed_passes, 1u);
+}
+
+// A plugin that does not declare TDM_MODEL_BATCHED_STATES (here: qwen35 with its chunked
+// delta rule on, whose form would depend on the batch) gets one sequence per pass: the
+// runner refuses more, and the engine's sessions take turns, exact as ever.
+TEST_F(BatchEngineTest, recurrent_models_without_batched_states_run_one_sequence_a_pass) {
+    ModelLoadOptions lo;
+    lo.options["gdn_chunk"] = "64";  // no pass here is longer: the recurrent form every time
+    auto m = Model::load(qwen35_model(), plugins(), device(), lo);
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    EXPECT_FALSE((*m)->batches_sequences());
+    std::vector<Job> jobs(3);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        jobs[i].prompt = random_prompt(1600 + i, 5 + i * 3, 500);
+        jobs[i].params = params(10);
+        jobs[i].drafts = i == 1;
+    }
+    reference(**m, jobs);
+    auto kv = make_pool(**m, 3);
+    ASSERT_TRUE(kv);
+    Runner runner(**m, *kv, device(), pipelines());
+    {
+        const int a = *kv->add_sequence(), b = *kv->add_sequence();
+        const std::vector<int32_t> tokens = {1, 2}, positions = {0, 0}, seqs = {a, b}, outputs = {0, 1};
+        ASSERT_TRUE(kv->reserve(a, 1).ok() && kv->reserve(b, 1).ok());
+        auto out = runner.forward(ForwardInput{tokens, positions, a, outputs, seqs});
+        ASSERT_FALSE(out.ok());
+        EXPECT_NE(out.error().message().find("TDM_MODEL_BATCHED_STATES"), std::string::npos)
+            << out.error().message();
+        kv->free_sequence(a);
+        kv->free_sequence(b);
+    }
+    auto e = BatchEngine::create(runner, nullptr, {});
+    ASSERT_TRUE(e.ok());
+    for (size_t i = 0; i < jobs.size(); ++i) (*e)->add(request(jobs[i], **m, i));
+    run_all(**e, jobs);
+    for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(jobs[i].got.tokens, jobs[i].want) << "job " << i;
+    EXPECT_EQ((*e)->stats().failed_passes, 0u);
+}
+
+// A request's own MTP drafter holds pairs only for the rows it saw: a follow-up request
+// resuming the slot's KV (a chat's next turn) drafts with the drafter the slot kept from
+// the request before, instead of turning drafting off.
+TEST_F(BatchEngineTest, a_request_resuming_a_slot_drafts_with_the_head_sequence_the_slot_kept) {
+    auto m = Model::load(qwen35_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    std::vector<Job> first(1);
+    first[0].prompt = random_prompt(1700, 9, 500);
+    first[0].params = params(10);
+    reference(**m, first);
+    std::vector<Job> second(1);
+    second[0].prompt = first[0].prompt;
+    second[0].prompt.insert(second[0].prompt.end(), first[0].want.begin(), first[0].want.end());
+    for (int32_t t : random_prompt(1701, 5, 500)) second[0].prompt.push_back(t);
+    second[0].params = params(12);
+    reference(**m, second);
+
+    auto kv = make_pool(**m, 1);
+    ASSERT_TRUE(kv);
+    const DraftHeadEntry* entry = plugins().find_draft_head("mtp", (*m)->arch().desc->name);
+    ASSERT_TRUE(entry);
+    DraftHeadOptions ho;
+    ho.kv.n_ctx = 256;
+    ho.kv.n_seq_max = 3;
+    auto mtp = DraftHeadDrafter::create(*entry, "mtp", (*m)->shared_source(), **m, *kv, device(), pipelines(), ho);
+    ASSERT_TRUE(mtp.ok()) << mtp.error().message();
+    Runner runner(**m, *kv, device(), pipelines());
+    BatchEngineOptions o;
+    o.hidden_point = (*mtp)->hidden_point();
+    auto e = BatchEngine::create(runner, nullptr, o);
+    ASSERT_TRUE(e.ok()) << e.error().message();
+    for (std::vector<Job>* jobs : {&first, &second}) {
+        SessionRequest r = request((*jobs)[0], **m, 0);
+        r.spec.draft_max = 3;
+        DrafterSlot ds;
+        ds.owned = (*mtp)->another();
+        r.drafters.push_back(std::move(ds));
+        (*e)->add(std::move(r));
+        run_all(**e, *jobs);
+    }
+    const SessionResult& got = second[0].got;
+    EXPECT_EQ(got.tokens, second[0].want);
+    EXPECT_GT(got.n_cached, first[0].prompt.size()) << "the second request resumed the first one's KV";
+    ASSERT_EQ(got.spec.drafters.size(), 1u);
+    EXPECT_EQ(got.spec.drafters[0].failure, "");
+    EXPECT_GT(got.spec.drafted, 0u);
+}
+
+// A request's own draft_max may exceed what the pool's recurrent checkpoints can roll back
+// (n_checkpoints - 2 drafts): its rounds draft no more than that, and stay exact.
+TEST_F(BatchEngineTest, a_hybrid_requests_drafts_stay_within_the_checkpoints) {
+    auto m = Model::load(qwen35_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    std::vector<Job> jobs(2);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        jobs[i].prompt = random_prompt(1800 + i, 7, 500);
+        jobs[i].params = params(16);
+        jobs[i].drafts = true;
+    }
+    reference(**m, jobs);
+    auto kv = make_pool(**m, 2, /*n_checkpoints=*/4);
+    ASSERT_TRUE(kv);
+    Runner runner(**m, *kv, device(), pipelines());
+    auto e = BatchEngine::create(runner, nullptr, {});
+    ASSERT_TRUE(e.ok());
+    std::vector<std::vector<RoundRecord>> rounds(jobs.size());
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        SessionRequest r = request(jobs[i], **m, i);
+        r.spec.draft_max = 8;
+        r.on_round = [&rounds, i](const RoundRecord& rr) { rounds[i].push_back(rr); };
+        (*e)->add(std::move(r));
+    }
+    run_all(**e, jobs);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        EXPECT_EQ(jobs[i].got.tokens, jobs[i].want) << "job " << i << ": " << jobs[i].got.error;
+        EXPECT_GT(jobs[i].got.spec.drafted, 0u);
+        for (const RoundRecord& rr : rounds[i]) EXPECT_LE(rr.drafted.size(), 2u);
+    }
+}
+
+// Counts the rounds it drafts for and the results it hears (into counters that outlive it).
+struct DraftCounts {
+    int drafts = 0, accepts = 0;
+};
+class CountingDrafter final : public Drafter {
+public:
+    CountingDrafter(std::vector<int32_t> full, DraftCounts* counts) : full_(std::move(full)), counts_(counts) {}
+    const std::string& name() const override { return name_; }
+    Status begin(std::span<const int32_t>) override { return {}; }
+    Result<std::vector<int32_t>> draft(const DraftRequest& req) override {
+        std::vector<int32_t> out;
+        for (uint32_t i = 0; i < req.max && req.history.size() + i < full_.size(); ++i)
+            out.push_back(full_[req.history.size() + i]);
+        counts_->drafts += !out.empty();
+        return out;
+    }
+    Status accept(std::span<const int32_t>, uint32_t n_drafted, uint32_t) override {
+        counts_->accepts += n_drafted > 0;
+        return {};
+    }
+
+private:
+    std::string name_ = "counting";
+    std::vector<int32_t> full_;
+    DraftCounts* counts_;
+};
+
+// A prompt resumed all but its last token drafts on the prompt's own pass: that round's
+// result reaches the drafter like any other.
+TEST_F(BatchEngineTest, drafts_on_a_resumed_prompts_pass_are_a_round_the_drafter_hears_of) {
+    auto m = Model::load(qwen3_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    std::vector<Job> first(1), second(1);
+    first[0].prompt = random_prompt(1900, 8, 500);
+    first[0].params = params(6);
+    reference(**m, first);
+    second[0].prompt = first[0].prompt;
+    second[0].prompt.insert(second[0].prompt.end(), first[0].want.begin(), first[0].want.end());
+    second[0].params = params(8);
+    reference(**m, second);
+    auto kv = make_pool(**m, 1);
+    ASSERT_TRUE(kv);
+    Runner runner(**m, *kv, device(), pipelines());
+    auto e = BatchEngine::create(runner, nullptr, {});
+    ASSERT_TRUE(e.ok());
+    (*e)->add(request(first[0], **m, 0));
+    run_all(**e, first);
+    std::vector<int32_t> full = second[0].prompt;
+    full.insert(full.end(), second[0].want.begin(), second[0].want.end());
+    SessionRequest r = request(second[0], **m, 1);
+    DrafterSlot ds;
+    DraftCounts counts;
+    ds.owned = std::make_unique<CountingDrafter>(full, &counts);
+    r.drafters.push_back(std::move(ds));
+    (*e)->add(std::move(r));
+    run_all(**e, second);
+    EXPECT_EQ(second[0].got.tokens, second[0].want);
+    EXPECT_EQ(second[0].got.n_cached, second[0].prompt.size() - 1);
+    EXPECT_GT(counts.drafts, 0);
+    EXPECT_EQ(counts.accepts, counts.drafts);
 }
 
 TEST_F(BatchEngineTest, abort_all_ends_running_and_waiting_sessions_with_an_error) {

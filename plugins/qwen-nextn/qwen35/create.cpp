@@ -113,6 +113,11 @@ tdm_status qwen35_create(const tdm_host_api* host, const tdm_model_source* src, 
         mine.n_recurrent_states = uint32_t(m->states.size());
         mine.recurrent_states = m->states.data();
         mine.description = m->description.c_str();
+        // Both forms of the delta rule run each sequence of a batch from its own
+        // checkpoint. But which form a row gets depends on the batch's size when
+        // gdn_chunk is set: a request's decode row beside another's prompt would
+        // change form, and its output with it, so such a model runs one sequence a pass.
+        if (m->gdn_chunk == 0) mine.flags |= TDM_MODEL_BATCHED_STATES;
         tdm::sdk::set_model_info(info, mine);
         *out = m.release();
         return TDM_OK;

@@ -396,9 +396,9 @@ typedef struct tdm_host_api {
     tdm_status (*option_get_string)(const tdm_options* o, const char* key, const char** out);
 
     /* The recurrent state `index` (into the states the model declared) of the
-     * batch's sequences (each row's own: the ops that update states run every
-     * sequence's rows from that sequence's checkpoint); pass it to those ops.
-     * [callback] (appended during ABI 1) */
+     * batch's sequence (with TDM_MODEL_BATCHED_STATES, of each row's sequence:
+     * the ops that update states run every sequence's rows from that sequence's
+     * checkpoint); pass it to those ops. [callback] (appended during ABI 1) */
     tdm_status (*graph_state)(tdm_graph* g, uint32_t index, tdm_tensor* out);
     /* The first n_rows rows of a 2-D weight, without a copy: e.g. the LM head
      * rows of a reduced draft vocabulary (the token ids 0..n_rows-1).
@@ -457,9 +457,10 @@ typedef struct tdm_attention_layer {
  * update a state (TDM_OP_CONV1D_CAUSAL, TDM_OP_GATED_DELTA_RULE) read the
  * current checkpoint and write the state after each token into the next ones,
  * so rolling back rejected drafts only selects a checkpoint (no recomputation,
- * no copy through the host). New sequences start from zeros. A batch may hold
- * rows of several sequences (a server's pass): each sequence's rows are
- * consecutive and in position order, and each reads and writes its own state. */
+ * no copy through the host). New sequences start from zeros. With
+ * TDM_MODEL_BATCHED_STATES a batch may hold rows of several sequences (a
+ * server's pass): each sequence's rows are consecutive and in position order,
+ * and each reads and writes its own state. */
 typedef struct tdm_recurrent_state {
     uint32_t struct_size;
     uint64_t n_f32;       /* f32 elements per sequence */
@@ -477,7 +478,19 @@ typedef struct tdm_model_info {
     uint32_t n_recurrent_states;
     const tdm_recurrent_state* recurrent_states;
     const char* description;  /* optional multi-line "key = value" hparams for `tandem info` */
+    uint32_t flags;           /* TDM_MODEL_* (appended during ABI 3; a host that predates it
+                               * passes a struct_size without it: write it only where
+                               * struct_size covers it, as tdm::sdk::set_model_info does) */
 } tdm_model_info;
+
+/* tdm_model_info.flags: the forward takes rows of several sequences in one batch
+ * with its recurrent states: it updates them only through the ops that run each
+ * sequence's rows from that sequence's checkpoint (TDM_OP_CONV1D_CAUSAL,
+ * TDM_OP_GATED_DELTA_RULE). Without it (a plugin built before the flag, or a
+ * forward that reads graph_state in any other way), a model with recurrent
+ * states gets batches of one sequence. Models without recurrent states batch
+ * sequences either way. */
+#define TDM_MODEL_BATCHED_STATES (1u << 0)
 
 struct tdm_arch_desc {
     uint32_t struct_size;
