@@ -93,6 +93,7 @@ uint64_t DraftHeadDrafter::rows_read_on_device() const { return head_->rows_on_d
 uint64_t DraftHeadDrafter::rows_read_from_host() const { return head_->rows_from_host; }
 uint64_t DraftHeadDrafter::kv_bytes() const { return head_->kv ? head_->kv->device_bytes() : 0; }
 uint64_t DraftHeadDrafter::batched_graphs() const { return head_->batched_graphs; }
+size_t DraftHeadDrafter::cached_graphs() const { return head_->chains.size(); }
 DraftBatcher* DraftHeadDrafter::batcher() { return head_->batched ? head_.get() : nullptr; }
 
 // The graph of one round for n_seq sequences: a catch-up of n_rows rows (each sequence's
@@ -101,7 +102,17 @@ DraftBatcher* DraftHeadDrafter::batcher() { return head_->batched ? head_.get() 
 Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint32_t k,
                                            const DeviceWeight* device_rows) {
     const auto key = std::make_tuple(n_rows, n_seq, k, device_rows);
-    if (auto it = chains.find(key); it != chains.end()) return it->second.get();
+    if (auto it = chains.find(key); it != chains.end()) {
+        it->second->last_used = ++chain_uses;
+        return it->second.get();
+    }
+    while (chains.size() >= std::max<size_t>(opt.graph_limit, 1)) {
+        auto lru = chains.end();
+        for (auto it = chains.begin(); it != chains.end(); ++it)
+            if (!busy(*it->second) && (lru == chains.end() || it->second->last_used < lru->second->last_used)) lru = it;
+        if (lru == chains.end()) break;  // all in flight: one more for now
+        chains.erase(lru);
+    }
     auto c = std::make_unique<Chain>();
     c->n_rows = n_rows;
     c->n_seq = n_seq;
@@ -208,6 +219,7 @@ Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint
     co.probe_non_finite = opt.nan_debug;
     c->cg = TDM_TRY(CompiledGraph::compile(*device, *pipelines, std::move(g->graph), co));
     Chain* out = c.get();
+    out->last_used = ++chain_uses;
     chains.emplace(key, std::move(c));
     return out;
 }
@@ -239,6 +251,7 @@ void DraftHead::settle(DraftHeadDrafter::Run& r) {
     if (r.settled) return;
     r.settled = true;
     Chain& c = *r.chain;
+    r.chain = nullptr;  // no longer needed: the chain may go once idle
     r.status = c.cg->wait();
     if (r.status.ok()) r.status = check_finite(c);
     if (!r.status.ok()) return;
@@ -361,6 +374,8 @@ Result<std::shared_ptr<DraftHeadDrafter::Run>> DraftHead::submit(std::span<Draft
     TDM_TRY(cg.submit());
     auto run = std::make_shared<DraftHeadDrafter::Run>();
     run->chain = c;
+    run->n_seq = c->n_seq;
+    run->k = c->k;
     c->last = run;
     if (n_seq > 1) ++batched_graphs;
     return run;

@@ -52,6 +52,9 @@ struct DraftHeadOptions {
     // Draft for several sequences in one graph when the head allows it; false: one
     // sequence per graph always (tests compare the two).
     bool batch = true;
+    // Compiled draft graphs kept (one per round shape: a server's come in many); past it
+    // the least recently used idle one goes.
+    size_t graph_limit = 32;
 };
 
 class DraftHead;
@@ -99,6 +102,7 @@ public:
     bool stateless() const;
     // Graphs that drafted several sequences at once, since the head was made.
     uint64_t batched_graphs() const;
+    size_t cached_graphs() const;  // compiled rounds the head keeps
 
 private:
     friend class DraftHead;

@@ -167,9 +167,9 @@ Result<std::vector<int32_t>> DraftHeadDrafter::draft(const DraftRequest& req) {
     TDM_TRY(run->status);
     // the catch-up rows are committed pairs: keep them
     if (!stateless()) n_past_ = pending_pos_;
-    const uint32_t n_seq = run->chain->n_seq;
+    const uint32_t n_seq = run->n_seq;
     std::vector<int32_t> out;
-    for (uint32_t j = 0; j < pending_k_ && j < run->chain->k; ++j)
+    for (uint32_t j = 0; j < pending_k_ && j < run->k; ++j)
         out.push_back(run->tokens[size_t(j) * n_seq + pending_index_]);
     out.resize(std::min<size_t>(out.size(), req.max));
     return out;

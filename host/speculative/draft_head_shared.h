@@ -33,6 +33,7 @@ public:
         std::vector<TensorId> ids;    // per step: one token per sequence (argmax or the head's choice)
         TensorId attn_pos = 0;        // constant-position heads: the attention's causal bound, p - 1
         std::shared_ptr<DraftHeadDrafter::Run> last;  // the last submission
+        uint64_t last_used = 0;
     };
 
     ~DraftHead() override;
@@ -70,13 +71,17 @@ public:
     vk::PipelineManager* pipelines = nullptr;
     DraftHeadOptions opt;
     bool batched = false;  // TDM_DRAFT_HEAD_BATCHED, and opt.batch
+    // Compiled rounds by shape. A server's rounds come in many shapes (the catch-up rows of
+    // all its requests): past opt.graph_limit the least recently used idle one goes.
     std::map<std::tuple<uint32_t, uint32_t, uint32_t, const DeviceWeight*>, std::unique_ptr<Chain>> chains;
+    uint64_t chain_uses = 0;
     const DeviceWeight* device_table = nullptr;  // the table the cached device chains read
     uint64_t rows_on_device = 0, rows_from_host = 0, batched_graphs = 0;
 };
 
 struct DraftHeadDrafter::Run {
-    DraftHead::Chain* chain = nullptr;
+    DraftHead::Chain* chain = nullptr;  // until settled: the chain may be evicted after
+    uint32_t n_seq = 0, k = 0;          // the chain's
     bool settled = false;  // waited for, its tokens copied
     Status status;
     std::vector<int32_t> tokens;  // [k][n_seq]

@@ -402,6 +402,7 @@ TEST_F(BatchEngineTest, mtp_sequences_draft_in_one_graph_and_propose_what_they_p
         ho.kv.n_seq_max = 5;
         ho.batch = configs[c].batch;
         ho.rows_on_device = configs[c].rows_on_device;
+        ho.graph_limit = 3;  // fewer than the round shapes of five requests: graphs are evicted and rebuilt
         auto mtp = DraftHeadDrafter::create(*entry, "mtp", (*m)->shared_source(), **m, *kv, device(), pipelines(), ho);
         ASSERT_TRUE(mtp.ok()) << mtp.error().message();
         EXPECT_EQ((*mtp)->batcher() != nullptr, configs[c].batch) << "the plugin's MTP head drafts sequences in one graph";
@@ -427,6 +428,7 @@ TEST_F(BatchEngineTest, mtp_sequences_draft_in_one_graph_and_propose_what_they_p
             EXPECT_EQ(jobs[i].got.tokens, jobs[i].want) << "job " << i << ", " << configs[c].name;
             EXPECT_GT(jobs[i].got.spec.drafted, 0u) << "job " << i;
         }
+        EXPECT_LE((*mtp)->cached_graphs(), ho.graph_limit) << configs[c].name;
         if (configs[c].batch)
             EXPECT_GT((*mtp)->batched_graphs(), 0u) << "no pass drafted several sequences in one graph";
         else
