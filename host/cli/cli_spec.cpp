@@ -282,8 +282,8 @@ const ProgramSpec& program_spec() {
                           ranged({{"--timeout"}, K::integer, "SECONDS", "Longest wait in the queue before a 503.",
                                   "600"},
                                  1, 86400),
-                          ranged({{"--request-timeout"}, K::integer, "SECONDS", "Longest a request may generate; "
-                                  "past it the answer is what it made so far, finish_reason \"length\" (0: no limit).",
+                          ranged({{"--request-timeout"}, K::integer, "SECONDS", "Longest a request may spend in the engine "
+                                  "(from leaving the queue: KV wait, prefill, generation); past it the answer is what it made so far, finish_reason \"length\" (0: no limit).",
                                   "0"},
                                  0, 86400),
                           ranged({{"--max-body"}, K::integer, "BYTES", "Largest request body; a larger one gets 413.",

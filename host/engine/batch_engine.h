@@ -17,11 +17,13 @@
 // the most recently admitted session, which later recomputes its tokens (exact again,
 // by batch invariance) and loses nothing.
 //
-// Drafters: per-session chains (n-gram drafters rebuild from tokens: one instance per
-// session), and shared ones (a draft model, an MTP head: one sequence of state each),
-// which a session uses when no other session holds them. Models with recurrent state
-// (Qwen3.5's Gated DeltaNet) batch sequences too: each sequence's rows are a segment that
-// reads and checkpoints its own state (graph/graph.h, StateBinding).
+// Drafters: a session's own (n-gram drafters; a draft head's sequence, DraftHeadDrafter::
+// another(), whose head batches all sessions' drafts in one graph, DraftBatcher), and
+// shared ones (a draft model: one sequence of state), which a session uses when no other
+// session holds them. Models with recurrent state (Qwen3.5's Gated DeltaNet) batch
+// sequences too when their plugin declares TDM_MODEL_BATCHED_STATES: each sequence's rows
+// are a segment that reads and checkpoints its own state (graph/graph.h, StateBinding);
+// otherwise the sessions take turns, one per pass.
 //
 // The CLI runs the same engine with one session on one sequence (engine/solo.h): plain and
 // speculative generation are this code path, with what a single request adds (logits
