@@ -56,7 +56,7 @@ struct DraftCandidate {
 // Drafts per candidate (<= its k_cap) for a pass of `base_rows` rows (`base_outputs` with
 // logits) that yields `base_tokens` tokens without drafts. Each draft adds a row with
 // logits. Of every total number of drafts, the likeliest placement is costed, and the best
-// total wins; any drafts at all must beat the pass without drafts by at least 1%.
+// total wins; any drafts at all must beat the pass without drafts by at least 5%.
 std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_rows, uint32_t base_outputs,
                                       double base_tokens, std::span<const DraftCandidate> candidates);
 
