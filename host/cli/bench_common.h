@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/cli/bench_common.h: what the `tandem bench` benchmarks share (cmd_bench.cpp).
+// host/cli/bench_common.h: what the `tandem bench` benchmarks and `tandem demo` share (cmd_bench.cpp).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@ namespace tdm::cli {
 
 double now_s();  // a steady clock, in seconds
 uint64_t peak_rss_bytes();
+double median(std::vector<double> v);  // 0 for none; the mean of the middle two for an even count
 // `len` random ids of ordinary text tokens (below the specials at the end of a synthetic
 // vocabulary), reproducibly from `seed`.
 std::vector<int32_t> bench_prompt(const Model& model, uint32_t len, uint64_t seed);

@@ -31,6 +31,12 @@ uint64_t peak_rss_bytes() {
     return uint64_t(ru.ru_maxrss) * 1024;
 }
 
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 std::vector<int32_t> bench_prompt(const Model& model, uint32_t len, uint64_t seed) {
     std::mt19937_64 rng(seed);
     // ids of ordinary text tokens: stay below the specials at the end of a synthetic vocabulary

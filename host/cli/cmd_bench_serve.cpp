@@ -150,13 +150,6 @@ Result<nlohmann::json> run_level(App& app, const LevelSetup& ls, uint32_t c, uin
     return l;
 }
 
-double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 }  // namespace
 
 Status bench_serve(App& app) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_common.h"
 #include "cli/commands.h"
 #include "cli/prompt.h"
 #include "cli/synthesizers.h"
@@ -44,12 +45,6 @@ Status synth_once(const Synthesizer& synth, const std::string& path, const Synth
     TDM_TRY(synth.synthesize("qwen3", path + ".tmp", opt));
     std::filesystem::rename(path + ".tmp", path);
     return {};
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace

@@ -48,8 +48,7 @@ Result<std::unique_ptr<BatchEngine>> BatchEngine::create(Runner& runner, const T
         for (int seq : e->options_.seqs) e->slots_.push_back(Slot{seq});
     }
     if (e->slots_.empty()) return Error("the KV pool has no free sequence slot");
-    e->multi_seq_ = runner.model().batches_sequences();
-    if (!e->multi_seq_ && e->slots_.size() > 1)
+    if (!runner.model().batches_sequences() && e->slots_.size() > 1)
         TDM_LOG_INFO("serve", "the {} model's plugin batches one sequence per pass (no TDM_MODEL_BATCHED_STATES): "
                               "requests take turns",
                      runner.model().arch().desc->name);
@@ -461,7 +460,7 @@ bool BatchEngine::step() {
 
     // every session runs in every pass, or they take turns
     std::vector<Session*> part;
-    if (multi_seq_) {
+    if (runner_.model().batches_sequences()) {
         for (auto& s : active_) part.push_back(s.get());
     } else {
         part.push_back(active_[next_single_++ % active_.size()].get());

@@ -235,9 +235,8 @@ private:
     std::vector<std::unique_ptr<Session>> active_;  // admission order
     uint64_t clock_ = 0;
     tdm_hidden_point hidden_point_ = TDM_HIDDEN_NONE;
-    // false: the model's recurrent states take one sequence per pass (Model::batches_sequences),
-    // so the sessions take turns, next_single_ the next one's index in active_
-    bool multi_seq_ = true;
+    // When the model's recurrent states take one sequence per pass (Model::batches_sequences),
+    // the sessions take turns: the index in active_ of the next one
     size_t next_single_ = 0;
     BatchEngineStats stats_;
     PassCostModel cost_;

@@ -154,9 +154,7 @@ ApiResult<Outcome> HttpServer::Impl::run_locked(const Job& job, Clock::time_poin
         ++pieces;
         return on_text(text, lp);
     };
-    Job limited = job;
-    limited.time_limit_s = opts.generation_timeout_s;
-    ApiResult<Outcome> out = backend.run(limited, timed);
+    ApiResult<Outcome> out = backend.run(job, timed);
     --running;
     if (out.ok()) {
         const Outcome& o = *out;
@@ -210,6 +208,7 @@ void HttpServer::Impl::generation(Endpoint endpoint, const httplib::Request& req
                                   "model_not_found"));
     auto job = backend.prepare(std::move(*parsed));
     if (!job.ok()) return send(res, job.error());
+    job->time_limit_s = opts.generation_timeout_s;
     std::shared_ptr<Ticket> ticket = admit();
     if (!ticket) {
         res.set_header("Retry-After", "1");

@@ -30,7 +30,7 @@ struct ServerOptions {
     size_t max_body_bytes = size_t(8) << 20;
     uint32_t queue = 16;           // requests that may wait for a place to run
     uint32_t queue_timeout_s = 600;  // the longest a request waits before a 503
-    uint32_t generation_timeout_s = 0;  // the longest a request generates (0: no limit)
+    uint32_t generation_timeout_s = 0;  // Job::time_limit_s of every request (0: no limit)
     RequestLimits limits;
 };
 

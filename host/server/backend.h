@@ -21,7 +21,8 @@ namespace tdm::server {
 struct Job {
     GenerationRequest request;
     std::vector<int32_t> prompt;
-    // The most seconds the generation may run (0: no limit); past it, it stops and what it
+    // The most seconds the request may spend in the engine, from when it leaves the queue
+    // (waiting for KV blocks and prefill count; 0: no limit); past it, it stops and what it
     // made so far is the answer, with finish_reason "length" (llama-server's t_max_predict_ms).
     uint32_t time_limit_s = 0;
 };

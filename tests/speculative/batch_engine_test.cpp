@@ -72,6 +72,14 @@ std::unique_ptr<KvPool> make_pool(const Model& m, uint32_t n_seq, uint32_t n_che
     return kv.ok() ? std::move(kv).value() : nullptr;
 }
 
+// Qwen3.5's MTP head of `m` (from its own file), beside the target's pool `kv`.
+Result<std::unique_ptr<DraftHeadDrafter>> mtp_head(const Model& m, const KvPool& kv, DraftHeadOptions ho) {
+    const DraftHeadEntry* entry = plugins().find_draft_head("mtp", m.arch().desc->name);
+    if (!entry) return Error("no mtp draft head for " + std::string(m.arch().desc->name));
+    return DraftHeadDrafter::create(*entry, "mtp", m.shared_source(), m, kv, test::test_device(),
+                                    test::test_pipelines(), ho);
+}
+
 std::vector<int32_t> random_prompt(uint64_t seed, size_t len, int32_t hi) {
     std::mt19937_64 rng(seed);
     std::vector<int32_t> p(len);
@@ -348,11 +356,9 @@ TEST_F(BatchEngineTest, hybrid_model_sessions_share_passes_and_the_mtp_head_and_
     reference(**m, jobs);
     auto kv = make_pool(**m, 3);
     ASSERT_TRUE(kv);
-    const DraftHeadEntry* entry = plugins().find_draft_head("mtp", (*m)->arch().desc->name);
-    ASSERT_TRUE(entry);
     DraftHeadOptions ho;
     ho.kv.n_ctx = 256;
-    auto mtp = DraftHeadDrafter::create(*entry, "mtp", (*m)->shared_source(), **m, *kv, device(), pipelines(), ho);
+    auto mtp = mtp_head(**m, *kv, ho);
     ASSERT_TRUE(mtp.ok()) << mtp.error().message();
     Runner runner(**m, *kv, device(), pipelines());
     BatchEngineOptions o;
@@ -386,8 +392,6 @@ TEST_F(BatchEngineTest, mtp_sequences_draft_in_one_graph_and_propose_what_they_p
         jobs[i].params = params(14);
     }
     reference(**m, jobs);
-    const DraftHeadEntry* entry = plugins().find_draft_head("mtp", (*m)->arch().desc->name);
-    ASSERT_TRUE(entry);
     struct Config {
         bool batch, rows_on_device;
         const char* name;
@@ -403,7 +407,7 @@ TEST_F(BatchEngineTest, mtp_sequences_draft_in_one_graph_and_propose_what_they_p
         ho.batch = configs[c].batch;
         ho.rows_on_device = configs[c].rows_on_device;
         ho.graph_limit = 3;  // fewer than the round shapes of five requests: graphs are evicted and rebuilt
-        auto mtp = DraftHeadDrafter::create(*entry, "mtp", (*m)->shared_source(), **m, *kv, device(), pipelines(), ho);
+        auto mtp = mtp_head(**m, *kv, ho);
         ASSERT_TRUE(mtp.ok()) << mtp.error().message();
         EXPECT_EQ((*mtp)->batcher() != nullptr, configs[c].batch) << "the plugin's MTP head drafts sequences in one graph";
         Runner runner(**m, *kv, device(), pipelines());
@@ -665,12 +669,10 @@ TEST_F(BatchEngineTest, a_request_resuming_a_slot_drafts_with_the_head_sequence_
 
     auto kv = make_pool(**m, 1);
     ASSERT_TRUE(kv);
-    const DraftHeadEntry* entry = plugins().find_draft_head("mtp", (*m)->arch().desc->name);
-    ASSERT_TRUE(entry);
     DraftHeadOptions ho;
     ho.kv.n_ctx = 256;
     ho.kv.n_seq_max = 3;
-    auto mtp = DraftHeadDrafter::create(*entry, "mtp", (*m)->shared_source(), **m, *kv, device(), pipelines(), ho);
+    auto mtp = mtp_head(**m, *kv, ho);
     ASSERT_TRUE(mtp.ok()) << mtp.error().message();
     Runner runner(**m, *kv, device(), pipelines());
     BatchEngineOptions o;
