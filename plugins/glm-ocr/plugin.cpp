@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// plugins/glm-ocr/plugin.cpp: tdm_plugin_negotiate, init and the descriptor tables of the
+// glm-ocr plugin: the GLM-OCR text decoder (GGUF arch glm4, HF glm_ocr) and its NextN/MTP
+// layer as the draft head glm-mtp (text/). The vision tower is not part of it yet. Speaks
+// ABI 2 and 3 (with 3 the head declares batched drafting). In init it checks every op it
+// builds graphs from and refuses to register naming the first one missing.
+#include <tandem/cpp/tandem.hpp>
+
+#include "text/arch.h"
+
+namespace glm {
+namespace {
+
+using tdm::sdk::ArchDesc;
+using tdm::sdk::DraftHeadDesc;
+using tdm::sdk::Err;
+
+constexpr const char* kPluginName = "glm-ocr";
+
+const char* const kGguf[] = {"glm4", nullptr};
+const char* const kHf[] = {"glm_ocr", "glm_ocr_text", nullptr};
+const char* const kMtpTypes[] = {"mtp", "nextn", "draft-mtp", nullptr};
+const char* const kMtpTargets[] = {"glm4", nullptr};
+
+constexpr tdm_arch_desc kGlm4 =
+    ArchDesc("glm4").gguf_names(kGguf).hf_model_types(kHf).callbacks(glm_create, glm_load, glm_build_graph, glm_destroy);
+constexpr tdm_draft_head_desc kGlmMtp =
+    DraftHeadDesc("glm-mtp")
+        .spec_types(kMtpTypes)
+        .target_archs(kMtpTargets)
+        .callbacks(glm_mtp_create, glm_mtp_load, glm_mtp_build_step, glm_mtp_destroy);
+
+tdm_status init(const tdm_host_api* api, tdm_registry* reg, char* err, size_t err_size) {
+    const Err e(err, err_size);
+    tdm::sdk::Host host;
+    TDM_SDK_TRY(host.init(api, kPluginName, e));
+    TDM_SDK_TRY(glm_require_ops(host, e));
+    TDM_SDK_TRY(host.register_arch(reg, kGlm4, e));
+    return host.register_draft_head(reg, kGlmMtp, e);
+}
+
+constexpr tdm_plugin_api kPlugin = tdm::sdk::PluginApi(kPluginName)
+                                       .version("0.1.0")
+                                       .description("GLM-OCR's text decoder (glm4) with its NextN/MTP head")
+                                       .init(init);
+
+}  // namespace
+}  // namespace glm
+
+TDM_SDK_PLUGIN_ENTRY(glm::kPlugin, 2, 3)
