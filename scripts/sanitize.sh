@@ -10,7 +10,8 @@
 #   2. one end-to-end `tandem run` per model family and drafter: qwen3 (GGUF and HF
 #      safetensors), qwen3 with a draft model, qwen3 with the n-gram drafters, qwen35 (hybrid)
 #      and qwen35moe with their MTP heads, gemma4 (E2B-style GGUF and HF, 26B-style MoE) and
-#      the E2B-style one with its synthesized assistant (GGUF and HF);
+#      the E2B-style one with its synthesized assistant (GGUF and HF), GLM-OCR's text decoder
+#      (GGUF and HF) with its MTP layer;
 #   3. every fuzz harness for FUZZ_SECONDS (default 10; scripts/fuzz.sh on the same build).
 #
 #   scripts/sanitize.sh [--ci] [FUZZ_SECONDS]
@@ -57,7 +58,7 @@ cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" \
   -DTANDEM_SANITIZE=address,undefined -DTANDEM_FUZZ=ON >/dev/null
 echo "==> building (only what the job runs)"
-targets=(tandem tandem-plugin-gemma4 tandem-synth-gemma4 fuzz_all)
+targets=(tandem tandem-plugin-gemma4 tandem-synth-gemma4 tandem-plugin-glm-ocr tandem-synth-glm-ocr fuzz_all)
 if [ "$ci" = 0 ]; then targets+=(test_formats test_tokenizer test_config test_cli test_runtime test_server); fi
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 
@@ -94,6 +95,8 @@ synth --arch gemma4 --preset tiny-e2b --format hf -o "$e2e/gemma4-e2b-hf"
 synth --arch gemma4 --preset tiny-26b -o "$e2e/gemma4-26b.gguf"
 synth --arch gemma4-assistant --preset tiny-e2b -o "$e2e/gemma4-e2b-assistant.gguf"
 synth --arch gemma4-assistant --preset tiny-e2b --format hf -o "$e2e/gemma4-e2b-assistant-hf"
+synth --arch glm4 -o "$e2e/glm4.gguf"
+synth --arch glm4 --format hf -o "$e2e/glm4-hf"
 runs=(
   "-m $e2e/qwen3.gguf"
   "-m $e2e/qwen3-hf"
@@ -107,6 +110,8 @@ runs=(
   "-m $e2e/gemma4-e2b.gguf -md $e2e/gemma4-e2b-assistant.gguf"
   "-m $e2e/gemma4-e2b-hf -md $e2e/gemma4-e2b-assistant-hf"
   "-m $e2e/gemma4-26b.gguf --spec-type ngram-mod"
+  "-m $e2e/glm4.gguf --spec-type mtp"
+  "-m $e2e/glm4-hf --spec-type mtp"
 )
 for r in "${runs[@]}"; do
   # shellcheck disable=SC2086  # each entry is a list of arguments

@@ -3,6 +3,7 @@
 // architecture and the glm-mtp draft head: hyper-parameters and options -> the memory
 // declared to the host.
 // Not here: descriptors (../plugin.cpp), weights (load.cpp).
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -19,7 +20,7 @@ using tdm::sdk::Err;
 // must be the trunk's.
 tdm_status check_matches_target(const GlmHparams& h, const GlmHparams& t, const char* path, Err err) {
     if (h.n_embd != t.n_embd || h.n_head != t.n_head || h.n_head_kv != t.n_head_kv || h.head_dim != t.head_dim ||
-        h.n_ff != t.n_ff || h.n_vocab != t.n_vocab)
+        h.n_ff != t.n_ff || h.mrope != t.mrope || h.rope_mode != t.rope_mode || (h.n_vocab && h.n_vocab != t.n_vocab))
         return err.fail(TDM_ERR_BAD_MODEL,
                         "%s: the MTP layer's shape (hidden %u, %u heads of %u, vocab %u) does not match the target's "
                         "(hidden %u, %u heads of %u, vocab %u)",
@@ -27,9 +28,15 @@ tdm_status check_matches_target(const GlmHparams& h, const GlmHparams& t, const 
     return TDM_OK;
 }
 
-// draft_vocab (0 = the whole vocabulary): draft logits over the first ids only.
+// draft_vocab (0 = the whole vocabulary): draft logits over the first ids only. mtp_hidden
+// may only name what the layer was trained on: the trunk's post-norm hidden (spec §3.2).
 tdm_status read_mtp_options(const tdm_host_api* host, const tdm_options* options, GlmMtp* h, Err err) {
     if (!options) return TDM_OK;
+    const char* hidden = nullptr;
+    if (host->option_get_string(options, "mtp_hidden", &hidden) == TDM_OK && hidden &&
+        std::strcmp(hidden, "post-norm") != 0)
+        return err.fail(TDM_ERR_INVALID_ARGUMENT,
+                        "mtp_hidden = '%s': GLM-OCR's MTP layer reads the trunk's post-norm hidden only", hidden);
     int64_t dv = 0;
     if (host->option_get_int(options, "draft_vocab", &dv) == TDM_OK) {
         if (dv < 0)
@@ -50,6 +57,9 @@ tdm_status glm_create(const tdm_host_api* host, const tdm_model_source* src, con
         m->host = host;
         m->hf = host->source_format(src) == TDM_SOURCE_SAFETENSORS;
         TDM_SDK_TRY(glm_read_hparams(host, src, &m->hp, e));
+        if (m->hp.n_vocab == 0)
+            return e.fail(TDM_ERR_BAD_MODEL, "%s: no token_embd.weight (an MTP-only file? load it with --mtp-head)",
+                          host->source_path(src));
         const GlmHparams& hp = m->hp;
         m->attention.assign(hp.n_layer, tdm::sdk::full_attention(hp.n_head_kv, hp.head_dim, hp.head_dim));
         m->description = glm_describe(hp);
@@ -87,7 +97,12 @@ tdm_status glm_mtp_create(const tdm_host_api* host, const tdm_model_source* src,
                           path, h->hf ? "num_nextn_predict_layers is 0 or its tensors are absent"
                                       : "glm4.nextn_predict_layers is 0 or absent",
                           h->hp.n_layer, h->hp.n_layer);
-        if (h->target) TDM_SDK_TRY(check_matches_target(h->hp, h->target->hp, path, e));
+        if (h->target) {
+            TDM_SDK_TRY(check_matches_target(h->hp, h->target->hp, path, e));
+            if (h->hp.n_vocab == 0) h->hp.n_vocab = h->target->hp.n_vocab;
+        }
+        if (h->hp.n_vocab == 0)
+            return e.fail(TDM_ERR_BAD_MODEL, "%s: an MTP-only file needs its target (no token_embd.weight)", path);
         TDM_SDK_TRY(read_mtp_options(host, options, h.get(), e));
         h->block = h->hp.n_layer;
         h->own = tdm::sdk::full_attention(h->hp.n_head_kv, h->hp.head_dim, h->hp.head_dim);

@@ -50,12 +50,15 @@ tdm_status read_gguf(const HparamReader& top, GlmHparams* hp) {
     hp->mrope = found && (sec[0] | sec[1] | sec[2]) != 0;
     hp->rope_mode = hp->mrope ? TDM_ROPE_NEOX : TDM_ROPE_ADJACENT;
     for (int i = 0; i < 3; ++i) hp->sections[i] = int32_t(sec[i]);
-    tdm_tensor_info ti;
-    TDM_SDK_TRY(top.tensor_info("token_embd.weight", &ti));
-    if (ti.ne[1] < 1 || ti.ne[1] > (1 << 24))
-        return err.fail(TDM_ERR_BAD_MODEL, "%s: token_embd.weight has %lld rows, outside [1, %d]", r.path(),
-                        (long long)ti.ne[1], 1 << 24);
-    hp->n_vocab = uint32_t(ti.ne[1]);
+    // no token_embd.weight: an MTP-only file (n_vocab stays 0; the head takes the target's)
+    if (top.has_tensor("token_embd.weight")) {
+        tdm_tensor_info ti;
+        TDM_SDK_TRY(top.tensor_info("token_embd.weight", &ti));
+        if (ti.ne[1] < 1 || ti.ne[1] > (1 << 24))
+            return err.fail(TDM_ERR_BAD_MODEL, "%s: token_embd.weight has %lld rows, outside [1, %d]", r.path(),
+                            (long long)ti.ne[1], 1 << 24);
+        hp->n_vocab = uint32_t(ti.ne[1]);
+    }
     hp->tied = !top.has_tensor("output.weight");
     return TDM_OK;
 }
