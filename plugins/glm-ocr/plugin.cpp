@@ -18,7 +18,7 @@ using tdm::sdk::Err;
 constexpr const char* kPluginName = "glm-ocr";
 
 const char* const kGguf[] = {"glm4", nullptr};
-const char* const kHf[] = {"glm_ocr", "glm_ocr_text", nullptr};
+const char* const kHf[] = {"glm_ocr", nullptr};
 const char* const kMtpTypes[] = {"mtp", "nextn", "draft-mtp", nullptr};
 const char* const kMtpTargets[] = {"glm4", nullptr};
 

@@ -39,6 +39,7 @@ struct ModelSpec {
     bool mtp = true;
     uint64_t seed = 7;
     const char* preset = "tiny";
+    bool mtp_copies = true;  // the MTP layer's own embed_tokens / shared_head.head
 };
 
 // Writes the model into a fresh temp dir; returns its path (a .gguf file or an HF directory).
@@ -50,6 +51,7 @@ inline std::string synth(const ModelSpec& m) {
     o.weight_type = m.type;
     o.seed = m.seed;
     o.repeating = m.repeating;
+    o.mtp_copies = m.mtp_copies;
     const std::string path = test::make_temp_dir("glm") + (m.hf ? "/hf" : "/m.gguf");
     const Status st = m.hf ? synth::synth_glm_hf(path, *shape, o) : synth::synth_glm_gguf(path, *shape, o);
     EXPECT_TRUE(st.ok()) << st.error().message();

@@ -105,7 +105,7 @@ void add_block(std::vector<GlmTensor>& t, const GlmShape& s, const std::string& 
 }
 
 // In GGUF file order: token_embd, the trunk's blocks, the MTP block, output_norm, output.
-std::vector<GlmTensor> table(const GlmShape& s) {
+std::vector<GlmTensor> table(const GlmShape& s, const GlmSynthOptions& o) {
     const float sd_embd = 1.0f / std::sqrt(float(s.n_embd));
     const float sd_norm = kNormSpread / kSqrt3;
     const int64_t E = s.n_embd, V = s.n_vocab;
@@ -123,8 +123,15 @@ std::vector<GlmTensor> table(const GlmShape& s) {
             t.back().eh_identity = true;
             add(t, g + "nextn.enorm.weight", h + "enorm.weight", param(g + "nextn.enorm.weight", 1, E, ParamRole::norm, sd_norm));
             add(t, g + "nextn.hnorm.weight", h + "hnorm.weight", param(g + "nextn.hnorm.weight", 1, E, ParamRole::norm, sd_norm));
-            add(t, g + "nextn.embed_tokens.weight", h + "embed_tokens.weight", embd);
-            add(t, g + "nextn.shared_head_head.weight", h + "shared_head.head.weight", out);
+            if (o.mtp_copies) {
+                SynthParam own_embd = embd, own_out = out;
+                if (!o.repeating) {  // repeating mode needs the trunk's codes to draft its successors
+                    own_embd.gguf_name = g + "nextn.embed_tokens.weight";
+                    own_out.gguf_name = g + "nextn.shared_head_head.weight";
+                }
+                add(t, g + "nextn.embed_tokens.weight", h + "embed_tokens.weight", own_embd);
+                add(t, g + "nextn.shared_head_head.weight", h + "shared_head.head.weight", own_out);
+            }
             add(t, g + "nextn.shared_head_norm.weight", h + "shared_head.norm.weight",
                 param(g + "nextn.shared_head_norm.weight", 1, E, ParamRole::norm, sd_norm));
         }
@@ -305,7 +312,7 @@ Status synth_glm_gguf(const std::string& path, const GlmShape& s, const GlmSynth
     w.add_string("tokenizer.chat_template", synth_chat_template());
     if (traits(o.weight_type).quantized) w.add_u32("general.quantization_version", kQuantizationVersion);
 
-    for (const GlmTensor& t : table(s)) {
+    for (const GlmTensor& t : table(s, o)) {
         const SynthParam& p = t.p;
         const DType type = p.is_vector ? DType::F32 : tensor_type(o.weight_type, p.cols);
         const std::vector<float> v = values(t, recipe, s.head_dim, true);
@@ -333,7 +340,7 @@ Status synth_glm_hf(const std::string& dir, const GlmShape& s, const GlmSynthOpt
     const std::string dtype(safetensors_dtype_name(o.weight_type));
     const DType type = o.weight_type;
     const int64_t head_dim = s.head_dim;
-    for (const GlmTensor& t : table(s)) {
+    for (const GlmTensor& t : table(s, o)) {
         std::vector<int64_t> shape = t.p.is_vector ? std::vector<int64_t>{t.p.cols} : std::vector<int64_t>{t.p.rows, t.p.cols};
         // produced while writing, one tensor at a time
         TDM_TRY(st.add_tensor(t.hf, dtype, std::move(shape), [t, recipe, type, head_dim](uint8_t* dst) -> Status {

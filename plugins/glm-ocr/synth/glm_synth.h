@@ -8,8 +8,9 @@
 // No vision tower yet (the text decoder and its MTP layer only).
 //
 // Values are those of host/synth/synth_weights.h (a pure function of seed, tensor name and
-// element index; the GGUF name of the HF-order tensor names the stream). The MTP layer's own
-// embedding and LM head are copies of the trunk's (the checkpoint carries copies).
+// element index; the GGUF name of the HF-order tensor names the stream). The MTP layer carries
+// its own embedding and LM head (as the checkpoint does): values of their own, so that a head
+// that read the trunk's instead would draft differently; in repeating mode, the trunk's values.
 // Repeating mode: every residual output (o_proj, down_proj) is zero, so the residual stream
 // is the token's embedding code and the greedy successor of t is repeat_successor(t); the MTP
 // layer's eh_proj is [I | I/4], so the head drafts that same successor.
@@ -51,6 +52,7 @@ struct GlmSynthOptions {
     bool repeating = false;
     int32_t repeat_period = 5;
     std::string name;                // general.name; "" = "tandem synthetic glm-ocr"
+    bool mtp_copies = true;          // write the MTP layer's own embed_tokens and shared_head.head
     int n_threads = 0;
 };
 

@@ -17,10 +17,11 @@ namespace {
 using tdm::sdk::Err;
 
 // The head reads the trunk's hidden rows and attends like a trunk layer, so the widths
-// must be the trunk's.
+// must be the trunk's. Its RoPE pairing may differ (an HF side file for a GGUF target): it
+// ropes its own q/k against its own KV.
 tdm_status check_matches_target(const GlmHparams& h, const GlmHparams& t, const char* path, Err err) {
     if (h.n_embd != t.n_embd || h.n_head != t.n_head || h.n_head_kv != t.n_head_kv || h.head_dim != t.head_dim ||
-        h.n_ff != t.n_ff || h.mrope != t.mrope || h.rope_mode != t.rope_mode || (h.n_vocab && h.n_vocab != t.n_vocab))
+        h.n_ff != t.n_ff || (h.n_vocab && h.n_vocab != t.n_vocab))
         return err.fail(TDM_ERR_BAD_MODEL,
                         "%s: the MTP layer's shape (hidden %u, %u heads of %u, vocab %u) does not match the target's "
                         "(hidden %u, %u heads of %u, vocab %u)",

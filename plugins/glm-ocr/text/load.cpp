@@ -26,7 +26,6 @@ constexpr TensorName kWq = {"attn_q.weight", "self_attn.q_proj.weight"};
 constexpr TensorName kWk = {"attn_k.weight", "self_attn.k_proj.weight"};
 constexpr TensorName kWv = {"attn_v.weight", "self_attn.v_proj.weight"};
 constexpr TensorName kWo = {"attn_output.weight", "self_attn.o_proj.weight"};
-constexpr TensorName kBq = {"attn_q.bias", "self_attn.q_proj.bias"};
 constexpr TensorName kPostAttnNorm = {"post_attention_norm.weight", "post_self_attn_layernorm.weight", kF32};
 constexpr TensorName kFfnNorm = {"ffn_norm.weight", "post_attention_layernorm.weight", kF32};
 constexpr TensorName kFfnUp = {"ffn_up.weight", "mlp.gate_up_proj.weight"};  // gate rows first
@@ -43,7 +42,7 @@ constexpr TensorName kMtpOutput = {"nextn.shared_head_head.weight", "shared_head
 
 WeightLoader layers_of(const WeightLoader& L) { return L.with_prefix("blk.%d.", "model.language_model.layers.%d."); }
 
-tdm_status load_block(const WeightLoader& Ll, const GlmHparams& hp, GlmLayer* l, Err err) {
+tdm_status load_block(const WeightLoader& Ll, const GlmHparams& hp, GlmLayer* l) {
     const int64_t E = hp.n_embd, F = hp.n_ff, D = hp.head_dim;
     const int64_t q_dim = int64_t(hp.n_head) * D, kv_dim = int64_t(hp.n_head_kv) * D;
     TDM_SDK_TRY(Ll.get(kAttnNorm, {E}, &l->attn_norm));
@@ -51,13 +50,6 @@ tdm_status load_block(const WeightLoader& Ll, const GlmHparams& hp, GlmLayer* l,
     TDM_SDK_TRY(Ll.get(kWk, {E, kv_dim}, &l->wk));
     TDM_SDK_TRY(Ll.get(kWv, {E, kv_dim}, &l->wv));
     TDM_SDK_TRY(Ll.get(kWo, {q_dim, E}, &l->wo));
-    // GLM-4-0414 checkpoints have q/k/v biases; GLM-OCR has none and this decoder adds none
-    const tdm_weight* bias = nullptr;
-    TDM_SDK_TRY(Ll.get_optional(kBq, {q_dim}, &bias));
-    if (bias)
-        return err.fail(TDM_ERR_UNSUPPORTED,
-                        "glm4: the file has attention biases (attn_q.bias / q_proj.bias), as GLM-4-0414 has; this "
-                        "plugin runs GLM-OCR's decoder, which has none");
     TDM_SDK_TRY(Ll.get(kPostAttnNorm, {E}, &l->post_attn_norm));
     TDM_SDK_TRY(Ll.get(kFfnNorm, {E}, &l->ffn_norm));
     TDM_SDK_TRY(Ll.get(kFfnUp, {E, 2 * F}, &l->ffn_up));
@@ -80,7 +72,7 @@ tdm_status glm_load_trunk(GlmModel* m, tdm_loader* loader, Err err) {
         TDM_SDK_TRY(L.get(kOutput, {E, V}, &m->output));
     m->layers.resize(hp.n_layer);
     const WeightLoader blocks = layers_of(L);
-    for (uint32_t il = 0; il < hp.n_layer; ++il) TDM_SDK_TRY(load_block(blocks.at_layer(int(il)), hp, &m->layers[il], err));
+    for (uint32_t il = 0; il < hp.n_layer; ++il) TDM_SDK_TRY(load_block(blocks.at_layer(int(il)), hp, &m->layers[il]));
     return TDM_OK;
 }
 
@@ -95,7 +87,7 @@ tdm_status glm_load_mtp(GlmMtp* h, tdm_loader* loader, Err err) {
     TDM_SDK_TRY(own.get(kENorm, {E}, &h->enorm));
     TDM_SDK_TRY(own.get(kHNorm, {E}, &h->hnorm));
     TDM_SDK_TRY(own.get(kHeadNorm, {E}, &h->head_norm));
-    TDM_SDK_TRY(load_block(own, hp, &h->layer, err));
+    TDM_SDK_TRY(load_block(own, hp, &h->layer));
     TDM_SDK_TRY(own.get_optional(kMtpEmbd, {E, V}, &h->tok_embd));
     TDM_SDK_TRY(own.get_optional(kMtpOutput, {E, V}, &h->output));
     if (!h->tok_embd) {
