@@ -124,7 +124,8 @@ OptionGroup generation_options(OptionSpec n_predict = ranged({{"-n", "--n-predic
     return {"generation",
             {
                 n_predict,
-                {{"--ignore-eos"}, K::flag, "", "Do not stop at end-of-generation tokens."},
+                {{"--ignore-eos"}, K::flag, "", "Do not stop at end-of-generation tokens (the tokenizer's eos and end-of-turn "
+                 "tokens, and an HF checkpoint's eos_token_id lists in config.json and generation_config.json)."},
                 {{"--temp"}, K::number, "T", "Temperature; 0 = greedy (always the likeliest token).", "0.8"},
                 ranged({{"--top-k"}, K::integer, "N", "Keep the N likeliest tokens; 0 = off.", "40"}, 0, kInt32Max),
                 {{"--top-p"}, K::number, "P", "Keep the likeliest tokens up to probability mass P; 1 = off.", "0.95"},

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "common/file_read.h"
 #include "common/log.h"
 #include "plugin/abi_structs.h"
 #include "tokenizer/vocab_gguf.h"
@@ -39,6 +40,41 @@ Error hf_architecture_error(const ModelSource& src) {
     return Error::format("{}: the model does not name its architecture: \"model_type\" in {} is {}, not a "
                          "non-empty string",
                          src.path(), st->config_path(), mt->dump());
+}
+
+// The ids an HF checkpoint stops on besides its tokenizer's eos: "eos_token_id" (a number or a
+// list) of config.json, at the top or in text_config (multimodal wrappers), and of
+// generation_config.json, which transformers' generate() reads. GLM-OCR lists <|user|> there;
+// llama.cpp's converter writes it as the GGUF's eot. Unreadable files add nothing.
+std::vector<int32_t> hf_stop_ids(const ModelSource& src, const std::filesystem::path& dir) {
+    std::vector<int32_t> ids;
+    auto collect = [&](const nlohmann::json& j) {
+        for (const char* scope : {"", "text_config"}) {
+            const nlohmann::json* o = &j;
+            if (*scope) {
+                auto it = j.find(scope);
+                if (it == j.end() || !it->is_object()) continue;
+                o = &*it;
+            }
+            auto e = o->find("eos_token_id");
+            if (e == o->end()) continue;
+            if (e->is_number_integer()) ids.push_back(e->get<int32_t>());
+            if (e->is_array())
+                for (const nlohmann::json& v : *e)
+                    if (v.is_number_integer()) ids.push_back(v.get<int32_t>());
+        }
+    };
+    if (const nlohmann::json* cfg = src.hf_config()) collect(*cfg);
+    const std::filesystem::path gen = dir / "generation_config.json";
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(gen, ec)) {
+        auto text = read_regular_file(gen.string(), 1 << 20, "generation config");
+        if (text.ok()) {
+            const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+            if (j.is_object()) collect(j);
+        }
+    }
+    return ids;
 }
 
 }  // namespace
@@ -137,8 +173,12 @@ Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const ModelSource> so
         const auto tj = dir / "tokenizer.json";
         if (std::filesystem::exists(tj)) {
             auto t = load_tokenizer_hf_file(tj.string());
-            if (t.ok()) m->tokenizer_ = std::move(t).value();
-            else m->tokenizer_error_ = t.error().message();
+            if (t.ok()) {
+                m->tokenizer_ = std::move(t).value();
+                for (int32_t id : hf_stop_ids(src, dir)) m->tokenizer_->add_eog(id);
+            } else {
+                m->tokenizer_error_ = t.error().message();
+            }
         } else {
             m->tokenizer_error_ = fmt::format("no tokenizer.json in {}", dir.string());
         }

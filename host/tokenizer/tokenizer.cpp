@@ -318,6 +318,10 @@ std::string Tokenizer::token_to_piece(int32_t id, bool special) const {
 
 bool Tokenizer::is_eog(int32_t id) const { return in_range(id) && eog_[id]; }
 
+void Tokenizer::add_eog(int32_t id) {
+    if (in_range(id)) eog_[id] = true;
+}
+
 const std::string& Tokenizer::token_text(int32_t id) const {
     static const std::string empty;
     return in_range(id) ? vocab_.tokens[id] : empty;

@@ -60,6 +60,9 @@ public:
     // End of generation: eos, eot, eom and every token whose text llama.cpp treats as a
     // stop token (<|im_end|>, <|endoftext|>, <end_of_turn>, <eos>, <|eot_id|>, ...).
     bool is_eog(int32_t id) const;
+    // Also ends generation: a model's own stop ids (an HF config's eos_token_id list, e.g.
+    // GLM-OCR's <|user|>). Ids outside the vocabulary are ignored.
+    void add_eog(int32_t id);
 
     // Token text as stored in the vocabulary ("Ġworld", "▁world"); "" if out of range.
     const std::string& token_text(int32_t id) const;

@@ -7,6 +7,9 @@
 #include "glm_helpers.h"
 
 #include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "support/glm_reference.h"
 #include "support/prefill.h"
@@ -100,6 +103,26 @@ TEST_F(GlmEndToEnd, gguf_and_hf_layouts_of_the_same_model_give_the_same_logits_a
     }
     EXPECT_LT(ref::nmse(logits[0], logits[1]), 1e-10);
     EXPECT_EQ(tokens[0], tokens[1]);
+}
+
+// GLM-OCR stops on <|user|> as well as <|endoftext|> (spec §4, §6.6). An HF checkpoint says so
+// in config.json's text_config.eos_token_id and in generation_config.json; both lists end
+// generation (tokens whose text is no known stop token are used here, so only the lists can
+// make them stop).
+TEST_F(GlmEndToEnd, an_hf_checkpoints_eos_token_id_lists_end_generation) {
+    const std::string dir = testglm::synth({DType::F32, true});
+    auto cfg = nlohmann::json::parse(test::read_file(dir + "/config.json"));
+    cfg["text_config"]["eos_token_id"] = {300, 302};
+    {
+        std::ofstream(dir + "/config.json") << cfg.dump(2);
+        std::ofstream(dir + "/generation_config.json") << R"({"eos_token_id": 301, "do_sample": false})";
+    }
+    auto m = Model::load(dir, testglm::plugins(), test::test_device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    const Tokenizer* tok = (*m)->tokenizer();
+    ASSERT_NE(tok, nullptr);
+    for (int32_t id : {300, 301, 302}) EXPECT_TRUE(tok->is_eog(id)) << id;
+    for (int32_t id : {299, 303}) EXPECT_FALSE(tok->is_eog(id)) << id;
 }
 
 }  // namespace
