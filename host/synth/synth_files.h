@@ -21,6 +21,17 @@ inline constexpr uint32_t kQuantizationVersion = 2;  // GGML_QNT_VERSION, what l
 bool is_synth_weight_type(DType t);
 // HF checkpoints hold F32, F16 or BF16 only.
 bool is_hf_weight_type(DType t);
+
+// The type a matrix with rows of ne0 elements gets when `want` is asked for: llama-quantize's
+// shape fallback (spec/quants.md §6), Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, then F16 when not
+// even 32 divides the row. The 32-element types (Q4_0, Q5_0, Q5_1, Q8_0) fall back to F16 where
+// 32 does not divide the row. Float types never fall back.
+DType gguf_row_type(DType want, int64_t ne0);
+
+// general.file_type (llama_ftype) for a weight type: F32 0, F16 1, Q4_0 2, Q8_0 7, Q5_0 8, Q5_1 9,
+// Q4_K 15 (Q4_K_M), Q5_K 17 (Q5_K_M), Q6_K 18, BF16 32. The synthetic mixes are "pure" (one type
+// for every matrix); the number only labels the file.
+uint32_t gguf_file_type(DType weight_type);
 std::string_view safetensors_dtype_name(DType t);  // "F32", "F16", "BF16"
 std::string_view torch_dtype_name(DType t);        // "float32", "float16", "bfloat16"
 

@@ -216,21 +216,6 @@ TEST(Gemma4Shape, validate_refuses_bad_shapes_naming_the_field) {
     }
 }
 
-TEST(Gemma4Shape, types_fall_back_per_row_width_as_llama_quantize) {
-    EXPECT_EQ(gemma4_tensor_type(DType::Q4_K, 256), DType::Q4_K);
-    EXPECT_EQ(gemma4_tensor_type(DType::Q4_K, 64), DType::Q5_0);
-    EXPECT_EQ(gemma4_tensor_type(DType::Q5_K, 64), DType::Q5_1);
-    EXPECT_EQ(gemma4_tensor_type(DType::Q6_K, 96), DType::Q8_0);
-    EXPECT_EQ(gemma4_tensor_type(DType::Q6_K, 16), DType::F16);
-    EXPECT_EQ(gemma4_tensor_type(DType::Q8_0, 16), DType::F16);
-    EXPECT_EQ(gemma4_tensor_type(DType::Q4_0, 32), DType::Q4_0);
-    EXPECT_EQ(gemma4_tensor_type(DType::BF16, 16), DType::BF16);
-    EXPECT_EQ(gemma4_file_type(DType::F32), 0u);
-    EXPECT_EQ(gemma4_file_type(DType::Q8_0), 7u);
-    EXPECT_EQ(gemma4_file_type(DType::Q4_K), 15u);
-    EXPECT_EQ(gemma4_file_type(DType::BF16), 32u);
-}
-
 TEST(Gemma4Shape, rope_freqs_switch_off_the_unrotated_slots) {
     const std::vector<float> tiny = gemma4_rope_freqs(preset("tiny-31b"));
     ASSERT_EQ(tiny.size(), 32u);

@@ -12,6 +12,7 @@
 #include "formats/model_source.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/fixtures.h"
+#include "synth/synth_files.h"
 #include "synth/synth_vocab.h"
 
 #include <chrono>
@@ -176,15 +177,20 @@ TEST(Qwen3Synth, gguf_has_converter_metadata_and_exactly_the_qwen3_tensors) {
 }
 
 TEST(Qwen3Synth, k_quants_fall_back_where_the_row_is_not_a_multiple_of_256) {
-    EXPECT_EQ(qwen3_tensor_type(DType::Q4_K, 256), DType::Q4_K);
-    EXPECT_EQ(qwen3_tensor_type(DType::Q4_K, 64), DType::Q5_0);
-    EXPECT_EQ(qwen3_tensor_type(DType::Q5_K, 64), DType::Q5_1);
-    EXPECT_EQ(qwen3_tensor_type(DType::Q5_0, 40), DType::F16);
-    EXPECT_EQ(qwen3_tensor_type(DType::Q5_1, 96), DType::Q5_1);
-    EXPECT_EQ(qwen3_tensor_type(DType::Q6_K, 96), DType::Q8_0);
-    EXPECT_EQ(qwen3_tensor_type(DType::Q6_K, 40), DType::F16);
-    EXPECT_EQ(qwen3_tensor_type(DType::Q8_0, 40), DType::F16);
-    EXPECT_EQ(qwen3_tensor_type(DType::BF16, 40), DType::BF16);
+    EXPECT_EQ(gguf_row_type(DType::Q4_K, 256), DType::Q4_K);
+    EXPECT_EQ(gguf_row_type(DType::Q4_K, 64), DType::Q5_0);
+    EXPECT_EQ(gguf_row_type(DType::Q5_K, 64), DType::Q5_1);
+    EXPECT_EQ(gguf_row_type(DType::Q5_0, 40), DType::F16);
+    EXPECT_EQ(gguf_row_type(DType::Q5_1, 96), DType::Q5_1);
+    EXPECT_EQ(gguf_row_type(DType::Q6_K, 96), DType::Q8_0);
+    EXPECT_EQ(gguf_row_type(DType::Q6_K, 40), DType::F16);
+    EXPECT_EQ(gguf_row_type(DType::Q8_0, 40), DType::F16);
+    EXPECT_EQ(gguf_row_type(DType::BF16, 40), DType::BF16);
+    EXPECT_EQ(gguf_row_type(DType::Q4_0, 32), DType::Q4_0);
+    EXPECT_EQ(gguf_file_type(DType::F32), 0u);
+    EXPECT_EQ(gguf_file_type(DType::Q8_0), 7u);
+    EXPECT_EQ(gguf_file_type(DType::Q4_K), 15u);
+    EXPECT_EQ(gguf_file_type(DType::BF16), 32u);
 
     // small: every row length (256, 512) takes Q4_K; tiny (64, 128) falls back to Q5_0.
     const std::string dir = test::make_temp_dir("synth-kq");

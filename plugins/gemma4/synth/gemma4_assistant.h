@@ -93,7 +93,7 @@ std::string gemma4_assistant_layer_pattern(const Gemma4AssistantShape& shape);
 
 // Writes the GGUF file: keys "gemma4-assistant.*" as llama.cpp's converter names them
 // (gemma4_assistant_synth.cpp lists them), rope_freqs as the target's, no tokenizer. Matrices in
-// opts.weight_type (per-row fallback as gemma4_tensor_type), norms and scales F32, ordering I32.
+// opts.weight_type (per-row fallback as gguf_row_type), norms and scales F32, ordering I32.
 Status synth_gemma4_assistant_gguf(const std::string& path, const Gemma4AssistantShape& shape,
                                    const Gemma4SynthOptions& opts);
 

@@ -127,7 +127,7 @@ Status synth_gemma4_assistant_gguf(const std::string& path, const Gemma4Assistan
     w.add_string("general.type", "model");
     w.add_string("general.name", o.name.empty() ? std::string(kDefaultName) : o.name);
     add_assistant_keys(w, a);
-    w.add_u32("general.file_type", gemma4_file_type(o.weight_type));
+    w.add_u32("general.file_type", gguf_file_type(o.weight_type));
     if (traits(o.weight_type).quantized) w.add_u32("general.quantization_version", kQuantizationVersion);
 
     // rope_freqs of the target: the assistant's queries meet the target's keys, rotated alike.

@@ -219,32 +219,6 @@ Status validate_gemma4(const Gemma4Shape& s, const Gemma4SynthOptions& o) {
     return {};
 }
 
-DType gemma4_tensor_type(DType want, int64_t ne0) {
-    if (ne0 % int64_t(traits(want).block_size) == 0) return want;
-    DType fallback = DType::F16;
-    if (want == DType::Q4_K) fallback = DType::Q5_0;
-    if (want == DType::Q5_K) fallback = DType::Q5_1;
-    if (want == DType::Q6_K) fallback = DType::Q8_0;
-    if (ne0 % int64_t(traits(fallback).block_size) == 0) return fallback;
-    return DType::F16;
-}
-
-uint32_t gemma4_file_type(DType t) {
-    switch (t) {
-        case DType::F32: return 0;
-        case DType::F16: return 1;
-        case DType::Q4_0: return 2;
-        case DType::Q8_0: return 7;
-        case DType::Q5_0: return 8;
-        case DType::Q5_1: return 9;
-        case DType::Q4_K: return 15;
-        case DType::Q5_K: return 17;
-        case DType::Q6_K: return 18;
-        case DType::BF16: return 32;
-        default: return 0;
-    }
-}
-
 std::vector<float> gemma4_rope_freqs(const Gemma4Shape& s) {
     std::vector<float> f(size_t(s.head_dim_full / 2), 1e30f);
     for (int32_t i = 0; i < s.n_rot_full_pairs() && i < s.head_dim_full / 2; ++i) f[size_t(i)] = 1.0f;

@@ -153,7 +153,7 @@ Status synth_gemma4_gguf(const std::string& path, const Gemma4Shape& s, const Ge
     w.add_string("general.type", "model");
     w.add_string("general.name", o.name.empty() ? std::string(kDefaultName) : o.name);
     add_gemma4_keys(w, s);
-    w.add_u32("general.file_type", gemma4_file_type(o.weight_type));
+    w.add_u32("general.file_type", gguf_file_type(o.weight_type));
     TDM_TRY_CTX(write_vocab_gguf(vocab, w), path);
     w.add_string("tokenizer.chat_template", gemma4_chat_template());
     if (traits(o.weight_type).quantized) w.add_u32("general.quantization_version", kQuantizationVersion);
@@ -193,7 +193,7 @@ Status add_gemma4_gguf_tensors(GgufWriter& w, const Gemma4Shape& rope_shape, con
     for (const Gemma4Param& gp : params) {
         if (!gp.in_gguf) continue;
         const SynthParam& p = gp.param;
-        const DType t = gp.gguf_f32 ? DType::F32 : gemma4_tensor_type(weight_type, p.cols);
+        const DType t = gp.gguf_f32 ? DType::F32 : gguf_row_type(weight_type, p.cols);
         std::vector<uint8_t> bytes(size_t(row_bytes(t, uint64_t(p.cols)) * uint64_t(p.rows)));
         encode_param(p, recipe, t, bytes.data());
         TDM_TRY_CTX(w.add_tensor(p.gguf_name, uint32_t(t), gp.gguf_ne, std::move(bytes)), path);

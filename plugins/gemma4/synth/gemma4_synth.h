@@ -99,7 +99,7 @@ struct Gemma4SynthOptions {
     // Type of every 2-D and 3-D matrix, token tables included (norms, scales, layer_output_scale
     // and the MoE router matrix ffn_gate_inp are always F32 in GGUF, as the converter writes
     // them): F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K. Per tensor, a type
-    // whose block does not divide the row falls back (gemma4_tensor_type). HF output takes only
+    // whose block does not divide the row falls back (gguf_row_type). HF output takes only
     // F32/F16/BF16. With F16/BF16 every value, norms included, is rounded through that type
     // first, so the GGUF's F32 norms equal the HF checkpoint's F16/BF16 ones.
     DType weight_type = DType::F32;
@@ -118,14 +118,6 @@ struct Gemma4SynthOptions {
 // offending field and value.
 Status validate_gemma4(const Gemma4Shape& shape, const Gemma4SynthOptions& opts);
 
-// The type a matrix with rows of ne0 elements gets when `want` is asked for: llama-quantize's
-// shape fallback, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, then F16 when not even 32 divides
-// the row; the 32-element types fall back to F16. Float types never fall back.
-DType gemma4_tensor_type(DType want, int64_t ne0);
-
-// general.file_type (llama_ftype) for a weight type: F32 0, F16 1, Q4_0 2, Q8_0 7, Q5_0 8,
-// Q5_1 9, Q4_K 15 (Q4_K_M), Q5_K 17 (Q5_K_M), Q6_K 18, BF16 32.
-uint32_t gemma4_file_type(DType weight_type);
 
 // rope_freqs.weight of the GGUF: head_dim_full / 2 values, 1.0 for the n_rot_full_pairs() rotated
 // slots, then 1e30 (llama.cpp's emulation of proportional RoPE: frequency / 1e30 ~ 0).

@@ -176,31 +176,6 @@ std::vector<float> values(const GlmTensor& t, const WeightRecipe& r, int64_t hea
     return v;
 }
 
-// llama-quantize's shape fallback (spec/quants.md §6) for rows the block does not divide.
-DType tensor_type(DType want, int64_t ne0) {
-    if (ne0 % int64_t(traits(want).block_size) == 0) return want;
-    DType fallback = DType::F16;
-    if (want == DType::Q4_K) fallback = DType::Q5_0;
-    if (want == DType::Q5_K) fallback = DType::Q5_1;
-    if (want == DType::Q6_K) fallback = DType::Q8_0;
-    return ne0 % int64_t(traits(fallback).block_size) == 0 ? fallback : DType::F16;
-}
-
-uint32_t file_type(DType t) {
-    switch (t) {
-        case DType::F16: return 1;
-        case DType::Q4_0: return 2;
-        case DType::Q8_0: return 7;
-        case DType::Q5_0: return 8;
-        case DType::Q5_1: return 9;
-        case DType::Q4_K: return 15;
-        case DType::Q5_K: return 17;
-        case DType::Q6_K: return 18;
-        case DType::BF16: return 32;
-        default: return 0;
-    }
-}
-
 std::string config_json(const GlmShape& s, const GlmSynthOptions& o, const SynthVocabLayout& l) {
     nlohmann::ordered_json text;
     text["model_type"] = "glm_ocr_text";
@@ -307,14 +282,14 @@ Status synth_glm_gguf(const std::string& path, const GlmShape& s, const GlmSynth
     w.add_array("glm4.rope.dimension_sections", std::vector<int32_t>{s.sections[0], s.sections[1], s.sections[2], 0});
     w.add_f32("glm4.attention.layer_norm_rms_epsilon", s.rms_eps);
     if (s.mtp) w.add_u32("glm4.nextn_predict_layers", 1);
-    w.add_u32("general.file_type", file_type(o.weight_type));
+    w.add_u32("general.file_type", gguf_file_type(o.weight_type));
     TDM_TRY_CTX(write_vocab_gguf(vocab, w), path);
     w.add_string("tokenizer.chat_template", synth_chat_template());
     if (traits(o.weight_type).quantized) w.add_u32("general.quantization_version", kQuantizationVersion);
 
     for (const GlmTensor& t : table(s, o)) {
         const SynthParam& p = t.p;
-        const DType type = p.is_vector ? DType::F32 : tensor_type(o.weight_type, p.cols);
+        const DType type = p.is_vector ? DType::F32 : gguf_row_type(o.weight_type, p.cols);
         const std::vector<float> v = values(t, recipe, s.head_dim, true);
         std::vector<int64_t> ne = p.is_vector ? std::vector<int64_t>{p.cols} : std::vector<int64_t>{p.cols, p.rows};
         TDM_TRY_CTX(w.add_tensor(t.gguf, uint32_t(type), std::move(ne), quantize_matrix(type, v.data(), p.rows, p.cols)),

@@ -11,6 +11,7 @@
 #include "common/fp16.h"
 #include "common/quant.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
+#include "synth/synth_files.h"
 
 #include <algorithm>
 #include <cmath>
@@ -324,7 +325,7 @@ void qwen35_gguf_rows(const Qwen35Param& p, const Qwen35Gen& g, int64_t r0, int6
 
 DType qwen35_gguf_type(const Qwen35Param& p, DType weight_type) {
     if (p.force_f32) return DType::F32;
-    return qwen3_tensor_type(weight_type, p.cols);
+    return gguf_row_type(weight_type, p.cols);
 }
 
 void qwen35_encode_rows(int64_t rows, int64_t cols, DType t, int n_threads, uint8_t* dst, const Qwen35RowFn& fill) {

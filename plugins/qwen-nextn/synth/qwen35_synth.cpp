@@ -367,7 +367,7 @@ Status synth_qwen35_gguf(const std::string& path, const Qwen35Shape& s, const Qw
     }
     w.add_u32(key("attention.key_length"), uint32_t(s.head_dim));
     w.add_u32(key("attention.value_length"), uint32_t(s.head_dim));
-    w.add_u32("general.file_type", qwen3_file_type(o.weight_type));
+    w.add_u32("general.file_type", gguf_file_type(o.weight_type));
     if (s.is_moe()) {
         w.add_u32(key("expert_feed_forward_length"), uint32_t(s.n_ff_exp));
         w.add_u32(key("expert_shared_feed_forward_length"), uint32_t(s.n_ff_shexp));

@@ -89,7 +89,7 @@ std::vector<std::string_view> qwen35_preset_names();
 
 struct Qwen35SynthOptions {
     // Type of every matrix the converter may quantize (as qwen3: F32, F16, BF16, Q8_0, Q4_0,
-    // Q4_K, Q5_K, Q6_K with llama-quantize's per-row fallback, qwen3_tensor_type). Norms,
+    // Q4_K, Q5_K, Q6_K with llama-quantize's per-row fallback, gguf_row_type). Norms,
     // ssm_a, ssm_dt.bias, ssm_conv1d, ffn_gate_inp and ffn_gate_inp_shexp are always F32 in
     // GGUF, as the converter forces them. HF output takes only F32/F16/BF16; with F16/BF16 every
     // value is rounded through that type first, so the GGUF's F32 tensors equal the HF ones.

@@ -154,31 +154,6 @@ Status validate_qwen3(const Qwen3Shape& s, const Qwen3SynthOptions& o) {
     return {};
 }
 
-DType qwen3_tensor_type(DType want, int64_t ne0) {
-    if (ne0 % int64_t(traits(want).block_size) == 0) return want;
-    DType fallback = DType::F16;
-    if (want == DType::Q4_K) fallback = DType::Q5_0;
-    if (want == DType::Q5_K) fallback = DType::Q5_1;
-    if (want == DType::Q6_K) fallback = DType::Q8_0;
-    if (ne0 % int64_t(traits(fallback).block_size) == 0) return fallback;
-    return DType::F16;
-}
-
-uint32_t qwen3_file_type(DType t) {
-    switch (t) {
-        case DType::F16: return 1;
-        case DType::Q4_0: return 2;
-        case DType::Q8_0: return 7;
-        case DType::Q5_0: return 8;
-        case DType::Q5_1: return 9;
-        case DType::Q4_K: return 15;
-        case DType::Q5_K: return 17;
-        case DType::Q6_K: return 18;
-        case DType::BF16: return 32;
-        default: return 0;
-    }
-}
-
 int32_t qwen3_repeat_successor(const Qwen3Shape& shape, const Qwen3SynthOptions& opts, int32_t token) {
     const Result<SynthVocabLayout> l = synth_vocab_layout(shape.n_vocab);
     TDM_ASSERT_MSG(l.ok() && token >= 0 && token < shape.n_vocab && opts.repeat_period >= 1,
@@ -207,14 +182,14 @@ Status synth_qwen3_gguf(const std::string& path, const Qwen3Shape& s, const Qwen
     w.add_f32("qwen3.attention.layer_norm_rms_epsilon", s.rms_eps);
     w.add_u32("qwen3.attention.key_length", uint32_t(s.head_dim));
     w.add_u32("qwen3.attention.value_length", uint32_t(s.head_dim));
-    w.add_u32("general.file_type", qwen3_file_type(o.weight_type));
+    w.add_u32("general.file_type", gguf_file_type(o.weight_type));
     TDM_TRY_CTX(write_vocab_gguf(vocab, w), path);
     w.add_string("tokenizer.chat_template", synth_chat_template());
     if (traits(o.weight_type).quantized) w.add_u32("general.quantization_version", kQuantizationVersion);
 
     for (const SynthParam& p : qwen3_params(s, qwen3_is_tied(s, o), o.residual_decay)) {
         // Norms stay F32 (the converter forces 1-D tensors to F32; llama-quantize skips them).
-        const DType t = p.is_vector ? DType::F32 : qwen3_tensor_type(o.weight_type, p.cols);
+        const DType t = p.is_vector ? DType::F32 : gguf_row_type(o.weight_type, p.cols);
         std::vector<uint8_t> bytes(size_t(row_bytes(t, uint64_t(p.cols)) * uint64_t(p.rows)));
         encode_param(p, recipe, t, bytes.data());
         std::vector<int64_t> ne = p.is_vector ? std::vector<int64_t>{p.cols} : std::vector<int64_t>{p.cols, p.rows};

@@ -54,7 +54,7 @@ std::vector<std::string_view> qwen3_preset_names();
 struct Qwen3SynthOptions {
     // Type of every 2-D matrix including token_embd (norms are always F32 in GGUF, as the
     // converter writes them): F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K or Q6_K. Per tensor, a
-    // type whose block does not divide the row falls back (qwen3_tensor_type). HF output
+    // type whose block does not divide the row falls back (gguf_row_type). HF output
     // takes only F32/F16/BF16. With F16/BF16 every value, norms included, is rounded through
     // that type first, so the GGUF's F32 norms equal the HF checkpoint's F16/BF16 ones.
     DType weight_type = DType::F32;
@@ -113,18 +113,6 @@ Status validate_qwen3(const Qwen3Shape& shape, const Qwen3SynthOptions& opts);
 
 // Whether the written model has no output matrix (shape default, override, repeating mode).
 bool qwen3_is_tied(const Qwen3Shape& shape, const Qwen3SynthOptions& opts);
-
-// The type a matrix with rows of ne0 elements gets when `want` is asked for: llama-quantize's
-// shape fallback (spec/quants.md §6), Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, then F16
-// when not even 32 divides the row. The 32-element types (Q4_0, Q5_0, Q5_1, Q8_0) fall back
-// to F16 where 32 does not divide the row. Float types never fall back.
-DType qwen3_tensor_type(DType want, int64_t ne0);
-
-// general.file_type (llama_ftype) for a weight type: F32 0, F16 1, Q4_0 2, Q8_0 7, Q5_0 8,
-// Q5_1 9, Q4_K 15
-// (Q4_K_M), Q5_K 17 (Q5_K_M), Q6_K 18, BF16 32. The synthetic mixes are "pure" (one type for
-// every matrix); the number only labels the file.
-uint32_t qwen3_file_type(DType weight_type);
 
 // Repeating mode: the greedy successor of `token` (any id in [0, n_vocab)); always a text id.
 // With n_text = synth_vocab_layout(n_vocab).n_text and P = repeat_period: for a text id t,
