@@ -29,6 +29,8 @@ const std::unordered_map<std::string_view, PreTokenizer>& pre_names() {
         {"olmo", PreTokenizer::gpt2},          {"jais", PreTokenizer::gpt2},
         {"llama3", PreTokenizer::llama3},      {"llama-v3", PreTokenizer::llama3},
         {"llama-bpe", PreTokenizer::llama3},   {"default", PreTokenizer::llama_default},
+        // llama.cpp's CHATGLM4 (GLM-4, GLM-OCR): llama3's split, but merges applied and no BOS
+        {"glm4", PreTokenizer::llama3},        {"chatglm-bpe", PreTokenizer::llama3},
     };
     return m;
 }
@@ -68,6 +70,7 @@ Result<Vocab> load_vocab_gguf(const GgufFile& f) {
 
     // Pre-tokenizer and the defaults that depend on it.
     bool add_bos_default = false;
+    bool chatglm = false;
     if (v.model == VocabModel::byte_bpe) {
         if (!f.find(kPre))
             TDM_LOG_WARN("tokenizer", "{}: no {}; using 'default' as llama.cpp does - the tokenization "
@@ -76,9 +79,10 @@ Result<Vocab> load_vocab_gguf(const GgufFile& f) {
         auto it = pre_names().find(pre);
         if (it == pre_names().end())
             return Error::format("{}: {} '{}' is not supported for {} 'gpt2' (qwen2, qwen35, gpt-2, llama-bpe, "
-                                 "default and their aliases)", f.path(), kPre, pre, kModel);
+                                 "glm4, default and their aliases)", f.path(), kPre, pre, kModel);
         v.pre = it->second;
-        if (v.pre == PreTokenizer::llama3) {
+        chatglm = pre == "glm4" || pre == "chatglm-bpe";
+        if (v.pre == PreTokenizer::llama3 && !chatglm) {
             v.ignore_merges = true;  // llama.cpp sets both for LLAMA_VOCAB_PRE_TYPE_LLAMA3
             add_bos_default = true;
         }
@@ -134,7 +138,7 @@ Result<Vocab> load_vocab_gguf(const GgufFile& f) {
         v.special.eos = 2;
         v.special.unk = 0;
     } else if (v.model == VocabModel::byte_bpe) {
-        v.special.bos = 11;
+        v.special.bos = chatglm ? -1 : 11;  // llama.cpp clears the BOS of CHATGLM4
         v.special.eos = 11;
     }
     for (const IdKey& k : kIdKeys) {

@@ -39,14 +39,11 @@ Status write_vocab_gguf(const Vocab& v, GgufWriter& w, const GgufVocabExport& op
                 case PreTokenizer::qwen2: pre = "qwen2"; break;
                 case PreTokenizer::qwen35: pre = "qwen35"; break;
                 case PreTokenizer::gpt2: pre = "gpt-2"; break;
-                case PreTokenizer::llama3: pre = "llama-bpe"; break;
+                case PreTokenizer::llama3: pre = v.ignore_merges ? "llama-bpe" : "glm4"; break;
                 case PreTokenizer::llama_default: pre = "default"; break;
                 case PreTokenizer::none:
                 case PreTokenizer::gemma4: break;  // refused by validate_vocab
             }
-            if (v.pre == PreTokenizer::llama3 && !v.ignore_merges)
-                return Error::format("{}: llama-bpe in GGUF implies ignore_merges, which this vocabulary does "
-                                     "not use", src);
             if (v.pre != PreTokenizer::llama3 && v.ignore_merges)
                 return Error::format("{}: ignore_merges cannot be expressed in GGUF for pre-tokenizer '{}'", src,
                                      to_string(v.pre));

@@ -218,6 +218,48 @@ TEST(TokenizerReject, the_minimal_gguf_vocabulary_is_accepted) {
     EXPECT_EQ(tok->bos(), 11);  // llama.cpp's gpt2 default
 }
 
+// llama.cpp's CHATGLM4 pre-tokenizer (GGUF pre "glm4" or "chatglm-bpe", as its converter writes
+// GLM-4 and GLM-OCR): llama3's split (digits in threes) with merges applied, unlike llama-bpe, and
+// no default BOS. Written back to GGUF as "glm4".
+TEST(TokenizerReject, glm4_pre_tokenizer_splits_like_llama3_but_applies_merges_and_has_no_bos) {
+    using Edit = void (*)(GgufWriter&, std::vector<std::string>&, std::vector<std::string>&);
+    const std::pair<const char*, Edit> cases[] = {
+        {"glm4",
+         [](GgufWriter& w, auto&, auto&) {
+             w.add_string("tokenizer.ggml.model", "gpt2");
+             w.add_string("tokenizer.ggml.pre", "glm4");
+         }},
+        {"chatglm-bpe",
+         [](GgufWriter& w, auto&, auto&) {
+             w.add_string("tokenizer.ggml.model", "gpt2");
+             w.add_string("tokenizer.ggml.pre", "chatglm-bpe");
+         }},
+    };
+    for (const auto& [name, edit] : cases) {
+        auto tok = load_gguf(edit);
+        ASSERT_TRUE(tok.ok()) << tok.error().message();
+        EXPECT_EQ(tok->vocab().pre, PreTokenizer::llama3) << name;
+        EXPECT_FALSE(tok->vocab().ignore_merges) << name;
+        EXPECT_EQ(tok->bos(), -1) << name;
+        EXPECT_FALSE(tok->vocab().add_bos) << name;
+        EXPECT_EQ(tok->encode("ab ab", false), (std::vector<int32_t>{256, ' ', 256})) << name;
+        GgufWriter w;
+        ASSERT_TRUE(write_vocab_gguf(tok->vocab(), w).ok()) << name;
+        auto bytes = w.to_bytes();
+        ASSERT_TRUE(bytes.ok());
+        auto file = GgufFile::from_memory("glm.gguf", std::move(bytes).value());
+        ASSERT_TRUE(file.ok());
+        EXPECT_EQ(*(*file)->get_string("tokenizer.ggml.pre"), "glm4") << name;
+    }
+    auto llama = load_gguf([](GgufWriter& w, auto&, auto&) {
+        w.add_string("tokenizer.ggml.model", "gpt2");
+        w.add_string("tokenizer.ggml.pre", "llama-bpe");
+    });
+    ASSERT_TRUE(llama.ok());
+    EXPECT_TRUE(llama->vocab().ignore_merges);
+    EXPECT_EQ(llama->bos(), 11);
+}
+
 TEST(TokenizerReject, gguf_without_tokens_or_model_is_rejected) {
     expect_gguf_rejected(load_gguf(gpt2_qwen2, /*with_tokens=*/false), "tokenizer.ggml.tokens");
     expect_gguf_rejected(load_gguf(nullptr), "tokenizer.ggml.model");
