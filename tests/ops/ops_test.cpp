@@ -331,6 +331,8 @@ INSTANTIATE_TEST_SUITE_P(
                       RopeCase{"freq_factors", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_NONE, {0, 0, 0, 0}, true, 0},
                       RopeCase{"freq_scale", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_NONE, {0, 0, 0, 0}, false, 0.25f},
                       RopeCase{"mrope_contiguous", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_CONTIGUOUS, {8, 12, 12, 0}, false, 0},
+                      // GLM-OCR's HF form: adjacent pairs with contiguous sections (t, h, w streams differ here)
+                      RopeCase{"mrope_contiguous_adjacent", TDM_ROPE_ADJACENT, 64, TDM_ROPE_SECTIONS_CONTIGUOUS, {8, 12, 12, 0}, false, 0},
                       RopeCase{"mrope_interleaved", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_INTERLEAVED, {11, 11, 10, 0}, false, 0},
                       RopeCase{"proportional", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_NONE, {0, 0, 0, 0}, false, 0, 8},
                       RopeCase{"proportional_ff", TDM_ROPE_NEOX, 64, TDM_ROPE_SECTIONS_NONE, {0, 0, 0, 0}, true, 0, 5}),
