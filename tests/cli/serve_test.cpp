@@ -8,7 +8,9 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <future>
@@ -62,6 +64,24 @@ Reply post(int port, const std::string& path, const std::string& body, const std
     r.body = json::parse(res->body, nullptr, false);
     r.retry_after = res->get_header_value("Retry-After");
     return r;
+}
+
+// /metrics once every gauge named in `lines` reads as given, or after 30 s as it then is.
+// A client has its last byte before the engine thread and the HTTP handler update their
+// gauges (they do so after the step that finished it), so an idle server reads idle soon
+// after, not at once.
+std::string settled_metrics(int port, const std::vector<std::string>& lines) {
+    httplib::Client cli("127.0.0.1", port);
+    std::string body;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (true) {
+        auto res = cli.Get("/metrics");
+        body = res ? res->body : "";
+        const bool all = res && std::all_of(lines.begin(), lines.end(),
+                                            [&](const std::string& l) { return body.find(l + "\n") != std::string::npos; });
+        if (all || std::chrono::steady_clock::now() > deadline) return body;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
 }
 
 // A streamed request: the "data: " payloads in order.
@@ -381,13 +401,13 @@ TEST(Serve, eight_parallel_streams_each_give_the_tokens_of_the_request_alone) {
         for (auto& t : clients) t.join();
         for (size_t i = 0; i < prompts.size(); ++i)
             EXPECT_EQ(got[i], expected[i]) << "request " << i << (speculative ? " (speculative)" : " (plain)");
-        httplib::Client cli("127.0.0.1", server.port());
-        auto metrics = cli.Get("/metrics");
-        ASSERT_TRUE(metrics);
-        EXPECT_NE(metrics->body.find("tandem_sequences_running 0"), std::string::npos) << metrics->body;
+        const std::vector<std::string> idle = {"tandem_sequences_running 0", "tandem_sequences_waiting 0",
+                                               "tandem_requests_running 0", "tandem_requests_waiting 0"};
+        const std::string metrics = settled_metrics(server.port(), idle);
+        for (const std::string& line : idle) EXPECT_NE(metrics.find(line + "\n"), std::string::npos) << metrics;
         if (speculative) {
-            EXPECT_NE(metrics->body.find("tandem_spec_drafted_at_position_total{position=\"0\"}"), std::string::npos)
-                << metrics->body;
+            EXPECT_NE(metrics.find("tandem_spec_drafted_at_position_total{position=\"0\"}"), std::string::npos)
+                << metrics;
         }
         EXPECT_EQ(server.terminate(), 0) << server.log();
     }
