@@ -59,7 +59,7 @@ cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DTANDEM_SANITIZE=address,undefined -DTANDEM_FUZZ=ON >/dev/null
 echo "==> building (only what the job runs)"
 targets=(tandem tandem-plugin-gemma4 tandem-synth-gemma4 tandem-plugin-glm-ocr tandem-synth-glm-ocr fuzz_all)
-if [ "$ci" = 0 ]; then targets+=(test_formats test_tokenizer test_config test_cli test_runtime test_server); fi
+if [ "$ci" = 0 ]; then targets+=(test_formats test_image test_tokenizer test_config test_cli test_runtime test_server); fi
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 
 # shellcheck source=scripts/sanitizer_env.sh
@@ -70,7 +70,7 @@ echo "==> test groups under ASan+UBSan"
 # Each test program runs once with its group's filter, not once per test as ctest does: the
 # tokenizer tests share the real Qwen3/Gemma 3 tokenizers, which take seconds to load under ASan.
 if [ "$ci" = 0 ]; then
-  for t in "test_formats *" "test_tokenizer *" "test_config *" "test_server *" "test_cli CliBadInput.*:Args.*:Serve.*" \
+  for t in "test_formats *" "test_image *" "test_tokenizer *" "test_config *" "test_server *" "test_cli CliBadInput.*:Args.*:Serve.*" \
            "test_runtime PluginLoader.*"; do
     read -r program filter <<<"$t"
     echo "    $program --gtest_filter=$filter"
