@@ -23,7 +23,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslc
   libtomlplusplus-dev libspdlog-dev libfmt-dev libzstd-dev nlohmann-json3-dev libutf8proc-dev
-  libgtest-dev libedit-dev libcpp-httplib-dev libpng-dev libjpeg62-turbo-dev curl
+  libgtest-dev libedit-dev libcpp-httplib-dev libpng-dev libjpeg62-turbo-dev libpoppler-cpp-dev curl
 )
 
 sudo_cmd=()

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+// host/image/pdf_pages.cpp: PDF pages to RGB images with poppler-cpp.
+#include "image/pdf_pages.h"
+
+#include "common/file_read.h"
+
+#include <poppler-document.h>
+#include <poppler-global.h>
+#include <poppler-image.h>
+#include <poppler-page-renderer.h>
+#include <poppler-page.h>
+
+#include <cmath>
+#include <mutex>
+
+namespace tdm {
+
+namespace {
+
+// Poppler reports problems through one process-wide callback, and would otherwise print
+// them to stderr. The last message is kept for our errors. Poppler's document calls take
+// this lock too, so a message belongs to the call that made it.
+std::mutex poppler_mutex;
+std::string poppler_last_message;
+
+void keep_message(const std::string& message, void*) { poppler_last_message = message; }
+
+void route_messages() {
+    static std::once_flag once;
+    std::call_once(once, [] { poppler::set_debug_error_function(keep_message, nullptr); });
+}
+
+std::string last_message_suffix() {
+    return poppler_last_message.empty() ? "" : " (" + poppler_last_message + ")";
+}
+
+}  // namespace
+
+struct PdfDocument::State {
+    std::string bytes;  // poppler reads from this buffer for the document's life
+    std::string name;
+    ImageLimits limits;
+    std::unique_ptr<poppler::document> doc;
+};
+
+PdfDocument::PdfDocument(std::unique_ptr<State> s) : s_(std::move(s)) {}
+PdfDocument::PdfDocument(PdfDocument&&) noexcept = default;
+PdfDocument& PdfDocument::operator=(PdfDocument&&) noexcept = default;
+PdfDocument::~PdfDocument() {
+    if (!s_) return;
+    std::lock_guard lock(poppler_mutex);
+    s_->doc.reset();
+}
+
+Result<PdfDocument> PdfDocument::open(const std::string& path, const ImageLimits& limits) {
+    std::string bytes = TDM_TRY(read_regular_file(path, limits.max_file_bytes, "PDF file"));
+    return open_bytes(std::move(bytes), path, limits);
+}
+
+Result<PdfDocument> PdfDocument::open_bytes(std::string bytes, const std::string& name, const ImageLimits& limits) {
+    if (bytes.size() < 5 || bytes.compare(0, 5, "%PDF-") != 0)
+        return Error::format("{}: not a PDF document (it does not start with %PDF-)", name);
+    if (bytes.size() > size_t(INT32_MAX)) return Error::format("{}: a PDF of more than 2 GiB is not supported", name);
+    auto s = std::make_unique<State>();
+    s->bytes = std::move(bytes);
+    s->name = name;
+    s->limits = limits;
+    std::lock_guard lock(poppler_mutex);
+    route_messages();
+    poppler_last_message.clear();
+    s->doc.reset(poppler::document::load_from_raw_data(s->bytes.data(), int(s->bytes.size())));
+    if (!s->doc) return Error::format("{}: a damaged PDF that cannot be read{}", name, last_message_suffix());
+    if (s->doc->is_locked())
+        return Error::format("{}: the PDF is encrypted and needs a password; decrypt it first (e.g. qpdf --decrypt)",
+                             name);
+    if (s->doc->pages() <= 0) return Error::format("{}: the PDF has no pages", name);
+    return PdfDocument(std::move(s));
+}
+
+int PdfDocument::pages() const { return s_->doc->pages(); }
+
+Result<Image> PdfDocument::render(int index, double dpi) const {
+    if (!(dpi >= 1 && dpi <= 2400)) return Error::format("PDF resolution {} dpi is outside 1..2400", dpi);
+    const std::string where = fmt::format("{}, page {}", s_->name, index + 1);
+    if (index < 0 || index >= pages()) return Error::format("{}: the document has {} pages", where, pages());
+    std::lock_guard lock(poppler_mutex);
+    poppler_last_message.clear();
+    std::unique_ptr<poppler::page> page(s_->doc->create_page(index));
+    if (!page) return Error::format("{}: the page cannot be read{}", where, last_message_suffix());
+    // The rendered size before rendering: a page of 200 x 200 inches at 200 dpi is a
+    // 1.6-gigapixel bomb.
+    const poppler::rectf box = page->page_rect(poppler::media_box);
+    const double w = std::ceil(box.width() * dpi / 72.0), h = std::ceil(box.height() * dpi / 72.0);
+    if (!(w >= 1 && h >= 1)) return Error::format("{}: the page has no area ({} x {} points)", where, box.width(), box.height());
+    if (w * h > double(s_->limits.max_pixels))
+        return Error::format("{}: at {} dpi the page is {:.0f} x {:.0f} pixels, more than the limit of {}; use a "
+                             "lower resolution",
+                             where, dpi, w, h, s_->limits.max_pixels);
+    poppler::page_renderer renderer;
+    renderer.set_render_hint(poppler::page_renderer::antialiasing, true);
+    renderer.set_render_hint(poppler::page_renderer::text_antialiasing, true);
+    renderer.set_paper_color(0xFFFFFFFFu);
+    renderer.set_image_format(poppler::image::format_bgr24);
+    const poppler::image img = renderer.render_page(page.get(), dpi, dpi);
+    if (!img.is_valid() || img.width() <= 0 || img.height() <= 0)
+        return Error::format("{}: the page could not be rendered{}", where, last_message_suffix());
+    Image out;
+    out.width = uint32_t(img.width());
+    out.height = uint32_t(img.height());
+    out.rgb.resize(size_t(out.width) * out.height * 3);
+    const char* data = img.const_data();
+    for (uint32_t y = 0; y < out.height; ++y) {
+        const auto* row = reinterpret_cast<const uint8_t*>(data + size_t(y) * size_t(img.bytes_per_row()));
+        uint8_t* dst = out.rgb.data() + size_t(y) * out.width * 3;
+        for (uint32_t x = 0; x < out.width; ++x) {
+            dst[x * 3 + 0] = row[x * 3 + 2];
+            dst[x * 3 + 1] = row[x * 3 + 1];
+            dst[x * 3 + 2] = row[x * 3 + 0];
+        }
+    }
+    return out;
+}
+
+}  // namespace tdm
