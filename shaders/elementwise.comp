@@ -30,6 +30,17 @@ float gelu_tanh(float v) {
     const float k = 0.7978845608028654;  // sqrt(2/pi)
     return 0.5 * v * (1.0 + tanh(k * (v + 0.044715 * v * v * v)));
 }
+// erfc with a relative error below 1.2e-7 everywhere (the Chebyshev fit of Numerical
+// Recipes' erfcc): GLSL has no erf, and GELU's tail for negative inputs needs erfc's
+// relative accuracy, which 1 + erf would lose.
+float erfc_approx(float z) {
+    const float t = 1.0 / (1.0 + 0.5 * abs(z));
+    const float r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
+                    t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 +
+                    t * (-0.82215223 + t * 0.17087277)))))))));
+    return z >= 0.0 ? r : 2.0 - r;
+}
+float gelu_erf(float v) { return 0.5 * v * erfc_approx(-v * 0.7071067811865476); }
 float silu(float v) { return v / (1.0 + exp(-v)); }
 float softplus(float v) { return v > 20.0 ? v : log(1.0 + exp(v)); }
 
@@ -52,6 +63,7 @@ void main() {
         case TDM_EW_SCALE: v = va * p.s; break;
         case TDM_EW_SILU: v = silu(va); break;
         case TDM_EW_GELU_TANH: v = gelu_tanh(va); break;
+        case TDM_EW_GELU_ERF: v = gelu_erf(va); break;
         case TDM_EW_SIGMOID: v = 1.0 / (1.0 + exp(-va)); break;
         case TDM_EW_SOFTPLUS: v = softplus(va); break;
         case TDM_EW_EXP: v = exp(va); break;

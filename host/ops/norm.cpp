@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/ops/norm.cpp: the per-row norms TDM_OP_RMS_NORM (i[0] = tdm_norm_weight),
-// TDM_OP_L2_NORM and TDM_OP_GATED_RMS_NORM (w * rms(x) * silu(z)). One kernel:
+// TDM_OP_L2_NORM, TDM_OP_GATED_RMS_NORM (w * rms(x) * silu(z)) and TDM_OP_LAYER_NORM
+// ((x - mean) / sd * w + b). One kernel:
 // shaders/norm.comp, one workgroup per row; MODE is a TDM_NORM_* code of
 // shaders/include/op_codes.h, WMODE the tdm_norm_weight.
 #include <algorithm>
@@ -55,6 +56,26 @@ Status validate_rms(OpContext& c) {
     return c.output(DType::F32, {x.ne[0], x.ne[1], x.ne[2], x.ne[3]});
 }
 
+// An F32 vector of x's row width (a norm's weight or bias), as a weight or an activation.
+Status check_row_vector(OpContext& c, int input, const char* what) {
+    const Tensor& w = c.in(input);
+    const int64_t cols = c.in(0).cols();
+    if (w.type != DType::F32 || w.kind == TensorKind::kv || w.kind == TensorKind::state)
+        return Error::coded(TDM_ERR_TYPE, "{}: {} {} must be f32 with {} elements", c.op(), what, c.describe(input), cols);
+    if (w.elements() != cols)
+        return Error::coded(TDM_ERR_SHAPE, "{}: {} {} must be f32 with {} elements", c.op(), what, c.describe(input),
+                            cols);
+    return {};
+}
+
+Status validate_layer(OpContext& c) {
+    TDM_TRY(c.f32(0));
+    if (c.d.n_in >= 2) TDM_TRY(check_row_vector(c, 1, "weight"));
+    if (c.d.n_in >= 3) TDM_TRY(check_row_vector(c, 2, "bias"));
+    const Tensor& x = c.in(0);
+    return c.output(DType::F32, {x.ne[0], x.ne[1], x.ne[2], x.ne[3]});
+}
+
 Status validate_l2(OpContext& c) {
     TDM_TRY(c.f32(0));
     const Tensor& x = c.in(0);
@@ -65,14 +86,18 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
     const OpDesc& d = n.desc;
     const uint32_t mode = d.op == TDM_OP_L2_NORM           ? TDM_NORM_L2
                           : d.op == TDM_OP_GATED_RMS_NORM ? TDM_NORM_GATED_RMS
+                          : d.op == TDM_OP_LAYER_NORM     ? TDM_NORM_LAYER
                                                           : TDM_NORM_RMS;
+    const bool layer = mode == TDM_NORM_LAYER;
+    // LayerNorm: no weight, w, or w and b (WMODE 3), as many as its inputs.
     const uint32_t wmode = d.op == TDM_OP_GATED_RMS_NORM ? uint32_t(TDM_NORM_WEIGHT)
                            : d.op == TDM_OP_L2_NORM       ? uint32_t(TDM_NORM_NO_WEIGHT)
+                           : layer                        ? (d.n_in == 3 ? 3u : d.n_in == 2 ? 1u : 0u)
                                                           : uint32_t(d.i[0]);
     const vk::Pipeline* p = TDM_TRY(c.pipelines.get("norm", {kLocal, mode, wmode}));
     const Tensor& x = tensor(c, d.in[0]);
     const TensorId w = d.n_in >= 2 ? d.in[1] : d.in[0];
-    const TensorId z = mode == TDM_NORM_GATED_RMS ? d.in[2] : d.in[0];
+    const TensorId z = mode == TDM_NORM_GATED_RMS || (layer && d.n_in == 3) ? d.in[2] : d.in[0];
     const uint32_t rows = uint32_t(x.rows());
     struct {
         uint32_t rows, cols, x_off, x_stride, y_off, y_stride, w_off, z_off, z_stride;
@@ -86,7 +111,14 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
         wb = storage(c, w);
         pc.w_off = off(c, w);
     }
-    dispatch(c, *p, {storage(c, d.in[0]), wb, storage(c, z), storage(c, n.out)}, pc, std::min(rows, kMaxGroups),
+    vk::Binding zb;
+    if (tensor(c, z).kind == TensorKind::weight) {
+        zb = small_weight(c, z);
+        pc.z_off = 0;
+    } else {
+        zb = storage(c, z);
+    }
+    dispatch(c, *p, {storage(c, d.in[0]), wb, zb, storage(c, n.out)}, pc, std::min(rows, kMaxGroups),
              div_up(rows, kMaxGroups), label);
     return {};
 }
@@ -95,6 +127,7 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
 
 extern const OpDef kOpRmsNorm = {TDM_OP_RMS_NORM, "rms_norm", 1, 2, 0, check_rms_norm, validate_rms, record};
 extern const OpDef kOpL2Norm = {TDM_OP_L2_NORM, "l2_norm", 1, 1, 0, nullptr, validate_l2, record};
+extern const OpDef kOpLayerNorm = {TDM_OP_LAYER_NORM, "layer_norm", 1, 3, 0, check_eps, validate_layer, record};
 extern const OpDef kOpGatedRmsNorm = {TDM_OP_GATED_RMS_NORM, "gated_rms_norm", 3, 3, 0, check_eps, validate_rms,
                                       record};
 

@@ -15,7 +15,7 @@ namespace tdm {
 extern const OpDef kOpGetRows, kOpMatmul, kOpAdd, kOpMul, kOpSub, kOpScale, kOpUnary, kOpGlu, kOpRmsNorm,
     kOpL2Norm, kOpGatedRmsNorm, kOpRope, kOpSoftmax, kOpKvStore, kOpAttention, kOpConcat, kOpCopy, kOpCast,
     kOpArgmax, kOpTopK, kOpViewCols, kOpReshape, kOpSelectRows, kOpConv1dCausal, kOpGatedDeltaRule, kOpMatmulId,
-    kOpMoeSum, kOpCustom, kOpQuantizeQ8, kOpMatmulQ8;
+    kOpMoeSum, kOpCustom, kOpLayerNorm, kOpAttentionFull, kOpQuantizeQ8, kOpMatmulQ8;
 
 namespace {
 
@@ -25,10 +25,10 @@ const OpDef* const kOps[] = {
     &kOpUnary,     &kOpGlu,      &kOpRmsNorm,  &kOpL2Norm,     &kOpGatedRmsNorm, &kOpRope,
     &kOpSoftmax,   &kOpKvStore,  &kOpAttention, &kOpConcat,    &kOpCopy,         &kOpCast,
     &kOpArgmax,    &kOpTopK,     &kOpViewCols, &kOpReshape,    &kOpSelectRows,   &kOpConv1dCausal,
-    &kOpGatedDeltaRule, &kOpMatmulId, &kOpMoeSum, &kOpCustom,
+    &kOpGatedDeltaRule, &kOpMatmulId, &kOpMoeSum, &kOpCustom, &kOpLayerNorm, &kOpAttentionFull,
 };
 
-constexpr uint32_t kCodeLimit = TDM_OP_COUNT_V2;  // codes 0 .. kCodeLimit - 1
+constexpr uint32_t kCodeLimit = TDM_OP_COUNT_V3;  // codes 0 .. kCodeLimit - 1
 
 // kOps indexed by code (built on first use, so the list's order is free).
 const std::array<const OpDef*, kCodeLimit>& by_code() {

@@ -20,6 +20,7 @@ bool unary_code(int32_t kind, uint32_t* code) {
         case TDM_UNARY_NEG: *code = TDM_EW_NEG; return true;
         case TDM_UNARY_SOFTCAP: *code = TDM_EW_SOFTCAP; return true;
         case TDM_UNARY_ADD_SCALAR: *code = TDM_EW_ADD_SCALAR; return true;
+        case TDM_UNARY_GELU_ERF: *code = TDM_EW_GELU_ERF; return true;
         default: return false;
     }
 }
@@ -28,7 +29,7 @@ Status check_unary(const OpDesc& d) {
     uint32_t code;
     if (!unary_code(d.i[0], &code))
         return Error::coded(TDM_ERR_UNSUPPORTED, "unary: unknown kind {} (i[0]; this host knows {}..{})", d.i[0],
-                            int(TDM_UNARY_SILU), int(TDM_UNARY_ADD_SCALAR));
+                            int(TDM_UNARY_SILU), int(TDM_UNARY_GELU_ERF));
     if (d.i[0] == TDM_UNARY_SOFTCAP && !(d.f[0] > 0))
         return Error::coded(TDM_ERR_UNSUPPORTED, "unary softcap: f[0] (the cap) must be > 0, got {}", d.f[0]);
     return {};

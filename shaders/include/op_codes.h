@@ -26,11 +26,13 @@
 #define TDM_EW_ROUND_F16 15   // a rounded through f16
 #define TDM_EW_ROUND_BF16 16  // a rounded through bf16 (nearest even)
 #define TDM_EW_TO_I32 17      // round(a) as an i32 (written through the int view of y)
+#define TDM_EW_GELU_ERF 18    // 0.5 a (1 + erf(a / sqrt 2))
 
 // norm.comp, spec constant 1 (MODE). Its WMODE (spec constant 2) is the ABI's
 // tdm_norm_weight (0 none, 1 w, 2 1 + w).
 #define TDM_NORM_RMS 0        // x * rsqrt(mean(x^2) + eps) * W
 #define TDM_NORM_L2 1         // x * rsqrt(sum(x^2) + eps)
 #define TDM_NORM_GATED_RMS 2  // rms(x) * w * silu(z)
+#define TDM_NORM_LAYER 3      // (x - mean) * rsqrt(var + eps) * w + b (b in z's binding when WMODE is 3)
 
 #endif  // TANDEM_OP_CODES_H

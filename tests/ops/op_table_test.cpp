@@ -19,7 +19,7 @@ namespace {
 
 TEST(OpTable, every_op_code_of_ops_h_has_exactly_one_entry) {
     std::set<std::string> names;
-    for (uint32_t code = 1; code < TDM_OP_COUNT_V2; ++code) {
+    for (uint32_t code = 1; code < TDM_OP_COUNT_V3; ++code) {
         const OpDef* d = find_op(code);
         ASSERT_NE(d, nullptr) << "op code " << code << " has no OpDef";
         EXPECT_EQ(uint32_t(d->code), code);
@@ -30,10 +30,10 @@ TEST(OpTable, every_op_code_of_ops_h_has_exactly_one_entry) {
         EXPECT_LE(d->min_inputs, d->max_inputs) << d->name;
         EXPECT_NE(d->validate, nullptr) << d->name;
     }
-    EXPECT_EQ(all_ops().size(), size_t(TDM_OP_COUNT_V2 - 1));
-    EXPECT_EQ(max_op_code(), uint32_t(TDM_OP_CUSTOM));
+    EXPECT_EQ(all_ops().size(), size_t(TDM_OP_COUNT_V3 - 1));
+    EXPECT_EQ(max_op_code(), uint32_t(TDM_OP_ATTENTION_FULL));
     EXPECT_EQ(find_op(TDM_OP_NONE), nullptr);
-    EXPECT_EQ(find_op(TDM_OP_COUNT_V2), nullptr);
+    EXPECT_EQ(find_op(TDM_OP_COUNT_V3), nullptr);
     EXPECT_EQ(find_op(0x7fffffff), nullptr);
     EXPECT_STREQ(op_name(tdm_op(999)), "unknown");
 }
@@ -76,7 +76,7 @@ protected:
     } while (0)
 
 TEST_F(GraphRefusals, unknown_op_codes_are_unsupported) {
-    EXPECT_REFUSED(refuse(tdm_op(29), {x}), TDM_ERR_UNSUPPORTED, "unknown op code 29 (this host knows 1..28)");
+    EXPECT_REFUSED(refuse(tdm_op(31), {x}), TDM_ERR_UNSUPPORTED, "unknown op code 31 (this host knows 1..30)");
     EXPECT_REFUSED(refuse(TDM_OP_NONE, {x}), TDM_ERR_UNSUPPORTED, "unknown op code 0");
 }
 

@@ -175,6 +175,9 @@ Floats softcap(std::span<const float> x, float c) {
 
 Floats silu(std::span<const float> x) { return unary(x, silu1); }
 Floats gelu_tanh(std::span<const float> x) { return unary(x, gelu_tanh1); }
+Floats gelu_erf(std::span<const float> x) {
+    return unary(x, [](double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); });
+}
 Floats sigmoid(std::span<const float> x) {
     return unary(x, [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
 }
@@ -214,6 +217,27 @@ Floats rms_norm(std::span<const float> x, int64_t n_cols, float eps, NormWeight 
             double v = double(xr[c]) * inv;
             if (mode == NormWeight::Plain) v *= double(w[size_t(c)]);
             if (mode == NormWeight::OnePlus) v *= 1.0 + double(w[size_t(c)]);
+            y[size_t(r * n_cols + c)] = float(v);
+        }
+    }
+    return y;
+}
+
+Floats layer_norm(std::span<const float> x, int64_t n_cols, float eps, std::span<const float> w,
+                  std::span<const float> b) {
+    const int64_t n_rows = rows_of(x, n_cols);
+    Floats y(x.size());
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const float* xr = x.data() + r * n_cols;
+        double mean = 0, var = 0;
+        for (int64_t c = 0; c < n_cols; ++c) mean += xr[c];
+        mean /= double(n_cols);
+        for (int64_t c = 0; c < n_cols; ++c) var += (xr[c] - mean) * (xr[c] - mean);
+        const double inv = 1.0 / std::sqrt(var / double(n_cols) + double(eps));
+        for (int64_t c = 0; c < n_cols; ++c) {
+            double v = (xr[c] - mean) * inv;
+            if (!w.empty()) v *= double(w[size_t(c)]);
+            if (!b.empty()) v += double(b[size_t(c)]);
             y[size_t(r * n_cols + c)] = float(v);
         }
     }

@@ -58,6 +58,7 @@ Floats softcap(std::span<const float> x, float c);  // c * tanh(x / c)
 
 Floats silu(std::span<const float> x);       // x * sigmoid(x)
 Floats gelu_tanh(std::span<const float> x);  // 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))
+Floats gelu_erf(std::span<const float> x);   // 0.5x(1 + erf(x / sqrt 2))
 Floats sigmoid(std::span<const float> x);    // 1 / (1 + exp(-x))
 Floats softplus(std::span<const float> x);   // log(1 + exp(x)), without overflow for large x
 Floats exp(std::span<const float> x);
@@ -79,6 +80,11 @@ Floats rms_norm(std::span<const float> x, int64_t n_cols, float eps,
 
 // y = x / sqrt(sum(x^2) + eps) per row (Qwen3.5 GDN q/k, eps 1e-6).
 Floats l2_norm(std::span<const float> x, int64_t n_cols, float eps);
+
+// LayerNorm per row: (x - mean) / sqrt(var + eps) * w + b (w, b empty: 1, 0); var is the
+// mean of the centred squares.
+Floats layer_norm(std::span<const float> x, int64_t n_cols, float eps, std::span<const float> w = {},
+                  std::span<const float> b = {});
 
 // Gated RMSNorm (Qwen3.5 GDN output): each row of o is split into groups of `group` columns;
 // per group y = w * rms(o_group) * silu(z_group). w has `group` values (shared by all groups)

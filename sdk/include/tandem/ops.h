@@ -33,7 +33,9 @@
  * where an activation is) -> TDM_ERR_TYPE.
  * Whether an op and its parameters are implemented: tdm_host_api.query_op().
  * Op codes 1..27 are ABI 1; TDM_OP_CUSTOM is ABI 2. Parameters marked [v3]
- * (new values of existing ops) need an ABI 3 host: ask query_op. */
+ * (new values of existing ops) need an ABI 3 host: ask query_op. Ops and values
+ * marked "[v3, appended]" came later in ABI 3: a host that predates them answers
+ * query_op with TDM_ERR_UNSUPPORTED, so ask before building with them. */
 #ifndef TANDEM_OPS_H
 #define TANDEM_OPS_H
 
@@ -164,8 +166,22 @@ typedef enum tdm_op {
      * f[] are its parameters. out: as the op's descriptor says. Limit: at most
      * 65535 output rows. */
     TDM_OP_CUSTOM = 28,
+    /* [v3, appended: ask query_op] LayerNorm: in: x [, w (F32 [ne0]) [, b (F32 [ne0])]].
+     * f[0] = eps. out: (x - mean(x)) * rsqrt(var(x) + eps) * w + b per row of ne0
+     * elements (variance of the centred row, divided by ne0; no w: 1, no b: 0).
+     * Vision towers (GLM-OCR's merger). */
+    TDM_OP_LAYER_NORM = 29,
+    /* [v3, appended: ask query_op] Attention of every query over plain activations,
+     * with no KV layer and no causal mask (vision encoders): in: q [dk, n_head, n],
+     * k [dk, n_kv_head, m], v [dv, n_kv_head, m] [, ranges I32 [2, n]: query t sees
+     * keys [ranges[0][t], ranges[1][t]) (one image among several in a batch); without
+     * it every query sees all m keys]. f[0] = scale (0 = 1/sqrt(dk)). out: [dv * n_head, n].
+     * Each query's result depends only on its own keys, never on n. Limits: dk and
+     * dv multiples of 4, n_head / n_kv_head <= 16. */
+    TDM_OP_ATTENTION_FULL = 30,
     TDM_OP_COUNT_V1 = 28, /* number of ABI 1 ops (not an op) */
     TDM_OP_COUNT_V2 = 29, /* number of ABI 2 ops (not an op) */
+    TDM_OP_COUNT_V3 = 31, /* op codes below this an ABI 3 host may know (not an op; ask query_op) */
     TDM_OP_MAX_ENUM = 0x7FFFFFFF
 } tdm_op;
 
@@ -178,6 +194,7 @@ typedef enum tdm_unary {
     TDM_UNARY_NEG = 5,
     TDM_UNARY_SOFTCAP = 6,   /* f[0] * tanh(x / f[0]) */
     TDM_UNARY_ADD_SCALAR = 7, /* x + f[0] */
+    TDM_UNARY_GELU_ERF = 8,   /* [v3, appended: ask query_op] 0.5 x (1 + erf(x / sqrt 2)), exact GELU */
     TDM_UNARY_MAX_ENUM = 0x7FFFFFFF
 } tdm_unary;
 

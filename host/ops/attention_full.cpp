@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+// host/ops/attention_full.cpp: TDM_OP_ATTENTION_FULL, attention of every query over plain
+// K/V activations with no KV layer and no causal mask (vision encoders: every patch of an
+// image sees every other), optionally limited per query to a key range (one image among
+// several). shaders/attention_full.comp, one workgroup per (kv head, query).
+#include <algorithm>
+#include <cmath>
+
+#include "ops/limits.h"
+#include "ops/op_def.h"
+#include "ops/record.h"
+
+namespace tdm {
+namespace {
+
+using namespace kernel;
+
+Status check(const OpDesc& d) {
+    if (d.f[0] < 0) return Error::coded(TDM_ERR_UNSUPPORTED, "attention_full: negative scale (f[0] = {})", d.f[0]);
+    return {};
+}
+
+// q, k or v as [head_dim, heads, tokens].
+Status check_heads(OpContext& c, int input, const char* what) {
+    TDM_TRY(c.f32(input));
+    const Tensor& t = c.in(input);
+    if (t.ne[0] % 4)
+        return Error::coded(TDM_ERR_SHAPE, "attention_full: {} {} needs a head dim that is a multiple of 4", what,
+                            c.describe(input));
+    if (t.ne[3] != 1)
+        return Error::coded(TDM_ERR_SHAPE, "attention_full: {} {} must be [head_dim, heads, tokens]", what,
+                            c.describe(input));
+    return {};
+}
+
+Status validate(OpContext& c) {
+    TDM_TRY(check_heads(c, 0, "q"));
+    TDM_TRY(check_heads(c, 1, "k"));
+    TDM_TRY(check_heads(c, 2, "v"));
+    const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2);
+    if (k.ne[0] != q.ne[0])
+        return Error::coded(TDM_ERR_SHAPE, "attention_full: k head dim {} differs from q's {}", k.ne[0], q.ne[0]);
+    if (v.ne[1] != k.ne[1] || v.ne[2] != k.ne[2])
+        return Error::coded(TDM_ERR_SHAPE, "attention_full: v {} must have k's heads and tokens ({})", c.describe(2),
+                            c.describe(1));
+    if (q.ne[1] % k.ne[1])
+        return Error::coded(TDM_ERR_SHAPE, "attention_full: {} query heads are not a multiple of {} kv heads", q.ne[1],
+                            k.ne[1]);
+    if (q.ne[1] / k.ne[1] > kMaxQueryHeadsPerKvHead)
+        return Error::coded(TDM_ERR_LIMIT, "attention_full: {} query heads per kv head, this host handles at most {}",
+                            q.ne[1] / k.ne[1], kMaxQueryHeadsPerKvHead);
+    if (c.d.n_in == 4) {
+        const Tensor& r = c.in(3);
+        if (r.type != DType::I32 || r.kind == TensorKind::kv || r.kind == TensorKind::state || !r.contiguous())
+            return Error::coded(TDM_ERR_TYPE, "attention_full: ranges {} must be contiguous i32 [2, {}]",
+                                c.describe(3), q.ne[2]);
+        if (r.elements() != 2 * q.ne[2])
+            return Error::coded(TDM_ERR_SHAPE, "attention_full: ranges {} must be i32 [2, {}]", c.describe(3), q.ne[2]);
+    }
+    return c.output(DType::F32, {v.ne[0] * q.ne[1], q.ne[2]});
+}
+
+Status record(RecordContext& c, const Node& n, const std::string& label) {
+    const OpDesc& d = n.desc;
+    const Tensor &q = tensor(c, d.in[0]), &k = tensor(c, d.in[1]), &v = tensor(c, d.in[2]);
+    const uint32_t n_head = uint32_t(q.ne[1]), n_kv = uint32_t(k.ne[1]);
+    const uint32_t G = n_head / n_kv;
+    const uint32_t ls = std::max<uint32_t>(32, c.device.caps().subgroup_size);
+    const uint32_t dv4 = div_up(uint64_t(v.ne[0]) / 4, ls);
+    const vk::Pipeline* p = TDM_TRY(c.pipelines.get("attention_full", {ls, G, dv4}));
+    const bool ranged = d.n_in == 4;
+    const TensorId r = ranged ? d.in[3] : d.in[0];
+    const uint32_t n_q = uint32_t(q.ne[2]);
+    struct {
+        uint32_t n_q, n_head, n_kv_head, dk, dv, m, q_off, q_rs, k_off, k_rs, v_off, v_rs, o_off, r_off, has_ranges, q0;
+        float scale;
+    } pc{n_q, n_head, n_kv, uint32_t(q.ne[0]), uint32_t(v.ne[0]), uint32_t(k.ne[2]), off(c, d.in[0]),
+         stride(c, d.in[0]), off(c, d.in[1]), stride(c, d.in[1]), off(c, d.in[2]), stride(c, d.in[2]),
+         off(c, n.out), ranged ? off(c, r) : 0u, ranged ? 1u : 0u, 0u,
+         d.f[0] != 0 ? d.f[0] : 1.0f / std::sqrt(float(q.ne[0]))};
+    for (uint32_t q0 = 0; q0 < n_q; q0 += kMaxGroups) {
+        pc.q0 = q0;
+        dispatch(c, *p,
+                 {storage(c, d.in[0]), storage(c, d.in[1]), storage(c, d.in[2]), storage(c, r), storage(c, n.out)}, pc,
+                 n_kv, std::min(n_q - q0, kMaxGroups), label);
+    }
+    return {};
+}
+
+}  // namespace
+
+extern const OpDef kOpAttentionFull = {TDM_OP_ATTENTION_FULL, "attention_full", 3, 4, 0, check, validate, record};
+
+}  // namespace tdm
