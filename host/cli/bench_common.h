@@ -17,5 +17,6 @@ double median(std::vector<double> v);  // 0 for none; the mean of the middle two
 std::vector<int32_t> bench_prompt(const Model& model, uint32_t len, uint64_t seed);
 
 Status bench_serve(App& app);  // cmd_bench_serve.cpp
+Status bench_image(App& app);  // cmd_bench_image.cpp
 
 }  // namespace tdm::cli

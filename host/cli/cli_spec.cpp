@@ -399,7 +399,9 @@ const ProgramSpec& program_spec() {
                           "`tandem bench serve -m FILE [--concurrency 1,4,8,16]`: the server's batching engine under "
                           "C clients at once (each sends its next request when one ends): aggregate tokens/s, time to "
                           "first token and per output token (p50, p99); with --spec-type, speculative; with --vs-plain, plain "
-                          "and speculative in turn, and the median speedup of the pairs."};
+                          "and speculative in turn, and the median speedup of the pairs. `tandem bench image FILE...`: what "
+                          "preparing pages for a vision encoder costs (decoding PNG, JPEG or PDF pages, the smart "
+                          "resize, patches) and how many image tokens each page becomes."};
         bench.groups = {model_options(), speculative_options(),
                         {"bench",
                          {{{"--json"}, K::flag, "", "Print JSON."},
@@ -434,8 +436,14 @@ const ProgramSpec& program_spec() {
                            "columns).", "4096x4096"},
                           ranged({{"--iterations"}, K::integer, "N", "Timed runs per measurement (median "
                                   "reported).", "9"},
-                                 1, kInt32Max)}}};
-        bench.positionals = {{"WHAT", "ops, decode or spec."}};
+                                 1, kInt32Max),
+                          {{"--pdf-dpi"}, K::number, "DPI", "Image benchmark: resolution PDF pages are rendered at "
+                           "(GLM-OCR's SDK uses 200).", "200"},
+                          {{"--preprocessor"}, K::string, "FILE", "Image benchmark: a Hugging Face "
+                           "preprocessor_config.json for the resize budget, patch size and normalisation (default: "
+                           "GLM-OCR's)."}}}};
+        bench.positionals = {{"WHAT", "ops, decode, spec, serve or image."},
+                             {"FILE", "image: PNG, JPEG or PDF files.", false, true}};
 
         p.commands = {run, chat, serve, info, tokenize, plugins, devices, synth, demo, bench};
         return p;

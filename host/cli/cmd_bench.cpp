@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/cli/cmd_bench.cpp: `tandem bench ops|decode|spec`. Numbers are wall-clock
+// host/cli/cmd_bench.cpp: `tandem bench ops|decode|spec` (serve and image: their own files). Numbers are wall-clock
 // medians; nothing here asserts a speed (benchmarks, not tests).
 #include <sys/resource.h>
 
@@ -422,11 +422,14 @@ Status bench_spec(App& app) {
 Status cmd_bench(App& app) {
     const auto& pos = app.args().positionals();
     const std::string what = pos.empty() ? "" : pos[0];
+    if (what == "image") return bench_image(app);
+    if (pos.size() > 1)
+        return Error::format("bench {}: unexpected argument '{}' (only `bench image` takes files)", what, pos[1]);
     if (what == "ops") return bench_ops(app);
     if (what == "decode") return bench_decode(app);
     if (what == "spec") return bench_spec(app);
     if (what == "serve") return bench_serve(app);
-    return Error::format("bench: unknown benchmark '{}' (ops, decode, spec, serve)", what);
+    return Error::format("bench: unknown benchmark '{}' (ops, decode, spec, serve, image)", what);
 }
 
 }  // namespace tdm::cli
