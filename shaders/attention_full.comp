@@ -2,13 +2,14 @@
 // attention_full.comp: attention of each query over plain K/V activations, without a KV
 // layer or a causal mask (vision encoders), with GQA:
 //   o[t][h] = sum_k softmax_k(scale * q[t][h] . k[k][h/G]) v[k][h/G]
-// over keys k in [0, m), or in [ranges[0][t], ranges[1][t]) when ranges are given.
+// over keys k in [0, m), or in [begin, end) = (ranges[2t], ranges[2t + 1]) when ranges are given.
 // Element (d, head, token) of q, k and v is at off + (token * heads + head) * row_stride + d.
 //
 // As attention.comp: one workgroup per (kv head, query) handles the G query heads that
-// share the kv head; keys go in chunks of CH at fixed boundaries with an online softmax,
-// scores by lanes over keys, then every lane walks the keys in order for its own output
-// dims, so a query's result depends only on its keys, never on the number of queries.
+// share the kv head; keys go in chunks of CH counted from the query's first key with an
+// online softmax, scores by lanes over keys, then every lane walks the keys in order for
+// its own output dims. So a query's result depends only on its keys: neither on the
+// number of queries nor on where its key range sits in the batch.
 // Dispatch: x = n_kv_head, y = queries (up to 65535 per slice, q0 the first).
 #version 450
 #include "reduce.glsl"
@@ -46,8 +47,8 @@ void main() {
     const uint lane = gl_LocalInvocationID.x, LS = gl_WorkGroupSize.x;
     uint k_begin = 0, k_end = p.m;
     if (p.has_ranges != 0) {
-        k_begin = uint(max(ranges[p.r_off + t], 0));
-        k_end = min(uint(max(ranges[p.r_off + p.n_q + t], 0)), p.m);
+        k_begin = uint(max(ranges[p.r_off + 2 * t], 0));
+        k_end = min(uint(max(ranges[p.r_off + 2 * t + 1], 0)), p.m);
     }
 
     float m[G], l[G];
@@ -55,7 +56,7 @@ void main() {
     for (uint j = 0; j < G; ++j) { m[j] = -1.0 / 0.0; l[j] = 0.0; }
     for (uint i = 0; i < G * DV4_PER_LANE; ++i) acc[i] = vec4(0.0);
 
-    for (uint c = (k_begin / CH) * CH; c < k_end; c += CH) {
+    for (uint c = k_begin; c < k_end; c += CH) {
         const uint c_end = min(c + CH, k_end);
         // phase 1: scores of this chunk, lanes over keys
         float cmax[G];

@@ -112,6 +112,7 @@ Image resize_vertical(const Image& in, uint32_t height) {
 }  // namespace
 
 Image resize_bicubic(const Image& in, uint32_t width, uint32_t height) {
+    TDM_ASSERT_MSG(width > 0 && height > 0 && in.width > 0 && in.height > 0, "resize_bicubic: an empty size");
     if (width == in.width && height == in.height) return in;
     if (width == in.width) return resize_vertical(in, height);
     Image h = resize_horizontal(in, width);

@@ -3,11 +3,12 @@
 // decodes with, at the settings PIL uses (accurate integer DCT, fancy upsampling), so the
 // pixels are PIL's.
 //
-// Grey replicates to RGB. CMYK and YCCK come out as CMYK, inverted when an Adobe marker
-// says so (PIL's "CMYK;I"), then turned into RGB by PIL's formula. A file that ends early
-// is an error (libjpeg would pad it with grey; PIL refuses it unless told
-// LOAD_TRUNCATED_IMAGES). Other warnings (extraneous bytes, a bad marker after the image)
-// are ignored, as PIL ignores them.
+// Grey replicates to RGB. CMYK and YCCK come out as CMYK, inverted (PIL reads every
+// 4-channel JPEG as "CMYK;I", Adobe marker or not), then turned into RGB by PIL's
+// formula. A file whose image data ends early is an error (libjpeg would pad it with grey;
+// PIL refuses it unless told LOAD_TRUNCATED_IMAGES); one that ends after its last row, its
+// end-of-image marker missing, decodes as in PIL. Other warnings (extraneous bytes, a bad
+// marker after the image) are ignored, as PIL ignores them.
 //
 // libjpeg reports errors by longjmp: as in png_decode.cpp, all state changed after setjmp
 // is on the heap and only C frames lie between setjmp and longjmp.
@@ -19,6 +20,7 @@
 #include <csetjmp>
 #include <cstdio>
 #include <memory>
+#include <new>
 
 namespace tdm {
 
@@ -97,8 +99,14 @@ bool read_jpeg(JpegRead* r, std::span<const uint8_t> bytes, const ImageLimits& l
     const uint32_t width = d.output_width, height = d.output_height;
     r->image.width = width;
     r->image.height = height;
-    r->image.rgb.resize(size_t(width) * height * 3);
-    if (cmyk) r->cmyk_row.resize(size_t(width) * 4);
+    try {
+        r->image.rgb.resize(size_t(width) * height * 3);
+        if (cmyk) r->cmyk_row.resize(size_t(width) * 4);
+    } catch (const std::bad_alloc&) {
+        r->refusal = fmt::format("JPEG image of {} x {} pixels: out of memory", width, height);
+        jpeg_destroy_decompress(&d);
+        return false;
+    }
     while (d.output_scanline < height) {
         uint8_t* out = r->image.rgb.data() + size_t(d.output_scanline) * width * 3;
         JSAMPROW row = cmyk ? r->cmyk_row.data() : out;
@@ -108,12 +116,13 @@ bool read_jpeg(JpegRead* r, std::span<const uint8_t> bytes, const ImageLimits& l
             uint8_t ink[4];
             for (int c = 0; c < 4; ++c) {
                 const uint8_t v = r->cmyk_row[size_t(x) * 4 + c];
-                ink[c] = d.saw_Adobe_marker ? uint8_t(255 - v) : v;
+                ink[c] = uint8_t(255 - v);
             }
             for (int c = 0; c < 3; ++c) out[size_t(x) * 3 + c] = cmyk_channel(ink[c], ink[3]);
         }
     }
-    if (!r->truncated && d.output_scanline == height) jpeg_finish_decompress(&d);
+    // No jpeg_finish_decompress: it reads on to the end-of-image marker, and a file
+    // without one is still a whole image.
     const bool complete = d.output_scanline == height;
     jpeg_destroy_decompress(&d);
     if (!complete) r->truncated = true;

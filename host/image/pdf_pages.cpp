@@ -45,11 +45,19 @@ struct PdfDocument::State {
 
 PdfDocument::PdfDocument(std::unique_ptr<State> s) : s_(std::move(s)) {}
 PdfDocument::PdfDocument(PdfDocument&&) noexcept = default;
-PdfDocument& PdfDocument::operator=(PdfDocument&&) noexcept = default;
-PdfDocument::~PdfDocument() {
-    if (!s_) return;
+PdfDocument& PdfDocument::operator=(PdfDocument&& o) noexcept {
+    if (this != &o) {
+        destroy_locked(s_);
+        s_ = std::move(o.s_);
+    }
+    return *this;
+}
+PdfDocument::~PdfDocument() { destroy_locked(s_); }
+
+void PdfDocument::destroy_locked(std::unique_ptr<State>& s) {
+    if (!s) return;
     std::lock_guard lock(poppler_mutex);
-    s_->doc.reset();
+    s.reset();
 }
 
 Result<PdfDocument> PdfDocument::open(const std::string& path, const ImageLimits& limits) {
@@ -61,11 +69,12 @@ Result<PdfDocument> PdfDocument::open_bytes(std::string bytes, const std::string
     if (bytes.size() < 5 || bytes.compare(0, 5, "%PDF-") != 0)
         return Error::format("{}: not a PDF document (it does not start with %PDF-)", name);
     if (bytes.size() > size_t(INT32_MAX)) return Error::format("{}: a PDF of more than 2 GiB is not supported", name);
+    // The lock outlives `s`, so that a refused document is destroyed under it too.
+    std::lock_guard lock(poppler_mutex);
     auto s = std::make_unique<State>();
     s->bytes = std::move(bytes);
     s->name = name;
     s->limits = limits;
-    std::lock_guard lock(poppler_mutex);
     route_messages();
     poppler_last_message.clear();
     s->doc.reset(poppler::document::load_from_raw_data(s->bytes.data(), int(s->bytes.size())));
@@ -89,7 +98,7 @@ Result<Image> PdfDocument::render(int index, double dpi) const {
     if (!page) return Error::format("{}: the page cannot be read{}", where, last_message_suffix());
     // The rendered size before rendering: a page of 200 x 200 inches at 200 dpi is a
     // 1.6-gigapixel bomb.
-    const poppler::rectf box = page->page_rect(poppler::media_box);
+    const poppler::rectf box = page->page_rect(poppler::crop_box);  // what poppler renders
     const double w = std::ceil(box.width() * dpi / 72.0), h = std::ceil(box.height() * dpi / 72.0);
     if (!(w >= 1 && h >= 1)) return Error::format("{}: the page has no area ({} x {} points)", where, box.width(), box.height());
     if (w * h > double(s_->limits.max_pixels))

@@ -40,6 +40,8 @@ public:
 private:
     struct State;
     explicit PdfDocument(std::unique_ptr<State> s);
+    // Poppler's objects share state across documents: one is destroyed under its lock.
+    static void destroy_locked(std::unique_ptr<State>& s);
     std::unique_ptr<State> s_;
 };
 

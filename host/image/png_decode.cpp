@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <new>
 
 namespace tdm {
 
@@ -60,15 +61,21 @@ bool read_png(PngRead* r, const ImageLimits& limits) {
         return false;
     }
     png_infop info = png_create_info_struct(png);
-    if (!info || setjmp(png_jmpbuf(png))) {
-        if (!info) std::snprintf(r->message, sizeof r->message, "out of memory");
-        png_destroy_read_struct(&png, info ? &info : nullptr, nullptr);
+    if (!info) {
+        std::snprintf(r->message, sizeof r->message, "out of memory");
+        png_destroy_read_struct(&png, nullptr, nullptr);
+        return false;
+    }
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_read_struct(&png, &info, nullptr);
         return false;
     }
     png_set_read_fn(png, r, read_bytes);
     // Ancillary chunks (text, profiles) are not needed: cap what one may allocate.
     png_set_chunk_malloc_max(png, 8u << 20);
     png_set_user_limits(png, 0x7fffffff, 0x7fffffff);  // the pixel limit below decides
+    // PIL decodes images whose chunk checksums are wrong: so do we.
+    png_set_crc_action(png, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
     png_read_info(png, info);
 
     png_uint_32 width = 0, height = 0;
@@ -95,8 +102,14 @@ bool read_png(PngRead* r, const ImageLimits& limits) {
     }
     r->image.width = width;
     r->image.height = height;
-    r->image.rgb.resize(size_t(width) * height * 3);
-    r->rows.resize(height);
+    try {
+        r->image.rgb.resize(size_t(width) * height * 3);
+        r->rows.resize(height);
+    } catch (const std::bad_alloc&) {
+        r->refusal = fmt::format("PNG image of {} x {} pixels: out of memory", width, height);
+        png_destroy_read_struct(&png, &info, nullptr);
+        return false;
+    }
     for (png_uint_32 y = 0; y < height; ++y) r->rows[y] = r->image.rgb.data() + size_t(y) * width * 3;
     png_read_image(png, r->rows.data());
     // No png_read_end: the chunks after the image data carry nothing we use, and PIL

@@ -54,8 +54,9 @@ Status validate(OpContext& c) {
         if (r.type != DType::I32 || r.kind == TensorKind::kv || r.kind == TensorKind::state || !r.contiguous())
             return Error::coded(TDM_ERR_TYPE, "attention_full: ranges {} must be contiguous i32 [2, {}]",
                                 c.describe(3), q.ne[2]);
-        if (r.elements() != 2 * q.ne[2])
-            return Error::coded(TDM_ERR_SHAPE, "attention_full: ranges {} must be i32 [2, {}]", c.describe(3), q.ne[2]);
+        if (r.ne[0] != 2 || r.ne[1] != q.ne[2] || r.ne[2] != 1 || r.ne[3] != 1)
+            return Error::coded(TDM_ERR_SHAPE, "attention_full: ranges {} must be i32 [2, {}] (begin, end per query)",
+                                c.describe(3), q.ne[2]);
     }
     return c.output(DType::F32, {v.ne[0] * q.ne[1], q.ne[2]});
 }

@@ -62,9 +62,9 @@ Status check_row_vector(OpContext& c, int input, const char* what) {
     const int64_t cols = c.in(0).cols();
     if (w.type != DType::F32 || w.kind == TensorKind::kv || w.kind == TensorKind::state)
         return Error::coded(TDM_ERR_TYPE, "{}: {} {} must be f32 with {} elements", c.op(), what, c.describe(input), cols);
-    if (w.elements() != cols)
-        return Error::coded(TDM_ERR_SHAPE, "{}: {} {} must be f32 with {} elements", c.op(), what, c.describe(input),
-                            cols);
+    if (w.elements() != cols || (w.kind != TensorKind::weight && !w.contiguous()))
+        return Error::coded(TDM_ERR_SHAPE, "{}: {} {} must be f32 with {} contiguous elements", c.op(), what,
+                            c.describe(input), cols);
     return {};
 }
 

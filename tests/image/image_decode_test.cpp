@@ -37,7 +37,7 @@ TEST_P(DecodeLikePil, pixels_equal_pils_convert_rgb) {
 INSTANTIATE_TEST_SUITE_P(Formats, DecodeLikePil,
                          ::testing::Values("rgb8.png", "interlaced.png", "rgb_trns.png", "rgba8.png", "palette_trns.png", "gray8.png", "gray1.png",
                                            "la8.png", "rgb16.png", "gray16.png", "baseline.jpg", "q444.jpg",
-                                           "progressive.jpg", "gray.jpg", "cmyk.jpg"),
+                                           "progressive.jpg", "gray.jpg", "cmyk.jpg", "cmyk_noadobe.jpg"),
                          [](const auto& param_info) {
                              std::string n = param_info.param;
                              for (char& c : n)
@@ -65,6 +65,18 @@ TEST(ImageDecode, every_truncation_of_a_png_and_a_jpeg_is_an_error_that_says_so_
             truncated_messages += m.find("truncated") != std::string::npos;
         }
         EXPECT_GT(truncated_messages, file.size() / 2) << name << ": most cuts should be named truncation";
+    }
+}
+
+TEST(ImageDecode, a_jpeg_without_its_end_marker_decodes_like_pil) {
+    // PIL decodes a baseline JPEG cut just before or inside its end-of-image marker.
+    const std::vector<uint8_t> file = image_fixture("baseline.jpg");
+    const auto whole = decode_image(file);
+    ASSERT_TRUE(whole.ok());
+    for (size_t cut : {1u, 2u}) {
+        auto img = decode_image({file.data(), file.size() - cut});
+        ASSERT_TRUE(img.ok()) << "cut by " << cut << ": " << img.error().message();
+        EXPECT_EQ(img->rgb, whole->rgb);
     }
 }
 

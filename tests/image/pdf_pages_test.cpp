@@ -61,6 +61,17 @@ TEST(PdfPages, a_page_too_large_is_refused_and_the_pages_around_it_still_render)
     EXPECT_EQ(last->width, 83u);  // 30 pt at 200 dpi: 83.3 pixels
 }
 
+TEST(PdfPages, the_crop_box_is_what_renders_and_what_the_size_limit_checks) {
+    // A 200000-point media box cropped to 60 x 40 points.
+    auto doc = PdfDocument::open(image_fixture_path("cropped.pdf"));
+    ASSERT_TRUE(doc.ok()) << doc.error().message();
+    auto page = doc->render(0, 72);
+    ASSERT_TRUE(page.ok()) << page.error().message();
+    EXPECT_EQ(page->width, 60u);
+    EXPECT_EQ(page->height, 40u);
+    expect_colour(*page, 10, 20, 255, 0, 0, "left");
+}
+
 TEST(PdfPages, an_encrypted_pdf_is_refused_with_what_to_do) {
     auto doc = PdfDocument::open(image_fixture_path("encrypted.pdf"));
     ASSERT_FALSE(doc.ok());

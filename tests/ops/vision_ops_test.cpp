@@ -105,13 +105,13 @@ TEST_F(VisionOps, full_attention_with_key_ranges_keeps_each_image_to_itself) {
     // Two "images" in one batch: queries 0..9 see keys 0..9, queries 10..29 keys 10..29.
     const int64_t n = 30, H = 2, dk = 16, dv = 16, split = 10;
     const auto q = randn(size_t(n * H * dk), 53), k = randn(size_t(n * H * dk), 54), v = randn(size_t(n * H * dv), 55);
-    std::vector<int32_t> ranges(size_t(2 * n));
+    std::vector<int32_t> ranges(size_t(2 * n));  // [2, n]: (begin, end) per query
     for (int64_t t = 0; t < n; ++t) {
-        ranges[size_t(t)] = t < split ? 0 : int32_t(split);
-        ranges[size_t(n + t)] = t < split ? int32_t(split) : int32_t(n);
+        ranges[size_t(2 * t)] = t < split ? 0 : int32_t(split);
+        ranges[size_t(2 * t + 1)] = t < split ? int32_t(split) : int32_t(n);
     }
     const TensorId tq = h.input_f32({dk, H, n}, q, "q"), tk = h.input_f32({dk, H, n}, k, "k"),
-                   tv = h.input_f32({dv, H, n}, v, "v"), tr = h.input_i32({n, 2}, ranges, "ranges");
+                   tv = h.input_f32({dv, H, n}, v, "v"), tr = h.input_i32({2, n}, ranges, "ranges");
     const TensorId y = h.op(TDM_OP_ATTENTION_FULL, {tq, tk, tv, tr});
     h.run({y});
     const auto got = h.f32(y);
@@ -125,6 +125,51 @@ TEST_F(VisionOps, full_attention_with_key_ranges_keeps_each_image_to_itself) {
                                        part(v, H * dv, split, n), n - split, n - split, p);
     EXPECT_LT(ref::nmse(part(got, H * dv, 0, split), first), 1e-11);
     EXPECT_LT(ref::nmse(part(got, H * dv, split, n), second), 1e-11);
+}
+
+TEST_F(VisionOps, an_image_gives_the_same_bits_wherever_its_keys_sit_in_the_batch) {
+    // 300 keys (two chunks) alone, and the same keys after 100 others with ranges: equal bits.
+    const int64_t m = 300, pre = 100, H = 2, dk = 32, dv = 32, n = 5;
+    const auto k = randn(size_t(m * H * dk), 61), v = randn(size_t(m * H * dv), 62), q = randn(size_t(n * H * dk), 63);
+    const auto other_k = randn(size_t(pre * H * dk), 64), other_v = randn(size_t(pre * H * dv), 65);
+    std::vector<float> k2 = other_k, v2 = other_v;
+    k2.insert(k2.end(), k.begin(), k.end());
+    v2.insert(v2.end(), v.begin(), v.end());
+    std::vector<int32_t> ranges;
+    for (int64_t t = 0; t < n; ++t) ranges.insert(ranges.end(), {int32_t(pre), int32_t(pre + m)});
+    ranges[2] = 7, ranges[3] = 7;  // query 1 sees no key: zeros
+    const TensorId tq = h.input_f32({dk, H, n}, q, "q");
+    const TensorId alone = h.op(TDM_OP_ATTENTION_FULL, {tq, h.input_f32({dk, H, m}, k, "k"), h.input_f32({dv, H, m}, v, "v")});
+    const TensorId placed = h.op(TDM_OP_ATTENTION_FULL, {tq, h.input_f32({dk, H, pre + m}, k2, "k2"),
+                                                         h.input_f32({dv, H, pre + m}, v2, "v2"),
+                                                         h.input_i32({2, n}, ranges, "ranges")});
+    h.run({alone, placed});
+    const auto a = h.f32(alone), b = h.f32(placed);
+    for (int64_t t = 0; t < n; ++t) {
+        const std::vector<float> row_a(a.begin() + t * H * dv, a.begin() + (t + 1) * H * dv),
+            row_b(b.begin() + t * H * dv, b.begin() + (t + 1) * H * dv);
+        if (t == 1) {
+            EXPECT_EQ(row_b, std::vector<float>(size_t(H * dv), 0.0f)) << "an empty range gives zeros";
+        } else {
+            EXPECT_EQ(row_a, row_b) << "query " << t;
+        }
+    }
+}
+
+TEST_F(VisionOps, full_attention_ranges_must_be_pairs_per_query) {
+    const int64_t n = 4, H = 1, dk = 8;
+    const TensorId q = h.input_f32({dk, H, n}, randn(size_t(n * dk), 66), "q"),
+                   k = h.input_f32({dk, H, n}, randn(size_t(n * dk), 67), "k");
+    const TensorId r = h.input_i32({n, 2}, std::vector<int32_t>(size_t(2 * n), 0), "ranges");
+    OpDesc d;
+    d.op = TDM_OP_ATTENTION_FULL;
+    d.in[0] = q, d.in[1] = k, d.in[2] = k, d.in[3] = r;
+    d.n_in = 4;
+    auto res = h.graph().op(d);
+    ASSERT_FALSE(res.ok());
+    EXPECT_EQ(res.error().code(), TDM_ERR_SHAPE);
+    EXPECT_NE(res.error().message().find("must be i32 [2, 4] (begin, end per query)"), std::string::npos)
+        << res.error().message();
 }
 
 TEST_F(VisionOps, full_attention_of_a_query_does_not_depend_on_how_many_queries_share_the_batch) {

@@ -218,11 +218,12 @@ TEST_F(SdkHost, log_formats_a_line_under_the_plugins_name) {
     EXPECT_EQ(fake().log[0], "myplugin|3|3 tokens");
 }
 
-TEST(SdkOpName, names_every_op_of_abi_2) {
-    for (uint32_t op = 1; op < TDM_OP_COUNT_V2; ++op)
+TEST(SdkOpName, names_every_op_of_abi_3) {
+    for (uint32_t op = 1; op < TDM_OP_COUNT_V3; ++op)
         EXPECT_STRNE(tdm::sdk::op_name(op), "unknown op") << op;
     EXPECT_STREQ(tdm::sdk::op_name(TDM_OP_GATED_DELTA_RULE), "gated_delta_rule");
-    EXPECT_STREQ(tdm::sdk::op_name(TDM_OP_COUNT_V2), "unknown op");
+    EXPECT_STREQ(tdm::sdk::op_name(TDM_OP_ATTENTION_FULL), "attention_full");
+    EXPECT_STREQ(tdm::sdk::op_name(TDM_OP_COUNT_V3), "unknown op");
 }
 
 }  // namespace

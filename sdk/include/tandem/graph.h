@@ -197,14 +197,13 @@ static inline tdm_tensor tdm_gated_rms_norm(tdm_builder* b, tdm_tensor x, const 
 }
 
 /* [v3, appended: ask query_op] LayerNorm per row: (x - mean) / sd * w + b. w and b may be
- * NULL (1 and 0); b needs w. */
+ * NULL (1 and 0); b needs w (a bias without a weight is refused when the op is built). */
 static inline tdm_tensor tdm_layer_norm(tdm_builder* b, tdm_tensor x, const tdm_weight* w, const tdm_weight* bias,
                                         float eps, const char* name) {
     tdm_tensor in[3] = {x, {0}, {0}};
-    int n = 1;
-    if (w) in[n++] = tdm_weight_tensor(b, w);
-    if (w && bias) in[n++] = tdm_weight_tensor(b, bias);
-    return tdm_emit(b, TDM_OP_LAYER_NORM, in, n, NULL, 0, &eps, 1, name);
+    if (w) in[1] = tdm_weight_tensor(b, w);
+    if (bias) in[2] = tdm_weight_tensor(b, bias);
+    return tdm_emit(b, TDM_OP_LAYER_NORM, in, bias ? 3 : w ? 2 : 1, NULL, 0, &eps, 1, name);
 }
 
 /* RoPE on x [head_dim, n_heads, n_tokens]. ff: optional frequency divisors (NULL). */
@@ -245,8 +244,8 @@ static inline tdm_tensor tdm_softmax(tdm_builder* b, tdm_tensor x, float scale, 
 }
 
 /* [v3, appended: ask query_op] Attention of q [dk, n_head, n] over k [dk, n_kv_head, m] and
- * v [dv, n_kv_head, m] with no causal mask; ranges (I32 [2, n], or {0} for none) limits
- * query t to keys [ranges[0][t], ranges[1][t]). scale 0 = 1/sqrt(dk). */
+ * v [dv, n_kv_head, m] with no causal mask; ranges (I32 [2, n]: a (begin, end) pair per
+ * query, or {0} for none) limits each query to its keys [begin, end). scale 0 = 1/sqrt(dk). */
 static inline tdm_tensor tdm_attention_full(tdm_builder* b, tdm_tensor q, tdm_tensor k, tdm_tensor v,
                                             tdm_tensor ranges, float scale, const char* name) {
     tdm_tensor in[4] = {q, k, v, ranges};

@@ -173,11 +173,12 @@ typedef enum tdm_op {
     TDM_OP_LAYER_NORM = 29,
     /* [v3, appended: ask query_op] Attention of every query over plain activations,
      * with no KV layer and no causal mask (vision encoders): in: q [dk, n_head, n],
-     * k [dk, n_kv_head, m], v [dv, n_kv_head, m] [, ranges I32 [2, n]: query t sees
-     * keys [ranges[0][t], ranges[1][t]) (one image among several in a batch); without
-     * it every query sees all m keys]. f[0] = scale (0 = 1/sqrt(dk)). out: [dv * n_head, n].
-     * Each query's result depends only on its own keys, never on n. Limits: dk and
-     * dv multiples of 4, n_head / n_kv_head <= 16. */
+     * k [dk, n_kv_head, m], v [dv, n_kv_head, m] [, ranges I32 [2, n]: per query t a
+     * (begin, end) pair, elements 2t and 2t + 1; it sees keys [begin, end) (one image
+     * among several in a batch); without it every query sees all m keys]. f[0] = scale
+     * (0 = 1/sqrt(dk)). out: [dv * n_head, n]; a query with no keys gets zeros. Each
+     * query's result depends only on its own keys: not on n, nor on where its range
+     * starts. Limits: dk and dv multiples of 4, n_head / n_kv_head <= 16. */
     TDM_OP_ATTENTION_FULL = 30,
     TDM_OP_COUNT_V1 = 28, /* number of ABI 1 ops (not an op) */
     TDM_OP_COUNT_V2 = 29, /* number of ABI 2 ops (not an op) */

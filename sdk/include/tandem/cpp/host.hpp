@@ -60,6 +60,8 @@ constexpr const char* op_name(std::uint32_t op) noexcept {
     case TDM_OP_MATMUL_ID: return "matmul_id";
     case TDM_OP_MOE_SUM: return "moe_sum";
     case TDM_OP_CUSTOM: return "custom";
+    case TDM_OP_LAYER_NORM: return "layer_norm";
+    case TDM_OP_ATTENTION_FULL: return "attention_full";
     default: return "unknown op";
     }
 }
