@@ -14,7 +14,8 @@
 namespace tdm::synth {
 namespace {
 
-constexpr std::string_view kKnown[] = {"preset", "type", "format", "seed", "mtp", "layers", "repeating", "repeat-period"};
+constexpr std::string_view kKnown[] = {"preset", "type",      "format",        "seed",  "mtp",
+                                       "layers", "repeating", "repeat-period", "vision"};
 
 using Options = std::map<std::string, std::string, std::less<>>;
 
@@ -67,6 +68,8 @@ Result<std::string> synthesize_glm_request(std::string_view arch, const std::str
     if (const std::string* m = get("mtp")) shape.mtp = TDM_TRY(boolean("mtp", *m));
     if (const std::string* l = get("layers")) shape.n_layer = int32_t(TDM_TRY(integer("layers", *l, 1, 1024)));
     if (const std::string* r = get("repeating")) o.repeating = TDM_TRY(boolean("repeating", *r));
+    if (const std::string* v = get("vision"); v && TDM_TRY(boolean("vision", *v)))
+        shape.vision = TDM_TRY(glm_vision_preset(preset));
     if (const std::string* p = get("repeat-period")) {
         if (!o.repeating) return Error("synth: --repeat-period needs --repeating");
         o.repeat_period = int32_t(TDM_TRY(integer("repeat-period", *p, 1, 1 << 20)));
@@ -75,8 +78,9 @@ Result<std::string> synthesize_glm_request(std::string_view arch, const std::str
         TDM_TRY(synth_glm_gguf(output, shape, o));
     else
         TDM_TRY(synth_glm_hf(output, shape, o));
-    return fmt::format("wrote {}: glm4 {}, {} layers, n_embd {}, vocab {}, {}{}", output, preset, shape.n_layer,
-                       shape.n_embd, shape.n_vocab, tname, shape.mtp ? ", with MTP layer" : "");
+    return fmt::format("wrote {}: glm4 {}, {} layers, n_embd {}, vocab {}, {}{}{}", output, preset, shape.n_layer,
+                       shape.n_embd, shape.n_vocab, tname, shape.mtp ? ", with MTP layer" : "",
+                       shape.vision.depth > 0 ? fmt::format(", vision tower of {} blocks", shape.vision.depth) : "");
 }
 
 }  // namespace tdm::synth

@@ -12,6 +12,7 @@
 //   mtp             write the NextN/MTP layer (true)
 //   layers          trunk layers, 1..1024
 //   repeating       the repeating model; repeat-period (1..2^20, default 5) needs it
+//   vision          HF only: the vision tower at the preset's size (false; glm_vision_synth.h)
 #pragma once
 
 #include "common/error.h"

@@ -176,7 +176,8 @@ std::vector<float> values(const GlmTensor& t, const WeightRecipe& r, int64_t hea
     return v;
 }
 
-std::string config_json(const GlmShape& s, const GlmSynthOptions& o, const SynthVocabLayout& l) {
+std::string config_json(const GlmShape& s, const GlmSynthOptions& o, const SynthVocabLayout& l,
+                        const GlmImageTokens* image) {
     nlohmann::ordered_json text;
     text["model_type"] = "glm_ocr_text";
     text["attention_bias"] = false;
@@ -202,6 +203,12 @@ std::string config_json(const GlmShape& s, const GlmSynthOptions& o, const Synth
     j["architectures"] = {"GlmOcrForConditionalGeneration"};
     j["model_type"] = "glm_ocr";
     j["text_config"] = text;
+    if (image) {
+        j["vision_config"] = glm_vision_config_json(s.vision, s.n_embd);
+        j["image_start_token_id"] = image->begin;
+        j["image_token_id"] = image->image;
+        j["image_end_token_id"] = image->end;
+    }
     j["tie_word_embeddings"] = false;
     j["torch_dtype"] = torch_dtype_name(o.weight_type);
     j["transformers_version"] = "5.0.0";
@@ -243,6 +250,11 @@ Status validate_glm(const GlmShape& s, const GlmSynthOptions& o) {
                              ggml_type_name(uint32_t(o.weight_type)));
     if (o.repeat_period < 1) return Error::format("glm4 synth: repeat_period must be >= 1, got {}", o.repeat_period);
     if (o.n_threads < 0) return Error::format("glm4 synth: n_threads must be >= 0, got {}", o.n_threads);
+    if (s.vision.depth > 0) {
+        TDM_TRY(validate_glm_vision(s.vision, s.n_embd));
+        TDM_TRY(synth_vocab_layout(s.n_vocab - 3));
+        if (o.repeating) return Error("glm4 synth: a repeating model has no vision tower (--repeating with --vision)");
+    }
     return {};
 }
 
@@ -260,6 +272,9 @@ int32_t glm_repeat_successor(const GlmShape& shape, const GlmSynthOptions& opts,
 
 Status synth_glm_gguf(const std::string& path, const GlmShape& s, const GlmSynthOptions& o) {
     TDM_TRY(validate_glm(s, o));
+    if (s.vision.depth > 0)
+        return Error("glm4 synth: the vision tower is written in the HF layout only (--format hf); the GGUF "
+                     "layout keeps it in a separate mmproj file, which this synthesizer does not write yet");
     const Vocab vocab = TDM_TRY(synth_vocab(s.n_vocab));
     const SynthVocabLayout layout = TDM_TRY(synth_vocab_layout(s.n_vocab));
     const WeightRecipe recipe = recipe_of(o, layout.n_text);
@@ -303,11 +318,16 @@ Status synth_glm_hf(const std::string& dir, const GlmShape& s, const GlmSynthOpt
     if (!is_hf_weight_type(o.weight_type))
         return Error::format("glm4 synth: HF checkpoints hold F32, F16 or BF16 weights; {} exists only as GGUF",
                              dtype_name(o.weight_type));
-    const Vocab vocab = TDM_TRY(synth_vocab(s.n_vocab));
-    const SynthVocabLayout layout = TDM_TRY(synth_vocab_layout(s.n_vocab));
+    const bool vision = s.vision.depth > 0;
+    GlmImageTokens image;
+    // With a vision tower the last three ids are the image tokens: the text vocabulary is
+    // three ids smaller.
+    const Vocab vocab = vision ? TDM_TRY(glm_vision_vocab(s.n_vocab, &image)) : TDM_TRY(synth_vocab(s.n_vocab));
+    const SynthVocabLayout layout = TDM_TRY(synth_vocab_layout(s.n_vocab - (vision ? 3 : 0)));
     const WeightRecipe recipe = recipe_of(o, layout.n_text);
     TDM_TRY(make_directory(dir));
-    TDM_TRY(write_text_file(dir + "/config.json", config_json(s, o, layout)));
+    TDM_TRY(write_text_file(dir + "/config.json", config_json(s, o, layout, vision ? &image : nullptr)));
+    if (vision) TDM_TRY(write_text_file(dir + "/preprocessor_config.json", glm_preprocessor_config_json(s.vision)));
     TDM_TRY(write_text_file(dir + "/tokenizer.json", synth_tokenizer_json(vocab)));
     TDM_TRY(write_text_file(dir + "/tokenizer_config.json", synth_tokenizer_config_json(vocab, s.n_ctx_train)));
     SafetensorsWriter st;
@@ -325,6 +345,17 @@ Status synth_glm_hf(const std::string& dir, const GlmShape& s, const GlmSynthOpt
             return {};
         }));
     }
+    if (vision)
+        for (GlmVisionTensor& t : glm_vision_tensors(s.vision, s.n_embd)) {
+            const SynthParam p = t.p;
+            TDM_TRY(st.add_tensor(p.hf_name, dtype, std::move(t.shape), [p, recipe, type](uint8_t* dst) -> Status {
+                std::vector<float> v(size_t(p.rows * p.cols));
+                fill_rows(p, recipe, 0, p.rows, v.data());
+                const std::vector<uint8_t> bytes = quantize_matrix(type, v.data(), p.rows, p.cols);
+                std::copy(bytes.begin(), bytes.end(), dst);
+                return {};
+            }));
+        }
     return st.write_file(dir + "/model.safetensors");
 }
 

@@ -5,7 +5,7 @@
 // layer as blk.N.nextn.* + blk.N.*), and an HF directory as the checkpoint ships
 // (GlmOcrForConditionalGeneration: config.json with text_config, model.language_model.*,
 // lm_head, the MTP layer as model.language_model.layers.N.*). Same values in both layouts.
-// No vision tower yet (the text decoder and its MTP layer only).
+// With a vision shape, the HF directory also holds the vision tower (glm_vision_synth.h).
 //
 // Values are those of host/synth/synth_weights.h (a pure function of seed, tensor name and
 // element index; the GGUF name of the HF-order tensor names the stream). The MTP layer carries
@@ -18,6 +18,7 @@
 
 #include "common/dtype.h"
 #include "common/error.h"
+#include "glm-ocr/synth/glm_vision_synth.h"
 
 #include <array>
 #include <cstdint>
@@ -40,6 +41,7 @@ struct GlmShape {
     float rope_theta = 10000.0f;
     float rms_eps = 1e-5f;
     bool mtp = true;          // write the NextN/MTP layer
+    GlmVisionShape vision;    // depth 0: no vision tower (HF layout only; glm_vision_synth.h)
 };
 
 // "tiny" (default), "small", "glm-ocr" (the real GLM-OCR text shape, spec/glm-ocr.md §1).
