@@ -31,7 +31,7 @@ bool is_pdf(const std::string& path) {
     return pread(f->fd(), head, 5, 0) == 5 && std::string_view(head, 5) == "%PDF-";
 }
 
-// One page: decoded by `decode`, then preprocessed; timings appended to `t`.
+// One page, `iterations` times: decoded by `decode`, then preprocessed; the medians and sizes.
 template <class Decode>
 Result<nlohmann::json> bench_page(const Decode& decode, const PatchProcessorConfig& cfg, int iterations) {
     PageTimes t;

@@ -7,13 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_run.h"
+#include "support/fixtures.h"
 
 namespace tdm {
 namespace {
 
 using nlohmann::json;
 
-std::string fixture(const std::string& name) { return std::string(TANDEM_TEST_FIXTURES_DIR) + "/images/" + name; }
+std::string fixture(const std::string& name) { return test::fixture_path("images/" + name); }
 
 TEST(BenchImage, every_page_of_every_file_gets_its_grid_and_token_count) {
     CliRun r = tandem({"bench", "image", fixture("rgb8.png"), fixture("two_pages.pdf"), fixture("progressive.jpg"),

@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <fstream>
 #include <set>
 
 #include "common/fp16.h"
@@ -35,10 +34,7 @@ const std::string& vision_model() {
     return dir;
 }
 
-json read_json(const std::string& path) {
-    std::ifstream f(path);
-    return json::parse(f, nullptr, false);
-}
+json read_json(const std::string& path) { return json::parse(test::read_file(path), nullptr, false); }
 
 ref::GlmVisionConfig config_of(const json& vc) {
     ref::GlmVisionConfig c;
@@ -105,9 +101,7 @@ TEST(GlmVisionSynth, config_preprocessor_and_tokenizer_agree_on_the_image_tokens
                                          cfg["image_end_token_id"]}));
     EXPECT_EQ(cfg["image_end_token_id"].get<int>(), cfg["text_config"]["vocab_size"].get<int>() - 1);
 
-    std::ifstream f(vision_model() + "/preprocessor_config.json");
-    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    auto pc = patch_config_from_json(text);
+    auto pc = patch_config_from_json(test::read_file(vision_model() + "/preprocessor_config.json"));
     ASSERT_TRUE(pc.ok()) << pc.error().message();
     EXPECT_EQ(int(pc->patch_size), cfg["vision_config"]["patch_size"].get<int>());
     EXPECT_EQ(int(pc->merge_size), cfg["vision_config"]["spatial_merge_size"].get<int>());

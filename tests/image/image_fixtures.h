@@ -3,21 +3,19 @@
 // with PIL and numpy) and building hostile variants of those files.
 #pragma once
 
+#include "support/fixtures.h"
+
 #include <cstdint>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 namespace tdm::test {
 
-inline std::string image_fixture_path(const std::string& name) {
-    return std::string(TANDEM_TEST_FIXTURES_DIR) + "/images/" + name;
-}
+inline std::string image_fixture_path(const std::string& name) { return fixture_path("images/" + name); }
 
 inline std::vector<uint8_t> image_fixture(const std::string& name) {
-    std::ifstream f(image_fixture_path(name), std::ios::binary);
-    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+    const std::string bytes = read_fixture("images/" + name);
+    return {bytes.begin(), bytes.end()};
 }
 
 // PNG's chunk checksum (CRC-32, polynomial 0xEDB88320), for chunks a test rewrites.

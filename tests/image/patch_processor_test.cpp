@@ -18,10 +18,7 @@ using namespace tdm::test;
 
 namespace {
 
-std::string text_fixture(const std::string& name) {
-    const std::vector<uint8_t> b = image_fixture(name);
-    return {b.begin(), b.end()};
-}
+std::string text_fixture(const std::string& name) { return read_fixture("images/" + name); }
 
 TEST(PatchProcessor, smart_resize_equals_transformers_on_every_listed_size) {
     std::istringstream lines(text_fixture("smart_resize.txt"));

@@ -25,12 +25,6 @@ using test::OpHarness;
 
 using test::randn;
 
-std::vector<uint8_t> bytes_of(const std::vector<float>& v) {
-    std::vector<uint8_t> b(v.size() * 4);
-    std::memcpy(b.data(), v.data(), b.size());
-    return b;
-}
-
 class GatherOps : public test::DeviceTest {};
 
 TEST_F(GatherOps, get_rows_reads_an_f32_weight_in_rows_of_i0_elements) {
@@ -38,7 +32,7 @@ TEST_F(GatherOps, get_rows_reads_an_f32_weight_in_rows_of_i0_elements) {
     std::vector<float> table(64);
     for (size_t i = 0; i < table.size(); ++i) table[i] = float((i * 37) % 64);
     OpHarness h(device(), pipelines());
-    const TensorId w = h.weight(DType::F32, 64, 1, bytes_of(table));
+    const TensorId w = h.weight(DType::F32, 64, 1, test::f32_bytes(table));
     const TensorId y = h.op(TDM_OP_GET_ROWS, {w, h.input_i32({3}, {5, 0, 7})}, {8});
     h.run({y});
     std::vector<float> want;
@@ -50,7 +44,7 @@ TEST_F(GatherOps, get_rows_reads_an_f32_weight_in_rows_of_i0_elements) {
 TEST_F(GatherOps, get_rows_refuses_a_row_width_on_a_quantized_weight_or_one_that_does_not_divide) {
     const auto wf = randn(64 * 2, 3);
     const auto q = quantize_matrix(DType::Q8_0, wf.data(), 2, 64);
-    for (auto [type, width, bytes] : {std::tuple{DType::Q8_0, 32, q}, std::tuple{DType::F32, 24, bytes_of(wf)}}) {
+    for (auto [type, width, bytes] : {std::tuple{DType::Q8_0, 32, q}, std::tuple{DType::F32, 24, test::f32_bytes(wf)}}) {
         OpHarness h(device(), pipelines());
         OpDesc d;
         d.op = TDM_OP_GET_ROWS;

@@ -169,15 +169,11 @@ TEST_F(Ops, binary_ops_broadcast_one_column_and_read_f32_weights) {
     const auto a = randn(size_t(C * R), 13), g4 = randn(size_t(4 * R), 14), wf = randn(size_t(C * R), 15);
     const std::vector<float> gate = ref::view_cols(g4, 4, 2, 1), w1(wf.begin(), wf.begin() + C),
                              wc(wf.begin(), wf.begin() + R);
-    auto bytes = [](const std::vector<float>& v) {
-        std::vector<uint8_t> b(v.size() * 4);
-        std::memcpy(b.data(), v.data(), b.size());
-        return b;
-    };
     const TensorId ta = h.input_f32({C, R}, a);
     const TensorId tg = h.op(TDM_OP_VIEW_COLS, {h.input_f32({4, R}, g4, "g4")}, {2, 1});
-    const TensorId wfull = h.weight(DType::F32, C, R, bytes(wf)), wrow = h.weight(DType::F32, C, 1, bytes(w1)),
-                   wcol = h.weight(DType::F32, 1, R, bytes(wc));
+    const TensorId wfull = h.weight(DType::F32, C, R, test::f32_bytes(wf)),
+                   wrow = h.weight(DType::F32, C, 1, test::f32_bytes(w1)),
+                   wcol = h.weight(DType::F32, 1, R, test::f32_bytes(wc));
     const TensorId addc = h.op(TDM_OP_ADD, {ta, tg}), mulc = h.op(TDM_OP_MUL, {ta, tg}), subc = h.op(TDM_OP_SUB, {ta, tg}),
                    addw = h.op(TDM_OP_ADD, {ta, wfull}), mulw = h.op(TDM_OP_MUL, {ta, wrow}),
                    subw = h.op(TDM_OP_SUB, {ta, wcol});

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 
 #include "ops/op_def.h"
 #include "support/device_fixture.h"
@@ -18,18 +17,13 @@ namespace tdm {
 namespace {
 
 using test::OpHarness;
+using test::f32_bytes;
 using test::randn;
 
 class VisionOps : public test::DeviceTest {
 protected:
     OpHarness h{device(), pipelines()};
 };
-
-std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
-    std::vector<uint8_t> b(v.size() * 4);
-    std::memcpy(b.data(), v.data(), b.size());
-    return b;
-}
 
 TEST_F(VisionOps, gelu_erf_matches_the_exact_gelu_over_a_wide_range) {
     const int64_t C = 256, R = 4;

@@ -2,6 +2,8 @@
 // tests/support/fixtures.cpp
 #include "support/fixtures.h"
 
+#include <cstring>
+
 #include <gtest/gtest.h>
 #include <zstd.h>
 
@@ -14,6 +16,12 @@
 #include <vector>
 
 namespace tdm::test {
+
+std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
+    std::vector<uint8_t> b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+}
 
 std::vector<float> randn(size_t n, uint32_t seed, float scale) {
     std::mt19937 rng(seed);

@@ -22,6 +22,9 @@ std::string read_file(const std::string& path);
 // n normally distributed values (mean 0, deviation `scale`), the same for the same seed.
 std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f);
 
+// The bytes of f32 values, as an F32 weight holds them.
+std::vector<uint8_t> f32_bytes(const std::vector<float>& v);
+
 // A fresh empty directory under the system temp dir, removed at process exit.
 std::string make_temp_dir(const std::string& tag);
 
