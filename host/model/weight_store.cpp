@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <deque>
 
 #include "common/fp16.h"
 #include "common/log.h"
@@ -41,6 +42,26 @@ Status check_shape(const ModelSource& src, const SourceTensor& t, const tdm_weig
                                  shape_string(t.ne, std::max<uint32_t>(uint32_t(t.n_dims), 1)), shape_string(want, n_dims));
     }
     return {};
+}
+
+// TDM_WEIGHT_FLATTEN: the tensor as the 2-D [ne0, ne1] of the request, read row-major as
+// stored (its innermost dims merged into ne0). ne0 holds whole stored rows, so quantized
+// blocks stay whole.
+Result<SourceTensor> flatten(const ModelSource& src, const SourceTensor& t, const tdm_weight_request& req) {
+    if (req.n_dims != 2 || req.ne[0] <= 0 || req.ne[1] <= 0 || req.n_parts || req.slab_rows)
+        return Error::format("load_weight '{}': TDM_WEIGHT_FLATTEN needs a 2-D request with both sizes given, and "
+                             "no parts or slab",
+                             req.name);
+    const int64_t total = t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3];
+    if (req.ne[0] % t.ne[0] != 0 || total / req.ne[0] != req.ne[1] || total % req.ne[0] != 0)
+        return Error::format("{}: tensor '{}' of shape {} does not flatten to [{}, {}]", src.path(), t.name,
+                             shape_string(t.ne, std::max<uint32_t>(uint32_t(t.n_dims), 1)), req.ne[0], req.ne[1]);
+    SourceTensor f = t;
+    f.ne[0] = req.ne[0];
+    f.ne[1] = req.ne[1];
+    f.ne[2] = f.ne[3] = 1;
+    f.n_dims = 2;
+    return f;
 }
 
 bool is_integer(uint32_t type) {
@@ -124,6 +145,7 @@ Result<const DeviceWeight*> WeightStore::load(const ModelSource& src, const tdm_
 
     // the source tensors: one, or the parts stacked along a new outer dim
     std::vector<const SourceTensor*> parts;
+    std::deque<SourceTensor> flattened;  // TDM_WEIGHT_FLATTEN views of `parts`
     const uint32_t n_parts = std::max<uint32_t>(1, req.n_parts);
     for (uint32_t p = 0; p < n_parts; ++p) {
         const char* name = req.n_parts ? req.parts[p] : req.name;
@@ -133,10 +155,15 @@ Result<const DeviceWeight*> WeightStore::load(const ModelSource& src, const tdm_
             return Error::format("{}: missing tensor '{}'", src.path(), name ? name : "(null)");
         }
         const bool want_f32 = req.flags & (TDM_WEIGHT_F32 | TDM_WEIGHT_ADD_ONE | TDM_WEIGHT_NEG_EXP);
+        const SourceTensor* stored = t;  // checked once as stored, whatever view a request takes
+        if (req.flags & TDM_WEIGHT_FLATTEN) {
+            flattened.push_back(TDM_TRY(flatten(src, *t, req)));
+            t = &flattened.back();
+        }
         TDM_TRY(check_shape(src, *t, req));
         TDM_TRY(check_type(src, *t, want_f32));
         if (is_integer(t->type)) TDM_TRY(check_integers_exact(src, *t));
-        if (check_weights_ && checked_.insert(t).second) TDM_TRY(check_weights_finite(src.path(), *t));
+        if (check_weights_ && checked_.insert(stored).second) TDM_TRY(check_weights_finite(src.path(), *t));
         if (!parts.empty() && (t->type != parts[0]->type || std::memcmp(t->ne, parts[0]->ne, sizeof t->ne) != 0))
             return Error::format("{}: '{}' and '{}' differ in type or shape; they cannot be stacked", src.path(),
                                  parts[0]->name, t->name);
@@ -225,6 +252,20 @@ Result<const DeviceWeight*> WeightStore::load(const ModelSource& src, const tdm_
     bytes_ += w->device_bytes();
     weights_.push_back(std::move(w));
     if (progress_) progress_(source_bytes_);
+    return weights_.back().get();
+}
+
+Result<const DeviceWeight*> WeightStore::add_f32(std::string name, std::span<const float> values, int64_t ne0,
+                                                 int64_t ne1) {
+    if (ne0 <= 0 || ne1 <= 0 || uint64_t(ne0) * uint64_t(ne1) != values.size())
+        return Error::format("weight '{}': {} values do not fill [{}, {}]", name, values.size(), ne0, ne1);
+    for (float v : values)
+        if (!std::isfinite(v)) return Error::format("weight '{}': a computed value is not finite", name);
+    const int64_t ne[4] = {ne0, ne1, 1, 1};
+    auto w = TDM_TRY(DeviceWeight::upload(device_, arena_, std::move(name), DType::F32, ne,
+                                          reinterpret_cast<const uint8_t*>(values.data()), upload_));
+    bytes_ += w->device_bytes();
+    weights_.push_back(std::move(w));
     return weights_.back().get();
 }
 

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -31,6 +32,8 @@ public:
     // A 2-D table read only by token rows (tdm.host_rows): in device memory as load()
     // puts it, or kept in host memory (the source's mapping) when the policy says so.
     Result<const DeviceWeight*> load_token_table(const ModelSource& src, const tdm_weight_request& req);
+    // A weight of values computed by the plugin (tdm.encoder load_f32): F32 [ne0, ne1], copied.
+    Result<const DeviceWeight*> add_f32(std::string name, std::span<const float> values, int64_t ne0, int64_t ne1);
     // Where load_token_table puts a table: always in host memory, never, or when it is
     // at least `threshold_bytes` (auto; 0 = always).
     enum class HostTables { automatic, on, off };

@@ -69,6 +69,12 @@ template <> uint32_t abi_min_size<tdm_drafter_desc>(uint32_t abi) { return pick(
 template <> uint32_t abi_min_size<tdm_plugin_api>(uint32_t abi) { return pick(kPluginApi, abi); }
 template <> uint32_t abi_min_size<tdm_host_limits>(uint32_t abi) { return pick(kHostLimits, abi); }
 
+// tdm.encoder came with ABI 3 at version 1: its structs' minimum sizes are version 1's.
+static_assert(sizeof(tdm_encoder_desc) == 64 && sizeof(tdm_encoder_info) == 80,
+              "tdm.encoder version 1 structs changed size: append fields and keep these minimums");
+template <> uint32_t abi_min_size<tdm_encoder_desc>(uint32_t) { return 64; }
+template <> uint32_t abi_min_size<tdm_encoder_info>(uint32_t) { return 80; }
+
 std::string plugin_message(const char* buf, size_t cap, std::string_view fallback) {
     if (!buf || cap == 0) return std::string(fallback);
     const size_t n = strnlen(buf, cap);

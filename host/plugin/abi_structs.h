@@ -7,6 +7,7 @@
 // Not here: function tables (the host's table is static, host_api.cpp).
 #pragma once
 
+#include <tandem/ext/encoder.h>
 #include <tandem/tandem.h>
 
 #include <cstring>
@@ -36,6 +37,9 @@ template <> uint32_t abi_min_size<tdm_draft_head_desc>(uint32_t abi);
 template <> uint32_t abi_min_size<tdm_drafter_desc>(uint32_t abi);
 template <> uint32_t abi_min_size<tdm_plugin_api>(uint32_t abi);
 template <> uint32_t abi_min_size<tdm_host_limits>(uint32_t abi);
+// tdm.encoder version 1 (its structs carry the extension's version, not the ABI's)
+template <> uint32_t abi_min_size<tdm_encoder_desc>(uint32_t abi);
+template <> uint32_t abi_min_size<tdm_encoder_info>(uint32_t abi);
 
 // A message a plugin wrote into a host buffer of `cap` bytes: read up to the
 // first NUL or `cap` bytes, never past; `fallback` when empty.

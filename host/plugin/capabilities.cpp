@@ -40,6 +40,7 @@ const Extension kExtensions[] = {
     {TDM_EXT_TARGET_WEIGHTS, TDM_EXT_TARGET_WEIGHTS_VERSION,
      [] { return static_cast<const void*>(target_weights_extension()); }},
     {TDM_EXT_HOST_ROWS, TDM_EXT_HOST_ROWS_VERSION, [] { return static_cast<const void*>(host_rows_extension()); }},
+    {TDM_EXT_ENCODER, TDM_EXT_ENCODER_VERSION, [] { return static_cast<const void*>(encoder_extension()); }},
     // a flag a draft head may set (speculative/draft_head.h drafts its sequences in one graph)
     {TDM_EXT_BATCHED_DRAFT, TDM_EXT_BATCHED_DRAFT_VERSION,
      [] {

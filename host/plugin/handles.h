@@ -3,6 +3,7 @@
 // Plugins only ever see pointers to these.
 #pragma once
 
+#include <tandem/ext/encoder.h>
 #include <tandem/ext/host_rows.h>
 #include <tandem/ext/target_weights.h>
 #include <tandem/tandem.h>
@@ -49,6 +50,17 @@ struct tdm_graph {
     // tdm.host_rows inputs: F32 [cols, n] rows of a host table, filled before each run
     std::vector<std::pair<tdm::TensorId, const tdm::DeviceWeight*>> host_rows;
     uint32_t plugin_abi = TDM_ABI_VERSION;  // of the plugin building it (ABI 1 gets ABI 1's statuses)
+
+    // tdm.encoder. A target batch that carries image rows: the plugin's inject_rows
+    // creates rows F32 [n_embd, n] and keep F32 [1, n], which the host fills.
+    bool image_rows = false;
+    tdm::TensorId inject_rows = tdm::kNoTensor, inject_keep = tdm::kNoTensor;
+    // An encoder graph (is_encoder): its inputs, created on first request, and its result.
+    bool is_encoder = false;
+    tdm_encoder_batch encoder_batch{};
+    uint32_t patch_values = 0, encoder_width = 0;  // values per patch; width of the rows
+    tdm::TensorId patches = tdm::kNoTensor, patch_positions = tdm::kNoTensor, patch_ranges = tdm::kNoTensor;
+    tdm::TensorId encoder_rows = tdm::kNoTensor;
 };
 
 namespace tdm {
@@ -64,6 +76,8 @@ const tdm_host_api* host_api(uint32_t abi = TDM_ABI_VERSION);
 const tdm_ext_target_weights* target_weights_extension();
 // Extension "tdm.host_rows" (tandem/ext/host_rows.h).
 const tdm_ext_host_rows* host_rows_extension();
+// Extension "tdm.encoder" (tandem/ext/encoder.h; plugin/encoder_ext.cpp).
+const tdm_ext_encoder* encoder_extension();
 
 // Sets the calling thread's last error (read by tdm_host_api.last_error).
 tdm_status set_last_error(tdm_status st, std::string message);

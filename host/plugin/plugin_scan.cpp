@@ -137,7 +137,7 @@ nlohmann::json scan_plugin_here(const std::string& path, uint32_t host_abi_max) 
         const PluginRecord& p = *reg.plugins().front();
         j = {{"ok", true},           {"name", p.name},          {"version", p.version},
              {"description", p.description}, {"abi", p.abi}, {"provides", p.provides}};
-        std::vector<std::string> gguf, hf, drafters, heads, head_sources;
+        std::vector<std::string> gguf, hf, drafters, heads, head_sources, encoder_targets;
         for (const auto& a : reg.archs()) {
             gguf.insert(gguf.end(), a.gguf_names.begin(), a.gguf_names.end());
             hf.insert(hf.end(), a.hf_model_types.begin(), a.hf_model_types.end());
@@ -152,6 +152,9 @@ nlohmann::json scan_plugin_here(const std::string& path, uint32_t host_abi_max) 
         j["drafter_types"] = drafters;
         j["head_types"] = heads;
         j["head_source_archs"] = head_sources;
+        for (const auto& e : reg.encoders())
+            encoder_targets.insert(encoder_targets.end(), e.target_archs.begin(), e.target_archs.end());
+        j["encoder_targets"] = encoder_targets;
     }  // shut down and closed here: a plugin that crashes doing so fails its scan too
     return j;
 }
@@ -229,6 +232,7 @@ Status apply_scan_report(const nlohmann::json& report, PluginRecord& rec) {
         r.scanned.drafter_types = string_list(report, "drafter_types");
         r.scanned.head_types = string_list(report, "head_types");
         r.scanned.head_source_archs = string_list(report, "head_source_archs");
+        r.scanned.encoder_targets = string_list(report, "encoder_targets");
         rec.name = std::move(r.name);
         rec.version = std::move(r.version);
         rec.description = std::move(r.description);

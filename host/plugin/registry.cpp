@@ -58,6 +58,7 @@ Registry::~Registry() {
     archs_.clear();
     heads_.clear();
     drafters_.clear();
+    encoders_.clear();
     for (auto& p : plugins_)
         if (p->handle) dlclose(p->handle);
 }
@@ -110,6 +111,22 @@ Status Registry::add_draft_head(const PluginRecord* p, const tdm_draft_head_desc
     return {};
 }
 
+Status Registry::add_encoder(const PluginRecord* p, const tdm_encoder_desc* in) {
+    auto o = TDM_TRY(own_descriptor(p, in, "encoder"));
+    const std::string ctx = fmt::format("plugin {}: encoder {}", p->name, o->name);
+    o->desc.target_archs = o->own_list(0, TDM_TRY(plugin_names(o->desc.target_archs, ctx + " target_archs")));
+    std::vector<std::string> targets = o->lists[0];
+    auto d = OwnedDesc<tdm_encoder_desc>::share(std::move(o));
+    if (!d->name || !d->create || !d->load || !d->build_graph || !d->positions || !d->destroy)
+        return Error::coded(TDM_ERR_INVALID_ARGUMENT,
+                            "plugin {}: incomplete encoder descriptor (name, create, load, build_graph, positions and "
+                            "destroy are required)",
+                            p->name);
+    if (targets.empty()) return Error::format("plugin {}: encoder {} names no target architecture", p->name, d->name);
+    encoders_.push_back(EncoderEntry{d, d.get(), p, std::move(targets)});
+    return {};
+}
+
 Status Registry::add_drafter(const PluginRecord* p, const tdm_drafter_desc* in) {
     auto o = TDM_TRY(own_descriptor(p, in, "drafter"));
     const std::string ctx = fmt::format("plugin {}: drafter {}", p->name, o->name);
@@ -137,6 +154,7 @@ void Registry::remove_entries(const PluginRecord* p) {
     std::erase_if(archs_, [p](const ArchEntry& e) { return e.plugin == p; });
     std::erase_if(heads_, [p](const DraftHeadEntry& e) { return e.plugin == p; });
     std::erase_if(drafters_, [p](const DrafterEntry& e) { return e.plugin == p; });
+    std::erase_if(encoders_, [p](const EncoderEntry& e) { return e.plugin == p; });
 }
 
 void Registry::open_deferred(const std::function<bool(const ScannedNames&)>& wanted) const {
@@ -206,6 +224,22 @@ const DraftHeadEntry* Registry::find_draft_head(std::string_view t, std::string_
     if (const DraftHeadEntry* h = loaded()) return h;
     open_deferred([t](const ScannedNames& s) { return contains(s.head_types, t); });
     return loaded();
+}
+
+const EncoderEntry* Registry::find_encoder(std::string_view target_arch) const {
+    auto loaded = [&]() -> const EncoderEntry* {
+        for (const EncoderEntry& e : encoders_)
+            if (contains(e.target_archs, target_arch)) return &e;
+        return nullptr;
+    };
+    if (const EncoderEntry* e = loaded()) return e;
+    open_deferred([target_arch](const ScannedNames& s) { return contains(s.encoder_targets, target_arch); });
+    return loaded();
+}
+
+const std::deque<EncoderEntry>& Registry::encoders() const {
+    open_deferred([](const ScannedNames& s) { return !s.encoder_targets.empty(); });
+    return encoders_;
 }
 
 const std::deque<ArchEntry>& Registry::archs() const {

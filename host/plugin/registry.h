@@ -9,6 +9,7 @@
 // registry with deferred plugins is for one thread at a time.
 #pragma once
 
+#include <tandem/ext/encoder.h>
 #include <tandem/tandem.h>
 
 #include <deque>
@@ -45,6 +46,14 @@ struct DraftHeadEntry {
     std::vector<std::string> source_archs;  // architectures of files holding this head alone
 };
 
+// An encoder (tdm.encoder): turns images into embedding rows of its target architectures.
+struct EncoderEntry {
+    std::shared_ptr<const tdm_encoder_desc> owned;
+    const tdm_encoder_desc* desc = nullptr;
+    const PluginRecord* plugin = nullptr;
+    std::vector<std::string> target_archs;
+};
+
 struct DrafterEntry {
     std::shared_ptr<const tdm_drafter_desc> owned;
     const tdm_drafter_desc* desc = nullptr;
@@ -57,6 +66,7 @@ struct DrafterEntry {
 struct ScannedNames {
     std::vector<std::string> gguf_archs, hf_model_types, drafter_types, head_types;
     std::vector<std::string> head_source_archs;  // architectures of files that hold a head alone
+    std::vector<std::string> encoder_targets;    // architectures its encoders feed
 };
 
 struct PluginRecord {
@@ -95,6 +105,8 @@ public:
     // The first head whose own files have architecture `source_arch`, whatever its targets.
     const DraftHeadEntry* find_draft_head_source(std::string_view source_arch) const;
     bool is_draft_head_source(std::string_view source_arch) const;
+    // The encoder that feeds models of architecture `target_arch` (tdm_arch_desc.name).
+    const EncoderEntry* find_encoder(std::string_view target_arch) const;
 
     // "qwen-nextn (qwen3, qwen35 / HF: qwen3, qwen3_5); ngram (no architectures)"
     std::string describe_architectures() const;
@@ -107,6 +119,7 @@ public:
     const std::deque<ArchEntry>& archs() const;
     const std::deque<DraftHeadEntry>& draft_heads() const;
     const std::deque<DrafterEntry>& drafters() const;
+    const std::deque<EncoderEntry>& encoders() const;
 
     // Opens a deferred plugin in this process (the loader sets it); its error
     // is kept on the record and the lookup goes on without it.
@@ -118,6 +131,7 @@ public:
     Status add_arch(const PluginRecord* p, const tdm_arch_desc* d);
     Status add_draft_head(const PluginRecord* p, const tdm_draft_head_desc* d);
     Status add_drafter(const PluginRecord* p, const tdm_drafter_desc* d);
+    Status add_encoder(const PluginRecord* p, const tdm_encoder_desc* d);
     // Drops what a plugin registered (its init failed).
     void remove_entries(const PluginRecord* p);
 
@@ -131,6 +145,7 @@ private:
     std::deque<ArchEntry> archs_;
     std::deque<DraftHeadEntry> heads_;
     std::deque<DrafterEntry> drafters_;
+    std::deque<EncoderEntry> encoders_;
     Opener opener_;
 };
 

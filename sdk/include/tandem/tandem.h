@@ -225,6 +225,12 @@ typedef enum tdm_weight_flags {
     TDM_WEIGHT_F32 = 1u << 1,       /* convert to f32 (norms, small vectors) */
     TDM_WEIGHT_ADD_ONE = 1u << 2,   /* w := 1 + w (HF Qwen3.5 / Gemma 1-3 norms); implies F32 */
     TDM_WEIGHT_NEG_EXP = 1u << 3,   /* w := -exp(w) (HF A_log -> GGUF ssm_a); implies F32 */
+    /* [v3] Read the tensor as the 2-D request [ne0, ne1] (both given), row-major as
+     * stored: ne0 * ne1 elements, ne0 a multiple of the stored rows' length, e.g. a
+     * convolution kernel [out][in][kh][kw] as the matrix of one output per row,
+     * ne0 = in*kh*kw. A host that predates it refuses the shape (TDM_ERR_SHAPE). Not
+     * with parts or slabs. */
+    TDM_WEIGHT_FLATTEN = 1u << 4,
     TDM_WEIGHT_FLAGS_MAX_ENUM = 0x7FFFFFFF
 } tdm_weight_flags;
 
