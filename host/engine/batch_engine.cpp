@@ -99,7 +99,10 @@ BatchEngine::Slot* BatchEngine::choose_slot(const Session& s, uint32_t* n_cached
     uint32_t best_len = 0;
     for (Slot& slot : slots_) {
         if (slot.user) continue;
-        const uint32_t len = options_.reuse_slots ? resumable_prefix(runner_.kv(), slot.seq, slot.tokens, s.history) : 0;
+        const uint32_t len = options_.reuse_slots ? std::min(resumable_prefix(runner_.kv(), slot.seq, slot.tokens,
+                                                                              s.history),
+                                                             text_prefix(s))
+                                                  : 0;
         // the longest shared prefix; among equals the slot idle longest (least to lose)
         if (!best || len > best_len || (len == best_len && slot.last_used < best->last_used)) {
             best = &slot;
@@ -113,7 +116,11 @@ BatchEngine::Slot* BatchEngine::choose_slot(const Session& s, uint32_t* n_cached
 std::span<const int32_t> BatchEngine::kv_tokens(const Slot& slot) const {
     if (!slot.user) return slot.tokens;
     const Session& s = *slot.user;
-    return std::span<const int32_t>(s.history).first(std::min<size_t>(s.n_kv, s.history.size()));
+    return std::span<const int32_t>(s.history).first(std::min<size_t>({s.n_kv, s.history.size(), text_prefix(s)}));
+}
+
+uint32_t BatchEngine::text_prefix(const Session& s) {
+    return s.req.images ? s.req.images->first_row() : UINT32_MAX;
 }
 
 // Frees blocks held by idle slots other than `keep` (least recently used first) until
@@ -156,6 +163,13 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
         s.stop = StopRule{tokenizer_, s.req.params.ignore_eog, s.req.params.stop_tokens};
         s.tune = AutoTune(std::max(1, s.req.spec.draft_max));
         s.result.stop_reason = "length";
+        if (const PromptImages* im = s.req.images.get(); im && !im->images().empty()) {
+            const auto& last = im->images().back();
+            if (last.first + last.encoded.n_rows > s.req.prompt.size() || im->n_embd() != runner_.model().info().n_embd) {
+                finish(s, "error", "the prompt's images do not fit its tokens or the model's embeddings");
+                return true;
+            }
+        }
     }
     uint32_t n_cached = 0;
     Slot* slot = choose_slot(s, &n_cached);
@@ -181,7 +195,8 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
     if (options_.reuse_slots && kv.can_share()) {
         const Slot* src = nullptr;
         uint32_t best = n_cached;
-        const uint32_t cap = uint32_t(s.history.size()) - 1;  // the last prompt token is always run
+        // the last prompt token is always run; image rows are never shared (see SessionRequest)
+        const uint32_t cap = std::min(uint32_t(s.history.size()) - 1, text_prefix(s));
         for (const Slot& other : slots_) {
             if (&other == slot) continue;
             const uint32_t m = std::min(shared_prefix(kv_tokens(other), s.history), cap) / bs * bs;
@@ -343,7 +358,7 @@ void BatchEngine::finish(Session& s, std::string reason, std::string error) {
         // The KV keeps what the history says, up to all but the last token generated (a
         // stop inside a round leaves accepted rows past it); nothing after an error.
         const uint32_t want = uint32_t(s.history.size()) - (s.result.tokens.empty() ? 0 : 1);
-        uint32_t keep = error.empty() ? std::min(s.n_kv, want) : 0;
+        uint32_t keep = error.empty() ? std::min({s.n_kv, want, text_prefix(s)}) : 0;
         if (!runner_.kv().truncate(slot->seq, keep).ok()) {
             keep = 0;
             (void)runner_.kv().truncate(slot->seq, 0);
@@ -414,9 +429,33 @@ bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
             outputs.push_back(int32_t(tokens.size() - 1));
         }
     }
+    // images: every row's rotary position, and the rows that replace embeddings
+    std::vector<int32_t> positions4;
+    std::vector<const float*> image_rows;
+    bool any_rows = false;
+    for (Session* s : run)
+        if (s->req.images) {
+            positions4.resize(tokens.size() * 4);
+            image_rows.assign(tokens.size(), nullptr);
+            break;
+        }
+    if (!positions4.empty())
+        for (size_t j = 0; j < run.size(); ++j) {
+            const Session& s = *run[j];
+            const uint32_t end = j + 1 < run.size() ? row0[j + 1] : uint32_t(tokens.size());
+            for (uint32_t r = row0[j]; r < end; ++r) {
+                const uint32_t at = uint32_t(positions[r]);
+                const std::array<int32_t, 4> p4 =
+                    s.req.images ? s.req.images->position4(at) : std::array<int32_t, 4>{int32_t(at), int32_t(at), int32_t(at), 0};
+                std::copy(p4.begin(), p4.end(), positions4.begin() + r * 4);
+                // drafts sit past the prompt, where no image is
+                if (s.req.images && r < row0[j] + s.chunk && (image_rows[r] = s.req.images->row(at))) any_rows = true;
+            }
+        }
+    if (!any_rows) image_rows.clear();
     if (outputs.empty()) outputs.push_back(int32_t(tokens.size() - 1));  // middle chunks only: unused
     const double t0 = engine_now_ms();
-    ForwardInput in{tokens, positions, run.front()->slot->seq, outputs, seqs};
+    ForwardInput in{tokens, positions, run.front()->slot->seq, outputs, seqs, positions4, image_rows};
     auto out = runner_.forward(in);
     const double pass_ms = engine_now_ms() - t0;
     if (out.ok()) cost_.observe(uint32_t(tokens.size()), uint32_t(outputs.size()), pass_ms);

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "engine/generate.h"
+#include "engine/prompt_images.h"
 #include "engine/runner.h"
 #include "engine/sampler.h"
 #include "speculative/auto_tune.h"
@@ -100,6 +101,10 @@ struct TokenLogprobs {
 
 struct SessionRequest {
     std::vector<int32_t> prompt;
+    // The prompt's images (tdm.encoder): their rows replace the placeholder tokens' embeddings
+    // and their rotary positions shift what follows (engine/prompt_images.h). A slot's KV is
+    // reused only up to the first image row: placeholder tokens do not say which image.
+    std::shared_ptr<const PromptImages> images;
     GenerateParams params;  // max_tokens, sampling, ignore_eog, stop_tokens
     SpecParams spec;        // draft_max, draft_min, auto_k
     std::vector<DrafterSlot> drafters;
@@ -193,6 +198,8 @@ private:
     Slot* choose_slot(const Session& s, uint32_t* n_cached);
     // What a slot's KV holds: an idle slot's record, a busy slot's session's committed rows.
     std::span<const int32_t> kv_tokens(const Slot& slot) const;
+    // The prompt tokens before a session's first image row: what may be reused or shared.
+    static uint32_t text_prefix(const Session& s);
     bool make_room(uint32_t blocks, const Slot* keep);
     void preempt(Session& s);
     void finish(Session& s, std::string reason, std::string error = {});

@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/prompt_images.h"
 #include "engine/runner.h"
 #include "engine/sampler.h"
 
@@ -40,6 +42,8 @@ struct GenerateParams {
     // but the last token: the state from which any prompt starting with this
     // one can be resumed) and calls it; the prompt cache saves there.
     std::function<Status(uint32_t n_kv)> on_prefix;
+    // The prompt's images (tdm.encoder; engine/prompt_images.h), or null.
+    std::shared_ptr<const PromptImages> images;
 };
 
 struct GenerateStats {

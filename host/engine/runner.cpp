@@ -45,8 +45,8 @@ uint64_t Runner::matmul_weight_bytes() const {
     return n;
 }
 
-Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs) {
-    const auto key = std::make_tuple(n_tokens, n_outputs, int(hidden_point_));
+Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs, bool image_rows) {
+    const auto key = std::make_tuple(n_tokens, n_outputs, int(hidden_point_), image_rows);
     if (auto it = cache_.find(key); it != cache_.end()) {
         it->second.last_used = ++uses_;
         return &it->second;
@@ -64,7 +64,14 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs) {
     for (uint32_t i = 0; i < kv_.n_layers(); ++i) layers.push_back(kv_.layer(i));
     std::vector<const StateBinding*> states;
     for (uint32_t i = 0; i < kv_.n_states(); ++i) states.push_back(kv_.state(i));
-    auto g = TDM_TRY(model_.build_graph(batch, layers, states));
+    auto g = TDM_TRY(model_.build_graph(batch, layers, states, image_rows));
+    if (image_rows && !g->inject_rows)
+        return Error::format("the {} model ({}) takes no image rows: its graph never asks for them (tdm.encoder "
+                             "inject_rows)",
+                             model_.arch().desc->name, model_.arch().plugin->name);
+    if (image_rows && g->graph.tensor(g->inject_rows).cols() != int64_t(model_.info().n_embd))
+        return Error::format("the {} model injects image rows {} wide, its embeddings are {}", model_.arch().desc->name,
+                             g->graph.tensor(g->inject_rows).cols(), model_.info().n_embd);
 
     Compiled c;
     c.n_outputs = n_outputs;
@@ -75,6 +82,8 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs) {
     c.positions4 = g->positions4;
     c.state_io = g->state_io;
     c.host_rows = g->host_rows;
+    c.image_rows = g->inject_rows;
+    c.image_keep = g->inject_keep;
     c.logits = g->outputs[TDM_OUTPUT_LOGITS];
     OpDesc am;
     am.op = TDM_OP_ARGMAX;
@@ -161,8 +170,14 @@ Status Runner::submit(const ForwardInput& in) {
     const int32_t n_vocab = int32_t(model_.info().n_vocab);
     for (int32_t t : in.tokens)
         if (t < 0 || t >= n_vocab) return Error::format("token id {} is outside the vocabulary of {}", t, n_vocab);
+    if (!in.positions4.empty() && in.positions4.size() != size_t(n) * 4)
+        return Error("forward: four rotary positions per token are needed");
+    if (!in.image_rows.empty() && in.image_rows.size() != n) return Error("forward: one image row entry per token is needed");
     // before the pool moves: a batch refused here leaves the sequence as it was
-    Compiled* c = TDM_TRY(get(n, uint32_t(in.output_rows.size())));
+    Compiled* c = TDM_TRY(get(n, uint32_t(in.output_rows.size()), !in.image_rows.empty()));
+    if (!in.positions4.empty() && !c->positions4)
+        return Error::format("the {} model has no multi-axis rotary positions: it cannot place image rows",
+                             model_.arch().desc->name);
     for (const auto& [id, table] : c->host_rows)
         for (int32_t t : in.tokens)
             if (t >= table->rows())
@@ -220,11 +235,26 @@ Status Runner::submit(const ForwardInput& in) {
         for (uint32_t i = 0; i < n; ++i)
             table->host_row_f32(in.tokens[i], dst + uint64_t(i) * uint64_t(table->cols()));
     }
-    if (c->positions4) {  // text tokens: t = h = w = position, e = 0
+    if (c->positions4 && !in.positions4.empty()) {
+        std::memcpy(cg.input_data(c->positions4), in.positions4.data(), in.positions4.size_bytes());
+    } else if (c->positions4) {  // text tokens: t = h = w = position, e = 0
         int32_t* p4 = cg.input_as<int32_t>(c->positions4);
         for (uint32_t i = 0; i < n; ++i) {
             p4[4 * i] = p4[4 * i + 1] = p4[4 * i + 2] = in.positions[i];
             p4[4 * i + 3] = 0;
+        }
+    }
+    if (c->image_rows) {  // rows = image row or 0, keep = 0 or 1 (tdm.encoder inject_rows)
+        const uint64_t width = uint64_t(c->cg->graph().tensor(c->image_rows).cols());
+        float* rows = cg.input_as<float>(c->image_rows);
+        float* keep = cg.input_as<float>(c->image_keep);
+        for (uint32_t i = 0; i < n; ++i) {
+            const float* r = in.image_rows[i];
+            keep[i] = r ? 0.0f : 1.0f;
+            if (r)
+                std::memcpy(rows + i * width, r, width * 4);
+            else
+                std::memset(rows + i * width, 0, width * 4);
         }
     }
     if (!plans.empty()) {  // graph/graph.h, StateBinding: the layout of state_io

@@ -33,6 +33,12 @@ struct ForwardInput {
     // sequence's rows consecutive and in position order). Empty: every row is `seq`'s.
     // Models with recurrent state take one sequence per batch.
     std::span<const int32_t> seqs = {};
+    // Images (tdm.encoder): each row's rotary position (t, h, w, e), 4 per row; empty: the
+    // text rule (p, p, p, 0) from `positions`, which stay the KV slots either way.
+    std::span<const int32_t> positions4 = {};
+    // Per row: the n_embd floats that replace its token's embedding (an image row), or
+    // null. Empty: no image rows (a text batch, a graph of its own).
+    std::span<const float* const> image_rows = {};
 };
 
 // Passes of at most this many rows (verify batches) also leave their hidden rows
@@ -88,12 +94,13 @@ private:
         std::unique_ptr<CompiledGraph> cg;
         TensorId tokens = 0, positions = 0, seq_ids = 0, output_rows = 0, positions4 = 0, state_io = 0;
         TensorId logits = 0, argmax = 0, hidden = 0;
+        TensorId image_rows = 0, image_keep = 0;  // tdm.encoder inject_rows inputs
         bool hidden_on_device = false;  // also writes hidden_rows_
         uint32_t n_outputs = 0;
         std::vector<std::pair<TensorId, const DeviceWeight*>> host_rows;  // tdm.host_rows inputs
         uint64_t last_used = 0;
     };
-    Result<Compiled*> get(uint32_t n_tokens, uint32_t n_outputs);
+    Result<Compiled*> get(uint32_t n_tokens, uint32_t n_outputs, bool image_rows);
     // Adds the device copy of the hidden rows `h` of an n_tokens pass, when it fits.
     Result<bool> keep_hidden_on_device(Graph& g, TensorId h, uint32_t n_tokens);
 
@@ -107,7 +114,7 @@ private:
     // before cache_, whose graphs write it, so that they go first
     std::unique_ptr<vk::Buffer> hidden_rows_buf_;
     std::unique_ptr<DeviceWeight> hidden_rows_;
-    std::map<std::tuple<uint32_t, uint32_t, int>, Compiled> cache_;
+    std::map<std::tuple<uint32_t, uint32_t, int, bool>, Compiled> cache_;
     size_t cache_limit_ = 48;
     uint64_t uses_ = 0;
     Compiled* pending_ = nullptr;

@@ -23,6 +23,8 @@ Result<SpecResult> run_solo(Runner& runner, const Tokenizer* tokenizer, int seq,
     if (params.n_cached >= prompt.size())
         return Error::format("prefill: {} of the prompt's {} tokens are cached; at least the last one must be run",
                              params.n_cached, prompt.size());
+    if (params.images && params.n_cached > params.images->first_row())
+        return Error("prefill: the cached prefix reaches into an image, whose rows are not cached");
     TDM_TRY(Sampler::create(params.sampling));  // a bad setting is refused before any work
     std::ofstream trace;
     if (!spec.trace_path.empty()) {
@@ -44,6 +46,7 @@ Result<SpecResult> run_solo(Runner& runner, const Tokenizer* tokenizer, int seq,
     SessionRequest r;
     r.prompt.assign(prompt.begin(), prompt.end());
     r.params = params;
+    r.images = params.images;
     r.spec = spec;
     for (Drafter* d : drafters) r.drafters.push_back(DrafterSlot{nullptr, d});
     if (params.cancel)  // the caller owns the flag and outlives the call

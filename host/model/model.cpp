@@ -214,7 +214,8 @@ Model::~Model() {
 
 Result<std::unique_ptr<tdm_graph>> Model::build_graph(const tdm_batch_desc& batch,
                                                       std::span<const KvLayerBinding* const> kv,
-                                                      std::span<const StateBinding* const> states) const {
+                                                      std::span<const StateBinding* const> states,
+                                                      bool image_rows) const {
     if (kv.size() != info_.n_attention_layers)
         return Error::format("internal: {} KV layers for a model with {}", kv.size(), info_.n_attention_layers);
     if (states.size() != info_.n_recurrent_states)
@@ -226,6 +227,7 @@ Result<std::unique_ptr<tdm_graph>> Model::build_graph(const tdm_batch_desc& batc
     g->kv.assign(kv.begin(), kv.end());
     g->states.assign(states.begin(), states.end());
     g->graph.set_int8_matmul(int8_matmul_);
+    g->image_rows = image_rows;
     char err[1024] = {0};
     if (arch_->desc->build_graph(obj_, g.get(), &batch, err, sizeof err) != TDM_OK)
         return Error::format("building the {} graph for {} tokens: {}", arch_->desc->name, batch.n_tokens,

@@ -75,7 +75,8 @@ public:
     // layers and recurrent states (one per declared layer / state).
     Result<std::unique_ptr<tdm_graph>> build_graph(const tdm_batch_desc& batch,
                                                    std::span<const KvLayerBinding* const> kv,
-                                                   std::span<const StateBinding* const> states = {}) const;
+                                                   std::span<const StateBinding* const> states = {},
+                                                   bool image_rows = false) const;
 
 private:
     Model() = default;
