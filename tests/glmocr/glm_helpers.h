@@ -14,6 +14,7 @@
 
 #include "engine/generate.h"
 #include "glm-ocr/synth/glm_synth.h"
+#include "glm-ocr/synth/glm_vision_synth.h"
 #include "plugin/plugin_loader.h"
 #include "speculative/draft_head.h"
 #include "support/device_fixture.h"
@@ -40,6 +41,7 @@ struct ModelSpec {
     uint64_t seed = 7;
     const char* preset = "tiny";
     bool mtp_copies = true;  // the MTP layer's own embed_tokens / shared_head.head
+    bool vision = false;     // the vision tower of the preset (HF only)
 };
 
 // Writes the model into a fresh temp dir; returns its path (a .gguf file or an HF directory).
@@ -47,6 +49,11 @@ inline std::string synth(const ModelSpec& m) {
     auto shape = synth::glm_preset(m.preset);
     EXPECT_TRUE(shape.ok());
     shape->mtp = m.mtp;
+    if (m.vision) {
+        auto v = synth::glm_vision_preset(m.preset);
+        EXPECT_TRUE(v.ok());
+        if (v.ok()) shape->vision = *v;
+    }
     synth::GlmSynthOptions o;
     o.weight_type = m.type;
     o.seed = m.seed;

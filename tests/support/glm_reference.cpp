@@ -25,7 +25,7 @@ Floats GlmReference::norm(std::span<const float> x, const Floats& w) const {
 // One sandwich block (§2) over x [n][E] at positions pos; K/V of these rows are appended to
 // kc/vc, whose entries sit at k_pos (empty: entry j at position j).
 Floats GlmReference::block(const Layer& L, std::span<const float> x, std::span<const int32_t> pos, Floats& kc,
-                           Floats& vc, std::span<const int32_t> k_pos) const {
+                           Floats& vc, std::span<const int32_t> k_pos, std::span<const int32_t> thw) const {
     const int64_t n = int64_t(pos.size()), E = hp_.n_embd, D = hp_.head_dim, Hq = hp_.n_head, Hk = hp_.n_head_kv;
     const Floats a = norm(x, L.attn_norm);
     Floats q = proj(a, L.wq), k = proj(a, L.wk), v = proj(a, L.wv);
@@ -40,6 +40,7 @@ Floats GlmReference::block(const Layer& L, std::span<const float> x, std::span<c
         rp.sections = hp_.sections;
         rpos.clear();
         for (int32_t p : pos) rpos.insert(rpos.end(), {p, p, p});
+        if (!thw.empty()) rpos.assign(thw.begin(), thw.end());  // image prompts (§2.2)
     }
     q = rope(q, n, Hq, D, rpos, rp);
     k = rope(k, n, Hk, D, rpos, rp);
@@ -88,6 +89,27 @@ GlmOutput GlmReference::run(std::span<const int32_t> tokens, GlmCache* cache) co
     }
     if (cache) cache->n_past += n;
 
+    GlmOutput out;
+    out.hidden = norm(x, output_norm_);
+    out.logits = proj(out.hidden, output_);
+    return out;
+}
+
+GlmOutput GlmReference::forward_embedded(std::span<const int32_t> tokens, std::span<const float* const> rows,
+                                         std::span<const int32_t> thw) const {
+    const int64_t n = int64_t(tokens.size()), E = hp_.n_embd;
+    TDM_ASSERT_MSG(int64_t(rows.size()) == n && int64_t(thw.size()) == 3 * n, "one row slot and (t, h, w) per token");
+    TDM_ASSERT_MSG(hp_.mrope, "image positions need the M-RoPE sections");
+    for (int32_t t : tokens) TDM_ASSERT_MSG(t >= 0 && t < hp_.n_vocab, "token id out of range");
+    std::vector<int32_t> pos(static_cast<size_t>(n));
+    std::iota(pos.begin(), pos.end(), 0);
+    Floats x = get_rows(tok_embd_.type, tok_embd_.bytes, E, tokens);
+    for (int64_t i = 0; i < n; ++i)  // image rows are used as they are: no scale (§5.7)
+        if (rows[size_t(i)]) std::copy(rows[size_t(i)], rows[size_t(i)] + E, x.begin() + i * E);
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+        Floats kc, vc;
+        x = block(layers_[size_t(il)], x, pos, kc, vc, {}, thw);
+    }
     GlmOutput out;
     out.hidden = norm(x, output_norm_);
     out.logits = proj(out.hidden, output_);

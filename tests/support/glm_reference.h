@@ -106,6 +106,11 @@ public:
     GlmOutput forward(std::span<const int32_t> tokens) const;
     GlmOutput forward(std::span<const int32_t> tokens, GlmCache& cache) const;
 
+    // A fresh forward where the rows `rows[i]` (non-null: n_embd floats, an image's row) replace
+    // token i's embedding and token i sits at the rotary position (t, h, w) = thw[3i..3i+2]
+    // (the multimodal rule of §2.2, computed by the caller); attention stays causal by index.
+    GlmOutput forward_embedded(std::span<const int32_t> tokens, std::span<const float* const> rows,
+                               std::span<const int32_t> thw) const;
     // Greedy: n new tokens, each the argmax (lowest id on ties) of the previous position.
     std::vector<int32_t> generate(std::span<const int32_t> prompt, int n) const;
 
@@ -149,8 +154,9 @@ private:
 
     GlmReference() = default;
     GlmOutput run(std::span<const int32_t> tokens, GlmCache* cache) const;
+    // thw: per row the rotary (t, h, w); empty: (p, p, p) with p = pos
     Floats block(const Layer& L, std::span<const float> x, std::span<const int32_t> pos, Floats& kc, Floats& vc,
-                 std::span<const int32_t> k_pos) const;
+                 std::span<const int32_t> k_pos, std::span<const int32_t> thw = {}) const;
     Floats norm(std::span<const float> x, const Floats& w) const;
 
     std::unique_ptr<ModelSource> src_;

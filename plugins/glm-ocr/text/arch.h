@@ -10,10 +10,11 @@
 // rotates NeoX pairs, an HF checkpoint rotates adjacent pairs (2i, 2i+1), both with the
 // contiguous sections [t, h, w]. A GGUF without sections (GLM-4) rotates adjacent pairs
 // over rope.dimension_count dims, as llama.cpp's rope type NORM does.
-// Not here: registration (../plugin.cpp), the vision tower (not built yet).
+// Not here: registration (../plugin.cpp), the vision tower (../vision/).
 #pragma once
 
 #include <tandem/cpp/tandem.hpp>
+#include <tandem/ext/encoder.h>
 #include <tandem/graph.h>
 #include <tandem/tandem.h>
 
@@ -54,6 +55,7 @@ struct GlmLayer {
 
 struct GlmModel {
     const tdm_host_api* host = nullptr;
+    const tdm_ext_encoder* encoder = nullptr;  // tdm.encoder: image rows in place of placeholders
     bool hf = false;
     GlmHparams hp;
     std::vector<tdm_attention_layer> attention;  // one per trunk layer

@@ -57,6 +57,9 @@ tdm_status glm_create(const tdm_host_api* host, const tdm_model_source* src, con
         auto m = std::make_unique<GlmModel>();
         m->host = host;
         m->hf = host->source_format(src) == TDM_SOURCE_SAFETENSORS;
+        if (host->abi_version >= 3)
+            m->encoder = static_cast<const tdm_ext_encoder*>(
+                host->get_extension(TDM_EXT_ENCODER, TDM_EXT_ENCODER_VERSION, nullptr));
         TDM_SDK_TRY(glm_read_hparams(host, src, &m->hp, e));
         if (m->hp.n_vocab == 0)
             return e.fail(TDM_ERR_BAD_MODEL, "%s: no token_embd.weight (an MTP-only file? load it with --mtp-head)",

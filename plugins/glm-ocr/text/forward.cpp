@@ -101,6 +101,7 @@ tdm_status glm_build_graph(void* model, tdm_graph* g, const tdm_batch_desc* batc
     const Positions p = positions(&b, hp);
 
     tdm_tensor x = tdm_get_rows(&b, m->tok_embd, tokens);  // [n_embd, n], no scaling
+    x = tdm_inject_rows(&b, m->encoder, x);                 // image rows, unscaled (spec §5.7)
     for (uint32_t il = 0; il < hp.n_layer; ++il) x = block(&b, hp, m->layers[il], il, x, p, n);
     tdm_set_output(&b, TDM_OUTPUT_HIDDEN_PRE_NORM, x);
     const tdm_tensor hn = tdm_rms_norm(&b, x, m->output_norm, 0, hp.rms_eps, "output_norm");

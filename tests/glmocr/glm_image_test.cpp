@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/glmocr/glm_image_test.cpp: GLM-OCR with images on a synthetic model with its vision
+// tower (HF layout, tiny preset). The encoder (plugin glm-ocr-vision through tdm.encoder) is
+// checked against the independent vision reference (support/glm_vision_reference.h); a prompt
+// with image rows against the independent text reference fed those rows at the 3-D positions
+// of host/image/image_positions.h (GLM-4V's rule, written apart from the engine's
+// PromptImages); greedy MTP speculation on an image prompt against plain greedy decoding.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "common/fp16.h"
+#include "engine/batch_engine.h"
+#include "engine/prompt_images.h"
+#include "formats/safetensors.h"
+#include "glm_helpers.h"
+#include "image/image_positions.h"
+#include "model/encoder.h"
+#include "support/glm_reference.h"
+#include "support/glm_vision_reference.h"
+#include "support/reference.h"
+
+namespace tdm {
+namespace {
+
+using testglm::plugins;
+
+struct VisionModel {
+    std::string path;
+    testglm::Target target;
+    std::unique_ptr<Encoder> encoder;
+    int seq = -1;  // the tests' one sequence of the pool
+};
+
+VisionModel& vision_model() {
+    // destroyed before the test device, which its loading creates first
+    static std::unique_ptr<VisionModel> vm = [] {
+        auto m = std::make_unique<VisionModel>();
+        testglm::ModelSpec spec;
+        spec.hf = true;
+        spec.type = DType::BF16;
+        spec.vision = true;
+        m->path = testglm::synth(spec);
+        m->target = testglm::load_target(m->path, 512);
+        if (m->target.kv) m->seq = *m->target.kv->add_sequence();
+        auto e = Encoder::load(plugins(), m->target.model->shared_source(), *m->target.model, test::test_device(),
+                               test::test_pipelines());
+        EXPECT_TRUE(e.ok()) << e.error().message();
+        if (e.ok()) m->encoder = std::move(e).value();
+        return m;
+    }();
+    return *vm;
+}
+
+// The tower's weights as the reference reads them, from the synthesized file.
+ref::MapVisionWeights reference_weights(const std::string& dir, const ref::GlmVisionConfig& vc) {
+    ref::MapVisionWeights w;
+    auto st = SafetensorsModel::open(dir);
+    EXPECT_TRUE(st.ok());
+    for (const ref::VisionTensorSpec& s : ref::glm_vision_tensors(vc)) {
+        const SafetensorsTensor* t = (*st)->find(s.name);
+        EXPECT_NE(t, nullptr) << s.name;
+        if (!t) continue;
+        std::vector<float> v(t->nbytes / 2);
+        for (size_t i = 0; i < v.size(); ++i) {
+            uint16_t h;
+            std::memcpy(&h, t->data + 2 * i, 2);
+            v[i] = bf16_to_f32(h);
+        }
+        w.set(s.name, s.shape, std::move(v));
+    }
+    return w;
+}
+
+ref::GlmVisionConfig tiny_config() {
+    const synth::GlmVisionShape v = *synth::glm_vision_preset("tiny");
+    ref::GlmVisionConfig c;
+    c.depth = v.depth;
+    c.hidden = v.hidden;
+    c.heads = v.heads;
+    c.intermediate = v.intermediate;
+    c.out_hidden = int(vision_model().target.model->info().n_embd);
+    c.patch = v.patch;
+    c.temporal_patch = v.temporal_patch;
+    c.merge = v.merge;
+    c.rms_eps = v.rms_eps;
+    return c;
+}
+
+TEST(GlmImage, the_encoder_gives_the_rows_of_the_reference_tower) {
+    VisionModel& vm = vision_model();
+    ASSERT_TRUE(vm.encoder);
+    const ref::GlmVisionConfig vc = tiny_config();
+    const ref::MapVisionWeights w = reference_weights(vm.path, vc);
+    EXPECT_EQ(vm.encoder->values_per_patch(), uint32_t(vc.patch_values()));
+    for (auto [gh, gw] : {std::pair{4, 6}, std::pair{6, 4}, std::pair{2, 2}}) {
+        const std::vector<float> patches = test::randn(size_t(gh * gw * vc.patch_values()), uint64_t(gh * 10 + gw));
+        auto got = vm.encoder->encode(patches, 1, uint32_t(gh), uint32_t(gw));
+        ASSERT_TRUE(got.ok()) << got.error().message();
+        const std::vector<float> want = ref::glm_vision_forward(vc, w, patches, gh, gw);
+        ASSERT_EQ(got->rows.size(), want.size());
+        EXPECT_LT(ref::nmse(got->rows, want), 1e-9) << gh << "x" << gw;
+        // GLM-4V's rule (spec §2.2): (0, row, col) over the merged grid, advance max(rows, cols)
+        const int mh = gh / 2, mw = gw / 2;
+        ASSERT_EQ(got->n_rows, uint32_t(mh * mw));
+        for (int r = 0; r < mh * mw; ++r) {
+            EXPECT_EQ(got->thw[size_t(3 * r)], 0);
+            EXPECT_EQ(got->thw[size_t(3 * r + 1)], r / mw);
+            EXPECT_EQ(got->thw[size_t(3 * r + 2)], r % mw);
+        }
+        EXPECT_EQ(got->advance, std::max(mh, mw));
+    }
+}
+
+TEST(GlmImage, bad_patch_grids_are_refused_with_a_message) {
+    VisionModel& vm = vision_model();
+    ASSERT_TRUE(vm.encoder);
+    const std::vector<float> patches(size_t(3 * 4) * vm.encoder->values_per_patch(), 0.5f);
+    auto odd = vm.encoder->encode(patches, 1, 3, 4);
+    ASSERT_FALSE(odd.ok());
+    EXPECT_NE(odd.error().message().find("merge blocks"), std::string::npos) << odd.error().message();
+    auto short_values = vm.encoder->encode(std::span<const float>(patches).first(10), 1, 2, 2);
+    ASSERT_FALSE(short_values.ok());
+    EXPECT_NE(short_values.error().message().find("patch values"), std::string::npos);
+}
+
+// A prompt of text, an image of gh x gw patches, more text; its tokens with the placeholders
+// expanded, the images placed, and the encoder's rows.
+struct ImagePrompt {
+    std::vector<int32_t> tokens;
+    std::shared_ptr<const PromptImages> images;
+};
+
+ImagePrompt image_prompt(const std::vector<std::pair<int, int>>& grids, uint64_t seed) {
+    VisionModel& vm = vision_model();
+    const tdm_encoder_info& info = vm.encoder->info();
+    std::vector<int32_t> p = {5, 17, 3};
+    std::vector<EncodedImage> encoded;
+    for (auto [gh, gw] : grids) {
+        const std::vector<float> patches =
+            test::randn(size_t(gh * gw) * vm.encoder->values_per_patch(), seed + uint64_t(encoded.size()));
+        auto e = vm.encoder->encode(patches, 1, uint32_t(gh), uint32_t(gw));
+        EXPECT_TRUE(e.ok()) << e.error().message();
+        encoded.push_back(std::move(e).value());
+        p.insert(p.end(), {info.image_begin_token, info.image_token, info.image_end_token, 9, 11});
+    }
+    p.insert(p.end(), {21, 8});
+    ImagePrompt ip;
+    auto im = PromptImages::expand(p, info.image_token, std::move(encoded), &ip.tokens);
+    EXPECT_TRUE(im.ok()) << im.error().message();
+    ip.images = std::make_shared<const PromptImages>(std::move(im).value());
+    return ip;
+}
+
+TEST(GlmImage, image_rows_at_their_3d_positions_give_the_reference_logits) {
+    VisionModel& vm = vision_model();
+    ASSERT_TRUE(vm.encoder);
+    for (const auto& grids : {std::vector<std::pair<int, int>>{{4, 6}}, std::vector<std::pair<int, int>>{{6, 2}, {4, 4}}}) {
+        const ImagePrompt ip = image_prompt(grids, 40);
+        const uint32_t n = uint32_t(ip.tokens.size());
+        // the independent position rule
+        std::vector<ImageGrid> g;
+        for (auto [gh, gw] : grids) g.push_back({1, uint32_t(gh), uint32_t(gw)});
+        auto want_pos = image_positions(ip.tokens, vm.encoder->info().image_token, g, 2);
+        ASSERT_TRUE(want_pos.ok()) << want_pos.error().message();
+        std::vector<int32_t> thw, pos4, positions(n), rows(n);
+        std::vector<const float*> image_rows(n);
+        for (uint32_t i = 0; i < n; ++i) {
+            thw.insert(thw.end(), {want_pos->t[i], want_pos->h[i], want_pos->w[i]});
+            const auto p = ip.images->position4(i);
+            EXPECT_EQ((std::array<int32_t, 3>{p[0], p[1], p[2]}),
+                      (std::array<int32_t, 3>{want_pos->t[i], want_pos->h[i], want_pos->w[i]}))
+                << "token " << i;
+            pos4.insert(pos4.end(), p.begin(), p.end());
+            positions[i] = int32_t(i);
+            rows[i] = int32_t(i);
+            image_rows[i] = ip.images->row(i);
+        }
+        EXPECT_EQ(int64_t(ip.images->position4(n)[0]), want_pos->next) << "generation continues where HF's does";
+
+        ref::GlmRefOptions ro;
+        ro.f16_kv = true;  // as the KV pool stores K and V
+        auto ref = ref::GlmReference::open(vm.path, ro);
+        ASSERT_TRUE(ref.ok()) << ref.error().message();
+        const ref::GlmOutput want = ref->forward_embedded(ip.tokens, image_rows, thw);
+
+        Runner runner(*vm.target.model, *vm.target.kv, test::test_device(), test::test_pipelines());
+        const int seq = vm.seq;
+        ForwardInput in{ip.tokens, positions, seq, rows, {}, pos4, image_rows};
+        auto out = runner.forward(in);
+        ASSERT_TRUE(out.ok()) << out.error().message();
+        const std::vector<float> got(out->logits, out->logits + size_t(n) * vm.target.model->info().n_vocab);
+        EXPECT_LT(ref::nmse(got, want.logits), 1e-7);
+        // the same prompt with the placeholders' own embeddings differs: the rows were used
+        const ref::GlmOutput text = ref->forward_embedded(ip.tokens, std::vector<const float*>(n), thw);
+        EXPECT_GT(ref::nmse(text.logits, want.logits), 1e-4);
+        ASSERT_TRUE(vm.target.kv->truncate(seq, 0).ok());
+    }
+}
+
+TEST(GlmImage, greedy_mtp_on_an_image_prompt_equals_plain_greedy) {
+    VisionModel& vm = vision_model();
+    ASSERT_TRUE(vm.encoder);
+    const ImagePrompt ip = image_prompt({{4, 6}, {2, 4}}, 90);
+    Runner runner(*vm.target.model, *vm.target.kv, test::test_device(), test::test_pipelines());
+    runner.set_hidden_point(TDM_HIDDEN_POST_NORM);
+    GenerateParams gp = testglm::greedy(24);
+    gp.images = ip.images;
+    gp.n_batch = 7;  // chunks that start and end inside the images
+    const int seq = vm.seq;
+    ASSERT_TRUE(vm.target.kv->truncate(seq, 0).ok());
+    auto plain = generate(runner, nullptr, seq, ip.tokens, gp, {});
+    ASSERT_TRUE(plain.ok()) << plain.error().message();
+    ASSERT_TRUE(vm.target.kv->truncate(seq, 0).ok());
+    auto head = testglm::make_mtp(vm.target);
+    ASSERT_TRUE(head.ok()) << head.error().message();
+    std::vector<Drafter*> chain = {head->get()};
+    SpecParams sp;
+    sp.draft_max = 3;
+    auto spec = generate_speculative(runner, nullptr, seq, ip.tokens, gp, chain, sp, {});
+    ASSERT_TRUE(spec.ok()) << spec.error().message();
+    EXPECT_EQ(spec->gen.tokens, plain->tokens);
+    EXPECT_GT(spec->stats.rounds, 0u);
+    // and the image changed the text: the same tokens without their rows decode otherwise
+    GenerateParams no_image = testglm::greedy(24);
+    ASSERT_TRUE(vm.target.kv->truncate(seq, 0).ok());
+    auto text = generate(runner, nullptr, seq, ip.tokens, no_image, {});
+    ASSERT_TRUE(text.ok());
+    EXPECT_NE(text->tokens, plain->tokens);
+    ASSERT_TRUE(vm.target.kv->truncate(seq, 0).ok());
+}
+
+}  // namespace
+}  // namespace tdm
