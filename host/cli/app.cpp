@@ -57,6 +57,7 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (cl("int8-matmul")) c.model.int8_matmul = *a.get_string("int8-matmul");
     if (cl("model-draft")) c.model.draft_path = *a.get_string("model-draft");
     if (cl("mtp-head")) c.model.mtp_head_path = *a.get_string("mtp-head");
+    if (a.knows("mmproj") && cl("mmproj")) c.model.mmproj_path = *a.get_string("mmproj");
     // sampling
     if (cl("temp")) c.sampling.temperature = float(*a.get_number("temp"));
     if (cl("top-k")) c.sampling.top_k = int(*a.get_int("top-k"));
@@ -100,6 +101,13 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (server_cl("timeout")) c.server.timeout = int(*a.get_int("timeout"));
     if (server_cl("request-timeout")) c.server.request_timeout = int(*a.get_int("request-timeout"));
     if (server_cl("max-body")) c.server.max_body = *a.get_int("max-body");
+    // ocr
+    if (a.command() == "ocr") {
+        if (cl("task")) c.ocr.task = *a.get_string("task");
+        if (cl("schema")) c.ocr.schema = *a.get_string("schema");
+        if (cl("output-format")) c.ocr.output_format = *a.get_string("output-format");
+        if (cl("pdf-dpi")) c.ocr.pdf_dpi = float(*a.get_number("pdf-dpi"));
+    }
     if (Status st = validate_config(c); !st.ok())
         return Error(name_command_line_options(st.error().message(), a));
     TDM_TRY(check_plugin_dirs(a, c));
@@ -248,6 +256,7 @@ int run_cli(int argc, const char* const* argv) {
     App app(*args, std::move(config).value());
     const std::string& c = args->command();
     Status st = c == "run"        ? cmd_run(app)
+                : c == "ocr"      ? cmd_ocr(app)
                 : c == "chat"     ? cmd_chat(app)
                 : c == "serve"    ? cmd_serve(app)
                 : c == "info"     ? cmd_info(app)

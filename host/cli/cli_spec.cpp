@@ -206,6 +206,12 @@ OptionGroup output_options() {
             }};
 }
 
+// Images for a model with an image encoder (`run --image`, `ocr`).
+OptionSpec mmproj_option() {
+    return {{"--mmproj"}, K::string, "FILE", "The image encoder's weights as their own file (llama.cpp calls it the "
+            "multimodal projector). Default: the model's own (GLM-OCR's HF directory holds its vision tower)."};
+}
+
 }  // namespace
 
 const ProgramSpec& program_spec() {
@@ -223,7 +229,43 @@ const ProgramSpec& program_spec() {
                         "output is identical to plain decoding, only faster. Prints the text, then timings and "
                         "speculative statistics on stderr; --output-format json prints one JSON object instead."};
         run.groups = {model_options(), prompt_options(), generation_options(), speculative_options(),
-                      prompt_cache_options(), output_options()};
+                      prompt_cache_options(), output_options(),
+                      {"images",
+                       {{{"--image"}, K::string, "FILE", "A PNG or JPEG image for a model with an image encoder "
+                         "(GLM-OCR); repeat for several. The images come first in one user turn of the chat "
+                         "template, then the -p/-f text. `tandem ocr` reads PDFs and runs page by page.",
+                         "", "", false, true},
+                        mmproj_option()}}};
+
+        CommandSpec ocr{"ocr", "read documents with an OCR model (GLM-OCR): images and PDFs, page by page",
+                        "Document OCR. Each PNG or JPEG file is one page, each PDF one page per page (rendered at "
+                        "--pdf-dpi); every page is one prompt: the page's image and the task's prompt (Text "
+                        "Recognition:, Formula Recognition:, Table Recognition:, or fields of a JSON template), "
+                        "decoded greedily unless --temp is given, until the end of the answer (-n limits it). With "
+                        "a drafter (--spec-type mtp: GLM-OCR's own MTP layer) the text is identical, only faster. "
+                        "Pages come out as they are done: markdown (a heading per page when there are several), "
+                        "text (pages separated by form feeds), or json (one document: per page text, tokens, "
+                        "image size and tokens, timings of render, preprocess, encode, prefill and decode, and "
+                        "speculative statistics). A page that fails is reported on stderr and the others still "
+                        "come out; the exit status is then 1. Defaults come from [ocr] in the config file."};
+        ocr.groups = {model_options(),
+                      {"ocr",
+                       {mmproj_option(),
+                        one_of({{"--task"}, K::string, "TASK", "What to read: text, formula, table, or json (fill the "
+                                "fields of --schema).", "text"},
+                               {"text", "formula", "table", "json"}),
+                        {{"--schema"}, K::string, "JSON", "--task json: a JSON template of the fields to fill, with "
+                         "empty values ('{\"name\": \"\", \"total\": \"\"}')."},
+                        one_of({{"--output-format"}, K::string, "FMT", "markdown, text, or json.", "markdown"},
+                               {"markdown", "text", "json"}),
+                        {{"-o", "--output"}, K::string, "FILE", "Write the result to FILE instead of stdout."},
+                        {{"--pdf-dpi"}, K::number, "DPI", "Resolution PDF pages are rendered at (GLM-OCR's SDK uses "
+                         "200).", "200"}}},
+                      generation_options(ranged({{"-n", "--n-predict"}, K::integer, "N", "Most tokens per page; -1 = "
+                                                  "until the end of the answer or a full context.", "-1"},
+                                                 -1, kInt32Max)),
+                      speculative_options()};
+        ocr.positionals = {{"FILE", "PNG, JPEG or PDF files.", true, true}};
 
         CommandSpec chat{"chat", "talk with a model: multi-turn, streaming, speculative by default",
                          "An interactive conversation in the model's chat template. Each turn resumes from the KV "
@@ -448,7 +490,7 @@ const ProgramSpec& program_spec() {
         bench.positionals = {{"WHAT", "ops, decode, spec, serve or image."},
                              {"FILE", "image: PNG, JPEG or PDF files.", false, true}};
 
-        p.commands = {run, chat, serve, info, tokenize, plugins, devices, synth, demo, bench};
+        p.commands = {run, ocr, chat, serve, info, tokenize, plugins, devices, synth, demo, bench};
         return p;
     }();
     return spec;

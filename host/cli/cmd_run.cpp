@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/cli/cmd_run.cpp: `tandem run`: generate from a prompt, plain or
-// speculative; text or JSON output; --dump-logits; --prompt-cache.
+// speculative; text or JSON output; --dump-logits; --prompt-cache; --image FILE (a model
+// with an image encoder: the images before the prompt text in one chat turn).
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -10,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/drafters.h"
+#include "cli/image_prompt.h"
 #include "cli/interrupt.h"
 #include "cli/memory_plan.h"
 #include "cli/progress.h"
@@ -18,6 +20,31 @@
 #include "engine/generate.h"
 
 namespace tdm::cli {
+namespace {
+
+// --image FILE...: the images (PNG or JPEG) before the -p/-f text in one user turn.
+Result<ImagePrompt> image_prompt(App& app, const Model& model, const std::vector<std::string>& files) {
+    const ParsedArgs& a = app.args();
+    if (a.has("prompt-tokens")) return Error("--image needs a text prompt (-p or -f), not --prompt-tokens");
+    if (a.get_string("prompt-cache"))
+        return Error("--prompt-cache keeps no image rows: drop --prompt-cache or --image");
+    if (a.get_string("dump-logits")) return Error("--dump-logits is for text prompts: drop it or --image");
+    const std::string text = TDM_TRY(prompt_text(a));
+    auto encoder = TDM_TRY(load_encoder(app, model));
+    const PatchProcessorConfig processor = TDM_TRY(processor_for(*encoder, app.config().model.path));
+    std::vector<EncodedImage> encoded;
+    for (const std::string& f : files) {
+        auto image = load_image(f);
+        if (!image.ok() && image.error().message().find("PDF") != std::string::npos)
+            return Error::format("{} (`tandem ocr` reads PDFs, page by page)", image.error().message());
+        if (!image.ok()) return image.error();
+        encoded.push_back(TDM_TRY_CTX(encode_page(*encoder, processor, *image), f));
+    }
+    return build_image_prompt(app.config(), model, *encoder, std::move(encoded), text);
+}
+
+}  // namespace
+
 Status cmd_run(App& app) {
     const ParsedArgs& a = app.args();
     const Config& cfg = app.config();
@@ -32,11 +59,18 @@ Status cmd_run(App& app) {
     const double load_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
 
-    const std::vector<int32_t> prompt = TDM_TRY(prompt_tokens(a, cfg, *model));
+    GenerateParams gp;
+    std::vector<int32_t> prompt;
+    if (const std::vector<std::string> images = a.get_strings("image"); !images.empty()) {
+        ImagePrompt ip = TDM_TRY(image_prompt(app, *model, images));
+        prompt = std::move(ip.tokens);
+        gp.images = std::move(ip.images);
+    } else {
+        prompt = TDM_TRY(prompt_tokens(a, cfg, *model));
+    }
     Runner runner(*model, *kv, *dev, *pm);
     const int seq = TDM_TRY(kv->add_sequence());
 
-    GenerateParams gp;
     gp.max_tokens = int32_t(a.get_int("n-predict").value_or(128));
     gp.sampling = sampler_params(cfg);
     gp.n_batch = uint32_t(cfg.model.n_batch);

@@ -64,6 +64,7 @@ KvPoolConfig kv_config(const Config& config, uint32_t n_ctx_train, bool speculat
 Result<Config> merged_config(const ParsedArgs& args);
 
 Status cmd_run(App& app);
+Status cmd_ocr(App& app);
 Status cmd_chat(App& app);
 Status cmd_serve(App& app);
 Status cmd_info(App& app);

@@ -78,6 +78,17 @@ Result<ChatTemplate> chat_template_for(const Config& config, const Model& model)
     return ChatTemplate::from_parts(parts, t.name() + " (customised by [chat_template])");
 }
 
+Result<std::string> prompt_text(const ParsedArgs& args) {
+    if (auto p = args.get_string("prompt")) return *p;
+    if (auto f = args.get_string("file")) {
+        // Far beyond any context window; the limit keeps a wrong path (a disk image, a
+        // log) from being read into memory before the tokenizer could say it is too long.
+        constexpr uint64_t kMaxPromptFileBytes = 256ull << 20;
+        return read_regular_file(*f, kMaxPromptFileBytes, "prompt file");
+    }
+    return Error("no prompt: give -p TEXT, -f FILE or --prompt-tokens IDS");
+}
+
 Result<std::vector<int32_t>> prompt_tokens(const ParsedArgs& args, const Config& config, const Model& model) {
     const uint32_t n_vocab = model.info().n_vocab;
     if (auto ids = args.get_sizes("prompt-tokens")) {
@@ -90,17 +101,7 @@ Result<std::vector<int32_t>> prompt_tokens(const ParsedArgs& args, const Config&
         if (out.empty()) return Error("--prompt-tokens: no ids given");
         return out;
     }
-    std::string text;
-    if (auto p = args.get_string("prompt")) {
-        text = *p;
-    } else if (auto f = args.get_string("file")) {
-        // Far beyond any context window; the limit keeps a wrong path (a disk image, a
-        // log) from being read into memory before the tokenizer could say it is too long.
-        constexpr uint64_t kMaxPromptFileBytes = 256ull << 20;
-        text = TDM_TRY(read_regular_file(*f, kMaxPromptFileBytes, "prompt file"));
-    } else {
-        return Error("no prompt: give -p TEXT, -f FILE or --prompt-tokens IDS");
-    }
+    std::string text = TDM_TRY(prompt_text(args));
     const Tokenizer* tok = model.tokenizer();
     if (!tok)
         return Error::format("the model has no usable tokenizer ({}); give the prompt as --prompt-tokens",

@@ -14,6 +14,9 @@ namespace tdm::cli {
 // the one for its architecture or vocabulary, with [chat_template] parts applied.
 Result<ChatTemplate> chat_template_for(const Config& config, const Model& model);
 
+// The prompt text of -p or -f.
+Result<std::string> prompt_text(const ParsedArgs& args);
+
 // Prompt ids from the command line; errors name what is missing (a tokenizer
 // for text, a prompt at all) or out of range (ids beyond the vocabulary).
 Result<std::vector<int32_t>> prompt_tokens(const ParsedArgs& args, const Config& config, const Model& model);

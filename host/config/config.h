@@ -42,6 +42,7 @@ struct ModelConfig {
     std::string path;           // target model (GGUF file or safetensors directory)
     std::string draft_path;     // separate draft model
     std::string mtp_head_path;  // MTP / NextN / assistant head shipped as its own file
+    std::string mmproj_path;    // an image encoder's weights as their own file; "" = the model's own
     int n_ctx = 4096;           // context length in tokens; 0 = the model's trained length, else >= 16
     std::string kv_type = "f16";  // KV cache element type: "f16" or "f32"
     uint64_t kv_memory = 0;     // KV budget in bytes; > 0 sizes the context to fit it instead of n_ctx
@@ -132,6 +133,16 @@ struct ServerConfig {
     bool operator==(const ServerConfig&) const = default;
 };
 
+// `tandem ocr`: document OCR with an image encoder (GLM-OCR).
+struct OcrConfig {
+    std::string task = "text";             // text, formula, table, json (prompts of spec/glm-ocr.md §4)
+    std::string schema;                    // task json: the JSON template of the fields to fill
+    std::string output_format = "markdown";  // markdown, json, text
+    float pdf_dpi = 200.0f;                // PDF pages are rendered at this resolution
+
+    bool operator==(const OcrConfig&) const = default;
+};
+
 struct Config {
     DeviceConfig device;
     ModelConfig model;
@@ -141,6 +152,7 @@ struct Config {
     PluginsConfig plugins;
     LogConfig log;
     ServerConfig server;
+    OcrConfig ocr;
 
     bool operator==(const Config&) const = default;
 };

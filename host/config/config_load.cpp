@@ -231,6 +231,7 @@ void read_model(SectionReader& r, Config& c) {
     r.string("path", &c.model.path);
     r.string("draft_path", &c.model.draft_path);
     r.string("mtp_head_path", &c.model.mtp_head_path);
+    r.string("mmproj_path", &c.model.mmproj_path);
     r.integer("n_ctx", &c.model.n_ctx);
     r.string("kv_type", &c.model.kv_type);
     r.memory("kv_memory", &c.model.kv_memory);
@@ -301,6 +302,13 @@ void read_server(SectionReader& r, Config& c) {
     r.integer("max_body", &s.max_body);
 }
 
+void read_ocr(SectionReader& r, Config& c) {
+    r.string("task", &c.ocr.task);
+    r.string("schema", &c.ocr.schema);
+    r.string("output_format", &c.ocr.output_format);
+    r.number("pdf_dpi", &c.ocr.pdf_dpi);
+}
+
 struct Section {
     const char* name;
     void (*read)(SectionReader&, Config&);
@@ -309,7 +317,7 @@ struct Section {
 constexpr Section kSections[] = {
     {"device", read_device},     {"model", read_model},           {"chat_template", read_chat_template},
     {"sampling", read_sampling}, {"speculative", read_speculative}, {"plugins", read_plugins},
-    {"log", read_log},           {"server", read_server},
+    {"log", read_log},           {"server", read_server},           {"ocr", read_ocr},
 };
 
 // A key at the top level is usually a key whose [section] line is missing; the suggestion

@@ -150,6 +150,12 @@ void check_server(Checker& c, const ServerConfig& s) {
     c.at_most("server.max_body", s.max_body, int64_t(1) << 30);
 }
 
+void check_ocr(Checker& c, const OcrConfig& o) {
+    c.one_of("ocr.task", o.task, {"text", "formula", "table", "json"});
+    c.one_of("ocr.output_format", o.output_format, {"markdown", "json", "text"});
+    if (!(o.pdf_dpi >= 36.0f && o.pdf_dpi <= 1200.0f)) c.fail("ocr.pdf_dpi", "must be 36 .. 1200 (GLM-OCR's SDK uses 200)");
+}
+
 }  // namespace
 
 std::vector<Issue> check_rules(const Config& config) {
@@ -161,6 +167,7 @@ std::vector<Issue> check_rules(const Config& config) {
     check_plugins(c, config.plugins);
     check_log(c, config.log);
     check_server(c, config.server);
+    check_ocr(c, config.ocr);
     return std::move(c.issues);
 }
 

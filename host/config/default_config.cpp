@@ -34,6 +34,9 @@ std::string_view default_config_text() {
 # draft_path = ""
 # An MTP / NextN / assistant head shipped as its own file (speculative type "mtp").
 # mtp_head_path = ""
+# An image encoder's weights as their own file (--mmproj); "" = the model's own (GLM-OCR's
+# HF directory holds its vision tower).
+# mmproj_path = ""
 # Context length in tokens; 0 = the model's trained length, otherwise at least 16 (one
 # KV block). A context whose weights and KV cache do not fit the device is refused.
 # n_ctx = 4096
@@ -153,6 +156,18 @@ std::string_view default_config_text() {
 # request_timeout = 0
 # Largest request body in bytes; a larger one gets 413.
 # max_body = 8388608
+
+[ocr]
+# `tandem ocr`: what to read from each page: text, formula, table, or json (fill the
+# fields of `schema`, a JSON template with empty values).
+# task = "text"
+# schema = ""
+# How the pages come out: markdown (pages under "## FILE, page N" headings), json (one
+# object per page with timings and speculative statistics), or text (pages one after
+# another).
+# output_format = "markdown"
+# Resolution PDF pages are rendered at (GLM-OCR's SDK uses 200).
+# pdf_dpi = 200
 )toml";
 }
 
