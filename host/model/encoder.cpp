@@ -60,9 +60,11 @@ Result<std::unique_ptr<Encoder>> Encoder::load(const Registry& registry, std::sh
     char err[1024] = {0};
     const tdm_status st = entry->desc->create(host_api(entry->plugin->abi), &e->src_handle_, target_obj, &e->options_,
                                               &e->info_, &e->obj_, err, sizeof err);
-    if (st != TDM_OK || !e->obj_)
-        return Error::coded(st == TDM_OK ? TDM_ERR_INTERNAL : st, "{}: {}", e->source_->path(),
-                            plugin_message(err, sizeof err, "the encoder refused the file"));
+    if (st != TDM_OK || !e->obj_) {
+        const std::string why = plugin_message(err, sizeof err, "the encoder refused the file");
+        const bool named = why.find(e->source_->path()) != std::string::npos;  // plugins usually name it
+        return Error::coded(st == TDM_OK ? TDM_ERR_INTERNAL : st, "{}{}", named ? "" : e->source_->path() + ": ", why);
+    }
     e->info_.struct_size = sizeof(tdm_encoder_info);
     TDM_TRY(check_info(e->info_, entry->desc->name, target.info().n_embd, target.info().n_vocab));
     e->weights_ = std::make_unique<WeightStore>(device, e->source_->path() + " (encoder)", 64ull << 20);
