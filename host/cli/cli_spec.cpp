@@ -404,9 +404,10 @@ const ProgramSpec& program_spec() {
                           {{"--tied"}, K::boolean, "BOOL", "Tie the LM head to the token embedding (default: the "
                            "preset's)."},
                           {{"--mtp"}, K::boolean, "BOOL", "qwen35, glm4: include the MTP head (default: true)."},
-                          {{"--vision"}, K::boolean, "BOOL", "glm4 with --format hf: include GLM-OCR's vision tower "
-                           "(model.visual.*, vision_config, preprocessor_config.json, image tokens) at the preset's "
-                           "size (default: false)."},
+                          {{"--vision"}, K::boolean, "BOOL", "glm4: include GLM-OCR's vision tower at the preset's "
+                           "size, and the image tokens in the vocabulary. HF: model.visual.*, vision_config and "
+                           "preprocessor_config.json in the directory; GGUF: llama.cpp's mmproj file "
+                           "mmproj-NAME.gguf beside the model (use it with --mmproj). Default: false."},
                           ranged({{"--layers"}, K::integer, "N", "Override the number of layers (1 to 1024)."}, 1,
                                  1024),
                           ranged({{"--draft-of-seed"}, K::integer, "N", "Write a draft model for the target of this "

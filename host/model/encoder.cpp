@@ -38,6 +38,26 @@ Status check_info(const tdm_encoder_info& i, const char* name, uint32_t target_e
     return {};
 }
 
+// Ids the encoder gives by text only (an mmproj file holds no vocabulary): the target's.
+Status resolve_token_texts(tdm_encoder_info& i, const char* name, const Model& target) {
+    auto resolve = [&](int32_t* id, const char* text, const char* what) -> Status {
+        if (*id >= 0 || !text) return {};
+        const std::string t = plugin_string(text, kPluginNameMax);
+        const Tokenizer* tok = target.tokenizer();
+        if (!tok) return Error::format("encoder {}: the target has no tokenizer to find its {} '{}' in", name, what, t);
+        *id = tok->token_id(t);
+        if (*id < 0)
+            return Error::format("encoder {}: the target's vocabulary has no {} '{}': a model for another encoder?",
+                                 name, what, t);
+        return {};
+    };
+    TDM_TRY(resolve(&i.image_begin_token, i.image_begin_text, "image begin token"));
+    TDM_TRY(resolve(&i.image_token, i.image_text, "image token"));
+    TDM_TRY(resolve(&i.image_end_token, i.image_end_text, "image end token"));
+    i.image_begin_text = i.image_text = i.image_end_text = nullptr;  // not read past load
+    return {};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Encoder>> Encoder::load(const Registry& registry, std::shared_ptr<const ModelSource> source,
@@ -66,6 +86,7 @@ Result<std::unique_ptr<Encoder>> Encoder::load(const Registry& registry, std::sh
         return Error::coded(st == TDM_OK ? TDM_ERR_INTERNAL : st, "{}{}", named ? "" : e->source_->path() + ": ", why);
     }
     e->info_.struct_size = sizeof(tdm_encoder_info);
+    TDM_TRY(resolve_token_texts(e->info_, entry->desc->name, target));
     TDM_TRY(check_info(e->info_, entry->desc->name, target.info().n_embd, target.info().n_vocab));
     e->weights_ = std::make_unique<WeightStore>(device, e->source_->path() + " (encoder)", 64ull << 20);
     e->weights_->set_check_weights(check_weights);

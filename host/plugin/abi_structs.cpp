@@ -70,10 +70,10 @@ template <> uint32_t abi_min_size<tdm_plugin_api>(uint32_t abi) { return pick(kP
 template <> uint32_t abi_min_size<tdm_host_limits>(uint32_t abi) { return pick(kHostLimits, abi); }
 
 // tdm.encoder came with ABI 3 at version 1: its structs' minimum sizes are version 1's.
-static_assert(sizeof(tdm_encoder_desc) == 64 && sizeof(tdm_encoder_info) == 80,
+static_assert(sizeof(tdm_encoder_desc) == 64 && sizeof(tdm_encoder_info) == 104,
               "tdm.encoder version 1 structs changed size: append fields and keep these minimums");
 template <> uint32_t abi_min_size<tdm_encoder_desc>(uint32_t) { return 64; }
-template <> uint32_t abi_min_size<tdm_encoder_info>(uint32_t) { return 80; }
+template <> uint32_t abi_min_size<tdm_encoder_info>(uint32_t) { return 104; }
 
 std::string plugin_message(const char* buf, size_t cap, std::string_view fallback) {
     if (!buf || cap == 0) return std::string(fallback);

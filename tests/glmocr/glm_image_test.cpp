@@ -230,5 +230,55 @@ TEST(GlmImage, greedy_mtp_on_an_image_prompt_equals_plain_greedy) {
     ASSERT_TRUE(vm.target.kv->truncate(seq, 0).ok());
 }
 
+// The same tower as llama.cpp's mmproj GGUF beside a GGUF text model (same seed, so the same
+// weights): the same rows, and the same logits for an image prompt, as the HF layout.
+TEST(GlmImage, the_mmproj_gguf_layout_gives_the_hf_layouts_rows_and_logits) {
+    VisionModel& vm = vision_model();
+    ASSERT_TRUE(vm.encoder);
+    testglm::ModelSpec spec;
+    spec.type = DType::BF16;
+    spec.vision = true;
+    const std::string gguf = testglm::synth(spec);
+    testglm::Target t = testglm::load_target(gguf, 512);
+    ASSERT_TRUE(t.model);
+    auto mmproj = ModelSource::open(synth::glm_mmproj_path(gguf));
+    ASSERT_TRUE(mmproj.ok()) << mmproj.error().message();
+    auto enc = Encoder::load(plugins(), std::shared_ptr<const ModelSource>(std::move(mmproj).value()), *t.model,
+                             test::test_device(), test::test_pipelines());
+    ASSERT_TRUE(enc.ok()) << enc.error().message();
+    EXPECT_EQ((*enc)->info().image_token, vm.encoder->info().image_token) << "found by its text in the GGUF vocabulary";
+    EXPECT_EQ((*enc)->info().image_begin_token, vm.encoder->info().image_begin_token);
+    const std::vector<float> patches = test::randn(size_t(4 * 6) * vm.encoder->values_per_patch(), 77);
+    auto a = vm.encoder->encode(patches, 1, 4, 6);
+    auto b = (*enc)->encode(patches, 1, 4, 6);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_LT(ref::nmse(b->rows, a->rows), 1e-12);
+    EXPECT_EQ(b->thw, a->thw);
+
+    // the GGUF text model (NeoX-permuted q/k) with the mmproj's rows at the same 3-D positions
+    const ImagePrompt ip = image_prompt({{4, 6}}, 40);
+    const uint32_t n = uint32_t(ip.tokens.size());
+    std::vector<int32_t> pos4, positions(n), rows(n);
+    std::vector<const float*> image_rows(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        const auto p = ip.images->position4(i);
+        pos4.insert(pos4.end(), p.begin(), p.end());
+        positions[i] = rows[i] = int32_t(i);
+        image_rows[i] = ip.images->row(i);
+    }
+    std::vector<float> logits[2];
+    for (int layout = 0; layout < 2; ++layout) {
+        const testglm::Target& tt = layout ? t : vm.target;
+        Runner runner(*tt.model, *tt.kv, test::test_device(), test::test_pipelines());
+        const int seq = layout ? *tt.kv->add_sequence() : vm.seq;
+        ASSERT_TRUE(tt.kv->truncate(seq, 0).ok());
+        auto out = runner.forward(ForwardInput{ip.tokens, positions, seq, rows, {}, pos4, image_rows});
+        ASSERT_TRUE(out.ok()) << out.error().message();
+        logits[layout].assign(out->logits, out->logits + size_t(n) * tt.model->info().n_vocab);
+        ASSERT_TRUE(tt.kv->truncate(seq, 0).ok());
+    }
+    EXPECT_LT(ref::nmse(logits[1], logits[0]), 1e-10);
+}
+
 }  // namespace
 }  // namespace tdm

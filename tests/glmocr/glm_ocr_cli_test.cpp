@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/glmocr/glm_ocr_cli_test.cpp: `tandem ocr` and `tandem run --image` through the built
-// binary on a synthetic GLM-OCR with its vision tower (HF layout): a PNG, a JPEG and a two-page
-// PDF become text, plain and with the MTP head alike; the output formats and -o; [ocr] in a
+// binary on a synthetic GLM-OCR with its vision tower: a PNG, a JPEG and a two-page PDF become
+// text, plain and with the MTP head alike, in the HF layout and in the GGUF one (text model plus
+// llama.cpp's mmproj file); the output formats and -o; [ocr] in a
 // config file; bad pages (corrupt, truncated, empty, huge, encrypted) are reported while the
 // good pages still come out; a model without a tower and an encoder for another model are
 // refused with a message naming the problem.
@@ -76,6 +77,19 @@ TEST(GlmOcrCli, a_png_a_jpeg_and_a_two_page_pdf_become_text_plain_and_with_mtp_a
     EXPECT_EQ(a["pages"][3]["pages"], 2);
     // different pages are different images: their image token counts differ here
     EXPECT_NE(a["pages"][2]["image"]["tokens"], a["pages"][3]["image"]["tokens"]);
+
+    // the GGUF layout: the text model and llama.cpp's mmproj file beside it, same weights
+    const std::string gguf = synth({"--vision", "true", "--type", "bf16"}, "m.gguf");
+    const std::string mmproj = gguf.substr(0, gguf.size() - 6) + "mmproj-m.gguf";
+    const CliRun g = ocr(gguf, three_files(), {"--output-format", "json", "--mmproj", mmproj, "--spec-type", "mtp"});
+    ASSERT_EQ(g.status, 0) << g.err;
+    const json c = json::parse(g.out, nullptr, false);
+    ASSERT_TRUE(c.is_object());
+    ASSERT_EQ(c["pages"].size(), 4u);
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(c["pages"][i]["tokens"], a["pages"][i]["tokens"]) << "page " << i;
+    const CliRun no_mmproj = ocr(gguf, {three_files()[0]}, {});
+    EXPECT_EQ(no_mmproj.status, 1);
+    EXPECT_TRUE(no_mmproj.has("--mmproj")) << no_mmproj.err;
 }
 
 TEST(GlmOcrCli, markdown_text_and_output_file) {

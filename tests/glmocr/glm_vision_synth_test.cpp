@@ -3,8 +3,8 @@
 // the vision tower's tensors are exactly those the independent reference
 // (support/glm_vision_reference.h, written from transformers' modeling file) reads, with its
 // shapes; the reference encoder runs on them; config.json, preprocessor_config.json and the
-// tokenizer's image tokens agree with each other; the text model still loads; GGUF and
-// repeating models with a tower are refused.
+// tokenizer's image tokens agree with each other; the text model still loads; GGUF writes the
+// tower as llama.cpp's mmproj file; repeating models with a tower are refused.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -12,8 +12,10 @@
 #include <set>
 
 #include "common/fp16.h"
+#include "formats/gguf.h"
 #include "formats/safetensors.h"
 #include "glm-ocr/synth/glm_request.h"
+#include "glm-ocr/synth/glm_vision_synth.h"
 #include "image/patch_processor.h"
 #include "support/fixtures.h"
 #include "support/glm_vision_reference.h"
@@ -109,11 +111,27 @@ TEST(GlmVisionSynth, config_preprocessor_and_tokenizer_agree_on_the_image_tokens
     EXPECT_EQ(pc->max_pixels, 9633792u);
 }
 
-TEST(GlmVisionSynth, gguf_and_repeating_models_with_a_tower_are_refused) {
+// GGUF: the text model with the image tokens in its vocabulary, and the tower in llama.cpp's
+// mmproj layout beside it (names from llama.cpp's conversion/qwen3vl.py and clip.cpp).
+TEST(GlmVisionSynth, gguf_writes_the_tower_as_an_mmproj_and_repeating_models_have_none) {
     const std::string d = test::make_temp_dir("glmvision-bad");
     auto gguf = synth::synthesize_glm_request("glm4", d + "/v.gguf", {{"vision", "true"}});
-    ASSERT_FALSE(gguf.ok());
-    EXPECT_NE(gguf.error().message().find("HF layout only"), std::string::npos) << gguf.error().message();
+    ASSERT_TRUE(gguf.ok()) << gguf.error().message();
+    EXPECT_NE(gguf->find("mmproj-v.gguf"), std::string::npos) << *gguf;
+    auto mm = GgufFile::open(d + "/mmproj-v.gguf");
+    ASSERT_TRUE(mm.ok()) << mm.error().message();
+    EXPECT_EQ(*(*mm)->get_string("general.architecture"), "clip");
+    EXPECT_EQ(*(*mm)->get_string("clip.projector_type"), "glm4v");
+    std::map<std::string, std::vector<int64_t>> names;
+    for (const GgufTensorInfo& t : (*mm)->tensors()) names[t.name] = std::vector<int64_t>(t.ne, t.ne + t.n_dims);
+    const synth::GlmVisionShape v = *synth::glm_vision_preset("tiny");
+    EXPECT_EQ(names["v.patch_embd.weight"], (std::vector<int64_t>{v.patch, v.patch, 3, v.hidden}));
+    EXPECT_EQ(names["v.patch_embd.weight.1"], (std::vector<int64_t>{v.patch, v.patch, 3, v.hidden}));
+    EXPECT_EQ(names.count("v.blk.0.attn_q_norm.weight"), 1u);
+    EXPECT_EQ(names.count("mm.patch_merger.bias"), 1u);
+    EXPECT_EQ(names.count("v.position_embd.weight"), 0u) << "GLM-OCR has no learned position embeddings";
+    // every HF tower tensor has its GGUF counterpart (the patch embedding as two)
+    EXPECT_EQ(names.size(), synth::glm_vision_tensors(v, 64).size() + 1);
     auto rep = synth::synthesize_glm_request("glm4", d + "/rep",
                                              {{"format", "hf"}, {"vision", "true"}, {"repeating", "true"}});
     ASSERT_FALSE(rep.ok());

@@ -80,7 +80,10 @@ Result<std::string> synthesize_glm_request(std::string_view arch, const std::str
         TDM_TRY(synth_glm_hf(output, shape, o));
     return fmt::format("wrote {}: glm4 {}, {} layers, n_embd {}, vocab {}, {}{}{}", output, preset, shape.n_layer,
                        shape.n_embd, shape.n_vocab, tname, shape.mtp ? ", with MTP layer" : "",
-                       shape.vision.depth > 0 ? fmt::format(", vision tower of {} blocks", shape.vision.depth) : "");
+                       shape.vision.depth == 0 ? std::string()
+                       : format == "gguf"
+                           ? fmt::format(", vision tower of {} blocks in {}", shape.vision.depth, glm_mmproj_path(output))
+                           : fmt::format(", vision tower of {} blocks", shape.vision.depth));
 }
 
 }  // namespace tdm::synth

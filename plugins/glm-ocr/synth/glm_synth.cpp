@@ -272,12 +272,14 @@ int32_t glm_repeat_successor(const GlmShape& shape, const GlmSynthOptions& opts,
 
 Status synth_glm_gguf(const std::string& path, const GlmShape& s, const GlmSynthOptions& o) {
     TDM_TRY(validate_glm(s, o));
-    if (s.vision.depth > 0)
-        return Error("glm4 synth: the vision tower is written in the HF layout only (--format hf); the GGUF "
-                     "layout keeps it in a separate mmproj file, which this synthesizer does not write yet");
-    const Vocab vocab = TDM_TRY(synth_vocab(s.n_vocab));
-    const SynthVocabLayout layout = TDM_TRY(synth_vocab_layout(s.n_vocab));
+    // With a vision tower the vocabulary ends with the image tokens (as the HF layout's) and the
+    // tower goes to llama.cpp's separate mmproj file beside the model.
+    const bool vision = s.vision.depth > 0;
+    GlmImageTokens image;
+    const Vocab vocab = vision ? TDM_TRY(glm_vision_vocab(s.n_vocab, &image)) : TDM_TRY(synth_vocab(s.n_vocab));
+    const SynthVocabLayout layout = TDM_TRY(synth_vocab_layout(s.n_vocab - (vision ? 3 : 0)));
     const WeightRecipe recipe = recipe_of(o, layout.n_text);
+    if (vision) TDM_TRY(write_glm_mmproj(glm_mmproj_path(path), s.vision, s.n_embd, recipe));
 
     // Keys as llama.cpp's converter writes them for GLM-OCR (GlmOCRModel).
     GgufWriter w;

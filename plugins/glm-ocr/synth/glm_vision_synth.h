@@ -5,8 +5,7 @@
 // `vision_config`, preprocessor_config.json, and the image tokens of the vocabulary
 // (<|begin_of_image|>, <|image|>, <|end_of_image|> as the last ids).
 // Values are those of host/synth/synth_weights.h, one stream per tensor name.
-// Not here: the GGUF layout (llama.cpp keeps the tower in a separate mmproj file whose names
-// are not written yet).
+// The GGUF layout keeps the tower in llama.cpp's separate mmproj file (glm_mmproj_synth.cpp).
 #pragma once
 
 #include "common/error.h"
@@ -61,5 +60,12 @@ struct GlmImageTokens {
 // n_vocab - 3 ids (text, specials, unused) and the three image tokens as its last ids, control
 // tokens. Its text layout is synth_vocab_layout(n_vocab - 3).
 Result<Vocab> glm_vision_vocab(int32_t n_vocab, GlmImageTokens* ids);
+
+// Where the GGUF layout keeps the tower: "mmproj-<name>" beside the text model, as llama.cpp
+// users name it (glm_mmproj_synth.cpp).
+std::string glm_mmproj_path(const std::string& text_gguf_path);
+// llama.cpp's mmproj GGUF of the tower (projector "glm4v"), F32, with the values of the HF
+// tower under recipe `r`.
+Status write_glm_mmproj(const std::string& path, const GlmVisionShape& v, int32_t out_hidden, const WeightRecipe& r);
 
 }  // namespace tdm::synth

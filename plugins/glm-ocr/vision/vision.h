@@ -47,8 +47,12 @@ struct GlmVisionBlock {
 struct GlmVision {
     const tdm_host_api* host = nullptr;
     const tdm_ext_encoder* ext = nullptr;
+    bool gguf = false;  // llama.cpp's mmproj file (names v.*, mm.*), else the HF directory (model.visual.*)
     GlmVisionHparams hp;
-    const tdm_weight* patch_embed = nullptr;       // [values_per_patch, hidden]
+    // HF: the Conv3d as one matrix [values_per_patch, hidden] over (channel, frame, y, x).
+    // GGUF: split by frame as llama.cpp stores it, [channels * patch^2, hidden] each.
+    const tdm_weight* patch_embed = nullptr;
+    const tdm_weight* patch_embed1 = nullptr;      // GGUF: the second frame's
     const tdm_weight* patch_bias = nullptr;
     const tdm_weight* rope_ff = nullptr;           // [head_dim / 2] frequency divisors (see forward)
     std::vector<GlmVisionBlock> blocks;

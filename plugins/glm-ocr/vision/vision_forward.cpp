@@ -46,6 +46,23 @@ tdm_tensor block(tdm_builder* b, const GlmVision* v, const GlmVisionBlock& L, td
     return tdm_add(b, x, linear(b, L.down, L.down_bias, act, "mlp_down"), "mlp_res");
 }
 
+// The Conv3d over each patch. HF: one matmul with the kernel flattened like the patch's
+// values, (channel, frame, y, x). GGUF: llama.cpp's two per-frame kernels, each over its
+// frame's values: a patch viewed as [frames * patch^2, channels] rows gives a frame as a column
+// range, made contiguous as [channels * patch^2].
+tdm_tensor patch_embed(tdm_builder* b, const GlmVision* v, tdm_tensor patches, uint32_t n) {
+    if (!v->gguf) return linear(b, v->patch_embed, v->patch_bias, patches, "patch_embed");
+    const GlmVisionHparams& hp = v->hp;
+    const int32_t pp = int32_t(hp.patch * hp.patch), C = int32_t(hp.in_channels), T = int32_t(hp.temporal_patch);
+    const tdm_tensor rows = tdm_reshape(b, patches, int64_t(T) * pp, int64_t(C) * n, 1, 1);
+    auto frame = [&](int32_t f, const char* name) {
+        return tdm_reshape(b, tdm_copy(b, tdm_view_cols(b, rows, f * pp, pp, name), name), int64_t(C) * pp, n, 1, 1);
+    };
+    const tdm_tensor y = tdm_add(b, tdm_matmul(b, v->patch_embed, frame(0, "frame0"), "patch_embed0"),
+                                 tdm_matmul(b, v->patch_embed1, frame(1, "frame1"), "patch_embed1"), "patch_embed");
+    return tdm_add(b, y, tdm_weight_tensor(b, v->patch_bias), "patch_embed_bias");
+}
+
 }  // namespace
 
 tdm_status glm_vision_require_ops(const tdm::sdk::Host& host, tdm::sdk::Err err) {
@@ -77,7 +94,7 @@ tdm_status glm_vision_build_graph(void* encoder, tdm_graph* g, const tdm_encoder
     if (v->ext->graph_patches(g, &patches) != TDM_OK || v->ext->graph_patch_positions(g, &pos) != TDM_OK ||
         v->ext->graph_patch_ranges(g, &ranges) != TDM_OK)
         return tdm::sdk::fail(err, err_size, TDM_ERR_INTERNAL, "glm-ocr-vision: inputs: %s", v->host->last_error());
-    tdm_tensor x = linear(&b, v->patch_embed, v->patch_bias, patches, "patch_embed");  // [hidden, n]
+    tdm_tensor x = patch_embed(&b, v, patches, n);  // [hidden, n]
     for (const GlmVisionBlock& L : v->blocks) x = block(&b, v, L, x, pos, ranges, n);
     x = tdm_rms_norm(&b, x, v->post_norm, 0, hp.rms_eps, "post_layernorm");
     // a merge block's patches are consecutive: its m*m rows of hidden become one row

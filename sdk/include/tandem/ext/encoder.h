@@ -60,6 +60,12 @@ typedef struct tdm_encoder_info {
     /* Token ids around an image in the prompt: begin, placeholder (one per
      * output row), end. The placeholder is required; begin/end -1 if none. */
     int32_t image_begin_token, image_token, image_end_token;
+    /* Their texts, for a source that does not hold the ids (an mmproj file): where an
+     * id above is -1 and its text is set, the host takes that text's id in the target's
+     * vocabulary. NULL: none. Static storage or the encoder object's, until destroy. */
+    const char* image_begin_text;
+    const char* image_text;
+    const char* image_end_text;
 } tdm_encoder_info;
 
 /* One encoder graph: the patches of one image. */
