@@ -280,5 +280,67 @@ TEST(GlmImage, the_mmproj_gguf_layout_gives_the_hf_layouts_rows_and_logits) {
     EXPECT_LT(ref::nmse(logits[1], logits[0]), 1e-10);
 }
 
+
+// A server's slots reuse a finished request's KV for the next prompt that starts alike. Two
+// prompts with the same tokens but different images share only the text before the first image
+// row: batched in one engine, in turn and at once, each gets the tokens it gets alone.
+TEST(GlmImage, sessions_with_the_same_tokens_and_different_images_share_no_image_rows) {
+    VisionModel& vm = vision_model();
+    ASSERT_TRUE(vm.encoder);
+    const ImagePrompt a = image_prompt({{4, 6}}, 11), b = image_prompt({{4, 6}}, 12);
+    ASSERT_EQ(a.tokens, b.tokens);
+    std::vector<int32_t> alone[2];
+    {
+        Runner runner(*vm.target.model, *vm.target.kv, test::test_device(), test::test_pipelines());
+        for (int i = 0; i < 2; ++i) {
+            ASSERT_TRUE(vm.target.kv->truncate(vm.seq, 0).ok());
+            GenerateParams gp = testglm::greedy(10);
+            gp.images = (i ? b : a).images;
+            auto r = generate(runner, nullptr, vm.seq, (i ? b : a).tokens, gp, {});
+            ASSERT_TRUE(r.ok()) << r.error().message();
+            alone[i] = r->tokens;
+        }
+        ASSERT_TRUE(vm.target.kv->truncate(vm.seq, 0).ok());
+    }
+    ASSERT_NE(alone[0], alone[1]) << "the images must make a difference for this test to mean anything";
+    KvPoolConfig kc;
+    kc.n_ctx = 256;
+    kc.n_seq_max = 2;
+    auto kv = KvPool::create(test::test_device(), vm.target.model->attention_layers(), kc, "images");
+    ASSERT_TRUE(kv.ok()) << kv.error().message();
+    Runner runner(*vm.target.model, **kv, test::test_device(), test::test_pipelines());
+    BatchEngineOptions o;
+    o.n_batch = 16;
+    auto e = BatchEngine::create(runner, nullptr, o);
+    ASSERT_TRUE(e.ok()) << e.error().message();
+    for (bool together : {false, true}) {
+        std::vector<int32_t> got[2];
+        int done = 0;
+        auto add = [&](int i) {
+            SessionRequest r;
+            r.prompt = (i ? b : a).tokens;
+            r.images = (i ? b : a).images;
+            r.params = testglm::greedy(10);
+            r.on_done = [&, i](const SessionResult& res) {
+                EXPECT_EQ(res.stop_reason, "length") << res.error;
+                got[i] = res.tokens;
+                ++done;
+            };
+            (*e)->add(std::move(r));
+        };
+        add(0);
+        if (together) add(1);
+        for (int guard = 0; guard < 10000 && done < (together ? 2 : 1); ++guard) (*e)->step();
+        if (!together) {
+            add(1);  // the finished slot holds a's prompt: only its text before the image may be reused
+            for (int guard = 0; guard < 10000 && done < 2; ++guard) (*e)->step();
+        }
+        ASSERT_EQ(done, 2);
+        EXPECT_EQ(got[0], alone[0]) << (together ? "together" : "in turn");
+        EXPECT_EQ(got[1], alone[1]) << (together ? "together" : "in turn");
+    }
+    EXPECT_GT((*e)->stats().prefix_hits, 0u) << "the text before the image was reused";
+}
+
 }  // namespace
 }  // namespace tdm
