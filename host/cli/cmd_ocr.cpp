@@ -93,6 +93,8 @@ Status cmd_ocr(App& app) {
     const std::string prompt_text = TDM_TRY(task_prompt(cfg.ocr));
     const std::string& format = cfg.ocr.output_format;
 
+    // a page's image alone is up to 6,144 tokens for GLM-OCR: [ocr] n_ctx unless -c is given
+    if (!a.has("ctx-size") && cfg.model.kv_memory == 0) app.config().model.n_ctx = cfg.ocr.n_ctx;
     const bool speculative = !spec_types(cfg).empty() || cfg.speculative.auto_select;
     TDM_TRY(check_memory_fits(app, cfg.model.path, speculative));
     auto model = TDM_TRY(app.load_model(cfg.model.path));

@@ -22,7 +22,8 @@
 namespace tdm::cli {
 namespace {
 
-// --image FILE...: the images (PNG or JPEG) before the -p/-f text in one user turn.
+// --image FILE...: the images (PNG or JPEG) before the -p/-f text in one user turn, always in
+// the chat template (the image tokens belong in a turn), after --system-prompt if given.
 Result<ImagePrompt> image_prompt(App& app, const Model& model, const std::vector<std::string>& files) {
     const ParsedArgs& a = app.args();
     if (a.has("prompt-tokens")) return Error("--image needs a text prompt (-p or -f), not --prompt-tokens");
@@ -40,7 +41,8 @@ Result<ImagePrompt> image_prompt(App& app, const Model& model, const std::vector
         if (!image.ok()) return image.error();
         encoded.push_back(TDM_TRY_CTX(encode_page(*encoder, processor, *image), f));
     }
-    return build_image_prompt(app.config(), model, *encoder, std::move(encoded), text);
+    return build_image_prompt(app.config(), model, *encoder, std::move(encoded), text,
+                              a.get_string("system-prompt").value_or(""));
 }
 
 }  // namespace

@@ -47,15 +47,23 @@ Result<PatchProcessorConfig> processor_for(const Encoder& encoder, const std::st
     for (int i = 0; i < 3; ++i) c.mean[size_t(i)] = info.image_mean[i], c.std[size_t(i)] = info.image_std[i];
     const std::filesystem::path pre = std::filesystem::path(model_path) / "preprocessor_config.json";
     std::error_code ec;
-    if (!std::filesystem::is_directory(model_path, ec) || !std::filesystem::exists(pre, ec)) return c;
-    const std::string text = TDM_TRY(read_regular_file(pre.string(), 1 << 20, "preprocessor config"));
-    PatchProcessorConfig file = TDM_TRY_CTX(patch_config_from_json(text), pre.string());
-    if (file.patch_size != c.patch_size || file.merge_size != c.merge_size ||
-        file.temporal_patch_size != c.temporal_patch_size)
-        return Error::format("{}: patch {} / merge {} / temporal {} differ from the encoder's {} / {} / {}",
-                             pre.string(), file.patch_size, file.merge_size, file.temporal_patch_size, c.patch_size,
-                             c.merge_size, c.temporal_patch_size);
-    return file;
+    if (std::filesystem::is_directory(model_path, ec) && std::filesystem::exists(pre, ec)) {
+        const std::string text = TDM_TRY(read_regular_file(pre.string(), 1 << 20, "preprocessor config"));
+        const PatchProcessorConfig file = TDM_TRY_CTX(patch_config_from_json(text, c), pre.string());
+        if (file.patch_size != c.patch_size || file.merge_size != c.merge_size ||
+            file.temporal_patch_size != c.temporal_patch_size)
+            return Error::format("{}: patch {} / merge {} / temporal {} differ from the encoder's {} / {} / {}",
+                                 pre.string(), file.patch_size, file.merge_size, file.temporal_patch_size,
+                                 c.patch_size, c.merge_size, c.temporal_patch_size);
+        c = file;
+    }
+    // a budget the encoder cannot take would only be refused after a resize of that size
+    const uint64_t most = uint64_t(Encoder::kMaxPatches) * c.patch_size * c.patch_size;
+    if (c.max_pixels > most || c.min_pixels > c.max_pixels)
+        return Error::format("encoder {}: a pixel budget of {} .. {} is outside what it takes (at most {} pixels, "
+                             "{} patches)",
+                             encoder.name(), c.min_pixels, c.max_pixels, most, Encoder::kMaxPatches);
+    return c;
 }
 
 std::vector<PageRef> PageSource::pages(const std::vector<std::string>& files) {
@@ -89,6 +97,10 @@ Result<EncodedImage> encode_page(Encoder& encoder, const PatchProcessorConfig& c
                                  double* preprocess_ms) {
     const auto t0 = std::chrono::steady_clock::now();
     const ResizedSize size = TDM_TRY(smart_resize(image.height, image.width, cfg));
+    const uint64_t n = uint64_t(size.height / cfg.patch_size) * (size.width / cfg.patch_size);
+    if (n > Encoder::kMaxPatches)
+        return Error::format("a {}x{} image resized to {}x{} is {} patches, more than the encoder takes ({})",
+                             image.width, image.height, size.width, size.height, n, Encoder::kMaxPatches);
     const ImagePatches patches = patches_of_resized(resize_bicubic(image, size.width, size.height), cfg);
     if (preprocess_ms)
         *preprocess_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -96,7 +108,8 @@ Result<EncodedImage> encode_page(Encoder& encoder, const PatchProcessorConfig& c
 }
 
 Result<ImagePrompt> build_image_prompt(const Config& config, const Model& model, const Encoder& encoder,
-                                       std::vector<EncodedImage> images, const std::string& text) {
+                                       std::vector<EncodedImage> images, const std::string& text,
+                                       const std::string& system) {
     const Tokenizer* tok = model.tokenizer();
     if (!tok) return Error::format("the model has no tokenizer ({}): an image prompt needs one", model.tokenizer_error());
     const tdm_encoder_info& info = encoder.info();
@@ -106,7 +119,10 @@ Result<ImagePrompt> build_image_prompt(const Config& config, const Model& model,
                    token_text(*tok, info.image_end_token);
     content += text;
     const ChatTemplate tmpl = TDM_TRY(chat_template_for(config, model));
-    const std::string rendered = TDM_TRY(tmpl.apply({{"user", content}}, true));
+    std::vector<ChatMessage> messages;
+    if (!system.empty()) messages.push_back({"system", system});
+    messages.push_back({"user", content});
+    const std::string rendered = TDM_TRY(tmpl.apply(messages, true));
     const std::vector<int32_t> ids = tok->encode(rendered, true, true);
     const size_t places = size_t(std::count(ids.begin(), ids.end(), info.image_token));
     if (places != images.size())

@@ -63,7 +63,9 @@ struct ImagePrompt {
 // One user turn holding the images (each as the encoder's begin, placeholder and end tokens)
 // and then `text`, in the model's chat template with the assistant's turn opened; each
 // placeholder then stands for its image's rows.
+// `system`, when not empty, is a system message before the turn.
 Result<ImagePrompt> build_image_prompt(const Config& config, const Model& model, const Encoder& encoder,
-                                       std::vector<EncodedImage> images, const std::string& text);
+                                       std::vector<EncodedImage> images, const std::string& text,
+                                       const std::string& system = {});
 
 }  // namespace tdm::cli

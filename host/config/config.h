@@ -139,6 +139,7 @@ struct OcrConfig {
     std::string schema;                    // task json: the JSON template of the fields to fill
     std::string output_format = "markdown";  // markdown, json, text
     float pdf_dpi = 200.0f;                // PDF pages are rendered at this resolution
+    int n_ctx = 16384;                     // context of each page (an A4 page at 200 dpi is ~5,000 image tokens)
 
     bool operator==(const OcrConfig&) const = default;
 };

@@ -307,6 +307,7 @@ void read_ocr(SectionReader& r, Config& c) {
     r.string("schema", &c.ocr.schema);
     r.string("output_format", &c.ocr.output_format);
     r.number("pdf_dpi", &c.ocr.pdf_dpi);
+    r.integer("n_ctx", &c.ocr.n_ctx);
 }
 
 struct Section {

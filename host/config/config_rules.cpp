@@ -154,6 +154,9 @@ void check_ocr(Checker& c, const OcrConfig& o) {
     c.one_of("ocr.task", o.task, {"text", "formula", "table", "json"});
     c.one_of("ocr.output_format", o.output_format, {"markdown", "json", "text"});
     if (!(o.pdf_dpi >= 36.0f && o.pdf_dpi <= 1200.0f)) c.fail("ocr.pdf_dpi", "must be 36 .. 1200 (GLM-OCR's SDK uses 200)");
+    if (o.n_ctx != 0 && o.n_ctx < kMinContextTokens)
+        c.fail("ocr.n_ctx", fmt::format("{} is below the minimum {} (0: the model's trained length)", o.n_ctx,
+                                        kMinContextTokens));
 }
 
 }  // namespace

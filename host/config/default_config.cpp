@@ -168,6 +168,9 @@ std::string_view default_config_text() {
 # output_format = "markdown"
 # Resolution PDF pages are rendered at (GLM-OCR's SDK uses 200).
 # pdf_dpi = 200
+# Context of each page in tokens, instead of [model] n_ctx (-c overrides it): an A4 page at
+# 200 dpi is about 5,000 image tokens, GLM-OCR's largest 6,144. 0 = the model's trained length.
+# n_ctx = 16384
 )toml";
 }
 

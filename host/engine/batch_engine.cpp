@@ -99,10 +99,11 @@ BatchEngine::Slot* BatchEngine::choose_slot(const Session& s, uint32_t* n_cached
     uint32_t best_len = 0;
     for (Slot& slot : slots_) {
         if (slot.user) continue;
-        const uint32_t len = options_.reuse_slots ? std::min(resumable_prefix(runner_.kv(), slot.seq, slot.tokens,
-                                                                              s.history),
-                                                             text_prefix(s))
-                                                  : 0;
+        // only the text before a first image row may be resumed: ask about that prefix alone
+        // (resumable_prefix keeps the last token of what it is given to be run)
+        const std::span<const int32_t> text =
+            std::span<const int32_t>(s.history).first(std::min<size_t>(s.history.size(), size_t(text_prefix(s)) + 1));
+        const uint32_t len = options_.reuse_slots ? resumable_prefix(runner_.kv(), slot.seq, slot.tokens, text) : 0;
         // the longest shared prefix; among equals the slot idle longest (least to lose)
         if (!best || len > best_len || (len == best_len && slot.last_used < best->last_used)) {
             best = &slot;
@@ -167,6 +168,10 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
             const auto& last = im->images().back();
             if (last.first + last.encoded.n_rows > s.req.prompt.size() || im->n_embd() != runner_.model().info().n_embd) {
                 finish(s, "error", "the prompt's images do not fit its tokens or the model's embeddings");
+                return true;
+            }
+            if (s.req.on_prefix) {  // a saved prefix is token ids, which do not say which image
+                finish(s, "error", "a prompt cache keeps token ids, not image rows: it cannot save a prompt with images");
                 return true;
             }
         }

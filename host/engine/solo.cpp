@@ -25,6 +25,8 @@ Result<SpecResult> run_solo(Runner& runner, const Tokenizer* tokenizer, int seq,
                              params.n_cached, prompt.size());
     if (params.images && params.n_cached > params.images->first_row())
         return Error("prefill: the cached prefix reaches into an image, whose rows are not cached");
+    if (params.images && params.on_prefix)
+        return Error("a prompt cache keeps token ids, not image rows: it cannot save a prompt with images");
     TDM_TRY(Sampler::create(params.sampling));  // a bad setting is refused before any work
     std::ofstream trace;
     if (!spec.trace_path.empty()) {

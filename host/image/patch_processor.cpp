@@ -35,10 +35,10 @@ Result<std::array<float, 3>> channel_triple(const nlohmann::json& j, const char*
 
 }  // namespace
 
-Result<PatchProcessorConfig> patch_config_from_json(std::string_view json_text) {
+Result<PatchProcessorConfig> patch_config_from_json(std::string_view json_text, const PatchProcessorConfig& base) {
     const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, false);
     if (j.is_discarded() || !j.is_object()) return Error("preprocessor config: not a JSON object");
-    PatchProcessorConfig cfg;
+    PatchProcessorConfig cfg = base;
     cfg.patch_size = uint32_t(TDM_TRY(positive_field(j, "patch_size", cfg.patch_size)));
     cfg.merge_size = uint32_t(TDM_TRY(positive_field(j, "merge_size", cfg.merge_size)));
     cfg.temporal_patch_size = uint32_t(TDM_TRY(positive_field(j, "temporal_patch_size", cfg.temporal_patch_size)));

@@ -36,9 +36,10 @@ struct PatchProcessorConfig {
     std::array<float, 3> std = {0.26862954f, 0.26130258f, 0.27577711f};
 };
 
-// The fields of a Hugging Face preprocessor_config.json that are present replace the
-// defaults; "size" may give shortest_edge/longest_edge or min_pixels/max_pixels.
-Result<PatchProcessorConfig> patch_config_from_json(std::string_view json_text);
+// The fields of a Hugging Face preprocessor_config.json that are present replace those of
+// `base` (GLM-OCR's defaults unless given); "size" may give shortest_edge/longest_edge or min_pixels/max_pixels.
+Result<PatchProcessorConfig> patch_config_from_json(std::string_view json_text,
+                                                   const PatchProcessorConfig& base = {});
 
 struct ResizedSize {
     uint32_t height = 0;

@@ -35,6 +35,8 @@ Status check_info(const tdm_encoder_info& i, const char* name, uint32_t target_e
     for (int c = 0; c < 3; ++c)
         if (!(i.image_std[c] > 0.0f)) return bad("image_std must be positive");
     if (i.max_pixels && i.min_pixels > i.max_pixels) return bad("min_pixels exceeds max_pixels");
+    const uint64_t most = uint64_t(Encoder::kMaxPatches) * i.patch_size * i.patch_size;
+    if (i.max_pixels > most || i.min_pixels > most) return bad("its pixel budget exceeds the patches an image may have");
     return {};
 }
 
@@ -42,7 +44,7 @@ Status check_info(const tdm_encoder_info& i, const char* name, uint32_t target_e
 Status resolve_token_texts(tdm_encoder_info& i, const char* name, const Model& target) {
     auto resolve = [&](int32_t* id, const char* text, const char* what) -> Status {
         if (*id >= 0 || !text) return {};
-        const std::string t = plugin_string(text, kPluginNameMax);
+        const std::string t = TDM_TRY(plugin_name(text, fmt::format("encoder {}: {} text", name, what)));
         const Tokenizer* tok = target.tokenizer();
         if (!tok) return Error::format("encoder {}: the target has no tokenizer to find its {} '{}' in", name, what, t);
         *id = tok->token_id(t);
@@ -154,7 +156,7 @@ Result<EncodedImage> Encoder::encode(std::span<const float> patches, uint32_t gr
         return Error::format("encoder {}: a {}x{}x{} patch grid is not whole {}x{} merge blocks", name(), grid_t,
                              grid_h, grid_w, m, m);
     const uint64_t n = uint64_t(grid_t) * grid_h * grid_w;
-    if (n > (1u << 20)) return Error::format("encoder {}: {} patches in one image is too many", name(), n);
+    if (n > kMaxPatches) return Error::format("encoder {}: {} patches in one image is too many", name(), n);
     if (patches.size() != n * values_per_patch())
         return Error::format("encoder {}: {} patch values for {} patches of {}", name(), patches.size(), n,
                              values_per_patch());

@@ -32,6 +32,10 @@ struct EncodedImage {
 
 class Encoder {
 public:
+    // The most patches of one image encode() takes (an image graph's inputs and activations
+    // grow with them; GLM-OCR's own budget is 24,576).
+    static constexpr uint32_t kMaxPatches = 1u << 20;
+
     // The encoder the plugins register for `target`'s architecture, with its weights from
     // `source`: the target's own source (an HF directory holding the tower) or a side
     // file (--mmproj). Errors name what is missing.

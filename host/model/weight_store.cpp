@@ -52,6 +52,10 @@ Result<SourceTensor> flatten(const ModelSource& src, const SourceTensor& t, cons
         return Error::format("load_weight '{}': TDM_WEIGHT_FLATTEN needs a 2-D request with both sizes given, and "
                              "no parts or slab",
                              req.name);
+    for (int i = 0; i < 4; ++i)
+        if (t.ne[i] <= 0)
+            return Error::format("{}: tensor '{}' of shape {} is empty", src.path(), t.name,
+                                 shape_string(t.ne, std::max<uint32_t>(uint32_t(t.n_dims), 1)));
     const int64_t total = t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3];
     if (req.ne[0] % t.ne[0] != 0 || total / req.ne[0] != req.ne[1] || total % req.ne[0] != 0)
         return Error::format("{}: tensor '{}' of shape {} does not flatten to [{}, {}]", src.path(), t.name,

@@ -58,8 +58,13 @@ tdm_status init(const tdm_host_api* api, tdm_registry* reg, char* err, size_t er
     // images need tdm.encoder and the vision ops: an older host runs the text model alone
     const auto* enc =
         static_cast<const tdm_ext_encoder*>(host.extension(TDM_EXT_ENCODER, TDM_EXT_ENCODER_VERSION));
-    if (!enc || glm_vision_require_ops(host, Err()) != TDM_OK) {
-        host.log(TDM_LOG_INFO, "no tdm.encoder or vision ops on this host: GLM-OCR takes text only");
+    if (!enc) {
+        host.log(TDM_LOG_INFO, "this host has no tdm.encoder extension: GLM-OCR takes text only");
+        return TDM_OK;
+    }
+    char why[512] = {0};
+    if (glm_vision_require_ops(host, Err(why, sizeof why)) != TDM_OK) {
+        host.log(TDM_LOG_WARN, "GLM-OCR's vision tower is not available on this host, images are refused: %s", why);
         return TDM_OK;
     }
     if (enc->register_encoder(reg, &kVision) != TDM_OK)

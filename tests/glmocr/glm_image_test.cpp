@@ -221,6 +221,12 @@ TEST(GlmImage, greedy_mtp_on_an_image_prompt_equals_plain_greedy) {
     ASSERT_TRUE(spec.ok()) << spec.error().message();
     EXPECT_EQ(spec->gen.tokens, plain->tokens);
     EXPECT_GT(spec->stats.rounds, 0u);
+    // a prompt cache saves token ids, which do not say which image: refused with images
+    GenerateParams cached = gp;
+    cached.on_prefix = [](uint32_t) -> Status { return {}; };
+    auto refused = generate(runner, nullptr, seq, ip.tokens, cached, {});
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().message().find("image rows"), std::string::npos) << refused.error().message();
     // and the image changed the text: the same tokens without their rows decode otherwise
     GenerateParams no_image = testglm::greedy(24);
     ASSERT_TRUE(vm.target.kv->truncate(seq, 0).ok());

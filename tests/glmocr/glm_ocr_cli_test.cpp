@@ -137,6 +137,13 @@ TEST(GlmOcrCli, the_config_files_ocr_section_sets_the_defaults) {
     const CliRun bad = ocr(vision_model(), {three_files()[0]}, {"--config", dir + "/bad.toml"});
     EXPECT_NE(bad.status, 0);
     EXPECT_TRUE(bad.has("ocr.pdf_dpi")) << bad.err;
+    // each page's context: [ocr] n_ctx, unless -c is given
+    std::ofstream(dir + "/small.toml") << "[ocr]\nn_ctx = 32\n";
+    const CliRun small = ocr(vision_model(), {three_files()[0]}, {"--config", dir + "/small.toml"});
+    EXPECT_EQ(small.status, 1);
+    EXPECT_TRUE(small.has("the context holds 32")) << small.err;
+    const CliRun wider = ocr(vision_model(), {three_files()[0]}, {"--config", dir + "/small.toml", "-c", "256"});
+    EXPECT_EQ(wider.status, 0) << wider.err;
     const CliRun json_task = ocr(vision_model(), {three_files()[0]}, {"--task", "json"});
     EXPECT_NE(json_task.status, 0);
     EXPECT_TRUE(json_task.has("--schema")) << json_task.err;

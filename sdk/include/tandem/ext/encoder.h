@@ -99,7 +99,8 @@ typedef struct tdm_encoder_desc {
     /* The rotary position of each output row relative to the image's first
      * position p: thw[3 r + 0..2] = (t, h, w) offsets of row r, written for
      * batch->n_rows rows; *advance = how far p moves past the image (the next
-     * text token sits at p + advance). GLM-4V: (0, row, col), advance max(gh, gw). */
+     * text token sits at p + advance). GLM-4V: (0, row, col) over the merged grid,
+     * advance max(grid_h, grid_w) / merge_size. */
     tdm_status (*positions)(void* encoder, const tdm_encoder_batch* batch, int32_t* thw, int32_t* advance, char* err,
                             size_t err_size);
     void (*destroy)(void* encoder);
