@@ -3,8 +3,6 @@
 // vision encoder's input costs, per page: decoding (PNG, JPEG, or a PDF page rendered at
 // --pdf-dpi), the smart resize, and normalisation into patches, with the patch grid and the
 // number of image tokens the page becomes. Medians of --iterations runs.
-#include <unistd.h>
-
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -23,13 +21,6 @@ namespace {
 struct PageTimes {
     std::vector<double> decode, resize, patches;
 };
-
-bool is_pdf(const std::string& path) {
-    auto f = open_regular_file(path, "image file");
-    if (!f.ok()) return false;
-    char head[5] = {};
-    return pread(f->fd(), head, 5, 0) == 5 && std::string_view(head, 5) == "%PDF-";
-}
 
 // One page, `iterations` times: decoded by `decode`, then preprocessed; the medians and sizes.
 template <class Decode>
@@ -85,7 +76,7 @@ Status bench_image(App& app) {
     j["pixel_budget"] = {cfg.min_pixels, cfg.max_pixels};
     j["pages"] = nlohmann::json::array();
     for (const std::string& path : files) {
-        if (is_pdf(path)) {
+        if (starts_as_pdf(path)) {
             const PdfDocument doc = TDM_TRY(PdfDocument::open(path));
             for (int page = 0; page < doc.pages(); ++page) {
                 nlohmann::json r = TDM_TRY(bench_page([&] { return doc.render(page, dpi); }, cfg, iterations));

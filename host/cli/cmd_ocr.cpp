@@ -51,6 +51,7 @@ struct PageResult {
     double render_ms = 0, preprocess_ms = 0, encode_ms = 0, prefill_ms = 0, decode_ms = 0;
     std::optional<SpecStats> spec;
 
+    double decode_tps() const { return decode_ms > 0 ? double(tokens.size()) / (decode_ms / 1e3) : 0.0; }
     nlohmann::json json() const {
         nlohmann::json j = {{"file", ref.file}, {"page", ref.page}, {"pages", ref.n_pages}};
         if (!error.empty()) {
@@ -62,9 +63,8 @@ struct PageResult {
         j["stop_reason"] = stop_reason;
         j["image"] = {{"width", width}, {"height", height}, {"tokens", image_tokens}};
         j["n_prompt"] = n_prompt;
-        const double tps = decode_ms > 0 ? double(tokens.size()) / (decode_ms / 1e3) : 0.0;
         j["timings"] = {{"render_ms", render_ms},   {"preprocess_ms", preprocess_ms}, {"encode_ms", encode_ms},
-                        {"prefill_ms", prefill_ms}, {"decode_ms", decode_ms},         {"decode_tokens_per_s", tps}};
+                        {"prefill_ms", prefill_ms}, {"decode_ms", decode_ms},         {"decode_tokens_per_s", decode_tps()}};
         if (spec) j["speculative"] = spec->json();
         return j;
     }
@@ -202,12 +202,11 @@ Status cmd_ocr(App& app) {
     } else {
         for (const PageResult& r : results) {
             if (!r.error.empty()) continue;
-            const double tps = r.decode_ms > 0 ? double(r.tokens.size()) / (r.decode_ms / 1e3) : 0.0;
             std::fprintf(stderr,
                          "%s page %d: %ux%u -> %u image tokens | encode %.1f ms | prefill %u tokens %.1f ms | %zu "
                          "tokens %.1f ms (%.2f tok/s)%s\n",
                          r.ref.file.c_str(), r.ref.page, r.width, r.height, r.image_tokens, r.encode_ms, r.n_prompt,
-                         r.prefill_ms, r.tokens.size(), r.decode_ms, tps,
+                         r.prefill_ms, r.tokens.size(), r.decode_ms, r.decode_tps(),
                          r.spec ? fmt::format(" | accepted {}/{}", r.spec->accepted, r.spec->drafted).c_str() : "");
         }
     }

@@ -2,8 +2,6 @@
 // host/cli/image_prompt.cpp
 #include "cli/image_prompt.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
 
@@ -13,13 +11,6 @@
 
 namespace tdm::cli {
 namespace {
-
-bool starts_as_pdf(const std::string& path) {
-    auto f = open_regular_file(path, "input file");
-    if (!f.ok()) return false;
-    char head[5] = {};
-    return pread(f->fd(), head, 5, 0) == 5 && std::string_view(head, 5) == "%PDF-";
-}
 
 std::string token_text(const Tokenizer& tok, int32_t id) { return id >= 0 ? tok.token_text(id) : std::string(); }
 

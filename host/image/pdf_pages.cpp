@@ -10,6 +10,8 @@
 #include <poppler-page-renderer.h>
 #include <poppler-page.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <mutex>
 
@@ -58,6 +60,13 @@ void PdfDocument::destroy_locked(std::unique_ptr<State>& s) {
     if (!s) return;
     std::lock_guard lock(poppler_mutex);
     s.reset();
+}
+
+bool starts_as_pdf(const std::string& path) {
+    auto f = open_regular_file(path, "input file");
+    if (!f.ok()) return false;
+    char head[5] = {};
+    return pread(f->fd(), head, 5, 0) == 5 && std::string_view(head, 5) == "%PDF-";
 }
 
 Result<PdfDocument> PdfDocument::open(const std::string& path, const ImageLimits& limits) {

@@ -19,6 +19,10 @@
 
 namespace tdm {
 
+// Whether `path` is a regular file that starts as a PDF does ("%PDF-"): how callers tell a
+// document from an image before choosing a reader. False for anything unreadable.
+bool starts_as_pdf(const std::string& path);
+
 class PdfDocument {
 public:
     // Opens `path` (a regular file of at most limits.max_file_bytes). Encrypted documents

@@ -152,6 +152,26 @@ ImagePrompt image_prompt(const std::vector<std::pair<int, int>>& grids, uint64_t
     return ip;
 }
 
+// One pass over the whole prompt: every row an output, each at its rotary position, the image
+// rows in place. ForwardInput points into it.
+struct PromptPass {
+    std::vector<int32_t> positions, rows, pos4;
+    std::vector<const float*> image_rows;
+
+    explicit PromptPass(const ImagePrompt& ip) {
+        for (uint32_t i = 0; i < uint32_t(ip.tokens.size()); ++i) {
+            const auto p = ip.images->position4(i);
+            pos4.insert(pos4.end(), p.begin(), p.end());
+            positions.push_back(int32_t(i));
+            rows.push_back(int32_t(i));
+            image_rows.push_back(ip.images->row(i));
+        }
+    }
+    ForwardInput input(const ImagePrompt& ip, int seq) const {
+        return ForwardInput{ip.tokens, positions, seq, rows, {}, pos4, image_rows};
+    }
+};
+
 TEST(GlmImage, image_rows_at_their_3d_positions_give_the_reference_logits) {
     VisionModel& vm = vision_model();
     ASSERT_TRUE(vm.encoder);
@@ -163,18 +183,13 @@ TEST(GlmImage, image_rows_at_their_3d_positions_give_the_reference_logits) {
         for (auto [gh, gw] : grids) g.push_back({1, uint32_t(gh), uint32_t(gw)});
         auto want_pos = image_positions(ip.tokens, vm.encoder->info().image_token, g, 2);
         ASSERT_TRUE(want_pos.ok()) << want_pos.error().message();
-        std::vector<int32_t> thw, pos4, positions(n), rows(n);
-        std::vector<const float*> image_rows(n);
+        const PromptPass pass(ip);
+        std::vector<int32_t> thw;
         for (uint32_t i = 0; i < n; ++i) {
             thw.insert(thw.end(), {want_pos->t[i], want_pos->h[i], want_pos->w[i]});
-            const auto p = ip.images->position4(i);
-            EXPECT_EQ((std::array<int32_t, 3>{p[0], p[1], p[2]}),
+            EXPECT_EQ((std::array<int32_t, 3>{pass.pos4[4 * i], pass.pos4[4 * i + 1], pass.pos4[4 * i + 2]}),
                       (std::array<int32_t, 3>{want_pos->t[i], want_pos->h[i], want_pos->w[i]}))
                 << "token " << i;
-            pos4.insert(pos4.end(), p.begin(), p.end());
-            positions[i] = int32_t(i);
-            rows[i] = int32_t(i);
-            image_rows[i] = ip.images->row(i);
         }
         EXPECT_EQ(int64_t(ip.images->position4(n)[0]), want_pos->next) << "generation continues where HF's does";
 
@@ -182,12 +197,11 @@ TEST(GlmImage, image_rows_at_their_3d_positions_give_the_reference_logits) {
         ro.f16_kv = true;  // as the KV pool stores K and V
         auto ref = ref::GlmReference::open(vm.path, ro);
         ASSERT_TRUE(ref.ok()) << ref.error().message();
-        const ref::GlmOutput want = ref->forward_embedded(ip.tokens, image_rows, thw);
+        const ref::GlmOutput want = ref->forward_embedded(ip.tokens, pass.image_rows, thw);
 
         Runner runner(*vm.target.model, *vm.target.kv, test::test_device(), test::test_pipelines());
         const int seq = vm.seq;
-        ForwardInput in{ip.tokens, positions, seq, rows, {}, pos4, image_rows};
-        auto out = runner.forward(in);
+        auto out = runner.forward(pass.input(ip, seq));
         ASSERT_TRUE(out.ok()) << out.error().message();
         const std::vector<float> got(out->logits, out->logits + size_t(n) * vm.target.model->info().n_vocab);
         EXPECT_LT(ref::nmse(got, want.logits), 1e-7);
@@ -264,28 +278,20 @@ TEST(GlmImage, the_mmproj_gguf_layout_gives_the_hf_layouts_rows_and_logits) {
     // the GGUF text model (NeoX-permuted q/k) with the mmproj's rows at the same 3-D positions
     const ImagePrompt ip = image_prompt({{4, 6}}, 40);
     const uint32_t n = uint32_t(ip.tokens.size());
-    std::vector<int32_t> pos4, positions(n), rows(n);
-    std::vector<const float*> image_rows(n);
-    for (uint32_t i = 0; i < n; ++i) {
-        const auto p = ip.images->position4(i);
-        pos4.insert(pos4.end(), p.begin(), p.end());
-        positions[i] = rows[i] = int32_t(i);
-        image_rows[i] = ip.images->row(i);
-    }
+    const PromptPass pass(ip);
     std::vector<float> logits[2];
     for (int layout = 0; layout < 2; ++layout) {
         const testglm::Target& tt = layout ? t : vm.target;
         Runner runner(*tt.model, *tt.kv, test::test_device(), test::test_pipelines());
         const int seq = layout ? *tt.kv->add_sequence() : vm.seq;
         ASSERT_TRUE(tt.kv->truncate(seq, 0).ok());
-        auto out = runner.forward(ForwardInput{ip.tokens, positions, seq, rows, {}, pos4, image_rows});
+        auto out = runner.forward(pass.input(ip, seq));
         ASSERT_TRUE(out.ok()) << out.error().message();
         logits[layout].assign(out->logits, out->logits + size_t(n) * tt.model->info().n_vocab);
         ASSERT_TRUE(tt.kv->truncate(seq, 0).ok());
     }
     EXPECT_LT(ref::nmse(logits[1], logits[0]), 1e-10);
 }
-
 
 // A server's slots reuse a finished request's KV for the next prompt that starts alike. Two
 // prompts with the same tokens but different images share only the text before the first image

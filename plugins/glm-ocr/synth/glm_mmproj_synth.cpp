@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 
+#include "common/quant.h"
 #include "glm-ocr/synth/glm_vision_synth.h"
 #include "writers/gguf_writer.h"
 
@@ -45,12 +46,6 @@ std::string gguf_name(std::string hf) {
     };
     const size_t dot = hf.find('.', 7);  // "blocks.N."
     return "v.blk." + hf.substr(7, dot - 7) + "." + kBlock.at(hf.substr(dot + 1));
-}
-
-std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
-    std::vector<uint8_t> b(v.size() * 4);
-    std::memcpy(b.data(), v.data(), b.size());
-    return b;
 }
 
 }  // namespace
@@ -93,12 +88,15 @@ Status write_glm_mmproj(const std::string& path, const GlmVisionShape& v, int32_
                     for (int64_t c = 0; c < C; ++c)
                         std::copy_n(values.begin() + ((d * C + c) * T + f) * pp, pp, frame.begin() + (d * C + c) * pp);
                 TDM_TRY_CTX(w.add_tensor(f ? "v.patch_embd.weight." + std::to_string(f) : "v.patch_embd.weight", kF32,
-                                         {t.shape[4], t.shape[3], C, D}, f32_bytes(frame)),
+                                         {t.shape[4], t.shape[3], C, D},
+                                         quantize_matrix(DType::F32, frame.data(), D * C, pp)),
                             path);
             }
             continue;
         }
-        TDM_TRY_CTX(w.add_tensor(gguf_name(p.hf_name), kF32, std::move(ne), f32_bytes(values)), path);
+        TDM_TRY_CTX(w.add_tensor(gguf_name(p.hf_name), kF32, std::move(ne),
+                                 quantize_matrix(DType::F32, values.data(), p.rows, p.cols)),
+                    path);
     }
     return w.write_file(path);
 }
