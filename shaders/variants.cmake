@@ -21,6 +21,9 @@ endforeach()
 
 tandem_shader(attention_tex attention.comp KV_TEXEL)
 tandem_shader(attention_buf attention.comp)
+# Attention over activations: K/V through RGBA32F texel views (CPU devices) or storage.
+tandem_shader(attention_full_tex attention_full.comp ACT_TEXEL)
+tandem_shader(attention_full_buf attention_full.comp)
 # Recurrent-state and MoE ops: <op>_<tex|buf> = activations read through texel
 # views (CPU devices) or storage buffers.
 foreach(path tex buf)

@@ -2,7 +2,7 @@
 // host/ops/attention_full.cpp: TDM_OP_ATTENTION_FULL, attention of every query over plain
 // K/V activations with no KV layer and no causal mask (vision encoders: every patch of an
 // image sees every other), optionally limited per query to a key range (one image among
-// several). shaders/attention_full.comp, one workgroup per (kv head, query).
+// several). shaders/attention_full.comp, one lane per (query, head).
 #include <algorithm>
 #include <cmath>
 
@@ -61,29 +61,52 @@ Status validate(OpContext& c) {
     return c.output(DType::F32, {v.ne[0] * q.ne[1], q.ne[2]});
 }
 
+// Keys per chunk of a query's online softmax. It depends only on the head dims, so a
+// query's arithmetic is fixed by the op's shape. The chunk loop is unrolled: this keeps it
+// near 128 vec4 steps per query (8 keys at head dim 64), which compiles in seconds on
+// lavapipe and loses nothing measurable to larger chunks (docs/BENCHMARKS.md).
+uint32_t keys_per_chunk(uint32_t dk4, uint32_t dv4) {
+    return std::clamp<uint32_t>(128 / std::max(dk4, dv4), 1, 32);
+}
+
+// Queries per lane: on the texel path (CPU devices) every fetched key and value row
+// then serves four queries (a texel fetch is four gathers there, and they dominate).
+// Storage loads keep one: on GPUs four queries' registers would spill, and on CPU
+// devices that path (unaligned views) is slow anyway and would compile four times longer.
+// A query's arithmetic is the same either way.
+uint32_t queries_per_lane(bool texel) { return texel ? 4 : 1; }
+
 Status record(RecordContext& c, const Node& n, const std::string& label) {
     const OpDesc& d = n.desc;
     const Tensor &q = tensor(c, d.in[0]), &k = tensor(c, d.in[1]), &v = tensor(c, d.in[2]);
     const uint32_t n_head = uint32_t(q.ne[1]), n_kv = uint32_t(k.ne[1]);
     const uint32_t G = n_head / n_kv;
-    const uint32_t ls = std::max<uint32_t>(32, c.device.caps().subgroup_size);
-    const uint32_t dv4 = div_up(uint64_t(v.ne[0]) / 4, ls);
-    const vk::Pipeline* p = TDM_TRY(c.pipelines.get("attention_full", {ls, G, dv4}));
+    const uint32_t dk4 = uint32_t(q.ne[0] / 4), dv4 = uint32_t(v.ne[0] / 4);
+    // Texel fetches read aligned vec4s; both paths load the same values, so the
+    // choice never changes a bit of the result.
+    const auto aligned = [&](TensorId t) { return off(c, t) % 4 == 0 && stride(c, t) % 4 == 0; };
+    const bool texel = act_texel(c) && aligned(d.in[1]) && aligned(d.in[2]);
+    // Lanes own QL queries of one head each; a workgroup holds the G heads of a kv head.
+    const uint32_t ql = queries_per_lane(texel);
+    const uint32_t slots = std::max<uint32_t>(1, 32 / G), queries_per_group = slots * ql;
+    const vk::Pipeline* p = TDM_TRY(c.pipelines.get(texel ? "attention_full_tex" : "attention_full_buf",
+                                                    {slots * G, G, dk4, dv4, keys_per_chunk(dk4, dv4), ql}));
+    const vk::Binding bk = texel ? vk::Binding::texel(TDM_TRY(c.compiled.texel_view(d.in[1]))) : storage(c, d.in[1]);
+    const vk::Binding bv = texel ? vk::Binding::texel(TDM_TRY(c.compiled.texel_view(d.in[2]))) : storage(c, d.in[2]);
     const bool ranged = d.n_in == 4;
     const TensorId r = ranged ? d.in[3] : d.in[0];
     const uint32_t n_q = uint32_t(q.ne[2]);
     struct {
-        uint32_t n_q, n_head, n_kv_head, dk, dv, m, q_off, q_rs, k_off, k_rs, v_off, v_rs, o_off, r_off, has_ranges, q0;
+        uint32_t n_q, n_head, n_kv_head, m, q_off, q_rs, k_off, k_rs, v_off, v_rs, o_off, r_off, has_ranges, q0;
         float scale;
-    } pc{n_q, n_head, n_kv, uint32_t(q.ne[0]), uint32_t(v.ne[0]), uint32_t(k.ne[2]), off(c, d.in[0]),
-         stride(c, d.in[0]), off(c, d.in[1]), stride(c, d.in[1]), off(c, d.in[2]), stride(c, d.in[2]),
-         off(c, n.out), ranged ? off(c, r) : 0u, ranged ? 1u : 0u, 0u,
-         d.f[0] != 0 ? d.f[0] : 1.0f / std::sqrt(float(q.ne[0]))};
-    for (uint32_t q0 = 0; q0 < n_q; q0 += kMaxGroups) {
-        pc.q0 = q0;
-        dispatch(c, *p,
-                 {storage(c, d.in[0]), storage(c, d.in[1]), storage(c, d.in[2]), storage(c, r), storage(c, n.out)}, pc,
-                 n_kv, std::min(n_q - q0, kMaxGroups), label);
+    } pc{n_q, n_head, n_kv, uint32_t(k.ne[2]), off(c, d.in[0]), stride(c, d.in[0]), off(c, d.in[1]),
+         stride(c, d.in[1]), off(c, d.in[2]), stride(c, d.in[2]), off(c, n.out), ranged ? off(c, r) : 0u,
+         ranged ? 1u : 0u, 0u, d.f[0] != 0 ? d.f[0] : 1.0f / std::sqrt(float(q.ne[0]))};
+    const uint32_t blocks = uint32_t(div_up(n_q, queries_per_group));
+    for (uint32_t b0 = 0; b0 < blocks; b0 += kMaxGroups) {
+        pc.q0 = b0 * queries_per_group;
+        dispatch(c, *p, {storage(c, d.in[0]), bk, bv, storage(c, r), storage(c, n.out)}, pc, n_kv,
+                 std::min(blocks - b0, kMaxGroups), label);
     }
     return {};
 }

@@ -81,7 +81,7 @@ std::vector<float> full_attention(const std::vector<float>& q, const std::vector
 }
 
 TEST_F(VisionOps, full_attention_over_activations_matches_reference_with_gqa_and_many_chunks) {
-    // m = 600 keys: three chunks of 256, the last one partial.
+    // m = 600 keys: many chunks (8 keys each at head dim 64), the last one partial.
     const int64_t n = 37, m = 600, H = 8, Hkv = 4, dk = 64, dv = 32;
     const auto q = randn(size_t(n * H * dk), 50), k = randn(size_t(m * Hkv * dk), 51), v = randn(size_t(m * Hkv * dv), 52);
     const TensorId tq = h.input_f32({dk, H, n}, q, "q"), tk = h.input_f32({dk, Hkv, m}, k, "k"),
@@ -119,6 +119,37 @@ TEST_F(VisionOps, full_attention_with_key_ranges_keeps_each_image_to_itself) {
                                        part(v, H * dv, split, n), n - split, n - split, p);
     EXPECT_LT(ref::nmse(part(got, H * dv, 0, split), first), 1e-11);
     EXPECT_LT(ref::nmse(part(got, H * dv, split, n), second), 1e-11);
+
+    // The split falls inside a lane's queries (CPU devices give a lane four): each query
+    // still gets the bits it gets when its image is the whole batch.
+    OpHarness h2{device(), pipelines()};
+    const TensorId alone = h2.op(TDM_OP_ATTENTION_FULL, {h2.input_f32({dk, H, n - split}, part(q, H * dk, split, n), "q"),
+                                                         h2.input_f32({dk, H, n - split}, part(k, H * dk, split, n), "k"),
+                                                         h2.input_f32({dv, H, n - split}, part(v, H * dv, split, n), "v")});
+    h2.run({alone});
+    EXPECT_EQ(part(got, H * dv, split, n), h2.f32(alone));
+}
+
+TEST_F(VisionOps, full_attention_over_unaligned_views_gives_the_bits_of_aligned_tensors) {
+    // k and v as views two columns into wider rows: offsets and strides that are not
+    // multiples of 4 take the storage-buffer loads instead of texel fetches.
+    const int64_t n = 21, m = 45, H = 2, dk = 32, dv = 16, pad = 2;
+    const auto q = randn(size_t(n * H * dk), 70), k = randn(size_t(m * H * dk), 71), v = randn(size_t(m * H * dv), 72);
+    const auto widen = [&](const std::vector<float>& x, int64_t d) {
+        std::vector<float> w(size_t(m * H * (d + pad)), 7.0f);
+        for (int64_t r = 0; r < m * H; ++r)
+            std::copy(x.begin() + r * d, x.begin() + (r + 1) * d, w.begin() + r * (d + pad) + pad);
+        return w;
+    };
+    const TensorId tq = h.input_f32({dk, H, n}, q, "q");
+    const TensorId kw = h.op(TDM_OP_VIEW_COLS, {h.input_f32({dk + pad, H, m}, widen(k, dk), "kw")}, {pad, int32_t(dk)});
+    const TensorId vw = h.op(TDM_OP_VIEW_COLS, {h.input_f32({dv + pad, H, m}, widen(v, dv), "vw")}, {pad, int32_t(dv)});
+    const TensorId from_views = h.op(TDM_OP_ATTENTION_FULL, {tq, kw, vw});
+    const TensorId plain = h.op(TDM_OP_ATTENTION_FULL, {tq, h.input_f32({dk, H, m}, k, "k"), h.input_f32({dv, H, m}, v, "v")});
+    h.run({from_views, plain});
+    EXPECT_EQ(h.f32(from_views), h.f32(plain));
+    const ref::AttnParams p{H, H, dk, dv, float(1.0 / std::sqrt(double(dk)))};
+    EXPECT_LT(ref::nmse(h.f32(plain), full_attention(q, k, v, n, m, p)), 1e-11);
 }
 
 TEST_F(VisionOps, an_image_gives_the_same_bits_wherever_its_keys_sit_in_the_batch) {
@@ -217,6 +248,7 @@ TEST_F(VisionOps, the_vit_2d_rope_is_mrope_with_frequency_divisors) {
         }
     EXPECT_LT(ref::nmse(h.f32(y), want), 1e-11);
 }
+
 
 }  // namespace
 }  // namespace tdm
