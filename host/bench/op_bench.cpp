@@ -54,6 +54,36 @@ Result<double> dispatch_overhead(vk::Device& device, vk::PipelineManager& pipeli
     return median_run_seconds(*cg, 21, false);
 }
 
+// One image's self-attention: q, k, v [head_dim, heads, n], every query over every key.
+Result<nlohmann::json> attention_full_run(vk::Device& device, vk::PipelineManager& pipelines,
+                                          const OpBenchOptions& opt, int n, std::mt19937& rng) {
+    const int64_t hd = opt.attention_head_dim, H = opt.attention_heads;
+    Graph g;
+    TensorId in[3];
+    for (int i = 0; i < 3; ++i) in[i] = g.input(DType::F32, {hd, H, n}, i == 0 ? "q" : i == 1 ? "k" : "v");
+    OpDesc d;
+    d.op = TDM_OP_ATTENTION_FULL;
+    for (int i = 0; i < 3; ++i) d.in[i] = in[i];
+    d.n_in = 3;
+    const TensorId y = TDM_TRY(g.op(d));
+    TDM_TRY(g.mark_output(y));
+    auto cg = TDM_TRY(CompiledGraph::compile(device, pipelines, std::move(g)));
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (TensorId t : in) {
+        float* px = cg->input_as<float>(t);
+        for (int64_t i = 0; i < hd * H * n; ++i) px[i] = nd(rng);
+    }
+    const double t = TDM_TRY(median_run_seconds(*cg, opt.iterations, false));
+    nlohmann::json r;
+    r["tokens"] = n;
+    r["heads"] = H;
+    r["head_dim"] = hd;
+    r["ms"] = t * 1e3;
+    // q.k and p.v: two multiply-adds per (query, key, head, dim)
+    r["gflop_per_s"] = 4.0 * double(n) * double(n) * double(H) * double(hd) / t / 1e9;
+    return r;
+}
+
 }  // namespace
 
 Result<nlohmann::json> run_op_bench(vk::Device& device, vk::PipelineManager& pipelines, const OpBenchOptions& opt) {
@@ -109,6 +139,9 @@ Result<nlohmann::json> run_op_bench(vk::Device& device, vk::PipelineManager& pip
         }
     }
     out["matmul"] = results;
+    nlohmann::json attention = nlohmann::json::array();
+    for (int n : opt.attention_tokens) attention.push_back(TDM_TRY(attention_full_run(device, pipelines, opt, n, rng)));
+    if (!opt.attention_tokens.empty()) out["attention_full"] = attention;
     return out;
 }
 

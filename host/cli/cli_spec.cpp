@@ -480,6 +480,10 @@ const ProgramSpec& program_spec() {
                                  1, kInt32Max),
                           {{"--matrix"}, K::string, "ROWSxCOLS", "Ops benchmark: weight shape (output rows x input "
                            "columns).", "4096x4096"},
+                          ranged({{"--attention-tokens"}, K::size_list, "LIST", "Ops benchmark: also time attention "
+                                  "over activations (a vision encoder's) at these token counts, 16 heads of 64 "
+                                  "(GLM-OCR's ViT); e.g. 1024,5476."},
+                                 1, 1 << 20),
                           ranged({{"--iterations"}, K::integer, "N", "Timed runs per measurement (median "
                                   "reported).", "9"},
                                  1, kInt32Max),

@@ -128,6 +128,8 @@ Status bench_ops(App& app) {
         o.batches.clear();
         for (auto x : *b) o.batches.push_back(int(x));
     }
+    if (auto t = a.get_sizes("attention-tokens"))
+        for (auto x : *t) o.attention_tokens.push_back(int(x));
     o.iterations = int(a.get_int("iterations").value_or(9));
     if (auto m = a.get_string("matrix")) {
         long long rows = 0, cols = 0;
@@ -152,6 +154,13 @@ Status bench_ops(App& app) {
         std::printf("%-6s %6d %10.3f %10.2f %12.3f %14.2f\n", r["type"].get<std::string>().c_str(), r["batch"].get<int>(),
                     r["ms"].get<double>(), r["gb_per_s"].get<double>(), r["ms_per_token"].get<double>(),
                     r.value("n_x_single_over_batch", 1.0));
+    if (j.contains("attention_full")) {
+        std::printf("\nattention_full (%d heads of %d)\n%8s %10s %10s\n", int(o.attention_heads),
+                    int(o.attention_head_dim), "tokens", "ms", "GFLOP/s");
+        for (const auto& r : j["attention_full"])
+            std::printf("%8d %10.1f %10.2f\n", r["tokens"].get<int>(), r["ms"].get<double>(),
+                        r["gflop_per_s"].get<double>());
+    }
     return {};
 }
 
