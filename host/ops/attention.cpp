@@ -2,11 +2,12 @@
 // host/ops/attention.cpp: TDM_OP_ATTENTION over a paged KV layer: each batch
 // token attends causally to its own sequence (found through the block table),
 // with GQA (G <= kMaxQueryHeadsPerKvHead query heads per KV head), sliding
-// window, scale and logit softcap. shaders/attention.comp, one workgroup per
-// (KV head, token); the KV range is split at fixed boundaries whatever the
-// batch width (tandem.h invariant 1).
+// window, scale and logit softcap. Two layouts (record()); in both the KV range
+// is split at fixed boundaries whatever the batch width (tandem.h invariant 1).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 
 #include "ops/limits.h"
 #include "ops/op_def.h"
@@ -50,17 +51,32 @@ Status validate(OpContext& c) {
     return c.output(DType::F32, {kv->dv * n_head, n});
 }
 
+// Layout: "rl" (shaders/attention_rl.comp, every lane owns up to four tokens of one head)
+// on devices that read through texel views (CPU devices: each key fetched once serves
+// all of them); "ks" (shaders/attention.comp, a workgroup per token, lanes over
+// keys) elsewhere. TANDEM_ATTENTION_LAYOUT=ks|rl overrides, for experiments and for tests
+// that run both on one device. Within one layout a token's bits depend only on its keys.
+bool rows_per_lane(const RecordContext& c, const KvLayerBinding& kv) {
+    if (!act_texel(c) || !kv.k_view || !kv.v_view || kv.dk % 4 || kv.dv % 4) return false;
+    const char* e = std::getenv("TANDEM_ATTENTION_LAYOUT");
+    return !e || std::string_view(e) != "ks";
+}
+
+// The rl layout's shape, from the head dims alone. Keys per chunk of the online softmax:
+// the chunk loop is unrolled, about 128 vec4 steps per token (as attention_full). Tokens
+// per lane: four at head dim 64, fewer for wider heads, whose queries and accumulators
+// would otherwise take minutes to compile on lavapipe; a token's arithmetic does not
+// depend on it.
+uint32_t rl_keys_per_chunk(uint32_t dk4, uint32_t dv4) { return std::clamp<uint32_t>(128 / std::max(dk4, dv4), 1, 32); }
+uint32_t rl_tokens_per_lane(uint32_t dk4, uint32_t dv4) { return std::clamp<uint32_t>(64 / std::max(dk4, dv4), 1, 4); }
+
 Status record(RecordContext& c, const Node& n, const std::string& label) {
     const OpDesc& d = n.desc;
     const KvLayerBinding& kv = *tensor(c, d.in[1]).kv;
     const Tensor& q = tensor(c, d.in[0]);
     const uint32_t n_head = uint32_t(q.ne[1]);
     const uint32_t G = n_head / kv.n_kv_head;
-    const uint32_t ls = std::max<uint32_t>(32, c.device.caps().subgroup_size);
-    const uint32_t dv4 = div_up(kv.dv / 4, ls);
     const bool texel = act_texel(c) && kv.k_view && kv.v_view;
-    const vk::Pipeline* p =
-        TDM_TRY(c.pipelines.get(texel ? "attention_tex" : "attention_buf", {ls, G, kv.f16 ? 1u : 0u, dv4}));
     const TensorId pos = n.positions, seq = n.seq_ids;
     const uint32_t n_tok = uint32_t(q.ne[2] * q.ne[3]);
     struct {
@@ -72,10 +88,21 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
          d.f[0] != 0 ? d.f[0] : 1.0f / std::sqrt(float(kv.dk)), d.f[1]};
     const vk::Binding kb = texel ? vk::Binding::texel(kv.k_view) : vk::Binding::storage(kv.k);
     const vk::Binding vb = texel ? vk::Binding::texel(kv.v_view) : vk::Binding::storage(kv.v);
-    dispatch(c, *p,
-             {storage(c, d.in[0]), kb, vb, storage(c, pos), storage(c, seq), vk::Binding::storage(kv.block_table),
-              storage(c, n.out)},
-             pc, kv.n_kv_head, n_tok, label);
+    const std::initializer_list<vk::Binding> bindings = {storage(c, d.in[0]), kb, vb, storage(c, pos), storage(c, seq),
+                                                         vk::Binding::storage(kv.block_table), storage(c, n.out)};
+    if (rows_per_lane(c, kv)) {
+        const uint32_t dk4 = kv.dk / 4, dv4 = kv.dv / 4, ql = rl_tokens_per_lane(dk4, dv4);
+        const uint32_t slots = std::max<uint32_t>(1, 32 / G), tokens_per_group = slots * ql;
+        const vk::Pipeline* p = TDM_TRY(
+            c.pipelines.get("attention_rl", {slots * G, G, dk4, dv4, rl_keys_per_chunk(dk4, dv4), ql}));
+        dispatch(c, *p, bindings, pc, kv.n_kv_head, uint32_t(div_up(n_tok, tokens_per_group)), label);
+        return {};
+    }
+    const uint32_t ls = std::max<uint32_t>(32, c.device.caps().subgroup_size);
+    const uint32_t dv4 = div_up(kv.dv / 4, ls);
+    const vk::Pipeline* p =
+        TDM_TRY(c.pipelines.get(texel ? "attention_tex" : "attention_buf", {ls, G, kv.f16 ? 1u : 0u, dv4}));
+    dispatch(c, *p, bindings, pc, kv.n_kv_head, n_tok, label);
     return {};
 }
 

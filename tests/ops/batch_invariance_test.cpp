@@ -87,18 +87,26 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulInvariance,
 INSTANTIATE_TEST_SUITE_P(Int8, MatmulInvariance, ::testing::Combine(::testing::Values(DType::Q8_0), ::testing::Values("int8")),
                          [](const auto& p) { return std::string(dtype_name(std::get<0>(p.param))) + "_int8"; });
 
-class AttentionInvariance : public test::DeviceTest {};
+// Both attention layouts (TANDEM_ATTENTION_LAYOUT: "ks" a workgroup per token, "rl"
+// tokens per lane, the default on CPU devices), with and without a sliding window, and with
+// two sequences' tokens interleaved in one batch.
+class AttentionInvariance : public test::DeviceTest, public ::testing::WithParamInterface<const char*> {};
 
-TEST_F(AttentionInvariance, each_query_of_a_verify_batch_equals_it_computed_alone) {
+TEST_P(AttentionInvariance, each_query_of_a_verify_batch_equals_it_computed_alone) {
+    const test::ScopedEnv layout("TANDEM_ATTENTION_LAYOUT", GetParam());
     const uint32_t n_head = 8, n_kv = 2, d = 64, block = 16;
-    const int kv_len = 290, max_n = 16;
-    std::vector<std::vector<int32_t>> lists(1);
-    for (int b = 0; b < (kv_len + int(block) - 1) / int(block); ++b) lists[0].push_back(b * 3 % 19);
-    auto kv = test::make_test_kv(device(), n_kv, d, d, block, 19, lists, true);
-    const auto k = randn(size_t(kv_len) * n_kv * d, 20), v = randn(size_t(kv_len) * n_kv * d, 21);
-    {
+    const int kv_len = 290, max_n = 16, n_seq = 2;
+    std::vector<std::vector<int32_t>> lists(n_seq);
+    for (int b = 0; b < (kv_len + int(block) - 1) / int(block); ++b) {
+        lists[0].push_back(b * 3 % 19);
+        lists[1].push_back(19 + b);
+    }
+    auto kv = test::make_test_kv(device(), n_kv, d, d, block, 19 + 19, lists, true);
+    for (int s = 0; s < n_seq; ++s) {
+        const auto k = randn(size_t(kv_len) * n_kv * d, uint64_t(20 + 2 * s)),
+                   v = randn(size_t(kv_len) * n_kv * d, uint64_t(21 + 2 * s));
         OpHarness h(device(), pipelines());
-        std::vector<int32_t> pos(kv_len), seq(kv_len, 0);
+        std::vector<int32_t> pos(kv_len), seq(kv_len, s);
         for (int i = 0; i < kv_len; ++i) pos[i] = i;
         h.batch(pos, seq);
         h.op(TDM_OP_KV_STORE, {h.graph().kv(&kv->binding), h.input_f32({d, n_kv, kv_len}, k, "k"),
@@ -107,29 +115,38 @@ TEST_F(AttentionInvariance, each_query_of_a_verify_batch_equals_it_computed_alon
     }
     const auto q = randn(size_t(max_n) * n_head * d, 22);
     const int first = kv_len - max_n;  // queries at positions first .. kv_len-1
-    auto run = [&](int q0, int n) {
+    // queries q0 .. q0+n-1; with `mixed`, odd queries belong to sequence 1
+    auto run = [&](int q0, int n, int window, bool mixed) {
         OpHarness h(device(), pipelines());
-        std::vector<int32_t> pos, seq(size_t(n), 0);
-        for (int i = 0; i < n; ++i) pos.push_back(first + q0 + i);
+        std::vector<int32_t> pos, seq;
+        for (int i = 0; i < n; ++i) {
+            pos.push_back(first + q0 + i);
+            seq.push_back(mixed && (q0 + i) % 2 ? 1 : 0);
+        }
         h.batch(pos, seq);
         const size_t stride = size_t(n_head) * d;
         const TensorId o = h.op(TDM_OP_ATTENTION,
                                 {h.input_f32({d, n_head, n}, std::vector<float>(q.begin() + q0 * stride,
                                                                                 q.begin() + (q0 + n) * stride)),
                                  h.graph().kv(&kv->binding)},
-                                {0}, {0.0f, 0.0f});
+                                {window}, {0.0f, 0.0f});
         h.run({o});
         return h.f32(o);
     };
-    std::vector<std::vector<float>> alone;
-    for (int i = 0; i < max_n; ++i) alone.push_back(run(i, 1));
-    for (int n : {2, 4, 7, 16}) {
-        const auto out = run(0, n);
-        for (int i = 0; i < n; ++i)
-            EXPECT_TRUE(same_bits(out.data() + size_t(i) * n_head * d, alone[i].data(), size_t(n_head) * d))
-                << "query " << i << " of a batch of " << n;
+    for (const auto& [window, mixed] : {std::pair{0, false}, std::pair{50, false}, std::pair{0, true}}) {
+        std::vector<std::vector<float>> alone;
+        for (int i = 0; i < max_n; ++i) alone.push_back(run(i, 1, window, mixed));
+        for (int n : {2, 4, 7, 16}) {
+            const auto out = run(0, n, window, mixed);
+            for (int i = 0; i < n; ++i)
+                EXPECT_TRUE(same_bits(out.data() + size_t(i) * n_head * d, alone[i].data(), size_t(n_head) * d))
+                    << "query " << i << " of a batch of " << n << ", window " << window << (mixed ? ", two sequences" : "");
+        }
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(Layouts, AttentionInvariance, ::testing::Values("ks", "rl"),
+                         [](const auto& p) { return std::string(p.param); });
 
 }  // namespace
 }  // namespace tdm

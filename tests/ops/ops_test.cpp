@@ -399,7 +399,7 @@ class AttentionOps : public test::DeviceTest, public ::testing::WithParamInterfa
 TEST_P(AttentionOps, paged_attention_after_kv_store_matches_reference) {
     const AttnCase c = GetParam();
     const int block = 16;
-    const int kv_len = 300;  // two 256-key chunks
+    const int kv_len = 300;  // two 256-key chunks (ks), many (rl)
     const int n_q = 4;       // the last 4 positions are queried (a verify batch)
     // two sequences with interleaved, non-contiguous blocks; we use sequence 1
     const int nb = (kv_len + block - 1) / block;
@@ -426,15 +426,7 @@ TEST_P(AttentionOps, paged_attention_after_kv_store_matches_reference) {
         (void)st;
         h.run({});
     }
-    // 2) attend from the last n_q positions
-    OpHarness h(device(), pipelines());
-    std::vector<int32_t> qpos, seq(n_q, 1);
-    for (int i = 0; i < n_q; ++i) qpos.push_back(kv_len - n_q + i);
-    h.batch(qpos, seq);
-    const TensorId o = h.op(TDM_OP_ATTENTION, {h.input_f32({c.dk, c.n_head, n_q}, q, "q"), h.graph().kv(&kv->binding)},
-                            {c.window}, {scale, c.softcap});
-    h.run({o});
-
+    // 2) attend from the last n_q positions, in both layouts (host/ops/attention.cpp)
     const auto kr = c.f16 ? ref::cast_round(k, DType::F16) : k;
     const auto vr = c.f16 ? ref::cast_round(v, DType::F16) : v;
     ref::AttnParams p;
@@ -445,7 +437,17 @@ TEST_P(AttentionOps, paged_attention_after_kv_store_matches_reference) {
     p.scale = scale;
     p.softcap = c.softcap;
     p.window = c.window;
-    EXPECT_LT(ref::nmse(h.f32(o), ref::attention(q, qpos, kr, vr, {}, p)), 1e-10) << c.name;
+    for (const char* layout : {"ks", "rl"}) {
+        const test::ScopedEnv env("TANDEM_ATTENTION_LAYOUT", layout);
+        OpHarness h(device(), pipelines());
+        std::vector<int32_t> qpos, seq(n_q, 1);
+        for (int i = 0; i < n_q; ++i) qpos.push_back(kv_len - n_q + i);
+        h.batch(qpos, seq);
+        const TensorId o = h.op(TDM_OP_ATTENTION, {h.input_f32({c.dk, c.n_head, n_q}, q, "q"), h.graph().kv(&kv->binding)},
+                                {c.window}, {scale, c.softcap});
+        h.run({o});
+        EXPECT_LT(ref::nmse(h.f32(o), ref::attention(q, qpos, kr, vr, {}, p)), 1e-10) << c.name << ", layout " << layout;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, AttentionOps,
