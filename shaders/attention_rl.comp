@@ -16,7 +16,7 @@
 // rescale, exact zeros added by selection, never 0 * a value). So a token's bits depend
 // only on its keys, never on the batch (tandem.h invariant 1).
 // K/V: RGBA16F or RGBA32F texel views of the pools (include/paged_kv.glsl).
-// Dispatch: x = n_kv_head, y = blocks of (local size / G) * QL tokens.
+// Dispatch: x = n_kv_head, y = blocks of (local size / G) * QL tokens, from t_base.
 #version 450
 #extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x_id = 0) in;                       // slots * G lanes
@@ -41,6 +41,7 @@ layout(push_constant) uniform Params {
     uint block_size, max_blocks, ring_blocks;
     uint window;
     float scale, softcap;
+    uint t_base;  // first token of this dispatch (grids split at 65535 workgroup rows)
 } p;
 
 #include "paged_kv.glsl"
@@ -50,7 +51,7 @@ const float NEG_INF = -1.0 / 0.0;
 void main() {
     const uint g = gl_WorkGroupID.x, lane = gl_LocalInvocationID.x;
     const uint slots = gl_WorkGroupSize.x / G;
-    const uint t0 = (gl_WorkGroupID.y * slots + lane / G) * QL;
+    const uint t0 = p.t_base + (gl_WorkGroupID.y * slots + lane / G) * QL;
     const uint head = g * G + lane % G;
     if (t0 >= p.n_tokens) return;
 

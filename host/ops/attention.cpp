@@ -83,9 +83,10 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
         uint32_t n_tokens, n_head, n_kv_head, dk, dv, q_off, q_stride, o_off, o_stride, pos_off, seq_off, block_size,
             max_blocks, ring_blocks, window;
         float scale, softcap;
+        uint32_t t_base;  // attention_rl only (attention.comp's block ends before it)
     } pc{n_tok, n_head, kv.n_kv_head, kv.dk, kv.dv, off(c, d.in[0]), n_head * kv.dk, off(c, n.out),
          stride(c, n.out), off(c, pos), off(c, seq), kv.block_size, kv.max_blocks, kv.ring_blocks, uint32_t(d.i[0]),
-         d.f[0] != 0 ? d.f[0] : 1.0f / std::sqrt(float(kv.dk)), d.f[1]};
+         d.f[0] != 0 ? d.f[0] : 1.0f / std::sqrt(float(kv.dk)), d.f[1], 0u};
     const vk::Binding kb = texel ? vk::Binding::texel(kv.k_view) : vk::Binding::storage(kv.k);
     const vk::Binding vb = texel ? vk::Binding::texel(kv.v_view) : vk::Binding::storage(kv.v);
     const std::initializer_list<vk::Binding> bindings = {storage(c, d.in[0]), kb, vb, storage(c, pos), storage(c, seq),
@@ -95,7 +96,11 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
         const uint32_t slots = std::max<uint32_t>(1, 32 / G), tokens_per_group = slots * ql;
         const vk::Pipeline* p = TDM_TRY(
             c.pipelines.get("attention_rl", {slots * G, G, dk4, dv4, rl_keys_per_chunk(dk4, dv4), ql}));
-        dispatch(c, *p, bindings, pc, kv.n_kv_head, uint32_t(div_up(n_tok, tokens_per_group)), label);
+        const uint32_t blocks = uint32_t(div_up(n_tok, tokens_per_group));
+        for (uint32_t b0 = 0; b0 < blocks; b0 += kMaxGroups) {
+            pc.t_base = b0 * tokens_per_group;
+            dispatch(c, *p, bindings, pc, kv.n_kv_head, std::min(blocks - b0, kMaxGroups), label);
+        }
         return {};
     }
     const uint32_t ls = std::max<uint32_t>(32, c.device.caps().subgroup_size);
