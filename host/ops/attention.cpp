@@ -12,6 +12,7 @@
 #include "ops/limits.h"
 #include "ops/op_def.h"
 #include "ops/record.h"
+#include "ops/rows_per_lane.h"
 
 namespace tdm {
 namespace {
@@ -62,12 +63,9 @@ bool rows_per_lane(const RecordContext& c, const KvLayerBinding& kv) {
     return !e || std::string_view(e) != "ks";
 }
 
-// The rl layout's shape, from the head dims alone. Keys per chunk of the online softmax:
-// the chunk loop is unrolled, about 128 vec4 steps per token (as attention_full). Tokens
-// per lane: four at head dim 64, fewer for wider heads, whose queries and accumulators
-// would otherwise take minutes to compile on lavapipe; a token's arithmetic does not
-// depend on it.
-uint32_t rl_keys_per_chunk(uint32_t dk4, uint32_t dv4) { return std::clamp<uint32_t>(128 / std::max(dk4, dv4), 1, 32); }
+// Tokens per lane of the rl layout: four at head dim 64, fewer for wider heads, whose
+// queries and accumulators would otherwise take minutes to compile on lavapipe; a
+// token's arithmetic does not depend on it.
 uint32_t rl_tokens_per_lane(uint32_t dk4, uint32_t dv4) { return std::clamp<uint32_t>(64 / std::max(dk4, dv4), 1, 4); }
 
 Status record(RecordContext& c, const Node& n, const std::string& label) {
@@ -93,14 +91,10 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
                                                          vk::Binding::storage(kv.block_table), storage(c, n.out)};
     if (rows_per_lane(c, kv)) {
         const uint32_t dk4 = kv.dk / 4, dv4 = kv.dv / 4, ql = rl_tokens_per_lane(dk4, dv4);
-        const uint32_t slots = std::max<uint32_t>(1, 32 / G), tokens_per_group = slots * ql;
+        const uint32_t slots = lane_slots(G);
         const vk::Pipeline* p = TDM_TRY(
-            c.pipelines.get("attention_rl", {slots * G, G, dk4, dv4, rl_keys_per_chunk(dk4, dv4), ql}));
-        const uint32_t blocks = uint32_t(div_up(n_tok, tokens_per_group));
-        for (uint32_t b0 = 0; b0 < blocks; b0 += kMaxGroups) {
-            pc.t_base = b0 * tokens_per_group;
-            dispatch(c, *p, bindings, pc, kv.n_kv_head, std::min(blocks - b0, kMaxGroups), label);
-        }
+            c.pipelines.get("attention_rl", {slots * G, G, dk4, dv4, lane_keys_per_chunk(dk4, dv4), ql}));
+        dispatch_query_blocks(c, *p, bindings, pc, pc.t_base, n_tok, slots * ql, kv.n_kv_head, label);
         return {};
     }
     const uint32_t ls = std::max<uint32_t>(32, c.device.caps().subgroup_size);

@@ -9,6 +9,7 @@
 #include "ops/limits.h"
 #include "ops/op_def.h"
 #include "ops/record.h"
+#include "ops/rows_per_lane.h"
 
 namespace tdm {
 namespace {
@@ -61,14 +62,6 @@ Status validate(OpContext& c) {
     return c.output(DType::F32, {v.ne[0] * q.ne[1], q.ne[2]});
 }
 
-// Keys per chunk of a query's online softmax. It depends only on the head dims, so a
-// query's arithmetic is fixed by the op's shape. The chunk loop is unrolled: this keeps it
-// near 128 vec4 steps per query (8 keys at head dim 64), which compiles in seconds on
-// lavapipe and loses nothing measurable to larger chunks (docs/BENCHMARKS.md).
-uint32_t keys_per_chunk(uint32_t dk4, uint32_t dv4) {
-    return std::clamp<uint32_t>(128 / std::max(dk4, dv4), 1, 32);
-}
-
 // Queries per lane: on the texel path (CPU devices) every fetched key and value row
 // then serves four queries (a texel fetch is four gathers there, and they dominate).
 // Storage loads keep one: on GPUs four queries' registers would spill, and on CPU
@@ -88,9 +81,9 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
     const bool texel = act_texel(c) && aligned(d.in[1]) && aligned(d.in[2]);
     // Lanes own QL queries of one head each; a workgroup holds the G heads of a kv head.
     const uint32_t ql = queries_per_lane(texel);
-    const uint32_t slots = std::max<uint32_t>(1, 32 / G), queries_per_group = slots * ql;
+    const uint32_t slots = lane_slots(G);
     const vk::Pipeline* p = TDM_TRY(c.pipelines.get(texel ? "attention_full_tex" : "attention_full_buf",
-                                                    {slots * G, G, dk4, dv4, keys_per_chunk(dk4, dv4), ql}));
+                                                    {slots * G, G, dk4, dv4, lane_keys_per_chunk(dk4, dv4), ql}));
     const vk::Binding bk = texel ? vk::Binding::texel(TDM_TRY(c.compiled.texel_view(d.in[1]))) : storage(c, d.in[1]);
     const vk::Binding bv = texel ? vk::Binding::texel(TDM_TRY(c.compiled.texel_view(d.in[2]))) : storage(c, d.in[2]);
     const bool ranged = d.n_in == 4;
@@ -102,12 +95,8 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
     } pc{n_q, n_head, n_kv, uint32_t(k.ne[2]), off(c, d.in[0]), stride(c, d.in[0]), off(c, d.in[1]),
          stride(c, d.in[1]), off(c, d.in[2]), stride(c, d.in[2]), off(c, n.out), ranged ? off(c, r) : 0u,
          ranged ? 1u : 0u, 0u, d.f[0] != 0 ? d.f[0] : 1.0f / std::sqrt(float(q.ne[0]))};
-    const uint32_t blocks = uint32_t(div_up(n_q, queries_per_group));
-    for (uint32_t b0 = 0; b0 < blocks; b0 += kMaxGroups) {
-        pc.q0 = b0 * queries_per_group;
-        dispatch(c, *p, {storage(c, d.in[0]), bk, bv, storage(c, r), storage(c, n.out)}, pc, n_kv,
-                 std::min(blocks - b0, kMaxGroups), label);
-    }
+    dispatch_query_blocks(c, *p, {storage(c, d.in[0]), bk, bv, storage(c, r), storage(c, n.out)}, pc, pc.q0, n_q,
+                          slots * ql, n_kv, label);
     return {};
 }
 
