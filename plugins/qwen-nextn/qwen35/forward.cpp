@@ -186,8 +186,8 @@ tdm_status qwen35_mtp_build_step(void* head, tdm_graph* g, const tdm_batch_desc*
         batch->n_outputs == n ? x : tdm_select_rows(&b, x, tdm_input(&b, TDM_INPUT_OUTPUT_ROWS), "out_rows");
     const tdm_tensor out = tdm_rms_norm(&b, rows, hd->head_norm, 0, hp.rms_eps, "shared_head_norm");
     tdm_set_output(&b, TDM_OUTPUT_HIDDEN_DRAFT, out);
-    // the LM head is most of a step's cost: a reduced draft vocabulary (the
-    // first ids: BPE vocabularies list frequent tokens first) cuts it
+    // the LM head is most of a step's cost: a reduced draft vocabulary (the first
+    // ids, which cover English far better than other scripts) cuts it
     tdm_set_output(&b, TDM_OUTPUT_LOGITS,
                    hd->draft_vocab ? tdm_matmul_rows(&b, hd->output, hd->draft_vocab, out, "logits")
                                    : tdm_matmul(&b, hd->output, out, "logits"));
