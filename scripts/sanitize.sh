@@ -66,18 +66,47 @@ cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 source "$here/scripts/sanitizer_env.sh"
 export TANDEM_VALIDATE=1
 
-echo "==> test groups under ASan+UBSan"
+echo "==> test groups under ASan+UBSan, $jobs at a time"
 # Each test program runs once with its group's filter, not once per test as ctest does: the
 # tokenizer tests share the real Qwen3/Gemma 3 tokenizers, which take seconds to load under ASan.
+# Each program is single-threaded, so they run side by side, longest first; the corpus replays
+# of the fuzz harnesses are one more entry. Output goes to a log per entry, shown on failure.
+logs="$build/sanitize-logs"
+rm -rf "$logs"
+mkdir -p "$logs"
+groups=()
 if [ "$ci" = 0 ]; then
-  for t in "test_formats *" "test_image *" "test_tokenizer *" "test_config *" "test_server *" "test_cli CliBadInput.*:Args.*:Serve.*" \
-           "test_runtime PluginLoader.*"; do
-    read -r program filter <<<"$t"
-    echo "    $program --gtest_filter=$filter"
-    "$build/tests/$program" --gtest_filter="$filter" --gtest_brief=1
-  done
+  groups+=("test_cli CliBadInput.*:Args.*:Serve.*" "test_tokenizer *" "test_formats *" "test_runtime PluginLoader.*"
+           "test_server *" "test_image *" "test_config *")
 fi
-(cd "$build" && ctest --output-on-failure --timeout 1200 -j "$jobs" -L '^fuzz$')  # corpus replays
+# run_entry NAME CMD...: CMD in the background; its output in $logs/NAME.log, and its exit
+# status and seconds in $logs/NAME.rc.
+run_entry() {
+  local name="$1"
+  shift
+  ( start=$SECONDS; rc=0; "$@" >"$logs/$name.log" 2>&1 || rc=$?; echo "$rc $((SECONDS - start))" >"$logs/$name.rc" ) &
+}
+names=(corpus-replays)
+run_entry corpus-replays bash -c "cd '$build' && ctest --output-on-failure --timeout 1200 -L '^fuzz\$'"
+for t in "${groups[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  read -r program filter <<<"$t"
+  names+=("$program")
+  run_entry "$program" "$build/tests/$program" --gtest_filter="$filter" --gtest_brief=1
+done
+wait
+failed=()
+for name in "${names[@]}"; do
+  read -r rc secs <"$logs/$name.rc"
+  if [ "$rc" = 0 ]; then
+    echo "    ok: $name (${secs}s; $(grep -E '^\[  PASSED  \]|tests passed' "$logs/$name.log" | tail -n 1))"
+  else
+    cat "$logs/$name.log"
+    echo "    FAILED: $name (exit status $rc, ${secs}s; log: $logs/$name.log)"
+    failed+=("$name")
+  fi
+done
+[ "${#failed[@]}" = 0 ] || { echo "sanitize.sh: failed: ${failed[*]}" >&2; exit 1; }
 
 echo "==> end-to-end runs under ASan+UBSan"
 e2e="$build/sanitize-e2e"
