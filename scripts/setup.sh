@@ -56,7 +56,9 @@ if [ "$mode" = test ]; then
     npm install --prefix "$build/node" --no-audit --no-fund --no-save --loglevel=error openai@6.49.0
   fi
   echo "==> configuring $build (warnings are errors)"
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_WERROR=ON
+  # Line tables only (-g1): enough for backtraces, and a third less compile time than -g.
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_WERROR=ON \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
   echo "==> building"
   cmake --build "$build" -j "$jobs"
   echo "==> running the test suite"
