@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/cli/cmd_info.cpp: `tandem info FILE`: architecture, plugin, hparams,
 // memory, tensor table, quantization mix, tokenizer. No device needed.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <algorithm>

@@ -24,8 +24,9 @@ struct SynthInfo {
 SynthInfo synth_info(const PluginRecord& p) {
     SynthInfo info;
     info.path = synthesizer_path(p.path);
-    if (p.scan_report.is_object()) {  // the scanner opened it, out of this process
-        const nlohmann::json& s = p.scan_report.contains("synthesizer") ? p.scan_report["synthesizer"] : nullptr;
+    if (p.scan_report && p.scan_report->is_object()) {  // the scanner opened it, out of this process
+        const nlohmann::json& r = *p.scan_report;
+        const nlohmann::json& s = r.contains("synthesizer") ? r["synthesizer"] : nullptr;
         info.present = p.error.empty() && s.is_object();
         if (!info.present) return info;
         info.path = s.value("path", info.path);

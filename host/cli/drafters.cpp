@@ -2,6 +2,8 @@
 // host/cli/drafters.cpp
 #include "cli/drafters.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "common/log.h"

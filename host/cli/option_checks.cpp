@@ -2,6 +2,8 @@
 // host/cli/option_checks.cpp
 #include "cli/option_checks.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <sstream>

@@ -4,7 +4,7 @@
 // Level is set by TANDEM_LOG (trace|debug|info|warn|error|off) or set_log_level().
 #pragma once
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <string_view>
 

@@ -2,6 +2,7 @@
 // host/formats/model_fingerprint.cpp
 #include "formats/model_fingerprint.h"
 
+#include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -4,6 +4,8 @@
 
 #include "common/dtype.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstring>
 #include <filesystem>
 

@@ -11,7 +11,7 @@
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <memory>

@@ -6,6 +6,8 @@
 // Not here: index files, shards and config.json (safetensors_model.cpp).
 #include "formats/safetensors.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>

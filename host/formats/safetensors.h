@@ -12,7 +12,7 @@
 #include "formats/ggml_types.h"
 #include "formats/mapped_file.h"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -51,6 +51,7 @@ public:
     // `path` is a .safetensors file or a directory (model.safetensors.index.json is
     // preferred over model.safetensors when both exist).
     static Result<std::unique_ptr<SafetensorsModel>> open(const std::string& path);
+    ~SafetensorsModel();
     // A single already mapped file (ModelSource maps once to sniff the format).
     static Result<std::unique_ptr<SafetensorsModel>> from_mapping(std::unique_ptr<MappedFile> file);
 
@@ -69,7 +70,7 @@ public:
     const std::string& config_path() const { return config_path_; }
 
 private:
-    SafetensorsModel() = default;
+    SafetensorsModel();
     Status add_shard(std::unique_ptr<MappedFile> file);
     Status load_index(const std::string& dir, const std::string& index_path);
     void load_config(const std::string& dir);
@@ -80,7 +81,7 @@ private:
     std::vector<SafetensorsTensor> tensors_;
     std::unordered_map<std::string_view, size_t> index_;  // views of tensors_[i].name
     std::string config_path_;
-    nlohmann::json config_;
+    std::unique_ptr<nlohmann::json> config_;  // held by pointer so that this header needs only json_fwd
     Error config_error_;
     bool config_ok_ = false;
 };

@@ -7,6 +7,8 @@
 
 #include "common/file_read.h"
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <map>
 #include <set>
@@ -40,6 +42,9 @@ bool is_plain_file_name(const std::string& s) {
 }
 
 }  // namespace
+
+SafetensorsModel::SafetensorsModel() = default;
+SafetensorsModel::~SafetensorsModel() = default;
 
 Result<std::unique_ptr<SafetensorsModel>> SafetensorsModel::open(const std::string& path) {
     std::error_code ec;
@@ -136,7 +141,7 @@ void SafetensorsModel::load_config(const std::string& dir) {
     } else if (!j->is_object()) {
         config_error_ = Error::format("{}: not a JSON object", config_path_);
     } else {
-        config_ = std::move(*j);
+        config_ = std::make_unique<nlohmann::json>(std::move(*j));
         config_ok_ = true;
     }
 }
@@ -164,7 +169,7 @@ void SafetensorsModel::release_pages(const SafetensorsTensor& t) const {
 
 Result<const nlohmann::json*> SafetensorsModel::config() const {
     if (!config_ok_) return config_error_;
-    return &config_;
+    return config_.get();
 }
 
 }  // namespace tdm

@@ -2,6 +2,8 @@
 // host/model/model.cpp
 #include "model/model.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <filesystem>
 

@@ -3,6 +3,8 @@
 // that validate their arguments and forward to the host's C++ objects. Nothing
 // here may throw or abort on a plugin's mistake: it returns a status and leaves
 // a message for last_error().
+#include <nlohmann/json.hpp>
+
 #include <cstring>
 #include <string>
 

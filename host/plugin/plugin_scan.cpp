@@ -217,7 +217,7 @@ Status apply_scan_report(const nlohmann::json& report, PluginRecord& rec) {
             if (rec.error.empty()) rec.error = "failed its scan (no reason given)";
             if (report.contains("name") && report["name"].is_string() && !report["name"].get<std::string>().empty())
                 rec.name = report["name"].get<std::string>();
-            rec.scan_report = report;
+            rec.scan_report = std::make_shared<const nlohmann::json>(report);
             return {};
         }
         PluginRecord r;
@@ -239,7 +239,7 @@ Status apply_scan_report(const nlohmann::json& report, PluginRecord& rec) {
         rec.abi = r.abi;
         rec.provides = std::move(r.provides);
         rec.scanned = std::move(r.scanned);
-        rec.scan_report = report;
+        rec.scan_report = std::make_shared<const nlohmann::json>(report);
         return {};
     } catch (const nlohmann::json::exception& e) {
         return Error::format("scan report: {}", e.what());

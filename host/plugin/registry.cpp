@@ -2,6 +2,7 @@
 // host/plugin/registry.cpp
 #include "plugin/registry.h"
 
+#include <fmt/format.h>
 #include <dlfcn.h>
 
 #include <algorithm>

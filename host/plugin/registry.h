@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "common/error.h"
 #include "ops/custom_op.h"
@@ -84,7 +84,7 @@ struct PluginRecord {
     // it now) or "cached" (an earlier scan of the same file); and the scanner's
     // report (null when not scanned).
     std::string scan_origin = "in-process";
-    nlohmann::json scan_report;
+    std::shared_ptr<const nlohmann::json> scan_report;  // by pointer: this header needs only json_fwd
 };
 
 class Registry {

@@ -2,6 +2,8 @@
 // host/speculative/draft_model.cpp
 #include "speculative/draft_model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "common/log.h"

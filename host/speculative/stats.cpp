@@ -2,6 +2,7 @@
 // host/speculative/stats.cpp
 #include "speculative/stats.h"
 
+#include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
 namespace tdm {

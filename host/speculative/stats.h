@@ -4,7 +4,7 @@
 // position, mean accepted length, tokens per target pass, verify/draft time).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <string>
 #include <vector>

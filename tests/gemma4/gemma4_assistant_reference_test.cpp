@@ -18,6 +18,7 @@
 #include "support/gemma4_reference.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>

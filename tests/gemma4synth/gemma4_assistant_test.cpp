@@ -13,6 +13,8 @@
 #include "gemma4/synth/gemma4_assistant.h"
 #include "support/fixtures.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>

@@ -10,6 +10,8 @@
 #include "gemma4/synth/gemma4_vocab.h"
 #include "support/fixtures.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <filesystem>
 

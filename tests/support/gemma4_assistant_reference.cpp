@@ -7,6 +7,8 @@
 
 #include "common/quant.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>

@@ -11,6 +11,8 @@
 #include "common/fp16.h"
 #include "common/quant.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <limits>
 

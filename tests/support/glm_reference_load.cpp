@@ -10,6 +10,9 @@
 
 #include "common/quant.h"
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include <numeric>
 
 namespace tdm::ref {

@@ -9,6 +9,9 @@
 
 #include "common/quant.h"
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 
 namespace tdm::ref {

@@ -5,6 +5,8 @@
 
 #include "common/quant.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 
 namespace tdm::ref {

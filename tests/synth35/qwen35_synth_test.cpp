@@ -12,6 +12,8 @@
 #include "tokenizer/vocab_gguf.h"
 #include "tokenizer/vocab_json.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
