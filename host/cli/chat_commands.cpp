@@ -7,7 +7,7 @@
 namespace tdm::cli {
 namespace {
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_blanks(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
     return s;
@@ -15,16 +15,16 @@ std::string_view trim(std::string_view s) {
 
 // "/name rest" -> {"/name", "rest"}
 std::pair<std::string_view, std::string_view> split(std::string_view line) {
-    line = trim(line);
+    line = trim_blanks(line);
     const size_t sp = line.find_first_of(" \t");
     if (sp == std::string_view::npos) return {line, {}};
-    return {line.substr(0, sp), trim(line.substr(sp))};
+    return {line.substr(0, sp), trim_blanks(line.substr(sp))};
 }
 
 }  // namespace
 
 bool ChatCommands::is_command(std::string_view line) {
-    line = trim(line);
+    line = trim_blanks(line);
     return !line.empty() && line.front() == '/';
 }
 

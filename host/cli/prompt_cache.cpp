@@ -13,7 +13,7 @@
 namespace tdm::cli {
 
 namespace {
-double ms_since(std::chrono::steady_clock::time_point t0) {
+double elapsed_ms(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 }  // namespace
@@ -32,7 +32,7 @@ uint32_t PromptCache::restore(const Model& model, KvPool& kv, int seq, std::span
     if (!S_ISREG(st.st_mode)) writable_ = false;
     const auto t0 = std::chrono::steady_clock::now();
     auto loaded = load_sequence_state(report_.path, model, kv, seq, drafters);
-    report_.restore_ms = ms_since(t0);
+    report_.restore_ms = elapsed_ms(t0);
     if (!loaded.ok()) {
         report_.refused = loaded.error().message();
         std::fprintf(stderr, "tandem: warning: prompt cache %s; prefilling the whole prompt\n", report_.refused.c_str());
@@ -58,7 +58,7 @@ std::function<Status(uint32_t)> PromptCache::save_hook(const Model& model, const
     return [this, &model, &kv, seq, prompt, drafters](uint32_t n_kv) -> Status {
         const auto t0 = std::chrono::steady_clock::now();
         auto saved = save_sequence_state(report_.path, model, kv, seq, prompt.first(n_kv), drafters);
-        report_.save_ms = ms_since(t0);
+        report_.save_ms = elapsed_ms(t0);
         if (!saved.ok()) {
             // the generation goes on: the cache is an optimisation
             report_.save_error = saved.error().message();

@@ -9,14 +9,14 @@
 namespace tdm {
 namespace {
 
-constexpr double kDecay = 0.95;      // weight of a pass halves after ~14 passes
+constexpr double kDecayBatchBudget = 0.95;      // weight of a pass halves after ~14 passes
 constexpr double kShapeDecay = 0.7;  // per shape: a shape's time follows the context's growth
 // Drafts must promise at least 5% more tokens per ms than the pass without them. A draft
 // row also costs what the cost table does not see (its logits row read back and sampled,
 // the drafter's bookkeeping), and where a row costs about what its token is worth (a
 // compute-bound CPU device with many sequences) smaller promises measured slower
 // (docs/BENCHMARKS.md, tandem serve).
-constexpr double kMinGain = 1.05;
+constexpr double kMinGainBatchBudget = 1.05;
 
 }  // namespace
 
@@ -25,11 +25,11 @@ void PassCostModel::observe(uint32_t rows, uint32_t outputs, double ms) {
     if (s.seen++ == 0) return;  // the graph was built in this one
     s.ms = s.seen == 2 ? ms : kShapeDecay * s.ms + (1 - kShapeDecay) * ms;
     const double x = double(rows);
-    w_ = w_ * kDecay + 1;
-    x_ = x_ * kDecay + x;
-    y_ = y_ * kDecay + ms;
-    xx_ = xx_ * kDecay + x * x;
-    xy_ = xy_ * kDecay + x * ms;
+    w_ = w_ * kDecayBatchBudget + 1;
+    x_ = x_ * kDecayBatchBudget + x;
+    y_ = y_ * kDecayBatchBudget + ms;
+    xx_ = xx_ * kDecayBatchBudget + x * x;
+    xy_ = xy_ * kDecayBatchBudget + x * ms;
     ++seen_;
 }
 
@@ -73,7 +73,7 @@ std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_r
         if (candidates[i].k_cap > 0) next.push({std::clamp(candidates[i].acceptance, 0.0, 0.999), i});
     std::vector<size_t> order;  // candidate of the d-th draft
     double tokens = base_tokens, host_ms = 0;
-    double best_rate = base_tokens / base_ms * kMinGain;
+    double best_rate = base_tokens / base_ms * kMinGainBatchBudget;
     size_t best_d = 0;
     std::vector<uint32_t> depth(candidates.size(), 0);
     while (!next.empty()) {

@@ -19,7 +19,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // "▁"
+constexpr std::string_view kSpaceMarkVocabJson = "\xE2\x96\x81";  // "▁"
 
 // Ids are dense in real files; the gaps a file may leave (filled with [PAD<id>] tokens) are
 // bounded, so that a few bytes naming id 16,000,000 cannot make the loader allocate and index
@@ -149,12 +149,12 @@ Status read_byte_level_pipeline(const json& j, Vocab& v) {
 // Normalizer, pre-tokenizer and decoder of a byte-fallback BPE tokenizer (§4.2).
 Status read_spm_pipeline(const json& j, Vocab& v) {
     const json* norm = member(j, "normalizer");
-    if (is_replace(norm, " ", kSpaceMark)) {
+    if (is_replace(norm, " ", kSpaceMarkVocabJson)) {
         v.add_space_prefix = false;
     } else if (type_of(norm) == "Sequence" && member(*norm, "normalizers") &&
                (*norm)["normalizers"].size() == 2 && type_of(&(*norm)["normalizers"][0]) == "Prepend" &&
-               (*norm)["normalizers"][0].value("prepend", "") == kSpaceMark &&
-               is_replace(&(*norm)["normalizers"][1], " ", kSpaceMark)) {
+               (*norm)["normalizers"][0].value("prepend", "") == kSpaceMarkVocabJson &&
+               is_replace(&(*norm)["normalizers"][1], " ", kSpaceMarkVocabJson)) {
         v.add_space_prefix = true;  // Llama 2 style dummy prefix
     } else {
         return Error::format("{}: byte-fallback BPE with normalizer '{}' is not supported (Replace ' ' -> "
@@ -173,7 +173,7 @@ Status read_spm_pipeline(const json& j, Vocab& v) {
 
     const json* dec = member(j, "decoder");
     const json* list = type_of(dec) == "Sequence" ? member(*dec, "decoders") : nullptr;
-    bool ok = list && list->is_array() && list->size() >= 3 && is_replace(&(*list)[0], kSpaceMark, " ") &&
+    bool ok = list && list->is_array() && list->size() >= 3 && is_replace(&(*list)[0], kSpaceMarkVocabJson, " ") &&
               type_of(&(*list)[1]) == "ByteFallback" && type_of(&(*list)[2]) == "Fuse";
     bool strip = ok && list->size() == 4 && type_of(&(*list)[3]) == "Strip" &&
                  (*list)[3].value("content", "") == " " && (*list)[3].value("start", 0) == 1 &&

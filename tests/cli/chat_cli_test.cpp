@@ -32,16 +32,16 @@
 namespace tdm {
 namespace {
 
-const std::string& dir() {
+const std::string& dir_chat_cli() {
     static const std::string d = test::make_temp_dir("chat-cli");
     return d;
 }
 
-const std::string& model(const std::string& name) { return cli_test_model(dir(), name); }
+const std::string& model(const std::string& name) { return cli_test_model(dir_chat_cli(), name); }
 
 // Runs `tandem chat ARGS` with `input` on stdin (a file: not a terminal).
 CliRun chat(const std::vector<std::string>& args, const std::string& input) {
-    const std::string in = dir() + "/input.txt";
+    const std::string in = dir_chat_cli() + "/input.txt";
     std::ofstream(in, std::ios::binary) << input;
     std::vector<std::string> all = {"chat"};
     all.insert(all.end(), args.begin(), args.end());
@@ -72,7 +72,7 @@ nlohmann::json run_on(const std::string& model_path, const std::string& template
     for (const Message& m : conversation) msgs.push_back({m.role, m.content});
     auto text = t->apply(msgs, true);
     EXPECT_TRUE(text.ok());
-    const std::string file = dir() + "/prompt.txt";
+    const std::string file = dir_chat_cli() + "/prompt.txt";
     std::ofstream(file, std::ios::binary) << *text;
     std::vector<std::string> args = {"run", "-m", model_path, "-f", file, "--output-format", "json"};
     args.insert(args.end(), options.begin(), options.end());
@@ -250,8 +250,8 @@ struct Child {
 
 Child spawn_chat(const std::vector<std::string>& args) {
     Child c;
-    c.out = dir() + "/sigint.out";
-    c.err = dir() + "/sigint.err";
+    c.out = dir_chat_cli() + "/sigint.out";
+    c.err = dir_chat_cli() + "/sigint.err";
     // created before the child runs, so that the parent can read them at once
     std::ofstream(c.out).flush();
     std::ofstream(c.err).flush();

@@ -18,14 +18,14 @@
 namespace tdm {
 namespace {
 
-const std::string& dir() {
+const std::string& dir_cli_options_e2e() {
     static const std::string d = test::make_temp_dir("cli-options");
     return d;
 }
 
-const std::string& tiny_model() {
+const std::string& tiny_model_cli_options_e2e() {
     static const std::string path = [] {
-        const std::string p = dir() + "/tiny.gguf";
+        const std::string p = dir_cli_options_e2e() + "/tiny.gguf";
         auto shape = synth::qwen3_preset("tiny");
         synth::Qwen3SynthOptions o;
         o.weight_type = DType::F16;
@@ -35,8 +35,8 @@ const std::string& tiny_model() {
     return path;
 }
 
-std::string write_text(const std::string& name, const std::string& text) {
-    const std::string p = dir() + "/" + name;
+std::string write_text_cli_options_e2e(const std::string& name, const std::string& text) {
+    const std::string p = dir_cli_options_e2e() + "/" + name;
     std::ofstream(p, std::ios::binary) << text;
     return p;
 }
@@ -65,15 +65,15 @@ TEST(CliOptions, out_of_range_and_unknown_values_are_usage_errors_naming_the_opt
 }
 
 TEST(CliOptions, a_context_of_one_token_is_refused_with_the_minimum) {
-    CliRun r = tandem({"run", "-m", tiny_model(), "-c", "1", "--prompt-tokens", "1"});
+    CliRun r = tandem({"run", "-m", tiny_model_cli_options_e2e(), "-c", "1", "--prompt-tokens", "1"});
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_TRUE(r.has("-c (model.n_ctx): 1 is below the minimum 16 (one KV block")) << r.err;
 }
 
 TEST(CliOptions, a_missing_plugin_path_is_refused_and_an_unknown_disabled_plugin_is_named) {
-    CliRun r = tandem({"plugins", "--plugin-path", dir() + "/no-such-dir"});
+    CliRun r = tandem({"plugins", "--plugin-path", dir_cli_options_e2e() + "/no-such-dir"});
     EXPECT_EQ(r.status, 1);
-    EXPECT_TRUE(r.has("--plugin-path: directory '" + dir() + "/no-such-dir' does not exist")) << r.err;
+    EXPECT_TRUE(r.has("--plugin-path: directory '" + dir_cli_options_e2e() + "/no-such-dir' does not exist")) << r.err;
     r = tandem({"plugins", "--plugin-disable", "qwen-nextn-typo"}, "TANDEM_LOG=warn");
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_TRUE(r.has("no plugin named 'qwen-nextn-typo' was found")) << r.err;
@@ -84,7 +84,7 @@ TEST(CliOptions, a_missing_plugin_path_is_refused_and_an_unknown_disabled_plugin
 }
 
 TEST(CliOptions, draft_vocab_above_the_vocabulary_is_refused) {
-    CliRun r = tandem({"run", "-m", tiny_model(), "--prompt-tokens", "1,2", "-n", "2", "--spec-type", "ngram-simple",
+    CliRun r = tandem({"run", "-m", tiny_model_cli_options_e2e(), "--prompt-tokens", "1,2", "-n", "2", "--spec-type", "ngram-simple",
                        "--draft-vocab", "100000"});
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_TRUE(r.has("--draft-vocab ([speculative] draft_vocab): 100000 is larger than the model's vocabulary of 512"))
@@ -92,7 +92,7 @@ TEST(CliOptions, draft_vocab_above_the_vocabulary_is_refused) {
 }
 
 TEST(CliOptions, model_path_from_the_config_file_runs_without_minus_m) {
-    const std::string cfg = write_text("model.toml", "[model]\npath = \"" + tiny_model() + "\"\n");
+    const std::string cfg = write_text_cli_options_e2e("model.toml", "[model]\npath = \"" + tiny_model_cli_options_e2e() + "\"\n");
     CliRun r = tandem({"--config", cfg, "run", "--prompt-tokens", "1,2,3", "-n", "3", "--temp", "0", "--ignore-eos",
                        "--output-format", "json"});
     ASSERT_EQ(r.status, 0) << r.err;
@@ -100,14 +100,14 @@ TEST(CliOptions, model_path_from_the_config_file_runs_without_minus_m) {
     r = tandem({"--config", cfg, "tokenize", "--ids", "hello"});
     EXPECT_EQ(r.status, 0) << r.err;
     // no model anywhere: the message says both ways of giving one
-    r = tandem({"--config", write_text("empty.toml", ""), "run", "--prompt-tokens", "1"});
+    r = tandem({"--config", write_text_cli_options_e2e("empty.toml", ""), "run", "--prompt-tokens", "1"});
     EXPECT_EQ(r.status, 1);
     EXPECT_TRUE(r.has("no model given: use -m FILE")) << r.err;
     EXPECT_TRUE(r.has("[model] path")) << r.err;
 }
 
 TEST(CliOptions, an_hf_directory_says_whether_config_json_is_missing_not_json_or_lacks_model_type) {
-    const std::string hf = dir() + "/hf";
+    const std::string hf = dir_cli_options_e2e() + "/hf";
     ASSERT_EQ(tandem({"synth", "--type", "f32", "--format", "hf", "-o", hf}).status, 0);
     const std::string config = hf + "/config.json";
     std::filesystem::remove(config);

@@ -14,14 +14,14 @@
 namespace tdm {
 namespace {
 
-const std::string& dir() {
+const std::string& dir_drafter_weight_check() {
     static const std::string d = test::make_temp_dir("drafter-weights");
     return d;
 }
 
 // `tandem synth` of `arch` with `tensor`'s element 2 set to NaN.
 std::string synth_with_nan(const std::string& arch, const std::string& tensor) {
-    const std::string clean = dir() + "/" + arch + ".gguf", bad = dir() + "/" + arch + "-" + tensor + ".gguf";
+    const std::string clean = dir_drafter_weight_check() + "/" + arch + ".gguf", bad = dir_drafter_weight_check() + "/" + arch + "-" + tensor + ".gguf";
     CliRun r = tandem({"synth", "--arch", arch, "--type", "f16", "-o", clean});
     EXPECT_EQ(r.status, 0) << r.err;
     test::GgufEdit e;
@@ -54,7 +54,7 @@ TEST(DrafterWeightCheck, an_mtp_head_with_a_nan_weight_is_refused_unless_the_che
 }
 
 TEST(DrafterWeightCheck, a_draft_model_with_a_nan_weight_follows_the_same_switch) {
-    const std::string target = dir() + "/target.gguf";
+    const std::string target = dir_drafter_weight_check() + "/target.gguf";
     ASSERT_EQ(tandem({"synth", "--arch", "qwen3", "--type", "f16", "-o", target}).status, 0);
     const std::string draft = synth_with_nan("qwen3", "blk.0.attn_norm.weight");
     CliRun plain = tandem({"run", "-m", target, "-p", "Hi", "-n", "4", "--temp", "0"});

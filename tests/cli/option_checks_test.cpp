@@ -35,7 +35,7 @@ cli::EnvLookup no_env() {
 }
 
 // tandem's own table, with an empty config file unless the words name one.
-Result<cli::ParsedArgs> parse(std::vector<std::string> words) {
+Result<cli::ParsedArgs> parse_option_checks(std::vector<std::string> words) {
     if (std::find(words.begin(), words.end(), "--config") == words.end()) {
         words.push_back("--config");
         words.push_back(write_config("empty.toml", ""));
@@ -44,7 +44,7 @@ Result<cli::ParsedArgs> parse(std::vector<std::string> words) {
 }
 
 Result<Config> merged(std::vector<std::string> words) {
-    auto a = parse(std::move(words));
+    auto a = parse_option_checks(std::move(words));
     if (!a.ok()) return a.take_error();
     // merged_config keeps no reference to the arguments
     return cli::merged_config(*a);
@@ -163,32 +163,32 @@ TEST(TandemOptions, every_integer_option_states_the_range_its_consumer_holds) {
 }
 
 TEST(TandemOptions, values_that_used_to_wrap_at_32_bits_are_refused) {
-    EXPECT_TRUE(fails_with(parse({"run", "-c", "4294967296"}), "-c: 4294967296 is out of range (allowed: 0 to 2147483647)"));
-    EXPECT_TRUE(fails_with(parse({"run", "-c", "2147483648"}), "-c: 2147483648 is out of range"));
-    EXPECT_TRUE(fails_with(parse({"run", "-n", "4294967296"}), "-n: 4294967296 is out of range (allowed: -1 to"));
-    EXPECT_TRUE(fails_with(parse({"run", "--top-k", "4294967296"}), "--top-k: 4294967296 is out of range"));
-    EXPECT_TRUE(fails_with(parse({"run", "-b", "0"}), "-b: 0 is out of range (allowed: 1 to"));
-    EXPECT_TRUE(fails_with(parse({"run", "--draft-max", "5000"}), "--draft-max: 5000 is out of range (allowed: 1 to 1024)"));
-    EXPECT_TRUE(fails_with(parse({"run", "--prompt-tokens", "1,4294967296"}), "4294967296 in the list is out of range"));
-    EXPECT_TRUE(fails_with(parse({"bench", "ops", "--iterations", "0"}), "--iterations: 0 is out of range"));
-    EXPECT_TRUE(fails_with(parse({"synth", "-o", "x", "--layers", "4096"}), "--layers: 4096 is out of range (allowed: 1 to 1024)"));
+    EXPECT_TRUE(fails_with(parse_option_checks({"run", "-c", "4294967296"}), "-c: 4294967296 is out of range (allowed: 0 to 2147483647)"));
+    EXPECT_TRUE(fails_with(parse_option_checks({"run", "-c", "2147483648"}), "-c: 2147483648 is out of range"));
+    EXPECT_TRUE(fails_with(parse_option_checks({"run", "-n", "4294967296"}), "-n: 4294967296 is out of range (allowed: -1 to"));
+    EXPECT_TRUE(fails_with(parse_option_checks({"run", "--top-k", "4294967296"}), "--top-k: 4294967296 is out of range"));
+    EXPECT_TRUE(fails_with(parse_option_checks({"run", "-b", "0"}), "-b: 0 is out of range (allowed: 1 to"));
+    EXPECT_TRUE(fails_with(parse_option_checks({"run", "--draft-max", "5000"}), "--draft-max: 5000 is out of range (allowed: 1 to 1024)"));
+    EXPECT_TRUE(fails_with(parse_option_checks({"run", "--prompt-tokens", "1,4294967296"}), "4294967296 in the list is out of range"));
+    EXPECT_TRUE(fails_with(parse_option_checks({"bench", "ops", "--iterations", "0"}), "--iterations: 0 is out of range"));
+    EXPECT_TRUE(fails_with(parse_option_checks({"synth", "-o", "x", "--layers", "4096"}), "--layers: 4096 is out of range (allowed: 1 to 1024)"));
 }
 
 TEST(TandemOptions, n_predict_takes_minus_one_for_unlimited_and_refuses_other_negatives) {
-    auto a = parse({"run", "-n", "-1"});
+    auto a = parse_option_checks({"run", "-n", "-1"});
     ASSERT_TRUE(a.ok()) << a.error().message();
     EXPECT_EQ(a->get_int("n-predict"), -1);
-    EXPECT_TRUE(fails_with(parse({"run", "-n", "-5"}), "-n: -5 is out of range (allowed: -1 to 2147483647)"));
+    EXPECT_TRUE(fails_with(parse_option_checks({"run", "-n", "-5"}), "-n: -5 is out of range (allowed: -1 to 2147483647)"));
 }
 
 TEST(TandemOptions, unknown_enum_words_are_refused_with_the_accepted_ones) {
-    EXPECT_TRUE(fails_with(parse({"run", "--output-format", "xml"}), "'xml' is not one of: text, json"));
+    EXPECT_TRUE(fails_with(parse_option_checks({"run", "--output-format", "xml"}), "'xml' is not one of: text, json"));
     for (const char* cmd : {"info", "tokenize", "plugins", "devices"})
-        EXPECT_TRUE(fails_with(parse({cmd, "--output-format", "yaml"}), "is not one of: text, json")) << cmd;
-    EXPECT_TRUE(fails_with(parse({"run", "--kv-type", "q8_0"}), "--kv-type: 'q8_0' is not one of: f16, f32"));
-    EXPECT_TRUE(fails_with(parse({"run", "--mtp-hidden", "prenorm"}), "is not one of: post-norm, pre-norm"));
-    EXPECT_TRUE(fails_with(parse({"bench", "spec", "--prompt-kind", "lists"}), "is not one of: random, listing, list"));
-    EXPECT_TRUE(fails_with(parse({"devices", "--log-level", "verbose"}), "is not one of: trace, debug, info"));
+        EXPECT_TRUE(fails_with(parse_option_checks({cmd, "--output-format", "yaml"}), "is not one of: text, json")) << cmd;
+    EXPECT_TRUE(fails_with(parse_option_checks({"run", "--kv-type", "q8_0"}), "--kv-type: 'q8_0' is not one of: f16, f32"));
+    EXPECT_TRUE(fails_with(parse_option_checks({"run", "--mtp-hidden", "prenorm"}), "is not one of: post-norm, pre-norm"));
+    EXPECT_TRUE(fails_with(parse_option_checks({"bench", "spec", "--prompt-kind", "lists"}), "is not one of: random, listing, list"));
+    EXPECT_TRUE(fails_with(parse_option_checks({"devices", "--log-level", "verbose"}), "is not one of: trace, debug, info"));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -245,7 +245,7 @@ TEST(MergedConfig, model_path_and_chat_come_from_the_config_file_and_the_command
     EXPECT_EQ(c->model.path, "typed.gguf");
     EXPECT_FALSE(c->model.chat);
     // run no longer insists on -m at parse time: the config can name the model
-    EXPECT_TRUE(parse({"run", "-p", "hi"}).ok());
+    EXPECT_TRUE(parse_option_checks({"run", "-p", "hi"}).ok());
 }
 
 TEST(MergedConfig, toml_integers_beyond_their_setting_are_refused_with_the_limit_never_wrapped) {

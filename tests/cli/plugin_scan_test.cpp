@@ -166,7 +166,7 @@ TEST(PluginScan, corrupt_cache_is_ignored_and_rewritten) {
 
 // ------------------------------------------------------------------ the CLI
 
-const std::string& tiny_model() {
+const std::string& tiny_model_plugin_scan() {
     static const std::string path = [] {
         const std::string p = test::make_temp_dir("scan-model") + "/tiny.gguf";
         auto shape = synth::qwen3_preset("tiny");
@@ -212,7 +212,7 @@ TEST(PluginScanCli, plugins_lists_each_broken_plugin_with_its_reason) {
 
 TEST(PluginScanCli, run_works_beside_broken_plugins_and_a_second_run_spawns_no_scanner) {
     const std::string env = hostile_env(test::make_temp_dir("scan-xdg"));
-    const std::vector<std::string> run = {"run", "-m", tiny_model(), "--prompt-tokens", "1,2,3", "-n", "3",
+    const std::vector<std::string> run = {"run", "-m", tiny_model_plugin_scan(), "--prompt-tokens", "1,2,3", "-n", "3",
                                           "--temp", "0", "--ignore-eos", "--log-level", "debug"};
     CliRun r = tandem(run, env);
     ASSERT_EQ(r.status, 0) << r.err;

@@ -28,12 +28,12 @@ namespace {
 using nlohmann::json;
 using test::ServeProcess;
 
-const std::string& dir() {
+const std::string& dir_serve() {
     static const std::string d = test::make_temp_dir("serve-cli");
     return d;
 }
 
-const std::string& model(const std::string& name) { return cli_test_model(dir(), name); }
+const std::string& model_serve(const std::string& name) { return cli_test_model(dir_serve(), name); }
 
 std::string run_text(const std::vector<std::string>& extra) {
     std::vector<std::string> args = {"run", "--temp", "0", "--ignore-eos", "--output-format", "json"};
@@ -140,9 +140,9 @@ std::string streamed_text(const std::vector<std::string>& events, bool chat, jso
 }
 
 TEST(Serve, completions_give_the_tokens_of_tandem_run_whole_and_streamed) {
-    ServeProcess server({"-m", model("qwen3"), "--temp", "0"});
+    ServeProcess server({"-m", model_serve("qwen3"), "--temp", "0"});
     ASSERT_TRUE(server.started()) << server.log();
-    const std::string expected = run_text({"-m", model("qwen3"), "-p", "Hello there", "-n", "12"});
+    const std::string expected = run_text({"-m", model_serve("qwen3"), "-p", "Hello there", "-n", "12"});
     ASSERT_FALSE(expected.empty());
 
     const std::string body = R"({"prompt": "Hello there", "max_tokens": 12, "ignore_eos": true)";
@@ -164,9 +164,9 @@ TEST(Serve, completions_give_the_tokens_of_tandem_run_whole_and_streamed) {
 }
 
 TEST(Serve, chat_completions_use_the_template_and_resume_the_conversation) {
-    ServeProcess server({"-m", model("qwen3"), "--temp", "0"});
+    ServeProcess server({"-m", model_serve("qwen3"), "--temp", "0"});
     ASSERT_TRUE(server.started()) << server.log();
-    const std::string expected = run_text({"-m", model("qwen3"), "--chat", "-p", "Hi", "-n", "8"});
+    const std::string expected = run_text({"-m", model_serve("qwen3"), "--chat", "-p", "Hi", "-n", "8"});
     Reply first = post(server.port(), "/v1/chat/completions",
                        R"({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8, "ignore_eos": true})");
     ASSERT_EQ(first.status, 200) << first.raw;
@@ -187,7 +187,7 @@ TEST(Serve, chat_completions_use_the_template_and_resume_the_conversation) {
 }
 
 TEST(Serve, speculative_and_plain_requests_give_the_same_tokens) {
-    ServeProcess server({"-m", model("qwen35"), "--temp", "0"});  // its MTP head drafts by default
+    ServeProcess server({"-m", model_serve("qwen35"), "--temp", "0"});  // its MTP head drafts by default
     ASSERT_TRUE(server.started()) << server.log();
     EXPECT_NE(server.log().find("speculative decoding: mtp"), std::string::npos) << server.log();
     const std::string base = R"({"prompt": "The cat sat on the", "max_tokens": 16, "ignore_eos": true)";
@@ -211,7 +211,7 @@ TEST(Serve, speculative_and_plain_requests_give_the_same_tokens) {
 }
 
 TEST(Serve, bad_requests_get_openai_errors_and_the_server_keeps_serving) {
-    ServeProcess server({"-m", model("qwen3"), "--temp", "0", "-c", "64", "--max-body", "4096"});
+    ServeProcess server({"-m", model_serve("qwen3"), "--temp", "0", "-c", "64", "--max-body", "4096"});
     ASSERT_TRUE(server.started()) << server.log();
     const int port = server.port();
     struct Case {
@@ -274,7 +274,7 @@ TEST(Serve, bad_requests_get_openai_errors_and_the_server_keeps_serving) {
 }
 
 TEST(Serve, an_api_key_guards_everything_but_health) {
-    ServeProcess server({"-m", model("qwen3"), "--api-key", "s3cret"});
+    ServeProcess server({"-m", model_serve("qwen3"), "--api-key", "s3cret"});
     ASSERT_TRUE(server.started()) << server.log();
     const std::string body = R"({"prompt": "Hi", "max_tokens": 1})";
     Reply none = post(server.port(), "/v1/completions", body);
@@ -294,7 +294,7 @@ TEST(Serve, an_api_key_guards_everything_but_health) {
 // A long stream holds the one place; with no queue, a second request is refused at once. The
 // client then hangs up, which must stop the generation and free the model for the next.
 TEST(Serve, overload_is_503_and_a_client_hanging_up_frees_the_model) {
-    ServeProcess server({"-m", model("qwen3"), "--parallel", "1", "--queue", "0", "-c", "4096"});
+    ServeProcess server({"-m", model_serve("qwen3"), "--parallel", "1", "--queue", "0", "-c", "4096"});
     ASSERT_TRUE(server.started()) << server.log();
     const int port = server.port();
     std::promise<void> first_chunk;
@@ -340,7 +340,7 @@ TEST(Serve, overload_is_503_and_a_client_hanging_up_frees_the_model) {
 }
 
 TEST(Serve, sigterm_finishes_the_running_request_then_exits) {
-    ServeProcess server({"-m", model("qwen3")});
+    ServeProcess server({"-m", model_serve("qwen3")});
     ASSERT_TRUE(server.started()) << server.log();
     const int port = server.port();
     std::promise<void> first_chunk;
@@ -370,9 +370,9 @@ TEST(Serve, sigterm_finishes_the_running_request_then_exits) {
 }
 
 TEST(Serve, a_port_in_use_is_refused_with_the_address) {
-    ServeProcess first({"-m", model("qwen3")});
+    ServeProcess first({"-m", model_serve("qwen3")});
     ASSERT_TRUE(first.started()) << first.log();
-    CliRun r = tandem({"serve", "-m", model("qwen3"), "--port", std::to_string(first.port())});
+    CliRun r = tandem({"serve", "-m", model_serve("qwen3"), "--port", std::to_string(first.port())});
     EXPECT_EQ(r.status, 1);
     EXPECT_TRUE(r.has("cannot listen on 127.0.0.1:" + std::to_string(first.port()))) << r.err;
 }
@@ -383,11 +383,11 @@ TEST(Serve, eight_parallel_streams_each_give_the_tokens_of_the_request_alone) {
     std::vector<std::string> prompts, expected;
     for (int i = 0; i < 8; ++i) {
         prompts.push_back(fmt::format("Request {} says {}", i, std::string(size_t(i + 1), 'a' + char(i))));
-        expected.push_back(run_text({"-m", model("qwen3"), "-p", prompts.back(), "-n", "24"}));
+        expected.push_back(run_text({"-m", model_serve("qwen3"), "-p", prompts.back(), "-n", "24"}));
         ASSERT_FALSE(expected.back().empty());
     }
     for (bool speculative : {false, true}) {
-        std::vector<std::string> args = {"-m", model("qwen3"), "--temp", "0", "--parallel", "8", "-c", "256"};
+        std::vector<std::string> args = {"-m", model_serve("qwen3"), "--temp", "0", "--parallel", "8", "-c", "256"};
         if (speculative) args.insert(args.end(), {"--spec-type", "ngram-simple", "--spec-ngram-size-n", "2", "--draft-max", "4"});
         ServeProcess server(args);
         ASSERT_TRUE(server.started()) << server.log();
@@ -419,10 +419,10 @@ TEST(Serve, more_work_than_the_kv_pool_holds_completes_correctly) {
     std::vector<std::string> prompts, expected;
     for (int i = 0; i < 6; ++i) {
         prompts.push_back(fmt::format("Long story number {} begins", i));
-        expected.push_back(run_text({"-m", model("qwen3"), "-p", prompts.back(), "-n", "80"}));
+        expected.push_back(run_text({"-m", model_serve("qwen3"), "-p", prompts.back(), "-n", "80"}));
     }
     // the tiny model's KV is 4 KiB per 16-token block: room for 10 blocks, 6 x 6 wanted
-    ServeProcess server({"-m", model("qwen3"), "--temp", "0", "--parallel", "4", "--kv-memory", "40KiB"});
+    ServeProcess server({"-m", model_serve("qwen3"), "--temp", "0", "--parallel", "4", "--kv-memory", "40KiB"});
     ASSERT_TRUE(server.started()) << server.log();
     std::vector<Reply> got(prompts.size());
     std::vector<std::thread> clients;
@@ -446,7 +446,7 @@ TEST(Serve, more_work_than_the_kv_pool_holds_completes_correctly) {
 // A system prompt shared by two requests is prefilled once: the second resumes it from the
 // first one's idle slot.
 TEST(Serve, a_shared_system_prompt_is_resumed_from_an_idle_slot) {
-    ServeProcess server({"-m", model("qwen3"), "--temp", "0", "--parallel", "2"});
+    ServeProcess server({"-m", model_serve("qwen3"), "--temp", "0", "--parallel", "2"});
     ASSERT_TRUE(server.started()) << server.log();
     const std::string system = "You are a careful assistant who answers in one short sentence, always.";
     auto ask = [&](const std::string& q) {
@@ -469,7 +469,7 @@ TEST(Serve, a_shared_system_prompt_is_resumed_from_an_idle_slot) {
 // logprobs: each token's log-probability and the most likely alternatives, in the legacy
 // completions form and the chat form; greedy picks the most likely token.
 TEST(Serve, logprobs_come_with_each_token) {
-    ServeProcess server({"-m", model("qwen3"), "--temp", "0"});
+    ServeProcess server({"-m", model_serve("qwen3"), "--temp", "0"});
     ASSERT_TRUE(server.started()) << server.log();
     Reply c = post(server.port(), "/v1/completions",
                    R"({"prompt": "Hello", "max_tokens": 6, "ignore_eos": true, "logprobs": 3})");
@@ -504,12 +504,12 @@ TEST(Serve, logprobs_come_with_each_token) {
 
 // The [server] section of the config file sets the server; the command line overrides it.
 TEST(Serve, the_server_section_of_the_config_file_applies_and_flags_override_it) {
-    const std::string cfg = dir() + "/serve.toml";
+    const std::string cfg = dir_serve() + "/serve.toml";
     {
         std::ofstream f(cfg);
         f << "[server]\nalias = \"from-config\"\napi_key = \"k1\"\nparallel = 2\n";
     }
-    ServeProcess server({"-m", model("qwen3"), "--config", cfg, "--api-key", "k2"});
+    ServeProcess server({"-m", model_serve("qwen3"), "--config", cfg, "--api-key", "k2"});
     ASSERT_TRUE(server.started()) << server.log();
     EXPECT_NE(server.log().find("2 slots of"), std::string::npos) << server.log();
     httplib::Client cli("127.0.0.1", server.port());
@@ -524,7 +524,7 @@ TEST(Serve, the_server_section_of_the_config_file_applies_and_flags_override_it)
 // --request-timeout bounds the generation: past it the answer is what was made so far,
 // with finish_reason "length", and the server counts it.
 TEST(Serve, a_generation_past_the_request_timeout_ends_with_what_it_made) {
-    ServeProcess server({"-m", model("qwen3"), "--temp", "0", "-c", "65536", "--request-timeout", "1"});
+    ServeProcess server({"-m", model_serve("qwen3"), "--temp", "0", "-c", "65536", "--request-timeout", "1"});
     ASSERT_TRUE(server.started()) << server.log();
     Reply r = post(server.port(), "/v1/completions",
                    R"({"prompt": "Once", "max_tokens": 60000, "ignore_eos": true})");
@@ -546,7 +546,7 @@ TEST(Serve, a_generation_past_the_request_timeout_ends_with_what_it_made) {
 // one JSON chunk followed by a blank line, the text of the chunks that of the whole answer,
 // and "data: [DONE]" last.
 TEST(Serve, curl_sees_server_sent_events_framed_as_openai_streams_them) {
-    ServeProcess server({"-m", model("qwen3"), "--temp", "0"});
+    ServeProcess server({"-m", model_serve("qwen3"), "--temp", "0"});
     ASSERT_TRUE(server.started()) << server.log();
     const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/v1/completions";
     const std::string body = R"({"prompt": "Hello", "max_tokens": 6, "ignore_eos": true, "stream": true})";

@@ -30,7 +30,7 @@ using g4::make_assistant;
 using g4::plugins;
 
 // A target and its assistant, written in one layout by the tests' writers.
-g4::AssistantPair write_pair(const std::string& preset, bool hf, const g4::AssistantBreak& brk = {}) {
+g4::AssistantPair write_pair_gemma4_assistant_e2e(const std::string& preset, bool hf, const g4::AssistantBreak& brk = {}) {
     const std::string dir = test::make_temp_dir("gemma4-asst");
     const g4::Preset tp = g4::preset(preset);
     const g4::Weights tw = g4::make_weights(tp, 31);
@@ -53,12 +53,12 @@ struct Case {
 class Gemma4Assistant : public test::DeviceTest, public ::testing::WithParamInterface<Case> {};
 
 TEST_P(Gemma4Assistant, drafts_equal_the_reference_after_every_accepted_count) {
-    g4::AssistantPair pair = write_pair(GetParam().preset, GetParam().hf);
+    g4::AssistantPair pair = write_pair_gemma4_assistant_e2e(GetParam().preset, GetParam().hf);
     g4::check_drafts_match_reference(pair, GetParam().name);
 }
 
 TEST_P(Gemma4Assistant, greedy_speculative_output_equals_plain_greedy_output) {
-    g4::AssistantPair pair = write_pair(GetParam().preset, GetParam().hf);
+    g4::AssistantPair pair = write_pair_gemma4_assistant_e2e(GetParam().preset, GetParam().hf);
     g4::check_speculative_equals_plain(pair, GetParam().name, 4);
 }
 
@@ -83,7 +83,7 @@ TEST_F(Gemma4AssistantBadInput, an_assistant_for_another_target_is_refused_namin
         {{.window_delta = 4}, {"sliding window is 12", "8"}},
     };
     for (const Bad& b : cases) {
-        g4::AssistantPair pair = write_pair("tiny-31b", false, b.brk);
+        g4::AssistantPair pair = write_pair_gemma4_assistant_e2e("tiny-31b", false, b.brk);
         ASSERT_TRUE(pair.kv);
         auto d = make_assistant(pair);
         ASSERT_FALSE(d.ok());
@@ -93,7 +93,7 @@ TEST_F(Gemma4AssistantBadInput, an_assistant_for_another_target_is_refused_namin
 }
 
 TEST_F(Gemma4AssistantBadInput, a_target_file_as_the_assistant_says_what_to_pass) {
-    g4::AssistantPair pair = write_pair("tiny-31b", false);
+    g4::AssistantPair pair = write_pair_gemma4_assistant_e2e("tiny-31b", false);
     ASSERT_TRUE(pair.kv);
     const DraftHeadEntry* e = plugins().find_draft_head("assistant", "gemma4");
     ASSERT_NE(e, nullptr);
@@ -103,7 +103,7 @@ TEST_F(Gemma4AssistantBadInput, a_target_file_as_the_assistant_says_what_to_pass
 }
 
 TEST_F(Gemma4AssistantBadInput, a_missing_assistant_tensor_is_named) {
-    g4::AssistantPair pair = write_pair("tiny-e2b", false, {.drop_tensor = "masked_embd_ordering.weight"});
+    g4::AssistantPair pair = write_pair_gemma4_assistant_e2e("tiny-e2b", false, {.drop_tensor = "masked_embd_ordering.weight"});
     ASSERT_TRUE(pair.kv);
     EXPECT_TRUE(test::fails_with(make_assistant(pair), "masked_embd_ordering.weight"));
 }

@@ -24,7 +24,7 @@ struct Files {
     std::string target, assistant;
 };
 
-Files write_pair(const char* preset, bool hf) {
+Files write_pair_gemma4_cli(const char* preset, bool hf) {
     const std::string dir = test::make_temp_dir("gemma4-cli");
     const g4::Preset tp = g4::preset(preset);
     const g4::AssistantPreset ap = g4::assistant_preset(preset);
@@ -47,7 +47,7 @@ nlohmann::json run_json(const std::vector<std::string>& extra, const Files& f) {
 
 TEST(Gemma4Cli, run_with_an_assistant_file_drafts_with_it_and_prints_plain_decodings_tokens) {
     for (bool hf : {false, true}) {
-        const Files f = write_pair(hf ? "tiny-31b" : "tiny-e2b", hf);
+        const Files f = write_pair_gemma4_cli(hf ? "tiny-31b" : "tiny-e2b", hf);
         const nlohmann::json plain = run_json({}, f);
         const nlohmann::json spec = run_json({"-md", f.assistant, "--draft-max", "3"}, f);
         ASSERT_TRUE(plain.contains("tokens") && spec.contains("tokens"));
@@ -88,7 +88,7 @@ TEST(Gemma4Cli, synth_writes_an_assistant_that_run_drafts_with_and_refuses_optio
 }
 
 TEST(Gemma4Cli, an_assistant_given_as_the_model_says_to_pass_it_with_md) {
-    const Files f = write_pair("tiny-31b", false);
+    const Files f = write_pair_gemma4_cli("tiny-31b", false);
     const CliRun r = tandem({"run", "-m", f.assistant, "--prompt-tokens", "2,3", "-n", "2"}, "TANDEM_LOG=off");
     EXPECT_NE(r.status, 0);
     EXPECT_TRUE(r.has("is a drafter, not a model")) << r.err;

@@ -52,7 +52,7 @@ using g4::Loaded;
 using g4::plugins;
 using g4::random_tokens;
 
-struct Case {
+struct CaseGemma4E2e {
     const char* name;
     const char* preset;
     bool hf;
@@ -61,7 +61,7 @@ struct Case {
 };
 
 // Writes the case's model; returns its path.
-std::string write_case(const Case& c, const g4::Weights& w, const std::string& dir) {
+std::string write_case(const CaseGemma4E2e& c, const g4::Weights& w, const std::string& dir) {
     g4::WriteOptions o;
     o.type = c.type;
     o.per_layer_config = c.per_layer_config;
@@ -69,10 +69,10 @@ std::string write_case(const Case& c, const g4::Weights& w, const std::string& d
     return c.hf ? g4::write_hf(p, w, dir + "/hf", o) : g4::write_gguf(p, w, dir + "/m.gguf", o);
 }
 
-class Gemma4EndToEnd : public test::DeviceTest, public ::testing::WithParamInterface<Case> {};
+class Gemma4EndToEnd : public test::DeviceTest, public ::testing::WithParamInterface<CaseGemma4E2e> {};
 
 TEST_P(Gemma4EndToEnd, vulkan_logits_and_greedy_tokens_match_the_reference) {
-    const Case c = GetParam();
+    const CaseGemma4E2e c = GetParam();
     const g4::Weights w = g4::make_weights(g4::preset(c.preset), 11, c.type);
     const std::string path = write_case(c, w, test::make_temp_dir("gemma4-e2e"));
     Loaded l = load(path, device(), pipelines());
@@ -118,13 +118,13 @@ TEST_P(Gemma4EndToEnd, vulkan_logits_and_greedy_tokens_match_the_reference) {
 
 INSTANTIATE_TEST_SUITE_P(
     FamiliesAndLayouts, Gemma4EndToEnd,
-    ::testing::Values(Case{"e2b_gguf_f32", "tiny-e2b", false, DType::F32, false},
-                      Case{"e2b_hf_bf16", "tiny-e2b", true, DType::BF16, false},
-                      Case{"e2b_hf_f16_per_layer_config", "tiny-e2b", true, DType::F16, true},
-                      Case{"31b_gguf_f16", "tiny-31b", false, DType::F16, false},
-                      Case{"31b_hf_bf16_per_layer_config", "tiny-31b", true, DType::BF16, true},
-                      Case{"26b_gguf_f32", "tiny-26b", false, DType::F32, false},
-                      Case{"26b_hf_bf16", "tiny-26b", true, DType::BF16, false}),
+    ::testing::Values(CaseGemma4E2e{"e2b_gguf_f32", "tiny-e2b", false, DType::F32, false},
+                      CaseGemma4E2e{"e2b_hf_bf16", "tiny-e2b", true, DType::BF16, false},
+                      CaseGemma4E2e{"e2b_hf_f16_per_layer_config", "tiny-e2b", true, DType::F16, true},
+                      CaseGemma4E2e{"31b_gguf_f16", "tiny-31b", false, DType::F16, false},
+                      CaseGemma4E2e{"31b_hf_bf16_per_layer_config", "tiny-31b", true, DType::BF16, true},
+                      CaseGemma4E2e{"26b_gguf_f32", "tiny-26b", false, DType::F32, false},
+                      CaseGemma4E2e{"26b_hf_bf16", "tiny-26b", true, DType::BF16, false}),
     [](const auto& p) { return std::string(p.param.name); });
 
 // Weights with relative noise `eps` on every tensor: a draft that agrees often, not always.

@@ -35,17 +35,17 @@ uint32_t next(uint32_t& seed) {
     return seed;
 }
 
-std::vector<float> noise(size_t n, uint32_t& seed) {
+std::vector<float> noise_gemma4_tiny_assistant(size_t n, uint32_t& seed) {
     std::vector<float> v(n);
     for (float& x : v) x = float(int32_t(next(seed))) / 2147483648.0f;  // [-1, 1)
     return v;
 }
 
-void check(const Status& s) {
+void check_gemma4_tiny_assistant(const Status& s) {
     if (!s.ok()) throw std::runtime_error(s.error().message());
 }
 
-std::vector<uint8_t> encode(const std::vector<float>& v, DType t) {
+std::vector<uint8_t> encode_gemma4_tiny_assistant(const std::vector<float>& v, DType t) {
     std::vector<uint8_t> out;
     if (t == DType::F32) {
         out.resize(v.size() * 4);
@@ -59,7 +59,7 @@ std::vector<uint8_t> encode(const std::vector<float>& v, DType t) {
 }
 
 // Full HF name -> GGUF name (spec/gemma4.md §3.2).
-std::string gguf_name(const std::string& hf) {
+std::string gguf_name_gemma4_tiny_assistant(const std::string& hf) {
     static const std::map<std::string, std::string> globals = {
         {"model.embed_tokens.weight", "token_embd.weight"},
         {"model.norm.weight", "output_norm.weight"},
@@ -125,7 +125,7 @@ AssistantWeights make_assistant_weights(const AssistantPreset& ap, uint32_t seed
     const Preset& p = ap.text;
     const int64_t Ha = p.n_embd, Hb = ap.n_embd_backbone, V = p.n_vocab;
     auto mat = [&](const std::string& name, std::vector<int64_t> shape, float s) {
-        std::vector<float> v = noise(size_t(shape[0] * shape[1]), seed);
+        std::vector<float> v = noise_gemma4_tiny_assistant(size_t(shape[0] * shape[1]), seed);
         for (float& x : v) x *= s;
         w[name] = Tensor{std::move(shape), std::move(v)};
     };
@@ -133,7 +133,7 @@ AssistantWeights make_assistant_weights(const AssistantPreset& ap, uint32_t seed
         mat(name, {rows, cols}, float(1.0 / std::sqrt(double(cols))));
     };
     auto vec = [&](const std::string& name, int64_t n, float center, float spread) {
-        std::vector<float> v = noise(size_t(n), seed);
+        std::vector<float> v = noise_gemma4_tiny_assistant(size_t(n), seed);
         for (float& x : v) x = center + spread * x;
         w[name] = Tensor{{n}, std::move(v)};
     };
@@ -206,17 +206,17 @@ std::string write_assistant_gguf(const AssistantPreset& ap, const AssistantWeigh
 
     auto put = [&](const std::string& name, std::vector<int64_t> ne, std::vector<uint8_t> bytes, DType t) {
         if (name == o.brk.drop_tensor) return;
-        check(g.add_tensor(name, uint32_t(t), std::move(ne), std::move(bytes)));
+        check_gemma4_tiny_assistant(g.add_tensor(name, uint32_t(t), std::move(ne), std::move(bytes)));
     };
     // rope_freqs as the target's: [1.0] * rotated slots + [1e30] * the rest.
     const int64_t rot = int64_t(p.factor * double(p.hd_full) / 2.0);
     std::vector<float> freqs(size_t(p.hd_full / 2), 1e30f);
     for (int64_t i = 0; i < rot; ++i) freqs[size_t(i)] = 1.0f;
-    put("rope_freqs.weight", {p.hd_full / 2}, encode(freqs, DType::F32), DType::F32);
+    put("rope_freqs.weight", {p.hd_full / 2}, encode_gemma4_tiny_assistant(freqs, DType::F32), DType::F32);
     for (const auto& [hf, t] : w.w) {
         const std::vector<int64_t> ne(t.shape.rbegin(), t.shape.rend());
         const DType type = t.shape.size() == 1 ? DType::F32 : o.type;
-        put(gguf_name(hf), ne, encode(t.data, type), type);
+        put(gguf_name_gemma4_tiny_assistant(hf), ne, encode_gemma4_tiny_assistant(t.data, type), type);
     }
     if (ap.ordered) {
         // Integer ids, never quantised (spec §3.4).
@@ -227,7 +227,7 @@ std::string write_assistant_gguf(const AssistantPreset& ap, const AssistantWeigh
         }
         put("masked_embd_ordering.weight", {int64_t(w.ordering.size())}, std::move(bytes), DType::I32);
     }
-    check(g.write_file(path));
+    check_gemma4_tiny_assistant(g.write_file(path));
     return path;
 }
 
@@ -282,13 +282,13 @@ std::string write_assistant_hf(const AssistantPreset& ap, const AssistantWeights
     st.add_metadata("format", "pt");
     const std::string dt = o.type == DType::BF16 ? "BF16" : o.type == DType::F16 ? "F16" : "F32";
     for (const auto& [hf, t] : w.w)
-        if (hf != o.brk.drop_tensor) check(st.add_tensor(hf, dt, t.shape, encode(t.data, o.type)));
+        if (hf != o.brk.drop_tensor) check_gemma4_tiny_assistant(st.add_tensor(hf, dt, t.shape, encode_gemma4_tiny_assistant(t.data, o.type)));
     if (ap.ordered && o.brk.drop_tensor != "masked_embedding.token_ordering") {
         std::vector<uint8_t> bytes(w.ordering.size() * 8);
         std::memcpy(bytes.data(), w.ordering.data(), bytes.size());
-        check(st.add_tensor("masked_embedding.token_ordering", "I64", {int64_t(w.ordering.size())}, std::move(bytes)));
+        check_gemma4_tiny_assistant(st.add_tensor("masked_embedding.token_ordering", "I64", {int64_t(w.ordering.size())}, std::move(bytes)));
     }
-    check(st.write_file(dir + "/model.safetensors"));
+    check_gemma4_tiny_assistant(st.write_file(dir + "/model.safetensors"));
     return dir;
 }
 

@@ -21,18 +21,18 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kEnv = "TANDEM_LOG=off";
+const std::string kEnvGlmOcrCli = "TANDEM_LOG=off";
 
 std::string synth(const std::vector<std::string>& extra, const std::string& name) {
     const std::string path = test::make_temp_dir("glmocrcli") + "/" + name;
     std::vector<std::string> args = {"synth", "--arch", "glm4", "-o", path};
     args.insert(args.end(), extra.begin(), extra.end());
-    const CliRun r = tandem(args, kEnv);
+    const CliRun r = tandem(args, kEnvGlmOcrCli);
     EXPECT_EQ(r.status, 0) << r.err;
     return path;
 }
 
-const std::string& vision_model() {
+const std::string& vision_model_glm_ocr_cli() {
     static const std::string m = synth({"--format", "hf", "--vision", "true"}, "hf");
     return m;
 }
@@ -46,13 +46,13 @@ CliRun ocr(const std::string& model, const std::vector<std::string>& files, cons
     std::vector<std::string> args = {"ocr", "-m", model, "-n", "12", "--ignore-eos"};
     args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), files.begin(), files.end());
-    return tandem(args, kEnv);
+    return tandem(args, kEnvGlmOcrCli);
 }
 
 TEST(GlmOcrCli, a_png_a_jpeg_and_a_two_page_pdf_become_text_plain_and_with_mtp_alike) {
-    const CliRun plain = ocr(vision_model(), three_files(), {"--output-format", "json"});
+    const CliRun plain = ocr(vision_model_glm_ocr_cli(), three_files(), {"--output-format", "json"});
     ASSERT_EQ(plain.status, 0) << plain.err;
-    const CliRun spec = ocr(vision_model(), three_files(), {"--output-format", "json", "--spec-type", "mtp"});
+    const CliRun spec = ocr(vision_model_glm_ocr_cli(), three_files(), {"--output-format", "json", "--spec-type", "mtp"});
     ASSERT_EQ(spec.status, 0) << spec.err;
     const json a = json::parse(plain.out, nullptr, false), b = json::parse(spec.out, nullptr, false);
     ASSERT_TRUE(a.is_object() && b.is_object()) << plain.out;
@@ -93,7 +93,7 @@ TEST(GlmOcrCli, a_png_a_jpeg_and_a_two_page_pdf_become_text_plain_and_with_mtp_a
 }
 
 TEST(GlmOcrCli, markdown_text_and_output_file) {
-    const CliRun md = ocr(vision_model(), three_files(), {});
+    const CliRun md = ocr(vision_model_glm_ocr_cli(), three_files(), {});
     ASSERT_EQ(md.status, 0) << md.err;
     size_t headings = 0;
     for (size_t at = md.out.find("## "); at != std::string::npos; at = md.out.find("\n## ", at + 1)) ++headings;
@@ -101,9 +101,9 @@ TEST(GlmOcrCli, markdown_text_and_output_file) {
     EXPECT_NE(md.out.find("two_pages.pdf, page 2"), std::string::npos);
     EXPECT_NE(md.err.find("image tokens"), std::string::npos) << md.err;  // per-page timings on stderr
 
-    const CliRun txt = ocr(vision_model(), three_files(), {"--output-format", "text"});
+    const CliRun txt = ocr(vision_model_glm_ocr_cli(), three_files(), {"--output-format", "text"});
     ASSERT_EQ(txt.status, 0) << txt.err;
-    const CliRun js = ocr(vision_model(), three_files(), {"--output-format", "json"});
+    const CliRun js = ocr(vision_model_glm_ocr_cli(), three_files(), {"--output-format", "json"});
     const json pages = json::parse(js.out, nullptr, false)["pages"];
     ASSERT_EQ(pages.size(), 4u);
     std::string want;  // pages separated by form feeds, as pdftotext does
@@ -111,7 +111,7 @@ TEST(GlmOcrCli, markdown_text_and_output_file) {
     EXPECT_EQ(txt.out, want);
 
     const std::string path = test::make_temp_dir("ocrout") + "/out.json";
-    const CliRun file = ocr(vision_model(), {three_files()[0]}, {"--output-format", "json", "-o", path});
+    const CliRun file = ocr(vision_model_glm_ocr_cli(), {three_files()[0]}, {"--output-format", "json", "-o", path});
     ASSERT_EQ(file.status, 0) << file.err;
     EXPECT_TRUE(file.out.empty()) << file.out;
     const json j = json::parse(test::read_file(path), nullptr, false);
@@ -125,7 +125,7 @@ TEST(GlmOcrCli, the_config_files_ocr_section_sets_the_defaults) {
         std::ofstream f(dir + "/tandem.toml");
         f << "[ocr]\noutput_format = \"json\"\ntask = \"table\"\n";
     }
-    const CliRun r = ocr(vision_model(), {three_files()[0]}, {"--config", dir + "/tandem.toml"});
+    const CliRun r = ocr(vision_model_glm_ocr_cli(), {three_files()[0]}, {"--config", dir + "/tandem.toml"});
     ASSERT_EQ(r.status, 0) << r.err;
     const json j = json::parse(r.out, nullptr, false);
     ASSERT_TRUE(j.is_object()) << r.out;
@@ -134,17 +134,17 @@ TEST(GlmOcrCli, the_config_files_ocr_section_sets_the_defaults) {
     EXPECT_EQ(j["pages"].size(), 1u);
 
     std::ofstream(dir + "/bad.toml") << "[ocr]\npdf_dpi = 5\n";
-    const CliRun bad = ocr(vision_model(), {three_files()[0]}, {"--config", dir + "/bad.toml"});
+    const CliRun bad = ocr(vision_model_glm_ocr_cli(), {three_files()[0]}, {"--config", dir + "/bad.toml"});
     EXPECT_NE(bad.status, 0);
     EXPECT_TRUE(bad.has("ocr.pdf_dpi")) << bad.err;
     // each page's context: [ocr] n_ctx, unless -c is given
     std::ofstream(dir + "/small.toml") << "[ocr]\nn_ctx = 32\n";
-    const CliRun small = ocr(vision_model(), {three_files()[0]}, {"--config", dir + "/small.toml"});
+    const CliRun small = ocr(vision_model_glm_ocr_cli(), {three_files()[0]}, {"--config", dir + "/small.toml"});
     EXPECT_EQ(small.status, 1);
     EXPECT_TRUE(small.has("the context holds 32")) << small.err;
-    const CliRun wider = ocr(vision_model(), {three_files()[0]}, {"--config", dir + "/small.toml", "-c", "256"});
+    const CliRun wider = ocr(vision_model_glm_ocr_cli(), {three_files()[0]}, {"--config", dir + "/small.toml", "-c", "256"});
     EXPECT_EQ(wider.status, 0) << wider.err;
-    const CliRun json_task = ocr(vision_model(), {three_files()[0]}, {"--task", "json"});
+    const CliRun json_task = ocr(vision_model_glm_ocr_cli(), {three_files()[0]}, {"--task", "json"});
     EXPECT_NE(json_task.status, 0);
     EXPECT_TRUE(json_task.has("--schema")) << json_task.err;
 }
@@ -168,7 +168,7 @@ TEST(GlmOcrCli, bad_pages_are_reported_and_the_good_pages_still_come_out) {
         test::image_fixture_path("encrypted.pdf"),
         test::image_fixture_path("two_pages.pdf"),
     };
-    const CliRun r = ocr(vision_model(), files, {"--output-format", "json"});
+    const CliRun r = ocr(vision_model_glm_ocr_cli(), files, {"--output-format", "json"});
     EXPECT_EQ(r.status, 1) << r.err;
     const json j = json::parse(r.out, nullptr, false);
     ASSERT_TRUE(j.is_object()) << r.out;
@@ -191,25 +191,25 @@ TEST(GlmOcrCli, a_model_without_a_tower_and_an_encoder_for_another_model_are_ref
     EXPECT_TRUE(a.has("no vision tower")) << a.err;
 
     const std::string other = synth({"--format", "hf", "--vision", "true", "--preset", "small"}, "small");
-    const CliRun b = ocr(vision_model(), {three_files()[0]}, {"--mmproj", other});
+    const CliRun b = ocr(vision_model_glm_ocr_cli(), {three_files()[0]}, {"--mmproj", other});
     EXPECT_EQ(b.status, 1);
     EXPECT_TRUE(b.has("out_hidden_size")) << b.err;
 
-    const CliRun c = ocr(vision_model(), {three_files()[0]}, {"--mmproj", "/nonexistent/mmproj.gguf"});
+    const CliRun c = ocr(vision_model_glm_ocr_cli(), {three_files()[0]}, {"--mmproj", "/nonexistent/mmproj.gguf"});
     EXPECT_EQ(c.status, 1);
     EXPECT_TRUE(c.has("/nonexistent/mmproj.gguf")) << c.err;
 
-    const CliRun d = tandem({"run", "-m", vision_model(), "--image", three_files()[2], "-p", "x", "-n", "2"}, kEnv);
+    const CliRun d = tandem({"run", "-m", vision_model_glm_ocr_cli(), "--image", three_files()[2], "-p", "x", "-n", "2"}, kEnvGlmOcrCli);
     EXPECT_EQ(d.status, 1);
     EXPECT_TRUE(d.has("tandem ocr")) << d.err;
 }
 
 TEST(GlmOcrCli, run_with_an_image_decodes_what_ocr_decodes_for_that_prompt) {
-    const CliRun o = ocr(vision_model(), {three_files()[1]}, {"--output-format", "json"});
+    const CliRun o = ocr(vision_model_glm_ocr_cli(), {three_files()[1]}, {"--output-format", "json"});
     ASSERT_EQ(o.status, 0) << o.err;
-    const CliRun r = tandem({"run", "-m", vision_model(), "--image", three_files()[1], "-p", "Text Recognition:", "-n",
+    const CliRun r = tandem({"run", "-m", vision_model_glm_ocr_cli(), "--image", three_files()[1], "-p", "Text Recognition:", "-n",
                              "12", "--ignore-eos", "--temp", "0", "--output-format", "json"},
-                            kEnv);
+                            kEnvGlmOcrCli);
     ASSERT_EQ(r.status, 0) << r.err;
     const json a = json::parse(o.out, nullptr, false), b = json::parse(r.out, nullptr, false);
     ASSERT_TRUE(a.is_object() && b.is_object());

@@ -27,7 +27,7 @@ namespace {
 
 constexpr int kGridH = 4, kGridW = 6;  // 24 patches, 6 merged tokens (2 x 3 blocks)
 
-GlmVisionConfig tiny() {
+GlmVisionConfig tiny_glm_vision_reference() {
     GlmVisionConfig c;  // patch 14, temporal 2, merge 2, 3 channels: GLM-OCR's own
     c.depth = 2;
     c.hidden = 32;
@@ -52,7 +52,7 @@ Floats random_patches(const GlmVisionConfig& c, int gh, int gw, uint64_t seed) {
     return noise(size_t(gh) * size_t(gw) * size_t(c.patch_values()), seed);
 }
 
-std::span<const float> row(const Floats& x, int64_t cols, int64_t i) {
+std::span<const float> row_glm_vision_reference(const Floats& x, int64_t cols, int64_t i) {
     return std::span<const float>(x.data() + i * cols, size_t(cols));
 }
 
@@ -113,7 +113,7 @@ TEST(GlmVisionReference, TensorListMatchesTheGlmOcrCheckpoint) {
 }
 
 TEST(GlmVisionReference, ForwardReadsExactlyTheListedTensors) {
-    const GlmVisionConfig c = tiny();
+    const GlmVisionConfig c = tiny_glm_vision_reference();
     const MapVisionWeights w = MapVisionWeights::synthetic(c, 1);
     (void)ref::glm_vision_forward(c, w, random_patches(c, kGridH, kGridW, 2), kGridH, kGridW);
     std::set<std::string> listed;
@@ -122,7 +122,7 @@ TEST(GlmVisionReference, ForwardReadsExactlyTheListedTensors) {
 }
 
 TEST(GlmVisionReference, OutputHasOneRowPerMergeBlock) {
-    const GlmVisionConfig c = tiny();
+    const GlmVisionConfig c = tiny_glm_vision_reference();
     const MapVisionWeights w = MapVisionWeights::synthetic(c, 1);
     const auto st = ref::glm_vision_forward_stages(c, w, random_patches(c, kGridH, kGridW, 2), kGridH, kGridW);
     const size_t n = size_t(kGridH * kGridW), tokens = n / 4;
@@ -141,7 +141,7 @@ TEST(GlmVisionReference, OutputHasOneRowPerMergeBlock) {
 }
 
 TEST(GlmVisionReference, SyntheticWeightsAreDeterministicPerSeed) {
-    const GlmVisionConfig c = tiny();
+    const GlmVisionConfig c = tiny_glm_vision_reference();
     const Floats p = random_patches(c, kGridH, kGridW, 3);
     const Floats a = ref::glm_vision_forward(c, MapVisionWeights::synthetic(c, 5), p, kGridH, kGridW);
     const Floats b = ref::glm_vision_forward(c, MapVisionWeights::synthetic(c, 5), p, kGridH, kGridW);
@@ -168,7 +168,7 @@ TEST(GlmVisionReference, PositionsFollowMergeBlockOrder) {
 // unflattened 5-D kernel, against the flattened per-patch matmul the forward uses. Also checks
 // that patch n of the merge-block order lands at the right image location.
 TEST(GlmVisionReference, PatchEmbedIsTheConv3dOverTheImage) {
-    const GlmVisionConfig c = tiny();
+    const GlmVisionConfig c = tiny_glm_vision_reference();
     const MapVisionWeights w = MapVisionWeights::synthetic(c, 11);
     const int C = c.in_channels, T = c.temporal_patch, ps = c.patch, D = c.hidden;
     const int H = kGridH * ps, W = kGridW * ps;
@@ -209,7 +209,7 @@ TEST(GlmVisionReference, PatchEmbedIsTheConv3dOverTheImage) {
 // For a still image (both frames equal) the Conv3d is a Conv2d with the two temporal kernel
 // slices summed (glm-ocr.md §5 step 2), the form a runtime may prefer.
 TEST(GlmVisionReference, StillImagePatchEmbedIsConv2dWithSummedKernel) {
-    const GlmVisionConfig c = tiny();
+    const GlmVisionConfig c = tiny_glm_vision_reference();
     const MapVisionWeights w = MapVisionWeights::synthetic(c, 13);
     const int C = c.in_channels, T = c.temporal_patch, S = c.patch * c.patch, D = c.hidden;
     const Floats frame = noise(size_t(C * S), 14);  // one patch, one frame: [C][py][px]
@@ -232,7 +232,7 @@ TEST(GlmVisionReference, StillImagePatchEmbedIsConv2dWithSummedKernel) {
 }
 
 TEST(GlmVisionReference, RopeAtOriginIsIdentity) {
-    const GlmVisionConfig c = tiny();
+    const GlmVisionConfig c = tiny_glm_vision_reference();
     const Floats f = noise(size_t(c.head_dim()), 21);
     std::vector<double> v(f.begin(), f.end());
     ref::glm_vision_rope(c, 0, 0, v);
@@ -243,7 +243,7 @@ TEST(GlmVisionReference, RopeAtOriginIsIdentity) {
 // rotate_half(q) = cat(-q[h:], q[:h]), h = hd/2, f_0 = 1. So unit vector e_0 at row r goes to
 // cos(r) e_0 + sin(r) e_h, and e_{hd/4} at column c goes to cos(c) e_{hd/4} + sin(c) e_{hd/4+h}.
 TEST(GlmVisionReference, RopeRotatesRowAndColumnDimsSeparately) {
-    const GlmVisionConfig c = tiny();
+    const GlmVisionConfig c = tiny_glm_vision_reference();
     const int hd = c.head_dim(), half = hd / 2, quarter = hd / 4;
     const auto unit = [&](int d) {
         std::vector<double> v(size_t(hd), 0.0);
@@ -292,7 +292,7 @@ TEST(GlmVisionReference, RopeRotatesRowAndColumnDimsSeparately) {
 // The downsample recomputed as an explicit Conv2d (kernel = stride = 2, unflattened 4-D kernel)
 // over the [hidden][grid_h][grid_w] feature map, built from the post-norm rows and their positions.
 TEST(GlmVisionReference, DownsampleIsTheConv2dOverTheFeatureMap) {
-    const GlmVisionConfig c = tiny();
+    const GlmVisionConfig c = tiny_glm_vision_reference();
     const MapVisionWeights w = MapVisionWeights::synthetic(c, 31);
     const auto st = ref::glm_vision_forward_stages(c, w, random_patches(c, kGridH, kGridW, 32), kGridH, kGridW);
     const int D = c.hidden, O = c.out_hidden, m = c.merge;
@@ -321,7 +321,7 @@ TEST(GlmVisionReference, DownsampleIsTheConv2dOverTheFeatureMap) {
 }
 
 TEST(GlmVisionReference, AttentionIsBidirectional) {
-    GlmVisionConfig c = tiny();
+    GlmVisionConfig c = tiny_glm_vision_reference();
     const Floats p = random_patches(c, kGridH, kGridW, 41);
     Floats q = p;
     const int last = kGridH * kGridW - 1;
@@ -332,7 +332,7 @@ TEST(GlmVisionReference, AttentionIsBidirectional) {
     const MapVisionWeights w = MapVisionWeights::synthetic(c, 43);
     const Floats a = ref::glm_vision_forward(c, w, p, kGridH, kGridW);
     const Floats b = ref::glm_vision_forward(c, w, q, kGridH, kGridW);
-    EXPECT_GT(max_abs_diff(row(a, O, 0), row(b, O, 0)), 1e-4);  // the first token sees the last patch
+    EXPECT_GT(max_abs_diff(row_glm_vision_reference(a, O, 0), row_glm_vision_reference(b, O, 0)), 1e-4);  // the first token sees the last patch
 
     // Control: without blocks a token depends only on its own 4 patches, so the same change
     // leaves the first token alone (and moves the last).
@@ -340,14 +340,14 @@ TEST(GlmVisionReference, AttentionIsBidirectional) {
     const MapVisionWeights w0 = MapVisionWeights::synthetic(c, 43);
     const Floats a0 = ref::glm_vision_forward(c, w0, p, kGridH, kGridW);
     const Floats b0 = ref::glm_vision_forward(c, w0, q, kGridH, kGridW);
-    EXPECT_EQ(max_abs_diff(row(a0, O, 0), row(b0, O, 0)), 0.0);
-    EXPECT_GT(max_abs_diff(row(a0, O, 5), row(b0, O, 5)), 1e-4);
+    EXPECT_EQ(max_abs_diff(row_glm_vision_reference(a0, O, 0), row_glm_vision_reference(b0, O, 0)), 0.0);
+    EXPECT_GT(max_abs_diff(row_glm_vision_reference(a0, O, 5), row_glm_vision_reference(b0, O, 5)), 1e-4);
 }
 
 // Without the rope, blocks are permutation-equivariant: swapping two patches would just swap
 // their post-norm rows. With it, each patch's result depends on where it sits.
 TEST(GlmVisionReference, BlocksArePositionAware) {
-    GlmVisionConfig c = tiny();
+    GlmVisionConfig c = tiny_glm_vision_reference();
     const Floats p = random_patches(c, kGridH, kGridW, 51);
     Floats q = p;
     swap_patches(c, q, 0, 9);
@@ -355,17 +355,17 @@ TEST(GlmVisionReference, BlocksArePositionAware) {
     const MapVisionWeights w = MapVisionWeights::synthetic(c, 52);
     const auto a = ref::glm_vision_forward_stages(c, w, p, kGridH, kGridW);
     const auto b = ref::glm_vision_forward_stages(c, w, q, kGridH, kGridW);
-    EXPECT_GT(max_abs_diff(row(a.post_norm, D, 0), row(b.post_norm, D, 9)), 1e-4);
+    EXPECT_GT(max_abs_diff(row_glm_vision_reference(a.post_norm, D, 0), row_glm_vision_reference(b.post_norm, D, 9)), 1e-4);
 
     c.depth = 0;  // control: the patch embedding and post_layernorm alone are per-patch
     const MapVisionWeights w0 = MapVisionWeights::synthetic(c, 52);
     const auto a0 = ref::glm_vision_forward_stages(c, w0, p, kGridH, kGridW);
     const auto b0 = ref::glm_vision_forward_stages(c, w0, q, kGridH, kGridW);
-    EXPECT_EQ(max_abs_diff(row(a0.post_norm, D, 0), row(b0.post_norm, D, 9)), 0.0);
+    EXPECT_EQ(max_abs_diff(row_glm_vision_reference(a0.post_norm, D, 0), row_glm_vision_reference(b0.post_norm, D, 9)), 0.0);
 }
 
 TEST(GlmVisionReference, PatchOrderMatters) {
-    const GlmVisionConfig c = tiny();
+    const GlmVisionConfig c = tiny_glm_vision_reference();
     const MapVisionWeights w = MapVisionWeights::synthetic(c, 61);
     const Floats p = random_patches(c, kGridH, kGridW, 62);
     const Floats base = ref::glm_vision_forward(c, w, p, kGridH, kGridW);
@@ -374,12 +374,12 @@ TEST(GlmVisionReference, PatchOrderMatters) {
         Floats q = p;
         swap_patches(c, q, a, b);
         const Floats out = ref::glm_vision_forward(c, w, q, kGridH, kGridW);
-        EXPECT_GT(max_abs_diff(row(base, O, a / 4), row(out, O, a / 4)), 1e-4) << a << " <-> " << b;
+        EXPECT_GT(max_abs_diff(row_glm_vision_reference(base, O, a / 4), row_glm_vision_reference(out, O, a / 4)), 1e-4) << a << " <-> " << b;
     }
 }
 
 TEST(GlmVisionReference, RejectsBadInputsAndWeights) {
-    const GlmVisionConfig c = tiny();
+    const GlmVisionConfig c = tiny_glm_vision_reference();
     MapVisionWeights w = MapVisionWeights::synthetic(c, 71);
     const Floats p = random_patches(c, kGridH, kGridW, 72);
     EXPECT_THROW(ref::glm_vision_forward(c, w, p, kGridH, kGridW + 1), std::invalid_argument);

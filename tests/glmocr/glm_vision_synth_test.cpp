@@ -26,7 +26,7 @@ namespace {
 
 using nlohmann::json;
 
-const std::string& vision_model() {
+const std::string& vision_model_glm_vision_synth() {
     static const std::string dir = [] {
         const std::string d = test::make_temp_dir("glmvision") + "/small-vision";
         auto r = synth::synthesize_glm_request("glm4", d, {{"preset", "small"}, {"format", "hf"}, {"vision", "true"}});
@@ -54,11 +54,11 @@ ref::GlmVisionConfig config_of(const json& vc) {
 }
 
 TEST(GlmVisionSynth, the_tower_holds_exactly_the_tensors_the_reference_reads_and_it_runs_on_them) {
-    const json cfg = read_json(vision_model() + "/config.json");
+    const json cfg = read_json(vision_model_glm_vision_synth() + "/config.json");
     ASSERT_TRUE(cfg.contains("vision_config")) << cfg.dump();
     const ref::GlmVisionConfig vc = config_of(cfg["vision_config"]);
     EXPECT_EQ(vc.out_hidden, cfg["text_config"]["hidden_size"].get<int>());
-    auto st = SafetensorsModel::open(vision_model());
+    auto st = SafetensorsModel::open(vision_model_glm_vision_synth());
     ASSERT_TRUE(st.ok()) << st.error().message();
 
     std::map<std::string, std::vector<int64_t>> written;
@@ -95,15 +95,15 @@ TEST(GlmVisionSynth, the_tower_holds_exactly_the_tensors_the_reference_reads_and
 }
 
 TEST(GlmVisionSynth, config_preprocessor_and_tokenizer_agree_on_the_image_tokens_and_patches) {
-    const json cfg = read_json(vision_model() + "/config.json");
-    auto tok = load_tokenizer_hf_file(vision_model() + "/tokenizer.json");
+    const json cfg = read_json(vision_model_glm_vision_synth() + "/config.json");
+    auto tok = load_tokenizer_hf_file(vision_model_glm_vision_synth() + "/tokenizer.json");
     ASSERT_TRUE(tok.ok()) << tok.error().message();
     const std::vector<int32_t> ids = tok->encode("<|begin_of_image|><|image|><|image|><|end_of_image|>", false, true);
     EXPECT_EQ(ids, (std::vector<int32_t>{cfg["image_start_token_id"], cfg["image_token_id"], cfg["image_token_id"],
                                          cfg["image_end_token_id"]}));
     EXPECT_EQ(cfg["image_end_token_id"].get<int>(), cfg["text_config"]["vocab_size"].get<int>() - 1);
 
-    auto pc = patch_config_from_json(test::read_file(vision_model() + "/preprocessor_config.json"));
+    auto pc = patch_config_from_json(test::read_file(vision_model_glm_vision_synth() + "/preprocessor_config.json"));
     ASSERT_TRUE(pc.ok()) << pc.error().message();
     EXPECT_EQ(int(pc->patch_size), cfg["vision_config"]["patch_size"].get<int>());
     EXPECT_EQ(int(pc->merge_size), cfg["vision_config"]["spatial_merge_size"].get<int>());

@@ -18,14 +18,14 @@ namespace {
 
 using Tokens = std::vector<int32_t>;
 
-NgramParams params(uint32_t n, uint32_t n_vocab = 1000) {
+NgramParams params_ngram_mod(uint32_t n, uint32_t n_vocab = 1000) {
     NgramParams p;
     p.n = n;
     p.n_vocab = n_vocab;
     return p;
 }
 
-Tokens propose(SeqDrafter& d, const Tokens& h, size_t max) {
+Tokens propose_ngram_mod(SeqDrafter& d, const Tokens& h, size_t max) {
     Tokens out(max, -7);
     out.resize(d.propose(h, out));
     return out;
@@ -89,46 +89,46 @@ TEST(NgramModPool, collisions_in_a_tiny_pool_overwrite_and_never_exceed_its_size
 
 TEST(NgramMod, walks_the_pool_for_a_draft_of_variable_length) {
     auto pool = std::make_shared<NgramModPool>(1 << 12);
-    NgramMod d(params(3), pool);
+    NgramMod d(params_ngram_mod(3), pool);
     const Tokens prompt = {10, 11, 12, 13, 14, 15, 16, 50, 60, 10, 11, 12};
     d.begin(prompt);
     // [10 11 12] -> 13 -> [11 12 13] -> 14 ... up to 16 -> 50 -> 60 -> 10 -> 11 -> 12 -> 13 ...
-    EXPECT_EQ(propose(d, prompt, 4), (Tokens{13, 14, 15, 16}));
-    EXPECT_EQ(propose(d, prompt, 12), (Tokens{13, 14, 15, 16, 50, 60, 10, 11, 12, 13, 14, 15}));
+    EXPECT_EQ(propose_ngram_mod(d, prompt, 4), (Tokens{13, 14, 15, 16}));
+    EXPECT_EQ(propose_ngram_mod(d, prompt, 12), (Tokens{13, 14, 15, 16, 50, 60, 10, 11, 12, 13, 14, 15}));
     // an unknown window: nothing
-    EXPECT_TRUE(propose(d, Tokens{1, 2, 3}, 8).empty());
+    EXPECT_TRUE(propose_ngram_mod(d, Tokens{1, 2, 3}, 8).empty());
     // a window whose chain ends: the draft stops there (variable length)
     auto pool2 = std::make_shared<NgramModPool>(1 << 12);
-    NgramMod e(params(2), pool2);
+    NgramMod e(params_ngram_mod(2), pool2);
     const Tokens p2 = {1, 2, 3, 4, 1, 2};
     e.begin(p2);
-    EXPECT_EQ(propose(e, p2, 8), (Tokens{3, 4, 1, 2, 3, 4, 1, 2}));  // cycle: [4 1] -> 2 was learnt
+    EXPECT_EQ(propose_ngram_mod(e, p2, 8), (Tokens{3, 4, 1, 2, 3, 4, 1, 2}));  // cycle: [4 1] -> 2 was learnt
     const Tokens p3 = {7, 8, 9, 7, 8};
-    NgramMod f(params(2), std::make_shared<NgramModPool>(1 << 12));
+    NgramMod f(params_ngram_mod(2), std::make_shared<NgramModPool>(1 << 12));
     f.begin(p3);
-    EXPECT_EQ(propose(f, p3, 8), (Tokens{9, 7, 8, 9, 7, 8, 9, 7}));
+    EXPECT_EQ(propose_ngram_mod(f, p3, 8), (Tokens{9, 7, 8, 9, 7, 8, 9, 7}));
     const Tokens p4 = {7, 8, 9, 5, 7, 8};
-    NgramMod g(params(2), std::make_shared<NgramModPool>(1 << 12));
+    NgramMod g(params_ngram_mod(2), std::make_shared<NgramModPool>(1 << 12));
     g.begin(p4);
-    EXPECT_EQ(propose(g, p4, 8), (Tokens{9, 5, 7, 8, 9, 5, 7, 8}));
+    EXPECT_EQ(propose_ngram_mod(g, p4, 8), (Tokens{9, 5, 7, 8, 9, 5, 7, 8}));
     const Tokens p5 = {7, 8, 9, 5};
-    NgramMod k(params(2), std::make_shared<NgramModPool>(1 << 12));
+    NgramMod k(params_ngram_mod(2), std::make_shared<NgramModPool>(1 << 12));
     k.begin(p5);
-    EXPECT_TRUE(propose(k, Tokens{7, 8, 9, 5, 3, 7}, 8).empty());  // [3 7] never seen
-    EXPECT_EQ(propose(k, Tokens{7, 8, 9, 5, 3, 7, 8}, 8), (Tokens{9, 5, 3, 7, 8, 9, 5, 3}));  // learnt from history
+    EXPECT_TRUE(propose_ngram_mod(k, Tokens{7, 8, 9, 5, 3, 7}, 8).empty());  // [3 7] never seen
+    EXPECT_EQ(propose_ngram_mod(k, Tokens{7, 8, 9, 5, 3, 7, 8}, 8), (Tokens{9, 5, 3, 7, 8, 9, 5, 3}));  // learnt from history
 }
 
 TEST(NgramMod, the_pool_is_shared_by_every_drafter_object) {
     auto pool = std::make_shared<NgramModPool>(1 << 12);
-    NgramMod a(params(2), pool), b(params(2), pool);
+    NgramMod a(params_ngram_mod(2), pool), b(params_ngram_mod(2), pool);
     a.begin(Tokens{1, 2, 3, 4, 5});
     b.begin(Tokens{9});
-    EXPECT_EQ(propose(b, Tokens{9, 1, 2}, 3), (Tokens{3, 4, 5}));  // learnt by a, drafted by b
+    EXPECT_EQ(propose_ngram_mod(b, Tokens{9, 1, 2}, 3), (Tokens{3, 4, 5}));  // learnt by a, drafted by b
 }
 
 TEST(NgramMod, begin_empties_a_pool_more_than_a_quarter_full) {
     auto pool = std::make_shared<NgramModPool>(16);
-    NgramMod d(params(1), pool);
+    NgramMod d(params_ngram_mod(1), pool);
     Tokens many;
     for (int32_t i = 0; i < 40; ++i) many.push_back(i);
     d.begin(many);
@@ -140,7 +140,7 @@ TEST(NgramMod, begin_empties_a_pool_more_than_a_quarter_full) {
 
 TEST(NgramMod, three_low_acceptance_drafts_in_a_row_empty_the_pool) {
     auto pool = std::make_shared<NgramModPool>(1 << 12);
-    NgramMod other(params(1), pool), d(params(1), pool);
+    NgramMod other(params_ngram_mod(1), pool), d(params_ngram_mod(1), pool);
     other.begin(Tokens{77, 78});  // another sequence's knowledge
     Tokens h = {1, 2, 3, 4, 5, 6, 7, 8};
     d.begin(h);
@@ -149,30 +149,30 @@ TEST(NgramMod, three_low_acceptance_drafts_in_a_row_empty_the_pool) {
         d.accept(h, 4, round == 2 ? 2 : 1);  // 1/4, 1/4 (two low), then 2/4: not low, breaks the streak
     }
     EXPECT_EQ(pool->resets(), 0u);
-    EXPECT_EQ(propose(other, Tokens{77}, 1), (Tokens{78}));
+    EXPECT_EQ(propose_ngram_mod(other, Tokens{77}, 1), (Tokens{78}));
     for (int round = 0; round < 3; ++round) {
         EXPECT_EQ(pool->resets(), 0u) << round;
         h.push_back(int32_t(30 + round));
         d.accept(h, 4, 0);
     }
     EXPECT_EQ(pool->resets(), 1u);
-    EXPECT_TRUE(propose(other, Tokens{77}, 1).empty());  // gone for every sequence
-    EXPECT_EQ(propose(d, h, 2), (Tokens{}));            // [32] was never followed
+    EXPECT_TRUE(propose_ngram_mod(other, Tokens{77}, 1).empty());  // gone for every sequence
+    EXPECT_EQ(propose_ngram_mod(d, h, 2), (Tokens{}));            // [32] was never followed
     h.push_back(1);
-    EXPECT_EQ(propose(d, h, 2), (Tokens{2, 3}));  // the sequence relearnt its own text
+    EXPECT_EQ(propose_ngram_mod(d, h, 2), (Tokens{2, 3}));  // the sequence relearnt its own text
 }
 
 TEST(NgramMod, ids_outside_the_vocabulary_are_neither_learnt_nor_drafted) {
     auto pool = std::make_shared<NgramModPool>(1 << 12);
-    NgramMod big(params(1, 1000), pool), small(params(1, 10), pool);
+    NgramMod big(params_ngram_mod(1, 1000), pool), small(params_ngram_mod(1, 10), pool);
     big.begin(Tokens{1, 500, 2, 3});  // another model's vocabulary shares the pool
-    EXPECT_EQ(propose(big, Tokens{1}, 2), (Tokens{500, 2}));
-    EXPECT_TRUE(propose(small, Tokens{1}, 2).empty());  // 500 is outside small's vocabulary
-    EXPECT_EQ(propose(small, Tokens{2}, 2), (Tokens{3}));
+    EXPECT_EQ(propose_ngram_mod(big, Tokens{1}, 2), (Tokens{500, 2}));
+    EXPECT_TRUE(propose_ngram_mod(small, Tokens{1}, 2).empty());  // 500 is outside small's vocabulary
+    EXPECT_EQ(propose_ngram_mod(small, Tokens{2}, 2), (Tokens{3}));
     small.begin(Tokens{-4, 5, 6});
-    EXPECT_TRUE(propose(small, Tokens{-4}, 2).empty());
+    EXPECT_TRUE(propose_ngram_mod(small, Tokens{-4}, 2).empty());
     for (const Tokens& h : {Tokens{}, Tokens{3}, Tokens{-1, -1, -1}, Tokens{1 << 30, 2}}) {
-        const Tokens p = propose(small, h, 4);
+        const Tokens p = propose_ngram_mod(small, h, 4);
         for (int32_t t : p) EXPECT_TRUE(t >= 0 && t < 10);
         small.accept(h, p.size(), 0);
     }
@@ -187,7 +187,7 @@ TEST(NgramMod, concurrent_sequences_on_one_pool_only_ever_draft_learnt_tokens) {
     std::vector<int> bad(4, 0);
     for (int w = 0; w < 4; ++w)
         th.emplace_back([&, w] {
-            NgramMod d(params(2, 4000), pool);
+            NgramMod d(params_ngram_mod(2, 4000), pool);
             Tokens h;
             for (int32_t i = 0; i < 64; ++i) h.push_back(int32_t(w * 1000 + i % 16));
             d.begin(h);

@@ -34,10 +34,10 @@ namespace {
 using Tokens = std::vector<int32_t>;
 using Options = std::map<std::string, std::string>;
 
-const char* const kAllTypes[] = {"ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"};
+const char* const kDrafterTypes[] = {"ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"};
 constexpr int kGen = 48;
 
-Registry& plugins() {
+Registry& plugins_ngram_spec() {
     static std::unique_ptr<Registry> reg = [] {
         PluginSearch s;
         s.use_env = false;  // the build tree's plugins, not whatever the environment points at
@@ -70,7 +70,7 @@ std::unique_ptr<Target> make_target(int period, bool repeating, uint64_t seed) {
     t->opts.repeat_period = period;
     t->path = test::make_temp_dir("ngram-spec") + "/target.gguf";
     EXPECT_TRUE(synth::synth_qwen3_gguf(t->path, t->shape, t->opts).ok());
-    auto m = Model::load(t->path, plugins(), test::test_device());
+    auto m = Model::load(t->path, plugins_ngram_spec(), test::test_device());
     EXPECT_TRUE(m.ok()) << m.error().message();
     t->model = std::move(m).value();
     KvPoolConfig kc;
@@ -145,7 +145,7 @@ Options ngram_options(const Target& t, Options extra = {}) {
 }
 
 std::unique_ptr<PluginDrafter> make_drafter(const std::string& type, const Options& o) {
-    const DrafterEntry* e = plugins().find_drafter(type);
+    const DrafterEntry* e = plugins_ngram_spec().find_drafter(type);
     EXPECT_NE(e, nullptr) << type;
     if (!e) return nullptr;
     auto d = PluginDrafter::create(*e, o);
@@ -182,7 +182,7 @@ TEST_F(NgramSpec, the_plugin_registers_five_drafters_under_llama_cpp_names) {
                                                      {"ngram-mod", "ngram_mod"},
                                                      {"ngram-cache", "ngram_cache"}};
     for (const auto& [type, name] : want) {
-        const DrafterEntry* e = plugins().find_drafter(type);
+        const DrafterEntry* e = plugins_ngram_spec().find_drafter(type);
         ASSERT_NE(e, nullptr) << type;
         EXPECT_EQ(std::string(e->desc->name), name);
         EXPECT_EQ(e->plugin->name, "ngram");
@@ -190,7 +190,7 @@ TEST_F(NgramSpec, the_plugin_registers_five_drafters_under_llama_cpp_names) {
 }
 
 TEST_F(NgramSpec, bad_options_and_a_corrupt_cache_file_fail_create_with_a_clear_message) {
-    const DrafterEntry* e = plugins().find_drafter("ngram-map-k");
+    const DrafterEntry* e = plugins_ngram_spec().find_drafter("ngram-map-k");
     ASSERT_NE(e, nullptr);
     auto bad = PluginDrafter::create(*e, {{"ngram_size_n", "0"}});
     ASSERT_FALSE(bad.ok());
@@ -203,7 +203,7 @@ TEST_F(NgramSpec, bad_options_and_a_corrupt_cache_file_fail_create_with_a_clear_
 
     const std::string path = test::make_temp_dir("ngram-corrupt") + "/cache.bin";
     std::ofstream(path, std::ios::binary) << "TDMNGRAM\x01";
-    const DrafterEntry* c = plugins().find_drafter("ngram-cache");
+    const DrafterEntry* c = plugins_ngram_spec().find_drafter("ngram-cache");
     ASSERT_NE(c, nullptr);
     auto corrupt = PluginDrafter::create(*c, {{"ngram_cache", path}});
     ASSERT_FALSE(corrupt.ok());
@@ -227,7 +227,7 @@ TEST_P(EachDrafter, repeats_a_listing_with_one_change_exactly_and_accepts_most_d
         drafted += st.drafted;
         accepted += st.accepted;
         ASSERT_EQ(st.drafters.size(), 1u);
-        EXPECT_EQ(st.drafters[0].name, plugins().find_drafter(GetParam())->desc->name);
+        EXPECT_EQ(st.drafters[0].name, plugins_ngram_spec().find_drafter(GetParam())->desc->name);
     }
     RecordProperty("acceptance", std::to_string(double(accepted) / double(std::max<uint64_t>(drafted, 1))));
     EXPECT_GE(drafted, 2u * 16) << GetParam();
@@ -274,7 +274,7 @@ TEST_P(EachDrafter, stays_exact_when_most_drafts_are_rejected) {
     EXPECT_LT(2 * accepted, drafted) << GetParam() << ": " << accepted << " of " << drafted << " accepted";
 }
 
-INSTANTIATE_TEST_SUITE_P(Ngram, EachDrafter, ::testing::ValuesIn(kAllTypes), [](const auto& p) {
+INSTANTIATE_TEST_SUITE_P(Ngram, EachDrafter, ::testing::ValuesIn(kDrafterTypes), [](const auto& p) {
     std::string s = p.param;
     for (char& c : s)
         if (c == '-') c = '_';
@@ -312,7 +312,7 @@ TEST_F(NgramSpec, ngram_mod_chained_before_a_draft_model_stays_exact) {
     Target& t = list_target();
     const std::string draft_path = test::make_temp_dir("ngram-draft") + "/draft.gguf";
     ASSERT_TRUE(synth::synth_qwen3_gguf(draft_path, t.shape, synth::qwen3_draft_options(t.opts, 0.02f)).ok());
-    auto dm = Model::load(draft_path, plugins(), device());
+    auto dm = Model::load(draft_path, plugins_ngram_spec(), device());
     ASSERT_TRUE(dm.ok()) << dm.error().message();
     KvPoolConfig kc;
     kc.n_ctx = 256;

@@ -37,9 +37,9 @@ std::vector<int32_t> random_ids(size_t n, int32_t E, uint32_t seed) {
     return v;
 }
 
-bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+bool same_bits_moe_ops(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
-const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
+const DType kWeightTypesMoeOps[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
                               DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 class MatmulId : public test::DeviceTest, public ::testing::WithParamInterface<DType> {};
@@ -107,12 +107,12 @@ TEST_P(MatmulId, each_token_of_a_batch_of_1_to_17_equals_it_computed_alone) {
         h.run({y});
         const auto out = h.f32(y);
         for (int i = 0; i < n; ++i)
-            EXPECT_TRUE(same_bits(out.data() + size_t(i) * tok, alone[size_t(i)].data(), tok))
+            EXPECT_TRUE(same_bits_moe_ops(out.data() + size_t(i) * tok, alone[size_t(i)].data(), tok))
                 << dtype_name(t) << ": token " << i << " of a batch of " << n << " differs from decode";
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulId, ::testing::ValuesIn(kWeightTypes),
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulId, ::testing::ValuesIn(kWeightTypesMoeOps),
                          [](const auto& p) { return std::string(dtype_name(p.param)); });
 
 class Moe : public test::DeviceTest {};

@@ -33,7 +33,7 @@ protected:
 
 // ----------------------------------------------------------------------------- weights
 
-const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
+const DType kWeightTypesOps[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
                               DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 class WeightOps : public test::DeviceTest, public ::testing::WithParamInterface<DType> {};
@@ -142,7 +142,7 @@ TEST_P(WeightOps, odd_block_counts_read_their_last_block_whole) {
         EXPECT_NEAR(got[i], want[i], 1e-6f * (1.0f + std::fabs(want[i]))) << dtype_name(t) << " at " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, WeightOps, ::testing::ValuesIn(kWeightTypes),
+INSTANTIATE_TEST_SUITE_P(AllTypes, WeightOps, ::testing::ValuesIn(kWeightTypesOps),
                          [](const auto& p) { return std::string(dtype_name(p.param)); });
 
 // ----------------------------------------------------------------------------- elementwise

@@ -35,7 +35,7 @@ std::vector<uint8_t> bytes_of(const std::vector<float>& v) {
     return b;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+bool same_bits_recurrent_ops(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
 }
 
@@ -225,7 +225,7 @@ TEST_F(RecurrentState, chunked_form_writes_the_exact_state_of_an_intermediate_ch
     EXPECT_LT(ref::nmse(st->read(0, 1), ref.state[5]), 1e-10);
     EXPECT_LT(ref::nmse(st->read(0, 2), ref.state[20]), 1e-10);
     EXPECT_LT(ref::nmse(st->read(0, 3), ref.state[39]), 1e-10);
-    EXPECT_TRUE(same_bits(st->read(0, 4), sentinel)) << "a checkpoint nobody asked for was written";
+    EXPECT_TRUE(same_bits_recurrent_ops(st->read(0, 4), sentinel)) << "a checkpoint nobody asked for was written";
 }
 
 // ----------------------------------------------------------------------------- checkpoints
@@ -274,8 +274,8 @@ TEST_F(RecurrentState, reads_the_named_checkpoint_and_writes_only_where_state_io
             const auto got = sg->read(seq, k);
             std::copy(got.begin(), got.end(), delta_expect.begin() + ci * state_floats(p));
         }
-        EXPECT_TRUE(same_bits(sc->read_all(), conv_expect)) << "conv state: a checkpoint changed that should not";
-        EXPECT_TRUE(same_bits(sg->read_all(), delta_expect)) << "delta state: a checkpoint changed that should not";
+        EXPECT_TRUE(same_bits_recurrent_ops(sc->read_all(), conv_expect)) << "conv state: a checkpoint changed that should not";
+        EXPECT_TRUE(same_bits_recurrent_ops(sg->read_all(), delta_expect)) << "delta state: a checkpoint changed that should not";
     };
     run_and_check(1, {2, 4, -1, 0});   // rows 0 and 2 write; row 1 writes nothing
     run_and_check(0, {1, -1, 3, -1});  // the other sequence: sequence 1's slots stay as they are
@@ -418,13 +418,13 @@ TEST_F(RecurrentState, each_token_of_a_batch_of_1_to_17_equals_it_decoded_alone)
         const auto yc = h.f32(ids[2]), yd = h.f32(ids[3]);
         const auto conv_batch = sc->read_all(), delta_batch = sg->read_all();
         for (int t = 0; t < n; ++t) {
-            EXPECT_TRUE(same_bits(rows(yc, size_t(C), size_t(t), 1), conv_alone[size_t(t)]))
+            EXPECT_TRUE(same_bits_recurrent_ops(rows(yc, size_t(C), size_t(t), 1), conv_alone[size_t(t)]))
                 << "conv output of token " << t << " in a batch of " << n;
-            EXPECT_TRUE(same_bits(rows(yd, size_t(p.n_v_heads * p.dv), size_t(t), 1), delta_alone[size_t(t)]))
+            EXPECT_TRUE(same_bits_recurrent_ops(rows(yd, size_t(p.n_v_heads * p.dv), size_t(t), 1), delta_alone[size_t(t)]))
                 << "delta rule output of token " << t << " in a batch of " << n;
-            EXPECT_TRUE(same_bits(ckpt(conv_batch, nc, 1, t + 1), ckpt(conv_decoded, nc, 0, t + 1)))
+            EXPECT_TRUE(same_bits_recurrent_ops(ckpt(conv_batch, nc, 1, t + 1), ckpt(conv_decoded, nc, 0, t + 1)))
                 << "conv checkpoint after token " << t << " in a batch of " << n;
-            EXPECT_TRUE(same_bits(ckpt(delta_batch, nd, 1, t + 1), ckpt(delta_decoded, nd, 0, t + 1)))
+            EXPECT_TRUE(same_bits_recurrent_ops(ckpt(delta_batch, nd, 1, t + 1), ckpt(delta_decoded, nd, 0, t + 1)))
                 << "delta rule checkpoint after token " << t << " in a batch of " << n;
         }
     }
@@ -492,16 +492,16 @@ TEST_F(RecurrentState, segments_of_several_sequences_in_one_batch_equal_each_run
         for (const Seg& g : segs) {
             std::vector<float> alone_c, alone_d;
             run(*ac, *ag, row0, g.rows, {g}, &alone_c, &alone_d);
-            EXPECT_TRUE(same_bits(rows(batch_c, size_t(C), size_t(row0), size_t(g.rows)), alone_c))
+            EXPECT_TRUE(same_bits_recurrent_ops(rows(batch_c, size_t(C), size_t(row0), size_t(g.rows)), alone_c))
                 << "conv rows of sequence " << g.seq << ", chunk " << chunk;
-            EXPECT_TRUE(same_bits(rows(batch_d, size_t(p.n_v_heads * p.dv), size_t(row0), size_t(g.rows)), alone_d))
+            EXPECT_TRUE(same_bits_recurrent_ops(rows(batch_d, size_t(p.n_v_heads * p.dv), size_t(row0), size_t(g.rows)), alone_d))
                 << "delta rule rows of sequence " << g.seq << ", chunk " << chunk;
             row0 += g.rows;
         }
-        EXPECT_TRUE(same_bits(bc->read_all(), ac->read_all())) << "conv checkpoints, chunk " << chunk;
-        EXPECT_TRUE(same_bits(bg->read_all(), ag->read_all())) << "delta rule checkpoints, chunk " << chunk;
+        EXPECT_TRUE(same_bits_recurrent_ops(bc->read_all(), ac->read_all())) << "conv checkpoints, chunk " << chunk;
+        EXPECT_TRUE(same_bits_recurrent_ops(bg->read_all(), ag->read_all())) << "delta rule checkpoints, chunk " << chunk;
         // and something was written: sequence 1's checkpoint 4 is not what fill() put there
-        EXPECT_FALSE(same_bits(bg->read(1, 4), randn(nd, uint32_t(200 + 1 * n_ckpt + 4), 0.3f)));
+        EXPECT_FALSE(same_bits_recurrent_ops(bg->read(1, 4), randn(nd, uint32_t(200 + 1 * n_ckpt + 4), 0.3f)));
     }
 }
 

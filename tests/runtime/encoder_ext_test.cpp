@@ -23,12 +23,12 @@ namespace {
 
 class EncoderExt : public test::DeviceTest {};
 
-const tdm_host_api& host() { return *host_api(); }
-std::string last_error() { return host().last_error(); }
+const tdm_host_api& host_encoder_ext() { return *host_api(); }
+std::string last_error_encoder_ext() { return host_encoder_ext().last_error(); }
 
 const tdm_ext_encoder* extension() {
     uint32_t version = 0;
-    auto ext = static_cast<const tdm_ext_encoder*>(host().get_extension(TDM_EXT_ENCODER, 1, &version));
+    auto ext = static_cast<const tdm_ext_encoder*>(host_encoder_ext().get_extension(TDM_EXT_ENCODER, 1, &version));
     EXPECT_EQ(version, TDM_EXT_ENCODER_VERSION);
     return ext;
 }
@@ -61,17 +61,17 @@ TEST_F(EncoderExt, registration_needs_a_whole_descriptor_and_a_target_and_lookup
     d.build_graph = no_graph;
     d.destroy = no_destroy;
     EXPECT_EQ(ext->register_encoder(&r, &d), TDM_ERR_INVALID_ARGUMENT);  // no positions callback
-    EXPECT_NE(last_error().find("incomplete encoder descriptor"), std::string::npos) << last_error();
+    EXPECT_NE(last_error_encoder_ext().find("incomplete encoder descriptor"), std::string::npos) << last_error_encoder_ext();
     d.positions = no_positions;
     d.target_archs = nullptr;
     EXPECT_NE(ext->register_encoder(&r, &d), TDM_OK);
-    EXPECT_NE(last_error().find("names no target architecture"), std::string::npos) << last_error();
+    EXPECT_NE(last_error_encoder_ext().find("names no target architecture"), std::string::npos) << last_error_encoder_ext();
     d.target_archs = kTargets;
     tdm_encoder_desc short_desc = d;
     short_desc.struct_size = 16;
     EXPECT_EQ(ext->register_encoder(&r, &short_desc), TDM_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(ext->register_encoder(nullptr, &d), TDM_ERR_INVALID_ARGUMENT);  // outside init
-    ASSERT_EQ(ext->register_encoder(&r, &d), TDM_OK) << last_error();
+    ASSERT_EQ(ext->register_encoder(&r, &d), TDM_OK) << last_error_encoder_ext();
     const EncoderEntry* e = reg.find_encoder("glm4");
     ASSERT_NE(e, nullptr);
     EXPECT_STREQ(e->desc->name, "test-vision");
@@ -86,7 +86,7 @@ TEST_F(EncoderExt, encoder_graph_inputs_and_rows_have_the_batch_shapes_and_exist
     text.batch.n_tokens = 4;
     tdm_tensor t{};
     EXPECT_EQ(ext->graph_patches(&text, &t), TDM_ERR_INVALID_ARGUMENT);
-    EXPECT_NE(last_error().find("only inside an encoder's build_graph"), std::string::npos) << last_error();
+    EXPECT_NE(last_error_encoder_ext().find("only inside an encoder's build_graph"), std::string::npos) << last_error_encoder_ext();
     EXPECT_EQ(ext->graph_set_rows(&text, t), TDM_ERR_INVALID_ARGUMENT);
 
     tdm_graph g;
@@ -107,9 +107,9 @@ TEST_F(EncoderExt, encoder_graph_inputs_and_rows_have_the_batch_shapes_and_exist
     ASSERT_EQ(ext->graph_patches(&g, &again), TDM_OK);
     EXPECT_EQ(again.id, patches.id) << "one input, however often asked for";
     EXPECT_EQ(ext->graph_set_rows(&g, patches), TDM_ERR_SHAPE);  // [12, 8], not [16, 2]
-    EXPECT_NE(last_error().find("expected F32 [16, 2]"), std::string::npos) << last_error();
+    EXPECT_NE(last_error_encoder_ext().find("expected F32 [16, 2]"), std::string::npos) << last_error_encoder_ext();
     EXPECT_EQ(ext->inject_rows(&g, patches, &t), TDM_ERR_INVALID_ARGUMENT);
-    EXPECT_NE(last_error().find("only in a target model's graph"), std::string::npos) << last_error();
+    EXPECT_NE(last_error_encoder_ext().find("only in a target model's graph"), std::string::npos) << last_error_encoder_ext();
 }
 
 TEST_F(EncoderExt, inject_rows_is_nothing_in_a_text_batch_and_keeps_or_replaces_rows_in_an_image_batch) {
@@ -121,7 +121,7 @@ TEST_F(EncoderExt, inject_rows_is_nothing_in_a_text_batch_and_keeps_or_replaces_
         g.image_rows = image;
         const TensorId x = g.graph.input(DType::F32, {8, 3}, "x");
         tdm_tensor out{};
-        ASSERT_EQ(ext->inject_rows(&g, tdm_tensor{x}, &out), TDM_OK) << last_error();
+        ASSERT_EQ(ext->inject_rows(&g, tdm_tensor{x}, &out), TDM_OK) << last_error_encoder_ext();
         if (!image) {
             EXPECT_EQ(out.id, x);
             EXPECT_EQ(g.inject_rows, kNoTensor);
@@ -160,30 +160,30 @@ TEST_F(EncoderExt, load_f32_and_flatten_make_the_weights_asked_for) {
     r.ne[0] = 8;
     r.ne[1] = 3;
     const tdm_weight* flat = nullptr;
-    EXPECT_EQ(host().load_weight(&loader, &r, &flat), TDM_ERR_SHAPE) << "without the flag the shape is 4-D";
+    EXPECT_EQ(host_encoder_ext().load_weight(&loader, &r, &flat), TDM_ERR_SHAPE) << "without the flag the shape is 4-D";
     r.flags = TDM_WEIGHT_FLATTEN;
-    ASSERT_EQ(host().load_weight(&loader, &r, &flat), TDM_OK) << last_error();
+    ASSERT_EQ(host_encoder_ext().load_weight(&loader, &r, &flat), TDM_OK) << last_error_encoder_ext();
     tdm_tensor_shape sh{};
     sh.struct_size = sizeof sh;
-    ASSERT_EQ(host().weight_shape(flat, &sh), TDM_OK);
+    ASSERT_EQ(host_encoder_ext().weight_shape(flat, &sh), TDM_OK);
     EXPECT_EQ(sh.ne[0], 8);
     EXPECT_EQ(sh.ne[1], 3);
     r.ne[0] = 6;  // whole stored rows, but 24 values make 4 rows of 6, not 3
-    EXPECT_EQ(host().load_weight(&loader, &r, &flat), TDM_ERR_SHAPE);
-    EXPECT_NE(last_error().find("does not flatten to [6, 3]"), std::string::npos) << last_error();
+    EXPECT_EQ(host_encoder_ext().load_weight(&loader, &r, &flat), TDM_ERR_SHAPE);
+    EXPECT_NE(last_error_encoder_ext().find("does not flatten to [6, 3]"), std::string::npos) << last_error_encoder_ext();
     r.ne[0] = 3;  // not whole stored rows
     r.ne[1] = 8;
-    EXPECT_NE(host().load_weight(&loader, &r, &flat), TDM_OK);
+    EXPECT_NE(host_encoder_ext().load_weight(&loader, &r, &flat), TDM_OK);
 
     const float ff[4] = {1.0f, 2.0f, 4.0f, 8.0f};
     const tdm_weight* made = nullptr;
-    ASSERT_EQ(ext->load_f32(&loader, "divisors", ff, 4, 1, &made), TDM_OK) << last_error();
-    ASSERT_EQ(host().weight_shape(made, &sh), TDM_OK);
+    ASSERT_EQ(ext->load_f32(&loader, "divisors", ff, 4, 1, &made), TDM_OK) << last_error_encoder_ext();
+    ASSERT_EQ(host_encoder_ext().weight_shape(made, &sh), TDM_OK);
     EXPECT_EQ(sh.type, TDM_DTYPE_F32);
     EXPECT_EQ(sh.ne[0], 4);
     const float bad[2] = {1.0f, std::numeric_limits<float>::quiet_NaN()};
     EXPECT_NE(ext->load_f32(&loader, "bad", bad, 2, 1, &made), TDM_OK);
-    EXPECT_NE(last_error().find("not finite"), std::string::npos) << last_error();
+    EXPECT_NE(last_error_encoder_ext().find("not finite"), std::string::npos) << last_error_encoder_ext();
     EXPECT_EQ(ext->load_f32(&loader, "empty", ff, 0, 1, &made), TDM_ERR_INVALID_ARGUMENT);
 }
 

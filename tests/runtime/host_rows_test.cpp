@@ -22,12 +22,12 @@ namespace {
 
 class HostRows : public test::DeviceTest {};
 
-const tdm_host_api& host() { return *host_api(); }
-std::string last_error() { return host().last_error(); }
+const tdm_host_api& host_host_rows() { return *host_api(); }
+std::string last_error_host_rows() { return host_host_rows().last_error(); }
 
-const tdm_ext_host_rows* extension() {
+const tdm_ext_host_rows* extension_host_rows() {
     uint32_t version = 0;
-    auto ext = static_cast<const tdm_ext_host_rows*>(host().get_extension(TDM_EXT_HOST_ROWS, 1, &version));
+    auto ext = static_cast<const tdm_ext_host_rows*>(host_host_rows().get_extension(TDM_EXT_HOST_ROWS, 1, &version));
     EXPECT_EQ(version, TDM_EXT_HOST_ROWS_VERSION);
     return ext;
 }
@@ -66,14 +66,14 @@ TEST_F(HostRows, a_table_in_host_memory_takes_no_device_memory_and_gives_exact_r
     std::vector<uint8_t> bytes;
     auto src = write_table(&bytes);
     ASSERT_TRUE(src);
-    const tdm_ext_host_rows* ext = extension();
-    ASSERT_NE(ext, nullptr) << last_error();
+    const tdm_ext_host_rows* ext = extension_host_rows();
+    ASSERT_NE(ext, nullptr) << last_error_host_rows();
     WeightStore store(device(), "test");
     store.set_host_tables(WeightStore::HostTables::on, 0);
     tdm_loader loader{&store, src.get()};
     const tdm_weight_request req = table_request();
     const tdm_weight* table = nullptr;
-    ASSERT_EQ(ext->load(&loader, &req, &table), TDM_OK) << last_error();
+    ASSERT_EQ(ext->load(&loader, &req, &table), TDM_OK) << last_error_host_rows();
     EXPECT_EQ(ext->in_host_memory(table), 1);
     EXPECT_EQ(store.device_bytes(), 0u);
     EXPECT_EQ(store.host_bytes(), bytes.size());
@@ -90,7 +90,7 @@ TEST_F(HostRows, a_table_in_host_memory_takes_no_device_memory_and_gives_exact_r
     g.batch.n_tokens = 3;
     g.tokens = g.graph.input(DType::I32, {3}, "tokens");
     tdm_tensor rows{};
-    ASSERT_EQ(ext->token_rows(&g, table, "rows", &rows), TDM_OK) << last_error();
+    ASSERT_EQ(ext->token_rows(&g, table, "rows", &rows), TDM_OK) << last_error_host_rows();
     ASSERT_EQ(g.host_rows.size(), 1u);
     EXPECT_EQ(g.host_rows[0].first, rows.id);
     EXPECT_EQ(g.host_rows[0].second, w);
@@ -99,18 +99,18 @@ TEST_F(HostRows, a_table_in_host_memory_takes_no_device_memory_and_gives_exact_r
     EXPECT_EQ(g.graph.tensor(rows.id).ne[1], 3);
     // nothing else may read it
     tdm_tensor t{};
-    EXPECT_EQ(host().graph_weight(&g, table, &t), TDM_ERR_INVALID_ARGUMENT);
-    EXPECT_NE(last_error().find("table lives in host memory (tdm.host_rows): only token_rows reads it"),
+    EXPECT_EQ(host_host_rows().graph_weight(&g, table, &t), TDM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(last_error_host_rows().find("table lives in host memory (tdm.host_rows): only token_rows reads it"),
               std::string::npos)
-        << last_error();
-    EXPECT_EQ(host().graph_weight_rows(&g, table, 4, &t), TDM_ERR_INVALID_ARGUMENT);
+        << last_error_host_rows();
+    EXPECT_EQ(host_host_rows().graph_weight_rows(&g, table, 4, &t), TDM_ERR_INVALID_ARGUMENT);
 }
 
 TEST_F(HostRows, placement_follows_the_policy_and_a_table_in_device_memory_is_a_get_rows) {
     std::vector<uint8_t> bytes;
     auto src = write_table(&bytes);
     ASSERT_TRUE(src);
-    const tdm_ext_host_rows* ext = extension();
+    const tdm_ext_host_rows* ext = extension_host_rows();
     ASSERT_NE(ext, nullptr);
     const tdm_weight_request req = table_request();
     struct Case {
@@ -125,7 +125,7 @@ TEST_F(HostRows, placement_follows_the_policy_and_a_table_in_device_memory_is_a_
         store.set_host_tables(c.mode, c.threshold);
         tdm_loader loader{&store, src.get()};
         const tdm_weight* table = nullptr;
-        ASSERT_EQ(ext->load(&loader, &req, &table), TDM_OK) << last_error();
+        ASSERT_EQ(ext->load(&loader, &req, &table), TDM_OK) << last_error_host_rows();
         EXPECT_EQ(ext->in_host_memory(table), c.in_host) << "threshold " << c.threshold;
         EXPECT_EQ(store.host_bytes() > 0, c.in_host == 1);
         if (c.in_host) continue;
@@ -134,7 +134,7 @@ TEST_F(HostRows, placement_follows_the_policy_and_a_table_in_device_memory_is_a_
         g.tokens = g.graph.input(DType::I32, {2}, "tokens");
         const size_t nodes = g.graph.nodes().size();
         tdm_tensor rows{};
-        ASSERT_EQ(ext->token_rows(&g, table, nullptr, &rows), TDM_OK) << last_error();
+        ASSERT_EQ(ext->token_rows(&g, table, nullptr, &rows), TDM_OK) << last_error_host_rows();
         EXPECT_TRUE(g.host_rows.empty());
         ASSERT_EQ(g.graph.nodes().size(), nodes + 1);
         EXPECT_EQ(g.graph.nodes().back().desc.op, TDM_OP_GET_ROWS);
@@ -145,7 +145,7 @@ TEST_F(HostRows, requests_the_extension_cannot_honour_are_refused_naming_the_tab
     std::vector<uint8_t> bytes;
     auto src = write_table(&bytes);
     ASSERT_TRUE(src);
-    const tdm_ext_host_rows* ext = extension();
+    const tdm_ext_host_rows* ext = extension_host_rows();
     ASSERT_NE(ext, nullptr);
     WeightStore store(device(), "test");
     store.set_host_tables(WeightStore::HostTables::on, 0);
@@ -157,15 +157,15 @@ TEST_F(HostRows, requests_the_extension_cannot_honour_are_refused_naming_the_tab
     for (const tdm_weight_request* r : {&slab, &f32}) {
         const tdm_weight* table = nullptr;
         EXPECT_NE(ext->load(&loader, r, &table), TDM_OK);
-        EXPECT_NE(last_error().find("load_weight 'table': a table read by token rows is a 2-D tensor taken as stored"),
+        EXPECT_NE(last_error_host_rows().find("load_weight 'table': a table read by token rows is a 2-D tensor taken as stored"),
                   std::string::npos)
-            << last_error();
+            << last_error_host_rows();
     }
     tdm_weight_request missing = table_request();
     missing.name = "absent";
     const tdm_weight* table = nullptr;
     EXPECT_EQ(ext->load(&loader, &missing, &table), TDM_ERR_NOT_FOUND);
-    EXPECT_NE(last_error().find("missing tensor 'absent'"), std::string::npos) << last_error();
+    EXPECT_NE(last_error_host_rows().find("missing tensor 'absent'"), std::string::npos) << last_error_host_rows();
     tdm_weight_request wrong = table_request();
     wrong.ne[1] = kRows + 1;
     EXPECT_EQ(ext->load(&loader, &wrong, &table), TDM_ERR_SHAPE);

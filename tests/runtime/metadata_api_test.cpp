@@ -19,7 +19,7 @@
 namespace tdm {
 namespace {
 
-const tdm_host_api& host() { return *host_api(); }
+const tdm_host_api& host_metadata_api() { return *host_api(); }
 
 std::unique_ptr<ModelSource> write_model() {
     GgufWriter w;
@@ -44,19 +44,19 @@ TEST(MetadataApi, a_gguf_bool_array_reads_as_zero_and_one_through_meta_get_int_a
     src.src = model.get();
     int64_t v[8] = {9, 9, 9, 9, 9, 9, 9, 9};
     uint64_t n = 0;
-    ASSERT_EQ(host().meta_get_int_array(&src, "gemma4.attention.sliding_window_pattern", v, 8, &n), TDM_OK)
-        << host().last_error();
+    ASSERT_EQ(host_metadata_api().meta_get_int_array(&src, "gemma4.attention.sliding_window_pattern", v, 8, &n), TDM_OK)
+        << host_metadata_api().last_error();
     EXPECT_EQ(n, 6u);
     EXPECT_EQ(std::vector<int64_t>(v, v + 8), (std::vector<int64_t>{1, 1, 0, 1, 1, 0, 9, 9}));
     // A short buffer gets the first elements and the full length.
     int64_t two[2] = {};
-    ASSERT_EQ(host().meta_get_int_array(&src, "gemma4.attention.sliding_window_pattern", two, 2, &n), TDM_OK);
+    ASSERT_EQ(host_metadata_api().meta_get_int_array(&src, "gemma4.attention.sliding_window_pattern", two, 2, &n), TDM_OK);
     EXPECT_EQ(n, 6u);
     EXPECT_EQ(two[0], 1);
     EXPECT_EQ(two[1], 1);
-    ASSERT_EQ(host().meta_get_int_array(&src, "gemma4.empty_pattern", v, 8, &n), TDM_OK);
+    ASSERT_EQ(host_metadata_api().meta_get_int_array(&src, "gemma4.empty_pattern", v, 8, &n), TDM_OK);
     EXPECT_EQ(n, 0u);
-    ASSERT_EQ(host().meta_get_int_array(&src, "ints", v, 8, &n), TDM_OK);
+    ASSERT_EQ(host_metadata_api().meta_get_int_array(&src, "ints", v, 8, &n), TDM_OK);
     EXPECT_EQ(n, 2u);
     EXPECT_EQ(v[1], -5);
 }
@@ -69,15 +69,15 @@ TEST(MetadataApi, arrays_of_other_types_are_refused_naming_the_key_and_what_was_
     int64_t v[4];
     double d[4];
     uint64_t n = 0;
-    EXPECT_EQ(host().meta_get_int_array(&src, "names", v, 4, &n), TDM_ERR_BAD_MODEL);
-    EXPECT_NE(std::string(host().last_error()).find("key 'names': expected ARRAY of integers, found ARRAY of STRING"),
+    EXPECT_EQ(host_metadata_api().meta_get_int_array(&src, "names", v, 4, &n), TDM_ERR_BAD_MODEL);
+    EXPECT_NE(std::string(host_metadata_api().last_error()).find("key 'names': expected ARRAY of integers, found ARRAY of STRING"),
               std::string::npos)
-        << host().last_error();
+        << host_metadata_api().last_error();
     // Bools are integers to the integer getters only, not numbers to the float one.
-    EXPECT_EQ(host().meta_get_float_array(&src, "gemma4.attention.sliding_window_pattern", d, 4, &n),
+    EXPECT_EQ(host_metadata_api().meta_get_float_array(&src, "gemma4.attention.sliding_window_pattern", d, 4, &n),
               TDM_ERR_BAD_MODEL);
-    EXPECT_NE(std::string(host().last_error()).find("found ARRAY of BOOL"), std::string::npos) << host().last_error();
-    EXPECT_EQ(host().meta_get_int_array(&src, "missing", v, 4, &n), TDM_ERR_NOT_FOUND);
+    EXPECT_NE(std::string(host_metadata_api().last_error()).find("found ARRAY of BOOL"), std::string::npos) << host_metadata_api().last_error();
+    EXPECT_EQ(host_metadata_api().meta_get_int_array(&src, "missing", v, 4, &n), TDM_ERR_NOT_FOUND);
 }
 
 void write_bytes(const std::string& path, const std::string& bytes) {
@@ -109,12 +109,12 @@ TEST(MetadataApi, a_json_null_in_config_json_reads_as_an_absent_key) {
     ASSERT_TRUE(model);
     tdm_model_source src;
     src.src = model.get();
-    EXPECT_EQ(host().meta_has(&src, "text_config.num_global_key_value_heads"), 0);
+    EXPECT_EQ(host_metadata_api().meta_has(&src, "text_config.num_global_key_value_heads"), 0);
     int64_t v = 7;
-    EXPECT_EQ(host().meta_get_int(&src, "text_config.num_global_key_value_heads", &v), TDM_ERR_NOT_FOUND);
+    EXPECT_EQ(host_metadata_api().meta_get_int(&src, "text_config.num_global_key_value_heads", &v), TDM_ERR_NOT_FOUND);
     EXPECT_EQ(v, 7);
-    EXPECT_EQ(host().meta_has(&src, "text_config.num_key_value_heads"), 1);
-    ASSERT_EQ(host().meta_get_int(&src, "text_config.num_key_value_heads", &v), TDM_OK);
+    EXPECT_EQ(host_metadata_api().meta_has(&src, "text_config.num_key_value_heads"), 1);
+    ASSERT_EQ(host_metadata_api().meta_get_int(&src, "text_config.num_key_value_heads", &v), TDM_OK);
     EXPECT_EQ(v, 1);
 }
 

@@ -24,7 +24,7 @@
 namespace tdm {
 namespace {
 
-Registry& plugins() {
+Registry& plugins_prompt_cache() {
     static std::unique_ptr<Registry> reg = [] {
         PluginSearch s;
         s.use_env = false;
@@ -64,16 +64,16 @@ std::string qwen35_model() {
     return path;
 }
 
-struct Loaded {
+struct LoadedPromptCache {
     std::unique_ptr<Model> model;
     std::unique_ptr<KvPool> kv;
     std::unique_ptr<Runner> runner;
     int seq = -1;
 };
 
-Loaded load(const std::string& path, uint32_t block_size = 16, bool f16 = true) {
-    Loaded l;
-    auto m = Model::load(path, plugins(), test::test_device());
+LoadedPromptCache load(const std::string& path, uint32_t block_size = 16, bool f16 = true) {
+    LoadedPromptCache l;
+    auto m = Model::load(path, plugins_prompt_cache(), test::test_device());
     EXPECT_TRUE(m.ok()) << m.error().message();
     if (!m.ok()) return l;
     l.model = std::move(m).value();
@@ -111,7 +111,7 @@ struct Run {
     std::vector<float> logits;  // rows of the positions prefilled, then one per generated token
 };
 
-Run run(Loaded& l, std::span<const int32_t> prompt, GenerateParams gp) {
+Run run(LoadedPromptCache& l, std::span<const int32_t> prompt, GenerateParams gp) {
     Run r;
     auto g = generate(*l.runner, nullptr, l.seq, prompt, gp, {},
                       [&](const float* row, uint32_t n) { r.logits.insert(r.logits.end(), row, row + n); }, true);
@@ -121,7 +121,7 @@ Run run(Loaded& l, std::span<const int32_t> prompt, GenerateParams gp) {
 }
 
 // Saves the state of `l` at the prompt hook while generating `prompt`.
-void save_at_prefix(Loaded& l, std::span<const int32_t> prompt, const std::string& file) {
+void save_at_prefix(LoadedPromptCache& l, std::span<const int32_t> prompt, const std::string& file) {
     GenerateParams gp = greedy(4);
     bool saved = false;
     gp.on_prefix = [&](uint32_t n_kv) -> Status {
@@ -137,10 +137,10 @@ void save_at_prefix(Loaded& l, std::span<const int32_t> prompt, const std::strin
 // checks tokens and every logit row against a full prefill of it.
 void expect_restore_matches_full_prefill(const std::string& model, std::span<const int32_t> prompt,
                                          const std::string& file, uint32_t want_reused) {
-    Loaded fresh = load(model);
+    LoadedPromptCache fresh = load(model);
     const Run want = run(fresh, prompt, greedy(12));
 
-    Loaded l = load(model, 8);
+    LoadedPromptCache l = load(model, 8);
     auto st = load_sequence_state(file, *l.model, *l.kv, l.seq);
     ASSERT_TRUE(st.ok()) << st.error().message();
     const uint32_t n = resumable_prefix(*l.kv, l.seq, st->tokens, prompt);
@@ -163,7 +163,7 @@ TEST_F(PromptCache, qwen3_restored_state_continues_a_longer_prompt_exactly_as_a_
     const std::string file = test::make_temp_dir("pcache") + "/q3.state";
     const auto p = tokens(1, 45);
     {
-        Loaded l = load(model);
+        LoadedPromptCache l = load(model);
         save_at_prefix(l, p, file);
     }
     auto longer = p;
@@ -178,7 +178,7 @@ TEST_F(PromptCache, qwen3_prompt_that_diverges_midway_reuses_the_shared_part) {
     const std::string file = test::make_temp_dir("pcache") + "/q3.state";
     const auto p = tokens(3, 50);
     {
-        Loaded l = load(model);
+        LoadedPromptCache l = load(model);
         save_at_prefix(l, p, file);
     }
     std::vector<int32_t> other(p.begin(), p.begin() + 21);
@@ -192,7 +192,7 @@ TEST_F(PromptCache, qwen35_hybrid_restores_attention_kv_and_recurrent_state_exac
     const std::string file = test::make_temp_dir("pcache") + "/q35.state";
     const auto p = tokens(5, 37);
     {
-        Loaded l = load(model);
+        LoadedPromptCache l = load(model);
         save_at_prefix(l, p, file);
     }
     auto longer = p;
@@ -207,7 +207,7 @@ TEST_F(PromptCache, qwen35_hybrid_restores_attention_kv_and_recurrent_state_exac
 // ------------------------------------------------------------------ refusals
 
 std::string read_bytes(const std::string& path) { return test::read_file(path); }
-std::string write_bytes(const std::string& path, const std::string& bytes) {
+std::string write_bytes_prompt_cache(const std::string& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
     return path;
 }
@@ -217,7 +217,7 @@ protected:
     static void SetUpTestSuite() {
         model_ = new std::string(qwen3_model());
         dir_ = new std::string(test::make_temp_dir("pcache-refuse"));
-        Loaded l = load(*model_);
+        LoadedPromptCache l = load(*model_);
         save_at_prefix(l, tokens(9, 30), *dir_ + "/good.state");
     }
     static void TearDownTestSuite() {
@@ -228,14 +228,14 @@ protected:
     // and the pool must still generate what a fresh one does.
     void expect_refused(const std::string& file, const std::string& want, bool f16 = true,
                         const std::string* model = nullptr) {
-        Loaded l = load(model ? *model : *model_, 16, f16);
+        LoadedPromptCache l = load(model ? *model : *model_, 16, f16);
         auto r = load_sequence_state(file, *l.model, *l.kv, l.seq);
         ASSERT_FALSE(r.ok()) << "loaded " << file;
         EXPECT_NE(r.error().message().find(want), std::string::npos) << r.error().message();
         EXPECT_NE(r.error().message().find(file), std::string::npos) << "the message names the file";
         ASSERT_TRUE(l.kv->truncate(l.seq, 0).ok());
         const auto prompt = tokens(10, 9);
-        Loaded fresh = load(model ? *model : *model_, 16, f16);
+        LoadedPromptCache fresh = load(model ? *model : *model_, 16, f16);
         EXPECT_EQ(run(l, prompt, greedy(5)).tokens, run(fresh, prompt, greedy(5)).tokens);
     }
     std::string good() const { return read_bytes(*dir_ + "/good.state"); }
@@ -247,7 +247,7 @@ std::string* PromptCacheRefusal::model_ = nullptr;
 std::string* PromptCacheRefusal::dir_ = nullptr;
 
 TEST_F(PromptCacheRefusal, a_good_file_loads) {
-    Loaded l = load(*model_);
+    LoadedPromptCache l = load(*model_);
     auto r = load_sequence_state(path("good.state"), *l.model, *l.kv, l.seq);
     ASSERT_TRUE(r.ok()) << r.error().message();
     EXPECT_EQ(r->tokens.size(), 29u);
@@ -266,31 +266,31 @@ TEST_F(PromptCacheRefusal, another_kv_type_is_refused) {
 TEST_F(PromptCacheRefusal, a_corrupt_payload_byte_fails_the_checksum) {
     std::string b = good();
     b[b.size() - 2] ^= 0x10;  // inside zstd's content checksum, the frame's last 4 bytes
-    expect_refused(write_bytes(path("checksum.state"), b), "corrupt: zstd checksum mismatch");
+    expect_refused(write_bytes_prompt_cache(path("checksum.state"), b), "corrupt: zstd checksum mismatch");
     b = good();
     b[b.size() / 2] ^= 0x5a;  // inside the compressed data
-    expect_refused(write_bytes(path("middle.state"), b), "corrupt");
+    expect_refused(write_bytes_prompt_cache(path("middle.state"), b), "corrupt");
 }
 
 TEST_F(PromptCacheRefusal, a_truncated_file_says_where_it_ends) {
     const std::string b = good();
     const std::string cut = b.substr(0, b.size() - 100);
-    expect_refused(write_bytes(path("cut.state"), cut),
+    expect_refused(write_bytes_prompt_cache(path("cut.state"), cut),
                    fmt::format("truncated at byte {} of {}", cut.size(), b.size()));
-    expect_refused(write_bytes(path("tiny.state"), b.substr(0, 40)), "truncated at byte 40");
-    expect_refused(write_bytes(path("empty.state"), ""), "truncated at byte 0");
+    expect_refused(write_bytes_prompt_cache(path("tiny.state"), b.substr(0, 40)), "truncated at byte 40");
+    expect_refused(write_bytes_prompt_cache(path("empty.state"), ""), "truncated at byte 0");
 }
 
 TEST_F(PromptCacheRefusal, bad_magic_and_a_newer_version_are_refused) {
     std::string b = good();
     b[0] = 'X';
-    expect_refused(write_bytes(path("magic.state"), b), "not a tandem state file (bad magic");
+    expect_refused(write_bytes_prompt_cache(path("magic.state"), b), "not a tandem state file (bad magic");
     b = good();
     b[8] = 3;  // format version
-    expect_refused(write_bytes(path("v3.state"), b), "made by a newer tandem: format version 3, this one reads 2");
+    expect_refused(write_bytes_prompt_cache(path("v3.state"), b), "made by a newer tandem: format version 3, this one reads 2");
     b = good();
     b[20] ^= 1;  // inside the fingerprint, under the header checksum
-    expect_refused(write_bytes(path("header.state"), b), "corrupt header");
+    expect_refused(write_bytes_prompt_cache(path("header.state"), b), "corrupt header");
 }
 
 TEST_F(PromptCacheRefusal, a_fifo_or_a_directory_is_refused_without_blocking) {

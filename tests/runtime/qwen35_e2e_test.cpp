@@ -25,7 +25,7 @@
 namespace tdm {
 namespace {
 
-Registry& plugins() {
+Registry& plugins_qwen35_e2e() {
     static std::unique_ptr<Registry> reg = [] {
         PluginSearch s;
         s.use_env = false;
@@ -36,16 +36,16 @@ Registry& plugins() {
     return *reg;
 }
 
-struct Loaded {
+struct LoadedQwen35E2e {
     std::unique_ptr<Model> model;
     std::unique_ptr<KvPool> kv;
 };
 
-Loaded load(const std::string& path, uint32_t n_checkpoints = 8, std::map<std::string, std::string> options = {}) {
-    Loaded l;
+LoadedQwen35E2e load_qwen35_e2e(const std::string& path, uint32_t n_checkpoints = 8, std::map<std::string, std::string> options = {}) {
+    LoadedQwen35E2e l;
     ModelLoadOptions mo;
     mo.options = std::move(options);
-    auto m = Model::load(path, plugins(), test::test_device(), mo);
+    auto m = Model::load(path, plugins_qwen35_e2e(), test::test_device(), mo);
     EXPECT_TRUE(m.ok()) << m.error().message();
     if (!m.ok()) return l;
     l.model = std::move(m).value();
@@ -86,7 +86,7 @@ class Qwen35EndToEnd : public test::DeviceTest, public ::testing::WithParamInter
 TEST_P(Qwen35EndToEnd, vulkan_logits_and_greedy_tokens_match_the_reference) {
     const Qwen35Case c = GetParam();
     const std::string path = make_model(c);
-    Loaded l = load(path);
+    LoadedQwen35E2e l = load_qwen35_e2e(path);
     ASSERT_TRUE(l.kv);
     Runner runner(*l.model, *l.kv, device(), pipelines());
     const int seq = *l.kv->add_sequence();
@@ -152,7 +152,7 @@ TEST_F(Qwen35EndToEnd, gguf_and_hf_layouts_of_the_same_model_generate_identical_
     for (const char* preset : {"tiny", "tiny-moe"}) {
         std::vector<std::vector<int32_t>> outs;
         for (bool hf : {false, true}) {
-            Loaded l = load(make_model({"", preset, DType::F32, hf, false}));
+            LoadedQwen35E2e l = load_qwen35_e2e(make_model({"", preset, DType::F32, hf, false}));
             ASSERT_TRUE(l.kv);
             Runner runner(*l.model, *l.kv, device(), pipelines());
             GenerateParams gp;
@@ -173,7 +173,7 @@ TEST_F(Qwen35EndToEnd, chunked_delta_rule_prefill_matches_the_recurrent_form) {
     const std::string path = make_model({"", "tiny", DType::F32, false, false});
     std::vector<std::vector<float>> logits;
     for (const char* chunk : {"0", "4"}) {
-        Loaded l = load(path, 8, {{"gdn_chunk", chunk}});
+        LoadedQwen35E2e l = load_qwen35_e2e(path, 8, {{"gdn_chunk", chunk}});
         ASSERT_TRUE(l.kv);
         Runner runner(*l.model, *l.kv, device(), pipelines());
         std::vector<float> got;
@@ -195,8 +195,8 @@ TEST_F(Qwen35EndToEnd, verify_then_rollback_for_every_accepted_count_equals_plai
     for (const char* preset : {"tiny", "tiny-moe"}) {
         const std::string path = make_model({"", preset, DType::Q8_0, false, false});
         const uint32_t k = 4;
-        Loaded a = load(path, k + 2);
-        Loaded b = load(path, k + 2);
+        LoadedQwen35E2e a = load_qwen35_e2e(path, k + 2);
+        LoadedQwen35E2e b = load_qwen35_e2e(path, k + 2);
         ASSERT_TRUE(a.kv && b.kv);
         Runner ra(*a.model, *a.kv, device(), pipelines());
         Runner rb(*b.model, *b.kv, device(), pipelines());
@@ -240,7 +240,7 @@ TEST_F(Qwen35EndToEnd, verify_then_rollback_for_every_accepted_count_equals_plai
 }
 
 TEST_F(Qwen35EndToEnd, rolling_back_further_than_the_checkpoints_reach_is_an_error) {
-    Loaded l = load(make_model({"", "tiny", DType::F32, false, false}), 3);
+    LoadedQwen35E2e l = load_qwen35_e2e(make_model({"", "tiny", DType::F32, false, false}), 3);
     ASSERT_TRUE(l.kv);
     Runner runner(*l.model, *l.kv, device(), pipelines());
     const int seq = *l.kv->add_sequence();

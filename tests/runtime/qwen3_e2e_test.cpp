@@ -24,7 +24,7 @@
 namespace tdm {
 namespace {
 
-Registry& plugins() {
+Registry& plugins_qwen3_e2e() {
     static std::unique_ptr<Registry> reg = [] {
         PluginSearch s;
         s.use_env = false;
@@ -68,7 +68,7 @@ TEST_P(Qwen3EndToEnd, vulkan_logits_and_greedy_tokens_match_the_reference) {
     opt.tied = c.tied;
     ASSERT_TRUE(synth::synth_qwen3_gguf(path, case_shape(c), opt).ok());
 
-    auto model = Model::load(path, plugins(), device());
+    auto model = Model::load(path, plugins_qwen3_e2e(), device());
     ASSERT_TRUE(model.ok()) << model.error().message();
     KvPoolConfig kc;
     kc.n_ctx = 128;
@@ -139,7 +139,7 @@ TEST_F(Qwen3EndToEnd, gguf_and_safetensors_directory_of_the_same_model_generate_
     ASSERT_TRUE(synth::synth_qwen3_hf(dir + "/hf", shape, opt).ok());
     std::vector<std::vector<int32_t>> outs;
     for (const std::string& p : {dir + "/m.gguf", dir + "/hf"}) {
-        auto model = Model::load(p, plugins(), device());
+        auto model = Model::load(p, plugins_qwen3_e2e(), device());
         ASSERT_TRUE(model.ok()) << model.error().message();
         ASSERT_NE((*model)->tokenizer(), nullptr) << (*model)->tokenizer_error();
         KvPoolConfig kc;

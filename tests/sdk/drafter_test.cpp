@@ -62,13 +62,13 @@ private:
 };
 
 const char* const kTypes[] = {"scripted", nullptr};
-tdm_status create(const tdm_host_api*, const tdm_options*, void** out, char* err, size_t err_size);
-constexpr tdm_drafter_desc kDesc = tdm::sdk::drafter_desc("scripted", kTypes, create);
+tdm_status create_drafter(const tdm_host_api*, const tdm_options*, void** out, char* err, size_t err_size);
+constexpr tdm_drafter_desc kDesc = tdm::sdk::drafter_desc("scripted", kTypes, create_drafter);
 
 tdm::sdk::Host g_host;
 ScriptedDrafter* g_last = nullptr;
 
-tdm_status create(const tdm_host_api*, const tdm_options*, void** out, char* err, size_t err_size) {
+tdm_status create_drafter(const tdm_host_api*, const tdm_options*, void** out, char* err, size_t err_size) {
     return tdm::sdk::guard(Err(err, err_size), "scripted: create", [&] {
         g_last = new ScriptedDrafter(&g_host, "scripted");
         *out = tdm::sdk::drafter_handle(g_last);

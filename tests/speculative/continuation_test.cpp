@@ -22,7 +22,7 @@
 namespace tdm {
 namespace {
 
-Registry& plugins() {
+Registry& plugins_continuation() {
     static std::unique_ptr<Registry> reg = [] {
         PluginSearch s;
         s.use_env = false;
@@ -38,7 +38,7 @@ struct Target {
 
 Target load(const std::string& path, uint32_t n_checkpoints) {
     Target t;
-    auto m = Model::load(path, plugins(), test::test_device());
+    auto m = Model::load(path, plugins_continuation(), test::test_device());
     EXPECT_TRUE(m.ok()) << m.error().message();
     if (!m.ok()) return t;
     t.model = std::move(m).value();
@@ -52,7 +52,7 @@ Target load(const std::string& path, uint32_t n_checkpoints) {
     return t;
 }
 
-std::string qwen35_model() {
+std::string qwen35_model_continuation() {
     static const std::string path = [] {
         auto shape = synth::qwen35_preset("tiny");
         synth::Qwen35SynthOptions o;
@@ -66,7 +66,7 @@ std::string qwen35_model() {
     return path;
 }
 
-std::string qwen3_model() {
+std::string qwen3_model_continuation() {
     static const std::string path = [] {
         auto shape = synth::qwen3_preset("tiny");
         synth::Qwen3SynthOptions o;
@@ -138,14 +138,14 @@ void three_turns_equal_fresh_runs(const std::string& path) {
     }
 }
 
-TEST_F(Continuation, qwen3_turns_resume_and_equal_fresh_prefills) { three_turns_equal_fresh_runs(qwen3_model()); }
+TEST_F(Continuation, qwen3_turns_resume_and_equal_fresh_prefills) { three_turns_equal_fresh_runs(qwen3_model_continuation()); }
 
 TEST_F(Continuation, qwen35_hybrid_turns_resume_at_their_checkpoint_and_equal_fresh_prefills) {
-    three_turns_equal_fresh_runs(qwen35_model());
+    three_turns_equal_fresh_runs(qwen35_model_continuation());
 }
 
 TEST_F(Continuation, attention_kv_resumes_from_the_shared_prefix_of_a_diverging_prompt) {
-    Target t = load(qwen3_model(), 2);
+    Target t = load(qwen3_model_continuation(), 2);
     ASSERT_TRUE(t.kv);
     Runner runner(*t.model, *t.kv, test::test_device(), test::test_pipelines());
     const int seq = *t.kv->add_sequence(), fresh = *t.kv->add_sequence();
@@ -165,7 +165,7 @@ TEST_F(Continuation, attention_kv_resumes_from_the_shared_prefix_of_a_diverging_
 }
 
 TEST_F(Continuation, hybrid_state_cannot_be_cut_between_checkpoints_so_it_starts_over) {
-    Target t = load(qwen35_model(), 2);
+    Target t = load(qwen35_model_continuation(), 2);
     ASSERT_TRUE(t.kv);
     Runner runner(*t.model, *t.kv, test::test_device(), test::test_pipelines());
     const int seq = *t.kv->add_sequence();
@@ -181,11 +181,11 @@ TEST_F(Continuation, hybrid_state_cannot_be_cut_between_checkpoints_so_it_starts
 
 TEST_F(Continuation, qwen35_mtp_speculation_resumes_the_head_across_turns_and_equals_plain_decoding) {
     const uint32_t k = 3;
-    Target t = load(qwen35_model(), k + 2);
+    Target t = load(qwen35_model_continuation(), k + 2);
     ASSERT_TRUE(t.kv);
     Runner runner(*t.model, *t.kv, test::test_device(), test::test_pipelines());
     const int seq = *t.kv->add_sequence(), fresh = *t.kv->add_sequence();
-    const DraftHeadEntry* e = plugins().find_draft_head("mtp", t.model->arch().desc->name);
+    const DraftHeadEntry* e = plugins_continuation().find_draft_head("mtp", t.model->arch().desc->name);
     ASSERT_NE(e, nullptr);
     DraftHeadOptions o;
     o.kv.n_ctx = 256;
@@ -221,7 +221,7 @@ TEST_F(Continuation, qwen35_mtp_speculation_resumes_the_head_across_turns_and_eq
 }
 
 TEST_F(Continuation, a_set_cancel_flag_stops_before_prefill_and_a_later_run_is_unaffected) {
-    Target t = load(qwen3_model(), 2);
+    Target t = load(qwen3_model_continuation(), 2);
     ASSERT_TRUE(t.kv);
     Runner runner(*t.model, *t.kv, test::test_device(), test::test_pipelines());
     const int seq = *t.kv->add_sequence();

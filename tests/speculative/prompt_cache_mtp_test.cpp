@@ -25,7 +25,7 @@ namespace {
 
 constexpr uint32_t kDraftMax = 3;
 
-Registry& plugins() {
+Registry& plugins_prompt_cache_mtp() {
     static std::unique_ptr<Registry> reg = [] {
         PluginSearch s;
         s.use_env = false;
@@ -60,7 +60,7 @@ struct Session {
 
 Session session() {
     Session s;
-    s.model = std::move(Model::load(model_path(), plugins(), test::test_device())).value();
+    s.model = std::move(Model::load(model_path(), plugins_prompt_cache_mtp(), test::test_device())).value();
     KvPoolConfig kc;
     kc.n_ctx = 256;
     kc.n_checkpoints = kDraftMax + 2;
@@ -69,7 +69,7 @@ Session session() {
                .value();
     s.runner = std::make_unique<Runner>(*s.model, *s.kv, test::test_device(), test::test_pipelines());
     s.seq = *s.kv->add_sequence();
-    const DraftHeadEntry* e = plugins().find_draft_head("mtp", s.model->arch().desc->name);
+    const DraftHeadEntry* e = plugins_prompt_cache_mtp().find_draft_head("mtp", s.model->arch().desc->name);
     EXPECT_TRUE(e);
     DraftHeadOptions o;
     o.kv.n_ctx = 256;
@@ -86,7 +86,7 @@ std::vector<int32_t> prompt_of(uint32_t seed, size_t n) {
     return t;
 }
 
-GenerateParams greedy(int n) {
+GenerateParams greedy_prompt_cache_mtp(int n) {
     GenerateParams gp;
     gp.max_tokens = n;
     gp.sampling.temperature = 0;
@@ -122,7 +122,7 @@ Spec speculative(Session& s, std::span<const int32_t> prompt, GenerateParams gp)
 
 std::vector<int32_t> plain(std::span<const int32_t> prompt, int n) {
     Session s = session();
-    auto r = generate(*s.runner, nullptr, s.seq, prompt, greedy(n), {});
+    auto r = generate(*s.runner, nullptr, s.seq, prompt, greedy_prompt_cache_mtp(n), {});
     EXPECT_TRUE(r.ok()) << r.error().message();
     return r.ok() ? r->tokens : std::vector<int32_t>{};
 }
@@ -137,7 +137,7 @@ Spec restored(const std::string& file, std::span<const int32_t> prompt, int n, u
     const uint32_t reused = resumable_prefix(*s.kv, s.seq, st->tokens, prompt, d);
     EXPECT_EQ(reused, want_reused);
     EXPECT_TRUE(s.kv->truncate(s.seq, reused).ok());
-    GenerateParams gp = greedy(n);
+    GenerateParams gp = greedy_prompt_cache_mtp(n);
     gp.n_cached = reused;
     Spec out = speculative(s, prompt, gp);
     out.extra = st->extra;
@@ -153,7 +153,7 @@ TEST_F(PromptCacheMtp, restored_head_state_drafts_as_an_uninterrupted_run_and_ou
     for (int32_t t : prompt_of(2, 14)) q.push_back(t);
     {
         Session s = session();
-        GenerateParams gp = greedy(6);
+        GenerateParams gp = greedy_prompt_cache_mtp(6);
         bool saved = false;
         gp.on_prefix = [&](uint32_t n_kv) -> Status {
             const auto d = s.drafters();
@@ -165,7 +165,7 @@ TEST_F(PromptCacheMtp, restored_head_state_drafts_as_an_uninterrupted_run_and_ou
         ASSERT_TRUE(saved);
     }
     Session whole = session();
-    const Spec want = speculative(whole, q, greedy(24));
+    const Spec want = speculative(whole, q, greedy_prompt_cache_mtp(24));
     EXPECT_EQ(want.tokens, plain(q, 24));
     ASSERT_GT(want.drafts.size(), 2u);
 
@@ -188,7 +188,7 @@ TEST_F(PromptCacheMtp, restored_head_state_drafts_as_an_uninterrupted_run_and_ou
     const uint32_t reuse = resumable_prefix(*whole.kv, whole.seq, std::span(history).first(n_kv), next, wd);
     ASSERT_EQ(reuse, n_kv);
     ASSERT_TRUE(whole.kv->truncate(whole.seq, reuse).ok());
-    GenerateParams gp = greedy(16);
+    GenerateParams gp = greedy_prompt_cache_mtp(16);
     gp.n_cached = reuse;
     const Spec in_process = speculative(whole, next, gp);
     EXPECT_EQ(in_process.tokens, plain(next, 16));
@@ -203,7 +203,7 @@ TEST_F(PromptCacheMtp, a_file_saved_without_the_heads_state_is_refused_while_the
     const auto p = prompt_of(4, 12);
     {
         Session s = session();
-        GenerateParams gp = greedy(2);
+        GenerateParams gp = greedy_prompt_cache_mtp(2);
         gp.on_prefix = [&](uint32_t n_kv) -> Status {
             return save_sequence_state(file, *s.model, *s.kv, s.seq, std::span(p).first(n_kv)).ok()
                        ? Status{}

@@ -33,7 +33,7 @@
 namespace tdm {
 namespace {
 
-Registry& plugins() {
+Registry& plugins_qwen35_mtp() {
     static std::unique_ptr<Registry> reg = [] {
         PluginSearch s;
         s.use_env = false;
@@ -42,16 +42,16 @@ Registry& plugins() {
     return *reg;
 }
 
-struct Target {
+struct TargetQwen35Mtp {
     std::string path;
     std::unique_ptr<Model> model;
     std::unique_ptr<KvPool> kv;
 };
 
-Target load_target(const std::string& path, uint32_t draft_max) {
-    Target t;
+TargetQwen35Mtp load_target(const std::string& path, uint32_t draft_max) {
+    TargetQwen35Mtp t;
     t.path = path;
-    auto m = Model::load(path, plugins(), test::test_device());
+    auto m = Model::load(path, plugins_qwen35_mtp(), test::test_device());
     EXPECT_TRUE(m.ok()) << m.error().message();
     if (!m.ok()) return t;
     t.model = std::move(m).value();
@@ -78,10 +78,10 @@ std::string synth(const char* preset, DType type, bool repeating = false, bool m
     return path;
 }
 
-Result<std::unique_ptr<DraftHeadDrafter>> make_mtp(const Target& t, std::shared_ptr<const ModelSource> src = nullptr,
+Result<std::unique_ptr<DraftHeadDrafter>> make_mtp(const TargetQwen35Mtp& t, std::shared_ptr<const ModelSource> src = nullptr,
                                                    std::map<std::string, std::string> options = {},
                                                    bool rows_on_device = true) {
-    const DraftHeadEntry* e = plugins().find_draft_head("mtp", t.model->arch().desc->name);
+    const DraftHeadEntry* e = plugins_qwen35_mtp().find_draft_head("mtp", t.model->arch().desc->name);
     if (!e) return Error("no draft head answers --spec-type mtp");
     DraftHeadOptions o;
     o.options = std::move(options);
@@ -91,14 +91,14 @@ Result<std::unique_ptr<DraftHeadDrafter>> make_mtp(const Target& t, std::shared_
                                     test::test_device(), test::test_pipelines(), o);
 }
 
-std::vector<int32_t> random_prompt(uint64_t seed, size_t len, int32_t hi) {
+std::vector<int32_t> random_prompt_qwen35_mtp(uint64_t seed, size_t len, int32_t hi) {
     std::mt19937_64 rng(seed);
     std::vector<int32_t> p(len);
     for (auto& t : p) t = int32_t(rng() % uint64_t(hi));
     return p;
 }
 
-GenerateParams greedy(int n) {
+GenerateParams greedy_qwen35_mtp(int n) {
     GenerateParams gp;
     gp.max_tokens = n;
     gp.sampling.temperature = 0;
@@ -113,7 +113,7 @@ class Qwen35Mtp : public test::DeviceTest {};
 TEST_F(Qwen35Mtp, mtp_speculative_greedy_output_equals_plain_greedy_output_on_50_prompts) {
     for (const char* preset : {"tiny", "tiny-moe"}) {
         const uint32_t k = 3;
-        Target t = load_target(synth(preset, DType::Q8_0), k);
+        TargetQwen35Mtp t = load_target(synth(preset, DType::Q8_0), k);
         ASSERT_TRUE(t.kv);
         Runner runner(*t.model, *t.kv, device(), pipelines());
         const int seq = *t.kv->add_sequence();
@@ -126,15 +126,15 @@ TEST_F(Qwen35Mtp, mtp_speculative_greedy_output_equals_plain_greedy_output_on_50
         uint64_t accepted = 0, drafted = 0;
         const int n_prompts = std::string(preset) == "tiny" ? 50 : 10;
         for (int i = 0; i < n_prompts; ++i) {
-            const auto prompt = random_prompt(2000 + uint64_t(i), 3 + size_t(i % 11), 500);
+            const auto prompt = random_prompt_qwen35_mtp(2000 + uint64_t(i), 3 + size_t(i % 11), 500);
             ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-            auto plain = generate(runner, nullptr, seq, prompt, greedy(32), {});
+            auto plain = generate(runner, nullptr, seq, prompt, greedy_qwen35_mtp(32), {});
             ASSERT_TRUE(plain.ok()) << plain.error().message();
             ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
             // odd prompts: the head's own tokens; even: forced to acceptance 0.6
             ForcedDrafter forced(plain->tokens, prompt.size(), 0.6, t.model->info().n_vocab, uint64_t(i), mtp->get());
             Drafter* chain[] = {i % 2 ? static_cast<Drafter*>(mtp->get()) : &forced};
-            auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(32), chain, sp, {});
+            auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_qwen35_mtp(32), chain, sp, {});
             ASSERT_TRUE(spec.ok()) << spec.error().message();
             ASSERT_EQ(spec->gen.tokens, plain->tokens) << preset << " prompt " << i;
             accepted += spec->stats.accepted;
@@ -144,7 +144,7 @@ TEST_F(Qwen35Mtp, mtp_speculative_greedy_output_equals_plain_greedy_output_on_50
             // same acceptance, round by round (the drafts decide it; exactness alone would not)
             ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
             Drafter* host_chain[] = {mtp_host->get()};
-            auto host = generate_speculative(runner, nullptr, seq, prompt, greedy(32), host_chain, sp, {});
+            auto host = generate_speculative(runner, nullptr, seq, prompt, greedy_qwen35_mtp(32), host_chain, sp, {});
             ASSERT_TRUE(host.ok()) << host.error().message();
             EXPECT_EQ(host->stats.rounds, spec->stats.rounds) << preset << " prompt " << i;
             EXPECT_EQ(host->stats.accepted, spec->stats.accepted) << preset << " prompt " << i;
@@ -170,7 +170,7 @@ TEST_P(Qwen35MtpRows, drafts_equal_the_reference_heads_after_every_accepted_coun
     const bool on_device = GetParam();
     const uint32_t k = 3;
     const std::string path = synth("tiny", DType::F32);
-    Target t = load_target(path, k);
+    TargetQwen35Mtp t = load_target(path, k);
     ASSERT_TRUE(t.kv);
     auto ref = ref::Qwen35Reference::open(path, {true, true, std::nullopt});
     ASSERT_TRUE(ref.ok()) << ref.error().message();
@@ -245,7 +245,7 @@ INSTANTIATE_TEST_SUITE_P(Rows, Qwen35MtpRows, ::testing::Values(false, true),
 
 TEST_F(Qwen35Mtp, repeating_models_head_drafts_what_the_trunk_emits) {
     const uint32_t k = 4;
-    Target t = load_target(synth("tiny", DType::Q8_0, /*repeating=*/true), k);
+    TargetQwen35Mtp t = load_target(synth("tiny", DType::Q8_0, /*repeating=*/true), k);
     ASSERT_TRUE(t.kv);
     Runner runner(*t.model, *t.kv, device(), pipelines());
     const int seq = *t.kv->add_sequence();
@@ -254,11 +254,11 @@ TEST_F(Qwen35Mtp, repeating_models_head_drafts_what_the_trunk_emits) {
     Drafter* chain[] = {mtp->get()};
     SpecParams sp;
     sp.draft_max = int(k);
-    const auto prompt = random_prompt(7, 9, 500);
-    auto plain = generate(runner, nullptr, seq, prompt, greedy(41), {});
+    const auto prompt = random_prompt_qwen35_mtp(7, 9, 500);
+    auto plain = generate(runner, nullptr, seq, prompt, greedy_qwen35_mtp(41), {});
     ASSERT_TRUE(plain.ok());
     ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(41), chain, sp, {});
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_qwen35_mtp(41), chain, sp, {});
     ASSERT_TRUE(spec.ok()) << spec.error().message();
     EXPECT_EQ(spec->gen.tokens, plain->tokens);
     EXPECT_EQ(spec->stats.accepted, spec->stats.drafted);
@@ -268,7 +268,7 @@ TEST_F(Qwen35Mtp, repeating_models_head_drafts_what_the_trunk_emits) {
 // ---------------------------------------------------------------- (4) files
 
 TEST_F(Qwen35Mtp, a_file_without_the_head_is_refused_with_a_message_saying_how_to_get_one) {
-    Target t = load_target(synth("tiny", DType::Q8_0, false, /*mtp=*/false), 3);
+    TargetQwen35Mtp t = load_target(synth("tiny", DType::Q8_0, false, /*mtp=*/false), 3);
     ASSERT_TRUE(t.kv);
     auto mtp = make_mtp(t);
     ASSERT_FALSE(mtp.ok());
@@ -301,7 +301,7 @@ TEST_F(Qwen35Mtp, an_mtp_only_side_file_drafts_like_the_head_in_the_full_file) {
         ASSERT_GT(n, 10);
         ASSERT_TRUE(w.write_file(side).ok());
     }
-    Target t = load_target(full, k);
+    TargetQwen35Mtp t = load_target(full, k);
     ASSERT_TRUE(t.kv);
     auto src = ModelSource::open(side);
     ASSERT_TRUE(src.ok()) << src.error().message();
@@ -312,11 +312,11 @@ TEST_F(Qwen35Mtp, an_mtp_only_side_file_drafts_like_the_head_in_the_full_file) {
     Drafter* chain[] = {mtp->get()};
     SpecParams sp;
     sp.draft_max = int(k);
-    const auto prompt = random_prompt(3, 8, 500);
-    auto plain = generate(runner, nullptr, seq, prompt, greedy(24), {});
+    const auto prompt = random_prompt_qwen35_mtp(3, 8, 500);
+    auto plain = generate(runner, nullptr, seq, prompt, greedy_qwen35_mtp(24), {});
     ASSERT_TRUE(plain.ok());
     ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(24), chain, sp, {});
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_qwen35_mtp(24), chain, sp, {});
     ASSERT_TRUE(spec.ok()) << spec.error().message();
     EXPECT_EQ(spec->gen.tokens, plain->tokens);
     EXPECT_GT(spec->stats.drafted, 0u);
@@ -327,7 +327,7 @@ TEST_F(Qwen35Mtp, an_mtp_only_side_file_drafts_like_the_head_in_the_full_file) {
 // the LM head). Drafts stay below it and the output stays exact.
 TEST_F(Qwen35Mtp, reduced_draft_vocabulary_drafts_only_its_ids_and_stays_exact) {
     const uint32_t k = 3, n_draft_vocab = 200;
-    Target t = load_target(synth("tiny", DType::Q8_0, /*repeating=*/true), k);
+    TargetQwen35Mtp t = load_target(synth("tiny", DType::Q8_0, /*repeating=*/true), k);
     ASSERT_TRUE(t.kv);
     auto mtp = make_mtp(t, nullptr, {{"draft_vocab", std::to_string(n_draft_vocab)}});
     ASSERT_TRUE(mtp.ok()) << mtp.error().message();
@@ -358,13 +358,13 @@ TEST_F(Qwen35Mtp, reduced_draft_vocabulary_drafts_only_its_ids_and_stays_exact) 
     // below the cut are drafted (and accepted), ids above it cannot be
     uint64_t accepted = 0, drafted = 0;
     for (int32_t last : {7, 400}) {
-        std::vector<int32_t> prompt = random_prompt(uint64_t(last), 11, 500);
+        std::vector<int32_t> prompt = random_prompt_qwen35_mtp(uint64_t(last), 11, 500);
         prompt.push_back(last);
         ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-        auto plain = generate(runner, nullptr, seq, prompt, greedy(30), {});
+        auto plain = generate(runner, nullptr, seq, prompt, greedy_qwen35_mtp(30), {});
         ASSERT_TRUE(plain.ok());
         ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(30), chain, sp, {});
+        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_qwen35_mtp(30), chain, sp, {});
         ASSERT_TRUE(spec.ok()) << spec.error().message();
         EXPECT_EQ(spec->gen.tokens, plain->tokens) << "last prompt token " << last;
         accepted += spec->stats.accepted;
@@ -377,7 +377,7 @@ TEST_F(Qwen35Mtp, reduced_draft_vocabulary_drafts_only_its_ids_and_stays_exact) 
 }
 
 TEST_F(Qwen35Mtp, pre_norm_hidden_switch_is_validated_and_stays_exact) {
-    Target t = load_target(synth("tiny", DType::Q8_0), 3);
+    TargetQwen35Mtp t = load_target(synth("tiny", DType::Q8_0), 3);
     ASSERT_TRUE(t.kv);
     auto bad = make_mtp(t, nullptr, {{"mtp_hidden", "middle"}});
     ASSERT_FALSE(bad.ok());
@@ -387,15 +387,15 @@ TEST_F(Qwen35Mtp, pre_norm_hidden_switch_is_validated_and_stays_exact) {
     EXPECT_EQ((*mtp)->hidden_point(), TDM_HIDDEN_PRE_NORM);
     Runner runner(*t.model, *t.kv, device(), pipelines());
     const int seq = *t.kv->add_sequence();
-    const auto prompt = random_prompt(11, 10, 500);
-    auto plain = generate(runner, nullptr, seq, prompt, greedy(20), {});
+    const auto prompt = random_prompt_qwen35_mtp(11, 10, 500);
+    auto plain = generate(runner, nullptr, seq, prompt, greedy_qwen35_mtp(20), {});
     ASSERT_TRUE(plain.ok());
     ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
     ForcedDrafter forced(plain->tokens, prompt.size(), 0.7, t.model->info().n_vocab, 1, mtp->get());
     Drafter* chain[] = {&forced};
     SpecParams sp;
     sp.draft_max = 3;
-    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(20), chain, sp, {});
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_qwen35_mtp(20), chain, sp, {});
     ASSERT_TRUE(spec.ok()) << spec.error().message();
     EXPECT_EQ(spec->gen.tokens, plain->tokens);
 }

@@ -28,7 +28,7 @@
 namespace tdm {
 namespace {
 
-Registry& plugins() {
+Registry& plugins_spec() {
     static std::unique_ptr<Registry> reg = [] {
         PluginSearch s;
         s.use_env = false;
@@ -42,11 +42,11 @@ struct Loaded {
     std::unique_ptr<KvPool> kv;
 };
 
-Loaded load(const std::string& path, uint32_t n_ctx = 256, bool int8_matmul = false) {
+Loaded load_spec(const std::string& path, uint32_t n_ctx = 256, bool int8_matmul = false) {
     Loaded l;
     ModelLoadOptions mo;
     mo.int8_matmul = int8_matmul;
-    auto m = Model::load(path, plugins(), test::test_device(), mo);
+    auto m = Model::load(path, plugins_spec(), test::test_device(), mo);
     EXPECT_TRUE(m.ok()) << m.error().message();
     l.model = std::move(m).value();
     KvPoolConfig kc;
@@ -75,14 +75,14 @@ Pair make_pair(DType type, float perturbation, uint64_t seed) {
     return p;
 }
 
-std::vector<int32_t> random_prompt(uint64_t seed, size_t len, int32_t hi) {
+std::vector<int32_t> random_prompt_spec(uint64_t seed, size_t len, int32_t hi) {
     std::mt19937_64 rng(seed);
     std::vector<int32_t> p(len);
     for (auto& t : p) t = int32_t(rng() % uint64_t(hi));
     return p;
 }
 
-GenerateParams greedy(int n) {
+GenerateParams greedy_spec(int n) {
     GenerateParams gp;
     gp.max_tokens = n;
     gp.sampling.temperature = 0;
@@ -90,7 +90,7 @@ GenerateParams greedy(int n) {
     return gp;
 }
 
-class Spec : public test::DeviceTest {};
+class SpecSpec : public test::DeviceTest {};
 
 // ---------------------------------------------------------------- exactness
 
@@ -98,8 +98,8 @@ class DraftModelExactness : public test::DeviceTest, public ::testing::WithParam
 
 TEST_P(DraftModelExactness, greedy_speculative_output_equals_plain_greedy_output_on_50_prompts) {
     const Pair p = make_pair(GetParam(), 0.03f, 11);
-    Loaded t = load(p.target);
-    Loaded d = load(p.draft);
+    Loaded t = load_spec(p.target);
+    Loaded d = load_spec(p.draft);
     Runner runner(*t.model, *t.kv, device(), pipelines());
     const int seq = *t.kv->add_sequence();
     DraftModelDrafter drafter(std::move(d.model), std::move(d.kv), device(), pipelines());
@@ -108,12 +108,12 @@ TEST_P(DraftModelExactness, greedy_speculative_output_equals_plain_greedy_output
     sp.draft_max = 4;
     uint64_t accepted = 0, drafted = 0;
     for (int i = 0; i < 50; ++i) {
-        const auto prompt = random_prompt(1000 + uint64_t(i), 6 + size_t(i % 7), 400);
+        const auto prompt = random_prompt_spec(1000 + uint64_t(i), 6 + size_t(i % 7), 400);
         ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-        auto plain = generate(runner, nullptr, seq, prompt, greedy(64), {});
+        auto plain = generate(runner, nullptr, seq, prompt, greedy_spec(64), {});
         ASSERT_TRUE(plain.ok()) << plain.error().message();
         ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(64), chain, sp, {});
+        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_spec(64), chain, sp, {});
         ASSERT_TRUE(spec.ok()) << spec.error().message();
         ASSERT_EQ(spec->gen.tokens, plain->tokens) << dtype_name(GetParam()) << " prompt " << i;
         accepted += spec->stats.accepted;
@@ -130,10 +130,10 @@ INSTANTIATE_TEST_SUITE_P(WeightTypes, DraftModelExactness, ::testing::Values(DTy
 // The int8 activation path (--int8-matmul on) is batch-invariant like the f32 one: with a
 // Q8_0 target and draft model both on it, speculative output is plain output; the logits
 // differ from the f32-activation path's by the error of 8-bit activations.
-TEST_F(Spec, int8_matmuls_keep_speculative_output_exact) {
+TEST_F(SpecSpec, int8_matmuls_keep_speculative_output_exact) {
     const Pair p = make_pair(DType::Q8_0, 0.03f, 12);
-    Loaded t = load(p.target, 256, /*int8_matmul=*/true);
-    Loaded d = load(p.draft, 256, true);
+    Loaded t = load_spec(p.target, 256, /*int8_matmul=*/true);
+    Loaded d = load_spec(p.draft, 256, true);
     Runner runner(*t.model, *t.kv, device(), pipelines());
     const int seq = *t.kv->add_sequence();
     DraftModelDrafter drafter(std::move(d.model), std::move(d.kv), device(), pipelines());
@@ -142,12 +142,12 @@ TEST_F(Spec, int8_matmuls_keep_speculative_output_exact) {
     sp.draft_max = 4;
     uint64_t accepted = 0;
     for (int i = 0; i < 20; ++i) {
-        const auto prompt = random_prompt(3000 + uint64_t(i), 5 + size_t(i % 9), 400);
+        const auto prompt = random_prompt_spec(3000 + uint64_t(i), 5 + size_t(i % 9), 400);
         ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-        auto plain = generate(runner, nullptr, seq, prompt, greedy(48), {});
+        auto plain = generate(runner, nullptr, seq, prompt, greedy_spec(48), {});
         ASSERT_TRUE(plain.ok()) << plain.error().message();
         ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(48), chain, sp, {});
+        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_spec(48), chain, sp, {});
         ASSERT_TRUE(spec.ok()) << spec.error().message();
         ASSERT_EQ(spec->gen.tokens, plain->tokens) << "prompt " << i;
         accepted += spec->stats.accepted;
@@ -155,7 +155,7 @@ TEST_F(Spec, int8_matmuls_keep_speculative_output_exact) {
     EXPECT_GT(accepted, 0u);
 
     // the logits of one prompt, int8 against f32 activations
-    Loaded f = load(p.target);
+    Loaded f = load_spec(p.target);
     Runner f32_runner(*f.model, *f.kv, device(), pipelines());
     const int f_seq = *f.kv->add_sequence();
     const std::vector<int32_t> tokens = {3, 77, 150, 9, 260}, positions = {0, 1, 2, 3, 4}, rows = {4};
@@ -175,24 +175,24 @@ TEST_F(Spec, int8_matmuls_keep_speculative_output_exact) {
     EXPECT_LT(rel, 4e-2) << "relative RMS logit error " << rel;
 }
 
-TEST_F(Spec, forced_drafter_is_exact_and_its_acceptance_follows_A) {
+TEST_F(SpecSpec, forced_drafter_is_exact_and_its_acceptance_follows_A) {
     const Pair p = make_pair(DType::F32, 0.0f, 3);
-    Loaded t = load(p.target);
+    Loaded t = load_spec(p.target);
     Runner runner(*t.model, *t.kv, device(), pipelines());
     const int seq = *t.kv->add_sequence();
     for (double a : {0.0, 0.5, 1.0}) {
         uint64_t first_drafted = 0, first_accepted = 0;
         for (int i = 0; i < 8; ++i) {
-            const auto prompt = random_prompt(77 + uint64_t(i), 8, 400);
+            const auto prompt = random_prompt_spec(77 + uint64_t(i), 8, 400);
             ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-            auto plain = generate(runner, nullptr, seq, prompt, greedy(48), {});
+            auto plain = generate(runner, nullptr, seq, prompt, greedy_spec(48), {});
             ASSERT_TRUE(plain.ok());
             ForcedDrafter forced(plain->tokens, prompt.size(), a, t.model->info().n_vocab, 5 + uint64_t(i));
             Drafter* chain[] = {&forced};
             SpecParams sp;
             sp.draft_max = 3;
             ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-            auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(48), chain, sp, {});
+            auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_spec(48), chain, sp, {});
             ASSERT_TRUE(spec.ok()) << spec.error().message();
             ASSERT_EQ(spec->gen.tokens, plain->tokens) << "A=" << a;
             first_drafted += spec->stats.drafted_at.empty() ? 0 : spec->stats.drafted_at[0];
@@ -204,13 +204,13 @@ TEST_F(Spec, forced_drafter_is_exact_and_its_acceptance_follows_A) {
     }
 }
 
-TEST_F(Spec, verify_pass_logits_equal_single_token_decode_bit_for_bit) {
+TEST_F(SpecSpec, verify_pass_logits_equal_single_token_decode_bit_for_bit) {
     const Pair p = make_pair(DType::Q8_0, 0.0f, 9);
-    Loaded t = load(p.target);
+    Loaded t = load_spec(p.target);
     Runner runner(*t.model, *t.kv, device(), pipelines());
     const int seq = *t.kv->add_sequence();
     const uint32_t n_vocab = t.model->info().n_vocab;
-    const auto prompt = random_prompt(5, 10, 400);
+    const auto prompt = random_prompt_spec(5, 10, 400);
     const std::vector<int32_t> block = {17, 250, 3, 99, 140, 7};  // [last, d1..d5]
     // batched: one verify pass over the block
     ASSERT_TRUE(test::prefill(runner, seq, prompt, 256, false, {}).ok());
@@ -254,15 +254,15 @@ private:
     std::vector<int32_t> tokens_;
 };
 
-TEST_F(Spec, stop_token_inside_an_accepted_draft_ends_generation_where_plain_decoding_does) {
+TEST_F(SpecSpec, stop_token_inside_an_accepted_draft_ends_generation_where_plain_decoding_does) {
     const Pair p = make_pair(DType::F32, 0.0f, 21);
-    Loaded t = load(p.target);
+    Loaded t = load_spec(p.target);
     Runner runner(*t.model, *t.kv, device(), pipelines());
     const int seq = *t.kv->add_sequence();
-    const auto prompt = random_prompt(8, 8, 400);
-    auto ref = generate(runner, nullptr, seq, prompt, greedy(40), {});
+    const auto prompt = random_prompt_spec(8, 8, 400);
+    auto ref = generate(runner, nullptr, seq, prompt, greedy_spec(40), {});
     ASSERT_TRUE(ref.ok());
-    GenerateParams gp = greedy(40);
+    GenerateParams gp = greedy_spec(40);
     gp.stop_tokens = {ref->tokens[13]};  // a token in the middle of a round
     ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
     auto plain = generate(runner, nullptr, seq, prompt, gp, {});
@@ -278,29 +278,29 @@ TEST_F(Spec, stop_token_inside_an_accepted_draft_ends_generation_where_plain_dec
     EXPECT_EQ(spec->gen.stop_reason, "stop_token");
 }
 
-TEST_F(Spec, token_budget_inside_a_round_and_a_full_context_are_respected) {
+TEST_F(SpecSpec, token_budget_inside_a_round_and_a_full_context_are_respected) {
     const Pair p = make_pair(DType::F32, 0.0f, 22);
-    Loaded t = load(p.target, 48);  // context of 48 tokens
+    Loaded t = load_spec(p.target, 48);  // context of 48 tokens
     Runner runner(*t.model, *t.kv, device(), pipelines());
     const int seq = *t.kv->add_sequence();
-    const auto prompt = random_prompt(9, 10, 400);
+    const auto prompt = random_prompt_spec(9, 10, 400);
     for (int n : {1, 2, 7, 13}) {  // not multiples of k + 1
         ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-        auto plain = generate(runner, nullptr, seq, prompt, greedy(n), {});
+        auto plain = generate(runner, nullptr, seq, prompt, greedy_spec(n), {});
         ASSERT_TRUE(plain.ok());
         ForcedDrafter forced(plain->tokens, prompt.size(), 1.0, t.model->info().n_vocab, 2);
         Drafter* chain[] = {&forced};
         SpecParams sp;
         sp.draft_max = 5;
         ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(n), chain, sp, {});
+        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_spec(n), chain, sp, {});
         ASSERT_TRUE(spec.ok());
         EXPECT_EQ(spec->gen.tokens.size(), size_t(n));
         EXPECT_EQ(spec->gen.tokens, plain->tokens);
     }
     // unlimited: runs into the context; k shrinks as the end approaches
     ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-    auto plain = generate(runner, nullptr, seq, prompt, greedy(-1), {});
+    auto plain = generate(runner, nullptr, seq, prompt, greedy_spec(-1), {});
     ASSERT_TRUE(plain.ok());
     EXPECT_EQ(plain->stop_reason, "context");
     ForcedDrafter forced(plain->tokens, prompt.size(), 1.0, t.model->info().n_vocab, 3);
@@ -308,37 +308,37 @@ TEST_F(Spec, token_budget_inside_a_round_and_a_full_context_are_respected) {
     SpecParams sp;
     sp.draft_max = 16;  // larger than what remains at the end
     ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(-1), chain, sp, {});
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_spec(-1), chain, sp, {});
     ASSERT_TRUE(spec.ok()) << spec.error().message();
     EXPECT_EQ(spec->gen.tokens, plain->tokens);
     EXPECT_EQ(spec->gen.stop_reason, "context");
 }
 
-TEST_F(Spec, a_drafter_that_proposes_nothing_gives_plain_steps) {
+TEST_F(SpecSpec, a_drafter_that_proposes_nothing_gives_plain_steps) {
     const Pair p = make_pair(DType::F32, 0.0f, 23);
-    Loaded t = load(p.target);
+    Loaded t = load_spec(p.target);
     Runner runner(*t.model, *t.kv, device(), pipelines());
     const int seq = *t.kv->add_sequence();
-    const auto prompt = random_prompt(10, 8, 400);
-    auto plain = generate(runner, nullptr, seq, prompt, greedy(20), {});
+    const auto prompt = random_prompt_spec(10, 8, 400);
+    auto plain = generate(runner, nullptr, seq, prompt, greedy_spec(20), {});
     ASSERT_TRUE(plain.ok());
     ListDrafter empty({});
     Drafter* chain[] = {&empty};
     ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(20), chain, SpecParams{}, {});
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_spec(20), chain, SpecParams{}, {});
     ASSERT_TRUE(spec.ok());
     EXPECT_EQ(spec->gen.tokens, plain->tokens);
     EXPECT_EQ(spec->stats.rounds, 0u);
     EXPECT_EQ(spec->stats.plain_steps, 19u);  // the first token comes from the prefill
 }
 
-TEST_F(Spec, chain_uses_the_first_drafter_that_proposes_and_stays_exact) {
+TEST_F(SpecSpec, chain_uses_the_first_drafter_that_proposes_and_stays_exact) {
     const Pair p = make_pair(DType::F32, 0.0f, 24);
-    Loaded t = load(p.target);
+    Loaded t = load_spec(p.target);
     Runner runner(*t.model, *t.kv, device(), pipelines());
     const int seq = *t.kv->add_sequence();
-    const auto prompt = random_prompt(12, 8, 400);
-    auto plain = generate(runner, nullptr, seq, prompt, greedy(30), {});
+    const auto prompt = random_prompt_spec(12, 8, 400);
+    auto plain = generate(runner, nullptr, seq, prompt, greedy_spec(30), {});
     ASSERT_TRUE(plain.ok());
     ListDrafter empty({});
     ForcedDrafter forced(plain->tokens, prompt.size(), 0.7, t.model->info().n_vocab, 4);
@@ -346,7 +346,7 @@ TEST_F(Spec, chain_uses_the_first_drafter_that_proposes_and_stays_exact) {
     ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
     SpecParams sp;
     sp.draft_max = 4;
-    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(30), chain, sp, {});
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_spec(30), chain, sp, {});
     ASSERT_TRUE(spec.ok());
     EXPECT_EQ(spec->gen.tokens, plain->tokens);
     EXPECT_GT(spec->stats.drafters[0].calls_gen, 0u);
@@ -354,18 +354,18 @@ TEST_F(Spec, chain_uses_the_first_drafter_that_proposes_and_stays_exact) {
     EXPECT_GT(spec->stats.drafters[1].gen_drafts, 0u);
 }
 
-TEST_F(Spec, drafter_proposing_ids_outside_the_vocabulary_is_turned_off_and_the_output_stays_exact) {
+TEST_F(SpecSpec, drafter_proposing_ids_outside_the_vocabulary_is_turned_off_and_the_output_stays_exact) {
     const Pair p = make_pair(DType::F32, 0.0f, 25);
-    Loaded t = load(p.target);
+    Loaded t = load_spec(p.target);
     Runner runner(*t.model, *t.kv, device(), pipelines());
     const int seq = *t.kv->add_sequence();
-    const auto prompt = random_prompt(1, 4, 400);
-    auto plain = generate(runner, nullptr, seq, prompt, greedy(8), {});
+    const auto prompt = random_prompt_spec(1, 4, 400);
+    auto plain = generate(runner, nullptr, seq, prompt, greedy_spec(8), {});
     ASSERT_TRUE(plain.ok()) << plain.error().message();
     ListDrafter bad({5, 999999});
     Drafter* chain[] = {&bad};
     ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(8), chain, SpecParams{}, {});
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_spec(8), chain, SpecParams{}, {});
     ASSERT_TRUE(spec.ok()) << spec.error().message();
     EXPECT_EQ(spec->gen.tokens, plain->tokens);
     const std::string& why = spec->stats.drafters[0].failure;
@@ -374,13 +374,13 @@ TEST_F(Spec, drafter_proposing_ids_outside_the_vocabulary_is_turned_off_and_the_
     EXPECT_EQ(spec->stats.drafters[0].calls_gen, 1u) << "the drafter is not asked again";
 }
 
-TEST_F(Spec, skip_streak_and_auto_mode_keep_output_exact_when_nothing_is_accepted) {
+TEST_F(SpecSpec, skip_streak_and_auto_mode_keep_output_exact_when_nothing_is_accepted) {
     const Pair p = make_pair(DType::F32, 0.0f, 26);
-    Loaded t = load(p.target);
+    Loaded t = load_spec(p.target);
     Runner runner(*t.model, *t.kv, device(), pipelines());
     const int seq = *t.kv->add_sequence();
-    const auto prompt = random_prompt(13, 8, 400);
-    auto plain = generate(runner, nullptr, seq, prompt, greedy(60), {});
+    const auto prompt = random_prompt_spec(13, 8, 400);
+    auto plain = generate(runner, nullptr, seq, prompt, greedy_spec(60), {});
     ASSERT_TRUE(plain.ok());
     for (int mode = 0; mode < 2; ++mode) {
         ForcedDrafter forced(plain->tokens, prompt.size(), 0.0, t.model->info().n_vocab, 6);
@@ -390,7 +390,7 @@ TEST_F(Spec, skip_streak_and_auto_mode_keep_output_exact_when_nothing_is_accepte
         if (mode == 0) sp.skip_streak = 2;
         else sp.auto_k = true;
         ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
-        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(60), chain, sp, {});
+        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_spec(60), chain, sp, {});
         ASSERT_TRUE(spec.ok());
         EXPECT_EQ(spec->gen.tokens, plain->tokens);
         EXPECT_GT(spec->stats.plain_steps, 0u) << (mode ? "auto" : "skip streak");
@@ -401,7 +401,7 @@ TEST_F(Spec, skip_streak_and_auto_mode_keep_output_exact_when_nothing_is_accepte
 
 // ---------------------------------------------------------------- vocabulary
 
-TEST_F(Spec, incompatible_draft_vocabulary_is_refused_listing_the_first_mismatches) {
+TEST_F(SpecSpec, incompatible_draft_vocabulary_is_refused_listing_the_first_mismatches) {
     const std::string dir = test::make_temp_dir("vocab");
     auto tiny = synth::qwen3_preset("tiny");
     auto small = synth::qwen3_preset("small");
@@ -409,8 +409,8 @@ TEST_F(Spec, incompatible_draft_vocabulary_is_refused_listing_the_first_mismatch
     synth::Qwen3SynthOptions o;
     ASSERT_TRUE(synth::synth_qwen3_gguf(dir + "/a.gguf", *tiny, o).ok());
     ASSERT_TRUE(synth::synth_qwen3_gguf(dir + "/b.gguf", *small, o).ok());
-    auto a = Model::load(dir + "/a.gguf", plugins(), device());
-    auto b = Model::load(dir + "/b.gguf", plugins(), device());
+    auto a = Model::load(dir + "/a.gguf", plugins_spec(), device());
+    auto b = Model::load(dir + "/b.gguf", plugins_spec(), device());
     ASSERT_TRUE(a.ok() && b.ok());
     EXPECT_TRUE(check_vocab_compatible(*(*a)->tokenizer(), *(*a)->tokenizer()).ok());
     auto st = check_vocab_compatible(*(*a)->tokenizer(), *(*b)->tokenizer());
@@ -422,15 +422,15 @@ TEST_F(Spec, incompatible_draft_vocabulary_is_refused_listing_the_first_mismatch
 
 // ---------------------------------------------------------------- sampling (invariant 2)
 
-TEST_F(Spec, speculative_sampling_preserves_the_target_distribution) {
+TEST_F(SpecSpec, speculative_sampling_preserves_the_target_distribution) {
     // The joint distribution of the first two sampled tokens, plain vs
     // speculative (a drafter that always proposes one token), over many seeds;
     // a chi-square statistic on the pooled table must stay below a loose bound.
     const Pair p = make_pair(DType::F32, 0.0f, 31);
-    Loaded t = load(p.target);
+    Loaded t = load_spec(p.target);
     Runner runner(*t.model, *t.kv, device(), pipelines());
     const int seq = *t.kv->add_sequence();
-    const auto prompt = random_prompt(14, 6, 400);
+    const auto prompt = random_prompt_spec(14, 6, 400);
     GenerateParams gp;
     gp.max_tokens = 2;
     gp.ignore_eog = true;
@@ -438,7 +438,7 @@ TEST_F(Spec, speculative_sampling_preserves_the_target_distribution) {
     gp.sampling.top_k = 4;
     gp.sampling.top_p = 1.0f;
     gp.sampling.min_p = 0.0f;
-    auto greedy_ref = generate(runner, nullptr, seq, prompt, greedy(2), {});
+    auto greedy_ref = generate(runner, nullptr, seq, prompt, greedy_spec(2), {});
     ASSERT_TRUE(greedy_ref.ok());
     ListDrafter fixed({greedy_ref->tokens[1]});
     Drafter* chain[] = {&fixed};

@@ -12,7 +12,7 @@
 namespace tdm::unicode {
 namespace {
 
-const std::string kFffd = "\xEF\xBF\xBD";
+const std::string kFffdUnicode = "\xEF\xBF\xBD";
 
 TEST(TokenizerUnicode, decode_is_strict_about_overlongs_surrogates_and_range) {
     EXPECT_TRUE(is_valid("a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80"));  // aé€😀
@@ -32,13 +32,13 @@ TEST(TokenizerUnicode, decode_is_strict_about_overlongs_surrogates_and_range) {
 
 TEST(TokenizerUnicode, invalid_bytes_are_replaced_per_byte_or_per_maximal_subpart) {
     // llama.cpp input rule: one U+FFFD per invalid byte.
-    EXPECT_EQ(replace_invalid_per_byte("a\xE2\x82z"), "a" + kFffd + kFffd + "z");
-    EXPECT_EQ(replace_invalid_per_byte("\xFF"), kFffd);
+    EXPECT_EQ(replace_invalid_per_byte("a\xE2\x82z"), "a" + kFffdUnicode + kFffdUnicode + "z");
+    EXPECT_EQ(replace_invalid_per_byte("\xFF"), kFffdUnicode);
     // Rust from_utf8_lossy: one per maximal subpart.
-    EXPECT_EQ(replace_invalid_lossy("a\xE2\x82z"), "a" + kFffd + "z");
-    EXPECT_EQ(replace_invalid_lossy("\xF0\x9F\x98"), kFffd);
-    EXPECT_EQ(replace_invalid_lossy("\xED\xA0\x80"), kFffd + kFffd + kFffd);
-    EXPECT_EQ(replace_invalid_lossy("\xC0\xAF"), kFffd + kFffd);
+    EXPECT_EQ(replace_invalid_lossy("a\xE2\x82z"), "a" + kFffdUnicode + "z");
+    EXPECT_EQ(replace_invalid_lossy("\xF0\x9F\x98"), kFffdUnicode);
+    EXPECT_EQ(replace_invalid_lossy("\xED\xA0\x80"), kFffdUnicode + kFffdUnicode + kFffdUnicode);
+    EXPECT_EQ(replace_invalid_lossy("\xC0\xAF"), kFffdUnicode + kFffdUnicode);
     EXPECT_EQ(replace_invalid_lossy("ok"), "ok");
 }
 
