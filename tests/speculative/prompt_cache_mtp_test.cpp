@@ -95,14 +95,14 @@ GenerateParams greedy_prompt_cache_mtp(int n) {
     return gp;
 }
 
-struct Spec {
+struct SpecOutcome {
     std::vector<int32_t> tokens;
     uint32_t n_kv = 0;
     std::vector<std::vector<int32_t>> drafts;  // the head's proposal of each round (the trace)
     std::string extra;                         // restored(): the file's extra string
 };
 
-Spec speculative(Session& s, std::span<const int32_t> prompt, GenerateParams gp) {
+SpecOutcome speculative(Session& s, std::span<const int32_t> prompt, GenerateParams gp) {
     static const std::string trace = test::make_temp_dir("pcache-mtp-trace") + "/trace.ndjson";
     SpecParams sp;
     sp.draft_max = int(kDraftMax);
@@ -110,7 +110,7 @@ Spec speculative(Session& s, std::span<const int32_t> prompt, GenerateParams gp)
     const auto d = s.drafters();
     auto r = generate_speculative(*s.runner, nullptr, s.seq, prompt, gp, d, sp, {});
     EXPECT_TRUE(r.ok()) << r.error().message();
-    Spec out;
+    SpecOutcome out;
     if (!r.ok()) return out;
     out.tokens = r->gen.tokens;
     out.n_kv = r->gen.n_kv;
@@ -128,7 +128,7 @@ std::vector<int32_t> plain(std::span<const int32_t> prompt, int n) {
 }
 
 // Restores `file` into a fresh setup and continues `prompt` speculatively.
-Spec restored(const std::string& file, std::span<const int32_t> prompt, int n, uint32_t want_reused) {
+SpecOutcome restored(const std::string& file, std::span<const int32_t> prompt, int n, uint32_t want_reused) {
     Session s = session();
     const auto d = s.drafters();
     auto st = load_sequence_state(file, *s.model, *s.kv, s.seq, d);
@@ -139,7 +139,7 @@ Spec restored(const std::string& file, std::span<const int32_t> prompt, int n, u
     EXPECT_TRUE(s.kv->truncate(s.seq, reused).ok());
     GenerateParams gp = greedy_prompt_cache_mtp(n);
     gp.n_cached = reused;
-    Spec out = speculative(s, prompt, gp);
+    SpecOutcome out = speculative(s, prompt, gp);
     out.extra = st->extra;
     return out;
 }
@@ -165,11 +165,11 @@ TEST_F(PromptCacheMtp, restored_head_state_drafts_as_an_uninterrupted_run_and_ou
         ASSERT_TRUE(saved);
     }
     Session whole = session();
-    const Spec want = speculative(whole, q, greedy_prompt_cache_mtp(24));
+    const SpecOutcome want = speculative(whole, q, greedy_prompt_cache_mtp(24));
     EXPECT_EQ(want.tokens, plain(q, 24));
     ASSERT_GT(want.drafts.size(), 2u);
 
-    const Spec got = restored(dir + "/p.state", q, 24, uint32_t(p.size() - 1));
+    const SpecOutcome got = restored(dir + "/p.state", q, 24, uint32_t(p.size() - 1));
     EXPECT_EQ(got.tokens, want.tokens);
     EXPECT_EQ(got.drafts, want.drafts) << "the restored head drafts differently";
 
@@ -190,9 +190,9 @@ TEST_F(PromptCacheMtp, restored_head_state_drafts_as_an_uninterrupted_run_and_ou
     ASSERT_TRUE(whole.kv->truncate(whole.seq, reuse).ok());
     GenerateParams gp = greedy_prompt_cache_mtp(16);
     gp.n_cached = reuse;
-    const Spec in_process = speculative(whole, next, gp);
+    const SpecOutcome in_process = speculative(whole, next, gp);
     EXPECT_EQ(in_process.tokens, plain(next, 16));
-    const Spec from_file = restored(dir + "/turn.state", next, 16, n_kv);
+    const SpecOutcome from_file = restored(dir + "/turn.state", next, 16, n_kv);
     EXPECT_EQ(from_file.tokens, in_process.tokens);
     EXPECT_EQ(from_file.drafts, in_process.drafts) << "the restored head drafts differently";
     EXPECT_EQ(from_file.extra, "{\"turns\":1}");

@@ -90,7 +90,7 @@ GenerateParams greedy_spec(int n) {
     return gp;
 }
 
-class SpecSpec : public test::DeviceTest {};
+class Spec : public test::DeviceTest {};
 
 // ---------------------------------------------------------------- exactness
 
@@ -130,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(WeightTypes, DraftModelExactness, ::testing::Values(DTy
 // The int8 activation path (--int8-matmul on) is batch-invariant like the f32 one: with a
 // Q8_0 target and draft model both on it, speculative output is plain output; the logits
 // differ from the f32-activation path's by the error of 8-bit activations.
-TEST_F(SpecSpec, int8_matmuls_keep_speculative_output_exact) {
+TEST_F(Spec, int8_matmuls_keep_speculative_output_exact) {
     const Pair p = make_pair(DType::Q8_0, 0.03f, 12);
     Loaded t = load_spec(p.target, 256, /*int8_matmul=*/true);
     Loaded d = load_spec(p.draft, 256, true);
@@ -175,7 +175,7 @@ TEST_F(SpecSpec, int8_matmuls_keep_speculative_output_exact) {
     EXPECT_LT(rel, 4e-2) << "relative RMS logit error " << rel;
 }
 
-TEST_F(SpecSpec, forced_drafter_is_exact_and_its_acceptance_follows_A) {
+TEST_F(Spec, forced_drafter_is_exact_and_its_acceptance_follows_A) {
     const Pair p = make_pair(DType::F32, 0.0f, 3);
     Loaded t = load_spec(p.target);
     Runner runner(*t.model, *t.kv, device(), pipelines());
@@ -204,7 +204,7 @@ TEST_F(SpecSpec, forced_drafter_is_exact_and_its_acceptance_follows_A) {
     }
 }
 
-TEST_F(SpecSpec, verify_pass_logits_equal_single_token_decode_bit_for_bit) {
+TEST_F(Spec, verify_pass_logits_equal_single_token_decode_bit_for_bit) {
     const Pair p = make_pair(DType::Q8_0, 0.0f, 9);
     Loaded t = load_spec(p.target);
     Runner runner(*t.model, *t.kv, device(), pipelines());
@@ -254,7 +254,7 @@ private:
     std::vector<int32_t> tokens_;
 };
 
-TEST_F(SpecSpec, stop_token_inside_an_accepted_draft_ends_generation_where_plain_decoding_does) {
+TEST_F(Spec, stop_token_inside_an_accepted_draft_ends_generation_where_plain_decoding_does) {
     const Pair p = make_pair(DType::F32, 0.0f, 21);
     Loaded t = load_spec(p.target);
     Runner runner(*t.model, *t.kv, device(), pipelines());
@@ -278,7 +278,7 @@ TEST_F(SpecSpec, stop_token_inside_an_accepted_draft_ends_generation_where_plain
     EXPECT_EQ(spec->gen.stop_reason, "stop_token");
 }
 
-TEST_F(SpecSpec, token_budget_inside_a_round_and_a_full_context_are_respected) {
+TEST_F(Spec, token_budget_inside_a_round_and_a_full_context_are_respected) {
     const Pair p = make_pair(DType::F32, 0.0f, 22);
     Loaded t = load_spec(p.target, 48);  // context of 48 tokens
     Runner runner(*t.model, *t.kv, device(), pipelines());
@@ -314,7 +314,7 @@ TEST_F(SpecSpec, token_budget_inside_a_round_and_a_full_context_are_respected) {
     EXPECT_EQ(spec->gen.stop_reason, "context");
 }
 
-TEST_F(SpecSpec, a_drafter_that_proposes_nothing_gives_plain_steps) {
+TEST_F(Spec, a_drafter_that_proposes_nothing_gives_plain_steps) {
     const Pair p = make_pair(DType::F32, 0.0f, 23);
     Loaded t = load_spec(p.target);
     Runner runner(*t.model, *t.kv, device(), pipelines());
@@ -332,7 +332,7 @@ TEST_F(SpecSpec, a_drafter_that_proposes_nothing_gives_plain_steps) {
     EXPECT_EQ(spec->stats.plain_steps, 19u);  // the first token comes from the prefill
 }
 
-TEST_F(SpecSpec, chain_uses_the_first_drafter_that_proposes_and_stays_exact) {
+TEST_F(Spec, chain_uses_the_first_drafter_that_proposes_and_stays_exact) {
     const Pair p = make_pair(DType::F32, 0.0f, 24);
     Loaded t = load_spec(p.target);
     Runner runner(*t.model, *t.kv, device(), pipelines());
@@ -354,7 +354,7 @@ TEST_F(SpecSpec, chain_uses_the_first_drafter_that_proposes_and_stays_exact) {
     EXPECT_GT(spec->stats.drafters[1].gen_drafts, 0u);
 }
 
-TEST_F(SpecSpec, drafter_proposing_ids_outside_the_vocabulary_is_turned_off_and_the_output_stays_exact) {
+TEST_F(Spec, drafter_proposing_ids_outside_the_vocabulary_is_turned_off_and_the_output_stays_exact) {
     const Pair p = make_pair(DType::F32, 0.0f, 25);
     Loaded t = load_spec(p.target);
     Runner runner(*t.model, *t.kv, device(), pipelines());
@@ -374,7 +374,7 @@ TEST_F(SpecSpec, drafter_proposing_ids_outside_the_vocabulary_is_turned_off_and_
     EXPECT_EQ(spec->stats.drafters[0].calls_gen, 1u) << "the drafter is not asked again";
 }
 
-TEST_F(SpecSpec, skip_streak_and_auto_mode_keep_output_exact_when_nothing_is_accepted) {
+TEST_F(Spec, skip_streak_and_auto_mode_keep_output_exact_when_nothing_is_accepted) {
     const Pair p = make_pair(DType::F32, 0.0f, 26);
     Loaded t = load_spec(p.target);
     Runner runner(*t.model, *t.kv, device(), pipelines());
@@ -401,7 +401,7 @@ TEST_F(SpecSpec, skip_streak_and_auto_mode_keep_output_exact_when_nothing_is_acc
 
 // ---------------------------------------------------------------- vocabulary
 
-TEST_F(SpecSpec, incompatible_draft_vocabulary_is_refused_listing_the_first_mismatches) {
+TEST_F(Spec, incompatible_draft_vocabulary_is_refused_listing_the_first_mismatches) {
     const std::string dir = test::make_temp_dir("vocab");
     auto tiny = synth::qwen3_preset("tiny");
     auto small = synth::qwen3_preset("small");
@@ -422,7 +422,7 @@ TEST_F(SpecSpec, incompatible_draft_vocabulary_is_refused_listing_the_first_mism
 
 // ---------------------------------------------------------------- sampling (invariant 2)
 
-TEST_F(SpecSpec, speculative_sampling_preserves_the_target_distribution) {
+TEST_F(Spec, speculative_sampling_preserves_the_target_distribution) {
     // The joint distribution of the first two sampled tokens, plain vs
     // speculative (a drafter that always proposes one token), over many seeds;
     // a chi-square statistic on the pooled table must stay below a loose bound.
