@@ -2,7 +2,7 @@
 // host/ops/attention.cpp: TDM_OP_ATTENTION over a paged KV layer: each batch
 // token attends causally to its own sequence (found through the block table),
 // with GQA (G <= kMaxQueryHeadsPerKvHead query heads per KV head), sliding
-// window, scale and logit softcap. Two layouts (record()); in both the KV range
+// window, scale and logit softcap. Two layouts (record_attention()); in both the KV range
 // is split at fixed boundaries whatever the batch width (tandem.h invariant 1).
 #include <algorithm>
 #include <cmath>
@@ -19,12 +19,12 @@ namespace {
 
 using namespace kernel;
 
-Status check(const OpDesc& d) {
+Status check_attention(const OpDesc& d) {
     if (d.i[0] < 0) return Error::coded(TDM_ERR_UNSUPPORTED, "attention: negative window (i[0] = {})", d.i[0]);
     return {};
 }
 
-Status validate(OpContext& c) {
+Status validate_attention(OpContext& c) {
     TDM_TRY(c.f32(0));
     if (c.in(1).kind != TensorKind::kv)
         return Error::coded(TDM_ERR_TYPE, "attention: input 1 must be a KV layer, got {}", c.describe(1));
@@ -68,7 +68,7 @@ bool rows_per_lane(const RecordContext& c, const KvLayerBinding& kv) {
 // token's arithmetic does not depend on it.
 uint32_t rl_tokens_per_lane(uint32_t dk4, uint32_t dv4) { return std::clamp<uint32_t>(64 / std::max(dk4, dv4), 1, 4); }
 
-Status record(RecordContext& c, const Node& n, const std::string& label) {
+Status record_attention(RecordContext& c, const Node& n, const std::string& label) {
     const OpDesc& d = n.desc;
     const KvLayerBinding& kv = *tensor(c, d.in[1]).kv;
     const Tensor& q = tensor(c, d.in[0]);
@@ -107,6 +107,6 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
 
 }  // namespace
 
-extern const OpDef kOpAttention = {TDM_OP_ATTENTION, "attention", 2, 2, kOpReadsBatch, check, validate, record};
+extern const OpDef kOpAttention = {TDM_OP_ATTENTION, "attention", 2, 2, kOpReadsBatch, check_attention, validate_attention, record_attention};
 
 }  // namespace tdm

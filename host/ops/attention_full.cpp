@@ -16,7 +16,7 @@ namespace {
 
 using namespace kernel;
 
-Status check(const OpDesc& d) {
+Status check_attention_full(const OpDesc& d) {
     if (d.f[0] < 0) return Error::coded(TDM_ERR_UNSUPPORTED, "attention_full: negative scale (f[0] = {})", d.f[0]);
     return {};
 }
@@ -34,7 +34,7 @@ Status check_heads(OpContext& c, int input, const char* what) {
     return {};
 }
 
-Status validate(OpContext& c) {
+Status validate_attention_full(OpContext& c) {
     TDM_TRY(check_heads(c, 0, "q"));
     TDM_TRY(check_heads(c, 1, "k"));
     TDM_TRY(check_heads(c, 2, "v"));
@@ -69,7 +69,7 @@ Status validate(OpContext& c) {
 // A query's arithmetic is the same either way.
 uint32_t queries_per_lane(bool texel) { return texel ? 4 : 1; }
 
-Status record(RecordContext& c, const Node& n, const std::string& label) {
+Status record_attention_full(RecordContext& c, const Node& n, const std::string& label) {
     const OpDesc& d = n.desc;
     const Tensor &q = tensor(c, d.in[0]), &k = tensor(c, d.in[1]), &v = tensor(c, d.in[2]);
     const uint32_t n_head = uint32_t(q.ne[1]), n_kv = uint32_t(k.ne[1]);
@@ -102,6 +102,6 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
 
 }  // namespace
 
-extern const OpDef kOpAttentionFull = {TDM_OP_ATTENTION_FULL, "attention_full", 3, 4, 0, check, validate, record};
+extern const OpDef kOpAttentionFull = {TDM_OP_ATTENTION_FULL, "attention_full", 3, 4, 0, check_attention_full, validate_attention_full, record_attention_full};
 
 }  // namespace tdm

@@ -15,13 +15,13 @@ namespace {
 
 using namespace kernel;
 
-Status check(const OpDesc& d) {
+Status check_conv1d_causal(const OpDesc& d) {
     if (d.i[0] != 0 && d.i[0] != 1)
         return Error::coded(TDM_ERR_UNSUPPORTED, "conv1d_causal: i[0] (SiLU) must be 0 or 1, got {}", d.i[0]);
     return {};
 }
 
-Status validate(OpContext& c) {
+Status validate_conv1d_causal(OpContext& c) {
     TDM_TRY(c.f32(0));
     const Tensor& x = c.in(0);
     const Tensor& w = c.in(1);
@@ -42,7 +42,7 @@ Status validate(OpContext& c) {
     return c.output(DType::F32, {x.ne[0], x.ne[1], x.ne[2], x.ne[3]});
 }
 
-Status record(RecordContext& c, const Node& n, const std::string&) {
+Status record_conv1d_causal(RecordContext& c, const Node& n, const std::string&) {
     const OpDesc& d = n.desc;
     const Tensor& x = c.graph.tensor(d.in[0]);
     const DeviceWeight& w = *c.graph.tensor(d.in[1]).weight;
@@ -66,7 +66,7 @@ Status record(RecordContext& c, const Node& n, const std::string&) {
 
 }  // namespace
 
-extern const OpDef kOpConv1dCausal = {TDM_OP_CONV1D_CAUSAL, "conv1d_causal", 3, 3, kOpReadsStateIo, check, validate,
-                                      record};
+extern const OpDef kOpConv1dCausal = {TDM_OP_CONV1D_CAUSAL, "conv1d_causal", 3, 3, kOpReadsStateIo, check_conv1d_causal, validate_conv1d_causal,
+                                      record_conv1d_causal};
 
 }  // namespace tdm

@@ -17,7 +17,7 @@ namespace {
 
 using namespace kernel;
 
-Status check(const OpDesc& d) {
+Status check_custom(const OpDesc& d) {
     if (!d.custom)
         return Error::coded(TDM_ERR_INVALID_ARGUMENT,
                             "custom: tdm_op_desc.custom is NULL (create the op with the tdm.custom_op extension)");
@@ -29,7 +29,7 @@ Status check(const OpDesc& d) {
     return {};
 }
 
-Status validate(OpContext& c) {
+Status validate_custom(OpContext& c) {
     const CustomOp& op = *c.d.custom;
     if (uint32_t(c.d.n_in) != op.n_inputs)
         return Error::coded(TDM_ERR_INVALID_ARGUMENT, "custom op '{}': expects {} inputs, got {}", op.name, op.n_inputs,
@@ -55,7 +55,7 @@ Status validate(OpContext& c) {
     return c.output(op.output_type, {cols, a.ne[1], a.ne[2], a.ne[3]});
 }
 
-Status record(RecordContext& c, const Node& n, const std::string&) {
+Status record_custom(RecordContext& c, const Node& n, const std::string&) {
     const OpDesc& d = n.desc;
     const CustomOp& op = *d.custom;
     vk::ShaderModule m;
@@ -97,6 +97,6 @@ Status record(RecordContext& c, const Node& n, const std::string&) {
 
 }  // namespace
 
-extern const OpDef kOpCustom = {TDM_OP_CUSTOM, "custom", 1, int(kMaxCustomOpInputs), 0, check, validate, record};
+extern const OpDef kOpCustom = {TDM_OP_CUSTOM, "custom", 1, int(kMaxCustomOpInputs), 0, check_custom, validate_custom, record_custom};
 
 }  // namespace tdm

@@ -16,7 +16,7 @@ namespace {
 
 using namespace kernel;
 
-Status check(const OpDesc& d) {
+Status check_gated_delta_rule(const OpDesc& d) {
     const int64_t Nk = d.i[0], Nv = d.i[1], dk = d.i[2], dv = d.i[3];
     if (Nk <= 0 || Nv <= 0 || dk <= 0 || dv <= 0 || Nv % Nk)
         return Error::coded(TDM_ERR_UNSUPPORTED,
@@ -38,7 +38,7 @@ Status check(const OpDesc& d) {
     return {};
 }
 
-Status validate(OpContext& c) {
+Status validate_gated_delta_rule(OpContext& c) {
     for (int k = 0; k < 3; ++k) TDM_TRY(c.f32(k));
     const int64_t Nk = c.d.i[0], Nv = c.d.i[1], dk = c.d.i[2], dv = c.d.i[3];
     const int64_t n = c.in(0).rows();
@@ -62,7 +62,7 @@ Status validate(OpContext& c) {
     return c.output(DType::F32, {dv, Nv, n});
 }
 
-Status record(RecordContext& c, const Node& n, const std::string&) {
+Status record_gated_delta_rule(RecordContext& c, const Node& n, const std::string&) {
     const OpDesc& d = n.desc;
     const uint32_t Nk = uint32_t(d.i[0]), Nv = uint32_t(d.i[1]), dk = uint32_t(d.i[2]), dv = uint32_t(d.i[3]);
     const uint32_t grouped = d.i[4] == TDM_HEAD_MAP_GROUPED ? 1 : 0;
@@ -108,7 +108,7 @@ Status record(RecordContext& c, const Node& n, const std::string&) {
 
 }  // namespace
 
-extern const OpDef kOpGatedDeltaRule = {TDM_OP_GATED_DELTA_RULE, "gated_delta_rule", 4, 4, kOpReadsStateIo, check,
-                                        validate, record};
+extern const OpDef kOpGatedDeltaRule = {TDM_OP_GATED_DELTA_RULE, "gated_delta_rule", 4, 4, kOpReadsStateIo, check_gated_delta_rule,
+                                        validate_gated_delta_rule, record_gated_delta_rule};
 
 }  // namespace tdm

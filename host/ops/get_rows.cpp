@@ -11,12 +11,12 @@ using namespace kernel;
 
 const char* const kShaders[] = {"get_rows", nullptr};
 
-Status check(const OpDesc& d) {
+Status check_get_rows(const OpDesc& d) {
     if (d.i[0] < 0) return Error::coded(TDM_ERR_UNSUPPORTED, "get_rows: row width (i[0]) must be >= 0, got {}", d.i[0]);
     return {};
 }
 
-Status validate(OpContext& c) {
+Status validate_get_rows(OpContext& c) {
     TDM_TRY(c.weight(0));
     const Tensor& w = c.in(0);
     const Tensor& ids = c.in(1);
@@ -38,7 +38,7 @@ Status validate(OpContext& c) {
     return c.output(DType::F32, {width, ids.elements()});
 }
 
-Status record(RecordContext& c, const Node& n, const std::string& label) {
+Status record_get_rows(RecordContext& c, const Node& n, const std::string& label) {
     const OpDesc& d = n.desc;
     const DeviceWeight& w = *tensor(c, d.in[0]).weight;
     const bool texel = act_texel(c) && w.has_texel_views();
@@ -49,7 +49,7 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
     } pc{};
     const uint64_t width = d.i[0] > 0 ? uint64_t(d.i[0]) : uint64_t(w.cols());
     for (const WeightChunk& ch : w.chunks()) {
-        // rows of `width` (regrouped rows: one chunk, validate() checked)
+        // rows of `width` (regrouped rows: one chunk, validate_get_rows() checked)
         const uint64_t scale_num = uint64_t(w.cols());
         pc = {uint32_t(width), n_tok, off(c, d.in[1]), off(c, n.out), stride(c, n.out), 0, 0,
               uint32_t(uint64_t(ch.row_begin) * scale_num / width), uint32_t(uint64_t(ch.n_rows) * scale_num / width)};
@@ -62,6 +62,6 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
 
 }  // namespace
 
-extern const OpDef kOpGetRows = {TDM_OP_GET_ROWS, "get_rows", 2, 2, 0, check, validate, record, kShaders};
+extern const OpDef kOpGetRows = {TDM_OP_GET_ROWS, "get_rows", 2, 2, 0, check_get_rows, validate_get_rows, record_get_rows, kShaders};
 
 }  // namespace tdm

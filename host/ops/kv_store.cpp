@@ -12,7 +12,7 @@ namespace {
 
 using namespace kernel;
 
-Status validate(OpContext& c) {
+Status validate_kv_store(OpContext& c) {
     if (c.in(0).kind != TensorKind::kv)
         return Error::coded(TDM_ERR_TYPE, "kv_store: input 0 must be a KV layer, got {}", c.describe(0));
     TDM_TRY(c.f32(1));
@@ -30,7 +30,7 @@ Status validate(OpContext& c) {
     return {};
 }
 
-Status record(RecordContext& c, const Node& n, const std::string& label) {
+Status record_kv_store(RecordContext& c, const Node& n, const std::string& label) {
     const OpDesc& d = n.desc;
     const KvLayerBinding& kv = *tensor(c, d.in[0]).kv;
     const vk::Pipeline* p = TDM_TRY(c.pipelines.get("kv_store", {kLocal, kv.f16 ? 1u : 0u}));
@@ -51,7 +51,7 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
 
 }  // namespace
 
-extern const OpDef kOpKvStore = {TDM_OP_KV_STORE, "kv_store", 3, 3, kOpReadsBatch | kOpWritesKv, nullptr, validate,
-                                 record};
+extern const OpDef kOpKvStore = {TDM_OP_KV_STORE, "kv_store", 3, 3, kOpReadsBatch | kOpWritesKv, nullptr, validate_kv_store,
+                                 record_kv_store};
 
 }  // namespace tdm

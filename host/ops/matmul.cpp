@@ -19,7 +19,7 @@ namespace {
 
 using namespace kernel;
 
-const char* const kShaders[] = {"matmul", "matmul_rl", nullptr};
+const char* const kMatmulShaders[] = {"matmul", "matmul_rl", nullptr};
 
 uint32_t env_or(const char* name, uint32_t dflt) {
     const char* e = std::getenv(name);
@@ -38,7 +38,7 @@ MatmulLayout matmul_layout(const vk::DeviceCaps& caps) {
               : MatmulLayout{false, env_or("TANDEM_MATMUL_ROWS", 8), env_or("TANDEM_MATMUL_SUBGROUPS", 8)};
 }
 
-Status validate(OpContext& c) {
+Status validate_matmul(OpContext& c) {
     TDM_TRY(c.weight(0));
     TDM_TRY(c.f32(1));
     const Tensor& w = c.in(0);
@@ -57,7 +57,7 @@ Status validate(OpContext& c) {
     return c.output(DType::F32, {w.rows(), x.ne[1], x.ne[2], x.ne[3]});
 }
 
-Status record(RecordContext& c, const Node& n, const std::string& detail_label) {
+Status record_matmul(RecordContext& c, const Node& n, const std::string& detail_label) {
     const OpDesc& d = n.desc;
     const DeviceWeight& w = *tensor(c, d.in[0]).weight;
     const Tensor& x = tensor(c, d.in[1]);
@@ -109,6 +109,6 @@ Status kernel::record_matmul_dispatches(RecordContext& c, const Node& n, const v
     return {};
 }
 
-extern const OpDef kOpMatmul = {TDM_OP_MATMUL, "matmul", 2, 3, 0, nullptr, validate, record, kShaders};
+extern const OpDef kOpMatmul = {TDM_OP_MATMUL, "matmul", 2, 3, 0, nullptr, validate_matmul, record_matmul, kMatmulShaders};
 
 }  // namespace tdm

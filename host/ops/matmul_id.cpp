@@ -14,14 +14,14 @@ namespace {
 
 using namespace kernel;
 
-const char* const kShaders[] = {"matmul_id", nullptr};
+const char* const kMatmulIdShaders[] = {"matmul_id", nullptr};
 
 // Rows per subgroup and subgroups per workgroup (matmul's measured defaults:
 // lavapipe pays a fixed cost per workgroup, and R rows share each fetched piece of x).
 constexpr uint32_t kRows = 8;
 constexpr uint32_t kSubgroups = 8;
 
-Status check(const OpDesc& d) {
+Status check_matmul_id(const OpDesc& d) {
     if (d.i[0] < 0) return Error::coded(TDM_ERR_UNSUPPORTED, "matmul_id: rows per id (i[0]) must be >= 0, got {}", d.i[0]);
     return {};
 }
@@ -34,7 +34,7 @@ void experts_of(const OpDesc& d, const Tensor& w, int64_t* M, int64_t* E) {
     *E = rows / *M;
 }
 
-Status validate(OpContext& c) {
+Status validate_matmul_id(OpContext& c) {
     TDM_TRY(c.weight(0));
     TDM_TRY(c.f32(1));
     const Tensor& w = c.in(0);
@@ -58,7 +58,7 @@ Status validate(OpContext& c) {
     return c.output(DType::F32, {M, n_used, n});
 }
 
-Status record(RecordContext& c, const Node& n, const std::string&) {
+Status record_matmul_id(RecordContext& c, const Node& n, const std::string&) {
     const OpDesc& d = n.desc;
     const Tensor& wt = tensor(c, d.in[0]);
     const DeviceWeight& w = *wt.weight;
@@ -104,6 +104,6 @@ Status record(RecordContext& c, const Node& n, const std::string&) {
 
 }  // namespace
 
-extern const OpDef kOpMatmulId = {TDM_OP_MATMUL_ID, "matmul_id", 3, 3, 0, check, validate, record, kShaders};
+extern const OpDef kOpMatmulId = {TDM_OP_MATMUL_ID, "matmul_id", 3, 3, 0, check_matmul_id, validate_matmul_id, record_matmul_id, kMatmulIdShaders};
 
 }  // namespace tdm

@@ -44,7 +44,7 @@ Status record_quantize(RecordContext& c, const Node& n, const std::string& label
     return {};
 }
 
-Status validate_matmul(OpContext& c) {
+Status validate_matmul_q8(OpContext& c) {
     TDM_TRY(c.weight(0));
     const Tensor& w = c.in(0);
     const Tensor& x = c.in(1);
@@ -64,7 +64,7 @@ Status validate_matmul(OpContext& c) {
     return c.output(DType::F32, {w.rows(), x.ne[1], x.ne[2], x.ne[3]});
 }
 
-Status record_matmul(RecordContext& c, const Node& n, const std::string& detail_label) {
+Status record_matmul_q8(RecordContext& c, const Node& n, const std::string& detail_label) {
     const OpDesc& d = n.desc;
     const DeviceWeight& w = *tensor(c, d.in[0]).weight;
     const Tensor& x = tensor(c, d.in[1]);
@@ -84,7 +84,7 @@ Status record_matmul(RecordContext& c, const Node& n, const std::string& detail_
 
 extern const OpDef kOpQuantizeQ8 = {kOpInternalQuantizeQ8, "quantize_q8", 1, 1, 0, nullptr, validate_quantize,
                                     record_quantize};
-extern const OpDef kOpMatmulQ8 = {kOpInternalMatmulQ8, "matmul_q8", 2, 3, 0, nullptr, validate_matmul,
-                                  record_matmul};
+extern const OpDef kOpMatmulQ8 = {kOpInternalMatmulQ8, "matmul_q8", 2, 3, 0, nullptr, validate_matmul_q8,
+                                  record_matmul_q8};
 
 }  // namespace tdm

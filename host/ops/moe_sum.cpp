@@ -13,7 +13,7 @@ namespace {
 
 using namespace kernel;
 
-Status validate(OpContext& c) {
+Status validate_moe_sum(OpContext& c) {
     TDM_TRY(c.f32(0));
     TDM_TRY(c.f32(1));
     const Tensor& y = c.in(0);
@@ -37,7 +37,7 @@ Status validate(OpContext& c) {
     return c.output(DType::F32, {y.ne[0], y.ne[2] * y.ne[3]});
 }
 
-Status record(RecordContext& c, const Node& n, const std::string&) {
+Status record_moe_sum(RecordContext& c, const Node& n, const std::string&) {
     const OpDesc& d = n.desc;
     const Tensor& y = tensor(c, d.in[0]);
     const uint32_t M = uint32_t(y.ne[0]), n_used = uint32_t(y.ne[1]), n_tok = uint32_t(y.ne[2] * y.ne[3]);
@@ -73,6 +73,6 @@ Status record(RecordContext& c, const Node& n, const std::string&) {
 
 }  // namespace
 
-extern const OpDef kOpMoeSum = {TDM_OP_MOE_SUM, "moe_sum", 2, 4, 0, nullptr, validate, record};
+extern const OpDef kOpMoeSum = {TDM_OP_MOE_SUM, "moe_sum", 2, 4, 0, nullptr, validate_moe_sum, record_moe_sum};
 
 }  // namespace tdm

@@ -82,7 +82,7 @@ Status validate_l2(OpContext& c) {
     return c.output(DType::F32, {x.ne[0], x.ne[1], x.ne[2], x.ne[3]});
 }
 
-Status record(RecordContext& c, const Node& n, const std::string& label) {
+Status record_norm(RecordContext& c, const Node& n, const std::string& label) {
     const OpDesc& d = n.desc;
     const uint32_t mode = d.op == TDM_OP_L2_NORM           ? TDM_NORM_L2
                           : d.op == TDM_OP_GATED_RMS_NORM ? TDM_NORM_GATED_RMS
@@ -125,10 +125,10 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
 
 }  // namespace
 
-extern const OpDef kOpRmsNorm = {TDM_OP_RMS_NORM, "rms_norm", 1, 2, 0, check_rms_norm, validate_rms, record};
-extern const OpDef kOpL2Norm = {TDM_OP_L2_NORM, "l2_norm", 1, 1, 0, nullptr, validate_l2, record};
-extern const OpDef kOpLayerNorm = {TDM_OP_LAYER_NORM, "layer_norm", 1, 3, 0, check_eps, validate_layer, record};
+extern const OpDef kOpRmsNorm = {TDM_OP_RMS_NORM, "rms_norm", 1, 2, 0, check_rms_norm, validate_rms, record_norm};
+extern const OpDef kOpL2Norm = {TDM_OP_L2_NORM, "l2_norm", 1, 1, 0, nullptr, validate_l2, record_norm};
+extern const OpDef kOpLayerNorm = {TDM_OP_LAYER_NORM, "layer_norm", 1, 3, 0, check_eps, validate_layer, record_norm};
 extern const OpDef kOpGatedRmsNorm = {TDM_OP_GATED_RMS_NORM, "gated_rms_norm", 3, 3, 0, check_eps, validate_rms,
-                                      record};
+                                      record_norm};
 
 }  // namespace tdm

@@ -13,7 +13,7 @@ namespace {
 
 using namespace kernel;
 
-Status check(const OpDesc& d) {
+Status check_rope(const OpDesc& d) {
     if (d.i[0] != TDM_ROPE_NEOX && d.i[0] != TDM_ROPE_ADJACENT)
         return Error::coded(TDM_ERR_UNSUPPORTED, "rope: unknown mode {} (i[0]; this host knows 0 neox, 1 adjacent)",
                             d.i[0]);
@@ -29,7 +29,7 @@ Status check(const OpDesc& d) {
     return {};
 }
 
-Status validate(OpContext& c) {
+Status validate_rope(OpContext& c) {
     const OpDesc& d = c.d;
     TDM_TRY(c.f32(0));
     const Tensor& x = c.in(0);
@@ -60,7 +60,7 @@ Status validate(OpContext& c) {
     return c.output(DType::F32, {x.ne[0], x.ne[1], x.ne[2], x.ne[3]});
 }
 
-Status record(RecordContext& c, const Node& n, const std::string& label) {
+Status record_rope(RecordContext& c, const Node& n, const std::string& label) {
     const OpDesc& d = n.desc;
     const Tensor& x = tensor(c, d.in[0]);
     const bool has_ff = d.n_in == 3;
@@ -89,6 +89,6 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
 
 }  // namespace
 
-extern const OpDef kOpRope = {TDM_OP_ROPE, "rope", 2, 3, 0, check, validate, record};
+extern const OpDef kOpRope = {TDM_OP_ROPE, "rope", 2, 3, 0, check_rope, validate_rope, record_rope};
 
 }  // namespace tdm

@@ -9,7 +9,7 @@ namespace {
 
 using namespace kernel;
 
-Status validate(OpContext& c) {
+Status validate_select_rows(OpContext& c) {
     TDM_TRY(c.f32(0));
     const Tensor& ids = c.in(1);
     if (ids.type != DType::I32 || ids.kind == TensorKind::kv || ids.kind == TensorKind::state)
@@ -17,7 +17,7 @@ Status validate(OpContext& c) {
     return c.output(DType::F32, {c.in(0).cols(), ids.elements()});
 }
 
-Status record(RecordContext& c, const Node& n, const std::string& label) {
+Status record_select_rows(RecordContext& c, const Node& n, const std::string& label) {
     const OpDesc& d = n.desc;
     const vk::Pipeline* p = TDM_TRY(c.pipelines.get("select_rows", {kLocal}));
     const Tensor& x = tensor(c, d.in[0]);
@@ -33,6 +33,6 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
 
 }  // namespace
 
-extern const OpDef kOpSelectRows = {TDM_OP_SELECT_ROWS, "select_rows", 2, 2, 0, nullptr, validate, record};
+extern const OpDef kOpSelectRows = {TDM_OP_SELECT_ROWS, "select_rows", 2, 2, 0, nullptr, validate_select_rows, record_select_rows};
 
 }  // namespace tdm

@@ -11,13 +11,13 @@ namespace {
 
 using namespace kernel;
 
-Status validate(OpContext& c) {
+Status validate_softmax(OpContext& c) {
     TDM_TRY(c.f32(0));
     const Tensor& x = c.in(0);
     return c.output(DType::F32, {x.ne[0], x.ne[1], x.ne[2], x.ne[3]});
 }
 
-Status record(RecordContext& c, const Node& n, const std::string& label) {
+Status record_softmax(RecordContext& c, const Node& n, const std::string& label) {
     const OpDesc& d = n.desc;
     const vk::Pipeline* p = TDM_TRY(c.pipelines.get("softmax", {kLocal}));
     const Tensor& x = tensor(c, d.in[0]);
@@ -34,6 +34,6 @@ Status record(RecordContext& c, const Node& n, const std::string& label) {
 
 }  // namespace
 
-extern const OpDef kOpSoftmax = {TDM_OP_SOFTMAX, "softmax", 1, 1, 0, nullptr, validate, record};
+extern const OpDef kOpSoftmax = {TDM_OP_SOFTMAX, "softmax", 1, 1, 0, nullptr, validate_softmax, record_softmax};
 
 }  // namespace tdm

@@ -35,7 +35,7 @@ Status check_unary(const OpDesc& d) {
     return {};
 }
 
-Status validate(OpContext& c) {
+Status validate_unary(OpContext& c) {
     TDM_TRY(c.f32(0));
     return output_like_input0(c);
 }
@@ -54,7 +54,7 @@ Status record_scale(RecordContext& c, const Node& n, const std::string& label) {
 
 }  // namespace
 
-extern const OpDef kOpUnary = {TDM_OP_UNARY, "unary", 1, 1, 0, check_unary, validate, record_unary};
-extern const OpDef kOpScale = {TDM_OP_SCALE, "scale", 1, 1, 0, nullptr, validate, record_scale};
+extern const OpDef kOpUnary = {TDM_OP_UNARY, "unary", 1, 1, 0, check_unary, validate_unary, record_unary};
+extern const OpDef kOpScale = {TDM_OP_SCALE, "scale", 1, 1, 0, nullptr, validate_unary, record_scale};
 
 }  // namespace tdm
