@@ -2,8 +2,9 @@
 # cmake/pch.cmake: -DTANDEM_PCH=ON precompiles the standard and third-party headers most
 # sources include, once per target. scripts/sanitize.sh turns it on: at -O0 a translation
 # unit spends most of its time parsing these headers, and a precompiled copy cut a host
-# source's compile time by about 40% under clang with ASan. The normal build leaves it off,
-# so that it goes on checking that every source includes what it uses.
+# source's compile time by about 40% under clang with ASan. The normal build leaves it off:
+# it is a unity build already (TANDEM_UNITY), which shares the headers' cost within a
+# batch of sources.
 option(TANDEM_PCH "Precompile common standard and third-party headers (faster clean builds)" OFF)
 
 set(TANDEM_PCH_HEADERS

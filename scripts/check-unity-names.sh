@@ -9,8 +9,10 @@
 # function name defined with internal linkage (in an anonymous namespace, or static) by
 # more than one source of a target, from the sources named in BUILD_DIR's unity files.
 # It also lists using-directives at file scope (other than `using namespace tdm;`), which
-# in a unity file reach the sources after them. Run by ctest. A heuristic reader, not a C++ parser: it relies on this project's layout
-# (namespace contents start in column 0, one declaration per line).
+# in a unity file reach the sources after them. Run by ctest. A heuristic reader, not a
+# C++ parser: it relies on this project's layout (namespace contents start in column 0,
+# one declaration per line). Written for mawk and gawk alike: neither knows \b, so word
+# ends are spelled ([^A-Za-z0-9_]|$).
 set -euo pipefail
 build="${1:?usage: check-unity-names.sh BUILD_DIR}"
 mapfile -t unity_dirs < <(find "$build" -type d -name Unity -path '*/CMakeFiles/*.dir/Unity' | sort)
@@ -48,10 +50,10 @@ for dir in "${unity_dirs[@]}"; do
       }
       at_ns_scope = 1
       for (i = 1; i <= depth; i++) if (kind[i] == "other") at_ns_scope = 0
-      if (at_ns_scope && line ~ /^[A-Za-z_]/ && line !~ /^(namespace|extern|template|public|private|protected|case|default)\b/ \
-          && (anon > 0 || line ~ /^(static|constexpr|inline static|static inline)\b/)) {
+      if (at_ns_scope && line ~ /^[A-Za-z_]/ && line !~ /^(namespace|extern|template|public|private|protected|case|default)([^A-Za-z0-9_]|$)/ \
+          && (anon > 0 || line ~ /^(static|inline static)([^A-Za-z0-9_]|$)/)) {
         name = ""
-        if (line !~ /^(struct|class|union|enum|using|typedef|return)\b/ && match(line, /[A-Za-z_][A-Za-z0-9_]*[ \t]*\(/)) {
+        if (line !~ /^(struct|class|union|enum|using|typedef|return)([^A-Za-z0-9_]|$)/ && match(line, /[A-Za-z_][A-Za-z0-9_]*[ \t]*\(/)) {
           # the first identifier followed by "(" that is not a keyword: a function name
           rest = line
           while (match(rest, /[A-Za-z_][A-Za-z0-9_:]*[ \t]*\(/)) {
@@ -82,7 +84,7 @@ for dir in "${unity_dirs[@]}"; do
           else if (match(pre, /(^|[^A-Za-z0-9_])namespace[ \t]+[A-Za-z_][A-Za-z0-9_:]*[ \t]*$/)) {
             nm = substr(pre, RSTART, RLENGTH); sub(/^.*namespace[ \t]+/, "", nm); sub(/[ \t]*$/, "", nm)
             kind[depth] = "ns:" nm
-          } else if (pre ~ /extern[ \t]+"" *$/) kind[depth] = "ns:"
+          } else if (pre ~ /extern[ \t]+""[ \t]*$/) kind[depth] = "extern"  # extern "C": no scope
           else kind[depth] = "other"
         } else if (ch == "}" && depth > 0) {
           if (kind[depth] == "anon") anon--
@@ -91,7 +93,7 @@ for dir in "${unity_dirs[@]}"; do
       }
     }
   ' "${srcs[@]}" | sort -u | awk -F'\t' '
-    { f = $2; sub("^" root "/", "", f); files[$1] = files[$1] " " f; count[$1]++ }
+    { f = $2; if (index(f, root "/") == 1) f = substr(f, length(root) + 2); files[$1] = files[$1] " " f; count[$1]++ }
     END { for (k in count) if (count[k] > 1 || k ~ /^file-scope /) print k ":" files[k] }
   ' root="$root" | sort)"
   if [ -n "$clashes" ]; then
