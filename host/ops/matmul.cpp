@@ -109,6 +109,7 @@ Status kernel::record_matmul_dispatches(RecordContext& c, const Node& n, const v
     return {};
 }
 
-extern const OpDef kOpMatmul = {TDM_OP_MATMUL, "matmul", 2, 3, 0, nullptr, validate_matmul, record_matmul, kMatmulShaders};
+extern const OpDef kOpMatmul = {TDM_OP_MATMUL, "matmul", 2, 3, 0,
+                                nullptr, validate_matmul, record_matmul, kMatmulShaders};
 
 }  // namespace tdm
