@@ -26,7 +26,7 @@ using tdm::g4test::values;
 
 namespace {
 
-std::string temp_dir() {
+std::string assistant_temp_dir() {
     static const std::string dir = test::make_temp_dir("gemma4-assistant-synth");
     return dir;
 }
@@ -45,7 +45,7 @@ struct Expected {
 
 // GGUF name -> expectation, spec/gemma4.md §3.2 (no K/V, no per-layer inputs; the ordering and
 // rope_freqs are checked apart).
-std::map<std::string, Expected> expected_tensors(const Gemma4AssistantShape& a) {
+std::map<std::string, Expected> expected_assistant_tensors(const Gemma4AssistantShape& a) {
     const Gemma4Shape& t = a.target;
     const int64_t Ha = a.n_embd, Hb = t.n_embd, V = t.n_vocab, F = a.n_ff;
     std::map<std::string, Expected> m;
@@ -124,7 +124,8 @@ TEST(Gemma4AssistantSynth, every_preset_fits_its_target_and_e4b_has_the_released
 TEST(Gemma4AssistantSynth, files_hold_the_spec_tensor_table_in_the_requested_types) {
     for (const char* preset : {"tiny-e2b", "tiny-31b"}) {
         const Gemma4AssistantShape a = assistant(preset);
-        const std::string gguf = temp_dir() + "/" + preset + "-q8_0.gguf", hf = temp_dir() + "/" + preset + "-hf";
+        const std::string gguf = assistant_temp_dir() + "/" + preset + "-q8_0.gguf",
+                          hf = assistant_temp_dir() + "/" + preset + "-hf";
         ASSERT_TRUE(write(gguf, preset, DType::Q8_0, false).ok());
         ASSERT_TRUE(write(hf, preset, DType::BF16, true).ok());
         auto g = open_source(gguf);
@@ -132,7 +133,7 @@ TEST(Gemma4AssistantSynth, files_hold_the_spec_tensor_table_in_the_requested_typ
         ASSERT_TRUE(g && h);
         EXPECT_EQ(g->architecture(), "gemma4-assistant");
         EXPECT_EQ(h->architecture(), "gemma4_assistant");
-        const auto expected = expected_tensors(a);
+        const auto expected = expected_assistant_tensors(a);
         for (const auto& [name, e] : expected) {
             const SourceTensor* t = g->find(name);
             expect_shape(t, e.ne, name);
@@ -179,7 +180,8 @@ TEST(Gemma4AssistantSynth, keys_and_config_carry_the_targets_attention_and_rope)
     for (const char* preset : {"tiny-e2b", "tiny-31b"}) {
         const Gemma4AssistantShape a = assistant(preset);
         const Gemma4Shape& t = a.target;
-        const std::string path = temp_dir() + "/" + preset + "-keys.gguf", dir = temp_dir() + "/" + preset + "-cfg";
+        const std::string path = assistant_temp_dir() + "/" + preset + "-keys.gguf",
+                          dir = assistant_temp_dir() + "/" + preset + "-cfg";
         ASSERT_TRUE(write(path, preset, DType::BF16, false).ok());
         ASSERT_TRUE(write(dir, preset, DType::BF16, true).ok());
         auto f = GgufFile::open(path);
@@ -239,20 +241,20 @@ TEST(Gemma4AssistantSynth, keys_and_config_carry_the_targets_attention_and_rope)
 
 TEST(Gemma4AssistantSynth, gguf_and_hf_hold_the_same_values_and_a_request_gives_the_same_bytes) {
     const Gemma4AssistantShape a = assistant("tiny-e2b");
-    const std::string gguf = temp_dir() + "/same.gguf", hf = temp_dir() + "/same-hf";
+    const std::string gguf = assistant_temp_dir() + "/same.gguf", hf = assistant_temp_dir() + "/same-hf";
     ASSERT_TRUE(write(gguf, "tiny-e2b", DType::BF16, false, 5).ok());
     ASSERT_TRUE(write(hf, "tiny-e2b", DType::BF16, true, 5).ok());
     auto g = open_source(gguf);
     auto h = open_source(hf);
     ASSERT_TRUE(g && h);
-    for (const auto& [name, e] : expected_tensors(a)) {
+    for (const auto& [name, e] : expected_assistant_tensors(a)) {
         const SourceTensor* x = g->find(name);
         const SourceTensor* y = h->find(e.hf);
         ASSERT_TRUE(x && y) << name;
         EXPECT_EQ(values(*x), values(*y)) << name;
     }
     // deterministic; the seed changes the weights and the clusters
-    const std::string again = temp_dir() + "/again.gguf", other = temp_dir() + "/other.gguf";
+    const std::string again = assistant_temp_dir() + "/again.gguf", other = assistant_temp_dir() + "/other.gguf";
     ASSERT_TRUE(write(again, "tiny-e2b", DType::BF16, false, 5).ok());
     ASSERT_TRUE(write(other, "tiny-e2b", DType::BF16, false, 6).ok());
     EXPECT_EQ(test::read_file(gguf), test::read_file(again));
@@ -264,7 +266,7 @@ TEST(Gemma4AssistantSynth, gguf_and_hf_hold_the_same_values_and_a_request_gives_
 }
 
 TEST(Gemma4AssistantSynth, hf_takes_float_types_only) {
-    const std::string dir = temp_dir() + "/q8-hf";
+    const std::string dir = assistant_temp_dir() + "/q8-hf";
     EXPECT_TRUE(test::fails_with(write(dir, "tiny-31b", DType::Q8_0, true), "F32, F16 or BF16"));
     EXPECT_FALSE(std::filesystem::exists(dir + "/model.safetensors"));
 }

@@ -26,7 +26,7 @@ namespace {
 
 const char* const kTinyPresets[] = {"tiny-e2b", "tiny-31b", "tiny-26b"};
 
-std::string temp_dir() {
+std::string files_temp_dir() {
     static const std::string dir = test::make_temp_dir("gemma4-synth");
     return dir;
 }
@@ -84,7 +84,7 @@ TEST(Gemma4Files, gguf_has_the_contract_metadata_for_every_tiny_preset) {
     for (const char* name : kTinyPresets) {
         SCOPED_TRACE(name);
         const Gemma4Shape s = preset(name);
-        const std::string path = temp_dir() + "/" + name + "-meta.gguf";
+        const std::string path = files_temp_dir() + "/" + name + "-meta.gguf";
         Gemma4SynthOptions o;
         o.name = "meta test";
         ASSERT_TRUE(synth_gemma4_gguf(path, s, o).ok());
@@ -179,7 +179,7 @@ TEST(Gemma4Files, gguf_has_the_contract_metadata_for_every_tiny_preset) {
 }
 
 TEST(Gemma4Files, kv_shared_and_k_eq_v_layers_drop_exactly_the_converter_tensors) {
-    const std::string dir = temp_dir();
+    const std::string dir = files_temp_dir();
     ASSERT_TRUE(synth_gemma4_gguf(dir + "/drop-e2b.gguf", preset("tiny-e2b"), {}).ok());
     ASSERT_TRUE(synth_gemma4_gguf(dir + "/drop-31b.gguf", preset("tiny-31b"), {}).ok());
     auto e2b = open_source(dir + "/drop-e2b.gguf"), d31 = open_source(dir + "/drop-31b.gguf");
@@ -201,7 +201,7 @@ TEST(Gemma4Files, hf_directory_has_the_wrapper_config_and_all_tensors) {
     for (const char* name : kTinyPresets) {
         SCOPED_TRACE(name);
         const Gemma4Shape s = preset(name);
-        const std::string dir = temp_dir() + "/" + name + "-hf";
+        const std::string dir = files_temp_dir() + "/" + name + "-hf";
         Gemma4SynthOptions o;
         o.weight_type = DType::BF16;
         ASSERT_TRUE(synth_gemma4_hf(dir, s, o).ok());
@@ -257,7 +257,7 @@ TEST(Gemma4Files, hf_directory_has_the_wrapper_config_and_all_tensors) {
 }
 
 TEST(Gemma4Files, hf_per_layer_config_form_replaces_the_global_fields) {
-    const std::string dir = temp_dir() + "/per-layer-config";
+    const std::string dir = files_temp_dir() + "/per-layer-config";
     Gemma4SynthOptions o;
     o.hf_per_layer_config = true;
     ASSERT_TRUE(synth_gemma4_hf(dir, preset("tiny-e2b"), o).ok());
@@ -277,7 +277,7 @@ TEST(Gemma4Files, gguf_and_hf_hold_the_same_values) {
         for (DType type : {DType::F32, DType::BF16}) {
             SCOPED_TRACE(std::string(name) + " " + std::string(dtype_name(type)));
             const Gemma4Shape s = preset(name);
-            const std::string base = temp_dir() + "/same-" + name + "-" + std::string(dtype_name(type));
+            const std::string base = files_temp_dir() + "/same-" + name + "-" + std::string(dtype_name(type));
             Gemma4SynthOptions o;
             o.weight_type = type;
             o.seed = 7;
@@ -298,7 +298,7 @@ TEST(Gemma4Files, gguf_and_hf_hold_the_same_values) {
 
 TEST(Gemma4Files, values_have_the_documented_ranges_and_depend_on_the_seed) {
     const Gemma4Shape s = preset("tiny-26b");
-    const std::string dir = temp_dir();
+    const std::string dir = files_temp_dir();
     Gemma4SynthOptions o;
     ASSERT_TRUE(synth_gemma4_gguf(dir + "/range-1.gguf", s, o).ok());
     o.seed = 2;
@@ -343,7 +343,7 @@ TEST(Gemma4Files, values_have_the_documented_ranges_and_depend_on_the_seed) {
 }
 
 TEST(Gemma4Files, quantized_types_fall_back_per_row_width) {
-    const std::string dir = temp_dir();
+    const std::string dir = files_temp_dir();
     Gemma4SynthOptions o;
     o.weight_type = DType::Q4_K;
     ASSERT_TRUE(synth_gemma4_gguf(dir + "/q4k-26b.gguf", preset("tiny-26b"), o).ok());
@@ -380,7 +380,7 @@ TEST(Gemma4Files, quantized_types_fall_back_per_row_width) {
 TEST(Gemma4Files, hf_refuses_quantized_types) {
     Gemma4SynthOptions o;
     o.weight_type = DType::Q8_0;
-    const Status st = synth_gemma4_hf(temp_dir() + "/hf-q8", preset("tiny-e2b"), o);
+    const Status st = synth_gemma4_hf(files_temp_dir() + "/hf-q8", preset("tiny-e2b"), o);
     ASSERT_FALSE(st.ok());
     EXPECT_NE(st.error().message().find("F32, F16 or BF16"), std::string::npos) << st.error().message();
 }

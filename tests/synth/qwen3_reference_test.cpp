@@ -27,7 +27,7 @@ using tdm::test::fails_with;
 
 namespace {
 
-Qwen3Shape preset(const char* name) {
+Qwen3Shape reference_preset(const char* name) {
     auto s = qwen3_preset(name);
     EXPECT_TRUE(s.ok());
     return s.ok() ? *s : Qwen3Shape{};
@@ -148,7 +148,7 @@ TEST(Qwen3Reference, forward_matches_a_loop_by_loop_implementation_of_the_spec) 
         SCOPED_TRACE(tied ? "tied" : "untied");
         Qwen3SynthOptions o;
         o.tied = tied;
-        const Qwen3Reference m = make(preset("tiny"), o);
+        const Qwen3Reference m = make(reference_preset("tiny"), o);
         const std::vector<int32_t> tokens = {17, 300, 5, 5, 508, 42, 220};
         const Floats logits = m.forward(tokens);
         const auto want = loop_forward(m.source(), m.hparams(), tokens);
@@ -161,7 +161,7 @@ TEST(Qwen3Reference, forward_matches_a_loop_by_loop_implementation_of_the_spec) 
 }
 
 TEST(Qwen3Reference, forward_is_deterministic_and_causal) {
-    const Qwen3Reference m = make(preset("tiny"), {});
+    const Qwen3Reference m = make(reference_preset("tiny"), {});
     std::vector<int32_t> tokens = {1, 2, 3, 400, 5, 6, 7, 8};
     const Floats a = m.forward(tokens), b = m.forward(tokens);
     EXPECT_EQ(a, b);
@@ -175,7 +175,7 @@ TEST(Qwen3Reference, forward_is_deterministic_and_causal) {
 }
 
 TEST(Qwen3Reference, decoding_token_by_token_with_the_cache_equals_the_full_forward) {
-    const Qwen3Reference m = make(preset("tiny"), {}, false, {.f16_kv = true});
+    const Qwen3Reference m = make(reference_preset("tiny"), {}, false, {.f16_kv = true});
     const std::vector<int32_t> tokens = {9, 8, 7, 6, 100, 200, 300};
     const Floats full = m.forward(tokens);
     ref::Qwen3Cache cache;
@@ -189,7 +189,7 @@ TEST(Qwen3Reference, decoding_token_by_token_with_the_cache_equals_the_full_forw
 }
 
 TEST(Qwen3Reference, logits_depend_on_relative_positions_only) {
-    const Qwen3Reference m = make(preset("tiny"), {});
+    const Qwen3Reference m = make(reference_preset("tiny"), {});
     const std::vector<int32_t> tokens = {3, 1, 4, 1, 5, 9, 2, 6};
     const Floats at0 = m.forward(tokens, 0), at1000 = m.forward(tokens, 1000);
     EXPECT_LT(ref::nmse(at1000, at0), 1e-9);
@@ -197,7 +197,7 @@ TEST(Qwen3Reference, logits_depend_on_relative_positions_only) {
 }
 
 TEST(Qwen3Reference, f16_kv_storage_changes_logits_only_slightly) {
-    const Qwen3Shape s = preset("tiny");
+    const Qwen3Shape s = reference_preset("tiny");
     const std::vector<int32_t> tokens = {10, 20, 30, 40, 50, 60};
     const Floats exact = make(s, {}).forward(tokens);
     const Floats f16 = make(s, {}, false, {.f16_kv = true}).forward(tokens);
@@ -208,7 +208,7 @@ TEST(Qwen3Reference, f16_kv_storage_changes_logits_only_slightly) {
 }
 
 TEST(Qwen3Reference, gguf_and_hf_copies_of_a_model_give_identical_logits) {
-    const Qwen3Shape s = preset("tiny");
+    const Qwen3Shape s = reference_preset("tiny");
     const std::vector<int32_t> tokens = {12, 34, 56, 78, 90, 123};
     for (DType t : {DType::F16, DType::F32, DType::BF16}) {
         SCOPED_TRACE(std::string(dtype_name(t)));
@@ -223,7 +223,7 @@ TEST(Qwen3Reference, gguf_and_hf_copies_of_a_model_give_identical_logits) {
 }
 
 TEST(Qwen3Reference, quantized_copies_stay_close_to_the_f32_model) {
-    const Qwen3Shape s = preset("small");
+    const Qwen3Shape s = reference_preset("small");
     std::vector<int32_t> tokens;
     for (int i = 0; i < 12; ++i) tokens.push_back((i * 337 + 11) % 4093);
     const Floats f32 = make(s, {}).forward(tokens);
@@ -245,7 +245,7 @@ TEST(Qwen3Reference, quantized_copies_stay_close_to_the_f32_model) {
 }
 
 TEST(Qwen3Reference, repeating_model_greedy_generation_follows_succ) {
-    const Qwen3Shape s = preset("tiny");
+    const Qwen3Shape s = reference_preset("tiny");
     for (DType t : {DType::F32, DType::Q4_0}) {
         SCOPED_TRACE(std::string(dtype_name(t)));
         Qwen3SynthOptions o;
@@ -276,7 +276,7 @@ TEST(Qwen3Reference, repeating_model_greedy_generation_follows_succ) {
 }
 
 TEST(Qwen3Reference, perturbed_or_shallower_draft_agrees_with_its_target_often_but_not_always) {
-    const Qwen3Shape s = preset("small");
+    const Qwen3Shape s = reference_preset("small");
     // Teacher forcing on the target's own greedy continuation: the fraction of positions where
     // the draft's argmax is the target's next token.
     auto agreement = [&](const Qwen3SynthOptions& o, const Qwen3Reference& draft) {

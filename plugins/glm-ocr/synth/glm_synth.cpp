@@ -61,7 +61,7 @@ struct GlmTensor {
     bool eh_identity = false;   // MTP eh_proj: [I | I/4] in repeating mode
 };
 
-SynthParam param(std::string stream, int64_t rows, int64_t cols, ParamRole role, float sigma) {
+SynthParam text_param(std::string stream, int64_t rows, int64_t cols, ParamRole role, float sigma) {
     SynthParam p;
     p.gguf_name = std::move(stream);
     p.rows = rows;
@@ -88,7 +88,7 @@ void add_block(std::vector<GlmTensor>& t, const GlmShape& s, const std::string& 
     const float sd_norm = kNormSpread / kSqrt3;
     const int64_t E = s.n_embd, q_rows = int64_t(s.n_head) * s.head_dim, kv_rows = int64_t(s.n_head_kv) * s.head_dim;
     auto tensor = [&](const char* gn, const char* hn, int64_t rows, int64_t cols, ParamRole role, float sigma) {
-        add(t, g + gn, h + hn, param(g + gn, rows, cols, role, sigma));
+        add(t, g + gn, h + hn, text_param(g + gn, rows, cols, role, sigma));
     };
     tensor("attn_norm.weight", "input_layernorm.weight", 1, E, ParamRole::norm, sd_norm);
     tensor("attn_q.weight", "self_attn.q_proj.weight", q_rows, E, ParamRole::matrix, sd_embd);
@@ -109,8 +109,8 @@ std::vector<GlmTensor> table(const GlmShape& s, const GlmSynthOptions& o) {
     const float sd_embd = 1.0f / std::sqrt(float(s.n_embd));
     const float sd_norm = kNormSpread / kSqrt3;
     const int64_t E = s.n_embd, V = s.n_vocab;
-    const SynthParam embd = param("token_embd.weight", V, E, ParamRole::token_embd, 2.0f * sd_embd);
-    const SynthParam out = param("output.weight", V, E, ParamRole::output, 2.0f * sd_embd);
+    const SynthParam embd = text_param("token_embd.weight", V, E, ParamRole::token_embd, 2.0f * sd_embd);
+    const SynthParam out = text_param("output.weight", V, E, ParamRole::output, 2.0f * sd_embd);
     std::vector<GlmTensor> t;
     add(t, "token_embd.weight", "model.language_model.embed_tokens.weight", embd);
     const int32_t n_block = s.n_layer + (s.mtp ? 1 : 0);
@@ -119,10 +119,12 @@ std::vector<GlmTensor> table(const GlmShape& s, const GlmSynthOptions& o) {
         const std::string h = "model.language_model.layers." + std::to_string(il) + ".";
         if (il == s.n_layer) {  // the MTP layer: its own tensors, then an ordinary block
             add(t, g + "nextn.eh_proj.weight", h + "eh_proj.weight",
-                param(g + "nextn.eh_proj.weight", E, 2 * E, ParamRole::matrix, 1.0f / std::sqrt(float(2 * E))));
+                text_param(g + "nextn.eh_proj.weight", E, 2 * E, ParamRole::matrix, 1.0f / std::sqrt(float(2 * E))));
             t.back().eh_identity = true;
-            add(t, g + "nextn.enorm.weight", h + "enorm.weight", param(g + "nextn.enorm.weight", 1, E, ParamRole::norm, sd_norm));
-            add(t, g + "nextn.hnorm.weight", h + "hnorm.weight", param(g + "nextn.hnorm.weight", 1, E, ParamRole::norm, sd_norm));
+            add(t, g + "nextn.enorm.weight", h + "enorm.weight",
+                text_param(g + "nextn.enorm.weight", 1, E, ParamRole::norm, sd_norm));
+            add(t, g + "nextn.hnorm.weight", h + "hnorm.weight",
+                text_param(g + "nextn.hnorm.weight", 1, E, ParamRole::norm, sd_norm));
             if (o.mtp_copies) {
                 SynthParam own_embd = embd, own_out = out;
                 if (!o.repeating) {  // repeating mode needs the trunk's codes to draft its successors
@@ -133,12 +135,12 @@ std::vector<GlmTensor> table(const GlmShape& s, const GlmSynthOptions& o) {
                 add(t, g + "nextn.shared_head_head.weight", h + "shared_head.head.weight", own_out);
             }
             add(t, g + "nextn.shared_head_norm.weight", h + "shared_head.norm.weight",
-                param(g + "nextn.shared_head_norm.weight", 1, E, ParamRole::norm, sd_norm));
+                text_param(g + "nextn.shared_head_norm.weight", 1, E, ParamRole::norm, sd_norm));
         }
         add_block(t, s, g, h);
     }
     add(t, "output_norm.weight", "model.language_model.norm.weight",
-        param("output_norm.weight", 1, E, ParamRole::norm, sd_norm));
+        text_param("output_norm.weight", 1, E, ParamRole::norm, sd_norm));
     add(t, "output.weight", "lm_head.weight", out);
     return t;
 }

@@ -13,7 +13,7 @@ namespace {
 constexpr char kPrefix[] = "model.visual.";
 constexpr int32_t kChannels = 3;
 
-SynthParam param(const std::string& name, int64_t rows, int64_t cols, ParamRole role, float sigma, bool vector) {
+SynthParam vision_param(const std::string& name, int64_t rows, int64_t cols, ParamRole role, float sigma, bool vector) {
     SynthParam p;
     p.gguf_name = name;
     p.hf_name = name;
@@ -30,13 +30,14 @@ void linear(std::vector<GlmVisionTensor>& t, const std::string& name, std::vecto
     const int64_t rows = shape[0];
     int64_t cols = 1;
     for (size_t i = 1; i < shape.size(); ++i) cols *= shape[i];
-    t.push_back({shape, param(name + ".weight", rows, cols, ParamRole::matrix, 1.0f / std::sqrt(float(cols)), false)});
-    if (bias) t.push_back({{rows}, param(name + ".bias", 1, rows, ParamRole::matrix, 0.1f, true)});
+    t.push_back(
+        {shape, vision_param(name + ".weight", rows, cols, ParamRole::matrix, 1.0f / std::sqrt(float(cols)), false)});
+    if (bias) t.push_back({{rows}, vision_param(name + ".bias", 1, rows, ParamRole::matrix, 0.1f, true)});
 }
 
 void norm(std::vector<GlmVisionTensor>& t, const std::string& name, int64_t n, bool bias) {
-    t.push_back({{n}, param(name + ".weight", 1, n, ParamRole::norm, 0.1f, true)});
-    if (bias) t.push_back({{n}, param(name + ".bias", 1, n, ParamRole::matrix, 0.1f, true)});
+    t.push_back({{n}, vision_param(name + ".weight", 1, n, ParamRole::norm, 0.1f, true)});
+    if (bias) t.push_back({{n}, vision_param(name + ".bias", 1, n, ParamRole::matrix, 0.1f, true)});
 }
 
 }  // namespace
