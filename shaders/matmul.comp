@@ -31,8 +31,7 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint NT = 8;        // tokens per pass
-layout(constant_id = 2) const uint FUSE_ADD = 0;  // 1: y = W x + add
-layout(constant_id = 3) const uint R = 4;         // rows per workgroup
+layout(constant_id = 2) const uint R = 4;         // rows per workgroup
 
 #define W_BINDING 0
 #define S_BINDING 1
@@ -59,6 +58,10 @@ layout(push_constant) uniform Params {
     uint s_off;     // element offset of row 0 in the scale plane
     uint add_off;
     uint add_stride;
+    // 1: y = W x + add. A push constant, not a specialization constant: it only touches the
+    // final store, and as a constant it doubled the variants LLVM compiles on a CPU device
+    // (a q6_K variant for 8 tokens takes seconds).
+    uint fuse_add;
 } p;
 
 #include "dequant.glsl"
@@ -115,7 +118,7 @@ void main() {
                     const float v = subgroupAdd(acc[r * NT + t]);
                     if (lane == 0 && row0 + r < p.M) {
                         float o = v;
-                        if (FUSE_ADD != 0) o += add[p.add_off + (t0 + t) * p.add_stride + row0 + r];
+                        if (p.fuse_add != 0u) o += add[p.add_off + (t0 + t) * p.add_stride + row0 + r];
                         y[p.y_off + (t0 + t) * p.y_stride + row0 + r] = o;
                     }
                 }

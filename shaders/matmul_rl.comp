@@ -11,8 +11,7 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint NT = 8;        // tokens per pass
-layout(constant_id = 2) const uint FUSE_ADD = 0;  // 1: y = W x + add
-layout(constant_id = 3) const uint R = 1;         // rows per lane
+layout(constant_id = 2) const uint R = 1;         // rows per lane
 
 #define W_BINDING 0
 #define S_BINDING 1
@@ -29,6 +28,7 @@ layout(binding = 4, std430) readonly buffer ABuf { float add[]; };
 
 layout(push_constant) uniform Params {
     uint K, M, N, x_off, x_stride, y_off, y_stride, w_off, s_off, add_off, add_stride;
+    uint fuse_add;  // 1: y = W x + add (see matmul.comp)
 } p;
 
 #include "dequant.glsl"
@@ -83,7 +83,7 @@ void main() {
             [[unroll]] for (uint t = 0; t < NT; ++t) {
                 if (t < nt && row0 + r < p.M) {
                     float o = acc[r * NT + t];
-                    if (FUSE_ADD != 0) o += add[p.add_off + (t0 + t) * p.add_stride + row0 + r];
+                    if (p.fuse_add != 0u) o += add[p.add_off + (t0 + t) * p.add_stride + row0 + r];
                     y[p.y_off + (t0 + t) * p.y_stride + row0 + r] = o;
                 }
             }

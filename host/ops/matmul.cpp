@@ -62,7 +62,6 @@ Status record_matmul(RecordContext& c, const Node& n, const std::string& detail_
     const DeviceWeight& w = *tensor(c, d.in[0]).weight;
     const Tensor& x = tensor(c, d.in[1]);
     const std::string label = profile_detail() ? detail_label : fmt::format("matmul_{}", dtype_name(w.type()));
-    const bool fuse_add = d.n_in == 3;
     const bool texel = act_texel(c) && w.has_texel_views();
     const uint32_t N = uint32_t(x.rows());
     // Tokens per pass: the smallest variant covering the batch (see matmul.comp).
@@ -73,7 +72,7 @@ Status record_matmul(RecordContext& c, const Node& n, const std::string& detail_
     const uint32_t rows_per_group = lay.rows_per_lane ? ls * lay.rows : lay.rows * lay.subgroups;
     const vk::Pipeline* p =
         TDM_TRY(c.pipelines.get(weight_variant(lay.rows_per_lane ? "matmul_rl" : "matmul", w.type(), texel),
-                                {ls, nt, fuse_add ? 1u : 0u, lay.rows}));
+                                {ls, nt, lay.rows}));
     const vk::Binding bx = texel ? vk::Binding::texel(TDM_TRY(c.compiled.texel_view(d.in[1]))) : storage(c, d.in[1]);
     return record_matmul_dispatches(c, n, *p, bx, texel, rows_per_group, label);
 }
@@ -86,8 +85,9 @@ Status kernel::record_matmul_dispatches(RecordContext& c, const Node& n, const v
     const DeviceWeight& w = *tensor(c, d.in[0]).weight;
     const bool fuse_add = d.n_in == 3;
     struct {
-        uint32_t K, M, N, x_off, x_stride, y_off, y_stride, w_off, s_off, add_off, add_stride;
+        uint32_t K, M, N, x_off, x_stride, y_off, y_stride, w_off, s_off, add_off, add_stride, fuse_add;
     } pc{};
+    pc.fuse_add = fuse_add ? 1 : 0;
     for (const WeightChunk& ch : w.chunks()) {
         pc.K = uint32_t(w.cols());
         pc.M = uint32_t(ch.n_rows);

@@ -69,14 +69,13 @@ Status record_matmul_q8(RecordContext& c, const Node& n, const std::string& deta
     const DeviceWeight& w = *tensor(c, d.in[0]).weight;
     const Tensor& x = tensor(c, d.in[1]);
     const std::string label = profile_detail() ? detail_label : "matmul_q8";
-    const bool fuse_add = d.n_in == 3;
     const bool texel = act_texel(c) && w.has_texel_views();
     const uint32_t N = uint32_t(x.rows());
     const uint32_t nt = N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : 8;  // tokens per pass, as matmul
     const uint32_t ls = std::max<uint32_t>(1, c.device.caps().subgroup_size);
     const uint32_t rows_per_lane = 4, rows_per_group = ls * rows_per_lane;
     const vk::Pipeline* p = TDM_TRY(
-        c.pipelines.get(texel ? "matmul_q8_rl_tex" : "matmul_q8_rl_buf", {ls, nt, fuse_add ? 1u : 0u, rows_per_lane}));
+        c.pipelines.get(texel ? "matmul_q8_rl_tex" : "matmul_q8_rl_buf", {ls, nt, rows_per_lane}));
     return record_matmul_dispatches(c, n, *p, storage(c, d.in[1]), texel, rows_per_group, label);
 }
 

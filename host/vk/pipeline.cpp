@@ -5,6 +5,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -291,7 +292,11 @@ Result<const Pipeline*> PipelineManager::create(std::string key, std::string_vie
     ci.stage.pName = entry_point;
     ci.stage.pSpecializationInfo = spec.empty() ? nullptr : &si;
     ci.layout = p->layout_;
+    // Compiling is most of a first run's start-up on a CPU device (LLVM, in lavapipe), and the
+    // driver's own disk cache makes later runs quick: the debug log shows which it was.
+    const auto t0 = std::chrono::steady_clock::now();
     VkResult r = f.vkCreateComputePipelines(dev, cache_, 1, &ci, nullptr, &p->pipeline_);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     f.vkDestroyShaderModule(dev, module, nullptr);
     if (r != VK_SUCCESS) return Error::format("creating pipeline {}: {}", name, result_name(r));
     cleanup.p = nullptr;
@@ -301,6 +306,7 @@ Result<const Pipeline*> PipelineManager::create(std::string key, std::string_vie
         for (size_t k = 0; k < spec.size(); ++k) p->name_ += (k ? "," : "") + std::to_string(spec[k]);
         p->name_ += ">";
     }
+    TDM_LOG_DEBUG("vulkan", "pipeline {} created in {:.1f} ms", p->name_, ms);
     const Pipeline* out = p.get();
     pipelines_.emplace(std::make_pair(std::move(key), spec), std::move(p));
     return out;
