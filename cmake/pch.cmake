@@ -20,10 +20,11 @@ function(tandem_use_pch target)
   if(NOT TANDEM_PCH)
     return()
   endif()
-  # In a unity build a target of eight sources or fewer is one translation unit (or a few
+  # Unity-built, a target of eight sources or fewer is one translation unit (or a few
   # small groups): precompiling would parse the headers just as often, plus writing and
   # reading the precompiled file (about 4 s per target under clang with ASan).
-  if(TANDEM_UNITY)
+  get_target_property(unity ${target} UNITY_BUILD)
+  if(unity)
     get_target_property(srcs ${target} SOURCES)
     list(FILTER srcs INCLUDE REGEX "\\.(cpp|cc|cxx)$")
     list(LENGTH srcs n)

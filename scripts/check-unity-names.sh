@@ -16,6 +16,7 @@
 # ends are spelled ([^A-Za-z0-9_]|$).
 set -euo pipefail
 build="${1:?usage: check-unity-names.sh BUILD_DIR}"
+build="${build%/}"  # build.ninja names unity files relative to it
 mapfile -t unity_dirs < <(find "$build" -type d -name Unity -path '*/CMakeFiles/*.dir/Unity' | sort)
 if [ "${#unity_dirs[@]}" -eq 0 ]; then
   echo "check-unity-names: no unity build in $build (TANDEM_UNITY=OFF); nothing to check"
@@ -52,21 +53,45 @@ for dir in "${unity_dirs[@]}"; do
     mapfile -t srcs < <(cat "${files[@]}" | sed -n 's/^#include "\(\/.*\.c\(pp\|xx\)\?\)"$/\1/p' | sort -u)
     [ "${#srcs[@]}" -ge 2 ] || continue
     clashes="$(awk '
+      # strip(s): s without comments (a block comment may span lines: in_comment) and with
+      # string and character literals emptied, read left to right as the compiler does.
+      function strip(s,   out, i, n, c, q) {
+        out = ""; n = length(s); i = 1
+        while (i <= n) {
+          c = substr(s, i, 1)
+          if (in_comment) {
+            if (c == "*" && substr(s, i + 1, 1) == "/") { in_comment = 0; i += 2 } else i++
+            continue
+          }
+          if (c == "/" && substr(s, i + 1, 1) == "/") break
+          if (c == "/" && substr(s, i + 1, 1) == "*") { in_comment = 1; i += 2; continue }
+          # a digit separator (100'\''000, 0x6173'\''7369) opens no literal
+          if (c == "'\''" && digits_before(s, i)) { out = out c; i++; continue }
+          if (c == "\"" || c == "'\''") {
+            q = c
+            for (i++; i <= n; i++) {
+              c = substr(s, i, 1)
+              if (c == "\\") i++
+              else if (c == q) break
+            }
+            out = out (q == "\"" ? "\"\"" : "0"); i++
+            continue
+          }
+          out = out c; i++
+        }
+        return out
+      }
+      # digits_before(s, i): whether s[i] is inside a number (the word before it starts with a digit)
+      function digits_before(s, i,   j) {
+        for (j = i - 1; j >= 1 && substr(s, j, 1) ~ /[0-9A-Za-z_.'\'']/; j--) {}
+        return j < i - 1 && substr(s, j + 1, 1) ~ /[0-9]/
+      }
       # Functions with internal linkage defined at namespace scope, keyed by the
       # enclosing named namespaces.
       FNR == 1 { depth = 0; anon = 0; in_comment = 0; delete kind }
       {
-        line = $0
-        # drop comments and the insides of string and character literals
-        if (in_comment) { p = index(line, "*/"); if (!p) next; line = substr(line, p + 2); in_comment = 0 }
-        gsub(/"([^"\\]|\\.)*"/, "\"\"", line)
-        gsub(/'\''([^'\''\\]|\\.)*'\''/, "0", line)
-        # a // comment that starts before any /* ends the line ("// see dir/*.pdf")
-        p1 = index(line, "//"); p2 = index(line, "/*")
-        if (p1 && (!p2 || p1 < p2)) line = substr(line, 1, p1 - 1)
-        gsub(/\/\*[^*]*\*+([^\/*][^*]*\*+)*\//, "", line)
-        if (match(line, /\/\*/)) { line = substr(line, 1, RSTART - 1); in_comment = 1 }
-        sub(/\/\/.*/, "", line)
+        # comments and the insides of string and character literals, left to right
+        line = strip($0)
         # a using-directive at file scope reaches every source after this one
         if (depth == 0 && line ~ /^using[ \t]+namespace[ \t]/ && line !~ /^using[ \t]+namespace[ \t]+tdm[ \t]*;/) {
           u = line; sub(/[ \t]*;.*/, "", u)
