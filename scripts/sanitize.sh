@@ -26,6 +26,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${TANDEM_ASAN_BUILD_DIR:-$here/build-asan}"
+mkdir -p "$build" && build="$(cd "$build" && pwd)"  # absolute: the runs below change directory
 ci=0
 if [ "${1:-}" = --ci ]; then ci=1; shift; fi
 fuzz_seconds="${1:-10}"
@@ -99,8 +100,10 @@ run_entry() {
   shift
   ( start=$SECONDS; rc=0; "$@" >"$logs/$name.log" 2>&1 || rc=$?; echo "$rc $((SECONDS - start))" >"$logs/$name.rc" ) &
 }
+# entry_status NAME: "RC SECONDS" of a finished entry ("missing ?" if it left no status).
+entry_status() { cat "$logs/$1.rc" 2>/dev/null || echo "missing ?"; }
 names=(corpus-replays)
-run_entry corpus-replays bash -c "cd '$build' && ctest --output-on-failure --timeout 1200 -L '^fuzz\$'"
+run_entry corpus-replays env -C "$build" ctest --output-on-failure --timeout 1200 -L '^fuzz$'
 for t in "${groups[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
   read -r name program filter <<<"$t"
@@ -110,7 +113,7 @@ done
 wait
 failed=()
 for name in "${names[@]}"; do
-  read -r rc secs <"$logs/$name.rc"
+  read -r rc secs < <(entry_status "$name")
   if [ "$rc" = 0 ]; then
     echo "    ok: $name (${secs}s; $(grep -E '^\[  PASSED  \]|tests passed' "$logs/$name.log" | tail -n 1))"
   else
@@ -126,22 +129,23 @@ e2e="$build/sanitize-e2e"
 rm -rf "$e2e"
 mkdir -p "$e2e"
 tandem="$build/bin/tandem"
-# run_all NAME:ARGS...: `tandem ARGS` for each entry (ARGS split at blanks), $jobs at a time
-# (run_entry above), then the failed ones' logs; a run-* entry must also print tokens. Exit
-# status 1 if any failed.
+# run_all NAME:ARGS...: `tandem ARGS` for each entry in $e2e (ARGS split at blanks, no
+# globbing: file names are relative to $e2e, so its path may hold blanks), $jobs at a time
+# (run_entry above), then the failed ones' logs; a run-* entry must also print tokens (a
+# non-empty "tokens" array in its JSON). Exit status 1 if any failed.
 run_all() {
-  local entry name names=() bad=0
+  local entry name args names=() bad=0 rc secs
   for entry in "$@"; do
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
     name="${entry%%:*}"
     names+=("$name")
-    # shellcheck disable=SC2086  # each entry is a list of arguments
-    run_entry "$name" "$tandem" ${entry#*:}
+    read -r -a args <<<"${entry#*:}"
+    run_entry "$name" env -C "$e2e" "$tandem" "${args[@]}"
   done
   wait
   for name in "${names[@]}"; do
-    read -r rc secs <"$logs/$name.rc"
-    if [ "$rc" = 0 ] && { [[ "$name" != run-* ]] || grep -q '"tokens"' "$logs/$name.log"; }; then
+    read -r rc secs < <(entry_status "$name")
+    if [ "$rc" = 0 ] && { [[ "$name" != run-* ]] || grep -q '^  "tokens": \[$' "$logs/$name.log"; }; then
       echo "    ok: $name (${secs}s)"
     else
       cat "$logs/$name.log"
@@ -152,36 +156,36 @@ run_all() {
   return $bad
 }
 run_all \
-  "synth-qwen3:synth --arch qwen3 -o $e2e/qwen3.gguf" \
-  "synth-qwen3-hf:synth --arch qwen3 --format hf --type f32 -o $e2e/qwen3-hf" \
-  "synth-qwen3-draft:synth --arch qwen3 --layers 1 --draft-of-seed 1 -o $e2e/qwen3-draft.gguf" \
-  "synth-qwen35:synth --arch qwen35 -o $e2e/qwen35.gguf" \
-  "synth-qwen35moe:synth --arch qwen35moe -o $e2e/qwen35moe.gguf" \
-  "synth-gemma4-e2b:synth --arch gemma4 --preset tiny-e2b -o $e2e/gemma4-e2b.gguf" \
-  "synth-gemma4-e2b-hf:synth --arch gemma4 --preset tiny-e2b --format hf -o $e2e/gemma4-e2b-hf" \
-  "synth-gemma4-26b:synth --arch gemma4 --preset tiny-26b -o $e2e/gemma4-26b.gguf" \
-  "synth-gemma4-e2b-assistant:synth --arch gemma4-assistant --preset tiny-e2b -o $e2e/gemma4-e2b-assistant.gguf" \
-  "synth-gemma4-e2b-assistant-hf:synth --arch gemma4-assistant --preset tiny-e2b --format hf -o $e2e/gemma4-e2b-assistant-hf" \
-  "synth-glm4:synth --arch glm4 -o $e2e/glm4.gguf" \
-  "synth-glm4-hf:synth --arch glm4 --format hf -o $e2e/glm4-hf" ||
+  "synth-qwen3:synth --arch qwen3 -o qwen3.gguf" \
+  "synth-qwen3-hf:synth --arch qwen3 --format hf --type f32 -o qwen3-hf" \
+  "synth-qwen3-draft:synth --arch qwen3 --layers 1 --draft-of-seed 1 -o qwen3-draft.gguf" \
+  "synth-qwen35:synth --arch qwen35 -o qwen35.gguf" \
+  "synth-qwen35moe:synth --arch qwen35moe -o qwen35moe.gguf" \
+  "synth-gemma4-e2b:synth --arch gemma4 --preset tiny-e2b -o gemma4-e2b.gguf" \
+  "synth-gemma4-e2b-hf:synth --arch gemma4 --preset tiny-e2b --format hf -o gemma4-e2b-hf" \
+  "synth-gemma4-26b:synth --arch gemma4 --preset tiny-26b -o gemma4-26b.gguf" \
+  "synth-gemma4-e2b-assistant:synth --arch gemma4-assistant --preset tiny-e2b -o gemma4-e2b-assistant.gguf" \
+  "synth-gemma4-e2b-assistant-hf:synth --arch gemma4-assistant --preset tiny-e2b --format hf -o gemma4-e2b-assistant-hf" \
+  "synth-glm4:synth --arch glm4 -o glm4.gguf" \
+  "synth-glm4-hf:synth --arch glm4 --format hf -o glm4-hf" ||
   { echo "sanitize.sh: a synthesizer failed" >&2; exit 1; }
 printf "Hello there" >"$e2e/prompt.txt"
-run=(run -f "$e2e/prompt.txt" -n 12 --temp 0 --ignore-eos --output-format json)
+run=(run -f prompt.txt -n 12 --temp 0 --ignore-eos --output-format json)
 run_all \
-  "run-qwen3:${run[*]} -m $e2e/qwen3.gguf" \
-  "run-qwen3-hf:${run[*]} -m $e2e/qwen3-hf" \
-  "run-qwen3-draft:${run[*]} -m $e2e/qwen3.gguf -md $e2e/qwen3-draft.gguf --spec-type draft" \
-  "run-qwen3-ngram-simple:${run[*]} -m $e2e/qwen3.gguf --spec-type ngram-simple" \
-  "run-qwen3-ngram-mod:${run[*]} -m $e2e/qwen3.gguf --spec-type ngram-mod" \
-  "run-qwen35-mtp:${run[*]} -m $e2e/qwen35.gguf --spec-type mtp" \
-  "run-qwen35moe-mtp:${run[*]} -m $e2e/qwen35moe.gguf --spec-type mtp" \
-  "run-gemma4-e2b-ngram-simple:${run[*]} -m $e2e/gemma4-e2b.gguf --spec-type ngram-simple" \
-  "run-gemma4-e2b-hf:${run[*]} -m $e2e/gemma4-e2b-hf" \
-  "run-gemma4-e2b-assistant:${run[*]} -m $e2e/gemma4-e2b.gguf -md $e2e/gemma4-e2b-assistant.gguf" \
-  "run-gemma4-e2b-hf-assistant-hf:${run[*]} -m $e2e/gemma4-e2b-hf -md $e2e/gemma4-e2b-assistant-hf" \
-  "run-gemma4-26b-ngram-mod:${run[*]} -m $e2e/gemma4-26b.gguf --spec-type ngram-mod" \
-  "run-glm4-mtp:${run[*]} -m $e2e/glm4.gguf --spec-type mtp" \
-  "run-glm4-hf-mtp:${run[*]} -m $e2e/glm4-hf --spec-type mtp" ||
+  "run-qwen3:${run[*]} -m qwen3.gguf" \
+  "run-qwen3-hf:${run[*]} -m qwen3-hf" \
+  "run-qwen3-draft:${run[*]} -m qwen3.gguf -md qwen3-draft.gguf --spec-type draft" \
+  "run-qwen3-ngram-simple:${run[*]} -m qwen3.gguf --spec-type ngram-simple" \
+  "run-qwen3-ngram-mod:${run[*]} -m qwen3.gguf --spec-type ngram-mod" \
+  "run-qwen35-mtp:${run[*]} -m qwen35.gguf --spec-type mtp" \
+  "run-qwen35moe-mtp:${run[*]} -m qwen35moe.gguf --spec-type mtp" \
+  "run-gemma4-e2b-ngram-simple:${run[*]} -m gemma4-e2b.gguf --spec-type ngram-simple" \
+  "run-gemma4-e2b-hf:${run[*]} -m gemma4-e2b-hf" \
+  "run-gemma4-e2b-assistant:${run[*]} -m gemma4-e2b.gguf -md gemma4-e2b-assistant.gguf" \
+  "run-gemma4-e2b-hf-assistant-hf:${run[*]} -m gemma4-e2b-hf -md gemma4-e2b-assistant-hf" \
+  "run-gemma4-26b-ngram-mod:${run[*]} -m gemma4-26b.gguf --spec-type ngram-mod" \
+  "run-glm4-mtp:${run[*]} -m glm4.gguf --spec-type mtp" \
+  "run-glm4-hf-mtp:${run[*]} -m glm4-hf --spec-type mtp" ||
   { echo "sanitize.sh: an end-to-end run failed (or printed no tokens)" >&2; exit 1; }
 
 echo "==> fuzzing each harness for ${fuzz_seconds}s"
