@@ -292,8 +292,8 @@ Result<const Pipeline*> PipelineManager::create(std::string key, std::string_vie
     ci.stage.pName = entry_point;
     ci.stage.pSpecializationInfo = spec.empty() ? nullptr : &si;
     ci.layout = p->layout_;
-    // Compiling is most of a first run's start-up on a CPU device (LLVM, in lavapipe), and the
-    // driver's own disk cache makes later runs quick: the debug log shows which it was.
+    // The debug log shows what creation costs: most drivers compile here (lavapipe compiles with
+    // LLVM at the first dispatch instead), and their disk caches make later runs quick.
     const auto t0 = std::chrono::steady_clock::now();
     VkResult r = f.vkCreateComputePipelines(dev, cache_, 1, &ci, nullptr, &p->pipeline_);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
