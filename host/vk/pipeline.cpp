@@ -136,18 +136,29 @@ std::string uuid_hex(const uint8_t* u) {
 
 std::vector<uint8_t> decompress_pipeline_cache(std::string_view z) {
     constexpr unsigned long long kMaxBytes = 512ull << 20;
+    // A frame expanding up to this many times is decoded in one pass into memory of its
+    // claimed size; beyond that the claim is not trusted (see below).
+    constexpr unsigned long long kOnePassRatio = 32;
     const unsigned long long n = ZSTD_getFrameContentSize(z.data(), z.size());
     if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n > kMaxBytes) return {};
+    std::vector<uint8_t> out;
+    if (n <= kOnePassRatio * z.size()) {
+        if (ZSTD_findFrameCompressedSize(z.data(), z.size()) != z.size()) return {};  // one frame, whole
+        out.resize(n);
+        const size_t rc = ZSTD_decompress(out.data(), out.size(), z.data(), z.size());
+        if (ZSTD_isError(rc) || rc != n) return {};
+        return out;
+    }
     // The frame header's size is the file's claim, not a fact: output memory grows only as
-    // decompression really produces bytes, so a 9-byte header claiming 512 MiB costs nothing.
+    // decompression really produces bytes (doubling from 4 KiB), so a 9-byte header claiming
+    // 512 MiB costs nothing.
     std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
     if (!ctx) return {};
-    std::vector<uint8_t> out;
     ZSTD_inBuffer in{z.data(), z.size(), 0};
-    const size_t chunk = ZSTD_DStreamOutSize();
     while (true) {
         const size_t done = out.size();
-        out.resize(std::min<unsigned long long>(n + 1, done + chunk));  // +1: room to see too much
+        const unsigned long long want = std::max<unsigned long long>(4096, 2ull * done);
+        out.resize(std::min<unsigned long long>(n + 1, want));  // +1: room to see too much
         ZSTD_outBuffer o{out.data(), out.size(), done};
         const size_t rc = ZSTD_decompressStream(ctx.get(), &o, &in);
         out.resize(o.pos);

@@ -32,21 +32,34 @@ std::vector<uint8_t> pattern(size_t n) {
     return v;
 }
 
+// Runs of one byte value: compresses far beyond the ratio up to which the reader trusts a
+// frame's claimed size, so it goes through the reader's growing-output path.
+std::vector<uint8_t> runs(size_t n) {
+    std::vector<uint8_t> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = uint8_t(i / 4096);
+    return v;
+}
+
 }  // namespace
 
 TEST(PipelineCacheDecompress, round_trips_small_and_multi_chunk_contents) {
     for (size_t n : {size_t(1), size_t(1000), size_t(3) << 20}) {
-        const std::vector<uint8_t> raw = pattern(n);
-        EXPECT_EQ(vk::decompress_pipeline_cache(compress(raw)), raw) << n << " bytes";
+        for (const std::vector<uint8_t>& raw : {pattern(n), runs(n)}) {
+            const std::string z = compress(raw);
+            EXPECT_EQ(vk::decompress_pipeline_cache(z), raw) << n << " bytes, " << z.size() << " compressed";
+        }
     }
+    EXPECT_GT(runs(3 << 20).size(), 64 * compress(runs(3 << 20)).size()) << "runs() no longer tests the growing path";
 }
 
 TEST(PipelineCacheDecompress, truncated_padded_or_lying_frames_give_nothing) {
-    const std::string z = compress(pattern(300000));
-    EXPECT_TRUE(vk::decompress_pipeline_cache(z.substr(0, z.size() / 2)).empty());
-    EXPECT_TRUE(vk::decompress_pipeline_cache(z.substr(0, z.size() - 1)).empty());
-    EXPECT_TRUE(vk::decompress_pipeline_cache(z + "x").empty());
-    EXPECT_TRUE(vk::decompress_pipeline_cache(z + z).empty());
+    for (const std::string& z : {compress(pattern(300000)), compress(runs(300000))}) {
+        EXPECT_TRUE(vk::decompress_pipeline_cache(z.substr(0, z.size() / 2)).empty());
+        EXPECT_TRUE(vk::decompress_pipeline_cache(z.substr(0, z.size() - 1)).empty());
+        EXPECT_TRUE(vk::decompress_pipeline_cache(z + "x").empty());
+        EXPECT_TRUE(vk::decompress_pipeline_cache(z + z).empty());
+        EXPECT_TRUE(vk::decompress_pipeline_cache(z + compress({})).empty());  // an empty second frame
+    }
     EXPECT_TRUE(vk::decompress_pipeline_cache("").empty());
     // Found by the pipeline_cache fuzzer: a 9-byte frame header claiming a 512 MiB content
     // used to allocate (and zero) all of it before decompression failed.
