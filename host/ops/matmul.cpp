@@ -31,9 +31,9 @@ struct MatmulLayout {
     uint32_t rows;       // R
     uint32_t subgroups;  // per workgroup
 };
-// Rows per lane in "rl": 8. Against 4, on a whole 0.6B-shape model, it measured 1.2-1.35x
-// faster decode, faster verify passes and about 1.1x faster prefill (docs/BENCHMARKS.md),
-// for about a sixth more shader compile time on a cold cache.
+// Rows per lane in "rl": 8. Against 4, on a whole 0.6B-shape model on lavapipe, decode
+// measured 1.08-1.35x faster, prefill 1.04-1.12x, verify passes mostly faster
+// (docs/BENCHMARKS.md, "Rows per lane"), for about a sixth more compile time on a cold cache.
 MatmulLayout matmul_layout(const vk::DeviceCaps& caps) {
     const char* e = std::getenv("TANDEM_MATMUL_LAYOUT");
     const bool rl = e ? std::string_view(e) == "rl" : caps.is_cpu();
