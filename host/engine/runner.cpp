@@ -59,7 +59,7 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs, boo
     }
 
     const auto t0 = std::chrono::steady_clock::now();
-    tdm_batch_desc batch{sizeof(tdm_batch_desc), n_tokens, n_outputs};
+    tdm_batch_desc batch{sizeof(tdm_batch_desc), n_tokens, n_outputs, 0};
     std::vector<const KvLayerBinding*> layers;
     for (uint32_t i = 0; i < kv_.n_layers(); ++i) layers.push_back(kv_.layer(i));
     std::vector<const StateBinding*> states;

@@ -33,7 +33,9 @@ static_assert(sizeof(tdm_tensor_info) == kTensorInfo.v3);
 static_assert(sizeof(tdm_tensor_shape) == kTensorShape.v3);
 static_assert(sizeof(tdm_op_desc) == kOpDesc.v3);
 static_assert(sizeof(tdm_weight_request) == kWeightRequest.v3);
-static_assert(sizeof(tdm_batch_desc) == kBatchDesc.v3);
+// draft_vocab was appended during ABI 3: the host writes struct_size, and a plugin built
+// before it reads the first 12 bytes (its heads then pick their own draft vocabulary)
+static_assert(offsetof(tdm_batch_desc, draft_vocab) == kBatchDesc.v3 && sizeof(tdm_batch_desc) == 16);
 static_assert(sizeof(tdm_attention_layer) == kAttentionLayer.v3);
 static_assert(sizeof(tdm_recurrent_state) == kRecurrentState.v3);
 // flags was appended during ABI 3: the host writes struct_size, so a plugin of the

@@ -249,7 +249,7 @@ TEST(GetExtension, target_weights_answers_only_inside_a_draft_heads_load) {
 class GraphOpStatus : public ::testing::Test {
 protected:
     void SetUp() override {
-        tdm_batch_desc b{sizeof(tdm_batch_desc), 2, 2};
+        tdm_batch_desc b{sizeof(tdm_batch_desc), 2, 2, 0};
         init_graph_inputs(g, b, false);
         x = {g.graph.input(DType::F32, {512, 2}, "x")};
         wide = {g.graph.input(DType::F32, {513, 2}, "wide")};

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <tandem/cpp/host.hpp>
+#include <tandem/graph.h>
 
 #include <cstring>
 #include <string>
@@ -216,6 +217,23 @@ TEST_F(SdkHost, log_formats_a_line_under_the_plugins_name) {
     host.log(TDM_LOG_WARN, "%d tokens", 3);
     ASSERT_EQ(fake().log.size(), 1u);
     EXPECT_EQ(fake().log[0], "myplugin|3|3 tokens");
+}
+
+// A draft head step's logits width: the host's request when its batch desc is new enough
+// to hold one, else the head's own option; 0 (all) for n_vocab or more.
+TEST(SdkStepDraftVocab, takes_the_hosts_request_else_the_heads_own_choice) {
+    tdm_batch_desc now{sizeof(tdm_batch_desc), 4, 1, 4096};
+    EXPECT_EQ(tdm_step_draft_vocab(&now, 0, 151669), 4096u);
+    EXPECT_EQ(tdm_step_draft_vocab(&now, 32768, 151669), 4096u);
+    now.draft_vocab = 0;  // no request: the head's option
+    EXPECT_EQ(tdm_step_draft_vocab(&now, 32768, 151669), 32768u);
+    EXPECT_EQ(tdm_step_draft_vocab(&now, 0, 151669), 0u);
+    now.draft_vocab = 151669;  // all of it: the plain LM head
+    EXPECT_EQ(tdm_step_draft_vocab(&now, 0, 151669), 0u);
+    // a host from before the field passes 12 bytes: whatever follows is not read
+    tdm_batch_desc old{TDM_V1_SIZEOF_BATCH_DESC, 4, 1, 4096};
+    EXPECT_EQ(tdm_step_draft_vocab(&old, 0, 151669), 0u);
+    EXPECT_EQ(tdm_step_draft_vocab(&old, 8192, 151669), 8192u);
 }
 
 TEST(SdkOpName, names_every_op_of_abi_3) {

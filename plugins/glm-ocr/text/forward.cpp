@@ -131,9 +131,9 @@ tdm_status glm_mtp_build_step(void* head, tdm_graph* g, const tdm_batch_desc* ba
         batch->n_outputs == n ? x : tdm_select_rows(&b, x, tdm_input(&b, TDM_INPUT_OUTPUT_ROWS), "out_rows");
     tdm_set_output(&b, TDM_OUTPUT_HIDDEN_DRAFT, rows);
     const tdm_tensor out = tdm_rms_norm(&b, rows, hd->head_norm, 0, hp.rms_eps, "shared_head_norm");
+    const uint32_t vocab = tdm_step_draft_vocab(batch, hd->draft_vocab, hp.n_vocab);
     tdm_set_output(&b, TDM_OUTPUT_LOGITS,
-                   hd->draft_vocab ? tdm_matmul_rows(&b, hd->output, hd->draft_vocab, out, "logits")
-                                   : tdm_matmul(&b, hd->output, out, "logits"));
+                   vocab ? tdm_matmul_rows(&b, hd->output, vocab, out, "logits") : tdm_matmul(&b, hd->output, out, "logits"));
     return tdm_builder_finish(&b, err, err_size);
 }
 

@@ -188,9 +188,9 @@ tdm_status qwen35_mtp_build_step(void* head, tdm_graph* g, const tdm_batch_desc*
     tdm_set_output(&b, TDM_OUTPUT_HIDDEN_DRAFT, out);
     // the LM head is most of a step's cost: a reduced draft vocabulary (the first
     // ids, which cover English far better than other scripts) cuts it
+    const uint32_t vocab = tdm_step_draft_vocab(batch, hd->draft_vocab, hp.n_vocab);
     tdm_set_output(&b, TDM_OUTPUT_LOGITS,
-                   hd->draft_vocab ? tdm_matmul_rows(&b, hd->output, hd->draft_vocab, out, "logits")
-                                   : tdm_matmul(&b, hd->output, out, "logits"));
+                   vocab ? tdm_matmul_rows(&b, hd->output, vocab, out, "logits") : tdm_matmul(&b, hd->output, out, "logits"));
     return tdm_builder_finish(&b, err, err_size);
 }
 

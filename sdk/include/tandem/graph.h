@@ -323,6 +323,16 @@ static inline tdm_tensor tdm_matmul_rows(tdm_builder* b, const tdm_weight* w, ui
     return tdm_emit(b, TDM_OP_MATMUL, in, 2, NULL, 0, NULL, 0, name);
 }
 
+/* The width of a draft head step's logits: the host's request for this step
+ * (tdm_batch_desc.draft_vocab, from a host new enough to send one), else `own` (the
+ * head's draft_vocab option). 0 = the whole vocabulary (also for a request of
+ * n_vocab or more). Use with tdm_matmul_rows on the LM head. */
+static inline uint32_t tdm_step_draft_vocab(const tdm_batch_desc* batch, uint32_t own, uint32_t n_vocab) {
+    uint32_t n = own;
+    if (TDM_HAS_MEMBER(batch, tdm_batch_desc, draft_vocab) && batch->draft_vocab) n = batch->draft_vocab;
+    return n < n_vocab ? n : 0;
+}
+
 /* The recurrent state `index` (of those the model declared) of the batch's sequence. */
 static inline tdm_tensor tdm_state(tdm_builder* b, uint32_t index) {
     tdm_tensor t = {0};

@@ -295,6 +295,14 @@ typedef struct tdm_batch_desc {
     uint32_t struct_size;
     uint32_t n_tokens;   /* rows of the batch (tokens of one or more sequences) */
     uint32_t n_outputs;  /* rows that need logits (1..n_tokens) */
+    /* Appended during ABI 3 (read it with TDM_HAS_MEMBER: a host that predates it
+     * passes struct_size 12). A draft head's step: the host asks for draft logits
+     * over the first `draft_vocab` token ids only (a reduced draft vocabulary
+     * chosen per round, e.g. from the ids of the sequence's text); 0 = the head's
+     * own choice (its draft_vocab option, else the whole vocabulary). A head that
+     * ignores it stays correct: the host takes logits of any width up to n_vocab.
+     * Always 0 for a target's build_graph. */
+    uint32_t draft_vocab;
 } tdm_batch_desc;
 
 /* ---------------------------------------------------------------------------
