@@ -94,14 +94,15 @@ uint64_t DraftHeadDrafter::rows_read_from_host() const { return head_->rows_from
 uint64_t DraftHeadDrafter::kv_bytes() const { return head_->kv ? head_->kv->device_bytes() : 0; }
 uint64_t DraftHeadDrafter::batched_graphs() const { return head_->batched_graphs; }
 size_t DraftHeadDrafter::cached_graphs() const { return head_->chains.size(); }
+std::map<uint32_t, uint64_t> DraftHeadDrafter::rounds_by_vocab() const { return head_->rounds_by_vocab; }
 DraftBatcher* DraftHeadDrafter::batcher() { return head_->batched ? head_.get() : nullptr; }
 
 // The graph of one round for n_seq sequences: a catch-up of n_rows rows (each sequence's
 // run of rows, consecutive; output row i = the last row of sequence i), then k - 1 chained
 // steps of one row per sequence.
 Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint32_t k,
-                                           const DeviceWeight* device_rows) {
-    const auto key = std::make_tuple(n_rows, n_seq, k, device_rows);
+                                           const DeviceWeight* device_rows, uint32_t vocab) {
+    const auto key = std::make_tuple(n_rows, n_seq, k, device_rows, vocab);
     if (auto it = chains.find(key); it != chains.end()) {
         it->second->last_used = ++chain_uses;
         return it->second.get();
@@ -117,8 +118,9 @@ Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint
     c->n_rows = n_rows;
     c->n_seq = n_seq;
     c->k = k;
+    c->vocab = vocab;
     auto g = std::make_unique<tdm_graph>();
-    tdm_batch_desc b0{sizeof(tdm_batch_desc), n_rows, n_seq};
+    tdm_batch_desc b0{sizeof(tdm_batch_desc), n_rows, n_seq, vocab};
     init_graph_inputs(*g, b0, false);
     g->plugin_abi = entry->plugin->abi;
     g->n_embd_target = n_embd_target;
@@ -151,7 +153,7 @@ Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint
     char err[1024] = {0};
     TensorId prev_hidden = kNoTensor;
     for (uint32_t j = 0; j < k; ++j) {
-        tdm_batch_desc b{sizeof(tdm_batch_desc), j == 0 ? n_rows : n_seq, n_seq};
+        tdm_batch_desc b{sizeof(tdm_batch_desc), j == 0 ? n_rows : n_seq, n_seq, vocab};
         if (j > 0 && !prev_hidden)
             return Error::format("draft head {} sets no TDM_OUTPUT_HIDDEN_DRAFT, so it cannot chain {} steps",
                                  entry->desc->name, k);
@@ -225,7 +227,7 @@ Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint
 }
 
 Result<DraftHead::Chain*> DraftHead::chain_for(uint32_t n_rows, uint32_t n_seq, uint32_t k,
-                                               const DeviceWeight* device_rows) {
+                                               const DeviceWeight* device_rows, uint32_t vocab) {
     if (device_rows) {
         if (device_table && device_rows != device_table) {
             // another runner's table (the chains that read one are bound to it): compile anew
@@ -236,13 +238,24 @@ Result<DraftHead::Chain*> DraftHead::chain_for(uint32_t n_rows, uint32_t n_seq, 
                     ++it;
         }
         device_table = device_rows;
-        auto c = chain(n_rows, n_seq, k, device_rows);
+        auto c = chain(n_rows, n_seq, k, device_rows, vocab);
         if (c.ok()) return c;
         // a head whose step refuses a gathered hidden input still drafts from host copies
         TDM_LOG_DEBUG("spec", "draft head {}: rows on the device refused ({}); reading host copies", entry->desc->name,
                       c.error().message());
     }
-    return chain(n_rows, n_seq, k, nullptr);
+    return chain(n_rows, n_seq, k, nullptr, vocab);
+}
+
+uint32_t DraftHead::round_vocab(std::span<const DraftRequest> reqs) const {
+    if (!opt.auto_vocab) return 0;
+    uint32_t widest = 0;
+    for (const DraftRequest& r : reqs) {
+        const uint32_t v = choose_draft_vocab(r.history, n_vocab, opt.vocab_policy);
+        if (v == 0) return 0;  // one sequence needs them all
+        widest = std::max(widest, v);
+    }
+    return widest;
 }
 
 bool DraftHead::busy(const Chain& c) const { return c.last && !c.last->settled; }
@@ -270,7 +283,9 @@ Status DraftHead::check_finite(const Chain& c) const {
 
 Status DraftHead::catch_up(DraftHeadDrafter& d, std::span<const int32_t> history, uint32_t until) {
     while (until - d.n_past_ > opt.catch_up_chunk) {
-        Chain* c = TDM_TRY(chain(opt.catch_up_chunk, 1, 1, nullptr));
+        // only the chunk's KV entries are kept: its one logits row would be dropped, so
+        // it asks for the narrowest the head will give
+        Chain* c = TDM_TRY(chain(opt.catch_up_chunk, 1, 1, nullptr, 1));
         if (busy(*c)) settle(*c->last);
         TDM_TRY(kv->reserve(d.seq_, d.n_past_ + opt.catch_up_chunk));
         CompiledGraph& cg = *c->cg;
@@ -321,7 +336,8 @@ Result<std::shared_ptr<DraftHeadDrafter::Run>> DraftHead::submit(std::span<Draft
                     d.row_on_device(first[s] + count[s] - 1, &row);
         table = d.device_rows_;
     }
-    Chain* c = TDM_TRY(chain_for(n_rows, n_seq, k, on_device ? table : nullptr));
+    Chain* c = TDM_TRY(chain_for(n_rows, n_seq, k, on_device ? table : nullptr, round_vocab(reqs)));
+    ++rounds_by_vocab[c->vocab];
     if (busy(*c)) settle(*c->last);  // its drafters take their tokens from the run's copy
     if (!st)
         for (uint32_t s = 0; s < n_seq; ++s) TDM_TRY(kv->reserve(ds[s]->seq_, reqs[s].pos + k - 1));

@@ -32,6 +32,7 @@
 #include <tuple>
 
 #include "engine/runner.h"
+#include "speculative/draft_vocab.h"
 #include "speculative/drafter.h"
 
 namespace tdm {
@@ -55,6 +56,11 @@ struct DraftHeadOptions {
     // Compiled draft graphs kept (one per round shape: a server's come in many); past it
     // the least recently used idle one goes.
     size_t graph_limit = 32;
+    // Draft logits over a prefix of the ids chosen each round from the sequence's own
+    // tokens (draft_vocab.h), for heads that take the request (tdm_batch_desc.draft_vocab).
+    // Off: the head's own choice (its draft_vocab option, else the whole vocabulary).
+    bool auto_vocab = false;
+    DraftVocabPolicy vocab_policy;
 };
 
 class DraftHead;
@@ -103,6 +109,9 @@ public:
     // Graphs that drafted several sequences at once, since the head was made.
     uint64_t batched_graphs() const;
     size_t cached_graphs() const;  // compiled rounds the head keeps
+    // Draft rounds by the vocabulary their logits covered (0: the head's own choice,
+    // the whole vocabulary unless its draft_vocab option says otherwise), since the head was made.
+    std::map<uint32_t, uint64_t> rounds_by_vocab() const;
 
 private:
     friend class DraftHead;

@@ -24,6 +24,7 @@ public:
     struct Chain {
         std::unique_ptr<CompiledGraph> cg;
         uint32_t n_rows = 0, n_seq = 0, k = 0;
+        uint32_t vocab = 0;  // tdm_batch_desc.draft_vocab asked of each step (0: the head's choice)
         TensorId tokens0 = 0, pos0 = 0, seq0 = 0, rows0 = 0;
         TensorId hidden0 = 0;       // the catch-up's target rows, written by the host, or
         TensorId hidden_index = 0;  // their row indices into the device table
@@ -41,10 +42,16 @@ public:
     void prepare_batch(std::span<Drafter* const> drafters, std::span<const DraftRequest> reqs) override;
     bool stateless() const { return (info.flags & TDM_DRAFT_HEAD_STATELESS) != 0; }
     // The compiled round, reading the catch-up's target rows from `device_rows` by index
-    // (null: from a host input).
-    Result<Chain*> chain(uint32_t n_rows, uint32_t n_seq, uint32_t k, const DeviceWeight* device_rows);
+    // (null: from a host input), its steps asked for logits over the first `vocab` ids (0:
+    // the head's choice).
+    Result<Chain*> chain(uint32_t n_rows, uint32_t n_seq, uint32_t k, const DeviceWeight* device_rows,
+                         uint32_t vocab);
     // chain(), falling back to host rows when the head refuses the gathered input.
-    Result<Chain*> chain_for(uint32_t n_rows, uint32_t n_seq, uint32_t k, const DeviceWeight* device_rows);
+    Result<Chain*> chain_for(uint32_t n_rows, uint32_t n_seq, uint32_t k, const DeviceWeight* device_rows,
+                             uint32_t vocab);
+    // The vocabulary of the round drafting `reqs` (opt.auto_vocab: the widest that any of
+    // its sequences needs; else 0, the head's choice).
+    uint32_t round_vocab(std::span<const DraftRequest> reqs) const;
     bool busy(const Chain& c) const;
     // Waits for a submission and copies its tokens out (once).
     void settle(DraftHeadDrafter::Run& r);
@@ -73,10 +80,11 @@ public:
     bool batched = false;  // TDM_DRAFT_HEAD_BATCHED, and opt.batch
     // Compiled rounds by shape. A server's rounds come in many shapes (the catch-up rows of
     // all its requests): past opt.graph_limit the least recently used idle one goes.
-    std::map<std::tuple<uint32_t, uint32_t, uint32_t, const DeviceWeight*>, std::unique_ptr<Chain>> chains;
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t, const DeviceWeight*, uint32_t>, std::unique_ptr<Chain>> chains;
     uint64_t chain_uses = 0;
     const DeviceWeight* device_table = nullptr;  // the table the cached device chains read
     uint64_t rows_on_device = 0, rows_from_host = 0, batched_graphs = 0;
+    std::map<uint32_t, uint64_t> rounds_by_vocab;  // submitted rounds by Chain::vocab
 };
 
 struct DraftHeadDrafter::Run {

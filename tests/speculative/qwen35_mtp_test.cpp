@@ -16,6 +16,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <map>
 #include <random>
 
 #include "engine/generate.h"
@@ -80,13 +82,18 @@ std::string synth(const char* preset, DType type, bool repeating = false, bool m
 
 Result<std::unique_ptr<DraftHeadDrafter>> make_mtp(const TargetQwen35Mtp& t, std::shared_ptr<const ModelSource> src = nullptr,
                                                    std::map<std::string, std::string> options = {},
-                                                   bool rows_on_device = true) {
+                                                   bool rows_on_device = true,
+                                                   const DraftVocabPolicy* auto_vocab = nullptr) {
     const DraftHeadEntry* e = plugins_qwen35_mtp().find_draft_head("mtp", t.model->arch().desc->name);
     if (!e) return Error("no draft head answers --spec-type mtp");
     DraftHeadOptions o;
     o.options = std::move(options);
     o.rows_on_device = rows_on_device;
     o.kv.n_ctx = 256;
+    if (auto_vocab) {
+        o.auto_vocab = true;
+        o.vocab_policy = *auto_vocab;
+    }
     return DraftHeadDrafter::create(*e, "mtp", src ? src : t.model->shared_source(), *t.model, *t.kv,
                                     test::test_device(), test::test_pipelines(), o);
 }
@@ -105,6 +112,30 @@ GenerateParams greedy_qwen35_mtp(int n) {
     gp.ignore_eog = true;
     return gp;
 }
+
+// Passes a drafter's proposals through, failing the round when one is at or above the
+// bound of its request (limit(req); 0: any id).
+struct BoundCheckedDrafter : Drafter {
+    Drafter* inner = nullptr;
+    std::function<uint32_t(const DraftRequest&)> limit;
+    std::string n = "checked";
+    uint64_t outside = 0;  // proposals that broke the bound
+    const std::string& name() const override { return n; }
+    Status begin(std::span<const int32_t> p) override { return inner->begin(p); }
+    tdm_hidden_point hidden_point() const override { return inner->hidden_point(); }
+    Status observe(const TargetRows& r) override { return inner->observe(r); }
+    Result<std::vector<int32_t>> draft(const DraftRequest& req) override {
+        auto d = TDM_TRY(inner->draft(req));
+        const uint32_t bound = limit(req);
+        for (int32_t id : d)
+            if (id < 0 || (bound && uint32_t(id) >= bound)) {
+                ++outside;
+                return Error::format("draft id {} outside the draft vocabulary of {}", id, bound);
+            }
+        return d;
+    }
+    Status accept(std::span<const int32_t> h, uint32_t nd, uint32_t na) override { return inner->accept(h, nd, na); }
+};
 
 class Qwen35Mtp : public test::DeviceTest {};
 
@@ -333,24 +364,9 @@ TEST_F(Qwen35Mtp, reduced_draft_vocabulary_drafts_only_its_ids_and_stays_exact) 
     ASSERT_TRUE(mtp.ok()) << mtp.error().message();
     Runner runner(*t.model, *t.kv, device(), pipelines());
     const int seq = *t.kv->add_sequence();
-    struct Checked : Drafter {
-        Drafter* inner;
-        uint32_t limit;
-        std::string n = "checked";
-        const std::string& name() const override { return n; }
-        Status begin(std::span<const int32_t> p) override { return inner->begin(p); }
-        tdm_hidden_point hidden_point() const override { return inner->hidden_point(); }
-        Status observe(const TargetRows& r) override { return inner->observe(r); }
-        Result<std::vector<int32_t>> draft(const DraftRequest& req) override {
-            auto d = TDM_TRY(inner->draft(req));
-            for (int32_t id : d)
-                if (id < 0 || uint32_t(id) >= limit) return Error::format("draft id {} outside the draft vocabulary", id);
-            return d;
-        }
-        Status accept(std::span<const int32_t> h, uint32_t nd, uint32_t na) override { return inner->accept(h, nd, na); }
-    } checked;
+    BoundCheckedDrafter checked;
     checked.inner = mtp->get();
-    checked.limit = n_draft_vocab;
+    checked.limit = [&](const DraftRequest&) { return n_draft_vocab; };
     Drafter* chain[] = {&checked};
     SpecParams sp;
     sp.draft_max = int(k);
@@ -374,6 +390,62 @@ TEST_F(Qwen35Mtp, reduced_draft_vocabulary_drafts_only_its_ids_and_stays_exact) 
     EXPECT_LT(accepted, drafted);
     auto bad = make_mtp(t, nullptr, {{"draft_vocab", "-3"}});
     EXPECT_FALSE(bad.ok());
+}
+
+// The automatic draft vocabulary (speculative/draft_vocab.h): each round drafts over the
+// smallest prefix of the ladder outside which at most 5% of the sequence's recent ids lie.
+// A text of low ids gets a prefix, and its drafts stay below it; a text spread over the
+// vocabulary gets all of it. Output stays exact either way.
+TEST_F(Qwen35Mtp, automatic_draft_vocabulary_follows_the_ids_of_the_text_and_stays_exact) {
+    const uint32_t k = 3;
+    TargetQwen35Mtp t = load_target(synth("tiny", DType::Q8_0, /*repeating=*/true), k);
+    ASSERT_TRUE(t.kv);
+    const uint32_t n_vocab = t.model->info().n_vocab;
+    DraftVocabPolicy policy;
+    policy.smallest = 32;  // the tiny model's vocabulary is small: a ladder of 32, 48, 64, ...
+    policy.min_tokens = 16;
+    ASSERT_LT(policy.smallest * 4, n_vocab);
+    auto mtp = make_mtp(t, nullptr, {}, true, &policy);
+    ASSERT_TRUE(mtp.ok()) << mtp.error().message();
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    BoundCheckedDrafter checked;
+    checked.inner = mtp->get();
+    checked.limit = [&](const DraftRequest& req) { return choose_draft_vocab(req.history, n_vocab, policy); };
+    Drafter* chain[] = {&checked};
+    SpecParams sp;
+    sp.draft_max = int(k);
+    // low ids: 40 tokens below 24, then 400 (one miss in 41: a prefix of 32 serves). The
+    // repeating model continues near its last token, so the full head would draft ids
+    // near 400: the first rounds' drafts show that the head honoured the prefix.
+    // spread: 40 tokens over the whole vocabulary
+    std::vector<int32_t> low = random_prompt_qwen35_mtp(5, 40, 24);
+    low.push_back(400);
+    const std::vector<int32_t> spread = random_prompt_qwen35_mtp(6, 40, int32_t(n_vocab));
+    std::map<uint32_t, uint64_t> before;
+    for (const std::vector<int32_t>* prompt : {static_cast<const std::vector<int32_t>*>(&low), &spread}) {
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+        auto plain = generate(runner, nullptr, seq, *prompt, greedy_qwen35_mtp(24), {});
+        ASSERT_TRUE(plain.ok());
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+        auto spec = generate_speculative(runner, nullptr, seq, *prompt, greedy_qwen35_mtp(24), chain, sp, {});
+        ASSERT_TRUE(spec.ok()) << spec.error().message();
+        EXPECT_EQ(spec->gen.tokens, plain->tokens);
+        EXPECT_EQ(checked.outside, 0u) << "a draft outside the prefix of its round";
+        std::map<uint32_t, uint64_t> rounds = (*mtp)->rounds_by_vocab();
+        for (auto& [vocab, n] : before) rounds[vocab] -= n;
+        before = (*mtp)->rounds_by_vocab();
+        uint64_t reduced = 0, all = rounds[0];
+        for (auto& [vocab, n] : rounds)
+            if (vocab) reduced += n;
+        if (prompt == &low) {
+            EXPECT_GT(reduced, 0u) << "a text of low ids drafts over a prefix";
+            EXPECT_GT(spec->stats.accepted, 0u);
+        } else {
+            EXPECT_EQ(reduced, 0u) << "ids spread over the vocabulary need all of it";
+            EXPECT_GT(all, 0u);
+        }
+    }
 }
 
 TEST_F(Qwen35Mtp, pre_norm_hidden_switch_is_validated_and_stays_exact) {
