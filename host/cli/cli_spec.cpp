@@ -166,9 +166,10 @@ OptionGroup speculative_options() {
                 one_of({{"--mtp-hidden"}, K::string, "WHICH", "MTP heads: the target hidden they read: post-norm "
                         "(llama.cpp, vLLM) or pre-norm (mlx-lm).", "post-norm"},
                        {"post-norm", "pre-norm"}),
-                ranged({{"--draft-vocab"}, K::integer, "N", "MTP heads: draft over the first N token ids only "
-                        "(cheaper LM head; output unchanged); 0 = all; at most the model's vocabulary.", "0"},
-                       0, kInt32Max),
+                {{"--draft-vocab"}, K::string, "N|auto|all", "MTP heads: draft over the first N token ids only "
+                 "(cheaper LM head; output unchanged). auto: each round, the smallest prefix (4096, 6144, 8192, "
+                 "...) outside which at most 5% of the sequence's last 1024 tokens lie; all (or 0): every id.",
+                 "auto"},
                 {{"--spec-trace"}, K::string, "FILE", "Write one JSON line per speculative round."},
                 ranged({{"--spec-ngram-size-n"}, K::integer, "N", "n-gram drafters: length of the lookup key.",
                         "12"},
@@ -457,10 +458,11 @@ const ProgramSpec& program_spec() {
                           ranged({{"--gen-tokens"}, K::integer, "N", "Tokens generated per prompt.", "32"}, 1,
                                  kInt32Max),
                           ranged({{"--prompts"}, K::integer, "N", "Prompts (spec benchmark).", "4"}, 1, kInt32Max),
-                          one_of({{"--prompt-kind"}, K::string, "KIND", "Spec benchmark prompts: random; listing (S, "
-                                  "the target's own continuation L of S with one token changed, S again); list (S L "
-                                  "S L S).", "random"},
-                                 {"random", "listing", "list"}),
+                          one_of({{"--prompt-kind"}, K::string, "KIND", "Spec benchmark prompts: random (ids below "
+                                  "4096, uniform); zipf (ids by a Zipf law in id order, as text's BPE ids roughly "
+                                  "are); listing (S, the target's own continuation L of S with one token changed, S "
+                                  "again); list (S L S L S).", "random"},
+                                 {"random", "zipf", "listing", "list"}),
                           {{"--force-acceptance"}, K::number, "A", "Spec benchmark: drafts are the target's own "
                            "future tokens, each accepted with probability A. With a drafter (--spec-type mtp, -md) "
                            "that drafter still runs and is timed; only its tokens are replaced."},

@@ -104,6 +104,7 @@ Result<std::unique_ptr<DraftHeadDrafter>> make_draft_head(App& app, const DraftH
     o.kv.n_seq_max = std::max(1u, sequences);
     o.check_weights = cfg.model.check_weights;  // --no-check-weights covers the head too
     o.nan_debug = full_logits_check();          // TANDEM_CHECK_NAN=1, as for the target
+    o.auto_vocab = !draft_vocab_count(cfg.speculative.draft_vocab);
     vk::Device* dev = TDM_TRY(app.device());
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());
     return DraftHeadDrafter::create(h, type, src, target, target_kv, *dev, *pm, o);
@@ -125,10 +126,11 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
                                    bool carried_head_by_default, uint32_t sequences) {
     const Config& cfg = app.config();
     const uint32_t n_vocab = target.info().n_vocab;
-    if (cfg.speculative.draft_vocab > 0 && uint64_t(cfg.speculative.draft_vocab) > n_vocab)
+    const std::optional<int64_t> draft_vocab = draft_vocab_count(cfg.speculative.draft_vocab);  // nullopt: auto
+    if (draft_vocab && uint64_t(*draft_vocab) > n_vocab)
         return Error::format("--draft-vocab ([speculative] draft_vocab): {} is larger than the model's vocabulary of {} "
-                             "tokens (allowed: 0 = all, or 1 to {})",
-                             cfg.speculative.draft_vocab, n_vocab, n_vocab);
+                             "tokens (allowed: auto, all, 0 = all, or 1 to {})",
+                             *draft_vocab, n_vocab, n_vocab);
     DrafterChain chain;
     Registry* reg = TDM_TRY(app.registry());
     const std::map<std::string, std::string> options = {
@@ -140,7 +142,7 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
         {"ngram_cache", cfg.speculative.ngram_cache},
         {"n_vocab", std::to_string(target.info().n_vocab)},
         {"mtp_hidden", cfg.speculative.mtp_hidden},
-        {"draft_vocab", std::to_string(cfg.speculative.draft_vocab)},
+        {"draft_vocab", std::to_string(draft_vocab.value_or(0))},
     };
     for (const std::string& type : spec_types(cfg)) {
         if (type == "draft") {

@@ -100,10 +100,17 @@ struct SpeculativeConfig {
     std::string ngram_cache;    // ngram-cache: static n-gram statistics file
     std::string trace;          // NDJSON acceptance trace file; "" = off
     std::string mtp_hidden = "post-norm";  // MTP heads: the target hidden they read (post-norm, pre-norm)
-    int draft_vocab = 0;        // draft heads: draft logits over the first N token ids only; 0 = all
+    // Draft heads: draft logits over the first N token ids only. "auto": N chosen each
+    // round from the ids of the sequence's text (speculative/draft_vocab.h); "all" or "0":
+    // the whole vocabulary; else N. draft_vocab_count() reads it.
+    std::string draft_vocab = "auto";
 
     bool operator==(const SpeculativeConfig&) const = default;
 };
+
+// speculative.draft_vocab as a count of ids (0 = all); nullopt for "auto" and for a value
+// that is neither (which the rules refuse).
+std::optional<int64_t> draft_vocab_count(std::string_view value);
 
 struct PluginsConfig {
     std::vector<std::string> paths;    // extra directories searched before the built-in ones

@@ -137,6 +137,18 @@ public:
         }
     }
 
+    // speculative.draft_vocab: "auto" or 32768; the rules check which.
+    void string_or_integer(const char* key, std::string* out) {
+        const toml::node* n = find(key, "string or integer");
+        if (!n) return;
+        if (auto i = n->as_integer())
+            *out = std::to_string(i->get());
+        else if (auto s = n->as_string())
+            *out = s->get();
+        else
+            wrong_type(key, *n, "string or integer");
+    }
+
     // An array of strings; with `comma_string`, also "a, b" (split and trimmed), as the
     // command line spells lists.
     void string_list(const char* key, std::vector<std::string>* out, bool comma_string) {
@@ -279,7 +291,7 @@ void read_speculative(SectionReader& r, Config& c) {
     r.string("ngram_cache", &s.ngram_cache);
     r.string("trace", &s.trace);
     r.string("mtp_hidden", &s.mtp_hidden);
-    r.integer("draft_vocab", &s.draft_vocab);
+    r.string_or_integer("draft_vocab", &s.draft_vocab);
 }
 
 void read_plugins(SectionReader& r, Config& c) {

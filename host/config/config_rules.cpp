@@ -118,7 +118,9 @@ void check_speculative(Checker& c, const SpeculativeConfig& s) {
     c.at_least("speculative.ngram_size_m", s.ngram_size_m, 1);
     c.at_least("speculative.ngram_min_hits", s.ngram_min_hits, 1);
     c.one_of("speculative.mtp_hidden", s.mtp_hidden, {"post-norm", "pre-norm"});
-    c.at_least("speculative.draft_vocab", s.draft_vocab, 0);
+    if (s.draft_vocab != "auto" && !draft_vocab_count(s.draft_vocab))
+        c.fail("speculative.draft_vocab",
+               fmt::format("'{}' is not auto, all or a token count (0 to {})", s.draft_vocab, INT32_MAX));
 }
 
 void check_plugins(Checker& c, const PluginsConfig& p) {
@@ -175,6 +177,18 @@ std::vector<Issue> check_rules(const Config& config) {
 }
 
 }  // namespace config_detail
+
+std::optional<int64_t> draft_vocab_count(std::string_view value) {
+    if (value == "all") return 0;
+    if (value.empty() || value.size() > 10) return std::nullopt;
+    int64_t n = 0;
+    for (char ch : value) {
+        if (ch < '0' || ch > '9') return std::nullopt;
+        n = n * 10 + (ch - '0');
+    }
+    if (n > INT32_MAX) return std::nullopt;
+    return n;
+}
 
 Status validate_config(const Config& config) {
     std::string text;

@@ -124,8 +124,10 @@ std::string_view default_config_text() {
 # Draft heads (MTP / NextN): compute draft logits over the first N token ids only; the LM
 # head is most of a draft step's cost. Output stays exact, but tokens at or above N can no
 # longer be drafted: with Qwen3's tokenizer and N = 32768 that is 5% of English text and
-# 45% of Chinese (docs/SPECULATIVE.md). 0 = the whole vocabulary.
-# draft_vocab = 0
+# 45% of Chinese (docs/SPECULATIVE.md). "auto": each round, the smallest N of 4096, 6144,
+# 8192, 12288, ... outside which at most 5% of the sequence's last 1024 tokens (prompt
+# and output) lie, else the whole vocabulary. "all" or 0: the whole vocabulary.
+# draft_vocab = "auto"
 
 [plugins]
 # Extra directories searched for plugins, before the built-in ones.

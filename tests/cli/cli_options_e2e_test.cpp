@@ -89,6 +89,15 @@ TEST(CliOptions, draft_vocab_above_the_vocabulary_is_refused) {
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_TRUE(r.has("--draft-vocab ([speculative] draft_vocab): 100000 is larger than the model's vocabulary of 512"))
         << r.err;
+    r = tandem({"run", "-m", tiny_model_cli_options_e2e(), "--prompt-tokens", "1,2", "-n", "2", "--draft-vocab", "most"});
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_TRUE(r.has("'most' is not auto, all or a token count")) << r.err;
+    EXPECT_TRUE(r.has("--draft-vocab")) << r.err;
+    for (const char* ok : {"auto", "all", "0", "300"}) {
+        r = tandem({"run", "-m", tiny_model_cli_options_e2e(), "--prompt-tokens", "1,2", "-n", "2", "--spec-type",
+                    "ngram-simple", "--draft-vocab", ok});
+        EXPECT_EQ(r.status, 0) << ok << ": " << r.err;
+    }
 }
 
 TEST(CliOptions, model_path_from_the_config_file_runs_without_minus_m) {

@@ -129,6 +129,24 @@ TEST(ConfigLoad, memory_sizes_take_strings_or_byte_counts) {
     EXPECT_EQ(load_ok("[model]\nkv_memory = \"512MiB\"\n").model.kv_memory, 512ull << 20);
 }
 
+TEST(ConfigLoad, draft_vocab_is_auto_all_or_a_count_as_integer_or_string) {
+    EXPECT_EQ(Config{}.speculative.draft_vocab, "auto");
+    EXPECT_EQ(load_ok("[speculative]\ndraft_vocab = 32768\n").speculative.draft_vocab, "32768");
+    EXPECT_EQ(load_ok("[speculative]\ndraft_vocab = \"all\"\n").speculative.draft_vocab, "all");
+    EXPECT_EQ(load_ok("[speculative]\ndraft_vocab = 0\n").speculative.draft_vocab, "0");
+    EXPECT_EQ(draft_vocab_count("auto"), std::nullopt);
+    EXPECT_EQ(draft_vocab_count("all"), 0);
+    EXPECT_EQ(draft_vocab_count("0"), 0);
+    EXPECT_EQ(draft_vocab_count("32768"), 32768);
+    EXPECT_EQ(draft_vocab_count("2147483647"), 2147483647);
+    for (const char* bad : {"", "-1", "2147483648", "99999999999", "32k", " 1", "Auto"})
+        EXPECT_EQ(draft_vocab_count(bad), std::nullopt) << bad;
+    EXPECT_TRUE(fails_with(load("[speculative]\ndraft_vocab = -5\n"),
+                           "key 'speculative.draft_vocab' at line 2: '-5' is not auto, all or a token count"));
+    EXPECT_TRUE(fails_with(load("[speculative]\ndraft_vocab = \"most\"\n"), "'most' is not auto, all or a token count"));
+    EXPECT_TRUE(fails_with(load("[speculative]\ndraft_vocab = 1.5\n"), "speculative.draft_vocab"));
+}
+
 TEST(ConfigLoad, device_select_takes_an_index_as_integer_or_string) {
     EXPECT_EQ(load_ok("[device]\nselect = 1\n").device.select, "1");
     EXPECT_EQ(load_ok("[device]\nselect = \"1\"\n").device.select, "1");
