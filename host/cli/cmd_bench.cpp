@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -17,6 +19,7 @@
 #include "cli/drafters.h"
 #include "cli/memory_plan.h"
 #include "engine/generate.h"
+#include "speculative/draft_head.h"
 #include "speculative/forced_drafter.h"
 
 namespace tdm::cli {
@@ -47,6 +50,36 @@ std::vector<int32_t> bench_prompt(const Model& model, uint32_t len, uint64_t see
 }
 
 namespace {
+
+// --prompt-kind zipf: ids drawn by a Zipf law in id order, P(id) ~ (id + 1)^-1.1, as the
+// ids of BPE vocabularies in merge order roughly are in real text (with Qwen3's tokenizer
+// English prose has 16.9/10.2/5.2/1.6% of its tokens at ids >= 8k/16k/32k/64k; this law
+// gives 13.6/10.0/6.7/3.5% of 151k ids). What the automatic draft vocabulary sees in real
+// use; the uniform `random` ids below 4096 would flatter it.
+std::vector<int32_t> zipf_prompt(const Model& model, uint32_t len, uint64_t seed) {
+    const uint32_t n_vocab = model.info().n_vocab;
+    // stay below the specials at the end of a synthetic vocabulary
+    const uint32_t hi = n_vocab > 8192 ? n_vocab - 1024 : std::max<uint32_t>(n_vocab, 1);
+    std::vector<double> w(hi);
+    for (uint32_t r = 0; r < hi; ++r) w[r] = std::pow(double(r) + 1, -1.1);
+    std::discrete_distribution<int32_t> law(w.begin(), w.end());
+    std::mt19937_64 rng(seed);
+    std::vector<int32_t> p(len);
+    for (auto& t : p) t = law(rng);
+    return p;
+}
+
+// Draft rounds by the vocabulary their draft logits covered (a draft head's; key 0:
+// the head's own choice), as JSON.
+nlohmann::json vocab_rounds_json(const std::map<uint32_t, uint64_t>& now, const std::map<uint32_t, uint64_t>& before) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& [vocab, n] : now) {
+        const auto b = before.find(vocab);
+        const uint64_t d = n - (b == before.end() ? 0 : b->second);
+        if (d) j[vocab ? std::to_string(vocab) : "all"] = d;
+    }
+    return j;
+}
 
 // Host memory read bandwidth (GB/s): all cores summing a 1 GiB buffer, best of 3.
 double measure_read_bandwidth() {
@@ -253,12 +286,13 @@ Status bench_spec(App& app) {
     const std::optional<double> force = a.get_number("force-acceptance");
     if (force && (*force < 0 || *force > 1)) return Error("--force-acceptance must be in [0, 1]");
     const std::string kind = a.get_string("prompt-kind").value_or("random");
-    if (kind != "random" && kind != "listing" && kind != "list")
-        return Error::format("--prompt-kind: unknown kind '{}' (random, listing, list)", kind);
+    if (kind != "random" && kind != "zipf" && kind != "listing" && kind != "list")
+        return Error::format("--prompt-kind: unknown kind '{}' (random, zipf, listing, list)", kind);
     std::vector<std::vector<int32_t>> bench_prompts;
     for (int i = 0; i < n_prompts; ++i) {
-        std::vector<int32_t> p = bench_prompt(*model, plen, seed + uint64_t(i));
-        if (kind != "random") p = TDM_TRY(repetitive_prompt(runner, *kv, kind, p, gen, uint32_t(cfg.model.n_batch)));
+        std::vector<int32_t> p =
+            kind == "zipf" ? zipf_prompt(*model, plen, seed + uint64_t(i)) : bench_prompt(*model, plen, seed + uint64_t(i));
+        if (kind != "random" && kind != "zipf") p = TDM_TRY(repetitive_prompt(runner, *kv, kind, p, gen, uint32_t(cfg.model.n_batch)));
         bench_prompts.push_back(std::move(p));
     }
     const int seq = TDM_TRY(kv->add_sequence());
@@ -278,7 +312,9 @@ Status bench_spec(App& app) {
     if (chain.order.size() > 1 && force)
         return Error("bench spec: --force-acceptance takes at most one drafter");
     {  // warm-up: JIT of every graph shape a round uses
-        const auto p = bench_prompt(*model, plen, seed ^ 0xabcdef);
+        // ids of the same law as the prompts: the draft vocabulary chosen, and so the
+        // draft graphs built, follow them
+        const auto p = kind == "zipf" ? zipf_prompt(*model, plen, seed ^ 0xabcdef) : bench_prompt(*model, plen, seed ^ 0xabcdef);
         GenerateParams w = gp;
         w.max_tokens = std::min(gen, 8);
         TDM_TRY(generate(runner, nullptr, seq, p, w, {}));
@@ -311,6 +347,8 @@ Status bench_spec(App& app) {
         TDM_TRY(kv->truncate(seq, 0));
     }
 
+    auto* head = chain.order.empty() ? nullptr : dynamic_cast<DraftHeadDrafter*>(chain.order[0]);
+    const std::map<uint32_t, uint64_t> vocab_before = head ? head->rounds_by_vocab() : std::map<uint32_t, uint64_t>{};
     nlohmann::json prompts = nlohmann::json::array();
     bool all_matched = true;
     double plain_ms = 0, spec_ms = 0, plain_dec_ms = 0, spec_dec_ms = 0;
@@ -408,6 +446,7 @@ Status bench_spec(App& app) {
     j["verify_ms_per_round"] = t_verify;
     j["verify_over_decode"] = t_plain_step > 0 ? t_verify / t_plain_step : 0;
     j["spec"] = total.json();
+    if (head) j["draft_vocab_rounds"] = vocab_rounds_json(head->rounds_by_vocab(), vocab_before);
     j["per_prompt"] = prompts;
     if (a.flag("json")) {
         std::printf("%s\n", j.dump(2).c_str());
@@ -421,6 +460,7 @@ Status bench_spec(App& app) {
         std::printf("speedup_e2e=%.3f speedup_decode=%.3f verify/decode=%.3f\n", j["speedup_e2e"].get<double>(),
                     j["speedup_decode"].get<double>(), j["verify_over_decode"].get<double>());
         std::printf("%s", total.report().c_str());
+        if (head) std::printf("draft vocabulary per round: %s\n", j["draft_vocab_rounds"].dump().c_str());
     }
     if (!all_matched) return Error("speculative output differed from plain decoding (matched=false)");
     return {};

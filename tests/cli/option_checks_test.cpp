@@ -187,7 +187,7 @@ TEST(TandemOptions, unknown_enum_words_are_refused_with_the_accepted_ones) {
         EXPECT_TRUE(fails_with(parse_option_checks({cmd, "--output-format", "yaml"}), "is not one of: text, json")) << cmd;
     EXPECT_TRUE(fails_with(parse_option_checks({"run", "--kv-type", "q8_0"}), "--kv-type: 'q8_0' is not one of: f16, f32"));
     EXPECT_TRUE(fails_with(parse_option_checks({"run", "--mtp-hidden", "prenorm"}), "is not one of: post-norm, pre-norm"));
-    EXPECT_TRUE(fails_with(parse_option_checks({"bench", "spec", "--prompt-kind", "lists"}), "is not one of: random, listing, list"));
+    EXPECT_TRUE(fails_with(parse_option_checks({"bench", "spec", "--prompt-kind", "lists"}), "is not one of: random, zipf, listing, list"));
     EXPECT_TRUE(fails_with(parse_option_checks({"devices", "--log-level", "verbose"}), "is not one of: trace, debug, info"));
 }
 
