@@ -95,6 +95,7 @@ uint64_t DraftHeadDrafter::kv_bytes() const { return head_->kv ? head_->kv->devi
 uint64_t DraftHeadDrafter::batched_graphs() const { return head_->batched_graphs; }
 size_t DraftHeadDrafter::cached_graphs() const { return head_->chains.size(); }
 std::map<uint32_t, uint64_t> DraftHeadDrafter::rounds_by_vocab() const { return head_->rounds_by_vocab; }
+bool DraftHeadDrafter::asks_vocab() const { return head_->opt.auto_vocab && !head_->ignores_vocab; }
 DraftBatcher* DraftHeadDrafter::batcher() { return head_->batched ? head_.get() : nullptr; }
 
 // The graph of one round for n_seq sequences: a catch-up of n_rows rows (each sequence's
@@ -152,6 +153,7 @@ Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint
     }
     char err[1024] = {0};
     TensorId prev_hidden = kNoTensor;
+    uint32_t width = 0;
     for (uint32_t j = 0; j < k; ++j) {
         tdm_batch_desc b{sizeof(tdm_batch_desc), j == 0 ? n_rows : n_seq, n_seq, vocab};
         if (j > 0 && !prev_hidden)
@@ -201,12 +203,15 @@ Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint
                                      "and step ({} here)",
                                      entry->desc->name, n_seq);
             c->ids.push_back(chosen);
+            width = 0;
         } else {
             const TensorId logits = g->outputs[TDM_OUTPUT_LOGITS];
             if (!logits || g->graph.tensor(logits).cols() > int64_t(n_vocab) ||
                 g->graph.tensor(logits).rows() != int64_t(n_seq))
                 return Error::format("draft head {}: step logits must be [n <= {}, {}]", entry->desc->name, n_vocab,
                                      n_seq);
+            const auto cols = uint32_t(g->graph.tensor(logits).cols());
+            width = cols == n_vocab ? 0 : cols;
             OpDesc am;
             am.op = TDM_OP_ARGMAX;
             am.in[0] = logits;
@@ -216,6 +221,8 @@ Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint
         }
         prev_hidden = g->outputs[TDM_OUTPUT_HIDDEN_DRAFT];
     }
+    c->width = width;
+    if (vocab > 1 && width != vocab) ignores_vocab = true;
     for (TensorId id : c->ids) TDM_TRY(g->graph.mark_output(id));
     CompileOptions co;
     co.probe_non_finite = opt.nan_debug;
@@ -248,7 +255,7 @@ Result<DraftHead::Chain*> DraftHead::chain_for(uint32_t n_rows, uint32_t n_seq, 
 }
 
 uint32_t DraftHead::round_vocab(std::span<const DraftRequest> reqs) const {
-    if (!opt.auto_vocab) return 0;
+    if (!opt.auto_vocab || ignores_vocab) return 0;
     uint32_t widest = 0;
     for (const DraftRequest& r : reqs) {
         const uint32_t v = choose_draft_vocab(r.history, n_vocab, opt.vocab_policy);
@@ -337,7 +344,7 @@ Result<std::shared_ptr<DraftHeadDrafter::Run>> DraftHead::submit(std::span<Draft
         table = d.device_rows_;
     }
     Chain* c = TDM_TRY(chain_for(n_rows, n_seq, k, on_device ? table : nullptr, round_vocab(reqs)));
-    ++rounds_by_vocab[c->vocab];
+    ++rounds_by_vocab[c->width];
     if (busy(*c)) settle(*c->last);  // its drafters take their tokens from the run's copy
     if (!st)
         for (uint32_t s = 0; s < n_seq; ++s) TDM_TRY(kv->reserve(ds[s]->seq_, reqs[s].pos + k - 1));

@@ -109,9 +109,12 @@ public:
     // Graphs that drafted several sequences at once, since the head was made.
     uint64_t batched_graphs() const;
     size_t cached_graphs() const;  // compiled rounds the head keeps
-    // Draft rounds by the vocabulary their logits covered (0: the head's own choice,
-    // the whole vocabulary unless its draft_vocab option says otherwise), since the head was made.
+    // Draft rounds by the width of their draft logits (0: every id, or a head that picks
+    // its own tokens), since the head was made.
     std::map<uint32_t, uint64_t> rounds_by_vocab() const;
+    // The head is asked for a draft vocabulary each round (auto_vocab, and it has not built
+    // a step that ignored the request).
+    bool asks_vocab() const;
 
 private:
     friend class DraftHead;

@@ -25,6 +25,7 @@ public:
         std::unique_ptr<CompiledGraph> cg;
         uint32_t n_rows = 0, n_seq = 0, k = 0;
         uint32_t vocab = 0;  // tdm_batch_desc.draft_vocab asked of each step (0: the head's choice)
+        uint32_t width = 0;  // the width its draft logits have (0: all ids, or the head picks its tokens)
         TensorId tokens0 = 0, pos0 = 0, seq0 = 0, rows0 = 0;
         TensorId hidden0 = 0;       // the catch-up's target rows, written by the host, or
         TensorId hidden_index = 0;  // their row indices into the device table
@@ -84,7 +85,11 @@ public:
     uint64_t chain_uses = 0;
     const DeviceWeight* device_table = nullptr;  // the table the cached device chains read
     uint64_t rows_on_device = 0, rows_from_host = 0, batched_graphs = 0;
-    std::map<uint32_t, uint64_t> rounds_by_vocab;  // submitted rounds by Chain::vocab
+    std::map<uint32_t, uint64_t> rounds_by_vocab;  // submitted rounds by Chain::width
+    // The head built a step with other logits than asked for (a head that predates
+    // tdm_batch_desc.draft_vocab, or one that picks its own tokens): it is asked no more,
+    // so its rounds do not get a graph per width that all compute the same.
+    bool ignores_vocab = false;
 };
 
 struct DraftHeadDrafter::Run {

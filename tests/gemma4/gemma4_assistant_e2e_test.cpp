@@ -13,12 +13,15 @@
 //     with both values named; a target file passed as the assistant says what to pass.
 #include <gtest/gtest.h>
 
+#include "engine/generate.h"
 #include "formats/expect_error.h"
 #include "gemma4_assistant_harness.h"
 #include "gemma4_tiny_runtime.h"
 #include "gemma4_tiny.h"
 #include "gemma4_tiny_assistant.h"
 #include "support/device_fixture.h"
+#include "speculative/draft_head.h"
+#include "speculative/scheduler.h"
 #include "support/fixtures.h"
 
 namespace tdm {
@@ -68,6 +71,51 @@ INSTANTIATE_TEST_SUITE_P(Families, Gemma4Assistant,
                                            Case{"31b_full_head_gguf", "tiny-31b", false},
                                            Case{"26b_full_head_hf", "tiny-26b", true}),
                          [](const auto& p) { return std::string(p.param.name); });
+
+// The assistant picks its own tokens (TDM_OUTPUT_DRAFT_TOKENS), so a reduced draft
+// vocabulary asked for each round (--draft-vocab auto) does not apply: after the first step
+// built, the host asks no more (else each width would be a graph computing the same), and
+// output stays exact.
+class Gemma4AssistantVocab : public test::DeviceTest {};
+
+TEST_F(Gemma4AssistantVocab, a_head_that_picks_its_own_tokens_is_asked_for_a_vocabulary_once) {
+    g4::AssistantPair pair = write_pair_gemma4_assistant_e2e("tiny-e2b", false);
+    ASSERT_TRUE(pair.kv);
+    auto src = ModelSource::open(pair.assistant_path);
+    ASSERT_TRUE(src.ok());
+    const DraftHeadEntry* e = plugins().find_draft_head_source((*src)->architecture(), "gemma4");
+    ASSERT_NE(e, nullptr);
+    DraftHeadOptions o;
+    o.auto_vocab = true;
+    o.vocab_policy.smallest = 64;  // the tiny vocabulary (1024 ids): rungs 64, 96, 128, ...
+    o.vocab_policy.min_tokens = 8;
+    auto d = DraftHeadDrafter::create(*e, "assistant", std::shared_ptr<const ModelSource>(std::move(src).value()),
+                                      *pair.model, *pair.kv, test::test_device(), test::test_pipelines(), o);
+    ASSERT_TRUE(d.ok()) << d.error().message();
+    EXPECT_TRUE((*d)->asks_vocab());
+    Runner runner(*pair.model, *pair.kv, test::test_device(), test::test_pipelines());
+    const int seq = *pair.kv->add_sequence();
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 30; ++i) prompt.push_back(3 + (i * 7) % 40);  // ids below 64
+    GenerateParams gp;
+    gp.max_tokens = 16;
+    gp.sampling.temperature = 0;
+    gp.ignore_eog = true;
+    auto plain = generate(runner, nullptr, seq, prompt, gp, {});
+    ASSERT_TRUE(plain.ok()) << plain.error().message();
+    ASSERT_TRUE(pair.kv->truncate(seq, 0).ok());
+    Drafter* chain[] = {d->get()};
+    SpecParams sp;
+    sp.draft_max = 3;
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, gp, chain, sp, {});
+    ASSERT_TRUE(spec.ok()) << spec.error().message();
+    EXPECT_EQ(spec->gen.tokens, plain->tokens);
+    EXPECT_GT(spec->stats.rounds, 1u);
+    EXPECT_FALSE((*d)->asks_vocab());
+    const auto rounds = (*d)->rounds_by_vocab();
+    ASSERT_EQ(rounds.size(), 1u);
+    EXPECT_EQ(rounds.begin()->first, 0u) << "its rounds drafted over every id";
+}
 
 class Gemma4AssistantBadInput : public test::DeviceTest {};
 

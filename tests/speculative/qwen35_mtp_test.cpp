@@ -269,6 +269,40 @@ TEST_P(Qwen35MtpRows, drafts_equal_the_reference_heads_after_every_accepted_coun
     EXPECT_EQ((*mtp)->rows_read_from_host(), on_device ? 7u : 21u);
 }
 
+// A prompt longer than a catch-up chunk (64 rows): the head catches up over it in chunks
+// whose one logit row is dropped (they ask for a draft vocabulary of one id), then drafts
+// what the reference head drafts after a prefill of the whole prompt.
+TEST_F(Qwen35Mtp, drafts_after_a_prompt_caught_up_in_chunks_equal_the_reference_heads) {
+    const uint32_t k = 3;
+    const std::string path = synth("tiny", DType::F32);
+    TargetQwen35Mtp t = load_target(path, k);
+    ASSERT_TRUE(t.kv);
+    auto ref = ref::Qwen35Reference::open(path, {true, true, std::nullopt});
+    ASSERT_TRUE(ref.ok()) << ref.error().message();
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    runner.set_hidden_point(TDM_HIDDEN_POST_NORM);
+    const int seq = *t.kv->add_sequence();
+    auto mtp = make_mtp(t);
+    ASSERT_TRUE(mtp.ok()) << mtp.error().message();
+    const uint32_t E = t.model->info().n_embd;
+    const std::vector<int32_t> prompt = random_prompt_qwen35_mtp(21, 150, 500);
+    std::vector<int32_t> pos(prompt.size()), rows(prompt.size());
+    for (size_t i = 0; i < prompt.size(); ++i) pos[i] = int32_t(i), rows[i] = int32_t(i);
+    auto out = runner.forward({prompt, pos, seq, rows});
+    ASSERT_TRUE(out.ok()) << out.error().message();
+    ASSERT_TRUE((*mtp)->begin(prompt).ok());
+    ASSERT_TRUE((*mtp)->observe({prompt, 0, out->hidden, E}).ok());
+    std::vector<int32_t> history = prompt;
+    history.push_back(ref->generate(prompt, 1)[0]);
+    auto drafts = (*mtp)->draft(DraftRequest{history, uint32_t(prompt.size()), k});
+    ASSERT_TRUE(drafts.ok()) << drafts.error().message();
+    const auto fw = ref->forward(prompt);
+    ref::Qwen35MtpCache cache;
+    ref->mtp_prefill(prompt, fw.hidden, cache);
+    const std::span<const float> last(fw.hidden.data() + (prompt.size() - 1) * E, E);
+    EXPECT_EQ(*drafts, ref->mtp_draft(history.back(), last, int32_t(prompt.size()), int(k), cache));
+}
+
 INSTANTIATE_TEST_SUITE_P(Rows, Qwen35MtpRows, ::testing::Values(false, true),
                          [](const auto& p) { return p.param ? "on_device" : "from_host"; });
 
@@ -438,6 +472,7 @@ TEST_F(Qwen35Mtp, automatic_draft_vocabulary_follows_the_ids_of_the_text_and_sta
         uint64_t reduced = 0, all = rounds[0];
         for (auto& [vocab, n] : rounds)
             if (vocab) reduced += n;
+        EXPECT_TRUE((*mtp)->asks_vocab()) << "the head honours the request";
         if (prompt == &low) {
             EXPECT_GT(reduced, 0u) << "a text of low ids drafts over a prefix";
             EXPECT_GT(spec->stats.accepted, 0u);
