@@ -8,6 +8,7 @@
 #include "common/log.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <set>
 
@@ -180,13 +181,10 @@ std::vector<Issue> check_rules(const Config& config) {
 
 std::optional<int64_t> draft_vocab_count(std::string_view value) {
     if (value == "all") return 0;
-    if (value.empty() || value.size() > 10) return std::nullopt;
     int64_t n = 0;
-    for (char ch : value) {
-        if (ch < '0' || ch > '9') return std::nullopt;
-        n = n * 10 + (ch - '0');
-    }
-    if (n > INT32_MAX) return std::nullopt;
+    const char* end = value.data() + value.size();
+    const auto [at, ec] = std::from_chars(value.data(), end, n);
+    if (value.empty() || ec != std::errc() || at != end || n < 0 || n > INT32_MAX) return std::nullopt;
     return n;
 }
 

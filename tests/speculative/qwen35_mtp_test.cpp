@@ -197,6 +197,19 @@ TEST_F(Qwen35Mtp, mtp_speculative_greedy_output_equals_plain_greedy_output_on_50
 // host copies.
 class Qwen35MtpRows : public Qwen35Mtp, public ::testing::WithParamInterface<bool> {};
 
+// The reference head's k drafts for `h`: a fresh reference prefill of everything committed
+// (all of h but its last token), then k chained drafts from h.back().
+std::vector<int32_t> reference_drafts_qwen35_mtp(const ref::Qwen35Reference& ref, std::span<const int32_t> h,
+                                                 uint32_t E, uint32_t k) {
+    const std::span<const int32_t> committed = h.first(h.size() - 1);
+    const auto fw = ref.forward(committed);
+    ref::Qwen35MtpCache cache;
+    ref.mtp_prefill(committed, fw.hidden, cache);
+    const size_t n = committed.size();
+    const std::span<const float> last(fw.hidden.data() + (n - 1) * E, E);
+    return ref.mtp_draft(h.back(), last, int32_t(n), int(k), cache);
+}
+
 TEST_P(Qwen35MtpRows, drafts_equal_the_reference_heads_after_every_accepted_count) {
     const bool on_device = GetParam();
     const uint32_t k = 3;
@@ -225,23 +238,12 @@ TEST_P(Qwen35MtpRows, drafts_equal_the_reference_heads_after_every_accepted_coun
     size_t g = 0;  // tokens of `truth` emitted
     history.push_back(truth[g++]);
 
-    auto reference_drafts = [&](const std::vector<int32_t>& h) {
-        // a fresh reference prefill of everything committed, then k chained drafts
-        const std::span<const int32_t> committed(h.data(), h.size() - 1);
-        const auto fw = ref->forward(committed);
-        ref::Qwen35MtpCache cache;
-        ref->mtp_prefill(committed, fw.hidden, cache);
-        const int64_t n = int64_t(committed.size());
-        const std::span<const float> last(fw.hidden.data() + size_t(n - 1) * E, E);
-        return ref->mtp_draft(h.back(), last, int32_t(n), int(k), cache);
-    };
-
     for (uint32_t m : {2u, 0u, 3u, 1u, 3u, 0u}) {
         const uint32_t p = uint32_t(history.size() - 1);
         DraftRequest req{history, p, k};
         auto drafts = (*mtp)->draft(req);
         ASSERT_TRUE(drafts.ok()) << drafts.error().message();
-        EXPECT_EQ(*drafts, reference_drafts(history)) << "before a round accepting " << m << " at position " << p;
+        EXPECT_EQ(*drafts, reference_drafts_qwen35_mtp(*ref, history, E, k)) << "before a round accepting " << m << " at position " << p;
         // verify [last, oracle drafts with the (m+1)-th wrong], accept m
         std::vector<int32_t> vt = {history.back()}, vp = {int32_t(p)}, vr = {0};
         for (uint32_t j = 0; j < k; ++j) {
@@ -296,11 +298,7 @@ TEST_F(Qwen35Mtp, drafts_after_a_prompt_caught_up_in_chunks_equal_the_reference_
     history.push_back(ref->generate(prompt, 1)[0]);
     auto drafts = (*mtp)->draft(DraftRequest{history, uint32_t(prompt.size()), k});
     ASSERT_TRUE(drafts.ok()) << drafts.error().message();
-    const auto fw = ref->forward(prompt);
-    ref::Qwen35MtpCache cache;
-    ref->mtp_prefill(prompt, fw.hidden, cache);
-    const std::span<const float> last(fw.hidden.data() + (prompt.size() - 1) * E, E);
-    EXPECT_EQ(*drafts, ref->mtp_draft(history.back(), last, int32_t(prompt.size()), int(k), cache));
+    EXPECT_EQ(*drafts, reference_drafts_qwen35_mtp(*ref, history, E, k));
 }
 
 INSTANTIATE_TEST_SUITE_P(Rows, Qwen35MtpRows, ::testing::Values(false, true),
