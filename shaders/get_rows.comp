@@ -38,24 +38,24 @@ vec4 load4(uint r, uint k) {
     return uintBitsToFloat(uvec4(h.x << 16, h.x & 0xffff0000u, h.y << 16, h.y & 0xffff0000u));
 #elif defined(WTYPE_Q8_0)
     const uint nb = p.K / 32, b = k / 32, j = (k % 32) / 4;
-    const uvec4 q = load_w(p.w_off + (r * nb + b) * 2 + j / 4);
-    return vec4(i8x4(q[j % 4])) * load_scale(p.s_off + r * nb + b);
+    const uvec4 q = load_row_w(p.w_off, r, 2 * nb, b * 2 + j / 4);
+    return vec4(i8x4(q[j % 4])) * load_row_scale(p.s_off, r, nb, b);
 #elif defined(WTYPE_Q4_0)
     const uint nb = p.K / 32, b = k / 32, j = k % 32;
-    const uvec4 q = load_w(p.w_off + r * nb + b);
-    const float d = load_scale(p.s_off + r * nb + b);
+    const uvec4 q = load_row_w(p.w_off, r, nb, b);
+    const float d = load_row_scale(p.s_off, r, nb, b);
     return ((j < 16 ? lo4(q[j / 4]) : hi4(q[(j - 16) / 4])) - 8.0) * d;
 #elif defined(WTYPE_Q5_0) || defined(WTYPE_Q5_1)
-    const uint blk = r * (p.K / 32) + k / 32, j = k % 32;
-    const uint f = p.s_off + blk * Q5_FIELDS;
-    const uvec4 v = load_w(p.w_off + blk);
+    const uint nb = p.K / 32, b = k / 32, j = k % 32;
+    const uint fpr = nb * Q5_FIELDS, f = b * Q5_FIELDS;  // fields per row, the block's first
+    const uvec4 v = load_row_w(p.w_off, r, nb, b);
     const vec4 nib = j < 16 ? lo4(v[j / 4]) : hi4(v[(j - 16) / 4]);
-    const uint h = q5_high_bits(f) >> j;  // weights j..j+3 own bits j..j+3
+    const uint h = q5_high_bits(p.s_off, r, fpr, f) >> j;  // weights j..j+3 own bits j..j+3
     const vec4 q = nib + 16.0 * vec4(uvec4(h, h >> 1, h >> 2, h >> 3) & 1u);
 #if defined(WTYPE_Q5_0)
-    return (q - 16.0) * load_scale(f);
+    return (q - 16.0) * load_row_scale(p.s_off, r, fpr, f);
 #else
-    return q * load_scale(f) + load_scale(f + 1);
+    return q * load_row_scale(p.s_off, r, fpr, f) + load_row_scale(p.s_off, r, fpr, f + 1);
 #endif
 #elif defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
 #if defined(WTYPE_Q4_K)
@@ -64,8 +64,8 @@ vec4 load4(uint r, uint k) {
     const uint TEX = 11, QS = 3;
 #endif
     const uint nb = p.K / 256, b = k / 256, t = k % 256;
-    const uint base = p.w_off + (r * nb + b) * TEX;
-    const uvec4 h = load_w(base);
+    const uint tpr = nb * TEX, base = b * TEX;  // texels per row, the block's first
+    const uvec4 h = load_row_w(p.w_off, r, tpr, base);
     const uint s = t / 32;  // sub-block
     uint sc, m;
     if (s < 4) {
@@ -76,28 +76,28 @@ vec4 load4(uint r, uint k) {
         m = (byte_of(h, 12 + s - 4) >> 4) | ((byte_of(h, 8 + s - 4) >> 6) << 4);
     }
     const uint l = t % 32;                      // position in the 32-byte qs chunk
-    const uvec4 q = load_w(base + QS + 2 * (t / 64) + l / 16);
+    const uvec4 q = load_row_w(p.w_off, r, tpr, base + QS + 2 * (t / 64) + l / 16);
     const uint w = q[(l % 16) / 4];
     vec4 v = (s % 2 == 0) ? lo4(w) : hi4(w);
 #if defined(WTYPE_Q5_K)
-    const uvec4 qh = load_w(base + 1 + l / 16);
+    const uvec4 qh = load_row_w(p.w_off, r, tpr, base + 1 + l / 16);
     const uint hw = qh[(l % 16) / 4];
     v += 16.0 * vec4(uvec4(hw >> s, hw >> (8 + s), hw >> (16 + s), hw >> (24 + s)) & 1u);
 #endif
     return (half_lo(h.x) * float(sc)) * v - half_hi(h.x) * float(m);
 #elif defined(WTYPE_Q6_K)
     const uint nb = p.K / 256, b = k / 256, t = k % 256;
-    const uint base = p.w_off + (r * nb + b) * 13;
-    const float d = load_scale(p.s_off + r * nb + b);
+    const uint tpr = nb * 13, base = b * 13;  // texels per row, the block's first
+    const float d = load_row_scale(p.s_off, r, nb, b);
     const uint hh = t / 128, g = (t % 128) / 32, l = t % 32;
     const uint qlb = 64 * hh + 32 * (g & 1u) + l;  // byte of ql
-    const uint ql = load_w(base + qlb / 16)[(qlb % 16) / 4];
+    const uint ql = load_row_w(p.w_off, r, tpr, base + qlb / 16)[(qlb % 16) / 4];
     const vec4 low = g < 2 ? lo4(ql) : hi4(ql);
     const uint qhb = 32 * hh + l;
-    const uint qh = load_w(base + 8 + qhb / 16)[(qhb % 16) / 4] >> (2 * g);
+    const uint qh = load_row_w(p.w_off, r, tpr, base + 8 + qhb / 16)[(qhb % 16) / 4] >> (2 * g);
     const vec4 high = vec4(uvec4(qh, qh >> 8, qh >> 16, qh >> 24) & 3u);
     const uint is = t / 16;
-    const uvec4 scv = load_w(base + 12);
+    const uvec4 scv = load_row_w(p.w_off, r, tpr, base + 12);
     const float sc = float(bitfieldExtract(int(scv[is / 4]), int((is % 4) * 8), 8));
     return (d * sc) * (low + 16.0 * high - 32.0);
 #else

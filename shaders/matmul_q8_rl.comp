@@ -51,9 +51,9 @@ void main() {
             float dw[R];
             [[unroll]] for (uint r = 0; r < R; ++r) {
                 const uint row = min(row0 + r, p.M - 1);
-                w0[r] = load_w(p.w_off + (row * nb + b) * 2);
-                w1[r] = load_w(p.w_off + (row * nb + b) * 2 + 1);
-                dw[r] = load_scale(p.s_off + row * nb + b);
+                w0[r] = load_row_w(p.w_off, row, 2 * nb, 2 * b);
+                w1[r] = load_row_w(p.w_off, row, 2 * nb, 2 * b + 1);
+                dw[r] = load_row_scale(p.s_off, row, nb, b);
             }
             [[unroll]] for (uint t = 0; t < NT; ++t) {
                 if (t < nt) {

@@ -62,6 +62,50 @@ Result<VkBufferView> make_view(vk::Device& device, const vk::BufferSlice& s, VkF
     return view;
 }
 
+// Fills chunk c of a weight stored in row tiles: source rows in pieces, split into
+// planes row after row, then moved to their tiled places. Written in place where the
+// device memory is mapped, else through host copies of the whole chunk.
+Status upload_tiled(vk::Device& device, const WeightLayout& l, const DeviceWeight::RowSource& rows,
+                    const WeightChunk& c, uint64_t src_row, std::vector<uint8_t>& scratch) {
+    std::vector<uint8_t> main_host, scale_host;
+    uint8_t* main_dst = c.main.mapped();
+    uint8_t* scale_dst = c.scale ? c.scale.mapped() : nullptr;
+    if (!main_dst || (c.scale && !scale_dst)) {
+        main_host.assign(c.main.size, 0);
+        scale_host.assign(c.scale ? c.scale.size : 0, 0);
+        main_dst = main_host.data();
+        scale_dst = scale_host.data();
+    } else {
+        // the padding of the last tile is never read; zeros keep the memory deterministic
+        std::memset(main_dst, 0, c.main.size);
+        if (scale_dst) std::memset(scale_dst, 0, c.scale.size);
+    }
+    const int64_t piece = std::max<int64_t>(1, int64_t((16ull << 20) / src_row));
+    std::vector<uint8_t> mainbuf, scalebuf;
+    for (int64_t p0 = 0; p0 < c.n_rows; p0 += piece) {
+        const int64_t pn = std::min(piece, c.n_rows - p0);
+        scratch.resize(uint64_t(pn) * src_row);
+        rows(scratch.data(), c.row_begin + p0, pn);
+        const uint8_t* main_rows = scratch.data();  // types without a scale plane: rows as in the file
+        if (l.scale_row_bytes) {
+            mainbuf.resize(uint64_t(pn) * l.main_row_bytes);
+            scalebuf.resize(uint64_t(pn) * l.scale_row_bytes);
+            repack_rows(l, scratch.data(), pn, mainbuf.data(), scalebuf.data());
+            main_rows = mainbuf.data();
+        }
+        tile_rows(l, main_rows, scalebuf.data(), p0, pn, main_dst, scale_dst);
+    }
+    if (main_host.empty()) return {};
+    TDM_TRY(write_device(device, c.main, c.main.size, 16, [&](uint8_t* dst, uint64_t off, uint64_t n) {
+        std::memcpy(dst, main_host.data() + off, n);
+    }));
+    if (c.scale)
+        TDM_TRY(write_device(device, c.scale, c.scale.size, 4, [&](uint8_t* dst, uint64_t off, uint64_t n) {
+            std::memcpy(dst, scale_host.data() + off, n);
+        }));
+    return {};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<DeviceWeight>> DeviceWeight::upload(vk::Device& device, vk::Arena& arena, std::string name,
@@ -85,7 +129,7 @@ Result<std::unique_ptr<DeviceWeight>> DeviceWeight::upload(vk::Device& device, v
     w->name_ = std::move(name);
     for (int i = 0; i < 4; ++i) w->ne_[i] = ne[i];
     w->layout_ = TDM_TRY_CTX(weight_layout(type, ne[0], ne[1] * ne[2] * ne[3]), w->name_);
-    const WeightLayout& l = w->layout_;
+    WeightLayout& l = w->layout_;
     const vk::DeviceCaps& caps = device.caps();
     const bool texel = caps.prefer_texel_weights && l.texel_rows;
 
@@ -104,6 +148,16 @@ Result<std::unique_ptr<DeviceWeight>> DeviceWeight::upload(vk::Device& device, v
     if (l.main_row_bytes > limit)
         return Error::format("weight {}: one row ({} bytes) exceeds the device's binding limit ({} bytes)",
                              w->name_, l.main_row_bytes, limit);
+    // Row tiles (weight_layout.h): the texel kernels read quantized planes only so.
+    // Chunks hold whole tiles, so that the last one, padded, still fits.
+    if (texel && tiles_rows(l)) {
+        if (rows_per_chunk < uint64_t(kWeightRowTile))
+            return Error::format("weight {}: a tile of {} rows ({} bytes) exceeds the device's binding limit ({} "
+                                 "bytes)",
+                                 w->name_, kWeightRowTile, kWeightRowTile * l.main_row_bytes, limit);
+        l.row_tile = kWeightRowTile;
+        rows_per_chunk = rows_per_chunk / uint64_t(kWeightRowTile) * uint64_t(kWeightRowTile);
+    }
     // Keep row groups (experts) whole inside one chunk.
     const int64_t group = opt.row_group > 0 ? opt.row_group : (ne[2] * ne[3] > 1 ? ne[1] : 1);
     if (rows_per_chunk < uint64_t(l.rows)) {
@@ -119,13 +173,16 @@ Result<std::unique_ptr<DeviceWeight>> DeviceWeight::upload(vk::Device& device, v
         WeightChunk c;
         c.row_begin = r0;
         c.n_rows = std::min<int64_t>(int64_t(rows_per_chunk), l.rows - r0);
-        c.main = TDM_TRY(arena.allocate(uint64_t(c.n_rows) * l.main_row_bytes, w->name_));
+        const uint64_t stored = uint64_t(stored_rows(l, c.n_rows));
+        c.main = TDM_TRY(arena.allocate(stored * l.main_row_bytes, w->name_));
         // Shaders read the scale plane's 16-bit fields as 32-bit words (weights.glsl), so
         // the binding ends on a whole word even where the fields are an odd number.
         if (l.scale_row_bytes)
-            c.scale = TDM_TRY(arena.allocate((uint64_t(c.n_rows) * l.scale_row_bytes + 3) / 4 * 4, w->name_));
+            c.scale = TDM_TRY(arena.allocate((stored * l.scale_row_bytes + 3) / 4 * 4, w->name_));
 
-        if (l.scale_row_bytes == 0) {
+        if (l.row_tile) {
+            TDM_TRY(upload_tiled(device, l, rows, c, src_row, scratch));
+        } else if (l.scale_row_bytes == 0) {
             TDM_TRY(write_device(device, c.main, c.main.size, l.main_row_bytes,
                                  [&](uint8_t* dst, uint64_t off, uint64_t n) {
                                      rows(dst, c.row_begin + int64_t(off / l.main_row_bytes),

@@ -68,4 +68,28 @@ void repack_rows(const WeightLayout& l, const uint8_t* src, int64_t n_rows, uint
     }
 }
 
+bool tiles_rows(const WeightLayout& l) {
+    return l.texel_rows && traits(l.type).block_size > 1;  // F32/F16/BF16 stay row after row
+}
+
+int64_t stored_rows(const WeightLayout& l, int64_t n_rows) {
+    return l.row_tile ? (n_rows + l.row_tile - 1) / l.row_tile * l.row_tile : n_rows;
+}
+
+void tile_rows(const WeightLayout& l, const uint8_t* main_rows, const uint8_t* scale_rows, int64_t row0,
+               int64_t n_rows, uint8_t* main_chunk, uint8_t* scale_chunk) {
+    const uint64_t tile = uint64_t(l.row_tile);
+    const uint64_t texels = l.main_row_bytes / 16, fields = l.scale_row_bytes / 2;
+    for (int64_t i = 0; i < n_rows; ++i) {
+        const uint64_t r = uint64_t(row0 + i), first = r / tile * tile, in_tile = r % tile;
+        uint8_t* m = main_chunk + (first * texels + in_tile) * 16;
+        const uint8_t* src = main_rows + uint64_t(i) * l.main_row_bytes;
+        for (uint64_t t = 0; t < texels; ++t) std::memcpy(m + t * tile * 16, src + t * 16, 16);
+        if (!fields) continue;
+        uint8_t* sc = scale_chunk + (first * fields + in_tile) * 2;
+        const uint8_t* ssrc = scale_rows + uint64_t(i) * l.scale_row_bytes;
+        for (uint64_t f = 0; f < fields; ++f) std::memcpy(sc + f * tile * 2, ssrc + f * 2, 2);
+    }
+}
+
 }  // namespace tdm

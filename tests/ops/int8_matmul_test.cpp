@@ -118,7 +118,7 @@ std::vector<double> reference(const std::vector<uint8_t>& w, const std::vector<Q
 }
 
 TEST_F(Int8Matmul, matmul_q8_equals_the_products_of_the_quantized_rows) {
-    const int64_t K = 256, M = 37, n = 5;
+    const int64_t K = 256, M = 150, n = 5;
     const auto wf = randn(size_t(K * M), 2, 0.05f);
     const auto wb = quantize_matrix(DType::Q8_0, wf.data(), M, K);
     const auto x = randn(size_t(K * n), 3);
@@ -128,9 +128,9 @@ TEST_F(Int8Matmul, matmul_q8_equals_the_products_of_the_quantized_rows) {
     for (bool fuse_add : {false, true}) {
         OpHarness h(device(), pipelines());
         h.graph().set_int8_matmul(true);
-        // small bindings: the weight in several row chunks
+        // small bindings: the weight in row chunks of one 64-row tile (256-byte rows)
         WeightUploadOptions wo;
-        wo.max_binding_bytes = 16 * 32 * 2;
+        wo.max_binding_bytes = 64 * 256;
         const TensorId w = h.weight(DType::Q8_0, K, M, wb, wo);
         const TensorId xi = h.input_f32({K, n}, x);
         const TensorId y = fuse_add ? h.op(TDM_OP_MATMUL, {w, xi, h.input_f32({M, n}, add, "add")})

@@ -46,7 +46,7 @@ class MatmulId : public test::DeviceTest, public ::testing::WithParamInterface<D
 
 TEST_P(MatmulId, matches_reference_for_shared_and_per_slot_x_across_row_chunks) {
     const DType t = GetParam();
-    const int64_t K = 256, M = 24, E = 7, n_used = 3, n = 5;
+    const int64_t K = 256, M = 64, E = 7, n_used = 3, n = 5;  // M: one row tile (weight_layout.h)
     const auto wf = randn(size_t(K * M * E), 1, 0.1f);
     const auto wb = quantize_matrix(t, wf.data(), M * E, K);
     auto ids = random_ids(size_t(n * n_used), int32_t(E), 2);

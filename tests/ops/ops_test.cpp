@@ -84,9 +84,11 @@ TEST(PlainWeightOps, matmul_reads_rows_that_end_in_a_partial_32_element_unit) {
 }
 
 TEST_P(WeightOps, matmul_over_row_chunks_equals_single_binding) {
-    // Weights larger than a binding are split in row chunks; force tiny chunks.
+    // Weights larger than a binding are split in row chunks; force small ones. Quantized
+    // types on the texel path are stored in tiles of 64 rows (weight_layout.h), so a chunk
+    // holds at least one tile: 64 rows each, the last one partial.
     const DType t = GetParam();
-    const int64_t K = 256, M = 50;
+    const int64_t K = 256, M = 150;
     const auto wf = randn(size_t(K * M), 3, 0.1f);
     const auto wb = quantize_matrix(t, wf.data(), M, K);
     const auto x = randn(size_t(K * 2), 4);
@@ -94,7 +96,7 @@ TEST_P(WeightOps, matmul_over_row_chunks_equals_single_binding) {
     for (int chunked = 0; chunked < 2; ++chunked) {
         OpHarness h(device(), pipelines());
         WeightUploadOptions o;
-        if (chunked) o.max_binding_bytes = 7 * row_bytes(t, K);  // 7 rows per chunk
+        if (chunked) o.max_binding_bytes = 64 * row_bytes(t, K);  // 64 rows per chunk
         const TensorId y = h.op(TDM_OP_MATMUL, {h.weight(t, K, M, wb, o), h.input_f32({K, 2}, x)});
         h.run({y});
         outs[chunked] = h.f32(y);
@@ -104,12 +106,12 @@ TEST_P(WeightOps, matmul_over_row_chunks_equals_single_binding) {
 
 TEST_P(WeightOps, get_rows_matches_reference_dequantization) {
     const DType t = GetParam();
-    const int64_t K = 512, M = 40;
+    const int64_t K = 512, M = 160;
     const auto wf = randn(size_t(K * M), 5, 0.5f);
     const auto wb = quantize_matrix(t, wf.data(), M, K);
-    const std::vector<int32_t> ids = {3, 0, 39, 17, 17, 22};
+    const std::vector<int32_t> ids = {3, 0, 159, 70, 70, 130};
     WeightUploadOptions o;
-    o.max_binding_bytes = 9 * row_bytes(t, K);  // ids fall in different chunks
+    o.max_binding_bytes = 64 * row_bytes(t, K);  // ids fall in different chunks of 64, 64 and 32 rows
     OpHarness h(device(), pipelines());
     const TensorId y = h.op(TDM_OP_GET_ROWS, {h.weight(t, K, M, wb, o), h.input_i32({6}, ids)});
     h.run({y});
