@@ -7,8 +7,8 @@
 // Q4_0 (18 B) and Q6_K (210 B) are not, because of their 2-byte f16 scale `d`.
 // Those are split at load time: the rest of the block goes to the main plane
 // (32, 16, 208 B) and `d` to a separate "scale plane" of f16 values. The split
-// is lossless and keeps the total size equal to the file's, so weights never
-// take more memory than in the GGUF file. Q5_0 (22 B) and Q5_1 (24 B) keep
+// is lossless and keeps the total size equal to the file's; only row tiles
+// (below) add padding, at most 63 rows per chunk. Q5_0 (22 B) and Q5_1 (24 B) keep
 // their 16 bytes of nibbles qs in the main plane (one texel per block) and move
 // the rest of the block, all 16-bit fields (d, for Q5_1 m, then the two halves
 // of the 32-bit qh), to the scale plane: 3 or 4 u16 per block, in file order.
