@@ -152,9 +152,9 @@ Result<std::unique_ptr<DeviceWeight>> DeviceWeight::upload(vk::Device& device, v
     // Chunks hold whole tiles, so that the last one, padded, still fits.
     if (texel && tiles_rows(l)) {
         if (rows_per_chunk < uint64_t(kWeightRowTile))
-            return Error::format("weight {}: a tile of {} rows ({} bytes) exceeds the device's binding limit ({} "
-                                 "bytes)",
-                                 w->name_, kWeightRowTile, kWeightRowTile * l.main_row_bytes, limit);
+            return Error::format("weight {}: a tile of {} rows does not fit one binding, which holds {} rows of "
+                                 "{} bytes (device limit {} bytes)",
+                                 w->name_, kWeightRowTile, rows_per_chunk, l.main_row_bytes, limit);
         l.row_tile = kWeightRowTile;
         rows_per_chunk = rows_per_chunk / uint64_t(kWeightRowTile) * uint64_t(kWeightRowTile);
     }

@@ -110,16 +110,20 @@ TEST_P(WeightOps, get_rows_matches_reference_dequantization) {
     const auto wf = randn(size_t(K * M), 5, 0.5f);
     const auto wb = quantize_matrix(t, wf.data(), M, K);
     const std::vector<int32_t> ids = {3, 0, 159, 70, 70, 130};
-    WeightUploadOptions o;
-    o.max_binding_bytes = 64 * row_bytes(t, K);  // ids fall in different chunks of 64, 64 and 32 rows
-    OpHarness h(device(), pipelines());
-    const TensorId y = h.op(TDM_OP_GET_ROWS, {h.weight(t, K, M, wb, o), h.input_i32({6}, ids)});
-    h.run({y});
     const auto ref = ref::get_rows(t, wb, K, ids);
-    const auto got = h.f32(y);
-    ASSERT_EQ(got.size(), ref.size());
-    for (size_t i = 0; i < ref.size(); ++i)
-        EXPECT_NEAR(got[i], ref[i], 1e-6f * (1.0f + std::fabs(ref[i]))) << dtype_name(t) << " at " << i;
+    for (bool chunked : {false, true}) {
+        WeightUploadOptions o;
+        // chunked: the ids fall in chunks of 64, 64 and 32 rows; else in three row tiles of one
+        if (chunked) o.max_binding_bytes = 64 * row_bytes(t, K);
+        OpHarness h(device(), pipelines());
+        const TensorId y = h.op(TDM_OP_GET_ROWS, {h.weight(t, K, M, wb, o), h.input_i32({6}, ids)});
+        h.run({y});
+        const auto got = h.f32(y);
+        ASSERT_EQ(got.size(), ref.size());
+        for (size_t i = 0; i < ref.size(); ++i)
+            EXPECT_NEAR(got[i], ref[i], 1e-6f * (1.0f + std::fabs(ref[i])))
+                << dtype_name(t) << " at " << i << (chunked ? " chunked" : "");
+    }
 }
 
 TEST_P(WeightOps, odd_block_counts_read_their_last_block_whole) {

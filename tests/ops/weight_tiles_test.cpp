@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <numeric>
 
 #include "common/quant.h"
 #include "graph/weight.h"
@@ -27,10 +26,16 @@ TEST(WeightTiles, tile_rows_stores_element_i_of_the_tile_rows_together) {
     ASSERT_EQ(texels, 4u);
     ASSERT_EQ(fields, 2u);
     EXPECT_EQ(stored_rows(l, 100), 104);
-    // row-after-row planes whose every byte says where it came from
+    // row-after-row planes whose every 16-bit word says where it came from (row, word)
     std::vector<uint8_t> main_rows(100 * l.main_row_bytes), scale_rows(100 * l.scale_row_bytes);
-    std::iota(main_rows.begin(), main_rows.end(), uint8_t(0));
-    std::iota(scale_rows.begin(), scale_rows.end(), uint8_t(7));
+    for (size_t i = 0; i < main_rows.size() / 2; ++i) {
+        const uint16_t tag = uint16_t(i / (l.main_row_bytes / 2) * 100 + i % (l.main_row_bytes / 2));
+        std::memcpy(&main_rows[2 * i], &tag, 2);
+    }
+    for (size_t i = 0; i < scale_rows.size() / 2; ++i) {
+        const uint16_t tag = uint16_t(40000 + i / fields * 10 + i % fields);
+        std::memcpy(&scale_rows[2 * i], &tag, 2);
+    }
     std::vector<uint8_t> main(104 * l.main_row_bytes, 0xee), scale(104 * l.scale_row_bytes, 0xee);
     // in two calls, the second starting inside a tile
     tile_rows(l, main_rows.data(), scale_rows.data(), 0, 37, main.data(), scale.data());
