@@ -62,6 +62,21 @@ Result<VkBufferView> make_view(vk::Device& device, const vk::BufferSlice& s, VkF
     return view;
 }
 
+// Produces the source rows of chunk c in pieces of about 16 MiB, each into `scratch`,
+// and hands each to use(first row within the chunk, rows).
+template <class Use>
+Status for_each_piece(const DeviceWeight::RowSource& rows, const WeightChunk& c, uint64_t src_row,
+                      std::vector<uint8_t>& scratch, Use&& use) {
+    const int64_t piece = std::max<int64_t>(1, int64_t((16ull << 20) / src_row));
+    for (int64_t p0 = 0; p0 < c.n_rows; p0 += piece) {
+        const int64_t pn = std::min(piece, c.n_rows - p0);
+        scratch.resize(uint64_t(pn) * src_row);
+        rows(scratch.data(), c.row_begin + p0, pn);
+        TDM_TRY(use(p0, pn));
+    }
+    return {};
+}
+
 // Fills chunk c of a weight stored in row tiles: source rows in pieces, split into
 // planes row after row, then moved to their tiled places. Written in place where the
 // device memory is mapped, else through host copies of the whole chunk.
@@ -75,17 +90,14 @@ Status upload_tiled(vk::Device& device, const WeightLayout& l, const DeviceWeigh
         scale_host.assign(c.scale ? c.scale.size : 0, 0);
         main_dst = main_host.data();
         scale_dst = scale_host.data();
-    } else {
+    } else if (const uint64_t stored = uint64_t(stored_rows(l, c.n_rows)); stored > uint64_t(c.n_rows)) {
         // the padding of the last tile is never read; zeros keep the memory deterministic
-        std::memset(main_dst, 0, c.main.size);
-        if (scale_dst) std::memset(scale_dst, 0, c.scale.size);
+        const uint64_t last = stored - uint64_t(l.row_tile);
+        std::memset(main_dst + last * l.main_row_bytes, 0, c.main.size - last * l.main_row_bytes);
+        if (scale_dst) std::memset(scale_dst + last * l.scale_row_bytes, 0, c.scale.size - last * l.scale_row_bytes);
     }
-    const int64_t piece = std::max<int64_t>(1, int64_t((16ull << 20) / src_row));
     std::vector<uint8_t> mainbuf, scalebuf;
-    for (int64_t p0 = 0; p0 < c.n_rows; p0 += piece) {
-        const int64_t pn = std::min(piece, c.n_rows - p0);
-        scratch.resize(uint64_t(pn) * src_row);
-        rows(scratch.data(), c.row_begin + p0, pn);
+    TDM_TRY(for_each_piece(rows, c, src_row, scratch, [&](int64_t p0, int64_t pn) -> Status {
         const uint8_t* main_rows = scratch.data();  // types without a scale plane: rows as in the file
         if (l.scale_row_bytes) {
             mainbuf.resize(uint64_t(pn) * l.main_row_bytes);
@@ -94,7 +106,8 @@ Status upload_tiled(vk::Device& device, const WeightLayout& l, const DeviceWeigh
             main_rows = mainbuf.data();
         }
         tile_rows(l, main_rows, scalebuf.data(), p0, pn, main_dst, scale_dst);
-    }
+        return {};
+    }));
     if (main_host.empty()) return {};
     TDM_TRY(write_device(device, c.main, c.main.size, 16, [&](uint8_t* dst, uint64_t off, uint64_t n) {
         std::memcpy(dst, main_host.data() + off, n);
@@ -190,16 +203,12 @@ Result<std::unique_ptr<DeviceWeight>> DeviceWeight::upload(vk::Device& device, v
                                  }));
         } else {
             // Split planes: produce source rows in pieces, scatter into both planes.
-            const int64_t piece = std::max<int64_t>(1, int64_t((16ull << 20) / src_row));
             std::vector<uint8_t> mainbuf, scalebuf;
-            for (int64_t p0 = 0; p0 < c.n_rows; p0 += piece) {
-                const int64_t pn = std::min(piece, c.n_rows - p0);
-                scratch.resize(uint64_t(pn) * src_row);
-                rows(scratch.data(), c.row_begin + p0, pn);
+            TDM_TRY(for_each_piece(rows, c, src_row, scratch, [&](int64_t p0, int64_t pn) -> Status {
                 if (c.main.mapped() && c.scale.mapped()) {  // unified memory: repack in place
                     repack_rows(l, scratch.data(), pn, c.main.mapped() + uint64_t(p0) * l.main_row_bytes,
                                 c.scale.mapped() + uint64_t(p0) * l.scale_row_bytes);
-                    continue;
+                    return {};
                 }
                 mainbuf.resize(uint64_t(pn) * l.main_row_bytes);
                 scalebuf.resize(uint64_t(pn) * l.scale_row_bytes);
@@ -208,11 +217,11 @@ Result<std::unique_ptr<DeviceWeight>> DeviceWeight::upload(vk::Device& device, v
                                      l.main_row_bytes, [&](uint8_t* dst, uint64_t off, uint64_t n) {
                                          std::memcpy(dst, mainbuf.data() + off, n);
                                      }));
-                TDM_TRY(write_device(device, c.scale.sub(uint64_t(p0) * l.scale_row_bytes, scalebuf.size()),
-                                     scalebuf.size(), l.scale_row_bytes, [&](uint8_t* dst, uint64_t off, uint64_t n) {
-                                         std::memcpy(dst, scalebuf.data() + off, n);
-                                     }));
-            }
+                return write_device(device, c.scale.sub(uint64_t(p0) * l.scale_row_bytes, scalebuf.size()),
+                                    scalebuf.size(), l.scale_row_bytes, [&](uint8_t* dst, uint64_t off, uint64_t n) {
+                                        std::memcpy(dst, scalebuf.data() + off, n);
+                                    });
+            }));
         }
         if (texel) {
             c.main_view = TDM_TRY(make_view(device, c.main, VK_FORMAT_R32G32B32A32_UINT, w->name_));

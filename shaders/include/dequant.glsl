@@ -91,12 +91,14 @@ void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
 // One block per unit: its nibbles are one main-plane texel, its 16-bit fields
 // (d, [m,] qh low half, qh high half) sit in the scale plane.
 const uint UNIT = 32, PIECES = 1;
+// Scale-plane fields per row.
+uint q5_fields_per_row() { return (p.K / 32) * Q5_FIELDS; }
 // The 5-bit quants (0..31) of block u of `row`, in element order; returns the
 // index within the row of the block's first scale-plane field.
 uint q5_quants(uint row, uint u, out vec4 q[8]) {
-    const uint nb = p.K / 32, f = u * Q5_FIELDS;
-    const uint qh = q5_high_bits(p.s_off, row, nb * Q5_FIELDS, f);
-    const uvec4 v = load_row_w(p.w_off, row, nb, u);
+    const uint f = u * Q5_FIELDS;
+    const uint qh = q5_high_bits(p.s_off, row, q5_fields_per_row(), f);
+    const uvec4 v = load_row_w(p.w_off, row, p.K / 32, u);
     [[unroll]] for (uint i = 0; i < 4; ++i) {
         const uint lo = qh >> (4 * i), hi = qh >> (16 + 4 * i);  // fifth bits of weights 4i.., 16+4i..
         q[i] = lo4(v[i]) + 16.0 * vec4(uvec4(lo, lo >> 1, lo >> 2, lo >> 3) & 1u);
@@ -109,7 +111,7 @@ uint q5_quants(uint row, uint u, out vec4 q[8]) {
 float raw_piece(uint row, uint u, uint pc, out vec4 q[8]) {
     const uint f = q5_quants(row, u, q);
     [[unroll]] for (uint j = 0; j < 8; ++j) q[j] -= 16.0;
-    return load_row_scale(p.s_off, row, (p.K / 32) * Q5_FIELDS, f);
+    return load_row_scale(p.s_off, row, q5_fields_per_row(), f);
 }
 void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
     const float d = raw_piece(row, u, pc, w);
@@ -117,7 +119,7 @@ void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
 }
 #else
 void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
-    const uint f = q5_quants(row, u, w), fpr = (p.K / 32) * Q5_FIELDS;
+    const uint f = q5_quants(row, u, w), fpr = q5_fields_per_row();
     const float d = load_row_scale(p.s_off, row, fpr, f), m = load_row_scale(p.s_off, row, fpr, f + 1);
     [[unroll]] for (uint j = 0; j < 8; ++j) w[j] = w[j] * d + m;
 }
