@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/cpu_device_threads.h"
 #include "cli/option_checks.h"
 #include "common/log.h"
 #include "config/memory_size.h"
@@ -253,6 +254,7 @@ int run_cli(int argc, const char* const* argv) {
         LogLevel l;
         if (!std::getenv("TANDEM_LOG") && parse_log_level(config->log.level, &l)) set_log_level(l);
     }
+    set_lavapipe_threads();  // before the first Vulkan call, which is in App
     App app(*args, std::move(config).value());
     const std::string& c = args->command();
     Status st = c == "run"        ? cmd_run(app)
