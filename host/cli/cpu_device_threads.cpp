@@ -34,7 +34,8 @@ void set_lavapipe_threads() {
     const unsigned cpus = usable_cpus();
     const std::optional<unsigned> n = lavapipe_threads_to_set(current, cpus);
     if (!n) {
-        TDM_LOG_DEBUG("device", "lavapipe worker threads: LP_NUM_THREADS={} as set", current ? current : "(unset)");
+        if (current) TDM_LOG_DEBUG("device", "lavapipe worker threads: LP_NUM_THREADS={} as set", current);
+        else TDM_LOG_DEBUG("device", "lavapipe worker threads: the driver's default (the CPU count is unknown)");
         return;
     }
     // overwrite = 0: a value set since the getenv above still wins
