@@ -45,6 +45,12 @@ uint64_t Runner::matmul_weight_bytes() const {
     return n;
 }
 
+Result<GraphCounts> Runner::graph_counts(uint32_t n_tokens, uint32_t n_outputs) {
+    TDM_ASSERT(pending_ == nullptr);  // get() may drop the least recently used graph
+    const Compiled* c = TDM_TRY(get(n_tokens, n_outputs, false));
+    return c->cg->counts();
+}
+
 Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs, bool image_rows) {
     const auto key = std::make_tuple(n_tokens, n_outputs, int(hidden_point_), image_rows);
     if (auto it = cache_.find(key); it != cache_.end()) {
@@ -116,8 +122,10 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs, boo
     CompileOptions co;
     co.probe_non_finite = nan_debug_;
     c.cg = TDM_TRY(CompiledGraph::compile(device_, pipelines_, std::move(g->graph), co));
-    TDM_LOG_DEBUG("engine", "graph for {} tokens / {} outputs: {} dispatches, {} barriers, {} activations, built in {:.1f} ms",
-                  n_tokens, n_outputs, c.cg->dispatch_count(), c.cg->barrier_count(),
+    TDM_LOG_DEBUG("engine",
+                  "graph for {} tokens / {} outputs: {} dispatches ({} binding host memory), {} barriers, {} "
+                  "activations, built in {:.1f} ms",
+                  n_tokens, n_outputs, c.cg->dispatch_count(), c.cg->host_memory_dispatch_count(), c.cg->barrier_count(),
                   vk::format_bytes(c.cg->activation_bytes()),
                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     c.last_used = ++uses_;

@@ -88,6 +88,10 @@ public:
     // Bytes of weights a forward pass streams (every weight used by a matmul,
     // once); 0 before the first forward. The memory-bound cost of a decode step.
     uint64_t matmul_weight_bytes() const;
+    // Dispatches, barriers and host-memory bindings of one pass of n_tokens rows with
+    // n_outputs logit rows (compiled now if not cached; nothing runs). A decode step
+    // is (1, 1); a verify of k drafts is (k + 1, k + 1).
+    Result<GraphCounts> graph_counts(uint32_t n_tokens, uint32_t n_outputs);
 
 private:
     struct Compiled {

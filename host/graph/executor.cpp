@@ -56,6 +56,7 @@ private:
 struct Range {
     VkBuffer buffer;
     uint64_t begin, end;
+    bool host_memory;  // in a MemoryKind::host buffer (counted, never part of a hazard)
     bool overlaps(const Range& o) const { return buffer == o.buffer && begin < o.end && o.begin < end; }
 };
 
@@ -184,11 +185,10 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
     RecordContext ctx{device_, pipelines, *cb_, graph_, *this};
 
     std::vector<Range> pending_reads, pending_writes;
-    auto range_of = [&](TensorId t) -> Range {
-        const vk::BufferSlice s = storage(t);
-        return {s.handle(), s.offset, s.offset + s.size};
+    auto slice_range = [](const vk::BufferSlice& s) -> Range {
+        return {s.handle(), s.offset, s.offset + s.size, s.buffer->kind() == vk::MemoryKind::host};
     };
-    auto slice_range = [](const vk::BufferSlice& s) -> Range { return {s.handle(), s.offset, s.offset + s.size}; };
+    auto range_of = [&](TensorId t) -> Range { return slice_range(storage(t)); };
     // A barrier before a dispatch that reads what a pending one writes, or writes what
     // a pending one reads or writes.
     auto order_after_pending = [&](const std::vector<Range>& reads, const std::vector<Range>& writes) {
@@ -250,7 +250,12 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
         }
 
         order_after_pending(reads, writes);
+        const uint32_t dispatches_before = cb_->dispatch_count();
         TDM_TRY_CTX(record_node(ctx, node), fmt::format("recording {} '{}'", op_name(d.op), d.name));
+        auto in_host_memory = [](const Range& r) { return r.host_memory; };
+        if (std::any_of(reads.begin(), reads.end(), in_host_memory) ||
+            std::any_of(writes.begin(), writes.end(), in_host_memory))
+            host_memory_dispatches_ += cb_->dispatch_count() - dispatches_before;
         if (!probes_) continue;
         for (uint32_t slot : probes_->slots_of(i)) {
             order_after_pending({range_of(probes_->probe(slot).tensor)}, {slice_range(probes_->flag(slot))});
@@ -268,8 +273,8 @@ Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(vk::Device& device
     TDM_TRY(cg->plan());
     if (options.probe_non_finite) cg->probes_ = TDM_TRY(FiniteProbes::create(device, cg->graph_));
     TDM_TRY(cg->record(pipelines));
-    TDM_LOG_DEBUG("graph", "compiled {} nodes: {} dispatches, {} barriers, {} activations",
-                  cg->graph_.nodes().size(), cg->dispatch_count(), cg->barriers_,
+    TDM_LOG_DEBUG("graph", "compiled {} nodes: {} dispatches ({} binding host memory), {} barriers, {} activations",
+                  cg->graph_.nodes().size(), cg->dispatch_count(), cg->host_memory_dispatches_, cg->barriers_,
                   vk::format_bytes(cg->activation_bytes_));
     return cg;
 }

@@ -24,6 +24,13 @@
 
 namespace tdm {
 
+// What one run of a compiled graph records: deterministic for a graph's shape.
+struct GraphCounts {
+    uint32_t dispatches = 0;
+    uint32_t barriers = 0;
+    uint32_t host_memory_dispatches = 0;  // dispatches binding a host-memory buffer
+};
+
 struct CompileOptions {
     bool probe_non_finite = false;  // scan each op's result for NaN/Inf (slow: TANDEM_CHECK_NAN=1)
 };
@@ -56,6 +63,11 @@ public:
     uint64_t activation_bytes() const { return activation_bytes_; }
     uint32_t dispatch_count() const { return cb_->dispatch_count(); }
     uint32_t barrier_count() const { return barriers_; }
+    // Dispatches that bind a buffer in host memory (graph inputs and outputs, KV block
+    // tables): on a GPU each such read or write crosses PCIe. Deterministic, like the
+    // two counts above, so tests may hold a model to a budget of each.
+    uint32_t host_memory_dispatch_count() const { return host_memory_dispatches_; }
+    GraphCounts counts() const { return {dispatch_count(), barriers_, host_memory_dispatches_}; }
 
     // After wait()/run() of a graph compiled with probe_non_finite: the first op, in
     // execution order, whose result held a NaN or infinity. nullopt without probes.
@@ -81,6 +93,7 @@ private:
     std::unique_ptr<FiniteProbes> probes_;  // only with probe_non_finite
     uint64_t activation_bytes_ = 0;
     uint32_t barriers_ = 0;
+    uint32_t host_memory_dispatches_ = 0;
 };
 
 }  // namespace tdm

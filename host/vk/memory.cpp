@@ -64,6 +64,7 @@ Result<std::unique_ptr<Buffer>> Buffer::create(Device& device, uint64_t size, Me
     std::unique_ptr<Buffer> b(new Buffer());
     b->device_ = &device;
     b->size_ = size;
+    b->kind_ = kind;
     b->name_ = std::move(name);
     const DeviceFuncs& f = device.fn();
 

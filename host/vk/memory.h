@@ -37,6 +37,7 @@ public:
     VkBuffer handle() const { return buffer_; }
     uint64_t size() const { return size_; }
     const std::string& name() const { return name_; }
+    MemoryKind kind() const { return kind_; }
     // Host pointer to the whole buffer, or nullptr if its memory is not host-visible.
     uint8_t* mapped() const { return mapped_; }
     Device& device() const { return *device_; }
@@ -47,6 +48,7 @@ private:
     VkBuffer buffer_ = VK_NULL_HANDLE;
     VkDeviceMemory memory_ = VK_NULL_HANDLE;
     uint64_t size_ = 0;
+    MemoryKind kind_ = MemoryKind::device;
     uint8_t* mapped_ = nullptr;
     std::string name_;
 };
