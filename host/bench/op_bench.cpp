@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include "bench/device_bandwidth.h"
 #include "common/quant.h"
 #include "graph/executor.h"
 #include "graph/weight.h"
@@ -25,8 +26,16 @@ void flush_caches() {
     std::memset(junk.data(), ++v, junk.size());
 }
 
-Result<double> median_run_seconds(CompiledGraph& cg, int iterations, bool flush) {
+struct RunTimes {
+    double wall_s = 0;  // median, submit to fence
+    double gpu_s = 0;   // mean of the dispatches' timestamps; 0 unless the device profiles (--profile)
+};
+
+Result<RunTimes> time_runs(vk::Device& device, CompiledGraph& cg, int iterations, bool flush) {
     for (int i = 0; i < 2; ++i) TDM_TRY(cg.run());  // warm-up: JIT, first-touch
+    // On a GPU a small kernel's time is of the order of a submission's latency: the
+    // timestamps around each dispatch say what the kernel itself took.
+    if (device.profiling()) vk::global_profiler().reset();
     std::vector<double> t;
     for (int i = 0; i < iterations; ++i) {
         if (flush) flush_caches();
@@ -35,7 +44,17 @@ Result<double> median_run_seconds(CompiledGraph& cg, int iterations, bool flush)
         t.push_back(now_s() - t0);
     }
     std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    RunTimes r;
+    r.wall_s = t[t.size() / 2];
+    if (device.profiling()) {
+        r.gpu_s = vk::global_profiler().total_ns() / 1e9 / iterations;
+        vk::global_profiler().reset();  // the bench's own runs are not the user's profile
+    }
+    return r;
+}
+
+Result<double> median_run_seconds(vk::Device& device, CompiledGraph& cg, int iterations, bool flush) {
+    return TDM_TRY(time_runs(device, cg, iterations, flush)).wall_s;
 }
 
 Result<double> dispatch_overhead(vk::Device& device, vk::PipelineManager& pipelines, int n_ops) {
@@ -51,7 +70,7 @@ Result<double> dispatch_overhead(vk::Device& device, vk::PipelineManager& pipeli
     }
     TDM_TRY(g.mark_output(x));
     auto cg = TDM_TRY(CompiledGraph::compile(device, pipelines, std::move(g)));
-    return median_run_seconds(*cg, 21, false);
+    return median_run_seconds(device, *cg, 21, false);
 }
 
 // One image's self-attention: q, k, v [head_dim, heads, n], every query over every key.
@@ -73,7 +92,7 @@ Result<nlohmann::json> attention_full_run(vk::Device& device, vk::PipelineManage
         float* px = cg->input_as<float>(t);
         for (int64_t i = 0; i < hd * H * n; ++i) px[i] = nd(rng);
     }
-    const double t = TDM_TRY(median_run_seconds(*cg, opt.iterations, false));
+    const double t = TDM_TRY(median_run_seconds(device, *cg, opt.iterations, false));
     nlohmann::json r;
     r["tokens"] = n;
     r["heads"] = H;
@@ -96,6 +115,9 @@ Result<nlohmann::json> run_op_bench(vk::Device& device, vk::PipelineManager& pip
     const double t101 = TDM_TRY(dispatch_overhead(device, pipelines, 101));
     out["dispatch_overhead_us"] = (t101 - t1) / 100.0 * 1e6;
     out["empty_graph_run_us"] = t1 * 1e6;
+    const DeviceCopyBandwidth copy = TDM_TRY(measure_device_copy_bandwidth(device));
+    out["device_copy"] = {{"buffer_bytes", copy.buffer_bytes}, {"copy_ms", copy.copy_ms}, {"gb_per_s", copy.gb_per_s}};
+    const double copy_gb_s = copy.gb_per_s;
 
     std::mt19937 rng(42);
     std::normal_distribution<float> nd(0.0f, 0.05f);
@@ -125,7 +147,8 @@ Result<nlohmann::json> run_op_bench(vk::Device& device, vk::PipelineManager& pip
             auto cg = TDM_TRY(CompiledGraph::compile(device, pipelines, std::move(g)));
             float* px = cg->input_as<float>(x);
             for (int64_t i = 0; i < opt.cols * n; ++i) px[i] = nd(rng);
-            const double t = TDM_TRY(median_run_seconds(*cg, opt.iterations, opt.flush_cache));
+            const RunTimes times = TDM_TRY(time_runs(device, *cg, opt.iterations, opt.flush_cache));
+            const double t = times.wall_s;
             if (n == 1) t_single = t;
             nlohmann::json r;
             r["type"] = tname;
@@ -135,6 +158,11 @@ Result<nlohmann::json> run_op_bench(vk::Device& device, vk::PipelineManager& pip
             r["gb_per_s"] = wbytes / t / 1e9;
             r["ms_per_token"] = t * 1e3 / n;
             if (t_single > 0) r["n_x_single_over_batch"] = double(n) * t_single / t;
+            if (times.gpu_s > 0) {
+                r["gpu_ms"] = times.gpu_s * 1e3;
+                r["gpu_gb_per_s"] = wbytes / times.gpu_s / 1e9;
+                if (copy_gb_s > 0) r["fraction_of_copy_bandwidth"] = wbytes / times.gpu_s / 1e9 / copy_gb_s;
+            }
             results.push_back(r);
         }
     }

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/device_bandwidth.h"
 #include "bench/op_bench.h"
 #include "cli/bench_common.h"
 #include "cli/commands.h"
@@ -182,11 +183,17 @@ Status bench_ops(App& app) {
     }
     std::printf("device: %s (weights via %s)\ndispatch overhead: %.1f us\n", j["device"].get<std::string>().c_str(),
                 j["weight_path"].get<std::string>().c_str(), j["dispatch_overhead_us"].get<double>());
-    std::printf("%-6s %6s %10s %10s %12s %14s\n", "type", "batch", "ms", "GB/s", "ms/token", "N*t1/tN");
+    std::printf("device copy: %.1f GB/s (read + write of %s)\n", j["device_copy"]["gb_per_s"].get<double>(),
+                human_bytes(j["device_copy"]["buffer_bytes"].get<uint64_t>()).c_str());
+    std::printf("%-6s %6s %10s %10s %12s %14s %10s %10s\n", "type", "batch", "ms", "GB/s", "ms/token", "N*t1/tN",
+                "gpu ms", "gpu GB/s");
     for (const auto& r : j["matmul"])
-        std::printf("%-6s %6d %10.3f %10.2f %12.3f %14.2f\n", r["type"].get<std::string>().c_str(), r["batch"].get<int>(),
-                    r["ms"].get<double>(), r["gb_per_s"].get<double>(), r["ms_per_token"].get<double>(),
-                    r.value("n_x_single_over_batch", 1.0));
+        std::printf("%-6s %6d %10.3f %10.2f %12.3f %14.2f %10.3f %10.2f\n", r["type"].get<std::string>().c_str(),
+                    r["batch"].get<int>(), r["ms"].get<double>(), r["gb_per_s"].get<double>(),
+                    r["ms_per_token"].get<double>(), r.value("n_x_single_over_batch", 1.0), r.value("gpu_ms", 0.0),
+                    r.value("gpu_gb_per_s", 0.0));
+    if (!j["matmul"].empty() && !j["matmul"][0].contains("gpu_ms"))
+        std::printf("(gpu ms: run with --profile for the kernels' own times from device timestamps)\n");
     if (j.contains("attention_full")) {
         std::printf("\nattention_full (%d heads of %d)\n%8s %10s %10s\n", int(o.attention_heads),
                     int(o.attention_head_dim), "tokens", "ms", "GFLOP/s");
@@ -226,8 +233,12 @@ Status bench_decode(App& app) {
     }
     const GenerateResult r = TDM_TRY(generate(runner, nullptr, seq, prompt, gp, {}));
     const uint64_t bytes = runner.matmul_weight_bytes();
+    const GraphCounts step = TDM_TRY(runner.graph_counts(1, 1));  // the decode step's graph, compiled above
     const uint64_t peak_rss = peak_rss_bytes();  // before the bandwidth probe's 1 GiB buffer
-    const double bw = measure_read_bandwidth();
+    // The ceiling of a memory-bound step: on a CPU device the host's read bandwidth (device
+    // memory is host memory), on a GPU its own memory's, measured by a device copy.
+    const bool cpu_device = dev->caps().is_cpu();
+    const double bw = cpu_device ? measure_read_bandwidth() : TDM_TRY(measure_device_copy_bandwidth(*dev)).gb_per_s;
     const double ms_per_token = r.stats.decode_ms / std::max<uint32_t>(1, r.stats.n_generated);
     const double limit_tps = bytes ? bw * 1e9 / double(bytes) : 0;
     nlohmann::json j;
@@ -241,7 +252,11 @@ Status bench_decode(App& app) {
     j["decode_tokens_per_s"] = r.stats.decode_tps();
     j["decode_ms_per_token"] = ms_per_token;
     j["weight_bytes_per_token"] = bytes;
-    j["host_read_bandwidth_gb_s"] = bw;
+    j["step_dispatches"] = step.dispatches;
+    j["step_barriers"] = step.barriers;
+    j["step_host_memory_dispatches"] = step.host_memory_dispatches;
+    j["bandwidth_gb_s"] = bw;
+    j["bandwidth_source"] = cpu_device ? "host read" : "device copy";
     j["bandwidth_limit_tokens_per_s"] = limit_tps;
     j["fraction_of_limit"] = limit_tps > 0 ? r.stats.decode_tps() / limit_tps : 0;
     j["load_s"] = load_s;
@@ -258,8 +273,10 @@ Status bench_decode(App& app) {
     std::printf("prefill: %u tokens, %.2f tok/s\n", r.stats.n_prompt, r.stats.prefill_tps());
     std::printf("decode:  %u tokens, %.2f tok/s (%.1f ms/token)\n", r.stats.n_generated, r.stats.decode_tps(),
                 ms_per_token);
-    std::printf("weights read per token %s, host read bandwidth %.1f GB/s -> limit %.2f tok/s; achieved %.0f%%\n",
-                human_bytes(bytes).c_str(), bw, limit_tps, limit_tps > 0 ? 100.0 * r.stats.decode_tps() / limit_tps : 0.0);
+    std::printf("weights read per token %s, %s bandwidth %.1f GB/s -> limit %.2f tok/s; achieved %.0f%%\n",
+                human_bytes(bytes).c_str(), cpu_device ? "host read" : "device copy", bw, limit_tps, limit_tps > 0 ? 100.0 * r.stats.decode_tps() / limit_tps : 0.0);
+    std::printf("per decode step: %u dispatches (%u binding host memory), %u barriers\n", step.dispatches,
+                step.host_memory_dispatches, step.barriers);
     std::printf("memory: file %s, KV %s (%u tokens), peak RSS %s, device peak %s\n",
                 human_bytes(model->source().file_bytes()).c_str(), human_bytes(kv->device_bytes()).c_str(),
                 kv->capacity_tokens(), human_bytes(peak_rss).c_str(),

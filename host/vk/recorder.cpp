@@ -24,6 +24,13 @@ void Profiler::reset() {
     entries_.clear();
 }
 
+double Profiler::total_ns() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    double total = 0;
+    for (const auto& [label, e] : entries_) total += e.total_ns;
+    return total;
+}
+
 bool Profiler::empty() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return entries_.empty();

@@ -40,6 +40,7 @@ class Profiler {
 public:
     void add(const std::string& label, double ns);
     std::string table() const;  // sorted by total time, with share of the whole
+    double total_ns() const;    // of every label
     void reset();
     bool empty() const;
 
