@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/cpu_device_threads.h"
 #include "cli/option_checks.h"
+#include "cli/version.h"
 #include "common/log.h"
 #include "config/memory_size.h"
 #include "plugin/plugin_loader.h"
@@ -227,6 +228,10 @@ int run_cli(int argc, const char* const* argv) {
     if (!args.ok()) {
         std::fprintf(stderr, "tandem: %s\nRun `tandem --help` for usage.\n", args.error().message().c_str());
         return 2;
+    }
+    if (!args->help_requested() && args->flag("version")) {
+        std::fputs(version_text().c_str(), stdout);
+        return 0;
     }
     if (args->help_requested() || args->command().empty()) {
         std::fputs(help_text(spec, args->command()).c_str(), stdout);

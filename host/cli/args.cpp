@@ -296,7 +296,8 @@ public:
             }
             out_.positionals_.push_back(a);
         }
-        if (!spec_.commands.empty() && !command_) {
+        const bool complete_without_command = !spec_.no_command_flag.empty() && out_.entry(spec_.no_command_flag);
+        if (!spec_.commands.empty() && !command_ && !complete_without_command) {
             std::string list;
             for (const CommandSpec& c : spec_.commands) list += (list.empty() ? "" : ", ") + c.name;
             return Error::format("missing command (one of: {}); see '{} --help'", list, spec_.name);

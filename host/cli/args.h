@@ -95,6 +95,8 @@ struct ProgramSpec {
     std::vector<OptionGroup> global;     // valid with every command (and without one)
     std::vector<CommandSpec> commands;   // empty: a program without subcommands
     std::vector<PositionalSpec> positionals;  // only for a program without subcommands
+    // The id of a global flag that, like --help, is complete without a command (`version`).
+    std::string no_command_flag;
 };
 
 using Value = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>>;

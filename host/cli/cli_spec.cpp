@@ -41,6 +41,8 @@ OptionSpec draft_max_option(std::string help) {
 OptionGroup global_options() {
     return {"global",
             {
+                {{"-v", "--version"}, K::flag, "", "Print the version, the plugin ABI versions this host loads and "
+                 "the git commit it was built from, then exit."},
                 {{"--config"}, K::string, "FILE", "Read settings from this TOML file instead of the first of "
                  "$XDG_CONFIG_HOME/tandem/tandem.toml and /etc/tandem/tandem.toml. Command-line options override it."},
                 {{"-dev", "--device"}, K::string, "SEL", "Vulkan device: an index from `tandem devices` or part of "
@@ -224,6 +226,7 @@ const ProgramSpec& program_spec() {
                     "would produce. Models, drafters and draftless drafters are plugins (`tandem plugins`). "
                     "Run `tandem demo` for a first look, or `tandem COMMAND --help` for a command's options.";
         p.global = {global_options()};
+        p.no_command_flag = "version";
 
         CommandSpec run{"run", "generate text from a model (plain or speculative)",
                         "Generate from a prompt. Greedy with --temp 0. With a drafter (-md FILE or --spec-type) the "
