@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# scripts/gpu-sitting-summary.py OUT: the Markdown summary of a sitting of scripts/gpu-sitting.sh
+# (stdout). Reads the JSON each step left in OUT and puts every figure next to the command
+# that produced it, with the ratios the GPU issue sets goals for: matmul at the device copy
+# bandwidth, decode against llama.cpp, decode at long context against short, and the counts of
+# one decode step. A step that failed or left no JSON is listed as such, never guessed.
+import json
+import os
+import sys
+
+
+def load(out, name):
+    try:
+        with open(os.path.join(out, name + ".json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def fmt(x, digits=2):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: gpu-sitting-summary.py OUT")
+    out = sys.argv[1]
+    steps = []
+    with open(os.path.join(out, "steps.tsv")) as f:
+        for line in f:
+            name, rc, secs, cmd = line.rstrip("\n").split("\t", 3)
+            steps.append((name, int(rc), int(secs), cmd.strip()))
+    commands = {s[0]: s[3] for s in steps}
+    p = print
+
+    p("# GPU sitting")
+    p()
+    try:
+        with open(os.path.join(out, "version.txt")) as f:
+            p("```\n" + f.read().strip() + "\n```")
+    except OSError:
+        pass
+    devices = load(out, "devices")
+    if devices:
+        picked = [d for d in devices.get("devices", []) if d.get("selected")] or devices.get("devices", [])[:1]
+        for d in picked:
+            p(f"Device: **{d.get('name', '?')}** (driver {d.get('driver_version', d.get('driver', '?'))}).")
+    p()
+
+    # ---- matmul against the device copy bandwidth
+    p("## Mat-vec on large matrices (bench ops, kernel time from device timestamps)")
+    p()
+    p("| matrix | type | batch | wall ms | kernel ms | kernel GB/s | device copy GB/s | fraction of copy |")
+    p("|---|---|---|---|---|---|---|---|")
+    copy_gb_s = None
+    for name, _, _, _ in steps:
+        if not name.startswith("ops-"):
+            continue
+        j = load(out, name)
+        if not j:
+            p(f"| {name[4:]} | (step failed) | | | | | | |")
+            continue
+        copy_gb_s = j.get("device_copy", {}).get("gb_per_s")
+        for r in j.get("matmul", []):
+            p(f"| {name[4:]} | {r['type']} | {r['batch']} | {fmt(r['ms'], 3)} | {fmt(r.get('gpu_ms'), 3)} | "
+              f"{fmt(r.get('gpu_gb_per_s'), 1)} | {fmt(copy_gb_s, 1)} | {fmt(r.get('fraction_of_copy_bandwidth'))} |")
+    p()
+    p("Goal: batch-1 kernels at 0.75 of the device copy bandwidth or more.")
+    p()
+
+    # ---- decode
+    p("## Plain decode (bench decode)")
+    p()
+    p("| model | context | decode tok/s | ms/token | weights/token MiB | fraction of limit | dispatches/step | "
+      "barriers/step | host-memory dispatches/step |")
+    p("|---|---|---|---|---|---|---|---|---|")
+    decode = {}
+    for name, _, _, _ in steps:
+        if not name.startswith("decode-") or name == "decode-profile":
+            continue
+        model, ctx = name[len("decode-"):].rsplit("-ctx", 1)
+        j = load(out, name)
+        decode[(model, int(ctx))] = j
+        if not j:
+            p(f"| {model} | {ctx} | (step failed) | | | | | | |")
+            continue
+        p(f"| {model} | {ctx} | {fmt(j['decode_tokens_per_s'], 1)} | {fmt(j['decode_ms_per_token'], 3)} | "
+          f"{fmt(j['weight_bytes_per_token'] / 2**20, 0)} | {fmt(j.get('fraction_of_limit'))} | "
+          f"{j.get('step_dispatches', '-')} | {j.get('step_barriers', '-')} | "
+          f"{j.get('step_host_memory_dispatches', '-')} |")
+    p()
+    models = sorted({m for m, _ in decode})
+    if models:
+        p("Long context against short (goal: at most 1.3):")
+        p()
+        for m in models:
+            ctxs = sorted(c for mm, c in decode if mm == m)
+            if len(ctxs) >= 2:
+                short, long_ = decode[(m, ctxs[0])], decode[(m, ctxs[-1])]
+                r = ratio(long_ and long_["decode_ms_per_token"], short and short["decode_ms_per_token"])
+                p(f"- {m}: ms/token at {ctxs[-1]} over {ctxs[0]}: {fmt(r)}")
+        p()
+
+    # ---- llama.cpp side by side
+    llama_rows = [(n, load(out, n)) for n, _, _, _ in steps if n.startswith("llama-")]
+    if llama_rows:
+        p("## Against llama.cpp (llama-bench -ngl 99 -p 0 -n 128, same files)")
+        p()
+        p("| model | llama.cpp tg128 tok/s | tandem decode tok/s (short context) | tandem / llama.cpp |")
+        p("|---|---|---|---|")
+        for name, j in llama_rows:
+            model = name[len("llama-"):]
+            tg = None
+            if isinstance(j, list):
+                for r in j:
+                    if r.get("n_gen") and not r.get("n_prompt"):
+                        tg = r.get("avg_ts")
+            ours = [v for (m, c), v in sorted(decode.items()) if m == model and v]
+            mine = ours[0]["decode_tokens_per_s"] if ours else None
+            p(f"| {model} | {fmt(tg, 1)} | {fmt(mine, 1)} | {fmt(ratio(mine, tg))} |")
+        p()
+        p("Goal: tandem at 1.2x llama.cpp's tg128 or more on the Qwen3-0.6B and Gemma 4 E2B shapes.")
+        p()
+
+    # ---- speculative
+    spec = [(n, load(out, n)) for n, _, _, _ in steps if n.startswith("spec-")]
+    if spec:
+        p("## Speculative decoding, forced acceptance (bench spec)")
+        p()
+        p("| run | matched | acceptance | tokens/target pass | plain TPOT ms | spec TPOT ms | speedup (decode) | "
+          "verify/decode |")
+        p("|---|---|---|---|---|---|---|---|")
+        for name, j in spec:
+            if not j:
+                p(f"| {name} | (step failed) | | | | | | |")
+                continue
+            p(f"| {name} | {j.get('matched', '-')} | {fmt(j.get('acceptance_rate'))} | "
+              f"{fmt(j.get('tokens_per_target_pass'))} | {fmt(j.get('plain_tpot_ms'), 3)} | "
+              f"{fmt(j.get('spec_tpot_ms'), 3)} | {fmt(j.get('speedup_decode'))} | "
+              f"{fmt(j.get('verify_over_decode'))} |")
+        p()
+
+    if any(n == "tune" for n, _, _, _ in steps):
+        p("## Tuning table")
+        p()
+        p("```\n" + json.dumps(load(out, "tune"), indent=1) + "\n```")
+    else:
+        p("Tuning: this build has no `tandem tune`.")
+    p()
+
+    p("## Steps")
+    p()
+    p("| step | exit | seconds | command |")
+    p("|---|---|---|---|")
+    for name, rc, secs, cmd in steps:
+        p(f"| {name} | {rc} | {secs} | `{cmd}` |")
+    p()
+    p("The per-op GPU profile of one decode run is in logs/decode-profile.err.")
+
+
+if __name__ == "__main__":
+    main()

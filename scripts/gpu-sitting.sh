@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# scripts/gpu-sitting.sh: everything a GPU machine must measure, in one command, ending in a
+# Markdown summary with ratios (OUT/summary.md, written by scripts/gpu-sitting-summary.py).
+# GPU time is rare and short: run this first, as one command, whenever a GPU is lent.
+#
+#   scripts/gpu-sitting.sh [--quick] [--tandem BIN] [--llama-bench PATH] [--models DIR] OUT
+#   scripts/gpu-sitting.sh --bundle DIR [--tandem BIN]
+#
+# OUT              directory for one JSON and one log per step, steps.tsv and summary.md.
+# --models DIR     where the synthesized models go (default OUT/models; several GB without
+#                  --quick); models already there are reused.
+# --tandem BIN     the tandem executable (default: build/bin/tandem, else build-test/bin/tandem).
+# --llama-bench P  also run llama.cpp's `llama-bench -ngl 99 -p 0 -n 128` on the same GGUF files,
+#                  for the side-by-side ratios (benchmarking only; never part of tandem).
+# --quick          tiny models and small matrices: minutes on lavapipe, to know the script
+#                  works before it meets a GPU.
+# --bundle DIR     instead of measuring: copy BIN, libtandem, the plugins, the synthesizers and
+#                  every shared library they load that is not the C library or the Vulkan
+#                  loader into DIR, with DIR/run-tandem, a wrapper that uses them. A machine
+#                  without tandem's Debian packages (a lent GPU machine) then runs the sitting
+#                  with `--tandem DIR/run-tandem`.
+#
+# The steps, each with its own time limit so that one hang does not spend the sitting:
+#   version and devices; models (Qwen3-0.6B shape in Q8_0 and Q4_K, Gemma 4 E2B shape in Q8_0);
+#   bench ops on 31B-sized matrices (21504x5376 and 5376x21504; Q8_0, Q4_K; batch 1 and 4) with
+#   device timestamps, and the device copy bandwidth; bench decode at 64 and 4096 tokens of
+#   context, and once with --profile; bench spec at forced acceptance 0.7 and 1.0, k = 3; the
+#   tuning table (when the build has `tandem tune`); llama-bench on the same files.
+# Timings only; nothing here is a test.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+quick=0
+tandem=""
+llama=""
+bundle=""
+models=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1; shift ;;
+    --tandem) tandem="$2"; shift 2 ;;
+    --llama-bench) llama="$2"; shift 2 ;;
+    --bundle) bundle="$2"; shift 2 ;;
+    --models) models="$2"; shift 2 ;;
+    -h|--help) sed -n '3,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --*) echo "gpu-sitting: unknown option $1" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+if [ -z "$tandem" ]; then
+  for b in "$here/build/bin/tandem" "$here/build-test/bin/tandem"; do
+    [ -x "$b" ] && { tandem="$b"; break; }
+  done
+fi
+if [ -z "$tandem" ] || [ ! -x "$tandem" ]; then
+  echo "gpu-sitting: no tandem executable (build first, or --tandem BIN)" >&2
+  exit 2
+fi
+tandem="$(realpath "$tandem")"
+
+# ---------------------------------------------------------------------------
+# --bundle: the build and its libraries in one folder
+# ---------------------------------------------------------------------------
+if [ -n "$bundle" ]; then
+  [ $# -eq 0 ] || { echo "gpu-sitting: --bundle takes no OUT" >&2; exit 2; }
+  build="$(dirname "$(dirname "$tandem")")"  # BUILD/bin/tandem
+  mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/plugins/synth"
+  cp "$tandem" "$bundle/bin/"
+  cp -P "$build"/host/libtandem.so* "$bundle/lib/"
+  cp "$build"/plugins/tandem-*.so "$bundle/plugins/"
+  cp "$build"/plugins/synth/tandem-*-synth.so "$bundle/plugins/synth/"
+  # Shared libraries: everything ldd resolves except the C library, the dynamic loader and
+  # the Vulkan loader (the GPU machine's own driver stack must be used).
+  find "$bundle" -type f | while read -r f; do ldd "$f" 2>/dev/null || true; done |
+    awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u | while read -r lib; do
+      case "$(basename "$lib")" in
+        libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libvulkan.so*|libtandem.so*) continue ;;
+      esac
+      cp -L "$lib" "$bundle/lib/"
+    done
+  # line tables are of no use there and would cost a third of what may travel
+  if command -v strip > /dev/null; then
+    find "$bundle" -type f -name '*.so*' -exec strip --strip-debug {} +
+    strip --strip-debug "$bundle/bin/tandem"
+  fi
+  cat > "$bundle/run-tandem" <<'EOF'
+#!/bin/sh
+# Runs the bundled tandem with the bundled libraries (scripts/gpu-sitting.sh --bundle).
+d="$(cd "$(dirname "$0")" && pwd)"
+export TANDEM_PLUGIN_PATH="$d/plugins"
+LD_LIBRARY_PATH="$d/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$d/bin/tandem" "$@"
+EOF
+  chmod +x "$bundle/run-tandem"
+  echo "gpu-sitting: bundle in $bundle ($(du -sh "$bundle" | cut -f1)); run the sitting with --tandem $bundle/run-tandem" >&2
+  exit 0
+fi
+
+if [ $# -ne 1 ]; then
+  echo "usage: scripts/gpu-sitting.sh [--quick] [--tandem BIN] [--llama-bench PATH] [--models DIR] OUT" >&2
+  exit 2
+fi
+out="$1"
+models="${models:-$out/models}"
+mkdir -p "$models" "$out/logs"
+started=$(date +%s)
+: > "$out/steps.tsv"  # name, exit status, seconds, command
+
+# STEP NAME LIMIT_S COMMAND...: runs COMMAND with its stdout in OUT/NAME.json (or .txt) and
+# its stderr in OUT/logs/NAME.err, records status and time, and never stops the sitting.
+step() {
+  local name="$1" limit="$2"; shift 2
+  local t0 rc=0 dest="$out/$name.json"
+  case "$name" in *.txt) dest="$out/$name"; name="${name%.txt}" ;; esac
+  t0=$(date +%s)
+  echo "$(date +%T) $name" >&2
+  timeout --kill-after=10 "$limit" "$@" > "$dest" 2> "$out/logs/$name.err" || rc=$?
+  [ "$rc" = 0 ] || echo "gpu-sitting: $name exited $rc (see $out/logs/$name.err)" >&2
+  local cmd="$*"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$(( $(date +%s) - t0 ))" "${cmd//$models\//MODELS/}" >> "$out/steps.tsv"
+}
+
+synth() {  # FILE LIMIT tandem-synth-arguments...
+  local file="$models/$1" limit="$2"; shift 2
+  local base="${file##*/}"
+  [ -s "$file" ] && return 0
+  step "synth-${base%.gguf}" "$limit" "$tandem" synth "$@" -o "$file.part"
+  [ -s "$file.part" ] && mv "$file.part" "$file"
+  return 0
+}
+
+if [ "$quick" = 1 ]; then
+  q8="$models/qwen3-tiny-q8_0.gguf"; q4="$models/qwen3-tiny-q4_K.gguf"; g4="$models/gemma4-tiny-e2b-q8_0.gguf"
+  synth "$(basename "$q8")" 120 --preset tiny --type q8_0
+  synth "$(basename "$q4")" 120 --preset tiny --type q4_K
+  synth "$(basename "$g4")" 120 --arch gemma4 --preset tiny-e2b --type q8_0
+  matrices=(1024x1024 1024x2048)
+  short_ctx=64; long_ctx=256; gen=16; spec_gen=16; limit=300
+else
+  q8="$models/qwen3-0.6b-q8_0.gguf"; q4="$models/qwen3-0.6b-q4_K.gguf"; g4="$models/gemma4-e2b-q8_0.gguf"
+  synth "$(basename "$q8")" 300 --preset 0.6b --type q8_0
+  synth "$(basename "$q4")" 300 --preset 0.6b --type q4_K
+  synth "$(basename "$g4")" 420 --arch gemma4 --preset e2b --type q8_0
+  matrices=(21504x5376 5376x21504)
+  short_ctx=64; long_ctx=4096; gen=128; spec_gen=64; limit=240
+fi
+
+step version.txt 30 "$tandem" --version
+step devices 60 "$tandem" devices --output-format json
+
+# Matrices as stand-ins for large models (31B: 5376 hidden, 21504 FFN); --profile gives each
+# row the kernel's own time from device timestamps, next to the device copy bandwidth.
+for m in "${matrices[@]}"; do
+  step "ops-$m" "$limit" "$tandem" bench ops --profile --matrix "$m" --types q8_0,q4_K --batches 1,4 --json
+done
+
+for f in "$q8" "$q4" "$g4"; do
+  [ -s "$f" ] || continue
+  name="$(basename "$f" .gguf)"
+  step "decode-$name-ctx$short_ctx" "$limit" "$tandem" bench decode -m "$f" --prompt-len "$short_ctx" \
+    --gen-tokens "$gen" -c $(( short_ctx + gen + 64 )) --json
+  step "decode-$name-ctx$long_ctx" "$limit" "$tandem" bench decode -m "$f" --prompt-len "$long_ctx" \
+    --gen-tokens "$gen" -c $(( long_ctx + gen + 64 )) --json
+done
+if [ -s "$q8" ]; then
+  # the per-op table goes to stderr (logs/decode-profile.err)
+  step "decode-profile" "$limit" "$tandem" bench decode -m "$q8" --prompt-len "$short_ctx" --gen-tokens "$gen" \
+    -c $(( short_ctx + gen + 64 )) --profile --json
+  for a in 0.7 1.0; do
+    step "spec-a$a-k3" "$limit" "$tandem" bench spec -m "$q8" --force-acceptance "$a" --draft-max 3 --prompts 2 \
+      --gen-tokens "$spec_gen" --prompt-len 32 -c 512 --json
+  done
+fi
+
+# Per-device tuning (`tandem tune`) when this build has it.
+if "$tandem" tune --help > /dev/null 2>&1; then
+  step tune "$limit" "$tandem" tune --json
+fi
+
+if [ -n "$llama" ]; then
+  for f in "$q8" "$q4" "$g4"; do
+    [ -s "$f" ] || continue
+    step "llama-$(basename "$f" .gguf)" "$limit" "$llama" -m "$f" -ngl 99 -p 0 -n 128 -r 3 -o json
+  done
+fi
+
+echo "gpu-sitting: measured in $(( $(date +%s) - started )) s" >&2
+python3 "$here/scripts/gpu-sitting-summary.py" "$out" > "$out/summary.md"
+echo "gpu-sitting: $out/summary.md" >&2
