@@ -18,7 +18,7 @@
 #
 # --ci (what .ci/run runs, to stay within CI's 30 minutes on 2 cores) leaves out step 1's
 # gtest programs, which are neither built nor run; the parsers are still exercised under
-# ASan+UBSan by the corpus replays and the fuzz runs. docs/RELIABILITY.md has the timings.
+# ASan+UBSan by the corpus replays and the fuzz runs. docs/perf-notes/ci-time.md has the timings.
 #
 # Leak reports are suppressed only for Mesa/LLVM internals (scripts/lsan.supp, each line
 # justified there). Exit status non-zero on any failure or sanitizer report.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // conv1d_causal.comp: causal depthwise 1-D convolution over the tokens of each
 // sequence of the batch with a checkpointed state (TDM_OP_CONV1D_CAUSAL; Gated
-// DeltaNet's qkv conv, spec/common.md §6):
+// DeltaNet's qkv conv, docs/models/common.md §6):
 //   y[t][c] = act( sum_j w[c][j] * x_{t-K+1+j}[c] ),  act = SiLU or identity,
 // inputs before the batch coming from the state ([K-1][C], oldest first).
 //

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // gated_delta_rule.comp: the gated delta rule, recurrent form
-// (TDM_OP_GATED_DELTA_RULE with i[5] = 0; spec/common.md §6). Per token t and
+// (TDM_OP_GATED_DELTA_RULE with i[5] = 0; docs/models/common.md §6). Per token t and
 // value head h, with key head kh (tiled h % Nk or grouped h / (Nv / Nk)):
 //   k^ = k / sqrt(|k|^2 + eps),  q^ = scale * q / sqrt(|q|^2 + eps)
 //   S <- exp(g) S;  u = S^T k^;  S <- S + k^ (x) beta (v - u);  o = S^T q^

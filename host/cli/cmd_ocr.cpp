@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/cli/cmd_ocr.cpp: `tandem ocr`: document OCR with a model that has an image encoder
 // (GLM-OCR). Every page of the inputs (PNG, JPEG, each page of a PDF) becomes one prompt: the
-// page's image rows and the task's prompt (spec/glm-ocr.md §4) in the model's chat template,
+// page's image rows and the task's prompt (docs/models/glm-ocr.md §4) in the model's chat template,
 // decoded greedily unless --temp is given, plain or speculative. Pages come out as they are
 // done, in markdown, text or one JSON document with per-page timings and speculative
 // statistics. A page that fails (a corrupt file, a broken PDF page) is reported and the
@@ -29,7 +29,7 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The official task prompts (spec/glm-ocr.md §4).
+// The official task prompts (docs/models/glm-ocr.md §4).
 Result<std::string> task_prompt(const OcrConfig& o) {
     if (o.task == "text") return std::string("Text Recognition:");
     if (o.task == "formula") return std::string("Formula Recognition:");

@@ -6,8 +6,8 @@
 // its last workgroup does, and with exactly one thread per CPU the CPU whose thread finished
 // first idles until then; a thread more gives the scheduler something to put there. On 2
 // cores this made decoding of the 0.6B Q8_0 shape 6-14% faster and cut the speculative TPOT
-// at A = 1, k = 3 by 8-20%, with prefill unchanged (docs/BENCHMARKS.md, "Lavapipe's worker
-// threads"). Other Vulkan drivers ignore the variable.
+// at A = 1, k = 3 by 8-20%, with prefill unchanged (docs/perf-notes/lavapipe-threads.md).
+// Other Vulkan drivers ignore the variable.
 // The library (libtandem) never sets it: an embedding program owns its environment.
 #pragma once
 

@@ -23,7 +23,7 @@ constexpr Entry kSupported[] = {
     {30, {"bf16", 1, 2, false}},
 };
 
-// Every ggml type id up to 42 (spec/gguf.md A.6); empty = removed id.
+// Every ggml type id up to 42 (docs/formats/gguf.md A.6); empty = removed id.
 constexpr std::string_view kGgmlNames[] = {
     "f32",     "f16",     "q4_0",    "q4_1",    "", "", "q5_0", "q5_1", "q8_0", "q8_1",
     "q2_K",    "q3_K",    "q4_K",    "q5_K",    "q6_K", "q8_K", "iq2_xxs", "iq2_xs", "iq3_xxs",

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/common/quant.cpp: CPU (de)quantization, see quant.h and spec/quants.md.
+// host/common/quant.cpp: CPU (de)quantization, see quant.h and docs/formats/quants.md.
 // The dequantizers are ports of llama.cpp's dequantize_row_* loops (same f32 operations, same
 // order) so that their output is the value GPU kernels must reproduce. The quantizers are simple
 // and deterministic; they are what tests use to make weights, not a copy of llama-quantize.
@@ -19,7 +19,7 @@ namespace {
 constexpr int kQK = 32;    // legacy block size
 constexpr int kQKK = 256;  // K-quant super-block size
 
-// Block byte sizes and field offsets (spec/quants.md §3, §4).
+// Block byte sizes and field offsets (docs/formats/quants.md §3, §4).
 constexpr int kQ4_0Bytes = 18;
 constexpr int kQ5_0Bytes = 22;   // d@0 qh[4]@2 qs[16]@6
 constexpr int kQ5_1Bytes = 24;   // d@0 m@2 qh[4]@4 qs[16]@8
@@ -235,7 +235,7 @@ void store_qh(uint8_t* p, uint32_t qh) {
 }
 
 // Packs 32 five-bit quants: low nibbles of weights j and j + 16 share qs[j], fifth bits go
-// to bit j of qh (spec/quants.md §3.3).
+// to bit j of qh (docs/formats/quants.md §3.3).
 void pack_q5(const uint8_t q[kQK], uint8_t* qh_out, uint8_t* qs) {
     uint32_t qh = 0;
     for (int j = 0; j < kQK / 2; ++j) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/common/quant.h: CPU (de)quantization of the ggml tensor encodings tandem computes with
-// (F32, F16, BF16, Q4_0, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K), following spec/quants.md.
+// (F32, F16, BF16, Q4_0, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K), following docs/formats/quants.md.
 // Dequantization reproduces llama.cpp's dequantize_row_* (same f32 operations in the same order),
 // so it is the ground truth that GPU dequantization is compared against.
 // Quantization is reference quality only (used to build test weights and synthetic models); it

@@ -142,7 +142,7 @@ struct ServerConfig {
 
 // `tandem ocr`: document OCR with an image encoder (GLM-OCR).
 struct OcrConfig {
-    std::string task = "text";             // text, formula, table, json (prompts of spec/glm-ocr.md §4)
+    std::string task = "text";             // text, formula, table, json (prompts of docs/models/glm-ocr.md §4)
     std::string schema;                    // task json: the JSON template of the fields to fill
     std::string output_format = "markdown";  // markdown, json, text
     float pdf_dpi = 200.0f;                // PDF pages are rendered at this resolution

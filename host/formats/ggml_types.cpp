@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/formats/ggml_types.cpp: the ggml type size table (spec/gguf.md A.6, from
+// host/formats/ggml_types.cpp: the ggml type size table (docs/formats/gguf.md A.6, from
 // gguf-py GGML_QUANT_SIZES and ggml-common.h) and checked tensor byte counts.
 #include "formats/ggml_types.h"
 

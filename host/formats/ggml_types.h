@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/formats/ggml_types.h: block size and bytes per block of EVERY ggml type id
-// a GGUF file may carry (spec/gguf.md A.6), and the checked tensor size computation.
+// a GGUF file may carry (docs/formats/gguf.md A.6), and the checked tensor size computation.
 // The container readers and writers use this table so that files holding types tandem
 // cannot compute with (IQ2_XXS, TQ1_0, ...) can still be opened, listed and validated.
 // Not here: which types the runtime supports (common/dtype.h) or how blocks are laid out.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/formats/gguf.cpp: parsing and validation of GGUF files (spec/gguf.md A.2-A.7).
+// host/formats/gguf.cpp: parsing and validation of GGUF files (docs/formats/gguf.md A.2-A.7).
 // Every read goes through GgufCursor, which refuses to step past the mapping; every
 // count is compared with the bytes that remain before anything is allocated for it.
 // Not here: the typed metadata getters (gguf_getters.cpp).

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/formats/gguf.h: GGUF v2/v3 reader (spec/gguf.md Part A). Maps the file, checks
+// host/formats/gguf.h: GGUF v2/v3 reader (docs/formats/gguf.md Part A). Maps the file, checks
 // every count, size and offset against the mapping before use, and exposes metadata
 // and tensor infos that point into the mapping (no copies of tensor data).
 // Files are untrusted: anything malformed is an Error naming the file and the problem.

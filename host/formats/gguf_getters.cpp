@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/formats/gguf_getters.cpp: typed metadata getters of GgufFile. Integer keys are
-// accepted in any integer type and float keys as FLOAT32 or FLOAT64 (spec/gguf.md
+// accepted in any integer type and float keys as FLOAT32 or FLOAT64 (docs/formats/gguf.md
 // A.3.5: the prose spec and gguf-py disagree on widths, so readers must take both),
 // with range checks on every conversion.
 // Not here: parsing (gguf.cpp); what a key means (plugins, tokenizer).
@@ -111,7 +111,7 @@ Result<double> GgufFile::get_float(std::string_view key) const {
 Result<bool> GgufFile::get_bool(std::string_view key) const {
     const GgufValue* v = find(key);
     if (!v || v->type != GgufType::BOOL) return key_error(key, "BOOL", v);
-    return v->data[0] != 0;  // spec/gguf.md A.3.2: any non-zero byte is true
+    return v->data[0] != 0;  // docs/formats/gguf.md A.3.2: any non-zero byte is true
 }
 
 Result<std::vector<std::string>> GgufFile::get_string_array(std::string_view key) const {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/formats/safetensors.cpp: the header of one .safetensors file (spec/gguf.md B.1,
+// host/formats/safetensors.cpp: the header of one .safetensors file (docs/formats/gguf.md B.1,
 // B.2): size limits, JSON shape of each entry, dtype sizes, offsets in bounds and no
 // overlaps. Holes between tensors are tolerated: the reference reader refuses them, but
 // a reader that trusts only each tensor's own offsets is not harmed by them.
@@ -169,7 +169,7 @@ Result<std::vector<SafetensorsTensor>> parse_safetensors(const MappedFile& file,
     std::vector<Parsed> parsed;
     for (auto it = header.begin(); it != header.end(); ++it) {
         if (it.key() == "__metadata__") {
-            // Strings to strings only (spec/gguf.md B.1); nothing here uses the values.
+            // Strings to strings only (docs/formats/gguf.md B.1); nothing here uses the values.
             bool ok = it.value().is_object();
             for (const auto& m : it.value().items()) ok = ok && m.value().is_string();
             if (!ok) return Error::format("{}: __metadata__ must map strings to strings", path);

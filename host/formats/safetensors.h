@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/formats/safetensors.h: Hugging Face safetensors reader (spec/gguf.md Part B):
+// host/formats/safetensors.h: Hugging Face safetensors reader (docs/formats/gguf.md Part B):
 // one .safetensors file, or a model directory holding model.safetensors or
 // model.safetensors.index.json plus its shards, and the directory's config.json.
 // Every header is validated against its file before any tensor is exposed; tensor

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/formats/safetensors_model.cpp: SafetensorsModel, a Hugging Face checkpoint as
 // one tensor list: a single file, or model.safetensors.index.json whose weight_map
-// names the shards (spec/gguf.md B.3), plus config.json.
+// names the shards (docs/formats/gguf.md B.3), plus config.json.
 // Not here: the per-file header parser (safetensors.cpp).
 #include "formats/safetensors.h"
 

@@ -20,7 +20,7 @@
 // full height. A rows-per-lane matmul workgroup walks 64 rows together; row
 // after row those are 64 streams a row apart, which the CPU's caches and
 // prefetchers follow poorly: reading the same weights hot from cache ran a
-// Q8_0 matvec 1.5x faster (docs/BENCHMARKS.md, "Row tiles"). Tiled, each step
+// Q8_0 matvec 1.5x faster (docs/perf-notes/lavapipe-matmul.md, "Row tiles"). Tiled, each step
 // of the walk reads one contiguous span. Kernels index planes with
 // plane_index() (shaders/include/weights.glsl); storage-buffer planes (GPUs)
 // stay row after row.

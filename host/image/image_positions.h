@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/image/image_positions.h: the 3-D rotary positions (t, h, w) of a prompt that holds
-// images, by GLM-4V's rule (transformers' Glm4vModel.get_rope_index; spec/glm-ocr.md §2.2),
+// images, by GLM-4V's rule (transformers' Glm4vModel.get_rope_index; docs/models/glm-ocr.md §2.2),
 // which Qwen2-VL shares for still images. Walking the prompt with a running position p:
 //   - a text token (the image's begin/end markers included) gets (p, p, p), then p += 1;
 //   - an image of gh x gw merged cells fills its gh * gw placeholder tokens in row-major

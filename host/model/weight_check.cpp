@@ -22,7 +22,7 @@ uint16_t load_u16(const uint8_t* p) {
 bool f16_non_finite(uint16_t h) { return (h & 0x7c00u) == 0x7c00u; }
 bool bf16_non_finite(uint16_t h) { return (h & 0x7f80u) == 0x7f80u; }
 
-// Where the f16 scales of one block sit (ggml block layouts, spec/quants.md).
+// Where the f16 scales of one block sit (ggml block layouts, docs/formats/quants.md).
 struct ScaleFields {
     uint32_t d_offset;
     int dmin_offset;                 // -1: the format has no second scale

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/ops/gated_delta_rule.cpp: TDM_OP_GATED_DELTA_RULE, the Gated DeltaNet core
-// (spec/common.md §6) over a checkpointed recurrent state. Two forms, one
+// (docs/models/common.md §6) over a checkpointed recurrent state. Two forms, one
 // dispatch each: recurrent (shaders/gated_delta_rule.comp, i[5] = 0,
 // batch-invariant) and chunked (shaders/gated_delta_rule_chunked.comp, i[5] =
 // chunk size up to kMaxDeltaRuleChunk, for long prefill batches).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/ops/matmul.cpp: TDM_OP_MATMUL, y [M, n] = x [K, n] W^T (+ add), W a
-// weight of any type. Two layouts (measured in docs/BENCHMARKS.md; env overrides
+// weight of any type. Two layouts (measured in docs/perf-notes/lavapipe-matmul.md; env overrides
 // are for experiments and for tests that run both on one device):
 //  "ks" (shaders/matmul.comp): lanes stride over K, R rows per subgroup, several
 //      subgroups per workgroup: coalesced loads, the layout for GPUs.
@@ -33,7 +33,7 @@ struct MatmulLayout {
 };
 // Rows per lane in "rl": 8. Against 4, on a whole 0.6B-shape model on lavapipe, decode
 // measured 1.08-1.35x faster, prefill 1.04-1.12x, verify passes mostly faster
-// (docs/BENCHMARKS.md, "Rows per lane"), for about a sixth more compile time on a cold cache.
+// (docs/perf-notes/lavapipe-matmul.md, "Rows per lane"), for about a sixth more compile time on a cold cache.
 MatmulLayout matmul_layout(const vk::DeviceCaps& caps) {
     const char* e = std::getenv("TANDEM_MATMUL_LAYOUT");
     const bool rl = e ? std::string_view(e) == "rl" : caps.is_cpu();

@@ -43,7 +43,7 @@ inline uint32_t off(const RecordContext& c, TensorId t) { return uint32_t(c.grap
 inline uint32_t stride(const RecordContext& c, TensorId t) { return uint32_t(c.graph.tensor(t).row_stride); }
 
 // Whether activation inputs are read through texel views (CPU devices:
-// spec/lavapipe.md §4) rather than storage buffers.
+// docs/lavapipe.md §4) rather than storage buffers.
 inline bool act_texel(const RecordContext& c) { return c.device.caps().prefer_texel_weights; }
 
 inline vk::Binding storage(const RecordContext& c, TensorId t) {

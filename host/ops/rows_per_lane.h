@@ -14,7 +14,7 @@ namespace tdm::kernel {
 // Keys per chunk of a query's online softmax, from the head dims alone (dk4, dv4 = dims
 // / 4), so a query's arithmetic is fixed by the op's shape. The chunk loop is unrolled:
 // this keeps it near 128 vec4 steps per query (8 keys at head dim 64), which compiles in
-// seconds on lavapipe and loses nothing measurable to larger chunks (docs/BENCHMARKS.md).
+// seconds on lavapipe and loses nothing measurable to larger chunks (docs/perf-notes/lavapipe-attention.md).
 inline uint32_t lane_keys_per_chunk(uint32_t dk4, uint32_t dv4) {
     return std::clamp<uint32_t>(128 / std::max(dk4, dv4), 1, 32);
 }

@@ -15,7 +15,7 @@ constexpr double kShapeDecay = 0.7;  // per shape: a shape's time follows the co
 // row also costs what the cost table does not see (its logits row read back and sampled,
 // the drafter's bookkeeping), and where a row costs about what its token is worth (a
 // compute-bound CPU device with many sequences) smaller promises measured slower
-// (docs/BENCHMARKS.md, tandem serve).
+// (docs/perf-notes/serve-batching.md).
 constexpr double kMinGainBatchBudget = 1.05;
 
 }  // namespace

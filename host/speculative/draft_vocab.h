@@ -11,8 +11,8 @@
 // ladder whose share of misses is at most `max_miss` wins. Where ids follow
 // frequency (BPE merge order: Qwen's vocabularies on English and code) a small N
 // qualifies; where they do not (Chinese, Russian, or a vocabulary not in
-// frequency order) the whole vocabulary stays. docs/BENCHMARKS.md, "Draft
-// vocabulary", has the shares measured on real text.
+// frequency order) the whole vocabulary stays. docs/perf-notes/draft-vocabulary.md
+// has the shares measured on real text.
 #pragma once
 
 #include <cstdint>

@@ -23,7 +23,7 @@ bool is_synth_weight_type(DType t);
 bool is_hf_weight_type(DType t);
 
 // The type a matrix with rows of ne0 elements gets when `want` is asked for: llama-quantize's
-// shape fallback (spec/quants.md §6), Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, then F16 when not
+// shape fallback (docs/formats/quants.md §6), Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, then F16 when not
 // even 32 divides the row. The 32-element types (Q4_0, Q5_0, Q5_1, Q8_0) fall back to F16 where
 // 32 does not divide the row. Float types never fall back.
 DType gguf_row_type(DType want, int64_t ne0);

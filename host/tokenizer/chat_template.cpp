@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/tokenizer/chat_template.cpp: the built-in chat formats and their rendering.
 // Sources: the Qwen3 and Gemma 3 chat_template fields of the fixtures' tokenizer_config
-// .json (rendered with Jinja in the tests' expectations), spec qwen35.md §5 for the
-// <think> variants, spec glm-ocr.md §4 for GLM, spec gemma4.md §4 for Gemma 4.
+// .json (rendered with Jinja in the tests' expectations), docs/models/qwen35.md §5 for the
+// <think> variants, docs/models/glm-ocr.md §4 for GLM, docs/models/gemma4.md §4 for Gemma 4.
 #include "tokenizer/chat_template.h"
 
 #include "tokenizer/unicode.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/tokenizer/pretokenize.cpp: hand-written equivalents of the pre-tokenizer regexes
-// (spec tokenizers.md §3.2). Each splitter is a port of llama.cpp's
+// (docs/tokenizers.md §3.2). Each splitter is a port of llama.cpp's
 // unicode_regex_split_custom_{qwen2,qwen35,llama3,gpt2} and tries the regex alternatives
 // in order at each position, so the comments quote the alternative being matched.
 // No std::regex: it is slow and has no Unicode classes.

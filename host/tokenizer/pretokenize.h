@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/tokenizer/pretokenize.h: the pre-tokenizer splitters of spec tokenizers.md §3.2
+// host/tokenizer/pretokenize.h: the pre-tokenizer splitters of docs/tokenizers.md §3.2
 // and §4.4, written by hand (as llama.cpp's unicode_regex_split_custom_* are) instead of
 // running the regexes. Not here: normalisation (NFC) and byte mapping.
 #pragma once

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/tokenizer/special_tokens.h: splitting added/special tokens out of raw text before
-// any normalisation or merging (spec tokenizers.md §2). A byte trie gives HF's
+// any normalisation or merging (docs/tokenizers.md §2). A byte trie gives HF's
 // leftmost-longest matching in O(text * longest token), independent of how many
 // tokens there are (Gemma 3 has 6,415). Not here: what happens to the text between them.
 #pragma once

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/tokenizer/spm.h: llama.cpp's SentencePiece algorithm for tokenizer.ggml.model =
-// "llama" (spec tokenizers.md §4.3 step 4-5): score-driven merges of UTF-8 characters,
+// "llama" (docs/tokenizers.md §4.3 step 4-5): score-driven merges of UTF-8 characters,
 // then resegmentation with <0xXX> byte fallback. Not here: special-token partition,
 // the space prefix and " " -> U+2581 escaping (tokenizer.cpp).
 #pragma once

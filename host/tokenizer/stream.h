@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/tokenizer/stream.h: incremental detokenization for generated tokens (spec
-// tokenizers.md §5.3). Output never ends inside a UTF-8 character: bytes of a character
+// docs/tokenizers.md §5.3). Output never ends inside a UTF-8 character: bytes of a character
 // split across tokens (byte-level "ðŁ" = F0 9F, or <0xF0> byte-fallback tokens) are held
 // back until the character is complete. Not here: stop strings (the server's job).
 //

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/tokenizer/tokenizer.cpp: indexing a Vocab, the encode pipeline (special tokens ->
-// normalise -> pre-tokenize -> merge) and decoding, per spec tokenizers.md §2-§5.
+// normalise -> pre-tokenize -> merge) and decoding, per docs/tokenizers.md §2-§5.
 // Not here: the merge loops themselves (bpe.cpp, spm.cpp) and the splitters (pretokenize.cpp).
 #include "tokenizer/tokenizer.h"
 

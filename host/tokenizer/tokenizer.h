@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/tokenizer/tokenizer.h: text <-> token ids for one vocabulary (spec tokenizers.md).
+// host/tokenizer/tokenizer.h: text <-> token ids for one vocabulary (docs/tokenizers.md).
 // Build a Vocab with a loader (vocab_json.h, vocab_gguf.h), then Tokenizer::create().
 // Not here: streaming output (stream.h), chat formatting (chat_template.h).
 //

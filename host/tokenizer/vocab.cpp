@@ -44,7 +44,7 @@ static bool starts_ends(std::string_view s, std::string_view a, std::string_view
            s.substr(s.size() - b.size()) == b;
 }
 
-// Mirrors conversion/base.py does_token_look_special (spec tokenizers.md §2.2).
+// Mirrors conversion/base.py does_token_look_special (docs/tokenizers.md §2.2).
 bool token_looks_special(std::string_view t) {
     if (t == "<pad>" || t == "<mask>" || t == "<2mass>" || t == "[@BOS@]") return true;
     if (starts_ends(t, "<|", "|>")) return true;

@@ -2,7 +2,7 @@
 // host/tokenizer/vocab.h: the neutral description of a tokenizer vocabulary.
 // Both loaders (HF tokenizer.json: vocab_json.cpp, GGUF tokenizer.ggml.*: vocab_gguf.cpp)
 // produce a Vocab; Tokenizer::create() indexes it. Nothing here tokenizes.
-// Semantics follow ../shared/spec/tokenizers.md (section numbers below refer to it).
+// Semantics follow docs/tokenizers.md (section numbers below refer to it).
 #pragma once
 
 #include "common/error.h"

@@ -18,7 +18,7 @@ using namespace gguf_vocab_keys;
 namespace {
 
 // tokenizer.ggml.pre values of gpt2-type vocabularies that tandem implements, from
-// llama.cpp's table (spec tokenizers.md §3.2).
+// llama.cpp's table (docs/tokenizers.md §3.2).
 const std::unordered_map<std::string_view, PreTokenizer>& pre_names() {
     static const std::unordered_map<std::string_view, PreTokenizer> m = {
         {"qwen2", PreTokenizer::qwen2},        {"deepseek-r1-qwen", PreTokenizer::qwen2},

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/tokenizer/vocab_gguf.h: the vocabulary in GGUF metadata (tokenizer.ggml.*,
-// spec gguf.md §A.11.3), read with llama.cpp's rules (llama_vocab::impl::load).
+// docs/formats/gguf.md §A.11.3), read with llama.cpp's rules (llama_vocab::impl::load).
 // Not here: tokenizer.json (vocab_json.h); writing it as llama.cpp's converter does
 // (writers/vocab_gguf_writer.h, outside the runtime library).
 //
 // What the GGUF path does differently from tokenizer.json, on purpose (llama.cpp
-// fidelity, spec tokenizers.md §3.5 and §4.3):
+// fidelity, docs/tokenizers.md §3.5 and §4.3):
 //   * no NFC: llama.cpp never normalises byte-level input, so a GGUF Qwen tokenizer
 //     encodes decomposed text ("e\u0301") differently from HF;
 //   * user-defined tokens are stored with " " where HF has U+2581, so runs of spaces are

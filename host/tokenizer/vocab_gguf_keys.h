@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/tokenizer/vocab_gguf_keys.h: the tokenizer.ggml.* metadata keys (spec gguf.md §A.11.3),
+// host/tokenizer/vocab_gguf_keys.h: the tokenizer.ggml.* metadata keys (docs/formats/gguf.md §A.11.3),
 // shared by the reader (vocab_gguf.cpp) and the writer (writers/vocab_gguf_writer.cpp) so that
 // the two cannot drift apart.
 #pragma once

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/tokenizer/vocab_json.h: Hugging Face tokenizer.json (+ tokenizer_config.json) ->
-// Vocab. Accepts the BPE shapes of spec tokenizers.md §0 - byte-level (Qwen, GPT-2,
+// Vocab. Accepts the BPE shapes of docs/tokenizers.md §0 - byte-level (Qwen, GPT-2,
 // Llama 3, GLM) and byte-fallback SentencePiece-style (Gemma 3, Llama 2) - and refuses
 // everything else with an error naming what it found. Not here: GGUF (vocab_gguf.h).
 #pragma once

@@ -73,7 +73,7 @@ struct DeviceCaps {
     bool unified_memory = false;  // a memory type that is device-local and host-visible
 
     // Weight-read access path. CPU devices (lavapipe) read weights through uniform
-    // texel buffers, 3-5x faster there than storage-buffer loads (spec/lavapipe.md
+    // texel buffers, 3-5x faster there than storage-buffer loads (docs/lavapipe.md
     // §3-4); GPUs use storage buffers.
     bool prefer_texel_weights = false;
     bool is_cpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }

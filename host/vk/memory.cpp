@@ -12,7 +12,7 @@
 namespace tdm::vk {
 
 // On CPU devices an allocation beyond this would end in the kernel's OOM killer instead of
-// an error (spec/lavapipe.md §2).
+// an error (docs/lavapipe.md §2).
 uint64_t host_memory_available() {
     std::ifstream in("/proc/meminfo");
     std::string key;

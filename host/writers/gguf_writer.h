@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/writers/gguf_writer.h: writes GGUF v3 files laid out the way gguf-py does
-// (spec/gguf.md A.2-A.5, A.8): header, metadata in insertion order, tensor infos in
+// (docs/formats/gguf.md A.2-A.5, A.8): header, metadata in insertion order, tensor infos in
 // insertion order, zero padding to the alignment, then each tensor's data padded to the
 // alignment. Used by tests and by synthesizers (`tandem synth`), which write models of
 // hundreds of MB, so write_file() streams tensor data instead of building the file in memory.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/writers/safetensors_writer.h: writes Hugging Face safetensors files (spec/gguf.md
+// host/writers/safetensors_writer.h: writes Hugging Face safetensors files (docs/formats/gguf.md
 // Part B) laid out the way the reference Rust writer does: an 8-byte header length, the JSON
 // header (__metadata__ first, then the tensors in data order) padded with spaces to a multiple
 // of 8 bytes, then the tensors back to back, ordered by dtype size (largest first) and then by

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/writers/vocab_gguf_writer.h: a vocabulary as tokenizer.ggml.* GGUF metadata (spec
-// gguf.md §A.11.3), written the way llama.cpp's converter writes it (conversion/base.py: token
+// docs/formats/gguf.md §A.11.3), written the way llama.cpp's converter writes it (conversion/base.py: token
 // types, user-defined spaces; gguf-py's key types). The runtime's reader is
 // tokenizer/vocab_gguf.h; both use the key names of tokenizer/vocab_gguf_keys.h.
 #pragma once

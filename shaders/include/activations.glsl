@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// activations.glsl: the two read paths for f32 activation inputs (spec/lavapipe.md §4).
+// activations.glsl: the two read paths for f32 activation inputs (docs/lavapipe.md §4).
 // ACT_TEXEL: an RGBA32F texel view of the tensor's storage. On lavapipe texel
 //   fetches are vector gathers, while storage loads whose address varies across
 //   lanes (or comes from a loop counter) become per-lane scalar loops.

@@ -5,7 +5,7 @@
 // of piece pc within its unit, and dequant_piece(row, unit, piece, w) the 32
 // weights of that piece as 8 vec4 (in element order). Reads the weight planes of
 // weights.glsl; needs push constants K, w_off, s_off.
-// Layouts: host/graph/weight_layout.h. Formulas: spec/quants.md (f32 arithmetic
+// Layouts: host/graph/weight_layout.h. Formulas: docs/formats/quants.md (f32 arithmetic
 // in llama.cpp's order: (d * sc) * q - (dmin * m)).
 // Plain types (F32, F16, BF16) also define PLAIN_TAIL and dequant4(row, k), the 4
 // weights at columns k..k+3: their rows need only be 16 bytes long, so K may end

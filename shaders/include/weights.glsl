@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// weights.glsl: the two weight access paths (spec/lavapipe.md §3-4).
+// weights.glsl: the two weight access paths (docs/lavapipe.md §3-4).
 // WEIGHTS_TEXEL: uniform texel buffers (RGBA32UI main plane, R16UI scale plane of
 //   16-bit fields, host/graph/weight_layout.h):
 //   3-5x faster than storage-buffer loads on lavapipe.

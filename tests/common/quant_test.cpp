@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/common/quant_test.cpp: CPU (de)quantization (host/common/quant.h) against
-// spec/quants.md: its worked examples (blocks built byte by byte), its closed-form
+// docs/formats/quants.md: its worked examples (blocks built byte by byte), its closed-form
 // "value of weight t" formulas on random blocks, and quantize -> dequantize error bounds.
 // To add a case: for a new type, add its worked example as a hand-built block, a closed-form
 // weight function below, and a row in RoundTrip.error_is_bounded_on_uniform_data.
@@ -158,7 +158,7 @@ int count_mismatches(DType t, float (*weight)(const uint8_t*, int), int n_blocks
 
 }  // namespace
 
-// ===== worked examples of spec/quants.md ========================================================
+// ===== worked examples of docs/formats/quants.md ========================================================
 
 TEST(QuantSpec, q4_0_worked_example) {
     std::vector<uint8_t> b(18, 0);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/common/reference_test.cpp: small hand-computed checks of the CPU reference ops
 // (tests/support/reference.h). Shader tests trust these references, so each op gets at least
-// one case whose answer was worked out by hand from spec/common.md, not by running the code.
+// one case whose answer was worked out by hand from docs/models/common.md, not by running the code.
 // To add a case: pick inputs whose result you can write down (identity rotations, equal
 // logits, one visible key) and compare with EXPECT_NEAR at float precision.
 #include <gtest/gtest.h>
@@ -273,7 +273,7 @@ TEST(Reference, mrope_sections_pick_the_position_stream_per_slot) {
     // Only the h stream is non-zero, so exactly the slots that read h rotate.
     // Position 1000 keeps even the slowest slot's angle (1000 * 1e7^(-62/64)) far above 1e-6.
     const std::vector<int32_t> only_h = {0, 1000, 0};  // t, h, w for one token
-    // Interleaved [11, 11, 10] over 32 slots: h owns slots 1, 4, ..., 31 (common.md §2.5).
+    // Interleaved [11, 11, 10] over 32 slots: h owns slots 1, 4, ..., 31 (docs/models/common.md §2.5).
     {
         ref::RopeParams p = rope_params(64, ref::RopePairing::NeoX, 1e7);
         p.mrope = ref::MRope::Interleaved;

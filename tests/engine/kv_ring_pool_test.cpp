@@ -30,7 +30,7 @@ tdm_attention_layer layer(uint32_t n_kv_head, uint32_t dk, uint32_t dv, uint32_t
     return l;
 }
 
-// Gemma 4 31B (spec/gemma4.md §1): 60 layers, 5 sliding (16 KV heads x 256, window 1024)
+// Gemma 4 31B (docs/models/gemma4.md §1): 60 layers, 5 sliding (16 KV heads x 256, window 1024)
 // to 1 full (4 KV heads x 512).
 std::vector<tdm_attention_layer> gemma4_31b(bool windows = true) {
     std::vector<tdm_attention_layer> v;

@@ -103,7 +103,7 @@ TEST(GgufReject, gguf_rejects_truncated_and_oversized_bool_arrays) {
     EXPECT_TRUE(fails_with(parse(cut), {"key 'pattern'", "array of 6 BOOL", "3 left"}));
     auto no_count = GgufBuilder().header(3, 0, 1).str("pattern").u32(9).u32(7).u32(6);
     EXPECT_TRUE(fails_with(parse(no_count), {"key 'pattern'", "while reading array length"}));
-    // Bytes other than 0 and 1 are true, as in llama.cpp's reader (spec/gguf.md A.3.2).
+    // Bytes other than 0 and 1 are true, as in llama.cpp's reader (docs/formats/gguf.md A.3.2).
     auto odd = GgufBuilder().header(3, 0, 1).str("pattern").u32(9).u32(7).u64(3).u8(2).u8(0).u8(0xff);
     auto f = parse(odd);
     ASSERT_TRUE(f.ok()) << f.error().message();

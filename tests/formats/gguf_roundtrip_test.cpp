@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/formats/gguf_roundtrip_test.cpp: GgufWriter -> GgufFile round trips of every
 // metadata type, typed getters, tensors of several types and alignments, and the
-// spec/gguf.md A.8 byte dump.
+// docs/formats/gguf.md A.8 byte dump.
 // To add a case: write it with GgufWriter, read it back with GgufFile::from_memory and
 // compare; for byte-exact layout checks, spell the expected bytes out as in A.8.
 #include <gtest/gtest.h>
@@ -254,7 +254,7 @@ TEST(GgufRoundTrip, tensors_of_several_types_and_alignments_keep_shape_type_and_
 }
 
 TEST(GgufRoundTrip, writer_reproduces_the_spec_byte_dump_exactly) {
-    // spec/gguf.md A.8: 2 KVs and one F32 tensor "w", ne = (4, 2), values 0..7.
+    // docs/formats/gguf.md A.8: 2 KVs and one F32 tensor "w", ne = (4, 2), values 0..7.
     GgufWriter w;
     w.add_string("general.architecture", "llama");
     w.add_u32("llama.block_count", 1);
@@ -358,7 +358,7 @@ TEST(GgufRoundTrip, writer_refuses_inconsistent_tensors_and_keys) {
 }
 
 TEST(GgufRoundTrip, type_table_covers_every_ggml_id_in_the_spec) {
-    // spec/gguf.md A.6: removed ids have no size; every other id up to 42 has one.
+    // docs/formats/gguf.md A.6: removed ids have no size; every other id up to 42 has one.
     for (uint32_t id : {4u, 5u, 31u, 32u, 33u, 36u, 37u, 38u, 43u, 1000u}) EXPECT_EQ(ggml_type_size(id), nullptr) << id;
     struct Want {
         uint32_t id, block, bytes;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/formats/safetensors_test.cpp: safetensors single-file and sharded round trips
 // (files written here by safetensors_builder.h), config.json, and every rejection of
-// spec/gguf.md Part B with a check that the message names the problem.
+// docs/formats/gguf.md Part B with a check that the message names the problem.
 // To add a case: build bytes with safetensors_bytes()/safetensors_raw(), write them
 // under make_temp_dir(), open with SafetensorsModel::open, check with fails_with().
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // tests/gemma4/gemma4_assistant_reference_test.cpp: the assistant drafter reference
 // (support/gemma4_assistant_reference.h) on the tiny drafters of gemma4_tiny_assistant.h: it
 // agrees with a loop-by-loop double version of the draft step written here from
-// spec/gemma4.md §3.3-3.5 (both heads, both KV caches precisions); GGUF and HF copies draft
+// docs/models/gemma4.md §3.3-3.5 (both heads, both KV caches precisions); GGUF and HF copies draft
 // identical tokens and logits; the centroid head's token is the argmax of the full masked
 // computation and differs from the unmasked argmax; drafts read the target cache only at
 // committed positions < p, sliding layers only the last W of them; incompatible or incomplete

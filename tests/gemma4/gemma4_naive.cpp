@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/gemma4/gemma4_naive.cpp: naive_forward(), the second Gemma 4 implementation the
-// reference is checked against: spec/gemma4.md §2 transcribed into plain loops over the
+// reference is checked against: docs/models/gemma4.md §2 transcribed into plain loops over the
 // in-memory HF-named weights, everything in double, no shared helpers with the reference, no
 // file reading (so the reference's loader and name mapping are checked too).
 #include "gemma4_tiny.h"

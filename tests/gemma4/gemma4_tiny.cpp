@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/gemma4/gemma4_tiny.cpp: presets, random weights and the GGUF / HF writers of the tiny
 // Gemma 4 test models (see gemma4_tiny.h). Names and keys follow /work/notes/gemma4_contract.md
-// and spec/gemma4.md §2.1.
+// and docs/models/gemma4.md §2.1.
 #include "gemma4_tiny.h"
 
 #include "common/error.h"

@@ -4,7 +4,7 @@
 // weights held in memory under their HF names, written out as a GGUF file (llama.cpp's names
 // and keys) or an HF directory (config.json with text_config + model.safetensors), optionally
 // broken in one named way for the error tests. naive_forward() is a second, loop-by-loop
-// implementation of spec/gemma4.md §2 in double, working on the in-memory weights only, written
+// implementation of docs/models/gemma4.md §2 in double, working on the in-memory weights only, written
 // separately from tests/support/gemma4_reference.* so the two can be compared.
 #pragma once
 
@@ -85,7 +85,7 @@ std::string write_gguf(const Preset& p, const Weights& w, const std::string& pat
 std::string write_hf(const Preset& p, const Weights& w, const std::string& dir, const WriteOptions& o = {});
 
 // Logits [n][n_vocab] of the loop-by-loop double implementation. embd_scale / ple_scale are the
-// embedding scales the file format implies (gemma4.md §2: fp32 sqrtf for GGUF, dtype-rounded
+// embedding scales the file format implies (docs/models/gemma4.md §2: fp32 sqrtf for GGUF, dtype-rounded
 // for HF).
 std::vector<double> naive_forward(const Preset& p, const Weights& w, const std::vector<int32_t>& tokens,
                                   double embd_scale, double ple_scale);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/gemma4/gemma4_tiny_assistant.cpp: preset, random weights and the GGUF / HF writers of the
 // tiny gemma4_assistant drafters (see gemma4_tiny_assistant.h). Names and keys follow
-// spec/gemma4.md §3.1-3.2 (HF Gemma4AssistantForCausalLM, llama.cpp's gemma4-assistant arch).
+// docs/models/gemma4.md §3.1-3.2 (HF Gemma4AssistantForCausalLM, llama.cpp's gemma4-assistant arch).
 //
 // GGUF keys (prefix "gemma4-assistant."): context_length, embedding_length (Ha),
 // embedding_length_out (Hb), block_count, nextn_predict_layers (= block_count),
@@ -58,7 +58,7 @@ std::vector<uint8_t> encode_gemma4_tiny_assistant(const std::vector<float>& v, D
     return out;
 }
 
-// Full HF name -> GGUF name (spec/gemma4.md §3.2).
+// Full HF name -> GGUF name (docs/models/gemma4.md §3.2).
 std::string gguf_name_gemma4_tiny_assistant(const std::string& hf) {
     static const std::map<std::string, std::string> globals = {
         {"model.embed_tokens.weight", "token_embd.weight"},

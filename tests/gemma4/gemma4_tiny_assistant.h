@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// tests/gemma4/gemma4_tiny_assistant.h: tiny gemma4_assistant drafters (spec/gemma4.md §3) for
+// tests/gemma4/gemma4_tiny_assistant.h: tiny gemma4_assistant drafters (docs/models/gemma4.md §3) for
 // the tiny targets of gemma4_tiny.h: a preset derived from a target preset, random weights held
 // in memory under their HF names, written out as a GGUF file (arch gemma4-assistant, llama.cpp's
 // names and keys) or an HF directory (Gemma4AssistantForCausalLM config.json + model.safetensors),

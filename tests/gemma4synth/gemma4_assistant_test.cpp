@@ -2,7 +2,7 @@
 // tests/gemma4synth/gemma4_assistant_test.cpp: the gemma4 synthesizer's assistant drafters
 // (plugins/gemma4/synth/gemma4_assistant.h), read back through the host's readers: every preset
 // fits its target (and E4B's has the released parameter count); the files hold exactly the
-// tensor table of spec/gemma4.md §3.2, written out here by hand, in the requested types (norms
+// tensor table of docs/models/gemma4.md §3.2, written out here by hand, in the requested types (norms
 // F32 in GGUF, the ordering an integer permutation); the keys and config.json carry the target's
 // attention and RoPE shape; GGUF and HF hold the same values; the same request gives the same
 // bytes. (Drafting with them, through the plugin: tests/gemma4/gemma4_synth_assistant_test.cpp.)
@@ -43,7 +43,7 @@ struct Expected {
     bool gguf_f32 = false;  // norms and scales
 };
 
-// GGUF name -> expectation, spec/gemma4.md §3.2 (no K/V, no per-layer inputs; the ordering and
+// GGUF name -> expectation, docs/models/gemma4.md §3.2 (no K/V, no per-layer inputs; the ordering and
 // rope_freqs are checked apart).
 std::map<std::string, Expected> expected_assistant_tensors(const Gemma4AssistantShape& a) {
     const Gemma4Shape& t = a.target;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/gemma4synth/gemma4_shape_test.cpp: the Gemma 4 presets hold the contract's values
-// (notes/gemma4_contract.md for the tiny ones, spec/gemma4.md §1 for the released ones; the large
+// (notes/gemma4_contract.md for the tiny ones, docs/models/gemma4.md §1 for the released ones; the large
 // ones are only checked here, never written), validate_gemma4 refuses bad shapes naming the
 // field, and the per-row type fallback and file types are llama-quantize's.
 #include "gemma4synth_helpers.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // tests/gemma4synth/gemma4synth_helpers.h: what the synthetic Gemma 4 tests share: presets, opening
 // files, decoding whole tensors, and the expected tensor table written out by hand from
-// spec/gemma4.md §2.1 (independently of gemma4_params.cpp, so that a wrong name or shape there
+// docs/models/gemma4.md §2.1 (independently of gemma4_params.cpp, so that a wrong name or shape there
 // is caught).
 #pragma once
 

@@ -112,7 +112,7 @@ TEST(GlmReference, a_chunked_forward_equals_a_full_one) {
 
 TEST(GlmReference, gguf_and_hf_copies_of_a_model_give_the_same_logits) {
     // The GGUF holds q/k rows permuted into NeoX order and ropes (i, i + R/2); the HF copy keeps
-    // HF's order and ropes (2i, 2i + 1): the same rotation of the same values (glm-ocr.md §2.1).
+    // HF's order and ropes (2i, 2i + 1): the same rotation of the same values (docs/models/glm-ocr.md §2.1).
     const synth::GlmShape s = tiny();
     const GlmReference g = make(s), h = make(s, {}, /*hf=*/true);
     const ref::GlmOutput a = g.forward(kTokens), b = h.forward(kTokens);
@@ -198,7 +198,7 @@ TEST(GlmReference, a_batch_of_mtp_pairs_equals_the_same_pairs_step_by_step) {
 }
 
 TEST(GlmReference, the_mtp_chain_feeds_the_pre_norm_block_output) {
-    // Step j + 1 of mtp_draft takes step j's un-normalised block output (glm-ocr.md §3.2).
+    // Step j + 1 of mtp_draft takes step j's un-normalised block output (docs/models/glm-ocr.md §3.2).
     const GlmReference r = make(tiny());
     const int64_t E = r.hparams().n_embd, V = r.hparams().n_vocab, n = int64_t(kTokens.size());
     const ref::GlmOutput trunk = r.forward(kTokens);

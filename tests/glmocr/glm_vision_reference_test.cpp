@@ -94,7 +94,7 @@ TEST(GlmVisionReference, TensorListMatchesTheGlmOcrCheckpoint) {
         EXPECT_TRUE(names.insert(s.name).second) << "duplicate " << s.name;
         EXPECT_EQ(s.name.rfind("model.visual.", 0), 0u) << s.name;
     }
-    // glm-ocr.md: "vision tower 434 M" (the audit of the checkpoint header).
+    // docs/models/glm-ocr.md: "vision tower 434 M" (the audit of the checkpoint header).
     EXPECT_EQ(params, 434120192);
     const auto shape_of = [&](const std::string& name) {
         for (const auto& s : specs)
@@ -207,7 +207,7 @@ TEST(GlmVisionReference, PatchEmbedIsTheConv3dOverTheImage) {
 }
 
 // For a still image (both frames equal) the Conv3d is a Conv2d with the two temporal kernel
-// slices summed (glm-ocr.md §5 step 2), the form a runtime may prefer.
+// slices summed (docs/models/glm-ocr.md §5 step 2), the form a runtime may prefer.
 TEST(GlmVisionReference, StillImagePatchEmbedIsConv2dWithSummedKernel) {
     const GlmVisionConfig c = tiny_glm_vision_reference();
     const MapVisionWeights w = MapVisionWeights::synthetic(c, 13);

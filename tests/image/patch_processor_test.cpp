@@ -55,7 +55,7 @@ TEST(PatchProcessor, a_full_page_stays_within_the_token_budget) {
         auto r = smart_resize(h, w, cfg);
         ASSERT_TRUE(r.ok());
         const uint64_t patches = uint64_t(r->height / 14) * (r->width / 14);
-        EXPECT_LE(patches, 24576u) << h << " x " << w;  // spec/glm-ocr.md §5: at most 6,144 image tokens
+        EXPECT_LE(patches, 24576u) << h << " x " << w;  // docs/models/glm-ocr.md §5: at most 6,144 image tokens
         EXPECT_GE(uint64_t(r->height) * r->width * 2, cfg.min_pixels) << h << " x " << w;
     }
 }

@@ -54,7 +54,7 @@ Floats gated_delta_net(std::span<const float> qkv, std::span<const float> z, std
             acc += double(wc[K - 1]) * x[ch];
             c[size_t(ch)] = silu_d(acc);
         }
-        // The state keeps pre-conv inputs (qwen35.md pitfall 7): drop the oldest, append qkv_t.
+        // The state keeps pre-conv inputs (docs/models/qwen35.md pitfall 7): drop the oldest, append qkv_t.
         if (K > 1) {
             state.conv.erase(state.conv.begin(), state.conv.begin() + C);
             state.conv.insert(state.conv.end(), x, x + C);

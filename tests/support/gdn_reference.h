@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// tests/support/gdn_reference.h: the Gated DeltaNet mixer of Qwen3.5 (spec/common.md §6) as
+// tests/support/gdn_reference.h: the Gated DeltaNet mixer of Qwen3.5 (docs/models/common.md §6) as
 // plain loops with double accumulation, written from the spec's equations, used by the Qwen3.5
 // reference forward pass (qwen35_reference.h). It takes the four input projections already
 // computed (qkv, z, b, a) and returns the gated-normed head outputs that out_proj consumes:

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/support/gemma4_assistant_reference.cpp: Gemma4AssistantReference (see the header):
 // hyper-parameters from GGUF (gemma4-assistant.* keys) or config.json (gemma4_assistant with a
-// gemma4_text text_config), the weights under either naming (spec/gemma4.md §3.2), the checks
+// gemma4_text text_config), the weights under either naming (docs/models/gemma4.md §3.2), the checks
 // against the target, then the draft step, the two LM heads and the drafting round (§3.3-3.5).
 #include "support/gemma4_assistant_reference.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/support/gemma4_assistant_reference.h: an independent plain C++ reference of the Gemma 4
 // assistant drafter (model_type gemma4_assistant / GGUF arch gemma4-assistant), written from
-// spec/gemma4.md §3 (never from GPU or plugin code). It reads the drafter's GGUF file or HF
+// docs/models/gemma4.md §3 (never from GPU or plugin code). It reads the drafter's GGUF file or HF
 // directory through ModelSource and drafts against a Gemma4Reference target and its Gemma4Cache,
 // composing the double-accumulating ops of reference.h. Tests check the runtime's drafter
 // (tokens and per-step logits) against it on synthetic models.

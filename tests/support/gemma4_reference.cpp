@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// tests/support/gemma4_reference.cpp: the forward pass of Gemma4Reference (spec/gemma4.md §2):
+// tests/support/gemma4_reference.cpp: the forward pass of Gemma4Reference (docs/models/gemma4.md §2):
 // scaled embedding and per-layer inputs, then per layer attention (own or shared K/V), the dense
 // or MoE feed-forward, the PLE branch and the layer scale, then the final norm, tied head and
 // softcap. Every step composes the ops of reference.h; the loader is gemma4_reference_load.cpp.

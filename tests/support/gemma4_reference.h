@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // tests/support/gemma4_reference.h: an independent plain C++ reference of the Gemma 4 text
 // decoder (E2B/E4B with per-layer embeddings and KV-shared layers, 31B dense with K=V full
-// layers, 26B-A4B with the parallel MoE block), written from spec/gemma4.md §2 and
-// spec/common.md (never from GPU or plugin code). It reads a GGUF file (arch gemma4) or an HF
+// layers, 26B-A4B with the parallel MoE block), written from docs/models/gemma4.md §2 and
+// docs/models/common.md (never from GPU or plugin code). It reads a GGUF file (arch gemma4) or an HF
 // directory (model_type gemma4 with text_config, or gemma4_text) through ModelSource, decodes
 // weights with tdm::dequantize_row and composes the double-accumulating ops of reference.h.
 // Tests use it to check the Vulkan runtime's logits, generations and (later) the assistant
@@ -136,7 +136,7 @@ public:
     // For the assistant drafter (gemma4_assistant_reference.h), which reads the target's tables:
     // the scaled embedding rows E[ids] * embd_scale [n][n_embd] (run()'s "inp_embd"), and the
     // layer whose cache K/V the drafter's layers of a type attend over: the last layer with its
-    // own K/V of that type (spec/gemma4.md §3.3 "Which K/V"); -1 if there is none.
+    // own K/V of that type (docs/models/gemma4.md §3.3 "Which K/V"); -1 if there is none.
     Floats embed(std::span<const int32_t> tokens) const;
     int64_t shared_kv_layer(bool sliding) const;
 

@@ -2,7 +2,7 @@
 // tests/support/gemma4_reference_load.cpp: loading of Gemma4Reference: hyper-parameters from
 // GGUF metadata (gemma4.* keys as llama.cpp's converter writes them) or from config.json's
 // text_config (both the global_head_dim / num_global_key_value_heads form and the newer
-// per_layer_config form), and the weights under either naming (spec/gemma4.md §2.1). The two
+// per_layer_config form), and the weights under either naming (docs/models/gemma4.md §2.1). The two
 // layouts differ in conventions the loader applies itself: GGUF carries rope_freqs (divisors
 // emulating proportional RoPE) and scales embeddings by fp32 sqrtf; HF has no rope_freqs (the
 // rotated slots come from partial_rotary_factor) and rounds the scale to the table's dtype.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/support/glm_reference.cpp: the forward passes of GlmReference: the GLM-OCR trunk
-// (glm-ocr.md §2) and its NextN/MTP layer (§3.2), composed from the ops of reference.h. Loading
+// (docs/models/glm-ocr.md §2) and its NextN/MTP layer (§3.2), composed from the ops of reference.h. Loading
 // is in glm_reference_load.cpp.
 #include "support/glm_reference.h"
 

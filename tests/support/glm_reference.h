@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // tests/support/glm_reference.h: an independent plain C++ reference of the GLM-OCR text decoder
-// and of its NextN/MTP layer, written from spec/glm-ocr.md (§2, §2.1, §2.3, §3) and the ops of
+// and of its NextN/MTP layer, written from docs/models/glm-ocr.md (§2, §2.1, §2.3, §3) and the ops of
 // reference.h, never from the runtime's code. It reads a GGUF file (arch glm4) or an HF directory
 // (model_type glm_ocr) through ModelSource and applies each layout's RoPE convention itself: GGUF
 // files with M-RoPE sections hold q/k rows permuted into NeoX order and rotate (i, i + R/2); HF
@@ -13,7 +13,7 @@
 //   GlmOutput out = ref.forward(tokens);             // logits and post-norm hidden rows
 //   GlmCache cache;                                  // or continue chunk by chunk:
 //   out = ref.forward(prompt, cache); out = ref.forward(one_token, cache);
-//   GlmMtpCache mtp;                                 // MTP layer (glm-ocr.md §3):
+//   GlmMtpCache mtp;                                 // MTP layer (docs/models/glm-ocr.md §3):
 //   ref.mtp_prefill(prompt, out.hidden, mtp);        // pairs (h_i, x_{i+1}) at position i + 1
 //   std::vector<int32_t> drafts = ref.mtp_draft(next, last_hidden, n_prompt, 3, mtp);
 //

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/support/glm_reference_load.cpp: loading of GlmReference: hyper-parameters from GGUF
-// metadata (arch glm4, glm-ocr.md §2.3) or from config.json's text_config, and the weights under
+// metadata (arch glm4, docs/models/glm-ocr.md §2.3) or from config.json's text_config, and the weights under
 // either naming (§2.3, §3.1):
 //   GGUF  blk.N.*, post_attention_norm on the attention output, ffn_norm before the MLP, q/k rows
 //         in NeoX order when rope.dimension_sections is set; MTP as blk.<n_layer>.nextn.* + blk.<n_layer>.*

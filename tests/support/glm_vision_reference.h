@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // tests/support/glm_vision_reference.h: an independent plain C++ reference of the GLM-OCR vision
-// encoder (glm-ocr.md §5), written from the spec and from transformers'
+// encoder (docs/models/glm-ocr.md §5), written from the spec and from transformers'
 // models/glm_ocr/modeling_glm_ocr.py (GlmOcrVisionModel.forward, the generated file) and
 // configuration_glm_ocr.py, never from the runtime's code. It is what the GPU encoder is checked
 // against. Everything is computed in double and returned as float; nothing here is fast.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/support/qwen35_reference.cpp: the forward passes of Qwen35Reference: the trunk (GDN and
-// gated-attention layers, dense or MoE FFN) and the MTP head (qwen35.md §2 and §4). Loading is in
+// gated-attention layers, dense or MoE FFN) and the MTP head (docs/models/qwen35.md §2 and §4). Loading is in
 // qwen35_reference_load.cpp, the GDN recurrence in gdn_reference.cpp.
 #include "support/qwen35_reference.h"
 
@@ -20,7 +20,7 @@ std::span<const float> row_of(std::span<const float> x, int64_t n_cols, int64_t 
 }  // namespace
 
 Floats Qwen35Reference::norm(std::span<const float> x, int64_t n_cols, const Norm& w) const {
-    // HF stores w and computes rms(x) * (1 + w); GGUF stores 1 + w (qwen35.md pitfall 1).
+    // HF stores w and computes rms(x) * (1 + w); GGUF stores 1 + w (docs/models/qwen35.md pitfall 1).
     return rms_norm(x, n_cols, hp_.rms_eps, w.one_plus ? NormWeight::OnePlus : NormWeight::Plain, w.w);
 }
 
@@ -37,7 +37,7 @@ GdnDims Qwen35Reference::gdn_dims() const {
     return d;
 }
 
-// Gated full attention (qwen35.md §2.1). h [n][E] at positions pos; K/V of these tokens are
+// Gated full attention (docs/models/qwen35.md §2.1). h [n][E] at positions pos; K/V of these tokens are
 // appended to kc/vc, whose entries sit at k_pos.
 Floats Qwen35Reference::attention_block(const Layer& L, std::span<const float> h, std::span<const int32_t> pos,
                                         Floats& kc, Floats& vc, std::span<const int32_t> k_pos) const {
@@ -86,7 +86,7 @@ Floats Qwen35Reference::attention_block(const Layer& L, std::span<const float> h
     return mm(a, L.wo);
 }
 
-// Dense SwiGLU, or the MoE block (qwen35.md §2.3): softmax router over all experts, top-k,
+// Dense SwiGLU, or the MoE block (docs/models/qwen35.md §2.3): softmax router over all experts, top-k,
 // renormalised weights, plus the shared expert scaled by sigmoid(shared_expert_gate . x).
 Floats Qwen35Reference::ffn_block(const Layer& L, std::span<const float> h) const {
     const int64_t E = hp_.n_embd;
@@ -218,7 +218,7 @@ Qwen35MtpOutput Qwen35Reference::mtp_forward(std::span<const int32_t> tokens, st
     auto mm = [](std::span<const float> x, const Matrix& w) { return matmul(x, w.type, w.bytes, w.rows, w.cols); };
     const Layer& L = layers_.back();
 
-    // z = fc(concat[enorm(embed(t)), hnorm(h)]): embedding part first (qwen35.md pitfall 8).
+    // z = fc(concat[enorm(embed(t)), hnorm(h)]): embedding part first (docs/models/qwen35.md pitfall 8).
     const Floats e = get_rows(tok_embd_.type, tok_embd_.bytes, E, tokens);
     Floats z = mm(concat(norm(e, E, L.enorm), E, norm(hidden, E, L.hnorm), E), L.eh_proj);
     // One full-attention decoder layer over the MTP layer's own cache.
@@ -255,7 +255,7 @@ std::vector<int32_t> Qwen35Reference::mtp_draft(int32_t token, std::span<const f
         Qwen35MtpOutput o = mtp_step(token, h, position + j, cache);
         token = argmax(o.logits, hp_.n_vocab)[0];
         drafts.push_back(token);
-        h = std::move(o.hidden);  // chaining feeds the post-mtp.norm output (qwen35.md §4)
+        h = std::move(o.hidden);  // chaining feeds the post-mtp.norm output (docs/models/qwen35.md §4)
     }
     return drafts;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // tests/support/qwen35_reference.h: an independent plain C++ reference of the Qwen3.5 / 3.6
 // forward pass (dense qwen35 and MoE qwen35moe) and of its built-in MTP head, written from
-// spec/qwen35.md and spec/common.md (never from GPU code). It reads a GGUF file or an HF
+// docs/models/qwen35.md and docs/models/common.md (never from GPU code). It reads a GGUF file or an HF
 // directory through ModelSource and applies each layout's conventions itself: "+1" norms and
 // grouped GDN value heads for HF, baked norms and tiled heads for GGUF, A = -exp(A_log) for HF.
 // Weights are decoded with dequantize_row (quantized weights count at their exact value) and the
@@ -13,7 +13,7 @@
 //   Qwen35Output out = ref.forward(tokens);          // logits, post- and pre-norm hidden states
 //   Qwen35Cache cache;                               // or continue token by token:
 //   out = ref.forward(prompt, cache); out = ref.forward(one_token, cache);
-//   Qwen35MtpCache mtp;                              // MTP head (qwen35.md §4):
+//   Qwen35MtpCache mtp;                              // MTP head (docs/models/qwen35.md §4):
 //   ref.mtp_prefill(prompt, out.hidden, mtp);        // pairs (h_i, x_{i+1}) at position i + 1
 //   std::vector<int32_t> drafts = ref.mtp_draft(next, last_hidden, n_prompt, 3, mtp);
 //
@@ -125,7 +125,7 @@ public:
     // Greedy: n new tokens, each the argmax (lowest id on ties) of the previous position.
     std::vector<int32_t> generate(std::span<const int32_t> prompt, int n) const;
 
-    // ---- MTP head (qwen35.md §4); asserts has_mtp --------------------------------------------
+    // ---- MTP head (docs/models/qwen35.md §4); asserts has_mtp --------------------------------------------
     // One MTP pass over pairs (tokens[i], hidden rows i) at positions[i]: e = embed(t);
     // z = eh_proj [enorm(e) | hnorm(h)]; one gated-attention layer over the MTP cache (extended
     // by these entries, causal by position) and its FFN; out = shared_head_norm(z); logits =

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/support/qwen35_reference_load.cpp: loading of Qwen35Reference: hyper-parameters from GGUF
-// metadata (spec/gguf.md A.11, qwen35.md §3) or from config.json's text_config, and the weights
-// under either naming, each with its own convention (qwen35.md §3, common.md §1 and §6):
+// metadata (docs/formats/gguf.md A.11, docs/models/qwen35.md §3) or from config.json's text_config, and the weights
+// under either naming, each with its own convention (docs/models/qwen35.md §3, docs/models/common.md §1 and §6):
 //   GGUF  blk.N.*, norms hold 1 + w, GDN value heads tiled, ssm_a = -exp(A_log), conv {K, C};
 //   HF    model.language_model.layers.N.* / mtp.*, norms hold w, heads grouped, A_log, conv [C,1,K],
 //         experts per expert or fused (gate_up_proj gate first).

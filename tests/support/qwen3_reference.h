@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // tests/support/qwen3_reference.h: an independent plain C++ reference of the Qwen3 dense forward
-// pass, written from spec/common.md (RMSNorm, NeoX RoPE, GQA, SwiGLU) and HF's Qwen3 modelling
+// pass, written from docs/models/common.md (RMSNorm, NeoX RoPE, GQA, SwiGLU) and HF's Qwen3 modelling
 // (q/k RMSNorm per head before RoPE), never from GPU code. It reads a GGUF file or an HF
 // directory through ModelSource, decodes weights with tdm::dequantize_row (quantized weights
 // count at their exact stored value), and composes the double-accumulating ops of reference.h.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/support/reference.cpp: plain C++ reference ops (see reference.h), written from
-// spec/common.md and spec/quants.md. Straightforward loops accumulating in double: clarity over
+// docs/models/common.md and docs/formats/quants.md. Straightforward loops accumulating in double: clarity over
 // speed, since these only run on the small shapes of tests.
 // Not here: kernels, batching, KV-cache management, model forward passes.
 #include "support/reference.h"
@@ -74,7 +74,7 @@ double inv_rms(const float* x, int64_t n, double eps) {
 }
 
 // Which position stream (0 = t, 1 = h, 2 = w, 3 = e) frequency slot i takes; ggml's
-// ggml_mrope_cache_init rule (spec/common.md §2.5), sector = i % sum(sections).
+// ggml_mrope_cache_init rule (docs/models/common.md §2.5), sector = i % sum(sections).
 int mrope_stream(MRope mode, const std::array<int, 4>& s, int64_t i) {
     const int sum = s[0] + s[1] + s[2] + s[3];
     TDM_ASSERT_MSG(sum > 0, "M-RoPE needs non-empty sections");

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // tests/support/reference.h: plain C++ reference implementations of the runtime's ops, written
-// from spec/common.md and spec/quants.md (never from shader code), used to check the Vulkan
+// from docs/models/common.md and docs/formats/quants.md (never from shader code), used to check the Vulkan
 // kernels. Every reduction accumulates in double; results are returned as f32.
 // Not here: anything fast, or any model's forward pass (those compose these ops in the tests).
 //

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // tests/support/reference_recurrent.h: plain C++ references for the recurrent-state ops
 // (causal conv1d, the gated delta rule) and the mixture-of-experts ops (matmul_id, moe_sum),
-// written from sdk/include/tandem/ops.h and spec/common.md §5-6 (never from shader code).
+// written from sdk/include/tandem/ops.h and docs/models/common.md §5-6 (never from shader code).
 // Every reduction accumulates in double, and the delta-rule state is carried in double across
 // tokens; results are returned as f32. Same conventions as reference.h (row-major activations,
 // GGUF-layout weight bytes, asserts on sizes that do not fit).

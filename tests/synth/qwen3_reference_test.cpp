@@ -48,7 +48,7 @@ std::span<const float> row(const Floats& logits, int64_t n_vocab, int64_t i) {
     return std::span<const float>(logits.data() + i * n_vocab, size_t(n_vocab));
 }
 
-// ===== a second implementation, plain loops straight from spec/common.md ==========================
+// ===== a second implementation, plain loops straight from docs/models/common.md ==========================
 
 std::vector<float> dequant(const ModelSource& src, const std::string& name) {
     const SourceTensor* t = src.find(name);

@@ -51,7 +51,7 @@ struct Expected {
     std::string hf;
 };
 
-// The complete tensor table of a shape, written out by hand from spec/gguf.md A.9.
+// The complete tensor table of a shape, written out by hand from docs/formats/gguf.md A.9.
 std::map<std::string, Expected> expected_tensors(const Qwen3Shape& s, bool tied) {
     const int64_t q = int64_t(s.n_head) * s.head_dim, kv = int64_t(s.n_head_kv) * s.head_dim;
     std::map<std::string, Expected> m;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// tests/synth35/qwen35_mtp_test.cpp: the reference MTP head (spec/qwen35.md §4): a batch of pairs
+// tests/synth35/qwen35_mtp_test.cpp: the reference MTP head (docs/models/qwen35.md §4): a batch of pairs
 // equals step-by-step, the prefill uses llama.cpp's positions and its KV matters, drafts are valid
 // ids that depend on the hidden input; on the repeating model the head drafts exactly the trunk's
 // greedy continuation; and a greedy speculative loop (MTP drafts, one verify pass, snapshot +
@@ -28,8 +28,8 @@ struct SpecResult {
     int drafted = 0, accepted = 0;
 };
 
-// Greedy speculative decoding with the MTP head as drafter, written from qwen35.md §4 and
-// common.md §6.1/§7: prefill the trunk and the MTP KV, then per round draft k tokens, verify
+// Greedy speculative decoding with the MTP head as drafter, written from docs/models/qwen35.md §4 and
+// docs/models/common.md §6.1/§7: prefill the trunk and the MTP KV, then per round draft k tokens, verify
 // [next, d1..dk] in one trunk pass, accept the matching prefix, roll the trunk back by snapshot +
 // replay when a draft is rejected, and commit the MTP pairs (h_p, x_{p+1}) of accepted tokens.
 // With spoil, the second draft of every third round is replaced by a wrong id, so that rounds

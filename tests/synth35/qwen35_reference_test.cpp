@@ -120,7 +120,7 @@ TEST(Qwen35Reference, gdn_recurrence_matches_the_matrix_form_of_the_gated_delta_
     ref::GdnState st;
     const Floats y = ref::gated_delta_net(qkv, z, b, a, w, d, st);
 
-    // S_t = alpha (I - beta k k^T) S_{t-1} + beta k v^T, o = S_t^T q, from spec/common.md §6.
+    // S_t = alpha (I - beta k k^T) S_{t-1} + beta k v^T, o = S_t^T q, from docs/models/common.md §6.
     std::vector<std::vector<double>> S(2, std::vector<double>(size_t(dk * dv), 0.0));
     for (int64_t t = 0; t < n; ++t) {
         std::vector<double> c(static_cast<size_t>(C));

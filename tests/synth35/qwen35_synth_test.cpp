@@ -32,7 +32,7 @@ namespace {
 
 using Table = std::map<std::string, std::vector<int64_t>>;
 
-// The complete GGUF tensor table (ne in ggml order), written out by hand from qwen35.md §3.
+// The complete GGUF tensor table (ne in ggml order), written out by hand from docs/models/qwen35.md §3.
 Table gguf_table(const Qwen35Shape& s, bool tied, bool mtp) {
     const int64_t E = s.n_embd, D = s.head_dim, q = int64_t(s.n_head) * D, kv = int64_t(s.n_head_kv) * D;
     const int64_t Nv = s.linear_n_v_heads, kd = int64_t(s.linear_n_k_heads) * s.linear_d_k;

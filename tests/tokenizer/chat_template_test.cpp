@@ -3,7 +3,7 @@
 // by the models' own Jinja templates (tokenizer_config.json chat_template, rendered with
 // jinja2 3.1, trim_blocks/lstrip_blocks as transformers does, bos_token = "" because the
 // tokenizer adds BOS). To add a case, render the reference template the same way.
-// Gemma 4 (spec gemma4.md §4): no fixture vocabulary; expectations follow the released
+// Gemma 4 (docs/models/gemma4.md §4): no fixture vocabulary; expectations follow the released
 // template's rendering of plain text messages (system turn of its own, "| trim" on content).
 #include "tokenizer_fixtures.h"
 

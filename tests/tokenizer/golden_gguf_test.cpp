@@ -95,7 +95,7 @@ TEST(TokenizerGoldenGguf, qwen3_gguf_reproduces_every_golden_line_except_the_nfc
     EXPECT_EQ(count_matching_goldens("qwen3", SpmStyle::merges, /*skip_nfc_line=*/true), 67);
 }
 
-// llama.cpp applies no normaliser to byte-level BPE input (spec tokenizers.md §3.5), and
+// llama.cpp applies no normaliser to byte-level BPE input (docs/tokenizers.md §3.5), and
 // the GGUF path follows it: decomposed text keeps its combining marks. HF (NFC) and GGUF
 // agree once the caller composes the text, and both decode the golden ids identically.
 TEST(TokenizerGoldenGguf, qwen3_gguf_does_not_apply_nfc_like_llama_cpp) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/tokenizer/pretokenize_test.cpp: the hand-written splitters against the examples
-// of spec tokenizers.md §3.2 and against the regex alternatives they implement. To add a
+// of docs/tokenizers.md §3.2 and against the regex alternatives they implement. To add a
 // case, write the expected pieces by applying the regex by hand (or with Python `regex`).
 #include "tokenizer/pretokenize.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // plugins/gemma4/assistant/assistant.h: the gemma4-assistant drafter (HF
-// Gemma4AssistantForCausalLM, GGUF architecture "gemma4-assistant"; spec/gemma4.md §3) as a
+// Gemma4AssistantForCausalLM, GGUF architecture "gemma4-assistant"; docs/models/gemma4.md §3) as a
 // draft head of Gemma 4 targets: hyper-parameters, weights and the callbacks of its
 // tdm_draft_head_desc (plugin.cpp registers them).
 //

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// plugins/gemma4/assistant/load.cpp: the assistant's tensors (spec/gemma4.md §3.2; GGUF names
+// plugins/gemma4/assistant/load.cpp: the assistant's tensors (docs/models/gemma4.md §3.2; GGUF names
 // as llama.cpp's converter writes arch gemma4-assistant, HF names of
 // Gemma4AssistantForCausalLM), and the target's token table it embeds with, reached through
 // the host (target_weight) so that nothing is copied.

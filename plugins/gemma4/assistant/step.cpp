@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// plugins/gemma4/assistant/step.cpp: one draft step of the Gemma 4 assistant (spec/gemma4.md
+// plugins/gemma4/assistant/step.cpp: one draft step of the Gemma 4 assistant (docs/models/gemma4.md
 // §3.3-3.4; HF Gemma4AssistantForCausalLM.forward): the target-embedded token and the target
 // hidden -> pre_projection -> 4 Q-only layers over the target's K/V -> norm -> the next hidden
 // (post_projection) and the draft token (full tied head, or the centroid-masked head).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // plugins/gemma4/synth/gemma4_assistant.h: synthetic Gemma 4 assistant drafters
-// (spec/gemma4.md §3), each made for one target preset of gemma4_synth.h, written in the layouts
+// (docs/models/gemma4.md §3), each made for one target preset of gemma4_synth.h, written in the layouts
 // real files have: a GGUF of arch "gemma4-assistant" with llama.cpp's tensor names and keys, and
 // a Hugging Face directory of a Gemma4AssistantForCausalLM (config.json with a text_config,
 // model.safetensors). Same weights in both, bit for bit where the types allow.
@@ -65,7 +65,7 @@ struct Gemma4AssistantShape {
 // The assistant of a target preset (gemma4_preset_names()): "tiny-e2b" (Ha 32, 4 heads, n_ff 64,
 // centroid-masked head with 32 clusters, top 4), "tiny-31b" and "tiny-26b" (the same width, full
 // tied head, softcap 30), the same shapes the tests' own writer (tests/gemma4/
-// gemma4_tiny_assistant.h) makes; the released ones spec/gemma4.md §3.1 lists: "e2b", "e4b" (Ha
+// gemma4_tiny_assistant.h) makes; the released ones docs/models/gemma4.md §3.1 lists: "e2b", "e4b" (Ha
 // 256, 4 heads, n_ff 2048, 2048 clusters, top 32, no softcap), "26b-a4b" (Ha 1024, 16 heads,
 // n_ff 8192) and "31b" (Ha 1024, 32 heads, n_ff 8192), both with the full tied head and softcap
 // 30. Unknown names are an error listing the known ones.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // plugins/gemma4/synth/gemma4_assistant_shape.cpp: presets, checks, the tensor table, the seed
 // and the token ordering of the synthetic Gemma 4 assistants (gemma4_assistant.h). Names follow
-// spec/gemma4.md §3.2.
+// docs/models/gemma4.md §3.2.
 #include "gemma4/synth/gemma4_assistant.h"
 
 #include <algorithm>
@@ -36,7 +36,7 @@ struct Own {
 
 // The assistant's own fields per target preset. The tiny ones are the tests' writer's
 // (tests/gemma4/gemma4_tiny_assistant.cpp), so files of either are interchangeable; the released
-// ones are spec/gemma4.md §3.1's, with 26B's head count and the 26B/31B softcap (unknown there)
+// ones are docs/models/gemma4.md §3.1's, with 26B's head count and the 26B/31B softcap (unknown there)
 // as the development tool this replaces (gemma4-write-assistant) chose them for the benchmarks.
 Result<Own> own_fields(std::string_view target) {
     if (target == "tiny-e2b") return Own{32, 4, 64, true, 32, 4, 0.0f};

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // plugins/gemma4/synth/gemma4_params.cpp: the Gemma 4 parameter table (see gemma4_params.h). Names
-// follow spec/gemma4.md §2.1; sizes of the values follow gemma4_synth.h's file comment.
+// follow docs/models/gemma4.md §2.1; sizes of the values follow gemma4_synth.h's file comment.
 #include "gemma4/synth/gemma4_params.h"
 
 #include <algorithm>

@@ -70,7 +70,7 @@ Gemma4Shape tiny_26b() {
     return s;
 }
 
-// spec/gemma4.md §1, from the released config.json files.
+// docs/models/gemma4.md §1, from the released config.json files.
 Gemma4Shape released(int32_t n_embd, int32_t n_layer, int32_t period, int32_t n_head, int32_t kv_swa, int32_t kv_full,
                      bool k_eq_v, int32_t n_ff, int32_t window, int32_t n_ctx) {
     Gemma4Shape s;

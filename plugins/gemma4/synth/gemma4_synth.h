@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // plugins/gemma4/synth/gemma4_synth.h: synthetic models of the Gemma 4 text decoder
-// (../shared/spec/gemma4.md), written exactly in the layouts real files have: a GGUF as llama.cpp's
+// (docs/models/gemma4.md), written exactly in the layouts real files have: a GGUF as llama.cpp's
 // convert_hf_to_gguf.py (+ llama-quantize) writes arch "gemma4", and a Hugging Face directory
 // (config.json with a text_config, model.safetensors, tokenizer.json, tokenizer_config.json) as
 // transformers saves Gemma4ForConditionalGeneration. Same weights in both, bit for bit where the
@@ -87,7 +87,7 @@ struct Gemma4Shape {
 };
 
 // "tiny-e2b", "tiny-31b", "tiny-26b" (the contract's test shapes, 1024-token vocabulary) and the
-// released text decoders "e2b", "e4b", "26b-a4b", "31b" (spec/gemma4.md §1). Unknown names are an
+// released text decoders "e2b", "e4b", "26b-a4b", "31b" (docs/models/gemma4.md §1). Unknown names are an
 // error listing the known ones.
 Result<Gemma4Shape> gemma4_preset(std::string_view name);
 std::vector<std::string_view> gemma4_preset_names();

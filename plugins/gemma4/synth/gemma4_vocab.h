@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // plugins/gemma4/synth/gemma4_vocab.h: the synthetic Gemma 4 tokenizer: a SentencePiece-style BPE
-// vocabulary with byte fallback (spec/tokenizers.md §4), its merges learned deterministically from
+// vocabulary with byte fallback (docs/tokenizers.md §4), its merges learned deterministically from
 // the built-in text (host/synth synth_corpus()), laid out like Gemma's own:
 //
 //   0 <pad>, 1 <eos>, 2 <bos>, 3 <unk>, 4 <mask>       CONTROL

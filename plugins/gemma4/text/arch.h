@@ -2,7 +2,7 @@
 // plugins/gemma4/text/arch.h: the Gemma 4 text decoder (HF Gemma4ForConditionalGeneration's
 // language model / Gemma4ForCausalLM, GGUF architecture "gemma4"): hyper-parameters, weights
 // and the four callbacks of its tdm_arch_desc (plugin.cpp registers them). The math is
-// spec/gemma4.md §2; shapes are in ggml order (ne0 first), as the weights are requested.
+// docs/models/gemma4.md §2; shapes are in ggml order (ne0 first), as the weights are requested.
 //
 // Families, all from one code path, told apart by the hyper-parameters alone:
 //   E2B/E4B   per-layer embeddings (PLE), KV-shared layers, double-wide MLP on them (E2B);

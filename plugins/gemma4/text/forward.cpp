@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// plugins/gemma4/text/forward.cpp: the Gemma 4 text forward pass (spec/gemma4.md §2; HF
+// plugins/gemma4/text/forward.cpp: the Gemma 4 text forward pass (docs/models/gemma4.md §2; HF
 // Gemma4TextModel, llama.cpp src/models/gemma4.cpp), one batch of tokens, and the list of ops
 // it uses (checked in init).
 #include <cmath>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// plugins/gemma4/text/load.cpp: Gemma 4 tensor names -> weights (spec/gemma4.md §2.1). GGUF
+// plugins/gemma4/text/load.cpp: Gemma 4 tensor names -> weights (docs/models/gemma4.md §2.1). GGUF
 // names are llama.cpp's (blk.N.attn_q.weight ...); HF names are transformers', under
 // "model.language_model." in the released multimodal checkpoints ("model." in a text-only
 // one). Norm weights are plain (x_hat * w: Gemma 4 dropped Gemma 1-3's 1 + w), converted to

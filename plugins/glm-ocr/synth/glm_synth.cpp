@@ -47,7 +47,7 @@ const std::vector<Preset>& presets() {
     static const std::vector<Preset> kPresets = {
         {"tiny", shape_of(512, 64, 2, 4, 2, 32, 96, 4096, {4, 6, 6})},
         {"small", shape_of(4096, 256, 4, 8, 4, 64, 512, 8192, {8, 12, 12})},
-        // zai-org/GLM-OCR config.json, text_config (spec/glm-ocr.md §1)
+        // zai-org/GLM-OCR config.json, text_config (docs/models/glm-ocr.md §1)
         {"glm-ocr", shape_of(59392, 1536, 16, 16, 8, 128, 4608, 131072, {16, 24, 24})},
     };
     return kPresets;

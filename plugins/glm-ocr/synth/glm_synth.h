@@ -44,7 +44,7 @@ struct GlmShape {
     GlmVisionShape vision;    // depth 0: no vision tower (HF layout only; glm_vision_synth.h)
 };
 
-// "tiny" (default), "small", "glm-ocr" (the real GLM-OCR text shape, spec/glm-ocr.md §1).
+// "tiny" (default), "small", "glm-ocr" (the real GLM-OCR text shape, docs/models/glm-ocr.md §1).
 Result<GlmShape> glm_preset(std::string_view name);
 std::vector<std::string_view> glm_preset_names();
 

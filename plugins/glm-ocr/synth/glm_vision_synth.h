@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // plugins/glm-ocr/synth/glm_vision_synth.h: the vision tower of a synthetic GLM-OCR in the HF
 // layout the checkpoint ships (model.visual.*: patch_embed, blocks with fused biased qkv and
-// q/k norms, post_layernorm, downsample, merger; spec/glm-ocr.md §5), its config.json
+// q/k norms, post_layernorm, downsample, merger; docs/models/glm-ocr.md §5), its config.json
 // `vision_config`, preprocessor_config.json, and the image tokens of the vocabulary
 // (<|begin_of_image|>, <|image|>, <|end_of_image|> as the last ids).
 // Values are those of host/synth/synth_weights.h, one stream per tensor name.

@@ -2,7 +2,7 @@
 // plugins/glm-ocr/text/arch.h: the GLM-OCR text decoder (GGUF architecture "glm4" as
 // llama.cpp's converter writes GLM-OCR and GLM-4; HF GlmOcrForConditionalGeneration,
 // model_type "glm_ocr") and the NextN/MTP layer the checkpoint carries after the trunk
-// (spec/glm-ocr.md §2, §3). Shapes are in ggml order (ne0 first).
+// (docs/models/glm-ocr.md §2, §3). Shapes are in ggml order (ne0 first).
 //
 // One forward form for both layouts, fixed at load: norms are plain weights in both (GLM
 // has no +1 convention); the RoPE pairing follows the file, because the converter permutes

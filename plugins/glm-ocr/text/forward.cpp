@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// plugins/glm-ocr/text/forward.cpp: the GLM text forward pass (spec/glm-ocr.md §2; HF
+// plugins/glm-ocr/text/forward.cpp: the GLM text forward pass (docs/models/glm-ocr.md §2; HF
 // modeling_glm_ocr.py GlmOcrTextDecoderLayer, llama.cpp src/models/glm4.cpp), one batch of
 // tokens; the MTP head's step (§3.2); and the ops both use (checked in init).
 #include "arch.h"

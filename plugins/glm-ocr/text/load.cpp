@@ -2,7 +2,7 @@
 // plugins/glm-ocr/text/load.cpp: GLM tensor names -> weights, for the trunk and the MTP
 // layer. GGUF names are llama.cpp's (arch glm4, the NextN layer as blk.N.nextn.*); HF names
 // are GLM-OCR's (model.language_model.*, the MTP layer as model.language_model.layers.N.*).
-// Beware the norm names (spec/glm-ocr.md §6.1): HF's post_attention_layernorm is the
+// Beware the norm names (docs/models/glm-ocr.md §6, pitfall 1): HF's post_attention_layernorm is the
 // pre-MLP norm (GGUF ffn_norm), post_self_attn_layernorm the norm on the attention output
 // (GGUF post_attention_norm). All four are [n_embd], so a wrong mapping would load silently.
 #include "arch.h"

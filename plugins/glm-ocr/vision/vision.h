@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // plugins/glm-ocr/vision/vision.h: GLM-OCR's vision tower as the encoder "glm-ocr-vision"
-// (tdm.encoder, tandem/ext/encoder.h), spec/glm-ocr.md §5: patch embedding (the Conv3d as
+// (tdm.encoder, tandem/ext/encoder.h), docs/models/glm-ocr.md §5: patch embedding (the Conv3d as
 // one matmul per patch), blocks of biased fused qkv with per-head q/k RMSNorm and the 2-D
 // rope, full attention within the image, biased SwiGLU; post_layernorm; the 2x2 downsample
 // (the Conv2d as one matmul per merge block); the merger (proj, LayerNorm, exact GELU,

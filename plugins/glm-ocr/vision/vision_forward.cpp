@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // plugins/glm-ocr/vision/vision_forward.cpp: the tower's graph over the patches of one image
-// (spec/glm-ocr.md §5), and the ops it needs.
+// (docs/models/glm-ocr.md §5), and the ops it needs.
 #include "vision.h"
 
 namespace glm {

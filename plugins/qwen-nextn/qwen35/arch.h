@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // plugins/qwen-nextn/qwen35/arch.h: Qwen3.5 / Qwen3.6 (qwen35 dense,
 // qwen35moe): hybrid Gated DeltaNet + gated full attention, and the one-layer
-// MTP head the checkpoints carry (spec/qwen35.md). Shapes are in ggml order.
+// MTP head the checkpoints carry (docs/models/qwen35.md). Shapes are in ggml order.
 // The callbacks declared at the end are registered by ../plugin.cpp.
 //
 // Conventions are fixed at load time so the forward pass has one form:

@@ -64,7 +64,7 @@ tdm_status qwen35_require_chunked_delta_rule(const tdm::sdk::Host& host, uint32_
     return tdm::sdk::require_ops(host, q, err);
 }
 
-// Gated full attention (spec/qwen35.md §2.1): q_proj holds per head [q | gate];
+// Gated full attention (docs/models/qwen35.md §2.1): q_proj holds per head [q | gate];
 // q/k RMSNorm per head, partial NeoX RoPE with interleaved M-RoPE sections,
 // GQA, then o * sigmoid(gate) into o_proj. Returns residual + the layer output.
 tdm_tensor qwen35_gated_attention(tdm_builder* b, const Qwen35Hparams& hp, const Qwen35Layer& L, tdm_tensor h,
@@ -88,7 +88,7 @@ tdm_tensor qwen35_gated_attention(tdm_builder* b, const Qwen35Hparams& hp, const
     return tdm_matmul_add(b, A.wo, tdm_reshape(b, gated, D * hp.n_head, n, 1, 1), residual, "attn_out");
 }
 
-// Gated DeltaNet (spec/common.md §6): in_proj_qkv -> causal conv1d (+SiLU) ->
+// Gated DeltaNet (docs/models/common.md §6): in_proj_qkv -> causal conv1d (+SiLU) ->
 // the delta rule with fp32 state; beta = sigmoid(b), g = A * softplus(a + dt_bias)
 // with A = -exp(A_log); gated RMSNorm with z; out_proj. Value heads are tiled.
 static tdm_tensor gated_delta_net(tdm_builder* b, const Qwen35Model& m, const Qwen35Layer& L, tdm_tensor h,
@@ -111,7 +111,7 @@ static tdm_tensor gated_delta_net(tdm_builder* b, const Qwen35Model& m, const Qw
     return tdm_matmul_add(b, G.wout, tdm_reshape(b, y, hp.value_dim(), n, 1, 1), residual, "ssm_out");
 }
 
-// Dense SwiGLU, or the routed MoE (spec/qwen35.md §2.3): softmax over the
+// Dense SwiGLU, or the routed MoE (docs/models/qwen35.md §2.3): softmax over the
 // router logits, top-k, renormalised (= a softmax over the k largest logits),
 // SwiGLU experts, plus the shared expert scaled by sigmoid(shared gate).
 tdm_tensor qwen35_ffn(tdm_builder* b, const Qwen35Hparams& hp, const Qwen35Ffn& f, tdm_tensor h, tdm_tensor residual,
@@ -163,7 +163,7 @@ tdm_status qwen35_build_graph(void* model, tdm_graph* g, const tdm_batch_desc* b
     return tdm_builder_finish(&b, err, err_size);
 }
 
-// One MTP step (spec/qwen35.md §4): fc([enorm(embed(t)) | hnorm(hidden)]), one
+// One MTP step (docs/models/qwen35.md §4): fc([enorm(embed(t)) | hnorm(hidden)]), one
 // gated-attention layer with its own KV, the FFN, shared_head_norm, LM head.
 tdm_status qwen35_mtp_build_step(void* head, tdm_graph* g, const tdm_batch_desc* batch, char* err,
                                  size_t err_size) {

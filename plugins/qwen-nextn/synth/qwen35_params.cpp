@@ -5,7 +5,7 @@
 //
 // GGUF names: gguf-py constants.py TENSOR_NAMES (ATTN_POST_NORM = post_attention_norm, SSM_A =
 // ssm_a without suffix, SSM_DT = ssm_dt with ".bias", NEXTN_* = nextn.*). HF names: the
-// Qwen3.6-27B tensor list quoted in spec/qwen35.md §3 plus transformers' Qwen3.5 MoE modules.
+// Qwen3.6-27B tensor list quoted in docs/models/qwen35.md §3 plus transformers' Qwen3.5 MoE modules.
 #include "qwen-nextn/synth/qwen35_params.h"
 
 #include "common/fp16.h"

@@ -39,11 +39,11 @@ using ojson = nlohmann::ordered_json;
 
 constexpr int32_t kExtraSpecials = 2;         // <think>, </think> on top of synth_vocab's three
 
-// The Qwen3.5 pre-tokenizer regex (tokenizers.md §3.2: the letter class absorbs \p{M}).
+// The Qwen3.5 pre-tokenizer regex (docs/tokenizers.md §3.2: the letter class absorbs \p{M}).
 constexpr std::string_view kQwen35Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-// ChatML with a thinking block opened by the generation prompt (qwen35.md §5).
+// ChatML with a thinking block opened by the generation prompt (docs/models/qwen35.md §5).
 constexpr std::string_view kChatTemplate =
     "{%- for message in messages %}"
     "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}"
@@ -85,7 +85,7 @@ const std::vector<Preset>& presets() {
         moe.n_expert_used = 2;
         moe.n_ff_exp = 32;
         moe.n_ff_shexp = 64;
-        // Qwen/Qwen3.5-0.8B text_config (spec/qwen35.md §1).
+        // Qwen/Qwen3.5-0.8B text_config (docs/models/qwen35.md §1).
         Qwen35Shape b08;
         b08.n_vocab = 248320;
         b08.n_embd = 1024;

@@ -5,7 +5,7 @@
 // llama.cpp's convert_hf_to_gguf.py (+ llama-quantize) writes it, and a Hugging Face directory as
 // the released checkpoints ship (config.json with a text_config, model.safetensors, tokenizer.json,
 // tokenizer_config.json). Same model in both, value for value, with the converter's transforms
-// applied to the GGUF only (spec/qwen35.md §3, common.md §6):
+// applied to the GGUF only (docs/models/qwen35.md §3, docs/models/common.md §6):
 //   * every RMSNorm weight except ssm_norm holds 1 + w in GGUF and w in HF (the "+1" convention);
 //   * GDN value heads are in tiled order in GGUF (llama.cpp's grouped -> tiled reorder of
 //     attn_qkv V rows, attn_gate, ssm_beta/alpha, ssm_a, ssm_dt.bias, ssm_conv1d V channels and
@@ -116,7 +116,7 @@ struct Qwen35SynthOptions {
 };
 
 // The vocabulary: synth_vocab.h's learned byte-level BPE with Qwen3.5's special tokens where
-// the size allows (spec/qwen35.md §5): text ids [0, n_text), then <|endoftext|>, <|im_start|>,
+// the size allows (docs/models/qwen35.md §5): text ids [0, n_text), then <|endoftext|>, <|im_start|>,
 // <|im_end|> (CONTROL), <think>, </think> (USER_DEFINED, as Qwen's tokenizer_config marks them
 // not special), then [PAD<id>] up to n_vocab. Pre-tokenizer qwen35. bos = pad = <|endoftext|>,
 // eos = <|im_end|>, no BOS added.
@@ -138,7 +138,7 @@ bool qwen35_has_mtp(const Qwen35Shape& shape, const Qwen35SynthOptions& opts);
 // "qwen35" or "qwen35moe" (general.architecture).
 std::string_view qwen35_arch(const Qwen35Shape& shape);
 
-// GDN value-head order (common.md §6). HF stores value head h grouped by key head (h uses key
+// GDN value-head order (docs/models/common.md §6). HF stores value head h grouped by key head (h uses key
 // head h / r, r = Nv / Nk); llama.cpp's converter moves it to tiled position (h % r) * Nk + h / r,
 // where it uses key head position % Nk. These map a head position in one order to the other.
 int32_t qwen35_grouped_to_tiled(int32_t head, int32_t n_k_heads, int32_t n_v_heads);

@@ -126,7 +126,7 @@ typedef enum tdm_op {
      * a token's output and states never depend on n. A checkpoint or sequence
      * outside the state's buffer reads as zeros and is never written (both ops). */
     TDM_OP_CONV1D_CAUSAL = 24,
-    /* The gated delta rule (Gated DeltaNet core, spec/common.md §6): in:
+    /* The gated delta rule (Gated DeltaNet core, docs/models/common.md §6): in:
      * qkv [2*Nk*dk + Nv*dv, n] (after conv and SiLU: q | k | v), g [Nv, n] (log
      * decay, <= 0), beta [Nv, n] (after sigmoid), state (Nv*dk*dv floats, [Nv][dk][dv],
      * f32). i[0] = Nk, i[1] = Nv, i[2] = dk, i[3] = dv, i[4] = tdm_head_map.
