@@ -36,7 +36,7 @@ Result<Config> merged_config(const ParsedArgs& a) {
     // device
     if (cl("device")) c.device.select = *a.get_string("device");
     if (cl("validate")) c.device.validate = true;
-    if (cl("profile")) c.device.profile = true;
+    if (cl("profile") || cl("profile-json")) c.device.profile = true;
     if (cl("memory-limit")) c.device.memory_limit = TDM_TRY_CTX(parse_memory_size(*a.get_string("memory-limit")), "--memory-limit");
     for (const auto& p : a.get_strings("plugin-path")) c.plugins.paths.insert(c.plugins.paths.begin(), p);
     for (const auto& p : a.get_strings("plugin-disable")) c.plugins.disable.push_back(p);
@@ -217,8 +217,19 @@ Result<std::unique_ptr<KvPool>> App::make_kv(const Model& model, bool speculativ
 }
 
 void App::finish() {
+    if (profile_json_) {
+        vk::global_profiler().set_run_sink({});
+        profile_json_.reset();
+        if (!args_.flag("profile")) return;  // the file was asked for, not the table
+    }
     if (device_ && device_->profiling() && !vk::global_profiler().empty())
         std::fprintf(stderr, "\nGPU time per op (--profile):\n%s", vk::global_profiler().table().c_str());
+}
+
+void App::write_profiles_to(std::unique_ptr<ProfileJsonWriter> writer) {
+    profile_json_ = std::move(writer);
+    ProfileJsonWriter* w = profile_json_.get();
+    vk::global_profiler().set_run_sink([w](std::span<const vk::ProfiledDispatch> run) { w->write_run(run); });
 }
 
 int run_cli(int argc, const char* const* argv) {
@@ -261,6 +272,14 @@ int run_cli(int argc, const char* const* argv) {
     }
     set_lavapipe_threads();  // before the first Vulkan call, which is in App
     App app(*args, std::move(config).value());
+    if (auto path = args->get_string("profile-json")) {
+        auto writer = ProfileJsonWriter::open(*path);
+        if (!writer.ok()) {
+            std::fprintf(stderr, "tandem: %s\n", writer.error().message().c_str());
+            return 1;
+        }
+        app.write_profiles_to(std::move(writer).value());
+    }
     const std::string& c = args->command();
     Status st = c == "run"        ? cmd_run(app)
                 : c == "ocr"      ? cmd_ocr(app)

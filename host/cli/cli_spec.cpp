@@ -51,6 +51,9 @@ OptionGroup global_options() {
                  "TANDEM_VALIDATE"},
                 {{"--profile"}, K::flag, "", "Time every GPU dispatch and print a per-op table at the end.", "",
                  "TANDEM_PROFILE"},
+                {{"--profile-json"}, K::string, "FILE", "Time every GPU dispatch and write each run of a graph (a "
+                 "forward pass, a draft step) to FILE as one JSON line, node by node: op, shape, weight type, "
+                 "workgroups, bytes read, microseconds, GB/s."},
                 {{"--memory-limit"}, K::string, "SIZE", "Most device memory tandem may allocate (\"8GiB\"); "
                  "a model whose weights and KV cache exceed it is refused before loading, and any allocation beyond "
                  "it fails with an error naming it."},

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/args.h"
+#include "cli/profile_json.h"
 #include "config/config.h"
 #include "engine/runner.h"
 #include "model/model.h"
@@ -40,8 +41,10 @@ public:
     // speculative: room for verify passes of --draft-max + 1 tokens (recurrent-state
     // checkpoints); plain decoding keeps two.
     Result<std::unique_ptr<KvPool>> make_kv(const Model& model, bool speculative, uint32_t n_seq = 1);
-    // Prints the profile table if --profile was on.
+    // Prints the profile table if --profile was on; ends --profile-json's file.
     void finish();
+    // --profile-json: every profiled run from now on goes to `writer` as well.
+    void write_profiles_to(std::unique_ptr<ProfileJsonWriter> writer);
     // A command that succeeded but must not exit with 0 (130: stopped by SIGINT).
     void set_exit_code(int code) { exit_code_ = code; }
     int exit_code() const { return exit_code_; }
@@ -49,6 +52,8 @@ public:
 private:
     const ParsedArgs& args_;
     Config config_;
+    // before the device: command buffers still waited for when the device goes write to it
+    std::unique_ptr<ProfileJsonWriter> profile_json_;
     std::unique_ptr<vk::Device> device_;
     std::unique_ptr<vk::PipelineManager> pipelines_;
     std::unique_ptr<Registry> registry_;

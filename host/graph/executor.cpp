@@ -7,6 +7,7 @@
 #include <map>
 
 #include "common/log.h"
+#include "graph/weight.h"
 #include "ops/op_def.h"
 #include "ops/record.h"
 
@@ -29,6 +30,32 @@ uint64_t tensor_bytes(const Tensor& t) {
     // Activations and inputs are 4-byte elements (f32 / i32), rounded to whole
     // 16-byte texels so that any tensor can also be read through a texel view.
     return align_up(uint64_t(t.elements()) * 4, 16);
+}
+
+// A node as per-dispatch profiles name it. bytes_read: the activations it reads, and of
+// a weight what a kernel streams: all of it for a matmul (matmul_id: every expert, an
+// upper bound), the gathered rows for get_rows. KV and recurrent state reads are not
+// counted: they depend on the positions, which a recorded graph does not know.
+vk::DispatchNote dispatch_note(const Graph& g, uint32_t index, const Node& node) {
+    const OpDesc& d = node.desc;
+    vk::DispatchNote n;
+    n.node = index;
+    n.name = d.name;
+    n.op = op_name(d.op);
+    n.shape = g.describe(node.out);
+    for (int k = 0; k < d.n_in; ++k) {
+        const Tensor& t = g.tensor(d.in[k]);
+        if (t.kind == TensorKind::weight && t.weight) {
+            n.weight_type = std::string(dtype_name(t.weight->type()));
+            uint64_t bytes = t.weight->device_bytes();
+            if (d.op == TDM_OP_GET_ROWS && t.weight->rows() > 0)
+                bytes = bytes / uint64_t(t.weight->rows()) * uint64_t(g.tensor(node.out).rows());
+            n.bytes_read += bytes;
+        } else if (t.kind == TensorKind::activation || t.kind == TensorKind::input || t.kind == TensorKind::view) {
+            n.bytes_read += uint64_t(t.elements()) * 4;
+        }
+    }
+    return n;
 }
 
 // First-fit allocator over one address range; blocks freed when their tensor dies.
@@ -252,6 +279,8 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
         order_after_pending(reads, writes);
         const uint32_t dispatches_before = cb_->dispatch_count();
         TDM_TRY_CTX(record_node(ctx, node), fmt::format("recording {} '{}'", op_name(d.op), d.name));
+        if (device_.profiling())
+            cb_->note_dispatches(dispatches_before, cb_->dispatch_count(), dispatch_note(graph_, uint32_t(i), node));
         auto in_host_memory = [](const Range& r) { return r.host_memory; };
         if (std::any_of(reads.begin(), reads.end(), in_host_memory) ||
             std::any_of(writes.begin(), writes.end(), in_host_memory))

@@ -24,6 +24,20 @@ void Profiler::reset() {
     entries_.clear();
 }
 
+void Profiler::set_run_sink(RunProfileSink sink) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    run_sink_ = std::move(sink);
+}
+
+void Profiler::run_done(std::span<const ProfiledDispatch> run) {
+    RunProfileSink sink;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        sink = run_sink_;
+    }
+    if (sink) sink(run);
+}
+
 double Profiler::total_ns() const {
     std::lock_guard<std::mutex> lock(mutex_);
     double total = 0;
@@ -102,6 +116,9 @@ Status CommandBuffer::begin() {
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     TDM_VK_CHECK(f.vkBeginCommandBuffer(cb_, &bi), "beginning command buffer");
     labels_.clear();
+    groups_.clear();
+    note_of_.clear();
+    notes_.clear();
     recording_ = true;
     if (device_.profiling()) {
         // Room for the dispatches of a large graph; regrown (and re-recorded by
@@ -145,8 +162,17 @@ void CommandBuffer::record_dispatch(const Pipeline& p, std::span<const Binding> 
     if (push_size) f.vkCmdPushConstants(cb_, p.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
     f.vkCmdDispatch(cb_, gx, gy, gz);
     labels_.emplace_back(label.empty() ? p.name() : std::string(label));
+    groups_.push_back({gx, gy, gz});
     if (device_.profiling() && labels_.size() + 1 < query_capacity_)
         f.vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, uint32_t(labels_.size()));
+}
+
+void CommandBuffer::note_dispatches(uint32_t first, uint32_t end, DispatchNote note) {
+    TDM_ASSERT(first <= end && end <= labels_.size());
+    if (first == end) return;
+    notes_.push_back(std::move(note));
+    note_of_.resize(labels_.size(), 0);
+    for (uint32_t i = first; i < end; ++i) note_of_[i] = uint32_t(notes_.size());
 }
 
 void CommandBuffer::record_barrier() {
@@ -220,8 +246,16 @@ Status CommandBuffer::wait() {
         if (f.vkGetQueryPoolResults(device_.handle(), queries_, 0, n, n * 8, ts.data(), 8,
                                     VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS) {
             const double period = device_.caps().timestamp_period_ns;
-            for (uint32_t i = 0; i + 1 < n; ++i)
-                global_profiler().add(labels_[i], double(ts[i + 1] - ts[i]) * period);
+            std::vector<ProfiledDispatch> run;
+            run.reserve(n);
+            for (uint32_t i = 0; i + 1 < n; ++i) {
+                const double ns = double(ts[i + 1] - ts[i]) * period;
+                global_profiler().add(labels_[i], ns);
+                const uint32_t note = i < note_of_.size() ? note_of_[i] : 0;
+                run.push_back({&labels_[i], note ? &notes_[note - 1] : nullptr,
+                               {groups_[i][0], groups_[i][1], groups_[i][2]}, ns});
+            }
+            global_profiler().run_done(run);
         }
     }
     return {};

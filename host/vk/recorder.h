@@ -9,6 +9,8 @@
 // the per-label times are added to a Profiler.
 #pragma once
 
+#include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,10 +37,35 @@ struct Binding {
     }
 };
 
+// What a per-dispatch profile says of a dispatch besides its kernel: the graph node it
+// belongs to (graph/executor.cpp writes one per node; several dispatches may share it).
+struct DispatchNote {
+    uint32_t node = 0;      // index of the node in its graph
+    std::string name;       // the node's name ("blk.3.attn_q")
+    std::string op;         // its op ("matmul")
+    std::string shape;      // its output, as Graph::describe writes it
+    std::string weight_type;  // a weight input's type ("q8_0"), else empty
+    uint64_t bytes_read = 0;  // see DispatchNote's writer in graph/executor.cpp
+};
+
+// One dispatch of a profiled run: its kernel, what it belongs to, its grid and its time.
+struct ProfiledDispatch {
+    const std::string* kernel;
+    const DispatchNote* note;  // null for a dispatch outside any graph node
+    uint32_t groups[3];
+    double ns;
+};
+// Called after each profiled command buffer's run, dispatch by dispatch (--profile-json).
+using RunProfileSink = std::function<void(std::span<const ProfiledDispatch>)>;
+
 // Accumulated per-op GPU times, printed as a table (TANDEM_PROFILE=1).
 class Profiler {
 public:
     void add(const std::string& label, double ns);
+    // Every profiled run from now on is also handed to `sink` (empty: none). The sink runs on
+    // the thread that waits for the run.
+    void set_run_sink(RunProfileSink sink);
+    void run_done(std::span<const ProfiledDispatch> run);
     std::string table() const;  // sorted by total time, with share of the whole
     double total_ns() const;    // of every label
     void reset();
@@ -48,6 +75,7 @@ private:
     struct Entry { uint64_t count = 0; double total_ns = 0; };
     mutable std::mutex mutex_;
     std::map<std::string, Entry> entries_;
+    RunProfileSink run_sink_;
 };
 Profiler& global_profiler();
 
@@ -69,6 +97,8 @@ public:
     void record_copy(const BufferSlice& src, const BufferSlice& dst, uint64_t size);
     void record_fill(const BufferSlice& dst, uint32_t value);
     void record_update(const BufferSlice& dst, const void* data, uint32_t size);  // size <= 65536, %4 == 0
+    // Attributes dispatches [first, end) to one graph node in per-dispatch profiles.
+    void note_dispatches(uint32_t first, uint32_t end, DispatchNote note);
     Status end();
 
     Status submit();
@@ -91,6 +121,9 @@ private:
     bool pending_ = false;
     bool recording_ = false;
     std::vector<std::string> labels_;  // one per dispatch (profiling)
+    std::vector<std::array<uint32_t, 3>> groups_;  // one per dispatch
+    std::vector<uint32_t> note_of_;    // per dispatch: index into notes_ + 1, 0 for none
+    std::vector<DispatchNote> notes_;
     Status grow_queries(uint32_t n);
 };
 
