@@ -145,6 +145,35 @@ def main():
               f"{fmt(j.get('verify_over_decode'))} |")
         p()
 
+    # ---- where one decode step's time goes: the last pass of the profiled run
+    last = None
+    try:
+        with open(os.path.join(out, "decode-profile.jsonl")) as f:
+            for line in f:
+                if line.strip():
+                    last = json.loads(line)
+    except (OSError, ValueError):
+        pass
+    if last:
+        p(f"## Where one decode step's time goes (last pass of decode-profile: {fmt(last['gpu_us'], 1)} us on the GPU)")
+        p()
+        by_op = {}
+        for n in last["nodes"]:
+            by_op.setdefault(n.get("op", n["kernels"][0]), [0, 0.0])
+            by_op[n.get("op", n["kernels"][0])][0] += 1
+            by_op[n.get("op", n["kernels"][0])][1] += n["us"]
+        p("| op | nodes | us | share |")
+        p("|---|---|---|---|")
+        for op, (count, us) in sorted(by_op.items(), key=lambda kv: -kv[1][1]):
+            p(f"| {op} | {count} | {fmt(us, 1)} | {fmt(us / last['gpu_us'] if last['gpu_us'] else None)} |")
+        p()
+        p("| slowest nodes | op | weight | workgroups | us | GB/s |")
+        p("|---|---|---|---|---|---|")
+        for n in sorted(last["nodes"], key=lambda n: -n["us"])[:12]:
+            p(f"| {n.get('name', '')} (node {n.get('node', '-')}) | {n.get('op', '')} | {n.get('weight_type', '')} | {n['workgroups'][0]} | "
+              f"{fmt(n['us'], 1)} | {fmt(n.get('gb_per_s'), 1)} |")
+        p()
+
     if any(n == "tune" for n, _, _, _ in steps):
         p("## Tuning table")
         p()
@@ -160,7 +189,8 @@ def main():
     for name, rc, secs, cmd in steps:
         p(f"| {name} | {rc} | {secs} | `{cmd}` |")
     p()
-    p("The per-op GPU profile of one decode run is in logs/decode-profile.err.")
+    p("The per-op GPU profile of one decode run is in logs/decode-profile.err, and every pass of it")
+    p("node by node in decode-profile.jsonl.")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@
 #   version and devices; models (Qwen3-0.6B shape in Q8_0 and Q4_K, Gemma 4 E2B shape in Q8_0);
 #   bench ops on 31B-sized matrices (21504x5376 and 5376x21504; Q8_0, Q4_K; batch 1 and 4) with
 #   device timestamps, and the device copy bandwidth; bench decode at 64 and 4096 tokens of
-#   context, and once with --profile; bench spec at forced acceptance 0.7 and 1.0, k = 3; the
+#   context, and once with --profile and --profile-json; bench spec at forced acceptance 0.7 and 1.0, k = 3; the
 #   tuning table (when the build has `tandem tune`); llama-bench on the same files.
 # Timings only; nothing here is a test.
 set -euo pipefail
@@ -163,9 +163,10 @@ for f in "$q8" "$q4" "$g4"; do
     --gen-tokens "$gen" -c $(( long_ctx + gen + 64 )) --json
 done
 if [ -s "$q8" ]; then
-  # the per-op table goes to stderr (logs/decode-profile.err)
-  step "decode-profile" "$limit" "$tandem" bench decode -m "$q8" --prompt-len "$short_ctx" --gen-tokens "$gen" \
-    -c $(( short_ctx + gen + 64 )) --profile --json
+  # the per-op table goes to stderr (logs/decode-profile.err), every pass node by node to
+  # decode-profile.jsonl (a few steps: a line of the 0.6B shape is about 150 KB)
+  step "decode-profile" "$limit" "$tandem" bench decode -m "$q8" --prompt-len "$short_ctx" --gen-tokens 8 \
+    -c $(( short_ctx + 8 + 64 )) --profile --profile-json "$out/decode-profile.jsonl" --json
   for a in 0.7 1.0; do
     step "spec-a$a-k3" "$limit" "$tandem" bench spec -m "$q8" --force-acceptance "$a" --draft-max 3 --prompts 2 \
       --gen-tokens "$spec_gen" --prompt-len 32 -c 512 --json
