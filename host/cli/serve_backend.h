@@ -12,13 +12,13 @@
 #pragma once
 
 #include "cli/drafters.h"
-#include "cli/end_of_turn.h"
 #include "engine/batch_engine.h"
 #include "engine/generate.h"
 #include "engine/runner.h"
 #include "server/backend.h"
 #include "speculative/scheduler.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/end_of_turn.h"
 
 #include <condition_variable>
 #include <deque>
