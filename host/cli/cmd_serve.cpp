@@ -10,11 +10,12 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "cli/drafters.h"
 #include "cli/memory_plan.h"
 #include "cli/prompt.h"
 #include "cli/serve_backend.h"
 #include "http/http_server.h"
+#include "serve/generation_settings.h"
+#include "serve/make_drafters.h"
 
 namespace tdm::cli {
 

@@ -11,10 +11,10 @@
 // tokens those of a fresh `tandem run` on the same prompt, whatever runs beside it.
 #pragma once
 
-#include "cli/drafters.h"
 #include "engine/batch_engine.h"
 #include "engine/generate.h"
 #include "engine/runner.h"
+#include "serve/drafter_chain.h"
 #include "server/backend.h"
 #include "speculative/scheduler.h"
 #include "tokenizer/chat_template.h"
