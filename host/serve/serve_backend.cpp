@@ -2,15 +2,12 @@
 // host/serve/serve_backend.cpp
 #include "serve/serve_backend.h"
 
-#include "serve/stop_strings.h"
+#include "serve/request_channel.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <limits>
-#include <optional>
 
 namespace tdm::server {
 
@@ -203,26 +200,12 @@ Result<std::vector<DrafterSlot>> ServeBackend::drafters_for(const GenerationRequ
     return request_drafters(setup_.drafters, setup_.per_request, r.speculative ? r.speculative->type : std::string());
 }
 
-namespace {
-
-// What the engine thread hands to the HTTP worker of one request.
-struct Channel {
-    std::mutex mutex;
-    std::condition_variable cv;
-    std::deque<std::pair<std::string, std::vector<TokenLogprob>>> pieces;
-    std::optional<SessionResult> result;
-    std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
-};
-
-}  // namespace
-
 ApiResult<Outcome> ServeBackend::run(const Job& job, const TextSink& on_text) {
     auto params = generate_params(job.request);
     if (!params.ok()) return params.error();
     auto drafters = drafters_for(job.request);
     if (!drafters.ok()) return server_error(drafters.error());
 
-    auto ch = std::make_shared<Channel>();
     SessionRequest sr;
     sr.prompt = job.prompt;
     sr.params = std::move(*params);
@@ -230,48 +213,11 @@ ApiResult<Outcome> ServeBackend::run(const Job& job, const TextSink& on_text) {
     if (job.request.speculative && job.request.speculative->draft_max)
         sr.spec.draft_max = int(*job.request.speculative->draft_max);
     sr.drafters = std::move(*drafters);
-    sr.cancel = ch->cancel;
     const bool want_logprobs = job.request.logprobs;
     if (want_logprobs) sr.logprobs = int32_t(job.request.top_logprobs);
-
-    // Engine thread: end-of-turn tokens close the reply unseen (as OpenAI's API); stop
-    // strings hold text back; logprobs travel with the text their tokens released.
-    auto stops = std::make_shared<StopMatcher>(job.request.stop);
-    auto pending_lp = std::make_shared<std::vector<TokenLogprob>>();
-    const bool ignore_eog = sr.params.ignore_eog;
-    const Tokenizer* tok = setup_.tokenizer;
-    const EndOfTurnPieces* eot = &end_of_turn_pieces_;
-    auto deliver = [ch](std::string text, std::vector<TokenLogprob> lp) {
-        if (text.empty() && lp.empty()) return;
-        std::lock_guard lock(ch->mutex);
-        ch->pieces.emplace_back(std::move(text), std::move(lp));
-        ch->cv.notify_all();
-    };
-    sr.on_token = [=](int32_t id, std::string_view piece, const TokenLogprobs* lp) {
-        if (stops->stopped()) return false;
-        const std::string p(piece);
-        const bool end_of_turn = id >= 0 && !ignore_eog && eot->contains(tok->token_to_piece(id));
-        if (lp && !end_of_turn) {
-            TokenLogprob t;
-            t.token = tok->token_to_piece(id);
-            t.logprob = lp->logprob;
-            for (const auto& [alt, v] : lp->top) t.top.push_back({tok->token_to_piece(alt), v});
-            pending_lp->push_back(std::move(t));
-        }
-        if (end_of_turn) return true;
-        std::string shown = stops->push(p);
-        if (!shown.empty() || stops->stopped()) {
-            deliver(std::move(shown), std::move(*pending_lp));
-            pending_lp->clear();
-        }
-        return !stops->stopped();
-    };
-    sr.on_done = [=](const SessionResult& res) {
-        if (!stops->stopped()) deliver(stops->flush(), std::move(*pending_lp));
-        std::lock_guard lock(ch->mutex);
-        ch->result = res;
-        ch->cv.notify_all();
-    };
+    auto channel = std::make_shared<RequestChannel>(job.request.stop, sr.params.ignore_eog, *setup_.tokenizer,
+                                                    end_of_turn_pieces_);
+    RequestChannel::connect(channel, sr);
     {
         std::lock_guard lock(mutex_);
         if (quit_) return server_error(Error("the server is shutting down"));
@@ -279,43 +225,13 @@ ApiResult<Outcome> ServeBackend::run(const Job& job, const TextSink& on_text) {
     }
     wake_.notify_all();
 
-    // This worker streams; the client's writes never hold up the engine.
-    bool client_gone = false, timed_out = false;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(job.time_limit_s);
-    while (true) {
-        std::pair<std::string, std::vector<TokenLogprob>> piece;
-        {
-            std::unique_lock lock(ch->mutex);
-            const auto ready = [&] { return !ch->pieces.empty() || ch->result; };
-            if (job.time_limit_s && !timed_out) {
-                if (!ch->cv.wait_until(lock, deadline, ready)) {
-                    // past the limit: the engine ends the session at its next step, and what
-                    // it made so far is the answer
-                    timed_out = true;
-                    ch->cancel->store(true);
-                    lock.unlock();
-                    wake_.notify_all();
-                    continue;
-                }
-            } else {
-                ch->cv.wait(lock, ready);
-            }
-            if (ch->pieces.empty()) break;
-            piece = std::move(ch->pieces.front());
-            ch->pieces.pop_front();
-        }
-        if (client_gone) continue;
-        if (!on_text(piece.first, want_logprobs ? &piece.second : nullptr)) {
-            client_gone = true;
-            ch->cancel->store(true);
-            wake_.notify_all();
-        }
-    }
-    const SessionResult& res = *ch->result;
+    const RequestChannel::Ended ended =
+        channel->stream(on_text, want_logprobs, job.time_limit_s, [this] { wake_.notify_all(); });
+    const SessionResult& res = ended.result;
     if (res.stop_reason == "error") return server_error(Error(res.error));
     Outcome out;
-    out.finish_reason = stops->stopped() ? "stop" : finish_reason(res.stop_reason);
-    if (timed_out && !stops->stopped() && res.stop_reason == "cancelled") {
+    out.finish_reason = ended.stopped ? "stop" : finish_reason(res.stop_reason);
+    if (ended.timed_out && !ended.stopped && res.stop_reason == "cancelled") {
         out.finish_reason = "length";
         out.timed_out = true;
     }

@@ -2,7 +2,8 @@
 // host/serve/serve_backend.h: the model behind `tandem serve` (serve/backend.h): the
 // continuous-batching engine (engine/batch_engine.h) on a thread of its own, which runs
 // one forward pass per step over every request in progress (one per KV slot, --parallel).
-// Not the HTTP side (serve/http_server.h).
+// Not the HTTP side (serve/http_server.h) nor what passes between the engine thread and
+// one request's worker (serve/request_channel.h).
 //
 // run() is called by the HTTP workers, one per request; each hands its session to the
 // engine thread and streams what comes back. A prompt (a chat rendered with the model's
