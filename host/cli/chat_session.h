@@ -25,12 +25,12 @@
 #include <string>
 #include <vector>
 
-#include "cli/end_of_turn.h"
 #include "engine/generate.h"
 #include "engine/state_file.h"
 #include "engine/runner.h"
 #include "speculative/scheduler.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/end_of_turn.h"
 
 namespace tdm::cli {
 

@@ -17,9 +17,10 @@
 #include "bench/op_bench.h"
 #include "cli/bench_common.h"
 #include "cli/commands.h"
-#include "cli/drafters.h"
 #include "cli/memory_plan.h"
 #include "engine/generate.h"
+#include "serve/generation_settings.h"
+#include "serve/make_drafters.h"
 #include "speculative/draft_head.h"
 #include "speculative/forced_drafter.h"
 

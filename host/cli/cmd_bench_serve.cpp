@@ -14,9 +14,10 @@
 
 #include "cli/bench_common.h"
 #include "cli/commands.h"
-#include "cli/drafters.h"
 #include "cli/memory_plan.h"
 #include "engine/batch_engine.h"
+#include "serve/generation_settings.h"
+#include "serve/make_drafters.h"
 
 namespace tdm::cli {
 namespace {

@@ -13,12 +13,13 @@
 #include "cli/chat_commands.h"
 #include "cli/chat_session.h"
 #include "cli/commands.h"
-#include "cli/drafters.h"
 #include "cli/line_reader.h"
 #include "cli/memory_plan.h"
 #include "cli/prompt.h"
 #include "cli/interrupt.h"
 #include "cli/progress.h"
+#include "serve/generation_settings.h"
+#include "serve/make_drafters.h"
 
 namespace tdm::cli {
 namespace {

@@ -16,11 +16,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/drafters.h"
 #include "cli/image_prompt.h"
 #include "cli/interrupt.h"
 #include "cli/memory_plan.h"
 #include "engine/generate.h"
+#include "serve/generation_settings.h"
+#include "serve/make_drafters.h"
 
 namespace tdm::cli {
 namespace {

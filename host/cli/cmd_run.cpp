@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/drafters.h"
 #include "cli/image_prompt.h"
 #include "cli/interrupt.h"
 #include "cli/memory_plan.h"
@@ -18,6 +17,8 @@
 #include "cli/prompt.h"
 #include "cli/prompt_cache.h"
 #include "engine/generate.h"
+#include "serve/generation_settings.h"
+#include "serve/make_drafters.h"
 
 namespace tdm::cli {
 namespace {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/cli/cmd_serve.cpp: `tandem serve`: the model behind an OpenAI-compatible HTTP API
-// (server/http_server.h) until SIGTERM or SIGINT, which drain the admitted requests first.
+// (serve/http_server.h) until SIGTERM or SIGINT, which drain the admitted requests first.
 #include <pthread.h>
 #include <signal.h>
 
@@ -10,11 +10,12 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "cli/drafters.h"
 #include "cli/memory_plan.h"
 #include "cli/prompt.h"
-#include "cli/serve_backend.h"
-#include "http/http_server.h"
+#include "serve/generation_settings.h"
+#include "serve/http_server.h"
+#include "serve/make_drafters.h"
+#include "serve/serve_backend.h"
 
 namespace tdm::cli {
 
@@ -83,7 +84,7 @@ Status cmd_serve(App& app) {
     // a draft head keeps a sequence of its KV per request that drafts with it
     DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv, /*carried_head_by_default=*/true, parallel + 1));
 
-    ServeBackend::Setup setup;
+    server::ServeBackend::Setup setup;
     setup.model_id = model_id(cfg.server.alias, cfg.model.path);
     setup.runner = &runner;
     setup.tokenizer = model->tokenizer();
@@ -94,7 +95,7 @@ Status cmd_serve(App& app) {
     setup.defaults.max_tokens = a.has("n-predict") ? int32_t(*a.get_int("n-predict")) : -1;
     setup.defaults.sampling = sampler_params(cfg);
     setup.defaults.n_batch = uint32_t(cfg.model.n_batch);
-    auto backend = TDM_TRY(ServeBackend::create(std::move(setup)));
+    auto backend = TDM_TRY(server::ServeBackend::create(std::move(setup)));
 
     server::HttpServer http(*backend, opts);
     TDM_TRY(http.bind());

@@ -15,6 +15,7 @@
 #include "model/model.h"
 #include "plugin/plugin_loader.h"
 #include "plugin/registry.h"
+#include "serve/make_drafters.h"
 
 namespace tdm::cli {
 
@@ -24,23 +25,24 @@ const ProgramSpec& program_spec();
 // by Ctrl-C (what was generated is printed).
 int run_cli(int argc, const char* const* argv);
 
-// What most commands need, created on demand.
-class App {
+// What most commands need, created on demand. Also what building drafters needs
+// (serve/make_drafters.h), so that the commands build their chains there.
+class App final : public DrafterHost {
 public:
     App(const ParsedArgs& args, Config config) : args_(args), config_(std::move(config)) {}
     const ParsedArgs& args() const { return args_; }
-    const Config& config() const { return config_; }
+    const Config& config() const override { return config_; }
     Config& config() { return config_; }
 
-    Result<vk::Device*> device();
-    Result<vk::PipelineManager*> pipelines();
-    Result<Registry*> registry();
+    Result<vk::Device*> device() override;
+    Result<vk::PipelineManager*> pipelines() override;
+    Result<Registry*> registry() override;
     // Loads a model with a progress line on a terminal.
-    Result<std::unique_ptr<Model>> load_model(const std::string& path);
+    Result<std::unique_ptr<Model>> load_model(const std::string& path) override;
     // A KV pool sized from the config (n_ctx, kv_memory, kv_type) for a model.
     // speculative: room for verify passes of --draft-max + 1 tokens (recurrent-state
     // checkpoints); plain decoding keeps two.
-    Result<std::unique_ptr<KvPool>> make_kv(const Model& model, bool speculative, uint32_t n_seq = 1);
+    Result<std::unique_ptr<KvPool>> make_kv(const Model& model, bool speculative, uint32_t n_seq = 1) override;
     // Prints the profile table if --profile was on; ends --profile-json's file.
     void finish();
     // --profile-json: every profiled run from now on goes to `writer` as well.

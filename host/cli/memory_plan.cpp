@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "cli/commands.h"
-#include "cli/drafters.h"
+#include "serve/generation_settings.h"
 #include "plugin/abi_structs.h"
 #include "vk/memory.h"
 
@@ -214,7 +214,7 @@ Status check_memory_fits(App& app, const std::string& model_path, const RunShape
                 continue;
             }
             auto dp = probe_architecture(*draft_src, *reg);
-            if (dp.ok()) add_model(&plan, config, *draft_src, *dp, true, 1);  // one sequence (drafters.cpp)
+            if (dp.ok()) add_model(&plan, config, *draft_src, *dp, true, 1);  // one sequence (make_drafters.cpp)
         } else if (const DraftHeadEntry* h = reg->find_draft_head(type, probe->arch->desc->name)) {
             TDM_TRY(add_draft_head(&plan, config, *h, **src, probe->n_ctx_train, shape.head_sequences));
         }

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// tests/fuzz/openai_request.cpp: the server's request bodies (server/openai_request.h) on
+// tests/fuzz/openai_request.cpp: the server's request bodies (serve/openai_request.h) on
 // arbitrary bytes: chat completions, completions, /tokenize and /detokenize, the first input
 // byte choosing which. A body is either refused with a 400 whose JSON error has a message,
 // or accepted with every value inside the range the parser promises.
 // Seeds: tests/fuzz/corpus/openai_request/ (bodies as the official clients send them).
 #include "fuzz_support.h"
-#include "server/openai_request.h"
+#include "serve/openai_request.h"
 
 #include <nlohmann/json.hpp>
 

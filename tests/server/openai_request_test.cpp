@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/server/openai_request_test.cpp: request bodies of the OpenAI-compatible API and of
 // llama-server's /tokenize and /detokenize, as clients send them and as hostile ones do.
-#include "server/openai_request.h"
+#include "serve/openai_request.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/server/openai_response_test.cpp: response bodies in the shapes OpenAI's clients read.
-#include "server/openai_response.h"
+#include "serve/openai_response.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

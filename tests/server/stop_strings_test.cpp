@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/server/stop_strings_test.cpp
-#include "server/stop_strings.h"
+#include "serve/stop_strings.h"
 
 #include <gtest/gtest.h>
 

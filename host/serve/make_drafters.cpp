@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/cli/drafters.cpp
-#include "cli/drafters.h"
+// host/serve/make_drafters.cpp
+#include "serve/make_drafters.h"
 
 #include <fmt/format.h>
 
@@ -8,91 +8,31 @@
 
 #include "common/log.h"
 #include "engine/logits_check.h"
+#include "serve/generation_settings.h"
 #include "speculative/draft_head.h"
 #include "speculative/draft_model.h"
 #include "speculative/plugin_drafter.h"
 
-namespace tdm::cli {
+namespace tdm {
 
-std::vector<std::string> spec_types(const Config& c) {
-    std::vector<std::string> t = c.speculative.type;
-    t.erase(std::remove(t.begin(), t.end(), "none"), t.end());
-    if (t.empty() && !c.model.draft_path.empty()) t.push_back("draft");
-    return t;
-}
-
-bool speculation_off(const Config& c) {
-    return std::find(c.speculative.type.begin(), c.speculative.type.end(), "none") != c.speculative.type.end();
-}
-
-Result<bool> draft_head_available(App& app, const Model& target) {
-    Registry* reg = TDM_TRY(app.registry());
+Result<bool> draft_head_available(DrafterHost& host, const Model& target) {
+    Registry* reg = TDM_TRY(host.registry());
     for (const DraftHeadEntry& h : reg->draft_heads())
         if (std::find(h.target_archs.begin(), h.target_archs.end(), target.arch().desc->name) != h.target_archs.end())
             return true;
     return false;
 }
 
-std::vector<Drafter*> shared_drafters(std::span<Drafter* const> order, std::span<const DrafterFactory> fresh) {
-    std::vector<Drafter*> out;
-    for (size_t i = 0; i < order.size(); ++i)
-        if (i >= fresh.size() || !fresh[i]) out.push_back(order[i]);
-    return out;
-}
-
-Result<std::vector<DrafterSlot>> request_drafters(std::span<Drafter* const> order,
-                                                  std::span<const DrafterFactory> fresh, std::string_view only) {
-    std::vector<DrafterSlot> out;
-    for (size_t i = 0; i < order.size(); ++i) {
-        if (!only.empty() && order[i]->name() != only) continue;
-        DrafterSlot ds;
-        if (i < fresh.size() && fresh[i])
-            ds.owned = TDM_TRY(fresh[i]());
-        else
-            ds.shared = order[i];
-        out.push_back(std::move(ds));
-    }
-    return out;
-}
-
-tdm_hidden_point chain_hidden_point(std::span<Drafter* const> order) {
-    for (Drafter* d : order)
-        if (d->hidden_point() != TDM_HIDDEN_NONE) return d->hidden_point();
-    return TDM_HIDDEN_NONE;
-}
-
-SpecParams spec_params(const Config& c) {
-    SpecParams p;
-    p.draft_max = c.speculative.draft_max;
-    p.draft_min = c.speculative.draft_min;
-    p.skip_streak = c.speculative.skip_streak;
-    p.auto_k = c.speculative.auto_select;
-    p.trace_path = c.speculative.trace;
-    return p;
-}
-
-SamplerParams sampler_params(const Config& c) {
-    SamplerParams s;
-    s.temperature = c.sampling.temperature;
-    s.top_k = c.sampling.top_k;
-    s.top_p = c.sampling.top_p;
-    s.min_p = c.sampling.min_p;
-    s.repeat_penalty = c.sampling.repeat_penalty;
-    s.repeat_last_n = c.sampling.repeat_last_n;
-    if (c.sampling.seed >= 0) s.seed = uint64_t(c.sampling.seed);
-    return s;
-}
-
 namespace {
 
 // A plugin's draft head reading the target's file (or --mtp-head FILE, or `source`: a file
 // that holds the head alone, such as a Gemma 4 assistant passed with -md).
-Result<std::unique_ptr<DraftHeadDrafter>> make_draft_head(App& app, const DraftHeadEntry& h, const std::string& type,
+Result<std::unique_ptr<DraftHeadDrafter>> make_draft_head(DrafterHost& host, const DraftHeadEntry& h, const std::string& type,
                                                           const Model& target, const KvPool& target_kv,
                                                           const std::map<std::string, std::string>& options,
                                                           uint32_t sequences,
                                                           std::shared_ptr<const ModelSource> source = nullptr) {
-    const Config& cfg = app.config();
+    const Config& cfg = host.config();
     std::shared_ptr<const ModelSource> src = source ? source : target.shared_source();
     if (!source && !cfg.model.mtp_head_path.empty())
         src = std::shared_ptr<const ModelSource>(TDM_TRY_CTX(ModelSource::open(cfg.model.mtp_head_path), "--mtp-head"));
@@ -105,8 +45,8 @@ Result<std::unique_ptr<DraftHeadDrafter>> make_draft_head(App& app, const DraftH
     o.check_weights = cfg.model.check_weights;  // --no-check-weights covers the head too
     o.nan_debug = full_logits_check();          // TANDEM_CHECK_NAN=1, as for the target
     o.auto_vocab = !draft_vocab_count(cfg.speculative.draft_vocab);
-    vk::Device* dev = TDM_TRY(app.device());
-    vk::PipelineManager* pm = TDM_TRY(app.pipelines());
+    vk::Device* dev = TDM_TRY(host.device());
+    vk::PipelineManager* pm = TDM_TRY(host.pipelines());
     return DraftHeadDrafter::create(h, type, src, target, target_kv, *dev, *pm, o);
 }
 
@@ -122,9 +62,9 @@ void add_head(DrafterChain& chain, std::unique_ptr<DraftHeadDrafter> head) {
 
 }  // namespace
 
-Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& target_kv,
+Result<DrafterChain> make_drafters(DrafterHost& host, const Model& target, const KvPool& target_kv,
                                    bool carried_head_by_default, uint32_t sequences) {
-    const Config& cfg = app.config();
+    const Config& cfg = host.config();
     const uint32_t n_vocab = target.info().n_vocab;
     const std::optional<int64_t> draft_vocab = draft_vocab_count(cfg.speculative.draft_vocab);  // nullopt: auto
     if (draft_vocab && uint64_t(*draft_vocab) > n_vocab)
@@ -132,7 +72,7 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
                              "tokens (allowed: auto, all, 0 = all, or 1 to {})",
                              *draft_vocab, n_vocab, n_vocab);
     DrafterChain chain;
-    Registry* reg = TDM_TRY(app.registry());
+    Registry* reg = TDM_TRY(host.registry());
     const std::map<std::string, std::string> options = {
         {"draft_max", std::to_string(cfg.speculative.draft_max)},
         {"draft_min", std::to_string(cfg.speculative.draft_min)},
@@ -153,7 +93,7 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
             const std::string& md_arch = md->architecture();
             if (const DraftHeadEntry* h = reg->find_draft_head_source(md_arch, target.arch().desc->name)) {
                 const std::string head_type = h->spec_types.empty() ? h->desc->name : h->spec_types[0];
-                add_head(chain, TDM_TRY_CTX(make_draft_head(app, *h, head_type, target, target_kv, options, sequences, md),
+                add_head(chain, TDM_TRY_CTX(make_draft_head(host, *h, head_type, target, target_kv, options, sequences, md),
                                             fmt::format("-md {}", cfg.model.draft_path)));
                 continue;
             }
@@ -161,18 +101,18 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
                 return Error::format("-md {}: a {} drafts for other architectures than this model's ({})",
                                      cfg.model.draft_path, md_arch, target.arch().desc->name);
             md.reset();
-            auto dm = TDM_TRY_CTX(app.load_model(cfg.model.draft_path), "loading the draft model");
+            auto dm = TDM_TRY_CTX(host.load_model(cfg.model.draft_path), "loading the draft model");
             if (target.tokenizer() && dm->tokenizer())
                 TDM_TRY(check_vocab_compatible(*target.tokenizer(), *dm->tokenizer()));
             else if (dm->info().n_vocab > target.info().n_vocab)
                 return Error::format("the draft model's vocabulary ({}) is larger than the target's ({})",
                                      dm->info().n_vocab, target.info().n_vocab);
-            auto kv = TDM_TRY(app.make_kv(*dm, true));
-            vk::Device* dev = TDM_TRY(app.device());
-            vk::PipelineManager* pm = TDM_TRY(app.pipelines());
+            auto kv = TDM_TRY(host.make_kv(*dm, true));
+            vk::Device* dev = TDM_TRY(host.device());
+            vk::PipelineManager* pm = TDM_TRY(host.pipelines());
             chain.owned.push_back(std::make_unique<DraftModelDrafter>(std::move(dm), std::move(kv), *dev, *pm));
         } else if (const DraftHeadEntry* h = reg->find_draft_head(type, target.arch().desc->name)) {
-            add_head(chain, TDM_TRY(make_draft_head(app, *h, type, target, target_kv, options, sequences)));
+            add_head(chain, TDM_TRY(make_draft_head(host, *h, type, target, target_kv, options, sequences)));
             continue;
         } else if (const DrafterEntry* e = reg->find_drafter(type)) {
             chain.owned.push_back(TDM_TRY(PluginDrafter::create(*e, options)));
@@ -199,7 +139,7 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
         for (const DraftHeadEntry& h : reg->draft_heads()) {
             const auto& archs = h.target_archs;
             if (std::find(archs.begin(), archs.end(), target.arch().desc->name) == archs.end()) continue;
-            auto d = make_draft_head(app, h, h.spec_types.empty() ? h.desc->name : h.spec_types[0], target,
+            auto d = make_draft_head(host, h, h.spec_types.empty() ? h.desc->name : h.spec_types[0], target,
                                      target_kv, options, sequences);
             if (!d.ok()) {
                 TDM_LOG_INFO("spec", "no {} head: {}", h.desc->name, d.error().message());
@@ -213,4 +153,4 @@ Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& 
     return chain;
 }
 
-}  // namespace tdm::cli
+}  // namespace tdm

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/cli/end_of_turn.cpp
-#include "cli/end_of_turn.h"
+// host/tokenizer/end_of_turn.cpp
+#include "tokenizer/end_of_turn.h"
 
 #include <algorithm>
 
-namespace tdm::cli {
+namespace tdm {
 
 EndOfTurnPieces::EndOfTurnPieces(const Tokenizer& tokenizer) {
     for (int32_t id = 0; id < tokenizer.n_vocab(); ++id)
@@ -16,4 +16,4 @@ bool EndOfTurnPieces::contains(const std::string& piece) const {
     return std::find(pieces_.begin(), pieces_.end(), piece) != pieces_.end();
 }
 
-}  // namespace tdm::cli
+}  // namespace tdm

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/server/openai_response.cpp
-#include "server/openai_response.h"
+// host/serve/openai_response.cpp
+#include "serve/openai_response.h"
 
 #include <nlohmann/json.hpp>
 

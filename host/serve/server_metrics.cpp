@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/http/server_metrics.cpp
-#include "http/server_metrics.h"
+// host/serve/server_metrics.cpp
+#include "serve/server_metrics.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/server/openai_request.h: the bodies of the server's requests, parsed and checked:
+// host/serve/openai_request.h: the bodies of the server's requests, parsed and checked:
 // POST /v1/chat/completions and /v1/completions (OpenAI's API as its official clients send
 // it, plus the extensions of vLLM and llama-server that users expect), and llama-server's
 // /tokenize and /detokenize.
@@ -13,7 +13,7 @@
 // OpenAI's own server ignores what it does not know.
 #pragma once
 
-#include "server/api_error.h"
+#include "serve/api_error.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,21 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/cli/serve_backend.cpp
-#include "cli/serve_backend.h"
+// host/serve/serve_backend.cpp
+#include "serve/serve_backend.h"
 
-#include "server/stop_strings.h"
+#include "serve/request_channel.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <limits>
-#include <optional>
 
-namespace tdm::cli {
-
-using server::ApiError;
-using server::ApiResult;
+namespace tdm::server {
 
 namespace {
 
@@ -82,7 +76,7 @@ void ServeBackend::loop() {
         }
         for (SessionRequest& r : arrived) engine_->add(std::move(r));
         engine_->step();
-        server::EngineGauges g;
+        EngineGauges g;
         g.running = engine_->running();
         g.waiting = engine_->waiting();
         g.kv_blocks_free = engine_->kv_blocks_free();
@@ -100,22 +94,22 @@ void ServeBackend::loop() {
     engine_.reset();
 }
 
-server::EngineGauges ServeBackend::gauges() const {
+EngineGauges ServeBackend::gauges() const {
     std::lock_guard lock(mutex_);
     return gauges_;
 }
 
 uint32_t ServeBackend::context_tokens() const { return setup_.runner->kv().capacity_tokens(); }
 
-ApiResult<server::Job> ServeBackend::prepare(server::GenerationRequest request) const {
+ApiResult<Job> ServeBackend::prepare(GenerationRequest request) const {
     const Tokenizer& tok = *setup_.tokenizer;
-    server::Job job;
-    if (request.endpoint == server::Endpoint::chat_completions) {
+    Job job;
+    if (request.endpoint == Endpoint::chat_completions) {
         if (!setup_.chat_template)
             return ApiError::invalid("messages", "this model has no chat template: use /v1/completions, or start "
                                                  "the server with --chat-template NAME");
-        std::vector<ChatMessage> messages;
-        for (const server::ChatMessage& m : request.messages) messages.push_back({m.role, m.content});
+        std::vector<tdm::ChatMessage> messages;
+        for (const ChatMessage& m : request.messages) messages.push_back({m.role, m.content});
         auto text = setup_.chat_template->apply(messages, true);
         if (!text.ok()) return ApiError::invalid("messages", text.error().message());
         job.prompt = tok.encode(*text, true);  // as `tandem run -p TEXT` tokenizes its prompt
@@ -129,7 +123,7 @@ ApiResult<server::Job> ServeBackend::prepare(server::GenerationRequest request) 
     } else {
         job.prompt = tok.encode(request.prompt, true);
     }
-    const std::string prompt_field = request.endpoint == server::Endpoint::chat_completions ? "messages" : "prompt";
+    const std::string prompt_field = request.endpoint == Endpoint::chat_completions ? "messages" : "prompt";
     if (job.prompt.empty()) return ApiError::invalid(prompt_field, "the prompt is empty");
 
     // OpenAI's and vLLM's rule: a request that cannot fit the context is refused whole,
@@ -164,7 +158,7 @@ ApiResult<server::Job> ServeBackend::prepare(server::GenerationRequest request) 
     return job;
 }
 
-ApiResult<GenerateParams> ServeBackend::generate_params(const server::GenerationRequest& r) const {
+ApiResult<GenerateParams> ServeBackend::generate_params(const GenerationRequest& r) const {
     GenerateParams gp = setup_.defaults;
     if (r.max_tokens) gp.max_tokens = int32_t(std::min<uint64_t>(*r.max_tokens, std::numeric_limits<int32_t>::max()));
     SamplerParams& s = gp.sampling;
@@ -179,19 +173,19 @@ ApiResult<GenerateParams> ServeBackend::generate_params(const server::Generation
     return gp;
 }
 
-bool ServeBackend::speculate(const server::GenerationRequest& r) const {
+bool ServeBackend::speculate(const GenerationRequest& r) const {
     if (setup_.drafters.empty()) return false;
     if (!r.speculative) return true;
     return r.speculative->type != "none" && r.speculative->draft_max.value_or(1) != 0;
 }
 
-ApiResult<std::vector<int32_t>> ServeBackend::tokenize(const server::TokenizeRequest& request) const {
+ApiResult<std::vector<int32_t>> ServeBackend::tokenize(const TokenizeRequest& request) const {
     return setup_.tokenizer->encode(request.content, request.add_special, request.parse_special);
 }
 
 std::string ServeBackend::token_piece(int32_t id) const { return setup_.tokenizer->token_to_piece(id); }
 
-ApiResult<std::string> ServeBackend::detokenize(const server::DetokenizeRequest& request) const {
+ApiResult<std::string> ServeBackend::detokenize(const DetokenizeRequest& request) const {
     const int32_t n_vocab = setup_.tokenizer->n_vocab();
     for (size_t i = 0; i < request.tokens.size(); ++i)
         if (request.tokens[i] >= n_vocab)
@@ -201,31 +195,17 @@ ApiResult<std::string> ServeBackend::detokenize(const server::DetokenizeRequest&
     return setup_.tokenizer->decode(request.tokens);
 }
 
-Result<std::vector<DrafterSlot>> ServeBackend::drafters_for(const server::GenerationRequest& r) const {
+Result<std::vector<DrafterSlot>> ServeBackend::drafters_for(const GenerationRequest& r) const {
     if (!speculate(r)) return std::vector<DrafterSlot>{};
     return request_drafters(setup_.drafters, setup_.per_request, r.speculative ? r.speculative->type : std::string());
 }
 
-namespace {
-
-// What the engine thread hands to the HTTP worker of one request.
-struct Channel {
-    std::mutex mutex;
-    std::condition_variable cv;
-    std::deque<std::pair<std::string, std::vector<server::TokenLogprob>>> pieces;
-    std::optional<SessionResult> result;
-    std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
-};
-
-}  // namespace
-
-ApiResult<server::Outcome> ServeBackend::run(const server::Job& job, const server::TextSink& on_text) {
+ApiResult<Outcome> ServeBackend::run(const Job& job, const TextSink& on_text) {
     auto params = generate_params(job.request);
     if (!params.ok()) return params.error();
     auto drafters = drafters_for(job.request);
     if (!drafters.ok()) return server_error(drafters.error());
 
-    auto ch = std::make_shared<Channel>();
     SessionRequest sr;
     sr.prompt = job.prompt;
     sr.params = std::move(*params);
@@ -233,48 +213,11 @@ ApiResult<server::Outcome> ServeBackend::run(const server::Job& job, const serve
     if (job.request.speculative && job.request.speculative->draft_max)
         sr.spec.draft_max = int(*job.request.speculative->draft_max);
     sr.drafters = std::move(*drafters);
-    sr.cancel = ch->cancel;
     const bool want_logprobs = job.request.logprobs;
     if (want_logprobs) sr.logprobs = int32_t(job.request.top_logprobs);
-
-    // Engine thread: end-of-turn tokens close the reply unseen (as OpenAI's API); stop
-    // strings hold text back; logprobs travel with the text their tokens released.
-    auto stops = std::make_shared<server::StopMatcher>(job.request.stop);
-    auto pending_lp = std::make_shared<std::vector<server::TokenLogprob>>();
-    const bool ignore_eog = sr.params.ignore_eog;
-    const Tokenizer* tok = setup_.tokenizer;
-    const EndOfTurnPieces* eot = &end_of_turn_pieces_;
-    auto deliver = [ch](std::string text, std::vector<server::TokenLogprob> lp) {
-        if (text.empty() && lp.empty()) return;
-        std::lock_guard lock(ch->mutex);
-        ch->pieces.emplace_back(std::move(text), std::move(lp));
-        ch->cv.notify_all();
-    };
-    sr.on_token = [=](int32_t id, std::string_view piece, const TokenLogprobs* lp) {
-        if (stops->stopped()) return false;
-        const std::string p(piece);
-        const bool end_of_turn = id >= 0 && !ignore_eog && eot->contains(tok->token_to_piece(id));
-        if (lp && !end_of_turn) {
-            server::TokenLogprob t;
-            t.token = tok->token_to_piece(id);
-            t.logprob = lp->logprob;
-            for (const auto& [alt, v] : lp->top) t.top.push_back({tok->token_to_piece(alt), v});
-            pending_lp->push_back(std::move(t));
-        }
-        if (end_of_turn) return true;
-        std::string shown = stops->push(p);
-        if (!shown.empty() || stops->stopped()) {
-            deliver(std::move(shown), std::move(*pending_lp));
-            pending_lp->clear();
-        }
-        return !stops->stopped();
-    };
-    sr.on_done = [=](const SessionResult& res) {
-        if (!stops->stopped()) deliver(stops->flush(), std::move(*pending_lp));
-        std::lock_guard lock(ch->mutex);
-        ch->result = res;
-        ch->cv.notify_all();
-    };
+    auto channel = std::make_shared<RequestChannel>(job.request.stop, sr.params.ignore_eog, *setup_.tokenizer,
+                                                    end_of_turn_pieces_);
+    RequestChannel::connect(channel, sr);
     {
         std::lock_guard lock(mutex_);
         if (quit_) return server_error(Error("the server is shutting down"));
@@ -282,43 +225,13 @@ ApiResult<server::Outcome> ServeBackend::run(const server::Job& job, const serve
     }
     wake_.notify_all();
 
-    // This worker streams; the client's writes never hold up the engine.
-    bool client_gone = false, timed_out = false;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(job.time_limit_s);
-    while (true) {
-        std::pair<std::string, std::vector<server::TokenLogprob>> piece;
-        {
-            std::unique_lock lock(ch->mutex);
-            const auto ready = [&] { return !ch->pieces.empty() || ch->result; };
-            if (job.time_limit_s && !timed_out) {
-                if (!ch->cv.wait_until(lock, deadline, ready)) {
-                    // past the limit: the engine ends the session at its next step, and what
-                    // it made so far is the answer
-                    timed_out = true;
-                    ch->cancel->store(true);
-                    lock.unlock();
-                    wake_.notify_all();
-                    continue;
-                }
-            } else {
-                ch->cv.wait(lock, ready);
-            }
-            if (ch->pieces.empty()) break;
-            piece = std::move(ch->pieces.front());
-            ch->pieces.pop_front();
-        }
-        if (client_gone) continue;
-        if (!on_text(piece.first, want_logprobs ? &piece.second : nullptr)) {
-            client_gone = true;
-            ch->cancel->store(true);
-            wake_.notify_all();
-        }
-    }
-    const SessionResult& res = *ch->result;
+    const RequestChannel::Ended ended =
+        channel->stream(on_text, want_logprobs, job.time_limit_s, [this] { wake_.notify_all(); });
+    const SessionResult& res = ended.result;
     if (res.stop_reason == "error") return server_error(Error(res.error));
-    server::Outcome out;
-    out.finish_reason = stops->stopped() ? "stop" : finish_reason(res.stop_reason);
-    if (timed_out && !stops->stopped() && res.stop_reason == "cancelled") {
+    Outcome out;
+    out.finish_reason = ended.stopped ? "stop" : finish_reason(res.stop_reason);
+    if (ended.timed_out && !ended.stopped && res.stop_reason == "cancelled") {
         out.finish_reason = "length";
         out.timed_out = true;
     }
@@ -330,4 +243,4 @@ ApiResult<server::Outcome> ServeBackend::run(const server::Job& job, const serve
     return out;
 }
 
-}  // namespace tdm::cli
+}  // namespace tdm::server

@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/cli/drafters.h: building the drafter chain from --spec-type / -md and
-// the [speculative] settings, for `tandem run` and `tandem bench spec`.
+// host/serve/drafter_chain.h: a built chain of drafters and how it is handed out: the drafters
+// the batching engine (engine/batch_engine.h) shares between requests, and one request's own
+// chain. Not how the chain is built from the settings (serve/make_drafters.h).
+//
+// In the serving module, not in cli/, because the serving backend (serve/serve_backend.h)
+// hands each request its chain and must not depend on the CLI; the CLI's run, chat and
+// bench use it from here. Not in the runtime (libtandem) either: it is a front end's policy
+// for drafters, and make_drafters beside it reads the config file's settings.
 #pragma once
 
 #include <functional>
@@ -9,12 +15,10 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/commands.h"
 #include "engine/batch_engine.h"
 #include "speculative/drafter.h"
-#include "speculative/scheduler.h"
 
-namespace tdm::cli {
+namespace tdm {
 
 // Makes another drafter like one of a chain, for another sequence.
 using DrafterFactory = std::function<Result<std::unique_ptr<Drafter>>()>;
@@ -29,28 +33,6 @@ struct DrafterChain {
     bool empty() const { return order.empty(); }
 };
 
-// The speculative types asked for ("draft" is implied by -md alone); empty
-// means plain decoding.
-std::vector<std::string> spec_types(const Config& config);
-
-// Whether speculation was turned off explicitly (--spec-type none).
-bool speculation_off(const Config& config);
-
-// Whether a loaded plugin has a draft head for the target's architecture (the
-// file may still lack its layers).
-Result<bool> draft_head_available(App& app, const Model& target);
-
-// Creates the drafters for `target` in the configured order. Errors: an
-// unknown type (the message lists what the plugins provide), `draft` without
-// a draft model, an incompatible draft vocabulary, a draft head the file does
-// not carry. `target_kv` is the pool draft heads may read. With no type given,
-// the head the model carries (MTP/NextN) drafts if --spec-auto asks for it, or
-// by default when `carried_head_by_default` (tandem chat) and speculation is
-// not off; a head that cannot be built then means plain decoding.
-// `sequences`: how many sequences may draft at once (a draft head's KV holds one each).
-Result<DrafterChain> make_drafters(App& app, const Model& target, const KvPool& target_kv,
-                                   bool carried_head_by_default = false, uint32_t sequences = 1);
-
 // For the batching engine (engine/batch_engine.h), given a chain's `order` and `fresh`: the
 // drafters it shares between requests (those without a factory), and one request's chain
 // (its own drafter where there is a factory, else the shared one); a non-empty `only`
@@ -63,7 +45,4 @@ Result<std::vector<DrafterSlot>> request_drafters(std::span<Drafter* const> orde
 // or BatchEngine::create refuses them).
 tdm_hidden_point chain_hidden_point(std::span<Drafter* const> order);
 
-SpecParams spec_params(const Config& config);
-SamplerParams sampler_params(const Config& config);
-
-}  // namespace tdm::cli
+}  // namespace tdm

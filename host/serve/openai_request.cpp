@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/server/openai_request.cpp
-#include "server/openai_request.h"
+// host/serve/openai_request.cpp
+#include "serve/openai_request.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/server/stop_strings.cpp
-#include "server/stop_strings.h"
+// host/serve/stop_strings.cpp
+#include "serve/stop_strings.h"
 
 #include <algorithm>
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/cli/end_of_turn.h: the texts of a tokenizer's end-of-generation tokens, which close a
-// reply and are not shown to its reader (`tandem chat`, `tandem serve`).
+// host/tokenizer/end_of_turn.h: the texts of a tokenizer's end-of-generation tokens, which close a
+// reply and are not shown to its reader (`tandem chat`, `tandem serve`). Beside the tokenizer
+// rather than in a front end, so that the CLI's chat and the serving module (serve/) share it.
 #pragma once
 
 #include <string>
@@ -8,7 +9,7 @@
 
 #include "tokenizer/tokenizer.h"
 
-namespace tdm::cli {
+namespace tdm {
 
 class EndOfTurnPieces {
 public:
@@ -20,4 +21,4 @@ private:
     std::vector<std::string> pieces_;
 };
 
-}  // namespace tdm::cli
+}  // namespace tdm

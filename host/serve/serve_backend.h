@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/cli/serve_backend.h: the model behind `tandem serve` (server/backend.h): the
+// host/serve/serve_backend.h: the model behind `tandem serve` (serve/backend.h): the
 // continuous-batching engine (engine/batch_engine.h) on a thread of its own, which runs
 // one forward pass per step over every request in progress (one per KV slot, --parallel).
+// Not the HTTP side (serve/http_server.h) nor what passes between the engine thread and
+// one request's worker (serve/request_channel.h).
 //
 // run() is called by the HTTP workers, one per request; each hands its session to the
 // engine thread and streams what comes back. A prompt (a chat rendered with the model's
@@ -11,14 +13,14 @@
 // tokens those of a fresh `tandem run` on the same prompt, whatever runs beside it.
 #pragma once
 
-#include "cli/drafters.h"
-#include "cli/end_of_turn.h"
 #include "engine/batch_engine.h"
 #include "engine/generate.h"
 #include "engine/runner.h"
-#include "server/backend.h"
+#include "serve/backend.h"
+#include "serve/drafter_chain.h"
 #include "speculative/scheduler.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/end_of_turn.h"
 
 #include <condition_variable>
 #include <deque>
@@ -30,9 +32,9 @@
 #include <thread>
 #include <vector>
 
-namespace tdm::cli {
+namespace tdm::server {
 
-class ServeBackend final : public server::Backend {
+class ServeBackend final : public Backend {
 public:
     struct Setup {
         std::string model_id;
@@ -53,21 +55,21 @@ public:
     ~ServeBackend() override;
 
     const std::string& model_id() const override { return setup_.model_id; }
-    server::ApiResult<server::Job> prepare(server::GenerationRequest request) const override;
-    server::ApiResult<std::vector<int32_t>> tokenize(const server::TokenizeRequest& request) const override;
+    ApiResult<Job> prepare(GenerationRequest request) const override;
+    ApiResult<std::vector<int32_t>> tokenize(const TokenizeRequest& request) const override;
     std::string token_piece(int32_t id) const override;
-    server::ApiResult<std::string> detokenize(const server::DetokenizeRequest& request) const override;
-    server::ApiResult<server::Outcome> run(const server::Job& job, const server::TextSink& on_text) override;
+    ApiResult<std::string> detokenize(const DetokenizeRequest& request) const override;
+    ApiResult<Outcome> run(const Job& job, const TextSink& on_text) override;
 
     uint32_t parallel() const override { return slots_; }
     uint32_t context_tokens() const;
-    server::EngineGauges gauges() const override;
+    EngineGauges gauges() const override;
 
 private:
     explicit ServeBackend(Setup setup) : setup_(std::move(setup)) {}
-    server::ApiResult<GenerateParams> generate_params(const server::GenerationRequest& r) const;
-    bool speculate(const server::GenerationRequest& r) const;
-    Result<std::vector<DrafterSlot>> drafters_for(const server::GenerationRequest& r) const;
+    ApiResult<GenerateParams> generate_params(const GenerationRequest& r) const;
+    bool speculate(const GenerationRequest& r) const;
+    Result<std::vector<DrafterSlot>> drafters_for(const GenerationRequest& r) const;
     void loop();
 
     Setup setup_;
@@ -79,8 +81,8 @@ private:
     std::condition_variable wake_;
     std::deque<SessionRequest> inbox_;
     bool quit_ = false;
-    server::EngineGauges gauges_;  // under mutex_, refreshed after every step
+    EngineGauges gauges_;  // under mutex_, refreshed after every step
     std::thread thread_;
 };
 
-}  // namespace tdm::cli
+}  // namespace tdm::server

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/server/backend.h: what the HTTP server (server/http_server.h) asks of the model it
+// host/serve/backend.h: what the HTTP server (serve/http_server.h) asks of the model it
 // serves. The server owns HTTP: routing, authentication, limits, admission, streaming,
 // metrics; a Backend owns the model: templates, tokenization, generation. Keeping the two
 // apart lets the server be tested with a scripted backend and lets the engine behind it
 // change.
 #pragma once
 
-#include "server/openai_request.h"
-#include "server/openai_response.h"
+#include "serve/openai_request.h"
+#include "serve/openai_response.h"
 
 #include <cstdint>
 #include <functional>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/http/server_metrics.h: the counters behind GET /metrics, in Prometheus' text
+// host/serve/server_metrics.h: the counters behind GET /metrics, in Prometheus' text
 // format (tandem_* names; histograms with cumulative buckets, _sum and _count).
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-#include "server/backend.h"
+#include "serve/backend.h"
 
 namespace tdm::server {
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/server/openai_response.h: the bodies the server answers with, in the shapes OpenAI's
+// host/serve/openai_response.h: the bodies the server answers with, in the shapes OpenAI's
 // clients parse: chat.completion and chat.completion.chunk, text_completion (whole and
 // streamed), usage, logprobs in both the chat form and the legacy completions form, and
 // the server-sent-events framing of a stream ("data: {...}\n\n" ... "data: [DONE]\n\n").
@@ -9,7 +9,7 @@
 // carries the exact bytes, as OpenAI does.
 #pragma once
 
-#include "server/openai_request.h"
+#include "serve/openai_request.h"
 
 #include <cstdint>
 #include <optional>

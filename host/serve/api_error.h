@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/server/api_error.h: an HTTP API error in OpenAI's shape, the one its clients parse:
+// host/serve/api_error.h: an HTTP API error in OpenAI's shape, the one its clients parse:
 //   {"error": {"message": "...", "type": "invalid_request_error", "param": "max_tokens",
 //              "code": null}}
 // with the HTTP status it is sent with. Every refusal of the server is one of these, so

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/server/stop_strings.h: a request's stop strings ("stop": ["\n\n", "END"]) applied to
+// host/serve/stop_strings.h: a request's stop strings ("stop": ["\n\n", "END"]) applied to
 // text as it streams out of the detokenizer.
 //
 // OpenAI's rule: the output ends before the first occurrence of any stop string, which is

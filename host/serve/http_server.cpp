@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/http/http_server.cpp
-#include "http/http_server.h"
+// host/serve/http_server.cpp
+#include "serve/http_server.h"
 
-#include "http/server_metrics.h"
+#include "serve/server_metrics.h"
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -36,7 +36,7 @@ bool same_secret(std::string_view a, std::string_view b) {
     return diff == 0;
 }
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string json_text(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 ApiError error_of(int status, std::string type, std::string message, std::string code = "") {
     ApiError e;
@@ -300,11 +300,11 @@ void HttpServer::Impl::install_routes() {
 
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
         res.status = draining ? 503 : 200;
-        res.set_content(dump({{"status", draining ? "draining" : "ok"}}), "application/json");
+        res.set_content(json_text({{"status", draining ? "draining" : "ok"}}), "application/json");
     });
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
         json model = {{"id", backend.model_id()}, {"object", "model"}, {"created", 0}, {"owned_by", "tandem"}};
-        res.set_content(dump({{"object", "list"}, {"data", json::array({model})}}), "application/json");
+        res.set_content(json_text({{"object", "list"}, {"data", json::array({model})}}), "application/json");
     });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
         res.set_content(metrics_text(), "text/plain; version=0.0.4");
@@ -319,14 +319,14 @@ void HttpServer::Impl::install_routes() {
             if (parsed->with_pieces) tokens.push_back({{"id", id}, {"piece", backend.token_piece(id)}});
             else tokens.push_back(id);
         }
-        res.set_content(dump({{"tokens", tokens}}), "application/json");
+        res.set_content(json_text({{"tokens", tokens}}), "application/json");
     });
     http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
         auto parsed = parse_detokenize_request(req.body, opts.limits);
         if (!parsed.ok()) return send(res, parsed.error());
         auto text = backend.detokenize(*parsed);
         if (!text.ok()) return send(res, text.error());
-        res.set_content(dump({{"content", *text}}), "application/json");
+        res.set_content(json_text({{"content", *text}}), "application/json");
     });
     for (const char* path : {"/v1/chat/completions", "/chat/completions"})
         http.Post(path, [this](const httplib::Request& req, httplib::Response& res) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/http/http_server.h: `tandem serve`'s HTTP side (cpp-httplib): OpenAI's
+// host/serve/http_server.h: `tandem serve`'s HTTP side (cpp-httplib): OpenAI's
 // /v1/chat/completions, /v1/completions (whole or streamed as server-sent events) and
 // /v1/models, llama-server's /tokenize, /detokenize and /health, Prometheus /metrics.
 //
@@ -9,12 +9,12 @@
 // that drops a stream stops its generation at the next token. drain() (SIGTERM) refuses
 // new requests with 503 and returns once the admitted ones have finished.
 //
-// Every error is JSON in OpenAI's shape (server/api_error.h), including the ones
+// Every error is JSON in OpenAI's shape (serve/api_error.h), including the ones
 // cpp-httplib raises itself (413 for a body over the limit, 404 for an unknown path).
 #pragma once
 
 #include "common/error.h"
-#include "server/backend.h"
+#include "serve/backend.h"
 
 #include <atomic>
 #include <cstdint>

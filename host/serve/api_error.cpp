@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/server/api_error.cpp
-#include "server/api_error.h"
+// host/serve/api_error.cpp
+#include "serve/api_error.h"
 
 #include <nlohmann/json.hpp>
 

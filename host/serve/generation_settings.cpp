@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// host/serve/generation_settings.cpp
+#include "serve/generation_settings.h"
+
+#include <algorithm>
+
+namespace tdm {
+
+std::vector<std::string> spec_types(const Config& c) {
+    std::vector<std::string> t = c.speculative.type;
+    t.erase(std::remove(t.begin(), t.end(), "none"), t.end());
+    if (t.empty() && !c.model.draft_path.empty()) t.push_back("draft");
+    return t;
+}
+
+bool speculation_off(const Config& c) {
+    return std::find(c.speculative.type.begin(), c.speculative.type.end(), "none") != c.speculative.type.end();
+}
+
+SpecParams spec_params(const Config& c) {
+    SpecParams p;
+    p.draft_max = c.speculative.draft_max;
+    p.draft_min = c.speculative.draft_min;
+    p.skip_streak = c.speculative.skip_streak;
+    p.auto_k = c.speculative.auto_select;
+    p.trace_path = c.speculative.trace;
+    return p;
+}
+
+SamplerParams sampler_params(const Config& c) {
+    SamplerParams s;
+    s.temperature = c.sampling.temperature;
+    s.top_k = c.sampling.top_k;
+    s.top_p = c.sampling.top_p;
+    s.min_p = c.sampling.min_p;
+    s.repeat_penalty = c.sampling.repeat_penalty;
+    s.repeat_last_n = c.sampling.repeat_last_n;
+    if (c.sampling.seed >= 0) s.seed = uint64_t(c.sampling.seed);
+    return s;
+}
+
+}  // namespace tdm

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// host/serve/request_channel.cpp
+#include "serve/request_channel.h"
+
+#include <chrono>
+
+namespace tdm::server {
+
+RequestChannel::RequestChannel(std::vector<std::string> stop, bool ignore_eog, const Tokenizer& tokenizer,
+                               const EndOfTurnPieces& end_of_turn)
+    : stops_(std::move(stop)), ignore_eog_(ignore_eog), tokenizer_(tokenizer), end_of_turn_(end_of_turn) {}
+
+void RequestChannel::connect(const std::shared_ptr<RequestChannel>& channel, SessionRequest& session) {
+    session.cancel = channel->cancel_;
+    session.on_token = [channel](int32_t id, std::string_view piece, const TokenLogprobs* lp) {
+        return channel->on_token(id, piece, lp);
+    };
+    session.on_done = [channel](const SessionResult& result) { channel->on_done(result); };
+}
+
+void RequestChannel::deliver(std::string text, std::vector<TokenLogprob> lp) {
+    if (text.empty() && lp.empty()) return;
+    std::lock_guard lock(mutex_);
+    pieces_.emplace_back(std::move(text), std::move(lp));
+    cv_.notify_all();
+}
+
+bool RequestChannel::on_token(int32_t id, std::string_view piece, const TokenLogprobs* lp) {
+    if (stops_.stopped()) return false;
+    const std::string p(piece);
+    const bool end_of_turn = id >= 0 && !ignore_eog_ && end_of_turn_.contains(tokenizer_.token_to_piece(id));
+    if (lp && !end_of_turn) {
+        TokenLogprob t;
+        t.token = tokenizer_.token_to_piece(id);
+        t.logprob = lp->logprob;
+        for (const auto& [alt, v] : lp->top) t.top.push_back({tokenizer_.token_to_piece(alt), v});
+        pending_lp_.push_back(std::move(t));
+    }
+    if (end_of_turn) return true;
+    std::string shown = stops_.push(p);
+    if (!shown.empty() || stops_.stopped()) {
+        deliver(std::move(shown), std::move(pending_lp_));
+        pending_lp_.clear();
+    }
+    return !stops_.stopped();
+}
+
+void RequestChannel::on_done(const SessionResult& result) {
+    if (!stops_.stopped()) deliver(stops_.flush(), std::move(pending_lp_));
+    std::lock_guard lock(mutex_);
+    result_ = result;
+    cv_.notify_all();
+}
+
+RequestChannel::Ended RequestChannel::stream(const TextSink& on_text, bool want_logprobs, uint32_t time_limit_s,
+                                             const std::function<void()>& wake_engine) {
+    bool client_gone = false, timed_out = false;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(time_limit_s);
+    while (true) {
+        Piece piece;
+        {
+            std::unique_lock lock(mutex_);
+            const auto ready = [&] { return !pieces_.empty() || result_; };
+            if (time_limit_s && !timed_out) {
+                if (!cv_.wait_until(lock, deadline, ready)) {
+                    // past the limit: the engine ends the session at its next step, and what
+                    // it made so far is the answer
+                    timed_out = true;
+                    cancel_->store(true);
+                    lock.unlock();
+                    wake_engine();
+                    continue;
+                }
+            } else {
+                cv_.wait(lock, ready);
+            }
+            if (pieces_.empty()) break;
+            piece = std::move(pieces_.front());
+            pieces_.pop_front();
+        }
+        if (client_gone) continue;
+        if (!on_text(piece.first, want_logprobs ? &piece.second : nullptr)) {
+            client_gone = true;
+            cancel_->store(true);
+            wake_engine();
+        }
+    }
+    // The engine thread is done with the channel: on_done came last.
+    std::lock_guard lock(mutex_);
+    Ended ended;
+    ended.result = std::move(*result_);
+    ended.stopped = stops_.stopped();
+    ended.timed_out = timed_out;
+    return ended;
+}
+
+}  // namespace tdm::server
