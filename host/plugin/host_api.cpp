@@ -655,7 +655,7 @@ const void* api_get_extension(const char* name, uint32_t min_version, uint32_t* 
 const tdm_host_api kHostApi = {
     sizeof(tdm_host_api),
     TDM_ABI_VERSION,
-    "0.2.0",
+    TANDEM_VERSION,
     api_log,
     api_last_error,
     api_register_arch,

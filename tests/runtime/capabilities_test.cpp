@@ -45,10 +45,10 @@ tdm_op_desc desc(uint32_t op, std::vector<int32_t> i = {}, std::vector<float> f 
         EXPECT_NE(last_error().find(text), std::string::npos) << last_error();   \
     } while (0)
 
-TEST(HostTable, v2_host_table_is_full_and_reports_version_0_2_0) {
+TEST(HostTable, host_table_is_full_and_reports_the_project_version) {
     EXPECT_EQ(host().struct_size, sizeof(tdm_host_api));
     EXPECT_EQ(host().abi_version, TDM_ABI_VERSION);
-    EXPECT_STREQ(host().host_version, "0.2.0");
+    EXPECT_STREQ(host().host_version, TANDEM_VERSION);  // project(tandem VERSION ...)
     EXPECT_TRUE(TDM_HAS_MEMBER(&host(), tdm_host_api, get_extension));
     EXPECT_NE(host().query_op, nullptr);
     EXPECT_NE(host().query_weight_type, nullptr);

@@ -340,7 +340,7 @@ typedef struct tdm_host_limits {
 typedef struct tdm_host_api {
     uint32_t struct_size;
     uint32_t abi_version;      /* the negotiated version */
-    const char* host_version;  /* "0.2.0"; static */
+    const char* host_version;  /* tandem's release, "0.3.0"; static */
 
     /* Logging; `plugin` is the plugin's name. [any thread] */
     void (*log)(tdm_log_level level, const char* plugin, const char* message);
