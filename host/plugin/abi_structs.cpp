@@ -33,13 +33,13 @@ static_assert(sizeof(tdm_tensor_info) == kTensorInfo.v3);
 static_assert(sizeof(tdm_tensor_shape) == kTensorShape.v3);
 static_assert(sizeof(tdm_op_desc) == kOpDesc.v3);
 static_assert(sizeof(tdm_weight_request) == kWeightRequest.v3);
-// draft_vocab was appended during ABI 3: the host writes struct_size, and a plugin built
-// before it reads the first 12 bytes (its heads then pick their own draft vocabulary)
+// draft_vocab is ABI 3's: the host writes struct_size, and a plugin built before
+// it reads the first 12 bytes (its heads then pick their own draft vocabulary)
 static_assert(offsetof(tdm_batch_desc, draft_vocab) == kBatchDesc.v3 && sizeof(tdm_batch_desc) == 16);
 static_assert(sizeof(tdm_attention_layer) == kAttentionLayer.v3);
 static_assert(sizeof(tdm_recurrent_state) == kRecurrentState.v3);
-// flags was appended during ABI 3: the host writes struct_size, so a plugin of the
-// release before it fills the first 56 bytes and leaves flags 0 (no TDM_MODEL_* flag)
+// flags is ABI 3's: the host writes struct_size, so a plugin of an earlier release
+// fills the first 56 bytes and leaves flags 0 (no TDM_MODEL_* flag)
 static_assert(offsetof(tdm_model_info, flags) == kModelInfo.v3 && sizeof(tdm_model_info) == 64);
 static_assert(sizeof(tdm_arch_desc) == kArchDesc.v3);
 static_assert(sizeof(tdm_draft_head_info) == kDraftHeadInfo.v3);

@@ -196,7 +196,7 @@ static inline tdm_tensor tdm_gated_rms_norm(tdm_builder* b, tdm_tensor x, const 
     return tdm_emit(b, TDM_OP_GATED_RMS_NORM, in, 3, NULL, 0, &eps, 1, name);
 }
 
-/* [v3, appended: ask query_op] LayerNorm per row: (x - mean) / sd * w + b. w and b may be
+/* [v3, ask query_op] LayerNorm per row: (x - mean) / sd * w + b. w and b may be
  * NULL (1 and 0); b needs w (a bias without a weight is refused when the op is built). */
 static inline tdm_tensor tdm_layer_norm(tdm_builder* b, tdm_tensor x, const tdm_weight* w, const tdm_weight* bias,
                                         float eps, const char* name) {
@@ -243,7 +243,7 @@ static inline tdm_tensor tdm_softmax(tdm_builder* b, tdm_tensor x, float scale, 
     return tdm_emit(b, TDM_OP_SOFTMAX, &x, 1, NULL, 0, &scale, 1, name);
 }
 
-/* [v3, appended: ask query_op] Attention of q [dk, n_head, n] over k [dk, n_kv_head, m] and
+/* [v3, ask query_op] Attention of q [dk, n_head, n] over k [dk, n_kv_head, m] and
  * v [dv, n_kv_head, m] with no causal mask; ranges (I32 [2, n]: a (begin, end) pair per
  * query, or {0} for none) limits each query to its keys [begin, end). scale 0 = 1/sqrt(dk). */
 static inline tdm_tensor tdm_attention_full(tdm_builder* b, tdm_tensor q, tdm_tensor k, tdm_tensor v,

@@ -32,10 +32,9 @@
  * wrong element type or kind (an activation where a weight is needed, a weight
  * where an activation is) -> TDM_ERR_TYPE.
  * Whether an op and its parameters are implemented: tdm_host_api.query_op().
- * Op codes 1..27 are ABI 1; TDM_OP_CUSTOM is ABI 2. Parameters marked [v3]
- * (new values of existing ops) need an ABI 3 host: ask query_op. Ops and values
- * marked "[v3, appended]" came later in ABI 3: a host that predates them answers
- * query_op with TDM_ERR_UNSUPPORTED, so ask before building with them. */
+ * Op codes 1..27 are ABI 1; TDM_OP_CUSTOM is ABI 2. Ops, parameters and values
+ * marked [v3] need an ABI 3 host: ask query_op, which an older host answers with
+ * TDM_ERR_UNSUPPORTED. */
 #ifndef TANDEM_OPS_H
 #define TANDEM_OPS_H
 
@@ -166,12 +165,12 @@ typedef enum tdm_op {
      * f[] are its parameters. out: as the op's descriptor says. Limit: at most
      * 65535 output rows. */
     TDM_OP_CUSTOM = 28,
-    /* [v3, appended: ask query_op] LayerNorm: in: x [, w (F32 [ne0]) [, b (F32 [ne0])]].
+    /* [v3] LayerNorm: in: x [, w (F32 [ne0]) [, b (F32 [ne0])]].
      * f[0] = eps. out: (x - mean(x)) * rsqrt(var(x) + eps) * w + b per row of ne0
      * elements (variance of the centred row, divided by ne0; no w: 1, no b: 0).
      * Vision towers (GLM-OCR's merger). */
     TDM_OP_LAYER_NORM = 29,
-    /* [v3, appended: ask query_op] Attention of every query over plain activations,
+    /* [v3] Attention of every query over plain activations,
      * with no KV layer and no causal mask (vision encoders): in: q [dk, n_head, n],
      * k [dk, n_kv_head, m], v [dv, n_kv_head, m] [, ranges I32 [2, n]: per query t a
      * (begin, end) pair, elements 2t and 2t + 1; it sees keys [begin, end) (one image
@@ -195,7 +194,7 @@ typedef enum tdm_unary {
     TDM_UNARY_NEG = 5,
     TDM_UNARY_SOFTCAP = 6,   /* f[0] * tanh(x / f[0]) */
     TDM_UNARY_ADD_SCALAR = 7, /* x + f[0] */
-    TDM_UNARY_GELU_ERF = 8,   /* [v3, appended: ask query_op] 0.5 x (1 + erf(x / sqrt 2)), exact GELU */
+    TDM_UNARY_GELU_ERF = 8,   /* [v3] 0.5 x (1 + erf(x / sqrt 2)), exact GELU */
     TDM_UNARY_MAX_ENUM = 0x7FFFFFFF
 } tdm_unary;
 

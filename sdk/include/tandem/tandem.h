@@ -228,7 +228,7 @@ typedef enum tdm_weight_flags {
     /* [v3] Read the tensor as the 2-D request [ne0, ne1] (both given), row-major as
      * stored: ne0 * ne1 elements, ne0 a multiple of the stored rows' length, e.g. a
      * convolution kernel [out][in][kh][kw] as the matrix of one output per row,
-     * ne0 = in*kh*kw. A host that predates it refuses the shape (TDM_ERR_SHAPE). Not
+     * ne0 = in*kh*kw. A host of ABI 1 or 2 refuses the shape (TDM_ERR_SHAPE). Not
      * with parts or slabs. */
     TDM_WEIGHT_FLATTEN = 1u << 4,
     TDM_WEIGHT_FLAGS_MAX_ENUM = 0x7FFFFFFF
@@ -295,8 +295,8 @@ typedef struct tdm_batch_desc {
     uint32_t struct_size;
     uint32_t n_tokens;   /* rows of the batch (tokens of one or more sequences) */
     uint32_t n_outputs;  /* rows that need logits (1..n_tokens) */
-    /* Appended during ABI 3 (read it with TDM_HAS_MEMBER: a host that predates it
-     * passes struct_size 12). A draft head's step: the host asks for draft logits
+    /* [v3] (read it with TDM_HAS_MEMBER: a host of ABI 1 or 2 passes struct_size
+     * 12). A draft head's step: the host asks for draft logits
      * over the first `draft_vocab` token ids only (a reduced draft vocabulary
      * chosen per round, e.g. from the ids of the sequence's text); 0 = the head's
      * own choice (its draft_vocab option, else the whole vocabulary). A head that
@@ -492,7 +492,7 @@ typedef struct tdm_model_info {
     uint32_t n_recurrent_states;
     const tdm_recurrent_state* recurrent_states;
     const char* description;  /* optional multi-line "key = value" hparams for `tandem info` */
-    uint32_t flags;           /* TDM_MODEL_* (appended during ABI 3; a host that predates it
+    uint32_t flags;           /* [v3] TDM_MODEL_* (a host of ABI 1 or 2
                                * passes a struct_size without it: write it only where
                                * struct_size covers it, as tdm::sdk::set_model_info does) */
 } tdm_model_info;
