@@ -50,7 +50,10 @@ static_assert(sizeof(tdm_drafter_desc) == kDrafterDesc.v3);
 static_assert(sizeof(tdm_plugin_api) == kPluginApi.v3);
 static_assert(sizeof(tdm_host_limits) == kHostLimits.v3);
 static_assert(offsetof(tdm_weight_request, parts) == TDM_V1_SIZEOF_WEIGHT_REQUEST);
-static_assert(sizeof(tdm_negotiate) == TDM_V1_SIZEOF_NEGOTIATE);
+// Written by the host, read by the plugin up to struct_size: 3.1 appended one field to each.
+static_assert(offsetof(tdm_negotiate, plugin_abi_minor) == TDM_V3_0_SIZEOF_NEGOTIATE);
+static_assert(TDM_V3_0_SIZEOF_NEGOTIATE == TDM_V1_SIZEOF_NEGOTIATE);
+static_assert(offsetof(tdm_host_api, abi_minor) == TDM_V3_0_SIZEOF_HOST_API);
 
 constexpr uint32_t pick(MinSizes m, uint32_t abi) { return abi >= 3 ? m.v3 : abi >= 2 ? m.v2 : m.v1; }
 

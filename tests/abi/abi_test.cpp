@@ -9,8 +9,8 @@
 //  - A drafter that reports failure (v2 calls) is turned off for the request
 //    and the output stays exact.
 //  - A plugin built against the frozen ABI 3.0 headers (tests/abi/v3) loads as
-//    ABI 3, finds what 3.0 promised and no later op, and its drafter drafts
-//    exactly.
+//    ABI 3 minor 0, finds what 3.0 promised and no op of a later minor, and its
+//    drafter drafts exactly.
 //  - The struct reader's rules: zeroed tails, larger structs cut, minimum sizes
 //    refused with the sizes named, arrays strided by the element's struct_size.
 #include <gtest/gtest.h>
@@ -304,13 +304,14 @@ TEST_F(FailingDrafter, a_drafter_that_reports_failure_is_turned_off_and_the_outp
 // ABI 3.0: a plugin built against the frozen headers of ABI 3's first release
 // (tests/abi/v3), from before minor versions.
 
-TEST(AbiV3, plugin_built_against_the_3_0_headers_loads_as_abi_3) {
+TEST(AbiV3, plugin_built_against_the_3_0_headers_loads_as_abi_3_minor_0) {
     auto reg = registry_with({"v3"});
     ASSERT_EQ(reg->plugins().size(), 1u);
     const PluginRecord& p = *reg->plugins()[0];
     // its init checked ABI 3's ops and extensions, and that no op of a later minor is offered to it
     EXPECT_EQ(p.error, "");
     EXPECT_EQ(p.abi, 3u);
+    EXPECT_EQ(p.abi_minor, 0u) << "its negotiation writes no minor: it is taken as built against 3.0";
     EXPECT_NE(reg->find_drafter("v3-echo"), nullptr);
 }
 

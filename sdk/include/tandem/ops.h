@@ -33,10 +33,15 @@
  * where an activation is) -> TDM_ERR_TYPE.
  * Whether an op and its parameters are implemented: tdm_host_api.query_op().
  * Op codes 1..27 are ABI 1; TDM_OP_CUSTOM is ABI 2. Ops, parameters and values
- * marked [v3] need an ABI 3 host: ask query_op, which an older host answers with
- * TDM_ERR_UNSUPPORTED. */
+ * marked [v3] need an ABI 3 host, [v3.1] an ABI 3.1 host and a plugin built
+ * against 3.1 or later (tandem.h §1): ask query_op, which an older host answers
+ * with TDM_ERR_UNSUPPORTED.
+ * Every op code, its name and the version that added it are also listed in
+ * tandem/op_list.h (TDM_OP_LIST), which this header includes. */
 #ifndef TANDEM_OPS_H
 #define TANDEM_OPS_H
+
+#include "op_list.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -181,7 +186,7 @@ typedef enum tdm_op {
     TDM_OP_ATTENTION_FULL = 30,
     TDM_OP_COUNT_V1 = 28, /* number of ABI 1 ops (not an op) */
     TDM_OP_COUNT_V2 = 29, /* number of ABI 2 ops (not an op) */
-    TDM_OP_COUNT_V3 = 31, /* op codes below this an ABI 3 host may know (not an op; ask query_op) */
+    TDM_OP_COUNT_V3 = 31, /* op codes below this are ABI 3.0's (not an op); all of them: TDM_OP_LIST_END */
     TDM_OP_MAX_ENUM = 0x7FFFFFFF
 } tdm_op;
 
