@@ -103,8 +103,8 @@ public:
 
     // The result: a new activation of this type and shape.
     Status output(DType type, std::vector<int64_t> ne);
-    // A second result (top-k values), named "<name>.values".
-    Status second_output(DType type, std::vector<int64_t> ne);
+    // A second result, named "<name>.<suffix>" (top-k's values, add_rms_norm's norm).
+    Status second_output(DType type, std::vector<int64_t> ne, const char* suffix = "values");
     // The result is a view of input k's storage (no copy).
     Status view(int k, std::vector<int64_t> ne, uint64_t off, uint64_t row_stride);
     // The result is input k itself, now produced by this node (kv_store).

@@ -63,6 +63,20 @@ TEST(OpTable, the_op_list_and_the_enum_of_ops_h_agree_and_name_the_host_ops) {
     EXPECT_EQ(TDM_OP_COUNT_V3, 31);
 }
 
+TEST(OpTable, an_op_of_a_minor_version_is_offered_only_to_plugins_built_against_it) {
+    EXPECT_TRUE(op_offered(TDM_OP_ADD_RMS_NORM, 3, 1).ok());
+    const Status old = op_offered(TDM_OP_ADD_RMS_NORM, 3, 0);
+    ASSERT_FALSE(old.ok());
+    EXPECT_EQ(old.error().code(), int(TDM_ERR_UNSUPPORTED));
+    EXPECT_NE(old.error().message().find("add_rms_norm is an op of ABI 3.1, the plugin was built against ABI 3.0"),
+              std::string::npos)
+        << old.error().message();
+    EXPECT_FALSE(op_offered(TDM_OP_ADD_RMS_NORM, 2, 0).ok());
+    // ops of a version's first release stay offered to every plugin, as before minors
+    for (uint32_t code = 1; code < TDM_OP_COUNT_V3; ++code) EXPECT_TRUE(op_offered(code, 1, 0).ok()) << code;
+    EXPECT_FALSE(op_offered(TDM_OP_LIST_END, 3, 1).ok());
+}
+
 TEST(OpTable, only_views_have_no_kernel_and_only_weight_ops_name_weight_shaders) {
     for (const OpDef* d : all_ops()) {
         const bool view = d->code == TDM_OP_VIEW_COLS || d->code == TDM_OP_RESHAPE;

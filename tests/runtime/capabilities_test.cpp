@@ -303,6 +303,38 @@ TEST(HostTable, each_plugin_sees_the_table_of_the_version_it_negotiated) {
     EXPECT_NE(v2->get_extension, nullptr);
 }
 
+TEST(HostTable, a_plugin_built_against_abi_3_0_is_not_offered_the_ops_of_3_1) {
+    const tdm_host_api* v3_0 = host_api(3, 0);
+    const tdm_host_api* v3_1 = host_api(3, 1);
+    EXPECT_EQ(v3_0->abi_version, 3u);
+    EXPECT_EQ(v3_0->abi_minor, 0u);
+    EXPECT_EQ(v3_1->abi_minor, 1u);
+    EXPECT_EQ(host_api(2)->abi_minor, 0u);
+    const tdm_op_desc d = desc(TDM_OP_ADD_RMS_NORM);
+    EXPECT_EQ(v3_1->query_op(&d), TDM_OK) << last_error();
+    EXPECT_STATUS(v3_0->query_op(&d), TDM_ERR_UNSUPPORTED, "add_rms_norm is an op of ABI 3.1");
+    EXPECT_STATUS(host_api(2)->query_op(&d), TDM_ERR_UNSUPPORTED, "add_rms_norm is an op of ABI 3.1");
+    // the ops 3.0 had are offered to it as before
+    for (uint32_t code = 1; code < TDM_OP_COUNT_V3; ++code) {
+        const tdm_op_desc old = desc(code);
+        const tdm_status st = v3_0->query_op(&old);
+        EXPECT_EQ(st, v3_1->query_op(&old)) << code;
+    }
+}
+
+TEST_F(GraphOpStatus, an_op_of_abi_3_1_is_built_for_a_3_1_plugin_only_and_gives_two_outputs) {
+    g.plugin_abi = 3;
+    g.plugin_abi_minor = 0;
+    EXPECT_STATUS(op(desc(TDM_OP_ADD_RMS_NORM), {x, x}), TDM_ERR_UNSUPPORTED,
+                  "add_rms_norm is an op of ABI 3.1, the plugin was built against ABI 3.0");
+    g.plugin_abi_minor = 1;
+    ASSERT_EQ(op(desc(TDM_OP_ADD_RMS_NORM), {x, x}), TDM_OK) << last_error();
+    tdm_tensor normed{};
+    ASSERT_EQ(host().graph_op_output(&g, out, 1, &normed), TDM_OK) << last_error();
+    EXPECT_NE(normed.id, out.id);
+    EXPECT_NE(normed.id, 0u);
+}
+
 TEST_F(GraphOpStatus, a_v1_plugins_desc_is_read_up_to_its_size) {
     tdm_op_desc d = desc(TDM_OP_ADD);
     d.struct_size = TDM_V1_SIZEOF_OP_DESC;

@@ -250,6 +250,7 @@ TEST(SdkOpName, the_op_list_gives_each_op_of_ops_h_its_code_and_name) {
     EXPECT_STREQ(tdm::sdk::op_name(TDM_OP_##NAME), name);
     TDM_OP_LIST(TDM_TEST_OP_)
 #undef TDM_TEST_OP_
+    EXPECT_STREQ(tdm::sdk::op_name(TDM_OP_ADD_RMS_NORM), "add_rms_norm");
 }
 
 }  // namespace

@@ -49,7 +49,8 @@
     X(27, MOE_SUM,          "moe_sum",          1, 0)            \
     X(28, CUSTOM,           "custom",           2, 0)            \
     X(29, LAYER_NORM,       "layer_norm",       3, 0)            \
-    X(30, ATTENTION_FULL,   "attention_full",   3, 0)
+    X(30, ATTENTION_FULL,   "attention_full",   3, 0)            \
+    X(31, ADD_RMS_NORM,     "add_rms_norm",     3, 1)
 /* clang-format on */
 
 /* One past the highest code in the list (every code below it is an op). */

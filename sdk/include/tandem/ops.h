@@ -184,6 +184,13 @@ typedef enum tdm_op {
      * query's result depends only on its own keys: not on n, nor on where its range
      * starts. Limits: dk and dv multiples of 4, n_head / n_kv_head <= 16. */
     TDM_OP_ATTENTION_FULL = 30,
+    /* [v3.1] A residual add and the RMSNorm of the sum, in one pass: in: a, b
+     * (f32 activations of one shape) [, w (ne0 = a.ne0, F32 weight or
+     * activation)]. i[0] = tdm_norm_weight, f[0] = eps. out: s = a + b (the new
+     * residual); graph_op_output(.., 1): y = s * rsqrt(mean(s^2) + eps) * W per
+     * row of ne0 elements. Both are bit-identical to TDM_OP_ADD followed by
+     * TDM_OP_RMS_NORM of its result (pre-norm layers: h = x + f(x); norm(h)). */
+    TDM_OP_ADD_RMS_NORM = 31,
     TDM_OP_COUNT_V1 = 28, /* number of ABI 1 ops (not an op) */
     TDM_OP_COUNT_V2 = 29, /* number of ABI 2 ops (not an op) */
     TDM_OP_COUNT_V3 = 31, /* op codes below this are ABI 3.0's (not an op); all of them: TDM_OP_LIST_END */
