@@ -121,7 +121,7 @@ Status cmd_info(App& app) {
             info.struct_size = sizeof info;
             void* obj = nullptr;
             char err[1024] = {0};
-            if (h.desc->create(host_api(h.plugin->abi), &handle, nullptr, nullptr, &info, &obj, err, sizeof err) == TDM_OK && obj) {
+            if (h.desc->create(host_api(*h.plugin), &handle, nullptr, nullptr, &info, &obj, err, sizeof err) == TDM_OK && obj) {
                 heads.push_back(fmt::format("{} (--spec-type {})", h.desc->name, h.spec_types[0]));
                 h.desc->destroy(obj);
             } else {

@@ -86,7 +86,7 @@ Result<bool> add_draft_head(MemoryPlan* plan, const Config& config, const DraftH
     info.struct_size = sizeof info;
     void* obj = nullptr;
     char err[1024] = {0};
-    if (head.desc->create(host_api(head.plugin->abi), &handle, nullptr, nullptr, &info, &obj, err, sizeof err) !=
+    if (head.desc->create(host_api(*head.plugin), &handle, nullptr, nullptr, &info, &obj, err, sizeof err) !=
             TDM_OK ||
         !obj)
         return false;

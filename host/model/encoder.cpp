@@ -80,7 +80,7 @@ Result<std::unique_ptr<Encoder>> Encoder::load(const Registry& registry, std::sh
     e->info_.struct_size = sizeof(tdm_encoder_info);
     void* target_obj = arch.plugin == entry->plugin ? target.plugin_model() : nullptr;
     char err[1024] = {0};
-    const tdm_status st = entry->desc->create(host_api(entry->plugin->abi), &e->src_handle_, target_obj, &e->options_,
+    const tdm_status st = entry->desc->create(host_api(*entry->plugin), &e->src_handle_, target_obj, &e->options_,
                                               &e->info_, &e->obj_, err, sizeof err);
     if (st != TDM_OK || !e->obj_) {
         const std::string why = plugin_message(err, sizeof err, "the encoder refused the file");
@@ -119,6 +119,7 @@ Result<Encoder::Compiled*> Encoder::graph(const tdm_encoder_batch& batch) {
     }
     auto g = std::make_unique<tdm_graph>();
     g->plugin_abi = entry_->plugin->abi;
+    g->plugin_abi_minor = entry_->plugin->abi_minor;
     g->is_encoder = true;
     g->encoder_batch = batch;
     g->patch_values = values_per_patch();

@@ -107,7 +107,7 @@ Result<ArchProbe> probe_architecture(const ModelSource& src, const Registry& reg
     info.struct_size = sizeof info;
     void* obj = nullptr;
     char err[1024] = {0};
-    if (p.arch->desc->create(host_api(p.arch->plugin->abi), &h, nullptr, &info, &obj, err, sizeof err) != TDM_OK || !obj)
+    if (p.arch->desc->create(host_api(*p.arch->plugin), &h, nullptr, &info, &obj, err, sizeof err) != TDM_OK || !obj)
         return Error::format("{}: {}", src.path(),
                              plugin_message(err, sizeof err, "the architecture plugin refused the model"));
     p.n_vocab = info.n_vocab;
@@ -144,7 +144,7 @@ Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const ModelSource> so
     char err[1024] = {0};
     m->info_.struct_size = sizeof(tdm_model_info);
     const tdm_arch_desc* d = m->arch_->desc;
-    if (d->create(host_api(m->arch_->plugin->abi), &m->src_handle_, &m->options_, &m->info_, &m->obj_, err, sizeof err) != TDM_OK || !m->obj_)
+    if (d->create(host_api(*m->arch_->plugin), &m->src_handle_, &m->options_, &m->info_, &m->obj_, err, sizeof err) != TDM_OK || !m->obj_)
         return Error::format("{}: {}", src.path(),
                              plugin_message(err, sizeof err, "the architecture plugin refused the model"));
     if (m->info_.n_vocab == 0 || m->info_.n_embd == 0)
@@ -226,6 +226,7 @@ Result<std::unique_ptr<tdm_graph>> Model::build_graph(const tdm_batch_desc& batc
     auto g = std::make_unique<tdm_graph>();
     init_graph_inputs(*g, batch, !states.empty());
     g->plugin_abi = arch_->plugin->abi;
+    g->plugin_abi_minor = arch_->plugin->abi_minor;
     g->kv.assign(kv.begin(), kv.end());
     g->states.assign(states.begin(), states.end());
     g->graph.set_int8_matmul(int8_matmul_);

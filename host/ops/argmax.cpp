@@ -62,7 +62,7 @@ Status record_top_k(RecordContext& c, const Node& n, const std::string& label) {
 
 }  // namespace
 
-extern const OpDef kOpArgmax = {TDM_OP_ARGMAX, "argmax", 1, 1, 0, nullptr, validate_argmax, record_argmax};
-extern const OpDef kOpTopK = {TDM_OP_TOP_K, "top_k", 1, 1, 0, check_top_k, validate_top_k, record_top_k};
+extern const OpDef kOpDef_ARGMAX = {TDM_OP_ARGMAX, "argmax", 1, 1, 0, nullptr, validate_argmax, record_argmax};
+extern const OpDef kOpDef_TOP_K = {TDM_OP_TOP_K, "top_k", 1, 1, 0, check_top_k, validate_top_k, record_top_k};
 
 }  // namespace tdm

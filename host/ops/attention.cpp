@@ -107,7 +107,7 @@ Status record_attention(RecordContext& c, const Node& n, const std::string& labe
 
 }  // namespace
 
-extern const OpDef kOpAttention = {TDM_OP_ATTENTION, "attention", 2, 2, kOpReadsBatch,
+extern const OpDef kOpDef_ATTENTION = {TDM_OP_ATTENTION, "attention", 2, 2, kOpReadsBatch,
                                    check_attention, validate_attention, record_attention};
 
 }  // namespace tdm

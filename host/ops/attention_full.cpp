@@ -102,7 +102,7 @@ Status record_attention_full(RecordContext& c, const Node& n, const std::string&
 
 }  // namespace
 
-extern const OpDef kOpAttentionFull = {TDM_OP_ATTENTION_FULL, "attention_full", 3, 4, 0,
+extern const OpDef kOpDef_ATTENTION_FULL = {TDM_OP_ATTENTION_FULL, "attention_full", 3, 4, 0,
                                        check_attention_full, validate_attention_full, record_attention_full};
 
 }  // namespace tdm

@@ -59,9 +59,9 @@ Status record_glu(RecordContext& c, const Node& n, const std::string& label) {
 
 }  // namespace
 
-extern const OpDef kOpAdd = {TDM_OP_ADD, "add", 2, 2, 0, nullptr, validate_arith, record_arith<TDM_EW_ADD>};
-extern const OpDef kOpMul = {TDM_OP_MUL, "mul", 2, 2, 0, nullptr, validate_arith, record_arith<TDM_EW_MUL>};
-extern const OpDef kOpSub = {TDM_OP_SUB, "sub", 2, 2, 0, nullptr, validate_arith, record_arith<TDM_EW_SUB>};
-extern const OpDef kOpGlu = {TDM_OP_GLU, "glu", 2, 2, 0, check_glu, validate_glu, record_glu};
+extern const OpDef kOpDef_ADD = {TDM_OP_ADD, "add", 2, 2, 0, nullptr, validate_arith, record_arith<TDM_EW_ADD>};
+extern const OpDef kOpDef_MUL = {TDM_OP_MUL, "mul", 2, 2, 0, nullptr, validate_arith, record_arith<TDM_EW_MUL>};
+extern const OpDef kOpDef_SUB = {TDM_OP_SUB, "sub", 2, 2, 0, nullptr, validate_arith, record_arith<TDM_EW_SUB>};
+extern const OpDef kOpDef_GLU = {TDM_OP_GLU, "glu", 2, 2, 0, check_glu, validate_glu, record_glu};
 
 }  // namespace tdm

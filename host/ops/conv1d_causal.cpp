@@ -66,7 +66,7 @@ Status record_conv1d_causal(RecordContext& c, const Node& n, const std::string&)
 
 }  // namespace
 
-extern const OpDef kOpConv1dCausal = {TDM_OP_CONV1D_CAUSAL, "conv1d_causal", 3, 3, kOpReadsStateIo,
+extern const OpDef kOpDef_CONV1D_CAUSAL = {TDM_OP_CONV1D_CAUSAL, "conv1d_causal", 3, 3, kOpReadsStateIo,
                                       check_conv1d_causal, validate_conv1d_causal, record_conv1d_causal};
 
 }  // namespace tdm

@@ -71,8 +71,8 @@ Status record_concat(RecordContext& c, const Node& n, const std::string& label) 
 
 }  // namespace
 
-extern const OpDef kOpCopy = {TDM_OP_COPY, "copy", 1, 1, 0, nullptr, validate_copy, record_copy};
-extern const OpDef kOpCast = {TDM_OP_CAST, "cast", 1, 1, 0, check_cast, validate_cast, record_cast};
-extern const OpDef kOpConcat = {TDM_OP_CONCAT, "concat", 2, 2, 0, nullptr, validate_concat, record_concat};
+extern const OpDef kOpDef_COPY = {TDM_OP_COPY, "copy", 1, 1, 0, nullptr, validate_copy, record_copy};
+extern const OpDef kOpDef_CAST = {TDM_OP_CAST, "cast", 1, 1, 0, check_cast, validate_cast, record_cast};
+extern const OpDef kOpDef_CONCAT = {TDM_OP_CONCAT, "concat", 2, 2, 0, nullptr, validate_concat, record_concat};
 
 }  // namespace tdm

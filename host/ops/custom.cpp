@@ -97,7 +97,7 @@ Status record_custom(RecordContext& c, const Node& n, const std::string&) {
 
 }  // namespace
 
-extern const OpDef kOpCustom = {TDM_OP_CUSTOM, "custom", 1, int(kMaxCustomOpInputs), 0,
+extern const OpDef kOpDef_CUSTOM = {TDM_OP_CUSTOM, "custom", 1, int(kMaxCustomOpInputs), 0,
                                 check_custom, validate_custom, record_custom};
 
 }  // namespace tdm

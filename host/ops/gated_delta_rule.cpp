@@ -108,7 +108,7 @@ Status record_gated_delta_rule(RecordContext& c, const Node& n, const std::strin
 
 }  // namespace
 
-extern const OpDef kOpGatedDeltaRule = {TDM_OP_GATED_DELTA_RULE, "gated_delta_rule", 4, 4, kOpReadsStateIo,
+extern const OpDef kOpDef_GATED_DELTA_RULE = {TDM_OP_GATED_DELTA_RULE, "gated_delta_rule", 4, 4, kOpReadsStateIo,
                                         check_gated_delta_rule, validate_gated_delta_rule, record_gated_delta_rule};
 
 }  // namespace tdm

@@ -62,7 +62,7 @@ Status record_get_rows(RecordContext& c, const Node& n, const std::string& label
 
 }  // namespace
 
-extern const OpDef kOpGetRows = {TDM_OP_GET_ROWS, "get_rows", 2, 2, 0,
+extern const OpDef kOpDef_GET_ROWS = {TDM_OP_GET_ROWS, "get_rows", 2, 2, 0,
                                  check_get_rows, validate_get_rows, record_get_rows, kShaders};
 
 }  // namespace tdm

@@ -51,7 +51,7 @@ Status record_kv_store(RecordContext& c, const Node& n, const std::string& label
 
 }  // namespace
 
-extern const OpDef kOpKvStore = {TDM_OP_KV_STORE, "kv_store", 3, 3, kOpReadsBatch | kOpWritesKv,
+extern const OpDef kOpDef_KV_STORE = {TDM_OP_KV_STORE, "kv_store", 3, 3, kOpReadsBatch | kOpWritesKv,
                                  nullptr, validate_kv_store, record_kv_store};
 
 }  // namespace tdm

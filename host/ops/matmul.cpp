@@ -112,7 +112,7 @@ Status kernel::record_matmul_dispatches(RecordContext& c, const Node& n, const v
     return {};
 }
 
-extern const OpDef kOpMatmul = {TDM_OP_MATMUL, "matmul", 2, 3, 0,
+extern const OpDef kOpDef_MATMUL = {TDM_OP_MATMUL, "matmul", 2, 3, 0,
                                 nullptr, validate_matmul, record_matmul, kMatmulShaders};
 
 }  // namespace tdm

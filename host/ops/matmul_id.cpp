@@ -104,7 +104,7 @@ Status record_matmul_id(RecordContext& c, const Node& n, const std::string&) {
 
 }  // namespace
 
-extern const OpDef kOpMatmulId = {TDM_OP_MATMUL_ID, "matmul_id", 3, 3, 0,
+extern const OpDef kOpDef_MATMUL_ID = {TDM_OP_MATMUL_ID, "matmul_id", 3, 3, 0,
                                   check_matmul_id, validate_matmul_id, record_matmul_id, kMatmulIdShaders};
 
 }  // namespace tdm

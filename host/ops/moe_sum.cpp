@@ -73,6 +73,6 @@ Status record_moe_sum(RecordContext& c, const Node& n, const std::string&) {
 
 }  // namespace
 
-extern const OpDef kOpMoeSum = {TDM_OP_MOE_SUM, "moe_sum", 2, 4, 0, nullptr, validate_moe_sum, record_moe_sum};
+extern const OpDef kOpDef_MOE_SUM = {TDM_OP_MOE_SUM, "moe_sum", 2, 4, 0, nullptr, validate_moe_sum, record_moe_sum};
 
 }  // namespace tdm

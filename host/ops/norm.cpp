@@ -125,10 +125,11 @@ Status record_norm(RecordContext& c, const Node& n, const std::string& label) {
 
 }  // namespace
 
-extern const OpDef kOpRmsNorm = {TDM_OP_RMS_NORM, "rms_norm", 1, 2, 0, check_rms_norm, validate_rms, record_norm};
-extern const OpDef kOpL2Norm = {TDM_OP_L2_NORM, "l2_norm", 1, 1, 0, nullptr, validate_l2, record_norm};
-extern const OpDef kOpLayerNorm = {TDM_OP_LAYER_NORM, "layer_norm", 1, 3, 0, check_eps, validate_layer, record_norm};
-extern const OpDef kOpGatedRmsNorm = {TDM_OP_GATED_RMS_NORM, "gated_rms_norm", 3, 3, 0, check_eps, validate_rms,
+extern const OpDef kOpDef_RMS_NORM = {TDM_OP_RMS_NORM, "rms_norm", 1, 2, 0, check_rms_norm, validate_rms, record_norm};
+extern const OpDef kOpDef_L2_NORM = {TDM_OP_L2_NORM, "l2_norm", 1, 1, 0, nullptr, validate_l2, record_norm};
+extern const OpDef kOpDef_LAYER_NORM = {TDM_OP_LAYER_NORM, "layer_norm", 1, 3, 0, check_eps, validate_layer,
+                                       record_norm};
+extern const OpDef kOpDef_GATED_RMS_NORM = {TDM_OP_GATED_RMS_NORM, "gated_rms_norm", 3, 3, 0, check_eps, validate_rms,
                                       record_norm};
 
 }  // namespace tdm

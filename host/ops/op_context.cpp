@@ -59,8 +59,8 @@ Status OpContext::output(DType type, std::vector<int64_t> ne) {
     return {};
 }
 
-Status OpContext::second_output(DType type, std::vector<int64_t> ne) {
-    out2 = TDM_TRY(g_.add_activation(type, std::move(ne), node_, name_ + ".values"));
+Status OpContext::second_output(DType type, std::vector<int64_t> ne, const char* suffix) {
+    out2 = TDM_TRY(g_.add_activation(type, std::move(ne), node_, name_ + "." + suffix));
     return {};
 }
 

@@ -67,6 +67,10 @@ const OpDef* find_op(uint32_t code);
 const OpDef* find_public_op(uint32_t code);
 // Every op, by code (codes without an op are skipped).
 std::span<const OpDef* const> all_ops();
+// Whether a plugin of ABI `abi`, minor `minor` may use public op `code`: an op
+// added in a minor version (tandem/op_list.h) only from that minor on. An
+// unknown code or an op of a later minor: TDM_ERR_UNSUPPORTED.
+Status op_offered(uint32_t code, uint32_t abi, uint32_t minor);
 // Highest op code this host knows.
 uint32_t max_op_code();
 // The error for an unknown op code (TDM_ERR_UNSUPPORTED).
@@ -99,8 +103,8 @@ public:
 
     // The result: a new activation of this type and shape.
     Status output(DType type, std::vector<int64_t> ne);
-    // A second result (top-k values), named "<name>.values".
-    Status second_output(DType type, std::vector<int64_t> ne);
+    // A second result, named "<name>.<suffix>" (top-k's values, add_rms_norm's norm).
+    Status second_output(DType type, std::vector<int64_t> ne, const char* suffix = "values");
     // The result is a view of input k's storage (no copy).
     Status view(int k, std::vector<int64_t> ne, uint64_t off, uint64_t row_stride);
     // The result is input k itself, now produced by this node (kv_store).

@@ -89,6 +89,6 @@ Status record_rope(RecordContext& c, const Node& n, const std::string& label) {
 
 }  // namespace
 
-extern const OpDef kOpRope = {TDM_OP_ROPE, "rope", 2, 3, 0, check_rope, validate_rope, record_rope};
+extern const OpDef kOpDef_ROPE = {TDM_OP_ROPE, "rope", 2, 3, 0, check_rope, validate_rope, record_rope};
 
 }  // namespace tdm

@@ -33,7 +33,7 @@ Status record_select_rows(RecordContext& c, const Node& n, const std::string& la
 
 }  // namespace
 
-extern const OpDef kOpSelectRows = {TDM_OP_SELECT_ROWS, "select_rows", 2, 2, 0,
+extern const OpDef kOpDef_SELECT_ROWS = {TDM_OP_SELECT_ROWS, "select_rows", 2, 2, 0,
                                     nullptr, validate_select_rows, record_select_rows};
 
 }  // namespace tdm

@@ -34,6 +34,6 @@ Status record_softmax(RecordContext& c, const Node& n, const std::string& label)
 
 }  // namespace
 
-extern const OpDef kOpSoftmax = {TDM_OP_SOFTMAX, "softmax", 1, 1, 0, nullptr, validate_softmax, record_softmax};
+extern const OpDef kOpDef_SOFTMAX = {TDM_OP_SOFTMAX, "softmax", 1, 1, 0, nullptr, validate_softmax, record_softmax};
 
 }  // namespace tdm

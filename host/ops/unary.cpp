@@ -54,7 +54,7 @@ Status record_scale(RecordContext& c, const Node& n, const std::string& label) {
 
 }  // namespace
 
-extern const OpDef kOpUnary = {TDM_OP_UNARY, "unary", 1, 1, 0, check_unary, validate_unary, record_unary};
-extern const OpDef kOpScale = {TDM_OP_SCALE, "scale", 1, 1, 0, nullptr, validate_unary, record_scale};
+extern const OpDef kOpDef_UNARY = {TDM_OP_UNARY, "unary", 1, 1, 0, check_unary, validate_unary, record_unary};
+extern const OpDef kOpDef_SCALE = {TDM_OP_SCALE, "scale", 1, 1, 0, nullptr, validate_unary, record_scale};
 
 }  // namespace tdm

@@ -45,7 +45,7 @@ Status validate_reshape(OpContext& c) {
 
 }  // namespace
 
-extern const OpDef kOpViewCols = {TDM_OP_VIEW_COLS, "view_cols", 1, 1, 0, nullptr, validate_view_cols, nullptr};
-extern const OpDef kOpReshape = {TDM_OP_RESHAPE, "reshape", 1, 1, 0, check_reshape, validate_reshape, nullptr};
+extern const OpDef kOpDef_VIEW_COLS = {TDM_OP_VIEW_COLS, "view_cols", 1, 1, 0, nullptr, validate_view_cols, nullptr};
+extern const OpDef kOpDef_RESHAPE = {TDM_OP_RESHAPE, "reshape", 1, 1, 0, check_reshape, validate_reshape, nullptr};
 
 }  // namespace tdm

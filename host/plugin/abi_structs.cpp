@@ -33,13 +33,13 @@ static_assert(sizeof(tdm_tensor_info) == kTensorInfo.v3);
 static_assert(sizeof(tdm_tensor_shape) == kTensorShape.v3);
 static_assert(sizeof(tdm_op_desc) == kOpDesc.v3);
 static_assert(sizeof(tdm_weight_request) == kWeightRequest.v3);
-// draft_vocab was appended during ABI 3: the host writes struct_size, and a plugin built
-// before it reads the first 12 bytes (its heads then pick their own draft vocabulary)
+// draft_vocab is ABI 3's: the host writes struct_size, and a plugin built before
+// it reads the first 12 bytes (its heads then pick their own draft vocabulary)
 static_assert(offsetof(tdm_batch_desc, draft_vocab) == kBatchDesc.v3 && sizeof(tdm_batch_desc) == 16);
 static_assert(sizeof(tdm_attention_layer) == kAttentionLayer.v3);
 static_assert(sizeof(tdm_recurrent_state) == kRecurrentState.v3);
-// flags was appended during ABI 3: the host writes struct_size, so a plugin of the
-// release before it fills the first 56 bytes and leaves flags 0 (no TDM_MODEL_* flag)
+// flags is ABI 3's: the host writes struct_size, so a plugin of an earlier release
+// fills the first 56 bytes and leaves flags 0 (no TDM_MODEL_* flag)
 static_assert(offsetof(tdm_model_info, flags) == kModelInfo.v3 && sizeof(tdm_model_info) == 64);
 static_assert(sizeof(tdm_arch_desc) == kArchDesc.v3);
 static_assert(sizeof(tdm_draft_head_info) == kDraftHeadInfo.v3);
@@ -50,7 +50,10 @@ static_assert(sizeof(tdm_drafter_desc) == kDrafterDesc.v3);
 static_assert(sizeof(tdm_plugin_api) == kPluginApi.v3);
 static_assert(sizeof(tdm_host_limits) == kHostLimits.v3);
 static_assert(offsetof(tdm_weight_request, parts) == TDM_V1_SIZEOF_WEIGHT_REQUEST);
-static_assert(sizeof(tdm_negotiate) == TDM_V1_SIZEOF_NEGOTIATE);
+// Written by the host, read by the plugin up to struct_size: 3.1 appended one field to each.
+static_assert(offsetof(tdm_negotiate, plugin_abi_minor) == TDM_V3_0_SIZEOF_NEGOTIATE);
+static_assert(TDM_V3_0_SIZEOF_NEGOTIATE == TDM_V1_SIZEOF_NEGOTIATE);
+static_assert(offsetof(tdm_host_api, abi_minor) == TDM_V3_0_SIZEOF_HOST_API);
 
 constexpr uint32_t pick(MinSizes m, uint32_t abi) { return abi >= 3 ? m.v3 : abi >= 2 ? m.v2 : m.v1; }
 

@@ -50,6 +50,7 @@ struct tdm_graph {
     // tdm.host_rows inputs: F32 [cols, n] rows of a host table, filled before each run
     std::vector<std::pair<tdm::TensorId, const tdm::DeviceWeight*>> host_rows;
     uint32_t plugin_abi = TDM_ABI_VERSION;  // of the plugin building it (ABI 1 gets ABI 1's statuses)
+    uint32_t plugin_abi_minor = TDM_ABI_MINOR_VERSION;  // its minor: ops of later minors are refused
 
     // tdm.encoder. A target batch that carries image rows: the plugin's inject_rows
     // creates rows F32 [n_embd, n] and keep F32 [1, n], which the host fills.
@@ -65,13 +66,19 @@ struct tdm_graph {
 
 namespace tdm {
 
+struct PluginRecord;
+
 // A weight handle is the DeviceWeight itself.
 inline const tdm_weight* to_handle(const DeviceWeight* w) { return reinterpret_cast<const tdm_weight*>(w); }
 inline const DeviceWeight* from_handle(const tdm_weight* w) { return reinterpret_cast<const DeviceWeight*>(w); }
 
-// The host API table for a plugin that negotiated ABI `abi`: its abi_version
-// and struct_size are that version's, so TDM_HAS_MEMBER sees only its entries.
-const tdm_host_api* host_api(uint32_t abi = TDM_ABI_VERSION);
+// The host API table for a plugin that negotiated ABI `abi` and minor `minor`
+// (0 below ABI 3): its abi_version, abi_minor and struct_size are that
+// version's, so TDM_HAS_MEMBER sees only its entries, and its query_op refuses
+// ops of a later minor.
+const tdm_host_api* host_api(uint32_t abi = TDM_ABI_VERSION, uint32_t minor = TDM_ABI_MINOR_VERSION);
+// The table for a loaded plugin: its negotiated version and minor.
+const tdm_host_api* host_api(const PluginRecord& plugin);
 // Extension "tdm.target_weights" (tandem/ext/target_weights.h).
 const tdm_ext_target_weights* target_weights_extension();
 // Extension "tdm.host_rows" (tandem/ext/host_rows.h).

@@ -390,7 +390,8 @@ tdm_status api_graph_op(tdm_graph* g, const tdm_op_desc* plugin_desc, tdm_tensor
     if (tdm_status st = read_op_desc(plugin_desc, "graph_op", &copy); st != TDM_OK) return st;
     const tdm_op_desc* d = &copy;
     if (d->n_inputs > 8) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "graph_op: more than 8 inputs");
-    if (!find_public_op(d->op)) return set_last_error(unknown_op(d->op));  // host-internal codes too
+    // host-internal codes and ops of a later minor than the plugin's too
+    if (auto st = op_offered(d->op, g->plugin_abi, g->plugin_abi_minor); !st.ok()) return set_last_error(st.error());
     OpDesc o;
     o.op = tdm_op(d->op);
     o.n_in = int(d->n_inputs);
@@ -630,10 +631,13 @@ tdm_status api_register_drafter(tdm_registry* reg, const tdm_drafter_desc* d) {
 
 // ---- [v2] capability queries: thin wrappers over plugin/capabilities.h -----------------
 
+// One per table: ABI `Abi`.`Minor` plugins are not offered ops of a later minor.
+template <uint32_t Abi, uint32_t Minor>
 tdm_status api_query_op(const tdm_op_desc* desc) {
     if (!desc) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "query_op: null descriptor");
     tdm_op_desc d;
     if (tdm_status st = read_op_desc(desc, "query_op", &d); st != TDM_OK) return st;
+    if (auto st = op_offered(d.op, Abi, Minor); !st.ok()) return set_last_error(st.error());
     return query_op_params(d);
 }
 
@@ -655,7 +659,7 @@ const void* api_get_extension(const char* name, uint32_t min_version, uint32_t* 
 const tdm_host_api kHostApi = {
     sizeof(tdm_host_api),
     TDM_ABI_VERSION,
-    "0.2.0",
+    TANDEM_VERSION,
     api_log,
     api_last_error,
     api_register_arch,
@@ -686,15 +690,19 @@ const tdm_host_api kHostApi = {
     api_option_get_string,
     api_graph_state,
     api_graph_weight_rows,
-    api_query_op,
+    api_query_op<TDM_ABI_VERSION, TDM_ABI_MINOR_VERSION>,
     query_weight_type,
     api_get_limits,
     api_get_extension,
+    TDM_ABI_MINOR_VERSION,
 };
 
 }  // namespace
 
-const tdm_host_api* host_api(uint32_t abi) {
+// kHostApi is the table of the newest minor; each older minor of ABI 3 has one below.
+static_assert(TDM_ABI_MINOR_VERSION == 1, "a new minor: add the table of the one before it");
+
+const tdm_host_api* host_api(uint32_t abi, uint32_t minor) {
     // ABI 1 plugins get the table as ABI 1 had it: its size, its version, and
     // nothing past it (a 1..2 plugin that negotiated 1 must not see v2 entries).
     static const tdm_host_api kHostApiV1 = [] {
@@ -704,14 +712,27 @@ const tdm_host_api* host_api(uint32_t abi) {
         t.abi_version = 1;
         return t;
     }();
-    // ABI 2 plugins: the same entries (ABI 3 added none), their version number
+    // ABI 2 plugins: the same entries (ABI 3 added none), their version number and
+    // no minor (abi_minor is past the end of their header's table)
     static const tdm_host_api kHostApiV2 = [] {
         tdm_host_api t = kHostApi;
         t.abi_version = 2;
+        t.abi_minor = 0;
+        t.query_op = api_query_op<2, 0>;
         return t;
     }();
-    return abi >= 3 ? &kHostApi : abi == 2 ? &kHostApiV2 : &kHostApiV1;
+    // ABI 3.0 plugins: minor 0, and query_op offers them no op of a later minor
+    static const tdm_host_api kHostApiV3_0 = [] {
+        tdm_host_api t = kHostApiV2;
+        t.abi_version = 3;
+        t.query_op = api_query_op<3, 0>;
+        return t;
+    }();
+    if (abi >= 3) return minor >= 1 ? &kHostApi : &kHostApiV3_0;
+    return abi == 2 ? &kHostApiV2 : &kHostApiV1;
 }
+
+const tdm_host_api* host_api(const PluginRecord& plugin) { return host_api(plugin.abi, plugin.abi_minor); }
 
 const tdm_ext_target_weights* target_weights_extension() { return &kTargetWeightsExt; }
 const tdm_ext_host_rows* host_rows_extension() { return &kHostRowsExt; }

@@ -56,7 +56,7 @@ namespace {
 // A plugin file opened and negotiated, its descriptor copied; not yet initialised.
 struct OpenedPlugin {
     void* handle = nullptr;
-    uint32_t abi = 0;
+    uint32_t abi = 0, abi_minor = 0;
     tdm_plugin_api api{};
     std::string name, version, description;
 };
@@ -101,6 +101,9 @@ Result<OpenedPlugin> open_plugin(const std::string& path, uint32_t host_abi_max)
     OpenedPlugin o;
     o.handle = handle;
     o.abi = n.plugin_abi;
+    // A minor exists only for the host's own version; a plugin built against a
+    // newer minor than the host's gets the host's (it asks for what it uses).
+    o.abi_minor = n.plugin_abi == TDM_ABI_VERSION ? std::min(n.plugin_abi_minor, TDM_ABI_MINOR_VERSION) : 0;
     o.api = *api;
     o.name = std::move(name).value();
     o.version = plugin_string(api->version, kPluginNameMax);
@@ -116,12 +119,13 @@ Status init_plugin(Registry& registry, PluginRecord* p, OpenedPlugin opened) {
     p->version = std::move(opened.version);
     p->description = std::move(opened.description);
     p->abi = opened.abi;
+    p->abi_minor = opened.abi_minor;
     p->handle = opened.handle;
     p->api = opened.api;
     p->provides.clear();
     tdm_registry reg{&registry, p};
     char err[1024] = {0};
-    const tdm_status ist = p->api.init(host_api(p->abi), &reg, err, sizeof err);
+    const tdm_status ist = p->api.init(host_api(*p), &reg, err, sizeof err);
     if (ist != TDM_OK) {
         p->error = fmt::format("init failed: {}", plugin_message(err, sizeof err, "(no message)"));
         registry.remove_entries(p);

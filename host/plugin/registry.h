@@ -72,6 +72,7 @@ struct ScannedNames {
 struct PluginRecord {
     std::string name, version, description, path;
     uint32_t abi = 0;                   // the negotiated ABI version
+    uint32_t abi_minor = 0;             // its minor in force (tandem.h §1; 0 below ABI 3)
     void* handle = nullptr;             // dlopen handle
     tdm_plugin_api api{};               // the host's copy (zero when the plugin failed before init)
     std::string error;                  // non-empty: failed to load/init (kept for `tandem plugins`)

@@ -43,7 +43,7 @@ Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHe
     h->info.struct_size = sizeof(tdm_draft_head_info);
     void* target_obj = target.arch().plugin == entry.plugin ? target.plugin_model() : nullptr;
     char err[1024] = {0};
-    if (entry.desc->create(host_api(entry.plugin->abi), &h->src_handle, target_obj, &h->options, &h->info, &h->head,
+    if (entry.desc->create(host_api(*entry.plugin), &h->src_handle, target_obj, &h->options, &h->info, &h->head,
                            err, sizeof err) != TDM_OK ||
         !h->head)
         return Error::format("{}", plugin_message(err, sizeof err, "the draft head refused the model"));
@@ -124,6 +124,7 @@ Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint
     tdm_batch_desc b0{sizeof(tdm_batch_desc), n_rows, n_seq, vocab};
     init_graph_inputs(*g, b0, false);
     g->plugin_abi = entry->plugin->abi;
+    g->plugin_abi_minor = entry->plugin->abi_minor;
     g->n_embd_target = n_embd_target;
     if (kv)
         for (uint32_t i = 0; i < kv->n_layers(); ++i) g->kv.push_back(kv->layer(i));

@@ -15,7 +15,7 @@ Result<std::unique_ptr<PluginDrafter>> PluginDrafter::create(const DrafterEntry&
     // ABI 2 drafters report failures through the *2 calls; the host prefers them.
     d->checked_ = d->desc_->begin2 && d->desc_->propose2 && d->desc_->accept2;
     char err[1024] = {0};
-    if (d->desc_->create(host_api(entry.plugin->abi), &d->options_, &d->obj_, err, sizeof err) != TDM_OK)
+    if (d->desc_->create(host_api(*entry.plugin), &d->options_, &d->obj_, err, sizeof err) != TDM_OK)
         return Error::format("drafter {} (plugin {}): {}", d->name_, entry.plugin->name,
                              plugin_message(err, sizeof err, "create failed"));
     return d;

@@ -8,6 +8,9 @@
 //    both versions named.
 //  - A drafter that reports failure (v2 calls) is turned off for the request
 //    and the output stays exact.
+//  - A plugin built against the frozen ABI 3.0 headers (tests/abi/v3) loads as
+//    ABI 3 minor 0, finds what 3.0 promised and no op of a later minor, and its
+//    drafter drafts exactly.
 //  - The struct reader's rules: zeroed tails, larger structs cut, minimum sizes
 //    refused with the sizes named, arrays strided by the element's struct_size.
 #include <gtest/gtest.h>
@@ -295,6 +298,60 @@ TEST_F(FailingDrafter, a_drafter_that_reports_failure_is_turned_off_and_the_outp
             EXPECT_EQ(spec->stats.drafters[0].calls_gen, 0u) << "a drafter that failed to begin is never asked";
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// ABI 3.0: a plugin built against the frozen headers of ABI 3's first release
+// (tests/abi/v3), from before minor versions.
+
+TEST(AbiV3, plugin_built_against_the_3_0_headers_loads_as_abi_3_minor_0) {
+    auto reg = registry_with({"v3"});
+    ASSERT_EQ(reg->plugins().size(), 1u);
+    const PluginRecord& p = *reg->plugins()[0];
+    // its init checked ABI 3's ops and extensions, and that no op of a later minor is offered to it
+    EXPECT_EQ(p.error, "");
+    EXPECT_EQ(p.abi, 3u);
+    EXPECT_EQ(p.abi_minor, 0u) << "its negotiation writes no minor: it is taken as built against 3.0";
+    EXPECT_NE(reg->find_drafter("v3-echo"), nullptr);
+}
+
+TEST(AbiV3, plugin_of_abi_3_meets_a_host_offering_only_1_and_2_and_is_refused_naming_both) {
+    Registry reg;
+    auto st = load_plugin_file(reg, test_plugin("v3"), {}, /*host_abi_max=*/2);
+    ASSERT_FALSE(st.ok());
+    const std::string& m = st.error().message();
+    EXPECT_NE(m.find("speaks ABI 3..3"), std::string::npos) << m;
+    EXPECT_NE(m.find("offers ABI 1..2"), std::string::npos) << m;
+    EXPECT_NE(m.find("tandem-test-v3.so"), std::string::npos) << m;
+}
+
+class FrozenV3 : public test::DeviceTest {};
+
+TEST_F(FrozenV3, its_drafter_gives_the_plain_greedy_tokens_beside_a_v1_architecture) {
+    auto reg = registry_with({"frozen_v1", "v3"});
+    const FrozenWeights w = frozen_weights(21);
+    Loaded l = load(write_frozen_model(w), *reg);
+    ASSERT_TRUE(l.model);
+    Runner runner(*l.model, *l.kv, device(), pipelines());
+    const int seq = *l.kv->add_sequence();
+    auto drafter = PluginDrafter::create(*reg->find_drafter("v3-echo"), {});
+    ASSERT_TRUE(drafter.ok()) << drafter.error().message();
+    Drafter* chain[] = {drafter->get()};
+    SpecParams sp;
+    sp.draft_max = 2;
+    uint64_t drafted = 0;
+    for (uint64_t i = 0; i < 4; ++i) {
+        const auto prompt = random_prompt(200 + i, 6 + i);
+        ASSERT_TRUE(l.kv->truncate(seq, 0).ok());
+        auto plain = generate(runner, nullptr, seq, prompt, greedy(20), {});
+        ASSERT_TRUE(plain.ok()) << plain.error().message();
+        ASSERT_TRUE(l.kv->truncate(seq, 0).ok());
+        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy(20), chain, sp, {});
+        ASSERT_TRUE(spec.ok()) << spec.error().message();
+        EXPECT_EQ(spec->gen.tokens, plain->tokens) << "prompt " << i;
+        drafted += spec->stats.drafted;
+    }
+    EXPECT_GT(drafted, 0u) << "the v3 drafter never proposed";
 }
 
 // ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 // error's code() and that its message names the op and the parameter.
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -19,7 +20,7 @@ namespace {
 
 TEST(OpTable, every_op_code_of_ops_h_has_exactly_one_entry) {
     std::set<std::string> names;
-    for (uint32_t code = 1; code < TDM_OP_COUNT_V3; ++code) {
+    for (uint32_t code = 1; code < TDM_OP_LIST_END; ++code) {
         const OpDef* d = find_op(code);
         ASSERT_NE(d, nullptr) << "op code " << code << " has no OpDef";
         EXPECT_EQ(uint32_t(d->code), code);
@@ -30,12 +31,50 @@ TEST(OpTable, every_op_code_of_ops_h_has_exactly_one_entry) {
         EXPECT_LE(d->min_inputs, d->max_inputs) << d->name;
         EXPECT_NE(d->validate, nullptr) << d->name;
     }
-    EXPECT_EQ(all_ops().size(), size_t(TDM_OP_COUNT_V3 - 1));
-    EXPECT_EQ(max_op_code(), uint32_t(TDM_OP_ATTENTION_FULL));
+    EXPECT_EQ(all_ops().size(), size_t(TDM_OP_LIST_END - 1));
+    EXPECT_EQ(max_op_code(), uint32_t(TDM_OP_LIST_END - 1));
     EXPECT_EQ(find_op(TDM_OP_NONE), nullptr);
-    EXPECT_EQ(find_op(TDM_OP_COUNT_V3), nullptr);
+    EXPECT_EQ(find_op(TDM_OP_LIST_END), nullptr);
     EXPECT_EQ(find_op(0x7fffffff), nullptr);
     EXPECT_STREQ(op_name(tdm_op(999)), "unknown");
+}
+
+TEST(OpTable, the_op_list_and_the_enum_of_ops_h_agree_and_name_the_host_ops) {
+    // tandem/op_list.h is the one list; ops.h's enum must give each entry its code,
+    // and the host's OpDef of that code must carry the listed name.
+    struct Listed {
+        uint32_t code, enum_value;
+        const char* name;
+    };
+#define TDM_TEST_LISTED_(code, NAME, name, abi, minor) {code, uint32_t(TDM_OP_##NAME), name},
+    const Listed listed[] = {TDM_OP_LIST(TDM_TEST_LISTED_)};
+#undef TDM_TEST_LISTED_
+    ASSERT_EQ(std::size(listed), size_t(TDM_OP_LIST_END - 1));
+    for (size_t k = 0; k < std::size(listed); ++k) {
+        EXPECT_EQ(listed[k].code, uint32_t(k + 1)) << "codes run 1, 2, ... in order";
+        EXPECT_EQ(listed[k].enum_value, listed[k].code) << listed[k].name;
+        const OpDef* d = find_op(listed[k].code);
+        ASSERT_NE(d, nullptr) << listed[k].name;
+        EXPECT_STREQ(d->name, listed[k].name);
+    }
+    // the codes of each ABI release: 1..27 ABI 1, + custom ABI 2, + two in ABI 3.0
+    EXPECT_EQ(TDM_OP_COUNT_V1, 28);
+    EXPECT_EQ(TDM_OP_COUNT_V2, 29);
+    EXPECT_EQ(TDM_OP_COUNT_V3, 31);
+}
+
+TEST(OpTable, an_op_of_a_minor_version_is_offered_only_to_plugins_built_against_it) {
+    EXPECT_TRUE(op_offered(TDM_OP_ADD_RMS_NORM, 3, 1).ok());
+    const Status old = op_offered(TDM_OP_ADD_RMS_NORM, 3, 0);
+    ASSERT_FALSE(old.ok());
+    EXPECT_EQ(old.error().code(), int(TDM_ERR_UNSUPPORTED));
+    EXPECT_NE(old.error().message().find("add_rms_norm is an op of ABI 3.1, the plugin was built against ABI 3.0"),
+              std::string::npos)
+        << old.error().message();
+    EXPECT_FALSE(op_offered(TDM_OP_ADD_RMS_NORM, 2, 0).ok());
+    // ops of a version's first release stay offered to every plugin, as before minors
+    for (uint32_t code = 1; code < TDM_OP_COUNT_V3; ++code) EXPECT_TRUE(op_offered(code, 1, 0).ok()) << code;
+    EXPECT_FALSE(op_offered(TDM_OP_LIST_END, 3, 1).ok());
 }
 
 TEST(OpTable, only_views_have_no_kernel_and_only_weight_ops_name_weight_shaders) {
@@ -76,7 +115,9 @@ protected:
     } while (0)
 
 TEST_F(GraphRefusals, unknown_op_codes_are_unsupported) {
-    EXPECT_REFUSED(refuse(tdm_op(31), {x}), TDM_ERR_UNSUPPORTED, "unknown op code 31 (this host knows 1..30)");
+    const uint32_t unknown = TDM_OP_LIST_END;
+    EXPECT_REFUSED(refuse(tdm_op(unknown), {x}), TDM_ERR_UNSUPPORTED,
+                   fmt::format("unknown op code {} (this host knows 1..{})", unknown, unknown - 1));
     EXPECT_REFUSED(refuse(TDM_OP_NONE, {x}), TDM_ERR_UNSUPPORTED, "unknown op code 0");
 }
 

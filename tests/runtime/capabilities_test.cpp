@@ -45,10 +45,10 @@ tdm_op_desc desc(uint32_t op, std::vector<int32_t> i = {}, std::vector<float> f 
         EXPECT_NE(last_error().find(text), std::string::npos) << last_error();   \
     } while (0)
 
-TEST(HostTable, v2_host_table_is_full_and_reports_version_0_2_0) {
+TEST(HostTable, host_table_is_full_and_reports_the_project_version) {
     EXPECT_EQ(host().struct_size, sizeof(tdm_host_api));
     EXPECT_EQ(host().abi_version, TDM_ABI_VERSION);
-    EXPECT_STREQ(host().host_version, "0.2.0");
+    EXPECT_STREQ(host().host_version, TANDEM_VERSION);  // project(tandem VERSION ...)
     EXPECT_TRUE(TDM_HAS_MEMBER(&host(), tdm_host_api, get_extension));
     EXPECT_NE(host().query_op, nullptr);
     EXPECT_NE(host().query_weight_type, nullptr);
@@ -77,10 +77,11 @@ TEST(QueryOp, every_op_is_ok_with_default_params_or_its_required_ones) {
 
 TEST(QueryOp, unknown_op_codes_are_unsupported_naming_the_known_range) {
     // the host-internal ops (int8 matmul) have codes of their own that plugins cannot name
-    for (uint32_t code : {0u, 31u, 1000u, 0x7fffffffu, uint32_t(kOpInternalQuantizeQ8), uint32_t(kOpInternalMatmulQ8)}) {
+    const uint32_t end = TDM_OP_LIST_END;  // one past the last listed code (tandem/op_list.h)
+    for (uint32_t code : {0u, end, 1000u, 0x7fffffffu, uint32_t(kOpInternalQuantizeQ8), uint32_t(kOpInternalMatmulQ8)}) {
         const tdm_op_desc d = desc(code);
         EXPECT_STATUS(host().query_op(&d), TDM_ERR_UNSUPPORTED,
-                      fmt::format("unknown op code {} (this host knows 1..30)", code));
+                      fmt::format("unknown op code {} (this host knows 1..{})", code, end - 1));
     }
 }
 
@@ -300,6 +301,38 @@ TEST(HostTable, each_plugin_sees_the_table_of_the_version_it_negotiated) {
     EXPECT_EQ(v2->struct_size, sizeof(tdm_host_api));
     EXPECT_TRUE(TDM_HAS_MEMBER(v2, tdm_host_api, get_extension));
     EXPECT_NE(v2->get_extension, nullptr);
+}
+
+TEST(HostTable, a_plugin_built_against_abi_3_0_is_not_offered_the_ops_of_3_1) {
+    const tdm_host_api* v3_0 = host_api(3, 0);
+    const tdm_host_api* v3_1 = host_api(3, 1);
+    EXPECT_EQ(v3_0->abi_version, 3u);
+    EXPECT_EQ(v3_0->abi_minor, 0u);
+    EXPECT_EQ(v3_1->abi_minor, 1u);
+    EXPECT_EQ(host_api(2)->abi_minor, 0u);
+    const tdm_op_desc d = desc(TDM_OP_ADD_RMS_NORM);
+    EXPECT_EQ(v3_1->query_op(&d), TDM_OK) << last_error();
+    EXPECT_STATUS(v3_0->query_op(&d), TDM_ERR_UNSUPPORTED, "add_rms_norm is an op of ABI 3.1");
+    EXPECT_STATUS(host_api(2)->query_op(&d), TDM_ERR_UNSUPPORTED, "add_rms_norm is an op of ABI 3.1");
+    // the ops 3.0 had are offered to it as before
+    for (uint32_t code = 1; code < TDM_OP_COUNT_V3; ++code) {
+        const tdm_op_desc old = desc(code);
+        const tdm_status st = v3_0->query_op(&old);
+        EXPECT_EQ(st, v3_1->query_op(&old)) << code;
+    }
+}
+
+TEST_F(GraphOpStatus, an_op_of_abi_3_1_is_built_for_a_3_1_plugin_only_and_gives_two_outputs) {
+    g.plugin_abi = 3;
+    g.plugin_abi_minor = 0;
+    EXPECT_STATUS(op(desc(TDM_OP_ADD_RMS_NORM), {x, x}), TDM_ERR_UNSUPPORTED,
+                  "add_rms_norm is an op of ABI 3.1, the plugin was built against ABI 3.0");
+    g.plugin_abi_minor = 1;
+    ASSERT_EQ(op(desc(TDM_OP_ADD_RMS_NORM), {x, x}), TDM_OK) << last_error();
+    tdm_tensor normed{};
+    ASSERT_EQ(host().graph_op_output(&g, out, 1, &normed), TDM_OK) << last_error();
+    EXPECT_NE(normed.id, out.id);
+    EXPECT_NE(normed.id, 0u);
 }
 
 TEST_F(GraphOpStatus, a_v1_plugins_desc_is_read_up_to_its_size) {

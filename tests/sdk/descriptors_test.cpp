@@ -103,6 +103,25 @@ TEST(SdkDescriptors, the_entry_point_speaks_the_highest_common_version_or_names_
     EXPECT_EQ(n.plugin_abi_max, 3u);
 }
 
+TEST(SdkDescriptors, the_entry_point_reports_its_minor_where_the_host_struct_has_room) {
+    tdm_negotiate n{};
+    n.struct_size = sizeof n;
+    n.host_abi_min = 1;
+    n.host_abi_max = 3;
+    ASSERT_EQ(tdm_plugin_negotiate(&n), TDM_OK);
+    EXPECT_EQ(n.plugin_abi, 3u);
+    EXPECT_EQ(n.plugin_abi_minor, TDM_ABI_MINOR_VERSION);
+    n.host_abi_max = 2;  // ABI 2 has no minors
+    n.plugin_abi_minor = 99;
+    ASSERT_EQ(tdm_plugin_negotiate(&n), TDM_OK);
+    EXPECT_EQ(n.plugin_abi_minor, 0u);
+    n.struct_size = TDM_V3_0_SIZEOF_NEGOTIATE;  // a 3.0 host: the field is past its struct
+    n.host_abi_max = 3;
+    n.plugin_abi_minor = 99;
+    ASSERT_EQ(tdm_plugin_negotiate(&n), TDM_OK);
+    EXPECT_EQ(n.plugin_abi_minor, 99u) << "written past the host's struct_size";
+}
+
 TEST(SdkStructs, read_struct_zero_fills_what_a_shorter_writer_did_not_know_and_refuses_too_short) {
     tdm_host_limits theirs;
     std::memset(&theirs, 0x5a, sizeof theirs);

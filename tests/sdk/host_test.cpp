@@ -236,12 +236,21 @@ TEST(SdkStepDraftVocab, takes_the_hosts_request_else_the_heads_own_choice) {
     EXPECT_EQ(tdm_step_draft_vocab(&old, 8192, 151669), 8192u);
 }
 
-TEST(SdkOpName, names_every_op_of_abi_3) {
-    for (uint32_t op = 1; op < TDM_OP_COUNT_V3; ++op)
+TEST(SdkOpName, names_every_listed_op) {
+    for (uint32_t op = 1; op < TDM_OP_LIST_END; ++op)
         EXPECT_STRNE(tdm::sdk::op_name(op), "unknown op") << op;
     EXPECT_STREQ(tdm::sdk::op_name(TDM_OP_GATED_DELTA_RULE), "gated_delta_rule");
     EXPECT_STREQ(tdm::sdk::op_name(TDM_OP_ATTENTION_FULL), "attention_full");
-    EXPECT_STREQ(tdm::sdk::op_name(TDM_OP_COUNT_V3), "unknown op");
+    EXPECT_STREQ(tdm::sdk::op_name(TDM_OP_LIST_END), "unknown op");
+}
+
+TEST(SdkOpName, the_op_list_gives_each_op_of_ops_h_its_code_and_name) {
+#define TDM_TEST_OP_(code, NAME, name, abi, minor)            \
+    static_assert(code == TDM_OP_##NAME, #NAME);              \
+    EXPECT_STREQ(tdm::sdk::op_name(TDM_OP_##NAME), name);
+    TDM_OP_LIST(TDM_TEST_OP_)
+#undef TDM_TEST_OP_
+    EXPECT_STREQ(tdm::sdk::op_name(TDM_OP_ADD_RMS_NORM), "add_rms_norm");
 }
 
 }  // namespace

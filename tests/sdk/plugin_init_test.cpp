@@ -85,9 +85,9 @@ TEST(SdkPluginInitQwen, asks_about_every_op_it_uses_and_registers_when_the_host_
     const tdm_host_api host = sdk_test::fake_host_api();
     char err[512] = "";
     ASSERT_EQ(api->init(&host, nullptr, err, sizeof err), TDM_OK) << err;
-    bool asked[TDM_OP_COUNT_V3] = {};
+    bool asked[TDM_OP_LIST_END] = {};
     for (const tdm_op_desc& d : fake().queried) {
-        ASSERT_LT(d.op, uint32_t(TDM_OP_COUNT_V3));
+        ASSERT_LT(d.op, uint32_t(TDM_OP_LIST_END));
         asked[d.op] = true;
     }
     for (tdm_op op : {TDM_OP_GET_ROWS, TDM_OP_MATMUL, TDM_OP_RMS_NORM, TDM_OP_ROPE, TDM_OP_KV_STORE,

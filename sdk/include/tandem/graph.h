@@ -196,7 +196,24 @@ static inline tdm_tensor tdm_gated_rms_norm(tdm_builder* b, tdm_tensor x, const 
     return tdm_emit(b, TDM_OP_GATED_RMS_NORM, in, 3, NULL, 0, &eps, 1, name);
 }
 
-/* [v3, appended: ask query_op] LayerNorm per row: (x - mean) / sd * w + b. w and b may be
+/* [v3.1, ask query_op] s = a + b, returned (the new residual), and *normed =
+ * rms_norm(s) * w (w NULL: no weight; plus_one: * (1 + w)), as tdm_add then
+ * tdm_rms_norm would give them, bit for bit, in one op. */
+static inline tdm_tensor tdm_add_rms_norm(tdm_builder* b, tdm_tensor a, tdm_tensor x, const tdm_weight* w,
+                                          int plus_one, float eps, tdm_tensor* normed, const char* name) {
+    int32_t mode = w ? (plus_one ? TDM_NORM_WEIGHT_PLUS_ONE : TDM_NORM_WEIGHT) : TDM_NORM_NO_WEIGHT;
+    tdm_tensor in[3] = {a, x, {0}};
+    if (w) in[2] = tdm_weight_tensor(b, w);
+    tdm_tensor sum = tdm_emit(b, TDM_OP_ADD_RMS_NORM, in, w ? 3 : 2, &mode, 1, &eps, 1, name);
+    if (normed) {
+        normed->id = 0;
+        if (b->status == TDM_OK && b->host->graph_op_output(b->g, sum, 1, normed) != TDM_OK)
+            tdm_fail_(b, TDM_ERR_INTERNAL, "add_rms_norm norm");
+    }
+    return sum;
+}
+
+/* [v3, ask query_op] LayerNorm per row: (x - mean) / sd * w + b. w and b may be
  * NULL (1 and 0); b needs w (a bias without a weight is refused when the op is built). */
 static inline tdm_tensor tdm_layer_norm(tdm_builder* b, tdm_tensor x, const tdm_weight* w, const tdm_weight* bias,
                                         float eps, const char* name) {
@@ -243,7 +260,7 @@ static inline tdm_tensor tdm_softmax(tdm_builder* b, tdm_tensor x, float scale, 
     return tdm_emit(b, TDM_OP_SOFTMAX, &x, 1, NULL, 0, &scale, 1, name);
 }
 
-/* [v3, appended: ask query_op] Attention of q [dk, n_head, n] over k [dk, n_kv_head, m] and
+/* [v3, ask query_op] Attention of q [dk, n_head, n] over k [dk, n_kv_head, m] and
  * v [dv, n_kv_head, m] with no causal mask; ranges (I32 [2, n]: a (begin, end) pair per
  * query, or {0} for none) limits each query to its keys [begin, end). scale 0 = 1/sqrt(dk). */
 static inline tdm_tensor tdm_attention_full(tdm_builder* b, tdm_tensor q, tdm_tensor k, tdm_tensor v,

@@ -32,12 +32,16 @@
  * wrong element type or kind (an activation where a weight is needed, a weight
  * where an activation is) -> TDM_ERR_TYPE.
  * Whether an op and its parameters are implemented: tdm_host_api.query_op().
- * Op codes 1..27 are ABI 1; TDM_OP_CUSTOM is ABI 2. Parameters marked [v3]
- * (new values of existing ops) need an ABI 3 host: ask query_op. Ops and values
- * marked "[v3, appended]" came later in ABI 3: a host that predates them answers
- * query_op with TDM_ERR_UNSUPPORTED, so ask before building with them. */
+ * Op codes 1..27 are ABI 1; TDM_OP_CUSTOM is ABI 2. Ops, parameters and values
+ * marked [v3] need an ABI 3 host, [v3.1] an ABI 3.1 host and a plugin built
+ * against 3.1 or later (tandem.h §1): ask query_op, which an older host answers
+ * with TDM_ERR_UNSUPPORTED.
+ * Every op code, its name and the version that added it are also listed in
+ * tandem/op_list.h (TDM_OP_LIST), which this header includes. */
 #ifndef TANDEM_OPS_H
 #define TANDEM_OPS_H
+
+#include "op_list.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -166,12 +170,12 @@ typedef enum tdm_op {
      * f[] are its parameters. out: as the op's descriptor says. Limit: at most
      * 65535 output rows. */
     TDM_OP_CUSTOM = 28,
-    /* [v3, appended: ask query_op] LayerNorm: in: x [, w (F32 [ne0]) [, b (F32 [ne0])]].
+    /* [v3] LayerNorm: in: x [, w (F32 [ne0]) [, b (F32 [ne0])]].
      * f[0] = eps. out: (x - mean(x)) * rsqrt(var(x) + eps) * w + b per row of ne0
      * elements (variance of the centred row, divided by ne0; no w: 1, no b: 0).
      * Vision towers (GLM-OCR's merger). */
     TDM_OP_LAYER_NORM = 29,
-    /* [v3, appended: ask query_op] Attention of every query over plain activations,
+    /* [v3] Attention of every query over plain activations,
      * with no KV layer and no causal mask (vision encoders): in: q [dk, n_head, n],
      * k [dk, n_kv_head, m], v [dv, n_kv_head, m] [, ranges I32 [2, n]: per query t a
      * (begin, end) pair, elements 2t and 2t + 1; it sees keys [begin, end) (one image
@@ -180,9 +184,16 @@ typedef enum tdm_op {
      * query's result depends only on its own keys: not on n, nor on where its range
      * starts. Limits: dk and dv multiples of 4, n_head / n_kv_head <= 16. */
     TDM_OP_ATTENTION_FULL = 30,
+    /* [v3.1] A residual add and the RMSNorm of the sum, in one pass: in: a, b
+     * (f32 activations of one shape) [, w (ne0 = a.ne0, F32 weight or
+     * activation)]. i[0] = tdm_norm_weight, f[0] = eps. out: s = a + b (the new
+     * residual); graph_op_output(.., 1): y = s * rsqrt(mean(s^2) + eps) * W per
+     * row of ne0 elements. Both are bit-identical to TDM_OP_ADD followed by
+     * TDM_OP_RMS_NORM of its result (pre-norm layers: h = x + f(x); norm(h)). */
+    TDM_OP_ADD_RMS_NORM = 31,
     TDM_OP_COUNT_V1 = 28, /* number of ABI 1 ops (not an op) */
     TDM_OP_COUNT_V2 = 29, /* number of ABI 2 ops (not an op) */
-    TDM_OP_COUNT_V3 = 31, /* op codes below this an ABI 3 host may know (not an op; ask query_op) */
+    TDM_OP_COUNT_V3 = 31, /* op codes below this are ABI 3.0's (not an op); all of them: TDM_OP_LIST_END */
     TDM_OP_MAX_ENUM = 0x7FFFFFFF
 } tdm_op;
 
@@ -195,7 +206,7 @@ typedef enum tdm_unary {
     TDM_UNARY_NEG = 5,
     TDM_UNARY_SOFTCAP = 6,   /* f[0] * tanh(x / f[0]) */
     TDM_UNARY_ADD_SCALAR = 7, /* x + f[0] */
-    TDM_UNARY_GELU_ERF = 8,   /* [v3, appended: ask query_op] 0.5 x (1 + erf(x / sqrt 2)), exact GELU */
+    TDM_UNARY_GELU_ERF = 8,   /* [v3] 0.5 x (1 + erf(x / sqrt 2)), exact GELU */
     TDM_UNARY_MAX_ENUM = 0x7FFFFFFF
 } tdm_unary;
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* tandem/tandem.h: the tandem plugin ABI, version 3 (a host also speaks 1 and 2).
+/* tandem/tandem.h: the tandem plugin ABI, version 3.1 (a host also speaks 1 and 2).
  *
  * A tandem plugin is a shared object that adds model architectures, draft heads
  * and draftless drafters to the tandem runtime. It talks to the host only
@@ -24,6 +24,15 @@
  * (tdm_negotiate.plugin_abi) or fails with TDM_ERR_ABI_MISMATCH, filling
  * plugin_abi_min/max so the host can print "plugin X speaks ABI 2..3, this host
  * offers 1..1". tdm_negotiate_range() below is the usual body.
+ *
+ * Minor versions. From ABI 3 on, an addition (an op, an enum value, a field, a
+ * host-table entry, an extension) does not raise the version: it raises the
+ * minor, TDM_ABI_MINOR_VERSION, and is marked with it ("[v3.1]"; "[v3]" is 3.0).
+ * A plugin reports the minor it was built against (tdm_negotiate.plugin_abi_minor,
+ * which tdm_negotiate_range() fills), and the host offers it nothing newer:
+ * query_op and graph_op refuse it the ops of a later minor. tdm_host_api.abi_minor
+ * says which minor is in force. A plugin built against a later minor than the
+ * host's asks for what it uses, as across versions (query_op, TDM_HAS_MEMBER).
  *
  * Growing structs (both directions). Every struct that crosses the boundary
  * starts with `struct_size`, the sizeof of the struct as its writer was
@@ -87,6 +96,9 @@ extern "C" {
 
 /* The newest ABI version this header describes. */
 #define TDM_ABI_VERSION 3u
+/* Its minor version (section 1: additions within a version). 0 was ABI 3's
+ * first release, 3.0, before minors existed. */
+#define TDM_ABI_MINOR_VERSION 1u
 /* The oldest version a host built from this header still speaks. */
 #define TDM_ABI_VERSION_MIN 1u
 
@@ -112,6 +124,9 @@ extern "C" {
 /* Sizes of the ABI 2 release's structs that ABI 3 grew (the others kept their
  * ABI 2 size, listed in the host's table). */
 #define TDM_V2_SIZEOF_DRAFT_HEAD_DESC 64u
+/* Sizes of ABI 3.0's structs that 3.1 grew (both written by the host). */
+#define TDM_V3_0_SIZEOF_HOST_API 288u
+#define TDM_V3_0_SIZEOF_NEGOTIATE 32u
 
 /* True when the struct at `ptr` (of type `type`, with a struct_size) is long
  * enough to hold `member`: use it before reading a field or calling a table
@@ -228,7 +243,7 @@ typedef enum tdm_weight_flags {
     /* [v3] Read the tensor as the 2-D request [ne0, ne1] (both given), row-major as
      * stored: ne0 * ne1 elements, ne0 a multiple of the stored rows' length, e.g. a
      * convolution kernel [out][in][kh][kw] as the matrix of one output per row,
-     * ne0 = in*kh*kw. A host that predates it refuses the shape (TDM_ERR_SHAPE). Not
+     * ne0 = in*kh*kw. A host of ABI 1 or 2 refuses the shape (TDM_ERR_SHAPE). Not
      * with parts or slabs. */
     TDM_WEIGHT_FLATTEN = 1u << 4,
     TDM_WEIGHT_FLAGS_MAX_ENUM = 0x7FFFFFFF
@@ -295,8 +310,8 @@ typedef struct tdm_batch_desc {
     uint32_t struct_size;
     uint32_t n_tokens;   /* rows of the batch (tokens of one or more sequences) */
     uint32_t n_outputs;  /* rows that need logits (1..n_tokens) */
-    /* Appended during ABI 3 (read it with TDM_HAS_MEMBER: a host that predates it
-     * passes struct_size 12). A draft head's step: the host asks for draft logits
+    /* [v3] (read it with TDM_HAS_MEMBER: a host of ABI 1 or 2 passes struct_size
+     * 12). A draft head's step: the host asks for draft logits
      * over the first `draft_vocab` token ids only (a reduced draft vocabulary
      * chosen per round, e.g. from the ids of the sequence's text); 0 = the head's
      * own choice (its draft_vocab option, else the whole vocabulary). A head that
@@ -340,7 +355,7 @@ typedef struct tdm_host_limits {
 typedef struct tdm_host_api {
     uint32_t struct_size;
     uint32_t abi_version;      /* the negotiated version */
-    const char* host_version;  /* "0.2.0"; static */
+    const char* host_version;  /* tandem's release, "0.3.0"; static */
 
     /* Logging; `plugin` is the plugin's name. [any thread] */
     void (*log)(tdm_log_level level, const char* plugin, const char* message);
@@ -441,6 +456,11 @@ typedef struct tdm_host_api {
      * (last_error() says which versions it has). *version (may be NULL) gets
      * the version offered. The table is static: valid until shutdown(). */
     const void* (*get_extension)(const char* name, uint32_t min_version, uint32_t* version);
+
+    /* [v3.1] The minor of abi_version in force: the lower of the host's
+     * TDM_ABI_MINOR_VERSION and the one the plugin was built against; 0 below
+     * ABI 3. On a 3.0 host the table ends before it (TDM_HAS_MEMBER): minor 0. */
+    uint32_t abi_minor;
 } tdm_host_api;
 
 /* ---------------------------------------------------------------------------
@@ -492,7 +512,7 @@ typedef struct tdm_model_info {
     uint32_t n_recurrent_states;
     const tdm_recurrent_state* recurrent_states;
     const char* description;  /* optional multi-line "key = value" hparams for `tandem info` */
-    uint32_t flags;           /* TDM_MODEL_* (appended during ABI 3; a host that predates it
+    uint32_t flags;           /* [v3] TDM_MODEL_* (a host of ABI 1 or 2
                                * passes a struct_size without it: write it only where
                                * struct_size covers it, as tdm::sdk::set_model_info does) */
 } tdm_model_info;
@@ -677,6 +697,12 @@ typedef struct tdm_negotiate {
     uint32_t plugin_abi_min;            /* out: the plugin's range (for error messages) */
     uint32_t plugin_abi_max;            /* out */
     const tdm_plugin_api* plugin_api;   /* out: static storage */
+    /* [v3.1] out: the minor of plugin_abi the plugin was built against
+     * (TDM_ABI_MINOR_VERSION when plugin_abi is TDM_ABI_VERSION; 0 for the older
+     * versions, which have no minors). Written only when struct_size covers it:
+     * a 3.0 host passes 32 bytes. Left 0: the plugin is taken as built against
+     * 3.0. */
+    uint32_t plugin_abi_minor;
 } tdm_negotiate;
 
 typedef tdm_status (*tdm_plugin_negotiate_fn)(tdm_negotiate* n);
@@ -685,7 +711,8 @@ typedef tdm_status (*tdm_plugin_negotiate_fn)(tdm_negotiate* n);
 TDM_PLUGIN_EXPORT tdm_status tdm_plugin_negotiate(tdm_negotiate* n);
 
 /* Convenience for plugins: the usual negotiation body. The plugin speaks any
- * version in [abi_min, abi_max]; the highest one the host also offers wins.
+ * version in [abi_min, abi_max]; the highest one the host also offers wins. It
+ * reports the minor this header describes (section 1, minor versions).
  * A plugin that calls v2 entries of the host table (capability queries)
  * passes abi_min = 2, so that a v1 host refuses it with both ranges named. */
 static inline tdm_status tdm_negotiate_range(tdm_negotiate* n, const tdm_plugin_api* api, uint32_t abi_min,
@@ -696,6 +723,8 @@ static inline tdm_status tdm_negotiate_range(tdm_negotiate* n, const tdm_plugin_
     if (n->host_abi_min > abi_max || n->host_abi_max < abi_min) return TDM_ERR_ABI_MISMATCH;
     n->plugin_abi = n->host_abi_max < abi_max ? n->host_abi_max : abi_max;
     n->plugin_api = api;
+    if (TDM_HAS_MEMBER(n, tdm_negotiate, plugin_abi_minor))
+        n->plugin_abi_minor = n->plugin_abi == TDM_ABI_VERSION ? TDM_ABI_MINOR_VERSION : 0u;
     return TDM_OK;
 }
 

@@ -28,40 +28,16 @@
 
 namespace tdm::sdk {
 
-// The name of an op in messages ("rope"), as ops.h spells it in lower case.
+// The name of an op in messages ("rope"), as ops.h spells it in lower case
+// (from tandem/op_list.h).
 constexpr const char* op_name(std::uint32_t op) noexcept {
     switch (op) {
     case TDM_OP_NONE: return "none";
-    case TDM_OP_GET_ROWS: return "get_rows";
-    case TDM_OP_MATMUL: return "matmul";
-    case TDM_OP_ADD: return "add";
-    case TDM_OP_MUL: return "mul";
-    case TDM_OP_SUB: return "sub";
-    case TDM_OP_SCALE: return "scale";
-    case TDM_OP_UNARY: return "unary";
-    case TDM_OP_GLU: return "glu";
-    case TDM_OP_RMS_NORM: return "rms_norm";
-    case TDM_OP_L2_NORM: return "l2_norm";
-    case TDM_OP_GATED_RMS_NORM: return "gated_rms_norm";
-    case TDM_OP_ROPE: return "rope";
-    case TDM_OP_SOFTMAX: return "softmax";
-    case TDM_OP_KV_STORE: return "kv_store";
-    case TDM_OP_ATTENTION: return "attention";
-    case TDM_OP_CONCAT: return "concat";
-    case TDM_OP_COPY: return "copy";
-    case TDM_OP_CAST: return "cast";
-    case TDM_OP_ARGMAX: return "argmax";
-    case TDM_OP_TOP_K: return "top_k";
-    case TDM_OP_VIEW_COLS: return "view_cols";
-    case TDM_OP_RESHAPE: return "reshape";
-    case TDM_OP_SELECT_ROWS: return "select_rows";
-    case TDM_OP_CONV1D_CAUSAL: return "conv1d_causal";
-    case TDM_OP_GATED_DELTA_RULE: return "gated_delta_rule";
-    case TDM_OP_MATMUL_ID: return "matmul_id";
-    case TDM_OP_MOE_SUM: return "moe_sum";
-    case TDM_OP_CUSTOM: return "custom";
-    case TDM_OP_LAYER_NORM: return "layer_norm";
-    case TDM_OP_ATTENTION_FULL: return "attention_full";
+#define TDM_SDK_OP_NAME_(code, NAME, name, abi, minor) \
+    case code:                                         \
+        return name;
+    TDM_OP_LIST(TDM_SDK_OP_NAME_)
+#undef TDM_SDK_OP_NAME_
     default: return "unknown op";
     }
 }
