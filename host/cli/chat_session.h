@@ -28,7 +28,7 @@
 #include "cli/end_of_turn.h"
 #include "engine/generate.h"
 #include "engine/state_file.h"
-#include "engine/runner.h"
+#include "model/runner.h"
 #include "speculative/scheduler.h"
 #include "tokenizer/chat_template.h"
 

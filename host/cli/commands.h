@@ -10,7 +10,7 @@
 
 #include "cli/args.h"
 #include "config/config.h"
-#include "engine/runner.h"
+#include "model/runner.h"
 #include "model/model.h"
 #include "plugin/plugin_loader.h"
 #include "plugin/registry.h"

@@ -15,7 +15,7 @@
 #include "cli/end_of_turn.h"
 #include "engine/batch_engine.h"
 #include "engine/generate.h"
-#include "engine/runner.h"
+#include "model/runner.h"
 #include "server/backend.h"
 #include "speculative/scheduler.h"
 #include "tokenizer/chat_template.h"

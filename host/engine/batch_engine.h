@@ -46,8 +46,8 @@
 
 #include "engine/generate.h"
 #include "engine/prompt_images.h"
-#include "engine/runner.h"
-#include "engine/sampler.h"
+#include "model/runner.h"
+#include "sampling/sampler.h"
 #include "speculative/auto_tune.h"
 #include "speculative/batch_budget.h"
 #include "speculative/drafter.h"

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "engine/prompt_images.h"
-#include "engine/runner.h"
-#include "engine/sampler.h"
+#include "model/runner.h"
+#include "sampling/sampler.h"
 
 namespace tdm {
 
