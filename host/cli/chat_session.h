@@ -29,7 +29,6 @@
 #include "engine/generate.h"
 #include "engine/state_file.h"
 #include "model/runner.h"
-#include "speculative/scheduler.h"
 #include "tokenizer/chat_template.h"
 
 namespace tdm::cli {

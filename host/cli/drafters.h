@@ -12,7 +12,7 @@
 #include "cli/commands.h"
 #include "engine/batch_engine.h"
 #include "speculative/drafter.h"
-#include "speculative/scheduler.h"
+#include "speculative/round.h"
 
 namespace tdm::cli {
 

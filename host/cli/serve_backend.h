@@ -17,7 +17,6 @@
 #include "engine/generate.h"
 #include "model/runner.h"
 #include "server/backend.h"
-#include "speculative/scheduler.h"
 #include "tokenizer/chat_template.h"
 
 #include <condition_variable>

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/log.h"
 #include "engine/batch_session.h"
 #include "engine/continuation.h"
 
@@ -29,8 +30,8 @@ BatchEngine::BatchEngine(Runner& runner, const Tokenizer* tokenizer, BatchEngine
 
 BatchEngine::~BatchEngine() {
     for (auto& s : active_)
-        for (size_t i = 0; i < s->chain.size(); ++i)
-            if (s->on[i]) s->chain[i]->cancel();
+        for (const ChainedDrafter& d : s->chain)
+            if (d.on) d.drafter->cancel();
 }
 
 Result<std::unique_ptr<BatchEngine>> BatchEngine::create(Runner& runner, const Tokenizer* tokenizer,
@@ -249,9 +250,6 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
 
 void BatchEngine::start_drafters(Session& s, Slot& slot, uint32_t n_cached) {
     s.chain.clear();
-    s.on.clear();
-    s.shared_index.clear();
-    s.stat.clear();
     s.next_k = s.prepared = -1;
     // A resumed prompt: the request's own fresh drafters fed by hidden rows cannot resume
     // it; the slot's kept ones of the same kind (one head's sequences) can. The rest of the
@@ -301,29 +299,24 @@ void BatchEngine::start_drafters(Session& s, Slot& slot, uint32_t n_cached) {
             s.result.spec.drafters.push_back({d->name()});
             known = s.stat_drafters.end() - 1;
         }
-        s.chain.push_back(d);
-        s.on.push_back(1);
-        s.shared_index.push_back(si);
-        s.stat.push_back(size_t(known - s.stat_drafters.begin()));
+        ChainedDrafter& link = s.chain.emplace_back(
+            ChainedDrafter{.drafter = d, .on = true, .stat = size_t(known - s.stat_drafters.begin()), .shared = si});
         const double t0 = engine_now_ms();
         const Status b = n_cached ? d->resume(s.history, n_cached) : d->begin(s.history);
-        DrafterStats& st = s.stats_of(s.chain.size() - 1);
+        DrafterStats& st = s.stats_of(link);
         st.calls_begin++;
         st.dur_begin_ms += engine_now_ms() - t0;
-        if (!b.ok()) s.turn_off(s.chain.size() - 1, b.error());
+        if (!b.ok()) s.turn_off(link, b.error());
     }
     forget_slot();
 }
 
 void BatchEngine::preempt(Session& s) {
-    for (size_t i = 0; i < s.chain.size(); ++i) {
-        if (s.on[i]) s.chain[i]->cancel();
-        if (s.shared_index[i] >= 0) shared_user_[size_t(s.shared_index[i])] = nullptr;
+    for (const ChainedDrafter& d : s.chain) {
+        if (d.on) d.drafter->cancel();
+        if (d.shared >= 0) shared_user_[size_t(d.shared)] = nullptr;
     }
     s.chain.clear();
-    s.on.clear();
-    s.shared_index.clear();
-    s.stat.clear();
     s.next_k = s.prepared = -1;
     (void)runner_.kv().truncate(s.slot->seq, 0);
     s.slot->tokens.clear();
@@ -343,17 +336,17 @@ void BatchEngine::finish(Session& s, std::string reason, std::string error) {
     if (s.done) return;
     s.done = true;
     const double now = engine_now_ms();
-    for (size_t i = 0; i < s.chain.size(); ++i) {
-        if (s.on[i]) {
-            s.chain[i]->cancel();
+    for (ChainedDrafter& d : s.chain) {
+        if (d.on) {
+            d.drafter->cancel();
             // Finishing saves drafter state (an n-gram cache file). A failure there is
             // reported, but the tokens are kept: they are already exact.
-            if (auto f = s.chain[i]->finish(); !f.ok()) {
-                s.stats_of(i).failure = f.error().message();
-                TDM_LOG_WARN("spec", "drafter {}: {}", s.chain[i]->name(), f.error().message());
+            if (auto f = d.drafter->finish(); !f.ok()) {
+                s.stats_of(d).failure = f.error().message();
+                TDM_LOG_WARN("spec", "drafter {}: {}", d.drafter->name(), f.error().message());
             }
         }
-        if (s.shared_index[i] >= 0) shared_user_[size_t(s.shared_index[i])] = nullptr;
+        if (d.shared >= 0) shared_user_[size_t(d.shared)] = nullptr;
     }
     if (s.stream && s.req.on_token) {
         const std::string tail = s.stream->flush();
@@ -371,12 +364,12 @@ void BatchEngine::finish(Session& s, std::string reason, std::string error) {
         slot->tokens.assign(s.history.begin(), s.history.begin() + keep);
         slot->kept.clear();
         if (keep > 0)
-            for (size_t i = 0; i < s.chain.size(); ++i) {
-                if (!s.on[i] || s.chain[i]->hidden_point() == TDM_HIDDEN_NONE) continue;
+            for (ChainedDrafter& d : s.chain) {
+                if (!d.on || d.drafter->hidden_point() == TDM_HIDDEN_NONE) continue;
                 for (DrafterSlot& ds : s.req.drafters)
-                    if (ds.owned && ds.owned.get() == s.chain[i]) {
+                    if (ds.owned && ds.owned.get() == d.drafter) {
                         slot->kept.push_back(std::move(ds.owned));
-                        s.on[i] = 0;  // no longer the session's
+                        d.on = false;  // no longer the session's
                     }
             }
         slot->user = nullptr;
@@ -427,8 +420,8 @@ bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
             if (all_rows && i + 1 < s->chunk) outputs.push_back(int32_t(tokens.size() - 1));
         }
         if (final_chunk || all_rows) outputs.push_back(int32_t(tokens.size() - 1));
-        for (size_t i = 0; i < s->drafts.size(); ++i) {
-            tokens.push_back(s->drafts[i]);
+        for (size_t i = 0; i < s->proposal.drafts.size(); ++i) {
+            tokens.push_back(s->proposal.drafts[i]);
             positions.push_back(int32_t(s->history.size() + i));
             seqs.push_back(s->slot->seq);
             outputs.push_back(int32_t(tokens.size() - 1));
@@ -517,8 +510,7 @@ bool BatchEngine::step() {
     // each session's rows: a decode step (with its k drafts) or a chunk of its prompt
     for (Session* s : part) {
         const uint32_t remaining = uint32_t(s->history.size()) - s->n_kv;
-        s->drafts.clear();
-        s->winner = -1;
+        s->proposal = {};
         s->k = 0;
         if (remaining == 1) {
             s->chunk = 1;
@@ -536,12 +528,12 @@ bool BatchEngine::step() {
     prepare_batches(part);
     for (Session* s : part) {
         if (s->done || !s->slot) continue;  // preempted for an earlier session of this pass
-        if (s->k > 0) s->drafts = draft(*s, s->k);
+        if (s->k > 0) s->proposal = draft(*s, s->k);
         // past the row budget a prompt still advances by a few rows
         if (s->chunk > 1 && rows + s->chunk > options_.max_batch_rows)
             s->chunk = std::min(s->chunk, std::max(kMinPrefillRows, options_.max_batch_rows -
                                                                          std::min(rows, options_.max_batch_rows)));
-        const uint32_t end = s->n_kv + s->chunk + uint32_t(s->drafts.size());
+        const uint32_t end = s->n_kv + s->chunk + uint32_t(s->proposal.drafts.size());
         // room in the pool: idle slots first, then the newest session gives its blocks back
         bool fits = false;
         while (!fits) {
@@ -566,13 +558,13 @@ bool BatchEngine::step() {
             const bool ran = std::find(run.begin(), run.end(), victim) != run.end();
             if (ran) {  // its blocks are spoken for in this pass: drop it from the pass too
                 std::erase(run, victim);
-                rows -= victim->chunk + uint32_t(victim->drafts.size());
+                rows -= victim->chunk + uint32_t(victim->proposal.drafts.size());
             }
             preempt(*victim);
         }
         if (!fits) continue;
         run.push_back(s);
-        rows += s->chunk + uint32_t(s->drafts.size());
+        rows += s->chunk + uint32_t(s->proposal.drafts.size());
     }
     std::erase_if(active_, [](const auto& s) { return s->done; });
     if (run.empty()) return true;

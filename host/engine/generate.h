@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/engine/generate.h: plain (non-speculative) generation of one request: chunked
-// prefill, then one token per forward pass, sampling, stop conditions, streaming text.
-// Like generate_speculative() (speculative/scheduler.h) it runs the batching engine with
-// one session (engine/solo.h).
+// host/engine/generate.h: generation of one request, plain (chunked prefill, then one
+// token per forward pass, sampling, stop conditions, streaming text) or speculative (the
+// rounds of speculative/round.h): both run the batching engine with one session
+// (engine/solo.h). The speculative entry point lives here, not in speculative/, because it
+// runs the engine and speculative/ sits below engine/ (engine -> speculative -> model).
 #pragma once
 
 #include <atomic>
@@ -14,6 +15,9 @@
 #include "engine/prompt_images.h"
 #include "model/runner.h"
 #include "sampling/sampler.h"
+#include "speculative/drafter.h"
+#include "speculative/round.h"
+#include "speculative/stats.h"
 
 namespace tdm {
 
@@ -80,5 +84,17 @@ struct StopRule {
 Result<GenerateResult> generate(Runner& runner, const Tokenizer* tokenizer, int seq, std::span<const int32_t> prompt,
                                 const GenerateParams& params, const std::function<void(const std::string&)>& on_text,
                                 const LogitsSink& sink = {}, bool logits_all = false);
+
+struct SpecResult {
+    GenerateResult gen;
+    SpecStats stats;
+};
+
+// Generates like generate(), speculatively. `drafters` are asked in order each round (a
+// chain); each gets begin/accept for every round.
+Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokenizer, int seq,
+                                        std::span<const int32_t> prompt, const GenerateParams& params,
+                                        std::span<Drafter* const> drafters, const SpecParams& spec,
+                                        const std::function<void(const std::string&)>& on_text);
 
 }  // namespace tdm

@@ -15,7 +15,6 @@
 #include "qwen-nextn/synth/qwen35_synth.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "speculative/draft_head.h"
-#include "speculative/scheduler.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 
