@@ -27,8 +27,8 @@ ApiError server_error(const Error& e) {
     return out;
 }
 
-std::string finish_reason(const std::string& stop_reason) {
-    return stop_reason == "length" || stop_reason == "context" ? "length" : "stop";
+std::string finish_reason(StopReason stop_reason) {
+    return stop_reason == StopReason::length || stop_reason == StopReason::context ? "length" : "stop";
 }
 
 }  // namespace
@@ -73,7 +73,7 @@ void ServeBackend::loop() {
         }
         if (quitting) {  // every request still here gets an answer, so that no run() waits for ever
             SessionResult gone;
-            gone.stop_reason = "error";
+            gone.stop_reason = StopReason::error;
             gone.error = "the server is shutting down";
             for (SessionRequest& r : arrived)
                 if (r.on_done) r.on_done(gone);
@@ -315,10 +315,10 @@ ApiResult<server::Outcome> ServeBackend::run(const server::Job& job, const serve
         }
     }
     const SessionResult& res = *ch->result;
-    if (res.stop_reason == "error") return server_error(Error(res.error));
+    if (res.stop_reason == StopReason::error) return server_error(Error(res.error));
     server::Outcome out;
     out.finish_reason = stops->stopped() ? "stop" : finish_reason(res.stop_reason);
-    if (timed_out && !stops->stopped() && res.stop_reason == "cancelled") {
+    if (timed_out && !stops->stopped() && res.stop_reason == StopReason::cancelled) {
         out.finish_reason = "length";
         out.timed_out = true;
     }

@@ -147,7 +147,7 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
     KvPool& kv = runner_.kv();
     const uint32_t capacity = kv.capacity_tokens();
     if (s.history.empty() || s.history.size() >= capacity) {
-        finish(s, "error",
+        finish(s, StopReason::error,
                s.history.empty() ? "the prompt is empty: at least one token is needed"
                                  : fmt::format("the prompt has {} tokens but the context holds {} (raise -c/--ctx-size)",
                                                s.history.size(), capacity));
@@ -156,7 +156,7 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
     if (!s.sampler) {  // first admission (a preempted session keeps its sampler, RNG and stream)
         auto sampler = Sampler::create(s.req.params.sampling);
         if (!sampler.ok()) {
-            finish(s, "error", sampler.error().message());
+            finish(s, StopReason::error, sampler.error().message());
             return true;
         }
         s.sampler.emplace(std::move(*sampler));
@@ -164,15 +164,15 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
         if (tokenizer_) s.stream.emplace(*tokenizer_);
         s.stop = StopRule{tokenizer_, s.req.params.ignore_eog, s.req.params.stop_tokens};
         s.tune = AutoTune(std::max(1, s.req.spec.draft_max));
-        s.result.stop_reason = "length";
+        s.result.stop_reason = StopReason::length;
         if (const PromptImages* im = s.req.images.get(); im && !im->images().empty()) {
             const auto& last = im->images().back();
             if (last.first + last.encoded.n_rows > s.req.prompt.size() || im->n_embd() != runner_.model().info().n_embd) {
-                finish(s, "error", "the prompt's images do not fit its tokens or the model's embeddings");
+                finish(s, StopReason::error, "the prompt's images do not fit its tokens or the model's embeddings");
                 return true;
             }
             if (s.req.on_prefix) {  // a saved prefix is token ids, which do not say which image
-                finish(s, "error", "a prompt cache keeps token ids, not image rows: it cannot save a prompt with images");
+                finish(s, StopReason::error, "a prompt cache keeps token ids, not image rows: it cannot save a prompt with images");
                 return true;
             }
         }
@@ -183,7 +183,7 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
     const uint32_t bs = kv.config().block_size;
     const uint32_t whole = blocks_for(uint32_t(s.history.size()), bs);
     if (whole > kv.n_blocks()) {
-        finish(s, "error",
+        finish(s, StopReason::error,
                fmt::format("the prompt needs {} KV blocks of {} tokens and the whole pool has {} (raise [model] "
                            "kv_memory)",
                            whole, bs, kv.n_blocks()));
@@ -332,7 +332,7 @@ void BatchEngine::preempt(Session& s) {
     active_.erase(it);
 }
 
-void BatchEngine::finish(Session& s, std::string reason, std::string error) {
+void BatchEngine::finish(Session& s, StopReason reason, std::string error) {
     if (s.done) return;
     s.done = true;
     const double now = engine_now_ms();
@@ -385,7 +385,7 @@ void BatchEngine::finish(Session& s, std::string reason, std::string error) {
             s.result.decode_ms = now - s.t_first;
         }
     }
-    s.result.stop_reason = std::move(reason);
+    s.result.stop_reason = reason;
     s.result.error = std::move(error);
     if (s.req.on_done) s.req.on_done(s.result);
 }
@@ -393,12 +393,12 @@ void BatchEngine::finish(Session& s, std::string reason, std::string error) {
 void BatchEngine::refuse_stuck(std::string why) {
     std::unique_ptr<Session> s = std::move(waiting_.front());
     waiting_.pop_front();
-    finish(*s, "error", std::move(why));
+    finish(*s, StopReason::error, std::move(why));
 }
 
 void BatchEngine::abort_all(const std::string& error) {
-    for (auto& s : active_) finish(*s, "error", error);
-    for (auto& s : waiting_) finish(*s, "error", error);
+    for (auto& s : active_) finish(*s, StopReason::error, error);
+    for (auto& s : waiting_) finish(*s, StopReason::error, error);
     active_.clear();
     waiting_.clear();
 }
@@ -462,7 +462,7 @@ bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
     if (!out.ok()) {
         TDM_LOG_ERROR("serve", "a forward pass of {} rows of {} sessions failed: {}", tokens.size(), run.size(),
                       out.error().message());
-        if (run.size() == 1) finish(*run.front(), "error", out.error().message());
+        if (run.size() == 1) finish(*run.front(), StopReason::error, out.error().message());
         return false;
     }
     if (!device_rows) out->hidden_on_device = nullptr;
@@ -473,9 +473,9 @@ bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
 bool BatchEngine::step() {
     // sessions cancelled from outside end now; waiting ones never start
     for (auto& s : active_)
-        if (s->req.cancel && s->req.cancel->load()) finish(*s, "cancelled");
+        if (s->req.cancel && s->req.cancel->load()) finish(*s, StopReason::cancelled);
     for (auto& s : waiting_)
-        if (s->req.cancel && s->req.cancel->load()) finish(*s, "cancelled");
+        if (s->req.cancel && s->req.cancel->load()) finish(*s, StopReason::cancelled);
     std::erase_if(active_, [](const auto& s) { return s->done; });
     std::erase_if(waiting_, [](const auto& s) { return s->done; });
 
@@ -547,7 +547,7 @@ bool BatchEngine::step() {
             Session* victim = active_.back().get();
             if (victim == s) {
                 if (active_.size() == 1) {
-                    finish(*s, "error",
+                    finish(*s, StopReason::error,
                            fmt::format("the KV pool of {} blocks cannot hold {} tokens (raise [model] kv_memory)",
                                        kv.n_blocks(), end));
                 } else {

@@ -71,7 +71,7 @@ struct DrafterSlot {
 
 struct SessionResult {
     std::vector<int32_t> tokens;  // generated
-    std::string stop_reason;      // as GenerateResult's; "error" with `error` set
+    StopReason stop_reason = StopReason::length;  // as GenerateResult's; error with `error` set
     std::string error;
     uint32_t n_prompt = 0;
     uint32_t n_cached = 0;        // prompt tokens resumed from a slot's KV
@@ -103,7 +103,7 @@ struct SessionRequest {
     // -1: no logprobs; n >= 0: each token's, and the n most likely tokens (on_token's `lp`).
     int32_t logprobs = -1;
     // Engine thread: each emitted token with the text that became complete (may be "") and,
-    // when asked, its logprobs. Returning false ends the session (stop_reason "cancelled").
+    // when asked, its logprobs. Returning false ends the session (StopReason::cancelled).
     std::function<bool(int32_t token, std::string_view piece, const TokenLogprobs* lp)> on_token;
     // Engine thread, once: the session is over. The result's text tail (held-back UTF-8
     // bytes) came through on_token(-1, tail, nullptr) just before.
@@ -158,9 +158,9 @@ public:
     // with that prefix resumes there (a chat's next turn, a restored prompt cache).
     void assume_slot_holds(int seq, std::span<const int32_t> tokens);
     // Admits what fits, runs one pass, delivers tokens. False when there was nothing to do.
-    // An error of the pass ends the sessions in it (on_done with "error"); the engine stays usable.
+    // An error of the pass ends the sessions in it (on_done with StopReason::error); the engine stays usable.
     bool step();
-    // Ends every session, running or waiting, with stop_reason "error" and this message
+    // Ends every session, running or waiting, with StopReason::error and this message
     // (on_done is called for each): the engine is being shut down.
     void abort_all(const std::string& error);
 
@@ -194,7 +194,7 @@ private:
     static uint32_t text_prefix(const Session& s);
     bool make_room(uint32_t blocks, const Slot* keep);
     void preempt(Session& s);
-    void finish(Session& s, std::string reason, std::string error = {});
+    void finish(Session& s, StopReason reason, std::string error = {});
     // Ends the waiting session at the front with this error when nothing runs that could free
     // what it waits for.
     void refuse_stuck(std::string why);

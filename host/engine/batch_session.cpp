@@ -195,13 +195,13 @@ bool BatchEngine::record(Session& s, int32_t tok, uint32_t logits_row) {
     s.history.push_back(tok);
     s.fresh.emplace_back(tok, logits_row);
     ++s.result.spec.emitted;
-    if (std::string why = s.stop.check(tok); !why.empty()) {
-        s.result.stop_reason = why;
+    if (const std::optional<StopReason> why = s.stop.check(tok)) {
+        s.result.stop_reason = *why;
         return false;
     }
     const int32_t max = s.req.params.max_tokens;
     if (max >= 0 && s.result.tokens.size() >= size_t(max)) {
-        s.result.stop_reason = "length";
+        s.result.stop_reason = StopReason::length;
         return false;
     }
     return true;
@@ -224,7 +224,7 @@ bool BatchEngine::deliver(Session& s, const ForwardOutput& out, uint32_t out0, b
         const size_t drop = s.fresh.size() - i;
         s.result.tokens.resize(s.result.tokens.size() - drop);
         s.history.resize(s.history.size() - drop);
-        s.result.stop_reason = "cancelled";
+        s.result.stop_reason = StopReason::cancelled;
     }
     s.fresh.clear();
     return wanted;
@@ -237,7 +237,7 @@ bool BatchEngine::after_chunk(Session& s) {
     }
     if (s.req.on_prefix && s.result.tokens.empty() && s.n_kv == s.history.size() - 1)
         if (Status st = s.req.on_prefix(s.n_kv); !st.ok()) {
-            finish(s, "error", st.error().message());
+            finish(s, StopReason::error, st.error().message());
             return false;
         }
     return true;
@@ -294,7 +294,7 @@ bool BatchEngine::keep_accepted(Session& s, const ForwardOutput& out, uint32_t r
     const uint32_t first_pos = s.n_kv;
     s.n_kv = uint32_t(s.history.size()) + round.accepted;
     if (Status st = rollback(runner_.kv(), s.slot->seq, s.n_kv, round); !st.ok()) {
-        finish(s, "error", st.error().message());
+        finish(s, StopReason::error, st.error().message());
         return false;
     }
     show_target_rows(s, out, row0, first_pos, s.chunk + round.accepted);
@@ -305,7 +305,7 @@ bool BatchEngine::start_decoding(Session& s) {
     s.t_first = engine_now_ms();
     if (!after_chunk(s)) return false;
     if (s.req.params.max_tokens == 0) {
-        finish(s, "length");
+        finish(s, StopReason::length);
         return false;
     }
     return true;
@@ -346,7 +346,7 @@ bool BatchEngine::commit(Session& s, const RoundResult& round, bool first_token)
     // carried drafts: a prompt resumed all but its last token drafts on that pass.
     if (!first_token || round.drafted > 0) accept(s.chain, s.result.spec, s.history, round);
     if (running && s.history.size() >= runner_.kv().capacity_tokens()) {
-        s.result.stop_reason = "context";
+        s.result.stop_reason = StopReason::context;
         running = false;
     }
     return running;

@@ -9,10 +9,10 @@
 
 namespace tdm {
 
-std::string StopRule::check(int32_t token) const {
-    if (std::find(stop_tokens.begin(), stop_tokens.end(), token) != stop_tokens.end()) return "stop_token";
-    if (!ignore_eog && tokenizer && tokenizer->is_eog(token)) return "eog";
-    return {};
+std::optional<StopReason> StopRule::check(int32_t token) const {
+    if (std::find(stop_tokens.begin(), stop_tokens.end(), token) != stop_tokens.end()) return StopReason::stop_token;
+    if (!ignore_eog && tokenizer && tokenizer->is_eog(token)) return StopReason::eog;
+    return std::nullopt;
 }
 
 Result<GenerateResult> generate(Runner& runner, const Tokenizer* tokenizer, int seq, std::span<const int32_t> prompt,

@@ -9,10 +9,12 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/prompt_images.h"
+#include "engine/stop_reason.h"
 #include "model/runner.h"
 #include "sampling/sampler.h"
 #include "speculative/drafter.h"
@@ -39,7 +41,7 @@ struct GenerateParams {
     // Batch invariance makes the result identical to a prefill from 0.
     uint32_t n_cached = 0;
     // Set from another thread or a signal handler: generation stops at the
-    // next chunk or step with stop_reason "cancelled" (not an error).
+    // next chunk or step with StopReason::cancelled (not an error).
     const std::atomic<bool>* cancel = nullptr;
     ProgressHook on_progress;
     // If set, prefill pauses once the KV holds prompt[0, size-1) (everything
@@ -61,7 +63,7 @@ struct GenerateStats {
 struct GenerateResult {
     std::vector<int32_t> tokens;  // generated (prompt excluded)
     std::string text;             // detokenized (empty without a tokenizer)
-    std::string stop_reason;      // "eog", "stop_token", "length", "context", "cancelled"
+    StopReason stop_reason = StopReason::length;  // never error: generate() returns the error
     GenerateStats stats;
     // The KV of the sequence holds exactly the first n_kv tokens of prompt +
     // tokens on return (normally all but the last generated token, which no
@@ -74,8 +76,8 @@ struct StopRule {
     const Tokenizer* tokenizer = nullptr;
     bool ignore_eog = false;
     std::vector<int32_t> stop_tokens;
-    // "" or the reason to stop after emitting `token`
-    std::string check(int32_t token) const;
+    // the reason to stop after emitting `token`, if any (stop_token or eog)
+    std::optional<StopReason> check(int32_t token) const;
 };
 
 // Greedy or sampled generation. `on_text` receives streamed text pieces (never
