@@ -81,7 +81,7 @@ Result<std::vector<int32_t>> ChatSession::render(const std::vector<ChatMessage>&
 
 std::string ChatSession::reply_content(const GenerateResult& gen) const {
     std::span<const int32_t> ids = gen.tokens;
-    if (!ids.empty() && (gen.stop_reason == "eog" || gen.stop_reason == "stop_token")) ids = ids.first(ids.size() - 1);
+    if (!ids.empty() && (gen.stop_reason == StopReason::eog || gen.stop_reason == StopReason::stop_token)) ids = ids.first(ids.size() - 1);
     return setup_.tokenizer->decode(ids);
 }
 

@@ -27,8 +27,7 @@
 
 #include "engine/generate.h"
 #include "engine/state_file.h"
-#include "engine/runner.h"
-#include "speculative/scheduler.h"
+#include "model/runner.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/end_of_turn.h"
 

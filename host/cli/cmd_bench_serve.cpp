@@ -94,7 +94,7 @@ Result<nlohmann::json> run_level(App& app, const LevelSetup& ls, uint32_t c, uin
         };
         r.on_done = [t, &in_flight](const SessionResult& res) {
             --in_flight;
-            if (t && res.stop_reason == "error") t->failed = true;
+            if (t && res.stop_reason == StopReason::error) t->failed = true;
         };
         ++in_flight;
         engine->add(std::move(r));

@@ -38,7 +38,7 @@ nlohmann::json turn_json(uint32_t turn, const TurnResult& t) {
     j["n_cached"] = s.n_cached;
     j["tokens"] = t.gen.tokens;
     j["text"] = t.reply;
-    j["stop_reason"] = t.gen.stop_reason;
+    j["stop_reason"] = to_string(t.gen.stop_reason);
     j["n_kv"] = t.gen.n_kv;
     j["timings"] = {{"prefill_ms", s.prefill_ms},
                     {"decode_ms", s.decode_ms},
@@ -79,9 +79,9 @@ nlohmann::json stats_json(const ChatSession& s) {
 
 // What a reply's end means for the user, beyond the reply itself ("" = nothing).
 std::string stop_note(const TurnResult& t, uint32_t context) {
-    if (t.gen.stop_reason == "cancelled")
+    if (t.gen.stop_reason == StopReason::cancelled)
         return fmt::format("[reply interrupted after {} tokens; it stays in the conversation]", t.gen.tokens.size());
-    if (t.gen.stop_reason == "context")
+    if (t.gen.stop_reason == StopReason::context)
         return fmt::format("[the context of {} tokens is full: /clear starts over (or raise -c/--ctx-size)]", context);
     return {};
 }

@@ -16,7 +16,6 @@
 #include "cli/synthesizers.h"
 #include "engine/generate.h"
 #include "speculative/plugin_drafter.h"
-#include "speculative/scheduler.h"
 #include "vk/pipeline.h"
 
 namespace tdm::cli {

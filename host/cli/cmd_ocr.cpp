@@ -47,7 +47,7 @@ struct PageResult {
     std::string error;
     std::string text;
     std::vector<int32_t> tokens;
-    std::string stop_reason;
+    StopReason stop_reason = StopReason::length;
     uint32_t width = 0, height = 0, image_tokens = 0, n_prompt = 0;
     double render_ms = 0, preprocess_ms = 0, encode_ms = 0, prefill_ms = 0, decode_ms = 0;
     std::optional<SpecStats> spec;
@@ -61,7 +61,7 @@ struct PageResult {
         }
         j["text"] = text;
         j["tokens"] = tokens;
-        j["stop_reason"] = stop_reason;
+        j["stop_reason"] = to_string(stop_reason);
         j["image"] = {{"width", width}, {"height", height}, {"tokens", image_tokens}};
         j["n_prompt"] = n_prompt;
         j["timings"] = {{"render_ms", render_ms},   {"preprocess_ms", preprocess_ms}, {"encode_ms", encode_ms},
@@ -167,7 +167,7 @@ Status cmd_ocr(App& app) {
             r.stop_reason = g.stop_reason;
             r.prefill_ms = g.stats.prefill_ms;
             r.decode_ms = g.stats.decode_ms;
-            if (g.stop_reason == "cancelled") cancelled = true;
+            if (g.stop_reason == StopReason::cancelled) cancelled = true;
             return {};
         };
         if (Status st = run_page(); !st.ok()) {

@@ -123,7 +123,7 @@ Status cmd_run(App& app) {
         j["prompt_tokens"] = prompt;
         j["tokens"] = r.tokens;
         j["text"] = r.text;
-        j["stop_reason"] = r.stop_reason;
+        j["stop_reason"] = to_string(r.stop_reason);
         j["timings"] = {{"load_ms", load_ms},
                         {"prefill_ms", r.stats.prefill_ms},
                         {"decode_ms", r.stats.decode_ms},
@@ -138,11 +138,11 @@ Status cmd_run(App& app) {
                      "\nprompt: %u tokens in %.1f ms (%.2f tok/s) | generated: %u tokens in %.1f ms (%.2f tok/s) | "
                      "stop: %s\n",
                      r.stats.n_prompt, r.stats.prefill_ms, r.stats.prefill_tps(), r.stats.n_generated,
-                     r.stats.decode_ms, r.stats.decode_tps(), r.stop_reason.c_str());
+                     r.stats.decode_ms, r.stats.decode_tps(), std::string(to_string(r.stop_reason)).c_str());
         if (spec) std::fprintf(stderr, "%s", spec->report().c_str());
         if (cache) std::fprintf(stderr, "%s", cache->report().summary().c_str());
     }
-    if (r.stop_reason == "cancelled") app.set_exit_code(kInterruptedExitCode);
+    if (r.stop_reason == StopReason::cancelled) app.set_exit_code(kInterruptedExitCode);
     return {};
 }
 

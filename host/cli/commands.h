@@ -11,7 +11,7 @@
 #include "cli/args.h"
 #include "cli/profile_json.h"
 #include "config/config.h"
-#include "engine/runner.h"
+#include "model/runner.h"
 #include "model/model.h"
 #include "plugin/plugin_loader.h"
 #include "plugin/registry.h"

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/log.h"
 #include "engine/batch_session.h"
 #include "engine/continuation.h"
 
@@ -29,8 +30,8 @@ BatchEngine::BatchEngine(Runner& runner, const Tokenizer* tokenizer, BatchEngine
 
 BatchEngine::~BatchEngine() {
     for (auto& s : active_)
-        for (size_t i = 0; i < s->chain.size(); ++i)
-            if (s->on[i]) s->chain[i]->cancel();
+        for (const ChainedDrafter& d : s->chain)
+            if (d.on) d.drafter->cancel();
 }
 
 Result<std::unique_ptr<BatchEngine>> BatchEngine::create(Runner& runner, const Tokenizer* tokenizer,
@@ -146,7 +147,7 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
     KvPool& kv = runner_.kv();
     const uint32_t capacity = kv.capacity_tokens();
     if (s.history.empty() || s.history.size() >= capacity) {
-        finish(s, "error",
+        finish(s, StopReason::error,
                s.history.empty() ? "the prompt is empty: at least one token is needed"
                                  : fmt::format("the prompt has {} tokens but the context holds {} (raise -c/--ctx-size)",
                                                s.history.size(), capacity));
@@ -155,7 +156,7 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
     if (!s.sampler) {  // first admission (a preempted session keeps its sampler, RNG and stream)
         auto sampler = Sampler::create(s.req.params.sampling);
         if (!sampler.ok()) {
-            finish(s, "error", sampler.error().message());
+            finish(s, StopReason::error, sampler.error().message());
             return true;
         }
         s.sampler.emplace(std::move(*sampler));
@@ -163,15 +164,15 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
         if (tokenizer_) s.stream.emplace(*tokenizer_);
         s.stop = StopRule{tokenizer_, s.req.params.ignore_eog, s.req.params.stop_tokens};
         s.tune = AutoTune(std::max(1, s.req.spec.draft_max));
-        s.result.stop_reason = "length";
+        s.result.stop_reason = StopReason::length;
         if (const PromptImages* im = s.req.images.get(); im && !im->images().empty()) {
             const auto& last = im->images().back();
             if (last.first + last.encoded.n_rows > s.req.prompt.size() || im->n_embd() != runner_.model().info().n_embd) {
-                finish(s, "error", "the prompt's images do not fit its tokens or the model's embeddings");
+                finish(s, StopReason::error, "the prompt's images do not fit its tokens or the model's embeddings");
                 return true;
             }
             if (s.req.on_prefix) {  // a saved prefix is token ids, which do not say which image
-                finish(s, "error", "a prompt cache keeps token ids, not image rows: it cannot save a prompt with images");
+                finish(s, StopReason::error, "a prompt cache keeps token ids, not image rows: it cannot save a prompt with images");
                 return true;
             }
         }
@@ -182,7 +183,7 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
     const uint32_t bs = kv.config().block_size;
     const uint32_t whole = blocks_for(uint32_t(s.history.size()), bs);
     if (whole > kv.n_blocks()) {
-        finish(s, "error",
+        finish(s, StopReason::error,
                fmt::format("the prompt needs {} KV blocks of {} tokens and the whole pool has {} (raise [model] "
                            "kv_memory)",
                            whole, bs, kv.n_blocks()));
@@ -249,9 +250,6 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
 
 void BatchEngine::start_drafters(Session& s, Slot& slot, uint32_t n_cached) {
     s.chain.clear();
-    s.on.clear();
-    s.shared_index.clear();
-    s.stat.clear();
     s.next_k = s.prepared = -1;
     // A resumed prompt: the request's own fresh drafters fed by hidden rows cannot resume
     // it; the slot's kept ones of the same kind (one head's sequences) can. The rest of the
@@ -301,29 +299,24 @@ void BatchEngine::start_drafters(Session& s, Slot& slot, uint32_t n_cached) {
             s.result.spec.drafters.push_back({d->name()});
             known = s.stat_drafters.end() - 1;
         }
-        s.chain.push_back(d);
-        s.on.push_back(1);
-        s.shared_index.push_back(si);
-        s.stat.push_back(size_t(known - s.stat_drafters.begin()));
+        ChainedDrafter& link = s.chain.emplace_back(
+            ChainedDrafter{.drafter = d, .on = true, .stat = size_t(known - s.stat_drafters.begin()), .shared = si});
         const double t0 = engine_now_ms();
         const Status b = n_cached ? d->resume(s.history, n_cached) : d->begin(s.history);
-        DrafterStats& st = s.stats_of(s.chain.size() - 1);
+        DrafterStats& st = s.stats_of(link);
         st.calls_begin++;
         st.dur_begin_ms += engine_now_ms() - t0;
-        if (!b.ok()) s.turn_off(s.chain.size() - 1, b.error());
+        if (!b.ok()) s.turn_off(link, b.error());
     }
     forget_slot();
 }
 
 void BatchEngine::preempt(Session& s) {
-    for (size_t i = 0; i < s.chain.size(); ++i) {
-        if (s.on[i]) s.chain[i]->cancel();
-        if (s.shared_index[i] >= 0) shared_user_[size_t(s.shared_index[i])] = nullptr;
+    for (const ChainedDrafter& d : s.chain) {
+        if (d.on) d.drafter->cancel();
+        if (d.shared >= 0) shared_user_[size_t(d.shared)] = nullptr;
     }
     s.chain.clear();
-    s.on.clear();
-    s.shared_index.clear();
-    s.stat.clear();
     s.next_k = s.prepared = -1;
     (void)runner_.kv().truncate(s.slot->seq, 0);
     s.slot->tokens.clear();
@@ -339,21 +332,21 @@ void BatchEngine::preempt(Session& s) {
     active_.erase(it);
 }
 
-void BatchEngine::finish(Session& s, std::string reason, std::string error) {
+void BatchEngine::finish(Session& s, StopReason reason, std::string error) {
     if (s.done) return;
     s.done = true;
     const double now = engine_now_ms();
-    for (size_t i = 0; i < s.chain.size(); ++i) {
-        if (s.on[i]) {
-            s.chain[i]->cancel();
+    for (ChainedDrafter& d : s.chain) {
+        if (d.on) {
+            d.drafter->cancel();
             // Finishing saves drafter state (an n-gram cache file). A failure there is
             // reported, but the tokens are kept: they are already exact.
-            if (auto f = s.chain[i]->finish(); !f.ok()) {
-                s.stats_of(i).failure = f.error().message();
-                TDM_LOG_WARN("spec", "drafter {}: {}", s.chain[i]->name(), f.error().message());
+            if (auto f = d.drafter->finish(); !f.ok()) {
+                s.stats_of(d).failure = f.error().message();
+                TDM_LOG_WARN("spec", "drafter {}: {}", d.drafter->name(), f.error().message());
             }
         }
-        if (s.shared_index[i] >= 0) shared_user_[size_t(s.shared_index[i])] = nullptr;
+        if (d.shared >= 0) shared_user_[size_t(d.shared)] = nullptr;
     }
     if (s.stream && s.req.on_token) {
         const std::string tail = s.stream->flush();
@@ -371,12 +364,12 @@ void BatchEngine::finish(Session& s, std::string reason, std::string error) {
         slot->tokens.assign(s.history.begin(), s.history.begin() + keep);
         slot->kept.clear();
         if (keep > 0)
-            for (size_t i = 0; i < s.chain.size(); ++i) {
-                if (!s.on[i] || s.chain[i]->hidden_point() == TDM_HIDDEN_NONE) continue;
+            for (ChainedDrafter& d : s.chain) {
+                if (!d.on || d.drafter->hidden_point() == TDM_HIDDEN_NONE) continue;
                 for (DrafterSlot& ds : s.req.drafters)
-                    if (ds.owned && ds.owned.get() == s.chain[i]) {
+                    if (ds.owned && ds.owned.get() == d.drafter) {
                         slot->kept.push_back(std::move(ds.owned));
-                        s.on[i] = 0;  // no longer the session's
+                        d.on = false;  // no longer the session's
                     }
             }
         slot->user = nullptr;
@@ -392,7 +385,7 @@ void BatchEngine::finish(Session& s, std::string reason, std::string error) {
             s.result.decode_ms = now - s.t_first;
         }
     }
-    s.result.stop_reason = std::move(reason);
+    s.result.stop_reason = reason;
     s.result.error = std::move(error);
     if (s.req.on_done) s.req.on_done(s.result);
 }
@@ -400,12 +393,12 @@ void BatchEngine::finish(Session& s, std::string reason, std::string error) {
 void BatchEngine::refuse_stuck(std::string why) {
     std::unique_ptr<Session> s = std::move(waiting_.front());
     waiting_.pop_front();
-    finish(*s, "error", std::move(why));
+    finish(*s, StopReason::error, std::move(why));
 }
 
 void BatchEngine::abort_all(const std::string& error) {
-    for (auto& s : active_) finish(*s, "error", error);
-    for (auto& s : waiting_) finish(*s, "error", error);
+    for (auto& s : active_) finish(*s, StopReason::error, error);
+    for (auto& s : waiting_) finish(*s, StopReason::error, error);
     active_.clear();
     waiting_.clear();
 }
@@ -427,8 +420,8 @@ bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
             if (all_rows && i + 1 < s->chunk) outputs.push_back(int32_t(tokens.size() - 1));
         }
         if (final_chunk || all_rows) outputs.push_back(int32_t(tokens.size() - 1));
-        for (size_t i = 0; i < s->drafts.size(); ++i) {
-            tokens.push_back(s->drafts[i]);
+        for (size_t i = 0; i < s->proposal.drafts.size(); ++i) {
+            tokens.push_back(s->proposal.drafts[i]);
             positions.push_back(int32_t(s->history.size() + i));
             seqs.push_back(s->slot->seq);
             outputs.push_back(int32_t(tokens.size() - 1));
@@ -469,7 +462,7 @@ bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
     if (!out.ok()) {
         TDM_LOG_ERROR("serve", "a forward pass of {} rows of {} sessions failed: {}", tokens.size(), run.size(),
                       out.error().message());
-        if (run.size() == 1) finish(*run.front(), "error", out.error().message());
+        if (run.size() == 1) finish(*run.front(), StopReason::error, out.error().message());
         return false;
     }
     if (!device_rows) out->hidden_on_device = nullptr;
@@ -480,9 +473,9 @@ bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
 bool BatchEngine::step() {
     // sessions cancelled from outside end now; waiting ones never start
     for (auto& s : active_)
-        if (s->req.cancel && s->req.cancel->load()) finish(*s, "cancelled");
+        if (s->req.cancel && s->req.cancel->load()) finish(*s, StopReason::cancelled);
     for (auto& s : waiting_)
-        if (s->req.cancel && s->req.cancel->load()) finish(*s, "cancelled");
+        if (s->req.cancel && s->req.cancel->load()) finish(*s, StopReason::cancelled);
     std::erase_if(active_, [](const auto& s) { return s->done; });
     std::erase_if(waiting_, [](const auto& s) { return s->done; });
 
@@ -517,8 +510,7 @@ bool BatchEngine::step() {
     // each session's rows: a decode step (with its k drafts) or a chunk of its prompt
     for (Session* s : part) {
         const uint32_t remaining = uint32_t(s->history.size()) - s->n_kv;
-        s->drafts.clear();
-        s->winner = -1;
+        s->proposal = {};
         s->k = 0;
         if (remaining == 1) {
             s->chunk = 1;
@@ -536,12 +528,12 @@ bool BatchEngine::step() {
     prepare_batches(part);
     for (Session* s : part) {
         if (s->done || !s->slot) continue;  // preempted for an earlier session of this pass
-        if (s->k > 0) s->drafts = draft(*s, s->k);
+        if (s->k > 0) s->proposal = draft(*s, s->k);
         // past the row budget a prompt still advances by a few rows
         if (s->chunk > 1 && rows + s->chunk > options_.max_batch_rows)
             s->chunk = std::min(s->chunk, std::max(kMinPrefillRows, options_.max_batch_rows -
                                                                          std::min(rows, options_.max_batch_rows)));
-        const uint32_t end = s->n_kv + s->chunk + uint32_t(s->drafts.size());
+        const uint32_t end = s->n_kv + s->chunk + uint32_t(s->proposal.drafts.size());
         // room in the pool: idle slots first, then the newest session gives its blocks back
         bool fits = false;
         while (!fits) {
@@ -555,7 +547,7 @@ bool BatchEngine::step() {
             Session* victim = active_.back().get();
             if (victim == s) {
                 if (active_.size() == 1) {
-                    finish(*s, "error",
+                    finish(*s, StopReason::error,
                            fmt::format("the KV pool of {} blocks cannot hold {} tokens (raise [model] kv_memory)",
                                        kv.n_blocks(), end));
                 } else {
@@ -566,13 +558,13 @@ bool BatchEngine::step() {
             const bool ran = std::find(run.begin(), run.end(), victim) != run.end();
             if (ran) {  // its blocks are spoken for in this pass: drop it from the pass too
                 std::erase(run, victim);
-                rows -= victim->chunk + uint32_t(victim->drafts.size());
+                rows -= victim->chunk + uint32_t(victim->proposal.drafts.size());
             }
             preempt(*victim);
         }
         if (!fits) continue;
         run.push_back(s);
-        rows += s->chunk + uint32_t(s->drafts.size());
+        rows += s->chunk + uint32_t(s->proposal.drafts.size());
     }
     std::erase_if(active_, [](const auto& s) { return s->done; });
     if (run.empty()) return true;

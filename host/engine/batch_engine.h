@@ -2,8 +2,11 @@
 // host/engine/batch_engine.h: continuous batching. Many requests (sessions) share one
 // model; each step() runs ONE forward pass over the rows of every active session:
 // [last, d1..dk] for a decoding session (k drafts from its own chain, or none), a chunk of
-// the prompt for one that is prefilling. Then each session accepts, rolls back its KV,
-// samples with its own sampler and RNG, and streams its tokens.
+// the prompt for one that is prefilling. Then each session's rows settle as a speculative
+// round (speculative/round.h: verify with its own sampler and RNG, rollback of its KV, its
+// drafters' accept) and it streams its tokens. The engine schedules (admission, slots, who
+// runs, the pass) and delivers; what a round decides is round.h's, which knows no engine:
+// engine -> speculative -> model, never back.
 //
 // Exactness: the kernels are batch-invariant (DESIGN invariant 1) and attention reads
 // only the rows of a row's own sequence, so a session's logits, and with them its greedy
@@ -30,7 +33,9 @@
 // dumps, prefill progress and the prompt cache's pause, per-round traces, the depth-2
 // overlap: while one session runs alone, its next draft is prepared before its text is
 // delivered).
-// Not thread-safe: one thread calls add() and step() (cli/serve_backend.h wraps it).
+// Files: batch_engine.cpp (sessions, slots, the step and its pass), batch_session.cpp (one
+// session's drafts before the pass and its settle after it), batch_session.h (the session).
+// Not thread-safe: one thread calls add() and step() (serve/serve_backend.h wraps it).
 #pragma once
 
 #include <atomic>
@@ -46,12 +51,12 @@
 
 #include "engine/generate.h"
 #include "engine/prompt_images.h"
-#include "engine/runner.h"
-#include "engine/sampler.h"
+#include "model/runner.h"
+#include "sampling/sampler.h"
 #include "speculative/auto_tune.h"
 #include "speculative/batch_budget.h"
 #include "speculative/drafter.h"
-#include "speculative/scheduler.h"
+#include "speculative/round.h"
 #include "speculative/stats.h"
 #include "tokenizer/stream.h"
 
@@ -66,7 +71,7 @@ struct DrafterSlot {
 
 struct SessionResult {
     std::vector<int32_t> tokens;  // generated
-    std::string stop_reason;      // as GenerateResult's; "error" with `error` set
+    StopReason stop_reason = StopReason::length;  // as GenerateResult's; error with `error` set
     std::string error;
     uint32_t n_prompt = 0;
     uint32_t n_cached = 0;        // prompt tokens resumed from a slot's KV
@@ -77,19 +82,6 @@ struct SessionResult {
     uint32_t n_kv = 0;
     double prefill_ms = 0, decode_ms = 0;  // first admission to first token; first token to the end
     SpecStats spec;               // per drafter of its chain, rounds, acceptance by position
-};
-
-// One round (a verify pass, or a plain decode step of a session with drafters) as the
-// speculative trace records it (SpecParams::trace_path).
-struct RoundRecord {
-    uint64_t round = 0;
-    uint32_t pos = 0;            // of the token verified first
-    std::string drafter;         // the winner, "" when nothing was drafted
-    int k = 0;                   // drafts asked for
-    std::vector<int32_t> drafted;
-    uint32_t accepted = 0;
-    int32_t next = -1;           // the target's own token
-    double draft_ms = 0, verify_ms = 0, accept_ms = 0;
 };
 
 // A token's log-probability under the model's raw distribution (log-softmax of its logits,
@@ -111,7 +103,7 @@ struct SessionRequest {
     // -1: no logprobs; n >= 0: each token's, and the n most likely tokens (on_token's `lp`).
     int32_t logprobs = -1;
     // Engine thread: each emitted token with the text that became complete (may be "") and,
-    // when asked, its logprobs. Returning false ends the session (stop_reason "cancelled").
+    // when asked, its logprobs. Returning false ends the session (StopReason::cancelled).
     std::function<bool(int32_t token, std::string_view piece, const TokenLogprobs* lp)> on_token;
     // Engine thread, once: the session is over. The result's text tail (held-back UTF-8
     // bytes) came through on_token(-1, tail, nullptr) just before.
@@ -166,9 +158,9 @@ public:
     // with that prefix resumes there (a chat's next turn, a restored prompt cache).
     void assume_slot_holds(int seq, std::span<const int32_t> tokens);
     // Admits what fits, runs one pass, delivers tokens. False when there was nothing to do.
-    // An error of the pass ends the sessions in it (on_done with "error"); the engine stays usable.
+    // An error of the pass ends the sessions in it (on_done with StopReason::error); the engine stays usable.
     bool step();
-    // Ends every session, running or waiting, with stop_reason "error" and this message
+    // Ends every session, running or waiting, with StopReason::error and this message
     // (on_done is called for each): the engine is being shut down.
     void abort_all(const std::string& error);
 
@@ -202,7 +194,7 @@ private:
     static uint32_t text_prefix(const Session& s);
     bool make_room(uint32_t blocks, const Slot* keep);
     void preempt(Session& s);
-    void finish(Session& s, std::string reason, std::string error = {});
+    void finish(Session& s, StopReason reason, std::string error = {});
     // Ends the waiting session at the front with this error when nothing runs that could free
     // what it waits for.
     void refuse_stuck(std::string why);
@@ -210,13 +202,31 @@ private:
     // The session's draft length this pass; cap_only: its limits alone (no tuning).
     int decide_k(Session& s, bool cap_only = false) const;
     void plan_drafts(std::span<Session* const> part);
-    std::vector<int32_t> draft(Session& s, int k);
+    Proposal draft(Session& s, int k);
     // The k to draft this pass, and the drafter prepared for it cancelled if k differs.
     int pass_k(Session& s);
     // Sessions whose first drafter batches with others' (a draft head) start their drafts
     // in one graph per batcher.
     void prepare_batches(std::span<Session* const> part);
+    // After the pass: a prompt chunk, or a round. The round's steps, in order:
     void settle(Session& s, const ForwardOutput& out, uint32_t row0, uint32_t out0, double pass_ms);
+    // logits_all: the chunk's rows to the sink; returns the output row of its last token
+    uint32_t sink_prompt_logits(Session& s, const ForwardOutput& out, uint32_t out0);
+    // a prompt chunk but its last: the KV grows, the drafters reading hidden rows see them
+    void settle_chunk(Session& s, const ForwardOutput& out, uint32_t row0);
+    // the KV keeps the history and the accepted drafts; false: the session ended
+    bool keep_accepted(Session& s, const ForwardOutput& out, uint32_t row0, const RoundResult& round);
+    // the rows [first_pos, first_pos + n_rows) of the pass to the drafters that read hidden states
+    void show_target_rows(Session& s, const ForwardOutput& out, uint32_t row0, uint32_t first_pos, uint32_t n_rows);
+    // the prompt's end: its first token comes; false: the session ended
+    bool start_decoding(Session& s);
+    // the session's and the engine's statistics, auto-tuning and the skip streak
+    void count_round(Session& s, const RoundResult& round, bool first_token, double pass_ms);
+    // the round's tokens into the history, the drafters' accept; false once it must stop
+    bool commit(Session& s, const RoundResult& round, bool first_token);
+    // timings, the trace's record, and the end of a session that stopped
+    void end_round(Session& s, const RoundResult& round, bool first_token, uint32_t pos, double pass_ms,
+                   double accept_ms, bool running);
     // After the prompt's chunk (not its last): progress and the on_prefix pause; false: the
     // session ended.
     bool after_chunk(Session& s);

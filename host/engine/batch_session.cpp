@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/engine/batch_session.cpp: one session's part of a pass: its draft length and
-// drafts before the pass, and after it (settle) the accepted drafts and the target's own
-// token, the KV rollback, its drafters' accept, statistics, and its callbacks.
+// drafts before the pass, and after it (settle) the round's steps (speculative/round.h:
+// verify, rollback, accept), the engine's statistics, and the session's callbacks.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -39,7 +39,7 @@ TokenLogprobs logprobs_of(const float* logits, uint32_t n_vocab, int32_t tok, ui
 // ---------------------------------------------------------------- before the pass
 
 int BatchEngine::decide_k(Session& s, bool cap_only) const {
-    if (std::none_of(s.on.begin(), s.on.end(), [](char c) { return c != 0; })) return 0;  // every drafter failed
+    if (!any_on(s.chain)) return 0;  // every drafter failed
     if (s.planned_k >= 0) {  // the batch's budget decided (batch_budget.h)
         const int k = s.skip_next ? 0 : s.planned_k;
         s.skip_next = false;
@@ -68,8 +68,8 @@ int BatchEngine::decide_k(Session& s, bool cap_only) const {
 int BatchEngine::pass_k(Session& s) {
     // decided with the prepare unless the batch's budget has its say this pass
     const int k = s.next_k >= 0 && s.planned_k < 0 ? s.next_k : decide_k(s);
-    if (s.prepared >= 0 && (k != s.next_k || !s.on[size_t(s.prepared)])) {
-        s.chain[size_t(s.prepared)]->cancel();
+    if (s.prepared >= 0 && (k != s.next_k || !s.chain[size_t(s.prepared)].on)) {
+        s.chain[size_t(s.prepared)].drafter->cancel();
         s.prepared = -1;
     }
     s.next_k = -1;
@@ -128,9 +128,9 @@ void BatchEngine::prepare_batches(std::span<Session* const> part) {
     std::vector<std::pair<DraftBatcher*, std::vector<std::pair<Drafter*, DraftRequest>>>> groups;
     for (Session* s : part) {
         if (s->k <= 0 || s->prepared >= 0) continue;
-        const auto first = std::find(s->on.begin(), s->on.end(), char(1));
-        if (first == s->on.end()) continue;
-        Drafter* d = s->chain[size_t(first - s->on.begin())];
+        const ChainedDrafter* first = first_on(s->chain);
+        if (!first) continue;
+        Drafter* d = first->drafter;
         DraftBatcher* b = d->batcher();
         if (!b) continue;
         auto g = std::find_if(groups.begin(), groups.end(), [b](const auto& x) { return x.first == b; });
@@ -150,44 +150,18 @@ void BatchEngine::prepare_batches(std::span<Session* const> part) {
     }
 }
 
-// The first drafter of the chain that proposes at least draft_min tokens wins.
-std::vector<int32_t> BatchEngine::draft(Session& s, int k) {
-    s.winner = -1;
+// The round's proposal (speculative/round.h), with the session's drafting time.
+Proposal BatchEngine::draft(Session& s, int k) {
     s.draft_ms = 0;
     if (k <= 0) return {};
-    const uint32_t n_vocab = runner_.model().info().n_vocab;
     const DraftRequest req{std::span<const int32_t>(s.history), s.pos(), uint32_t(k), s.slot->seq};
     const double t0 = engine_now_ms();
-    std::vector<int32_t> out;
-    for (size_t i = 0; i < s.chain.size() && s.winner < 0; ++i) {
-        if (!s.on[i]) continue;
-        const double g0 = engine_now_ms();
-        auto prop = s.chain[i]->draft(req);
-        DrafterStats& st = s.stats_of(i);
-        st.calls_gen++;
-        st.dur_gen_ms += engine_now_ms() - g0;
-        if (!prop.ok()) {
-            s.turn_off(i, prop.error());
-            continue;
-        }
-        std::vector<int32_t> p = std::move(prop).value();
-        if (p.size() > size_t(k)) p.resize(size_t(k));
-        for (int32_t t : p)
-            if (t < 0 || uint32_t(t) >= n_vocab) {
-                s.turn_off(i, Error::format("it proposed token {} outside the vocabulary of {}", t, n_vocab));
-                p.clear();
-                break;
-            }
-        if (s.on[i] && !p.empty() && int(p.size()) >= std::max(1, s.req.spec.draft_min)) {
-            out = std::move(p);
-            s.winner = int(i);
-        }
-    }
-    if (s.prepared >= 0 && !s.on[size_t(s.prepared)]) s.chain[size_t(s.prepared)]->cancel();
+    Proposal out = propose(s.chain, s.result.spec, req, s.req.spec.draft_min, runner_.model().info().n_vocab);
+    if (s.prepared >= 0 && !s.chain[size_t(s.prepared)].on) s.chain[size_t(s.prepared)].drafter->cancel();
     s.prepared = -1;
     s.draft_ms = engine_now_ms() - t0;
     s.result.spec.draft_ms += s.draft_ms;
-    const double per_token = s.draft_ms / double(std::max<size_t>(1, out.size()));
+    const double per_token = s.draft_ms / double(std::max<size_t>(1, out.drafts.size()));
     s.draft_ms_per_token = s.draft_ms_per_token == 0 ? per_token : 0.8 * s.draft_ms_per_token + 0.2 * per_token;
     return out;
 }
@@ -202,10 +176,11 @@ void BatchEngine::prepare_next(Session& s) {
     s.prepared = -1;
     if (s.next_k <= 0) return;
     for (size_t i = 0; i < s.chain.size(); ++i) {
-        if (!s.on[i]) continue;
+        ChainedDrafter& d = s.chain[i];
+        if (!d.on) continue;
         const DraftRequest req{std::span<const int32_t>(s.history), s.pos(), uint32_t(s.next_k), s.slot->seq};
-        if (auto p = s.chain[i]->prepare(req); !p.ok()) {
-            s.turn_off(i, p.error());
+        if (auto p = d.drafter->prepare(req); !p.ok()) {
+            s.turn_off(d, p.error());
             return;
         }
         s.prepared = int(i);
@@ -220,13 +195,13 @@ bool BatchEngine::record(Session& s, int32_t tok, uint32_t logits_row) {
     s.history.push_back(tok);
     s.fresh.emplace_back(tok, logits_row);
     ++s.result.spec.emitted;
-    if (std::string why = s.stop.check(tok); !why.empty()) {
-        s.result.stop_reason = why;
+    if (const std::optional<StopReason> why = s.stop.check(tok)) {
+        s.result.stop_reason = *why;
         return false;
     }
     const int32_t max = s.req.params.max_tokens;
     if (max >= 0 && s.result.tokens.size() >= size_t(max)) {
-        s.result.stop_reason = "length";
+        s.result.stop_reason = StopReason::length;
         return false;
     }
     return true;
@@ -249,7 +224,7 @@ bool BatchEngine::deliver(Session& s, const ForwardOutput& out, uint32_t out0, b
         const size_t drop = s.fresh.size() - i;
         s.result.tokens.resize(s.result.tokens.size() - drop);
         s.history.resize(s.history.size() - drop);
-        s.result.stop_reason = "cancelled";
+        s.result.stop_reason = StopReason::cancelled;
     }
     s.fresh.clear();
     return wanted;
@@ -262,97 +237,85 @@ bool BatchEngine::after_chunk(Session& s) {
     }
     if (s.req.on_prefix && s.result.tokens.empty() && s.n_kv == s.history.size() - 1)
         if (Status st = s.req.on_prefix(s.n_kv); !st.ok()) {
-            finish(s, "error", st.error().message());
+            finish(s, StopReason::error, st.error().message());
             return false;
         }
     return true;
 }
 
 // After the pass: the session's rows start at batch row row0 and its logits rows at out0.
+// A prompt chunk before the last only fills the KV; the last one and every decode step
+// end in a round (speculative/round.h), the prompt's with no drafts unless it was resumed.
 void BatchEngine::settle(Session& s, const ForwardOutput& out, uint32_t row0, uint32_t out0, double pass_ms) {
     const double a0 = engine_now_ms();
-    KvPool& kv = runner_.kv();
-    const uint32_t n_vocab = runner_.model().info().n_vocab;
-    const uint32_t first_pos = s.n_kv;
-    const bool final_chunk = s.n_kv + s.chunk == s.history.size();
     const bool first_token = s.result.tokens.empty();  // this pass ends the prompt
-    const bool all_rows = s.all_rows();
-    auto observe = [&](uint32_t n_rows) {
-        bool any = false;
-        for (size_t i = 0; i < s.chain.size(); ++i) any |= s.on[i] && s.chain[i]->hidden_point() != TDM_HIDDEN_NONE;
-        if (!any || !out.hidden) return;
-        std::vector<int32_t> toks(s.history.begin() + first_pos, s.history.begin() + first_pos + s.chunk);
-        toks.insert(toks.end(), s.drafts.begin(), s.drafts.begin() + (n_rows - s.chunk));
-        const uint32_t n_embd = runner_.model().info().n_embd;
-        // the device table holds the pass's rows (when it is short enough) until the next
-        // pass, before which every session drafts
-        const TargetRows rows{toks, first_pos, out.hidden + size_t(row0) * n_embd, n_embd, out.hidden_on_device, row0};
-        for (size_t i = 0; i < s.chain.size(); ++i)
-            if (s.on[i] && s.chain[i]->hidden_point() != TDM_HIDDEN_NONE)
-                if (auto o = s.chain[i]->observe(rows); !o.ok()) s.turn_off(i, o.error());
-    };
-    if (all_rows && s.req.logits_sink)
+    const bool prompt_rows_sunk = s.all_rows();  // the first token's row went to the sink too
+    out0 = sink_prompt_logits(s, out, out0);
+    if (s.n_kv + s.chunk < s.history.size()) return settle_chunk(s, out, row0);
+    const uint32_t n_vocab = runner_.model().info().n_vocab;
+    const VerifyRows rows{out.logits + size_t(out0) * n_vocab, out.argmax + out0, n_vocab};
+    const RoundResult round = verify(s.proposal, rows, *s.sampler, s.greedy, s.history);
+    if (!keep_accepted(s, out, row0, round) || (first_token && !start_decoding(s))) return;
+    count_round(s, round, first_token, pass_ms);
+    const uint32_t pos = s.pos();
+    bool running = commit(s, round, first_token);
+    if (running) prepare_next(s);
+    running = deliver(s, out, out0, prompt_rows_sunk) && running;
+    end_round(s, round, first_token, pos, pass_ms, engine_now_ms() - a0, running);
+}
+
+uint32_t BatchEngine::sink_prompt_logits(Session& s, const ForwardOutput& out, uint32_t out0) {
+    if (!s.all_rows()) return out0;
+    const uint32_t n_vocab = runner_.model().info().n_vocab;
+    if (s.req.logits_sink)
         for (uint32_t i = 0; i < s.chunk; ++i) s.req.logits_sink(out.logits + size_t(out0 + i) * n_vocab, n_vocab);
-    if (all_rows) out0 += s.chunk - 1;  // the chunk's last row: the first token's logits
-    if (!final_chunk) {
-        observe(s.chunk);
-        s.n_kv += s.chunk;
-        after_chunk(s);
-        return;
-    }
+    return out0 + s.chunk - 1;  // the chunk's last row: the first token's logits
+}
 
-    // accept: the longest agreeing prefix of the drafts, then the target's own token
-    const uint32_t nd = uint32_t(s.drafts.size());
-    uint32_t m = 0;
-    int32_t next = -1;
-    Sampler& sampler = *s.sampler;
-    if (s.greedy) {
-        while (m < nd && s.drafts[m] == out.argmax[out0 + m]) ++m;
-        next = out.argmax[out0 + m];
-    } else if (nd == 0) {
-        next = sampler.sample(out.logits + size_t(out0) * n_vocab, int(n_vocab), s.history);
-    } else {
-        TokenDistribution p;
-        std::vector<int32_t> h = s.history;  // the penalty window sees accepted drafts
-        for (; m < nd; ++m) {
-            sampler.distribution(out.logits + size_t(out0 + m) * n_vocab, int(n_vocab), h, &p);
-            const SpecDecision dec = speculative_accept(p, s.drafts[m], sampler.rng());
-            if (!dec.accepted) {
-                next = dec.token;
-                break;
-            }
-            h.push_back(s.drafts[m]);
-        }
-        if (next < 0) next = sampler.sample(out.logits + size_t(out0 + nd) * n_vocab, int(n_vocab), h);
-    }
-    // rollback: the target's KV (and recurrent-state checkpoint) keeps last + the accepted
-    // drafts; drafters reading hidden states get those rows
-    s.n_kv = uint32_t(s.history.size()) + m;
-    if (nd > 0) {
-        if (Status st = kv.truncate(s.slot->seq, s.n_kv); !st.ok()) {
-            finish(s, "error", st.error().message());
-            return;
-        }
-    }
-    observe(s.chunk + m);
-    if (first_token) {
-        s.t_first = engine_now_ms();
-        if (!after_chunk(s)) return;
-        if (s.req.params.max_tokens == 0) {
-            finish(s, "length");
-            return;
-        }
-    }
+void BatchEngine::show_target_rows(Session& s, const ForwardOutput& out, uint32_t row0, uint32_t first_pos,
+                                   uint32_t n_rows) {
+    if (!any_reads_hidden(s.chain) || !out.hidden) return;
+    std::vector<int32_t> toks(s.history.begin() + first_pos, s.history.begin() + first_pos + s.chunk);
+    toks.insert(toks.end(), s.proposal.drafts.begin(), s.proposal.drafts.begin() + (n_rows - s.chunk));
+    const uint32_t n_embd = runner_.model().info().n_embd;
+    // the device table holds the pass's rows (when it is short enough) until the next
+    // pass, before which every session drafts
+    const TargetRows rows{toks, first_pos, out.hidden + size_t(row0) * n_embd, n_embd, out.hidden_on_device, row0};
+    show_rows(s.chain, s.result.spec, rows);
+}
 
+void BatchEngine::settle_chunk(Session& s, const ForwardOutput& out, uint32_t row0) {
+    show_target_rows(s, out, row0, s.n_kv, s.chunk);
+    s.n_kv += s.chunk;
+    after_chunk(s);
+}
+
+bool BatchEngine::keep_accepted(Session& s, const ForwardOutput& out, uint32_t row0, const RoundResult& round) {
+    const uint32_t first_pos = s.n_kv;
+    s.n_kv = uint32_t(s.history.size()) + round.accepted;
+    if (Status st = rollback(runner_.kv(), s.slot->seq, s.n_kv, round); !st.ok()) {
+        finish(s, StopReason::error, st.error().message());
+        return false;
+    }
+    show_target_rows(s, out, row0, first_pos, s.chunk + round.accepted);
+    return true;
+}
+
+bool BatchEngine::start_decoding(Session& s) {
+    s.t_first = engine_now_ms();
+    if (!after_chunk(s)) return false;
+    if (s.req.params.max_tokens == 0) {
+        finish(s, StopReason::length);
+        return false;
+    }
+    return true;
+}
+
+void BatchEngine::count_round(Session& s, const RoundResult& round, bool first_token, double pass_ms) {
     SpecStats& spec = s.result.spec;
+    const uint32_t nd = round.drafted, m = round.accepted;
     if (nd > 0) {
-        spec.add_round(nd, m);
-        spec.verify_ms += pass_ms;
-        DrafterStats& ws = s.stats_of(size_t(s.winner));
-        ws.gen_drafts++;
-        ws.gen_tokens += nd;
-        ws.acc_tokens += m;
-        if (m > 0) ws.acc_drafts++;
+        tally(s.chain, spec, round, pass_ms);
         stats_.drafted += nd;
         stats_.accepted += m;
         if (stats_.drafted_at.size() < nd) {
@@ -372,41 +335,35 @@ void BatchEngine::settle(Session& s, const ForwardOutput& out, uint32_t row0, ui
         spec.plain_ms += pass_ms;
         s.tune.observe_plain(pass_ms);
     }
+}
 
+bool BatchEngine::commit(Session& s, const RoundResult& round, bool first_token) {
     // the accepted drafts and the target's token (a stop may cut the round)
-    const uint32_t pos_before = s.pos();
     bool running = true;
-    for (uint32_t i = 0; i < m && running; ++i) running = record(s, s.drafts[i], i);
-    if (running) running = record(s, next, m);
+    for (uint32_t i = 0; i < round.accepted && running; ++i) running = record(s, s.proposal.drafts[i], i);
+    if (running) running = record(s, round.next, round.accepted);
     // The prompt's pass is no round (drafters hear of it at their first draft) unless it
     // carried drafts: a prompt resumed all but its last token drafts on that pass.
-    if (!first_token || nd > 0)
-        for (size_t i = 0; i < s.chain.size(); ++i) {
-            if (!s.on[i]) continue;
-            const bool won = int(i) == s.winner;
-            const double c0 = engine_now_ms();
-            if (auto a = s.chain[i]->accept(s.history, won ? nd : 0, won ? m : 0); !a.ok()) s.turn_off(i, a.error());
-            DrafterStats& st = s.stats_of(i);
-            st.calls_acc++;
-            st.dur_acc_ms += engine_now_ms() - c0;
-        }
-    if (running && s.history.size() >= kv.capacity_tokens()) {
-        s.result.stop_reason = "context";
+    if (!first_token || round.drafted > 0) accept(s.chain, s.result.spec, s.history, round);
+    if (running && s.history.size() >= runner_.kv().capacity_tokens()) {
+        s.result.stop_reason = StopReason::context;
         running = false;
     }
-    if (running) prepare_next(s);
-    if (!deliver(s, out, out0, first_token && all_rows)) running = false;
-    const double accept_ms = engine_now_ms() - a0;
-    if (!first_token) spec.accept_ms += accept_ms;
+    return running;
+}
+
+void BatchEngine::end_round(Session& s, const RoundResult& round, bool first_token, uint32_t pos, double pass_ms,
+                            double accept_ms, bool running) {
+    if (!first_token) s.result.spec.accept_ms += accept_ms;
     if (s.req.on_round && !first_token) {
         RoundRecord r;
         r.round = s.rounds;
-        r.pos = pos_before;
-        r.drafter = s.winner >= 0 ? s.chain[size_t(s.winner)]->name() : std::string();
+        r.pos = pos;
+        r.drafter = round.winner >= 0 ? s.chain[size_t(round.winner)].drafter->name() : std::string();
         r.k = s.k;
-        r.drafted = s.drafts;
-        r.accepted = m;
-        r.next = next;
+        r.drafted = s.proposal.drafts;
+        r.accepted = round.accepted;
+        r.next = round.next;
         r.draft_ms = s.draft_ms;
         r.verify_ms = pass_ms;
         r.accept_ms = accept_ms;

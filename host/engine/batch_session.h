@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/engine/batch_session.h: what the batching engine keeps per session (private to
 // batch_engine.cpp, which admits and runs sessions, and batch_session.cpp, which drafts
-// for one and settles its rows after a pass).
+// for one and settles its rows after a pass with the steps of speculative/round.h).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "common/log.h"
 #include "engine/batch_engine.h"
 
 namespace tdm {
@@ -25,12 +24,8 @@ struct BatchEngine::Session {
     bool greedy = true;
     std::optional<StreamDecoder> stream;
     StopRule stop;
-    // the chain this admission uses: drafters, whether each is still on, for shared ones
-    // their index in shared_ (-1: the session's own), and their entry in result.spec.drafters
-    std::vector<Drafter*> chain;
-    std::vector<char> on;
-    std::vector<int> shared_index;
-    std::vector<size_t> stat;
+    // the chain this admission uses (ChainedDrafter::shared: the index in shared_)
+    std::vector<ChainedDrafter> chain;
     std::vector<Drafter*> stat_drafters;  // result.spec.drafters[i] is this drafter's
     AutoTune tune{1};
     int planned_k = -1;              // this pass's drafts from plan_drafts(); -1: its own choice
@@ -47,9 +42,8 @@ struct BatchEngine::Session {
     int next_k = -1;
     int prepared = -1;
     // this pass
-    std::vector<int32_t> drafts;
+    Proposal proposal;  // the drafts in its rows and the chain entry that proposed them
     int k = 0;
-    int winner = -1;
     double draft_ms = 0;
     uint32_t chunk = 0;  // history rows in the pass (drafts not counted)
     // tokens settled this pass, with the output row behind each, until deliver()
@@ -59,14 +53,8 @@ struct BatchEngine::Session {
     // The prompt's rows go through the pass with their logits (SessionRequest::logits_all).
     bool all_rows() const { return req.logits_all && result.tokens.empty(); }
 
-    DrafterStats& stats_of(size_t i) { return result.spec.drafters[stat[i]]; }
-    void turn_off(size_t i, const Error& e) {
-        if (!on[i]) return;
-        on[i] = 0;
-        stats_of(i).failure = e.message();
-        TDM_LOG_WARN("spec", "drafter {} failed and is off for the rest of this request (the output is unchanged): {}",
-                     chain[i]->name(), e.message());
-    }
+    DrafterStats& stats_of(const ChainedDrafter& d) { return result.spec.drafters[d.stat]; }
+    void turn_off(ChainedDrafter& d, const Error& e) { tdm::turn_off(d, result.spec, e); }
 };
 
 }  // namespace tdm

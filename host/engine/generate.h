@@ -1,19 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/engine/generate.h: plain (non-speculative) generation of one request: chunked
-// prefill, then one token per forward pass, sampling, stop conditions, streaming text.
-// Like generate_speculative() (speculative/scheduler.h) it runs the batching engine with
-// one session (engine/solo.h).
+// host/engine/generate.h: generation of one request, plain (chunked prefill, then one
+// token per forward pass, sampling, stop conditions, streaming text) or speculative (the
+// rounds of speculative/round.h): both run the batching engine with one session
+// (engine/solo.h). The speculative entry point lives here, not in speculative/, because it
+// runs the engine and speculative/ sits below engine/ (engine -> speculative -> model).
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/prompt_images.h"
-#include "engine/runner.h"
-#include "engine/sampler.h"
+#include "engine/stop_reason.h"
+#include "model/runner.h"
+#include "sampling/sampler.h"
+#include "speculative/drafter.h"
+#include "speculative/round.h"
+#include "speculative/stats.h"
 
 namespace tdm {
 
@@ -35,7 +41,7 @@ struct GenerateParams {
     // Batch invariance makes the result identical to a prefill from 0.
     uint32_t n_cached = 0;
     // Set from another thread or a signal handler: generation stops at the
-    // next chunk or step with stop_reason "cancelled" (not an error).
+    // next chunk or step with StopReason::cancelled (not an error).
     const std::atomic<bool>* cancel = nullptr;
     ProgressHook on_progress;
     // If set, prefill pauses once the KV holds prompt[0, size-1) (everything
@@ -57,7 +63,7 @@ struct GenerateStats {
 struct GenerateResult {
     std::vector<int32_t> tokens;  // generated (prompt excluded)
     std::string text;             // detokenized (empty without a tokenizer)
-    std::string stop_reason;      // "eog", "stop_token", "length", "context", "cancelled"
+    StopReason stop_reason = StopReason::length;  // never error: generate() returns the error
     GenerateStats stats;
     // The KV of the sequence holds exactly the first n_kv tokens of prompt +
     // tokens on return (normally all but the last generated token, which no
@@ -70,8 +76,8 @@ struct StopRule {
     const Tokenizer* tokenizer = nullptr;
     bool ignore_eog = false;
     std::vector<int32_t> stop_tokens;
-    // "" or the reason to stop after emitting `token`
-    std::string check(int32_t token) const;
+    // the reason to stop after emitting `token`, if any (stop_token or eog)
+    std::optional<StopReason> check(int32_t token) const;
 };
 
 // Greedy or sampled generation. `on_text` receives streamed text pieces (never
@@ -80,5 +86,17 @@ struct StopRule {
 Result<GenerateResult> generate(Runner& runner, const Tokenizer* tokenizer, int seq, std::span<const int32_t> prompt,
                                 const GenerateParams& params, const std::function<void(const std::string&)>& on_text,
                                 const LogitsSink& sink = {}, bool logits_all = false);
+
+struct SpecResult {
+    GenerateResult gen;
+    SpecStats stats;
+};
+
+// Generates like generate(), speculatively. `drafters` are asked in order each round (a
+// chain); each gets begin/accept for every round.
+Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokenizer, int seq,
+                                        std::span<const int32_t> prompt, const GenerateParams& params,
+                                        std::span<Drafter* const> drafters, const SpecParams& spec,
+                                        const std::function<void(const std::string&)>& on_text);
 
 }  // namespace tdm

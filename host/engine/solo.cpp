@@ -77,7 +77,7 @@ Result<SpecResult> run_solo(Runner& runner, const Tokenizer* tokenizer, int seq,
     while (!done)
         if (!engine->step() && !done) return Error("the engine stopped without finishing the request");
 
-    if (done->stop_reason == "error") return Error(done->error);
+    if (done->stop_reason == StopReason::error) return Error(done->error);
     gen.tokens = std::move(done->tokens);
     gen.stop_reason = done->stop_reason;
     gen.stats.n_prompt = uint32_t(prompt.size());

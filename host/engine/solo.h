@@ -14,7 +14,6 @@
 
 #include "engine/generate.h"
 #include "speculative/drafter.h"
-#include "speculative/scheduler.h"
 
 namespace tdm {
 

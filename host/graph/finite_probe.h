@@ -10,7 +10,7 @@
 // exactly as it ran.
 // Off unless asked for (CompiledGraph::compile's options): each probe costs a
 // dispatch and a barrier.
-// Not here: deciding when to look (engine/runner.cpp), naming the op's layer
+// Not here: deciding when to look (model/runner.cpp), naming the op's layer
 // (graph/op_location.h).
 #pragma once
 

@@ -7,7 +7,7 @@
 // (the quants themselves are small integers and cannot be NaN).
 // On by default, for the target and its drafters (a draft model, a draft head's own
 // store); `--no-check-weights` / model.check_weights = false turn it off for all of them.
-// Not here: NaN logits at run time (engine/logits_check.h).
+// Not here: NaN logits at run time (model/logits_check.h).
 #pragma once
 
 #include "common/error.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/plugin/encoder_ext.cpp: extension "tdm.encoder" version 1 (tandem/ext/encoder.h):
 // registering encoders, the inputs and result of an encoder's graph, and the image rows
-// of a target batch (x * keep + rows, both filled by the host: engine/runner.cpp).
+// of a target batch (x * keep + rows, both filled by the host: model/runner.cpp).
 #include <cstring>
 
 #include "common/log.h"

@@ -17,6 +17,7 @@
 
 #include "engine/batch_engine.h"
 #include "speculative/drafter.h"
+#include "speculative/round.h"
 
 namespace tdm {
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "config/config.h"
-#include "engine/sampler.h"
-#include "speculative/scheduler.h"
+#include "sampling/sampler.h"
+#include "speculative/round.h"
 
 namespace tdm {
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "common/log.h"
-#include "engine/logits_check.h"
+#include "model/logits_check.h"
 #include "serve/generation_settings.h"
 #include "speculative/draft_head.h"
 #include "speculative/draft_model.h"

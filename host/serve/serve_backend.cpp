@@ -21,8 +21,8 @@ ApiError server_error(const Error& e) {
     return out;
 }
 
-std::string finish_reason(const std::string& stop_reason) {
-    return stop_reason == "length" || stop_reason == "context" ? "length" : "stop";
+std::string finish_reason(StopReason stop_reason) {
+    return stop_reason == StopReason::length || stop_reason == StopReason::context ? "length" : "stop";
 }
 
 }  // namespace
@@ -67,7 +67,7 @@ void ServeBackend::loop() {
         }
         if (quitting) {  // every request still here gets an answer, so that no run() waits for ever
             SessionResult gone;
-            gone.stop_reason = "error";
+            gone.stop_reason = StopReason::error;
             gone.error = "the server is shutting down";
             for (SessionRequest& r : arrived)
                 if (r.on_done) r.on_done(gone);
@@ -228,10 +228,10 @@ ApiResult<Outcome> ServeBackend::run(const Job& job, const TextSink& on_text) {
     const RequestChannel::Ended ended =
         channel->stream(on_text, want_logprobs, job.time_limit_s, [this] { wake_.notify_all(); });
     const SessionResult& res = ended.result;
-    if (res.stop_reason == "error") return server_error(Error(res.error));
+    if (res.stop_reason == StopReason::error) return server_error(Error(res.error));
     Outcome out;
     out.finish_reason = ended.stopped ? "stop" : finish_reason(res.stop_reason);
-    if (ended.timed_out && !ended.stopped && res.stop_reason == "cancelled") {
+    if (ended.timed_out && !ended.stopped && res.stop_reason == StopReason::cancelled) {
         out.finish_reason = "length";
         out.timed_out = true;
     }

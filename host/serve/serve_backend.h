@@ -15,10 +15,10 @@
 
 #include "engine/batch_engine.h"
 #include "engine/generate.h"
-#include "engine/runner.h"
+#include "model/runner.h"
 #include "serve/backend.h"
 #include "serve/drafter_chain.h"
-#include "speculative/scheduler.h"
+#include "speculative/round.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/end_of_turn.h"
 

@@ -31,7 +31,7 @@
 #include <memory>
 #include <tuple>
 
-#include "engine/runner.h"
+#include "model/runner.h"
 #include "speculative/draft_vocab.h"
 #include "speculative/drafter.h"
 
@@ -42,7 +42,7 @@ struct DraftHeadOptions {
     KvPoolConfig kv;                              // the head's own KV layers (n_seq_max: drafters at once)
     uint32_t catch_up_chunk = 64;                 // rows per pass when catching up a long prompt
     bool check_weights = true;  // refuse NaN/Inf head weights, as the target's (model/weight_check.h)
-    // The NaN debugging mode (TANDEM_CHECK_NAN=1, engine/logits_check.h): every op of the
+    // The NaN debugging mode (TANDEM_CHECK_NAN=1, model/logits_check.h): every op of the
     // draft graphs is probed, and a draft that produced a NaN or infinity is an error naming
     // the first op and layer that did (the scheduler then turns the head off: the output
     // stays exact). Without it a broken head only drafts tokens that are never accepted.

@@ -11,7 +11,7 @@
 
 #include <memory>
 
-#include "engine/runner.h"
+#include "model/runner.h"
 #include "speculative/drafter.h"
 
 namespace tdm {

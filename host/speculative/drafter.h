@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/speculative/drafter.h: what the speculative scheduler asks of a drafter. The
-// scheduler is generic over this interface and never knows which drafter it
+// host/speculative/drafter.h: what the speculative round (round.h) asks of a drafter.
+// The round is generic over this interface and never knows which drafter it
 // drives (a draft model, a plugin's n-gram table, an MTP head, a benchmark's
 // forced drafter).
 //

@@ -26,7 +26,6 @@
 #include "plugin/handles.h"
 #include "plugin/plugin_loader.h"
 #include "speculative/plugin_drafter.h"
-#include "speculative/scheduler.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 

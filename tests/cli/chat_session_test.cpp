@@ -110,7 +110,7 @@ TEST_F(ChatSessionTest, a_cancel_before_the_reply_drops_the_turn_and_the_next_tu
     std::atomic<bool> cancel{true};
     auto t = s.turn("Hello there", &cancel, {});
     ASSERT_TRUE(t.ok()) << t.error().message();
-    EXPECT_EQ(t->gen.stop_reason, "cancelled");
+    EXPECT_EQ(to_string(t->gen.stop_reason), "cancelled");
     EXPECT_TRUE(t->gen.tokens.empty());
     EXPECT_EQ(s.conversation().messages.size(), 1u);  // the system prompt only
     cancel = false;
@@ -128,7 +128,7 @@ TEST_F(ChatSessionTest, a_cancel_mid_reply_keeps_the_partial_reply_and_the_next_
         if (++pieces == 3) cancel = true;
     });
     ASSERT_TRUE(t.ok()) << t.error().message();
-    EXPECT_EQ(t->gen.stop_reason, "cancelled");
+    EXPECT_EQ(to_string(t->gen.stop_reason), "cancelled");
     EXPECT_GE(t->gen.tokens.size(), 3u);
     EXPECT_LT(t->gen.tokens.size(), 40u);
     ASSERT_EQ(s.conversation().messages.size(), 3u);
@@ -137,7 +137,7 @@ TEST_F(ChatSessionTest, a_cancel_mid_reply_keeps_the_partial_reply_and_the_next_
     cancel = false;
     auto u = s.turn("Go on", &cancel, {});
     ASSERT_TRUE(u.ok()) << u.error().message();
-    EXPECT_EQ(u->gen.stop_reason, "length");
+    EXPECT_EQ(to_string(u->gen.stop_reason), "length");
     EXPECT_GT(u->gen.stats.n_cached, 0u);
     EXPECT_EQ(u->gen.tokens, fresh(u->prompt, 40));
 }

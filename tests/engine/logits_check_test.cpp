@@ -5,7 +5,7 @@
 // To add a case: fill a [rows][n_vocab] buffer and an argmax per row.
 #include <gtest/gtest.h>
 
-#include "engine/logits_check.h"
+#include "model/logits_check.h"
 #include "support/device_fixture.h"
 #include "support/op_harness.h"
 

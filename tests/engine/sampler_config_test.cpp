@@ -2,7 +2,7 @@
 // tests/engine/sampler_config_test.cpp: the [sampling] defaults of the config file are the
 // sampler's own (llama.cpp's), so a user who sets nothing gets the same chain either way.
 #include "config/config.h"
-#include "engine/sampler.h"
+#include "sampling/sampler.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // then chained), against a plain full-sort reference on random rows, plus determinism and
 // a statistical check of the draw. To add a case: build logits from the probabilities you
 // want (logits_for), set only the filters under test (params_with), compare distributions.
-#include "engine/sampler.h"
+#include "sampling/sampler.h"
 
 #include "sampling_stats.h"
 

@@ -4,7 +4,7 @@
 // the target's p. Checked statistically with fixed seeds (so deterministically), for a
 // sampled drafter q, a greedy drafter (point mass), and supports that differ.
 // To add a case: pick p and q as TokenDistributions and call expect_target_distribution.
-#include "engine/sampler.h"
+#include "sampling/sampler.h"
 
 #include "sampling_stats.h"
 

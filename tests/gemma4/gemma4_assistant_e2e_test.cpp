@@ -21,7 +21,6 @@
 #include "gemma4_tiny_assistant.h"
 #include "support/device_fixture.h"
 #include "speculative/draft_head.h"
-#include "speculative/scheduler.h"
 #include "support/fixtures.h"
 
 namespace tdm {

@@ -7,7 +7,6 @@
 
 #include "engine/generate.h"
 #include "gemma4_tiny_runtime.h"
-#include "speculative/scheduler.h"
 #include "support/device_fixture.h"
 #include "support/gemma4_assistant_reference.h"
 #include "support/gemma4_reference.h"

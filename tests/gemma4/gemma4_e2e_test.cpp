@@ -33,7 +33,6 @@
 #include "speculative/draft_model.h"
 #include "speculative/forced_drafter.h"
 #include "speculative/plugin_drafter.h"
-#include "speculative/scheduler.h"
 #include "support/device_fixture.h"
 #include "support/prefill.h"
 #include "support/fixtures.h"

@@ -14,12 +14,12 @@
 #include <map>
 #include <set>
 
+#include "engine/generate.h"
 #include "gemma4_tiny.h"
 #include "gemma4_tiny_assistant.h"
 #include "gemma4_tiny_runtime.h"
 #include "speculative/forced_drafter.h"
 #include "speculative/plugin_drafter.h"
-#include "speculative/scheduler.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 

@@ -9,12 +9,12 @@
 #include <cmath>
 #include <map>
 
+#include "engine/generate.h"
 #include "engine/sampling_stats.h"
 #include "gemma4_tiny.h"
 #include "gemma4_tiny_assistant.h"
 #include "gemma4_tiny_runtime.h"
 #include "speculative/forced_drafter.h"
-#include "speculative/scheduler.h"
 #include "support/device_fixture.h"
 #include "support/prefill.h"
 #include "support/fixtures.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/generate.h"
-#include "engine/runner.h"
+#include "model/runner.h"
 #include "plugin/plugin_loader.h"
 #include "speculative/draft_head.h"
 

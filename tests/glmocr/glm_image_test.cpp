@@ -334,7 +334,7 @@ TEST(GlmImage, sessions_with_the_same_tokens_and_different_images_share_no_image
             r.images = (i ? b : a).images;
             r.params = testglm::greedy(10);
             r.on_done = [&, i](const SessionResult& res) {
-                EXPECT_EQ(res.stop_reason, "length") << res.error;
+                EXPECT_EQ(to_string(res.stop_reason), "length") << res.error;
                 got[i] = res.tokens;
                 ++done;
             };

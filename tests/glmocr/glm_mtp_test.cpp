@@ -14,9 +14,9 @@
 //     MTP-only side file drafts like the layer in the full file; options.
 #include "glm_helpers.h"
 
+#include "engine/generate.h"
 #include "formats/gguf.h"
 #include "speculative/forced_drafter.h"
-#include "speculative/scheduler.h"
 #include "support/glm_reference.h"
 #include "writers/gguf_writer.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/ngram/ngram_spec_test.cpp: the built ngram plugin, loaded through the
 // registry like any third-party plugin and run as PluginDrafter by the
-// speculative scheduler on synthetic Qwen3 targets:
+// speculative round on synthetic Qwen3 targets:
 //   - exactness (DESIGN invariant 1): for every drafter and for chains, the
 //     speculative tokens equal plain greedy decoding's, on prompts where drafts
 //     are mostly accepted and on prompts where they are mostly rejected;
@@ -24,7 +24,6 @@
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "speculative/draft_model.h"
 #include "speculative/plugin_drafter.h"
-#include "speculative/scheduler.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 

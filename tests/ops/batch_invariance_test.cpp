@@ -2,7 +2,7 @@
 // tests/ops/batch_invariance_test.cpp: DESIGN invariant 1 at the kernel level.
 // The result for one token must be bit-identical whether it is computed alone
 // or inside a batch of up to 16 tokens (a verify batch). This is what lets the
-// speculative scheduler accept drafts from one batched target pass and still
+// speculative round accept drafts from one batched target pass and still
 // produce exactly the tokens plain decoding would.
 //
 // To add a case: compute the op for a batch, then for each token alone, and

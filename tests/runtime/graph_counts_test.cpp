@@ -11,7 +11,7 @@
 
 #include <functional>
 
-#include "engine/runner.h"
+#include "model/runner.h"
 #include "gemma4/synth/gemma4_synth.h"
 #include "glm-ocr/synth/glm_synth.h"
 #include "plugin/plugin_loader.h"

@@ -12,7 +12,7 @@
 #include <cctype>
 #include <fstream>
 
-#include "engine/runner.h"
+#include "model/runner.h"
 #include "speculative/draft_head.h"
 #include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen35_synth.h"

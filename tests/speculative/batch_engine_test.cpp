@@ -204,7 +204,7 @@ TEST_F(BatchEngineTest, every_session_gets_the_tokens_it_gets_alone_with_and_wit
     run_all(**e, jobs);
     for (size_t i = 0; i < jobs.size(); ++i) {
         EXPECT_EQ(jobs[i].got.tokens, jobs[i].want) << "job " << i;
-        EXPECT_EQ(jobs[i].got.stop_reason, "length");
+        EXPECT_EQ(to_string(jobs[i].got.stop_reason), "length");
         if (jobs[i].drafts) {
             EXPECT_GT(jobs[i].got.spec.drafted, 0u) << "job " << i;
         }
@@ -305,7 +305,7 @@ TEST_F(BatchEngineTest, sessions_preempted_when_the_pool_runs_out_recompute_and_
     run_all(**e, jobs);
     for (size_t i = 0; i < jobs.size(); ++i) {
         EXPECT_EQ(jobs[i].got.tokens, jobs[i].want) << "job " << i;
-        EXPECT_EQ(jobs[i].got.stop_reason, "length");
+        EXPECT_EQ(to_string(jobs[i].got.stop_reason), "length");
     }
     EXPECT_GT((*e)->stats().preemptions, 0u);
 }
@@ -333,10 +333,10 @@ TEST_F(BatchEngineTest, a_cancelled_session_ends_and_the_others_finish) {
     (*e)->add(std::move(r1));
     (*e)->add(request(jobs[2], **m, 2));
     run_all(**e, jobs);
-    EXPECT_EQ(jobs[0].got.stop_reason, "cancelled");
+    EXPECT_EQ(to_string(jobs[0].got.stop_reason), "cancelled");
     EXPECT_EQ(jobs[0].got.tokens.size(), 5u);
     EXPECT_TRUE(std::equal(jobs[0].got.tokens.begin(), jobs[0].got.tokens.end(), jobs[0].want.begin()));
-    EXPECT_EQ(jobs[1].got.stop_reason, "cancelled");
+    EXPECT_EQ(to_string(jobs[1].got.stop_reason), "cancelled");
     EXPECT_TRUE(jobs[1].got.tokens.empty());
     EXPECT_EQ(jobs[2].got.tokens, jobs[2].want);
 }
@@ -539,7 +539,7 @@ TEST_F(BatchEngineTest, a_session_whose_rows_fail_ends_alone_and_the_others_fini
     run_all(**e, jobs);
     EXPECT_EQ(jobs[0].got.tokens, jobs[0].want);
     EXPECT_EQ(jobs[2].got.tokens, jobs[2].want);
-    EXPECT_EQ(jobs[1].got.stop_reason, "error");
+    EXPECT_EQ(to_string(jobs[1].got.stop_reason), "error");
     EXPECT_NE(jobs[1].got.error.find("100000"), std::string::npos) << jobs[1].got.error;
 }
 
@@ -607,7 +607,7 @@ TEST_F(BatchEngineTest, a_failed_hybrid_pass_rolls_states_back_and_only_the_bad_
     run_all(**e, jobs);
     EXPECT_EQ(jobs[0].got.tokens, jobs[0].want) << jobs[0].got.error;
     EXPECT_EQ(jobs[2].got.tokens, jobs[2].want) << jobs[2].got.error;
-    EXPECT_EQ(jobs[1].got.stop_reason, "error");
+    EXPECT_EQ(to_string(jobs[1].got.stop_reason), "error");
     EXPECT_NE(jobs[1].got.error.find("NaN"), std::string::npos) << jobs[1].got.error;
     EXPECT_GE((*e)->stats().failed_passes, 1u);
 }
@@ -810,7 +810,7 @@ TEST_F(BatchEngineTest, abort_all_ends_running_and_waiting_sessions_with_an_erro
     (*e)->abort_all("shutting down");
     for (const Job& j : jobs) {
         ASSERT_TRUE(j.done);
-        EXPECT_EQ(j.got.stop_reason, "error");
+        EXPECT_EQ(to_string(j.got.stop_reason), "error");
         EXPECT_EQ(j.got.error, "shutting down");
     }
     EXPECT_FALSE((*e)->step());

@@ -15,7 +15,6 @@
 #include "qwen-nextn/synth/qwen35_synth.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "speculative/draft_head.h"
-#include "speculative/scheduler.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 
@@ -231,7 +230,7 @@ TEST_F(Continuation, a_set_cancel_flag_stops_before_prefill_and_a_later_run_is_u
     gp.cancel = &cancel;
     auto r = generate(runner, nullptr, seq, p, gp, {});
     ASSERT_TRUE(r.ok()) << r.error().message();
-    EXPECT_EQ(r->stop_reason, "cancelled");
+    EXPECT_EQ(to_string(r->stop_reason), "cancelled");
     EXPECT_TRUE(r->tokens.empty());
     EXPECT_EQ(r->n_kv, 0u);
     // cancelled between prefill chunks: what was run stays, and resuming finishes the job
@@ -243,7 +242,7 @@ TEST_F(Continuation, a_set_cancel_flag_stops_before_prefill_and_a_later_run_is_u
     gp.n_batch = 4;
     auto mid = generate(runner, nullptr, seq, p, gp, {});
     ASSERT_TRUE(mid.ok());
-    EXPECT_EQ(mid->stop_reason, "cancelled");
+    EXPECT_EQ(to_string(mid->stop_reason), "cancelled");
     EXPECT_EQ(mid->n_kv, 4u);  // the first chunk is in the KV
     cancel = false;
     gp.on_progress = {};

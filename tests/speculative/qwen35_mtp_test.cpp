@@ -26,7 +26,6 @@
 #include "qwen-nextn/synth/qwen35_synth.h"
 #include "speculative/draft_head.h"
 #include "speculative/forced_drafter.h"
-#include "speculative/scheduler.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 #include "support/qwen35_reference.h"

@@ -19,7 +19,6 @@
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "speculative/draft_model.h"
 #include "speculative/forced_drafter.h"
-#include "speculative/scheduler.h"
 #include "engine/sampling_stats.h"
 #include "support/device_fixture.h"
 #include "support/prefill.h"
@@ -275,7 +274,7 @@ TEST_F(Spec, stop_token_inside_an_accepted_draft_ends_generation_where_plain_dec
     auto spec = generate_speculative(runner, nullptr, seq, prompt, gp, chain, sp, {});
     ASSERT_TRUE(spec.ok());
     EXPECT_EQ(spec->gen.tokens, plain->tokens);
-    EXPECT_EQ(spec->gen.stop_reason, "stop_token");
+    EXPECT_EQ(to_string(spec->gen.stop_reason), "stop_token");
 }
 
 TEST_F(Spec, token_budget_inside_a_round_and_a_full_context_are_respected) {
@@ -302,7 +301,7 @@ TEST_F(Spec, token_budget_inside_a_round_and_a_full_context_are_respected) {
     ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
     auto plain = generate(runner, nullptr, seq, prompt, greedy_spec(-1), {});
     ASSERT_TRUE(plain.ok());
-    EXPECT_EQ(plain->stop_reason, "context");
+    EXPECT_EQ(to_string(plain->stop_reason), "context");
     ForcedDrafter forced(plain->tokens, prompt.size(), 1.0, t.model->info().n_vocab, 3);
     Drafter* chain[] = {&forced};
     SpecParams sp;
@@ -311,7 +310,7 @@ TEST_F(Spec, token_budget_inside_a_round_and_a_full_context_are_respected) {
     auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_spec(-1), chain, sp, {});
     ASSERT_TRUE(spec.ok()) << spec.error().message();
     EXPECT_EQ(spec->gen.tokens, plain->tokens);
-    EXPECT_EQ(spec->gen.stop_reason, "context");
+    EXPECT_EQ(to_string(spec->gen.stop_reason), "context");
 }
 
 TEST_F(Spec, a_drafter_that_proposes_nothing_gives_plain_steps) {

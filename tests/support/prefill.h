@@ -7,7 +7,7 @@
 #include <span>
 
 #include "engine/generate.h"
-#include "engine/runner.h"
+#include "model/runner.h"
 
 namespace tdm::test {
 

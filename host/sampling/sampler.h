@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/engine/sampler.h: turning one row of logits into a token, with llama.cpp's default
+// host/sampling/sampler.h: turning one row of logits into a token, with llama.cpp's default
 // chain (repetition penalty -> top-k -> top-p -> min-p -> temperature -> draw), and the
 // acceptance rule of speculative sampling that must use exactly the same distributions.
-// Not here: the speculative scheduler (which drafts, verifies and rolls back), DRY, XTC,
-// mirostat, grammars, logit bias.
+// Not here: the speculative round (speculative/round.h: drafts, verifies, rolls back), DRY,
+// XTC, mirostat, grammars, logit bias. A leaf of its own (common/ only) because both the
+// round's verify and the engine's plain steps sample.
 //
 // Why the distribution is a value of its own: invariant 2 of DESIGN.md (speculative
 // sampling preserves the target distribution) holds only if the rejection rule compares

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/engine/logits_check.cpp
-#include "engine/logits_check.h"
+// host/model/logits_check.cpp
+#include "model/logits_check.h"
 
 #include "graph/op_location.h"
 

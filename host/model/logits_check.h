@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/engine/logits_check.h: a forward pass whose logits are NaN or infinite is an
+// host/model/logits_check.h: a forward pass whose logits are NaN or infinite is an
 // error, not a token. Without this check, broken weights or a broken kernel make the
 // in-graph argmax return token 0 for every step and generation "succeeds".
 // Always on and cheap: per output row only the logit at the argmax is read (a row that
@@ -12,7 +12,7 @@
 #pragma once
 
 #include "common/error.h"
-#include "engine/runner.h"
+#include "model/runner.h"
 #include "graph/executor.h"
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// host/engine/runner.h: runs a model's forward passes against its KV pool.
+// host/model/runner.h: runs a model's forward passes against its KV pool.
 //
 // Every distinct batch shape (tokens, output rows) is built by the plugin once,
 // compiled (graph/executor.h), extended with an in-graph argmax of the logits
@@ -8,7 +8,9 @@
 // past graph_cache_limit() graphs the least recently used one is dropped, so the
 // memory they hold stays bounded. forward() reserves KV blocks for the
 // batch's positions; rolling back is KvPool::truncate.
-// Not here: sampling, generation loops (generate.h), speculation (host/speculative).
+// Not here: sampling (sampling/sampler.h), generation loops (engine/), speculation
+// (speculative/). It sits in model/, below both, because a draft model is a Runner too:
+// the layers run engine -> speculative -> model, never back.
 #pragma once
 
 #include <algorithm>

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/engine/sampler.cpp: the sampling chain and the speculative acceptance rule.
+// host/sampling/sampler.cpp: the sampling chain and the speculative acceptance rule.
 // Semantics follow llama.cpp's src/llama-sampling.cpp (penalties, top_k, top_p, min_p,
 // temp, dist) so that a user's settings mean the same thing in both; the data layout does
 // not (we keep ids sorted in the result and avoid sorting the vocabulary where we can).
-#include "engine/sampler.h"
+#include "sampling/sampler.h"
 
 #include <algorithm>
 #include <cfloat>

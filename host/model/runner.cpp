@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/engine/runner.cpp
-#include "engine/runner.h"
+// host/model/runner.cpp
+#include "model/runner.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,7 +9,7 @@
 #include <optional>
 #include <set>
 
-#include "engine/logits_check.h"
+#include "model/logits_check.h"
 #include "graph/weight.h"
 #include "ops/op_def.h"
 
