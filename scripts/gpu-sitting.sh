@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
     --llama-bench) llama="$2"; shift 2 ;;
     --bundle) bundle="$2"; shift 2 ;;
     --models) models="$2"; shift 2 ;;
-    -h|--help) sed -n '3,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --*) echo "gpu-sitting: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -117,7 +117,7 @@ step() {
   timeout --kill-after=10 "$limit" "$@" > "$dest" 2> "$out/logs/$name.err" || rc=$?
   [ "$rc" = 0 ] || echo "gpu-sitting: $name exited $rc (see $out/logs/$name.err)" >&2
   local cmd="$*"
-  printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$(( $(date +%s) - t0 ))" "${cmd//$models\//MODELS/}" >> "$out/steps.tsv"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$(( $(date +%s) - t0 ))" "${cmd//"$models"\//MODELS/}" >> "$out/steps.tsv"
 }
 
 synth() {  # FILE LIMIT tandem-synth-arguments...

@@ -29,7 +29,6 @@ Result<double> median_seconds(vk::CommandBuffer& cb, int runs) {
 Result<DeviceCopyBandwidth> measure_device_copy_bandwidth(vk::Device& device, uint64_t bytes, int copies) {
     const vk::DeviceCaps& caps = device.caps();
     if (caps.max_memory_allocation_size) bytes = std::min(bytes, caps.max_memory_allocation_size);
-    if (caps.max_storage_buffer_range) bytes = std::min<uint64_t>(bytes, caps.max_storage_buffer_range);
     bytes = std::max<uint64_t>(bytes / 256 * 256, 256);
     copies = std::max(copies, 2);
     auto src = TDM_TRY(vk::Buffer::create(device, bytes, vk::MemoryKind::device, "bandwidth probe source"));

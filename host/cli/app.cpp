@@ -36,7 +36,7 @@ Result<Config> merged_config(const ParsedArgs& a) {
     // device
     if (cl("device")) c.device.select = *a.get_string("device");
     if (cl("validate")) c.device.validate = true;
-    if (cl("profile") || cl("profile-json")) c.device.profile = true;
+    if (cl("profile")) c.device.profile = true;
     if (cl("memory-limit")) c.device.memory_limit = TDM_TRY_CTX(parse_memory_size(*a.get_string("memory-limit")), "--memory-limit");
     for (const auto& p : a.get_strings("plugin-path")) c.plugins.paths.insert(c.plugins.paths.begin(), p);
     for (const auto& p : a.get_strings("plugin-disable")) c.plugins.disable.push_back(p);
@@ -220,7 +220,7 @@ void App::finish() {
     if (profile_json_) {
         vk::global_profiler().set_run_sink({});
         profile_json_.reset();
-        if (!args_.flag("profile")) return;  // the file was asked for, not the table
+        if (!profile_table_) return;  // the file was asked for, not the table
     }
     if (device_ && device_->profiling() && !vk::global_profiler().empty())
         std::fprintf(stderr, "\nGPU time per op (--profile):\n%s", vk::global_profiler().table().c_str());
@@ -228,8 +228,12 @@ void App::finish() {
 
 void App::write_profiles_to(std::unique_ptr<ProfileJsonWriter> writer) {
     profile_json_ = std::move(writer);
-    ProfileJsonWriter* w = profile_json_.get();
-    vk::global_profiler().set_run_sink([w](std::span<const vk::ProfiledDispatch> run) { w->write_run(run); });
+    // the sink holds the writer too: a pass still being waited for when finish() drops it
+    // writes to a live file
+    vk::global_profiler().set_run_sink(
+        [w = profile_json_](std::span<const vk::ProfiledDispatch> run) { w->write_run(run); });
+    profile_table_ = config_.device.profile;
+    config_.device.profile = true;  // timestamps for the file; App::device() reads this
 }
 
 int run_cli(int argc, const char* const* argv) {

@@ -258,6 +258,7 @@ Status bench_decode(App& app) {
     j["step_host_memory_dispatches"] = step.host_memory_dispatches;
     j["bandwidth_gb_s"] = bw;
     j["bandwidth_source"] = cpu_device ? "host read" : "device copy";
+    if (cpu_device) j["host_read_bandwidth_gb_s"] = bw;  // the name scripts read before GPUs had their own
     j["bandwidth_limit_tokens_per_s"] = limit_tps;
     j["fraction_of_limit"] = limit_tps > 0 ? r.stats.decode_tps() / limit_tps : 0;
     j["load_s"] = load_s;

@@ -54,8 +54,8 @@ public:
 private:
     const ParsedArgs& args_;
     Config config_;
-    // before the device: command buffers still waited for when the device goes write to it
-    std::unique_ptr<ProfileJsonWriter> profile_json_;
+    std::shared_ptr<ProfileJsonWriter> profile_json_;  // --profile-json's file, shared with the sink
+    bool profile_table_ = false;  // the per-op table was asked for (--profile, TANDEM_PROFILE, config)
     std::unique_ptr<vk::Device> device_;
     std::unique_ptr<vk::PipelineManager> pipelines_;
     std::unique_ptr<Registry> registry_;

@@ -83,7 +83,7 @@ private:
 struct Range {
     VkBuffer buffer;
     uint64_t begin, end;
-    bool host_memory;  // in a MemoryKind::host buffer (counted, never part of a hazard)
+    bool host_memory;  // in a MemoryKind::host buffer: counted; hazards are found as for any range
     bool overlaps(const Range& o) const { return buffer == o.buffer && begin < o.end && o.begin < end; }
 };
 
