@@ -10,8 +10,8 @@
 namespace tdm::cli {
 
 std::string version_text() {
-    return fmt::format("tandem {}\nplugin ABI {}..{}\ncommit {}\n", TANDEM_VERSION, TDM_ABI_VERSION_MIN,
-                       TDM_ABI_VERSION, TANDEM_GIT_COMMIT);
+    return fmt::format("tandem {}\nplugin ABI {}..{}.{}\ncommit {}\n", TANDEM_VERSION, TDM_ABI_VERSION_MIN,
+                       TDM_ABI_VERSION, TDM_ABI_MINOR_VERSION, TANDEM_GIT_COMMIT);
 }
 
 }  // namespace tdm::cli

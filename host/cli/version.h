@@ -7,8 +7,9 @@
 
 namespace tdm::cli {
 
-// "tandem 0.2.0\nplugin ABI 1..3\ncommit 0123456789ab\n"; the commit ends in "-modified"
-// when the tree had uncommitted changes, and is "unknown" outside a git checkout.
+// "tandem 0.3.0\nplugin ABI 1..3.1\ncommit 0123456789ab\n": ABI majors 1 to 3, the last up to
+// its minor 1. The commit ends in "-modified" when the tree had uncommitted changes, and is
+// "unknown" outside a git checkout.
 std::string version_text();
 
 }  // namespace tdm::cli
