@@ -73,9 +73,10 @@ inline const tdm_weight* to_handle(const DeviceWeight* w) { return reinterpret_c
 inline const DeviceWeight* from_handle(const tdm_weight* w) { return reinterpret_cast<const DeviceWeight*>(w); }
 
 // The host API table for a plugin that negotiated ABI `abi` and minor `minor`
-// (0 below ABI 3): its abi_version, abi_minor and struct_size are that
-// version's, so TDM_HAS_MEMBER sees only its entries, and its query_op refuses
-// ops of a later minor.
+// (0 below ABI 3): its abi_version and abi_minor are that version's, and its
+// query_op refuses ops of a later minor. Its struct_size is ABI 1's for an ABI 1
+// plugin and the whole table's otherwise: what a later version appended lies past
+// the end of the plugin's header, which never names it.
 const tdm_host_api* host_api(uint32_t abi = TDM_ABI_VERSION, uint32_t minor = TDM_ABI_MINOR_VERSION);
 // The table for a loaded plugin: its negotiated version and minor.
 const tdm_host_api* host_api(const PluginRecord& plugin);

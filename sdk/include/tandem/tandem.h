@@ -96,8 +96,8 @@ extern "C" {
 
 /* The newest ABI version this header describes. */
 #define TDM_ABI_VERSION 3u
-/* Its minor version (section 1: additions within a version). 0 was ABI 3's
- * first release, 3.0, before minors existed. */
+/* Its minor version (section 1: additions within a version). 0 is ABI 3 as the
+ * development builds before tandem 0.3.0 spoke it (3.0), before minors existed. */
 #define TDM_ABI_MINOR_VERSION 1u
 /* The oldest version a host built from this header still speaks. */
 #define TDM_ABI_VERSION_MIN 1u
