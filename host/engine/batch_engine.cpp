@@ -5,7 +5,6 @@
 #include "engine/batch_engine.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "common/log.h"
 #include "engine/batch_session.h"
@@ -20,10 +19,6 @@ uint32_t blocks_for(uint32_t tokens, uint32_t block_size) { return (tokens + blo
 constexpr uint32_t kMinPrefillRows = 16;
 
 }  // namespace
-
-double engine_now_ms() {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 BatchEngine::BatchEngine(Runner& runner, const Tokenizer* tokenizer, BatchEngineOptions options)
     : runner_(runner), tokenizer_(tokenizer), options_(std::move(options)) {}
@@ -238,7 +233,7 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
         s.result.admitted = true;
         s.result.n_cached = n_cached;
         s.n_cached_first = n_cached;
-        s.t_admitted = engine_now_ms();
+        s.t_admitted = steady_now_ms();
     }
     if (n_cached) {
         ++stats_.prefix_hits;
@@ -301,11 +296,11 @@ void BatchEngine::start_drafters(Session& s, Slot& slot, uint32_t n_cached) {
         }
         ChainedDrafter& link = s.chain.emplace_back(
             ChainedDrafter{.drafter = d, .on = true, .stat = size_t(known - s.stat_drafters.begin()), .shared = si});
-        const double t0 = engine_now_ms();
+        const double t0 = steady_now_ms();
         const Status b = n_cached ? d->resume(s.history, n_cached) : d->begin(s.history);
         DrafterStats& st = s.stats_of(link);
         st.calls_begin++;
-        st.dur_begin_ms += engine_now_ms() - t0;
+        st.dur_begin_ms += steady_now_ms() - t0;
         if (!b.ok()) s.turn_off(link, b.error());
     }
     forget_slot();
@@ -335,7 +330,7 @@ void BatchEngine::preempt(Session& s) {
 void BatchEngine::finish(Session& s, StopReason reason, std::string error) {
     if (s.done) return;
     s.done = true;
-    const double now = engine_now_ms();
+    const double now = steady_now_ms();
     for (ChainedDrafter& d : s.chain) {
         if (d.on) {
             d.drafter->cancel();
@@ -452,10 +447,10 @@ bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
         }
     if (!any_rows) image_rows.clear();
     if (outputs.empty()) outputs.push_back(int32_t(tokens.size() - 1));  // middle chunks only: unused
-    const double t0 = engine_now_ms();
+    const double t0 = steady_now_ms();
     ForwardInput in{tokens, positions, run.front()->slot->seq, outputs, seqs, positions4, image_rows};
     auto out = runner_.forward(in);
-    const double pass_ms = engine_now_ms() - t0;
+    const double pass_ms = steady_now_ms() - t0;
     if (out.ok()) cost_.observe(uint32_t(tokens.size()), uint32_t(outputs.size()), pass_ms);
     ++stats_.steps;
     stats_.rows += tokens.size();

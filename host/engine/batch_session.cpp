@@ -155,11 +155,11 @@ Proposal BatchEngine::draft(Session& s, int k) {
     s.draft_ms = 0;
     if (k <= 0) return {};
     const DraftRequest req{std::span<const int32_t>(s.history), s.pos(), uint32_t(k), s.slot->seq};
-    const double t0 = engine_now_ms();
+    const double t0 = steady_now_ms();
     Proposal out = propose(s.chain, s.result.spec, req, s.req.spec.draft_min, runner_.model().info().n_vocab);
     if (s.prepared >= 0 && !s.chain[size_t(s.prepared)].on) s.chain[size_t(s.prepared)].drafter->cancel();
     s.prepared = -1;
-    s.draft_ms = engine_now_ms() - t0;
+    s.draft_ms = steady_now_ms() - t0;
     s.result.spec.draft_ms += s.draft_ms;
     const double per_token = s.draft_ms / double(std::max<size_t>(1, out.drafts.size()));
     s.draft_ms_per_token = s.draft_ms_per_token == 0 ? per_token : 0.8 * s.draft_ms_per_token + 0.2 * per_token;
@@ -233,7 +233,7 @@ bool BatchEngine::deliver(Session& s, const ForwardOutput& out, uint32_t out0, b
 bool BatchEngine::after_chunk(Session& s) {
     if (s.req.on_progress) {
         const uint32_t total = uint32_t(s.history.size()) - s.n_cached_first;
-        s.req.on_progress(std::min(s.n_kv - s.n_cached_first, total), total, engine_now_ms() - s.t_admitted);
+        s.req.on_progress(std::min(s.n_kv - s.n_cached_first, total), total, steady_now_ms() - s.t_admitted);
     }
     if (s.req.on_prefix && s.result.tokens.empty() && s.n_kv == s.history.size() - 1)
         if (Status st = s.req.on_prefix(s.n_kv); !st.ok()) {
@@ -247,7 +247,7 @@ bool BatchEngine::after_chunk(Session& s) {
 // A prompt chunk before the last only fills the KV; the last one and every decode step
 // end in a round (speculative/round.h), the prompt's with no drafts unless it was resumed.
 void BatchEngine::settle(Session& s, const ForwardOutput& out, uint32_t row0, uint32_t out0, double pass_ms) {
-    const double a0 = engine_now_ms();
+    const double a0 = steady_now_ms();
     const bool first_token = s.result.tokens.empty();  // this pass ends the prompt
     const bool prompt_rows_sunk = s.all_rows();  // the first token's row went to the sink too
     out0 = sink_prompt_logits(s, out, out0);
@@ -261,7 +261,7 @@ void BatchEngine::settle(Session& s, const ForwardOutput& out, uint32_t row0, ui
     bool running = commit(s, round, first_token);
     if (running) prepare_next(s);
     running = deliver(s, out, out0, prompt_rows_sunk) && running;
-    end_round(s, round, first_token, pos, pass_ms, engine_now_ms() - a0, running);
+    end_round(s, round, first_token, pos, pass_ms, steady_now_ms() - a0, running);
 }
 
 uint32_t BatchEngine::sink_prompt_logits(Session& s, const ForwardOutput& out, uint32_t out0) {
@@ -302,7 +302,7 @@ bool BatchEngine::keep_accepted(Session& s, const ForwardOutput& out, uint32_t r
 }
 
 bool BatchEngine::start_decoding(Session& s) {
-    s.t_first = engine_now_ms();
+    s.t_first = steady_now_ms();
     if (!after_chunk(s)) return false;
     if (s.req.params.max_tokens == 0) {
         finish(s, StopReason::length);

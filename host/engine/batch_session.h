@@ -8,11 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "engine/batch_engine.h"
 
 namespace tdm {
-
-double engine_now_ms();
 
 struct BatchEngine::Session {
     SessionRequest req;

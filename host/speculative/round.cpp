@@ -3,18 +3,11 @@
 #include "speculative/round.h"
 
 #include <algorithm>
-#include <chrono>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 namespace tdm {
-namespace {
-
-double round_clock_ms() {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 void turn_off(ChainedDrafter& d, SpecStats& stats, const Error& e) {
     if (!d.on) return;
@@ -47,11 +40,11 @@ Proposal propose(std::span<ChainedDrafter> chain, SpecStats& stats, const DraftR
     for (size_t i = 0; i < chain.size() && out.winner < 0; ++i) {
         ChainedDrafter& d = chain[i];
         if (!d.on) continue;
-        const double g0 = round_clock_ms();
+        const double g0 = steady_now_ms();
         auto prop = d.drafter->draft(req);
         DrafterStats& st = stats.drafters[d.stat];
         st.calls_gen++;
-        st.dur_gen_ms += round_clock_ms() - g0;
+        st.dur_gen_ms += steady_now_ms() - g0;
         if (!prop.ok()) {
             turn_off(d, stats, prop.error());
             continue;
@@ -121,12 +114,12 @@ void accept(std::span<ChainedDrafter> chain, SpecStats& stats, std::span<const i
         ChainedDrafter& d = chain[i];
         if (!d.on) continue;
         const bool won = int(i) == round.winner;
-        const double c0 = round_clock_ms();
+        const double c0 = steady_now_ms();
         if (auto a = d.drafter->accept(history, won ? round.drafted : 0, won ? round.accepted : 0); !a.ok())
             turn_off(d, stats, a.error());
         DrafterStats& st = stats.drafters[d.stat];
         st.calls_acc++;
-        st.dur_acc_ms += round_clock_ms() - c0;
+        st.dur_acc_ms += steady_now_ms() - c0;
     }
 }
 
