@@ -111,8 +111,9 @@ def main():
     if llama_rows:
         p("## Against llama.cpp (llama-bench -ngl 99 -p 0 -n 128, same files)")
         p()
-        p("| model | llama.cpp tg128 tok/s | tandem decode tok/s (short context) | tandem / llama.cpp |")
-        p("|---|---|---|---|")
+        p("| model | llama.cpp tg128 tok/s | tandem decode tok/s (short context) | tandem / llama.cpp | "
+          "tandem tuned tok/s | tuned / llama.cpp |")
+        p("|---|---|---|---|---|---|")
         for name, j in llama_rows:
             model = name[len("llama-"):]
             tg = None
@@ -122,7 +123,10 @@ def main():
                         tg = r.get("avg_ts")
             ours = [v for (m, c), v in sorted(decode.items()) if m == model and v]
             mine = ours[0]["decode_tokens_per_s"] if ours else None
-            p(f"| {model} | {fmt(tg, 1)} | {fmt(mine, 1)} | {fmt(ratio(mine, tg))} |")
+            tuned = [v for (m, c), v in sorted(decode.items()) if m == model + "+tuned" and v]
+            mine_t = tuned[0]["decode_tokens_per_s"] if tuned else None
+            p(f"| {model} | {fmt(tg, 1)} | {fmt(mine, 1)} | {fmt(ratio(mine, tg))} | {fmt(mine_t, 1)} | "
+              f"{fmt(ratio(mine_t, tg))} |")
         p()
         p("Goal: tandem at 1.2x llama.cpp's tg128 or more on the Qwen3-0.6B and Gemma 4 E2B shapes.")
         p()
@@ -174,10 +178,21 @@ def main():
               f"{fmt(n['us'], 1)} | {fmt(n.get('gb_per_s'), 1)} |")
         p()
 
-    if any(n == "tune" for n, _, _, _ in steps):
-        p("## Tuning table")
+    tunes = [n for n, _, _, _ in steps if n.startswith("tune")]
+    if tunes:
+        p("## Work splits chosen by `tandem tune` (kernel time per batch-1 matmul)")
         p()
-        p("```\n" + json.dumps(load(out, "tune"), indent=1) + "\n```")
+        p("| step | kernel and shape | split | default | us | default us | speedup | GB/s |")
+        p("|---|---|---|---|---|---|---|---|")
+        for name in tunes:
+            j = load(out, name)
+            if not j:
+                p(f"| {name} | (step failed) | | | | | | |")
+                continue
+            for r in j.get("shapes", []):
+                p(f"| {name} | {r['key']} | {r.get('split', '-')} | {r.get('default_split', '-')} | "
+                  f"{fmt(r.get('us'), 2)} | {fmt(r.get('default_us'), 2)} | {fmt(r.get('speedup'))} | "
+                  f"{fmt(r.get('gb_per_s'), 1)} |")
     else:
         p("Tuning: this build has no `tandem tune`.")
     p()

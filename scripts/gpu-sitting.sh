@@ -25,8 +25,8 @@
 #   version and devices; models (Qwen3-0.6B shape in Q8_0 and Q4_K, Gemma 4 E2B shape in Q8_0);
 #   bench ops on 31B-sized matrices (21504x5376 and 5376x21504; Q8_0, Q4_K; batch 1 and 4) with
 #   device timestamps, and the device copy bandwidth; bench decode at 64 and 4096 tokens of
-#   context, and once with --profile and --profile-json; bench spec at forced acceptance 0.7 and 1.0, k = 3; the
-#   tuning table (when the build has `tandem tune`); llama-bench on the same files.
+#   context, and once with --profile and --profile-json; bench spec at forced acceptance 0.7 and 1.0, k = 3;
+#   `tandem tune` (when the build has it) and the benchmarks again with its table; llama-bench on the same files.
 # Timings only; nothing here is a test.
 set -euo pipefail
 
@@ -157,25 +157,44 @@ done
 for f in "$q8" "$q4" "$g4"; do
   [ -s "$f" ] || continue
   name="$(basename "$f" .gguf)"
+  # --no-tune: the default work splits first; the tuned ones are measured after `tandem tune`
   step "decode-$name-ctx$short_ctx" "$limit" "$tandem" bench decode -m "$f" --prompt-len "$short_ctx" \
-    --gen-tokens "$gen" -c $(( short_ctx + gen + 64 )) --json
+    --gen-tokens "$gen" -c $(( short_ctx + gen + 64 )) --no-tune --json
   step "decode-$name-ctx$long_ctx" "$limit" "$tandem" bench decode -m "$f" --prompt-len "$long_ctx" \
-    --gen-tokens "$gen" -c $(( long_ctx + gen + 64 )) --json
+    --gen-tokens "$gen" -c $(( long_ctx + gen + 64 )) --no-tune --json
 done
 if [ -s "$q8" ]; then
   # the per-op table goes to stderr (logs/decode-profile.err), every pass node by node to
   # decode-profile.jsonl (a few steps: a line of the 0.6B shape is about 150 KB)
   step "decode-profile" "$limit" "$tandem" bench decode -m "$q8" --prompt-len "$short_ctx" --gen-tokens 8 \
-    -c $(( short_ctx + 8 + 64 )) --profile --profile-json "$out/decode-profile.jsonl" --json
+    -c $(( short_ctx + 8 + 64 )) --profile --profile-json "$out/decode-profile.jsonl" --no-tune --json
   for a in 0.7 1.0; do
     step "spec-a$a-k3" "$limit" "$tandem" bench spec -m "$q8" --force-acceptance "$a" --draft-max 3 --prompts 2 \
-      --gen-tokens "$spec_gen" --prompt-len 32 -c 512 --json
+      --gen-tokens "$spec_gen" --prompt-len 32 -c 512 --no-tune --json
   done
 fi
 
-# Per-device tuning (`tandem tune`) when this build has it.
+# Per-device tuning (`tandem tune`, docs/TUNING.md) when this build has it: the fastest work
+# split of the stand-in matrices and of each model's shapes (kernel times from device
+# timestamps), then the same benchmarks again with the table: "+tuned" rows.
 if "$tandem" tune --help > /dev/null 2>&1; then
-  step tune "$limit" "$tandem" tune --json
+  splits=()
+  [ "$quick" = 1 ] && splits=(--splits 8x1,4x1)  # lavapipe compiles every candidate slowly
+  step tune-matrices "$limit" "$tandem" tune --matrix "$(IFS=,; echo "${matrices[*]}")" --types q8_0,q4_K \
+    --profile "${splits[@]}" --json
+  for f in "$q8" "$q4" "$g4"; do
+    [ -s "$f" ] || continue
+    step "tune-$(basename "$f" .gguf)" "$limit" "$tandem" tune -m "$f" --profile "${splits[@]}" --json
+  done
+  for m in "${matrices[@]}"; do
+    step "ops-$m+tuned" "$limit" "$tandem" bench ops --profile --matrix "$m" --types q8_0,q4_K --batches 1,4 --json
+  done
+  for f in "$q8" "$q4" "$g4"; do
+    [ -s "$f" ] || continue
+    name="$(basename "$f" .gguf)"
+    step "decode-$name+tuned-ctx$short_ctx" "$limit" "$tandem" bench decode -m "$f" --prompt-len "$short_ctx" \
+      --gen-tokens "$gen" -c $(( short_ctx + gen + 64 )) --json
+  done
 fi
 
 if [ -n "$llama" ]; then

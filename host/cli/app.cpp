@@ -37,6 +37,7 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (cl("device")) c.device.select = *a.get_string("device");
     if (cl("validate")) c.device.validate = true;
     if (cl("profile")) c.device.profile = true;
+    if (cl("no-tune")) c.device.tune = false;
     if (cl("memory-limit")) c.device.memory_limit = TDM_TRY_CTX(parse_memory_size(*a.get_string("memory-limit")), "--memory-limit");
     for (const auto& p : a.get_strings("plugin-path")) c.plugins.paths.insert(c.plugins.paths.begin(), p);
     for (const auto& p : a.get_strings("plugin-disable")) c.plugins.disable.push_back(p);
@@ -192,6 +193,7 @@ Result<std::unique_ptr<Model>> App::load_model(const std::string& path) {
     }
     auto m = Model::load(path, *reg, *dev, opt);
     if (tty) std::fprintf(stderr, "\r\033[K");
+    if (m.ok()) TDM_TRY(tune_model_at_first_load(*this, **m));
     return m;
 }
 
@@ -296,6 +298,7 @@ int run_cli(int argc, const char* const* argv) {
                 : c == "synth"    ? cmd_synth(app)
                 : c == "demo"     ? cmd_demo(app)
                 : c == "bench"    ? cmd_bench(app)
+                : c == "tune"     ? cmd_tune(app)
                                   : Status(Error::format("unknown command '{}'", c));
     app.finish();
     if (!st.ok()) {

@@ -54,6 +54,8 @@ OptionGroup global_options() {
                 {{"--profile-json"}, K::string, "FILE", "Time every GPU dispatch and write each run of a graph (a "
                  "forward pass, a draft step) to FILE as one JSON line, node by node: op, shape, weight type, "
                  "workgroups, bytes read, microseconds, GB/s."},
+                {{"--no-tune"}, K::flag, "", "Do not time the matmul work splits of a model's shapes at its first "
+                 "load on a GPU (see `tandem tune`); the defaults or an earlier tuning are used."},
                 {{"--memory-limit"}, K::string, "SIZE", "Most device memory tandem may allocate (\"8GiB\"); "
                  "a model whose weights and KV cache exceed it is refused before loading, and any allocation beyond "
                  "it fails with an error naming it."},
@@ -503,7 +505,29 @@ const ProgramSpec& program_spec() {
         bench.positionals = {{"WHAT", "ops, decode, spec, serve or image."},
                              {"FILE", "image: PNG, JPEG or PDF files.", false, true}};
 
-        p.commands = {run, ocr, chat, serve, info, tokenize, plugins, devices, synth, demo, bench};
+        CommandSpec tune{"tune", "measure the fastest matmul work split per weight shape on this device",
+                         "Time every work split of the matmul kernel (rows per subgroup x subgroups per workgroup) "
+                         "on each weight shape and keep the fastest in this device's table beside the pipeline "
+                         "cache. Splits never change results: every split must give the same bits as the default, "
+                         "or tuning stops with an error. On a GPU, a model's shapes are tuned at its first load "
+                         "anyway (unless --no-tune); this command tunes on demand, on any device. Shapes: a "
+                         "model's (-m), --matrix, or a default set of common decode shapes."};
+        tune.groups = {{"model",
+                        {{{"-m", "--model"}, K::string, "FILE", "Tune the shapes of this model's weights."}}},
+                       {"tune",
+                        {{{"--json"}, K::flag, "", "Print JSON: per shape the chosen split, its time and the "
+                          "default's, and every candidate's time."},
+                         {{"--matrix"}, K::string, "LIST", "Weight shapes ROWSxCOLS, comma-separated (e.g. "
+                          "1024x1024,3072x1024); COLS a multiple of 256."},
+                         {{"--types"}, K::string, "LIST", "Weight types of the --matrix or default shapes.",
+                          "q8_0,q4_K"},
+                         {{"--splits"}, K::string, "LIST", "Only these splits, ROWSxSUBGROUPS (e.g. 1x4,2x4); the "
+                          "first is the reference the others must match."},
+                         {{"--retune"}, K::flag, "", "Measure shapes the table already has."},
+                         ranged({{"--iterations"}, K::integer, "N", "Timed runs per split (median).", "7"}, 1,
+                                1000)}}};
+
+        p.commands = {run, ocr, chat, serve, info, tokenize, plugins, devices, synth, demo, bench, tune};
         return p;
     }();
     return spec;

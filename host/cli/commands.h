@@ -81,6 +81,10 @@ Status cmd_devices(App& app);
 Status cmd_synth(App& app);
 Status cmd_demo(App& app);
 Status cmd_bench(App& app);
+Status cmd_tune(App& app);
+// On a GPU, unless --no-tune: times the work splits of the model's matmul shapes that the
+// device's table lacks (cmd_tune.cpp). A failure only costs speed: it is logged.
+Status tune_model_at_first_load(App& app, const Model& model);
 // The hidden `tandem __scan-plugin PATH` (plugin/plugin_scan.h): exit status, report on stdout.
 int cmd_scan_plugin(int argc, const char* const* argv);
 // Where and how the commands look for plugins: the config's directories and

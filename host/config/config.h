@@ -34,6 +34,7 @@ struct DeviceConfig {
     bool validate = false;      // Vulkan validation layers
     bool profile = false;       // GPU timestamps per dispatch
     uint64_t memory_limit = 0;  // bytes of device memory tandem may use; 0 = no limit
+    bool tune = true;           // time the matmul work splits of a model's shapes at its first load on a GPU
 
     bool operator==(const DeviceConfig&) const = default;
 };

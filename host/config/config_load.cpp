@@ -237,6 +237,7 @@ void read_device(SectionReader& r, Config& c) {
     r.boolean("validate", &c.device.validate);
     r.boolean("profile", &c.device.profile);
     r.memory("memory_limit", &c.device.memory_limit);
+    r.boolean("tune", &c.device.tune);
 }
 
 void read_model(SectionReader& r, Config& c) {

@@ -26,6 +26,10 @@ std::string_view default_config_text() {
 # profile = false
 # Most device memory tandem may allocate; 0 = no limit.
 # memory_limit = 0
+# On a GPU, time the matmul work splits of a model's weight shapes the first time they
+# are loaded (a few seconds, once; kept beside the pipeline cache). `tandem tune` does it
+# on demand.
+# tune = true
 
 [model]
 # Target model: a GGUF file or a safetensors directory.

@@ -279,4 +279,11 @@ const DeviceWeight* WeightStore::find(std::string_view name) const {
     return nullptr;
 }
 
+std::vector<const DeviceWeight*> WeightStore::all() const {
+    std::vector<const DeviceWeight*> out;
+    out.reserve(weights_.size());
+    for (const auto& w : weights_) out.push_back(w.get());
+    return out;
+}
+
 }  // namespace tdm

@@ -48,6 +48,8 @@ public:
     // draft head's view of its target's weights (tdm_host_api.target_weight).
     const DeviceWeight* find(std::string_view name) const;
     size_t count() const { return weights_.size(); }
+    // Every weight loaded, in load order (e.g. for tuning their matmul shapes).
+    std::vector<const DeviceWeight*> all() const;
 
     // Progress reporting: called after each weight with bytes loaded so far.
     void set_progress(std::function<void(uint64_t done)> fn) { progress_ = std::move(fn); }

@@ -10,8 +10,8 @@
 // Both reduce each output element in one fixed order whatever n is (tandem.h
 // invariant 1). One dispatch per row chunk of the weight.
 #include <algorithm>
-#include <cstdlib>
 
+#include "ops/matmul_split.h"
 #include "ops/weight_record.h"
 
 namespace tdm {
@@ -20,26 +20,6 @@ namespace {
 using namespace kernel;
 
 const char* const kMatmulShaders[] = {"matmul", "matmul_rl", nullptr};
-
-uint32_t env_or(const char* name, uint32_t dflt) {
-    const char* e = std::getenv(name);
-    return e && std::atoi(e) > 0 ? uint32_t(std::atoi(e)) : dflt;
-}
-
-struct MatmulLayout {
-    bool rows_per_lane;
-    uint32_t rows;       // R
-    uint32_t subgroups;  // per workgroup
-};
-// Rows per lane in "rl": 8. Against 4, on a whole 0.6B-shape model on lavapipe, decode
-// measured 1.08-1.35x faster, prefill 1.04-1.12x, verify passes mostly faster
-// (docs/perf-notes/lavapipe-matmul.md, "Rows per lane"), for about a sixth more compile time on a cold cache.
-MatmulLayout matmul_layout(const vk::DeviceCaps& caps) {
-    const char* e = std::getenv("TANDEM_MATMUL_LAYOUT");
-    const bool rl = e ? std::string_view(e) == "rl" : caps.is_cpu();
-    return rl ? MatmulLayout{true, env_or("TANDEM_MATMUL_ROWS", 8), env_or("TANDEM_MATMUL_SUBGROUPS", 1)}
-              : MatmulLayout{false, env_or("TANDEM_MATMUL_ROWS", 8), env_or("TANDEM_MATMUL_SUBGROUPS", 8)};
-}
 
 Status validate_matmul(OpContext& c) {
     TDM_TRY(c.weight(0));
@@ -70,7 +50,7 @@ Status record_matmul(RecordContext& c, const Node& n, const std::string& detail_
     // Tokens per pass: the smallest variant covering the batch (see matmul.comp).
     const uint32_t nt = N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : 8;
     const uint32_t sg = std::max<uint32_t>(1, c.device.caps().subgroup_size);
-    const MatmulLayout lay = matmul_layout(c.device.caps());
+    const MatmulSplit lay = matmul_split(c.device.caps(), c.pipelines.work_splits(), w);
     const uint32_t ls = sg * lay.subgroups;
     const uint32_t rows_per_group = lay.rows_per_lane ? ls * lay.rows : lay.rows * lay.subgroups;
     const vk::Pipeline* p =

@@ -177,6 +177,14 @@ PipelineManager::PipelineManager(Device& device) : device_(device) {
         const DeviceCaps& c = device.caps();
         cache_path_ = fmt::format("{}/pipelines-{:04x}-{:04x}-{}.zst", dir, c.vendor_id, c.device_id,
                                   uuid_hex(c.pipeline_cache_uuid));
+        const std::string splits_path = fmt::format("{}/splits-{:04x}-{:04x}-{}.txt", dir, c.vendor_id, c.device_id,
+                                                    uuid_hex(c.pipeline_cache_uuid));
+        if (auto splits = WorkSplits::load(splits_path); splits.ok())
+            splits_ = std::move(*splits);
+        else {  // only speed is lost; `tandem tune` writes a new one
+            TDM_LOG_WARN("vulkan", "{}; using the default work splits", splits.error().message());
+            splits_ = WorkSplits(splits_path);
+        }
         auto loaded = load_pipeline_cache_file(cache_path_);
         if (loaded.ok())
             initial = std::move(*loaded);
@@ -198,6 +206,7 @@ PipelineManager::PipelineManager(Device& device) : device_(device) {
 }
 
 Status PipelineManager::save_cache() {
+    TDM_TRY(splits_.save());
     if (!cache_ || cache_path_.empty()) return {};
     const DeviceFuncs& f = device_.fn();
     size_t n = 0;

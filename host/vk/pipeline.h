@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "vk/device.h"
+#include "vk/work_splits.h"
 
 namespace tdm::vk {
 
@@ -89,6 +90,10 @@ public:
 
     Status save_cache();
     const std::string& cache_path() const { return cache_path_; }
+    // The work splits measured on this device (work_splits.h), loaded beside the cache and
+    // saved with it.
+    WorkSplits& work_splits() { return splits_; }
+    const WorkSplits& work_splits() const { return splits_; }
     size_t pipeline_count() const { return pipelines_.size(); }
 
 private:
@@ -101,6 +106,7 @@ private:
     VkPipelineCache cache_ = VK_NULL_HANDLE;
     std::string cache_path_;
     size_t loaded_cache_bytes_ = 0;
+    WorkSplits splits_;
     std::mutex mutex_;
     std::map<std::pair<std::string, std::vector<uint32_t>>, std::unique_ptr<Pipeline>> pipelines_;
 };

@@ -41,28 +41,32 @@ std::string unique_temp_name(const std::string& path) {
 
 }  // namespace
 
-Status save_pipeline_cache_file(const std::string& path, const std::vector<uint8_t>& blob) {
-    std::vector<char> z(ZSTD_compressBound(blob.size()));
-    const size_t zn = ZSTD_compress(z.data(), z.size(), blob.data(), blob.size(), 3);
-    if (ZSTD_isError(zn)) return Error::format("compressing the pipeline cache failed: {}", ZSTD_getErrorName(zn));
+Status replace_file_atomically(const std::string& path, std::span<const char> bytes, std::string_view what) {
     const std::string tmp = unique_temp_name(path);
     std::FILE* f = std::fopen(tmp.c_str(), "wbx");  // x: never write through someone else's file or link
-    if (!f) return Error::format("cannot write pipeline cache {} (creating {}): {}", path, tmp, std::strerror(errno));
-    const bool wrote = std::fwrite(z.data(), 1, zn, f) == zn;
+    if (!f) return Error::format("cannot write {} {} (creating {}): {}", what, path, tmp, std::strerror(errno));
+    const bool wrote = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
     const int write_errno = errno;
     const bool closed = std::fclose(f) == 0;
     if (!wrote || !closed) {
         const int e = !wrote ? write_errno : errno;
         std::remove(tmp.c_str());
-        return Error::format("cannot write pipeline cache {} (writing {}): {}", path, tmp, std::strerror(e));
+        return Error::format("cannot write {} {} (writing {}): {}", what, path, tmp, std::strerror(e));
     }
     // rename is atomic: a concurrent reader sees the old file or the new one, never half.
     if (std::rename(tmp.c_str(), path.c_str()) != 0) {
         const int e = errno;
         std::remove(tmp.c_str());
-        return Error::format("cannot write pipeline cache {} (renaming {} over it): {}", path, tmp, std::strerror(e));
+        return Error::format("cannot write {} {} (renaming {} over it): {}", what, path, tmp, std::strerror(e));
     }
     return {};
+}
+
+Status save_pipeline_cache_file(const std::string& path, const std::vector<uint8_t>& blob) {
+    std::vector<char> z(ZSTD_compressBound(blob.size()));
+    const size_t zn = ZSTD_compress(z.data(), z.size(), blob.data(), blob.size(), 3);
+    if (ZSTD_isError(zn)) return Error::format("compressing the pipeline cache failed: {}", ZSTD_getErrorName(zn));
+    return replace_file_atomically(path, std::span<const char>(z.data(), zn), "pipeline cache");
 }
 
 }  // namespace tdm::vk

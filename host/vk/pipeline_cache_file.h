@@ -11,7 +11,9 @@
 #include "common/error.h"
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tdm::vk {
@@ -29,5 +31,10 @@ Result<std::vector<uint8_t>> load_pipeline_cache_file(const std::string& path);
 // Compresses `blob` and replaces the file at `path` atomically. Errors name the file
 // and the system's reason (e.g. "Permission denied" for a read-only cache directory).
 Status save_pipeline_cache_file(const std::string& path, const std::vector<uint8_t>& blob);
+
+// Writes `bytes` to a temporary file beside `path` and renames it over `path`: readers see
+// the old file or the new one, never half. `what` names the file in errors ("pipeline cache").
+// The other per-device files under user_cache_dir() (work_splits.h) are written the same way.
+Status replace_file_atomically(const std::string& path, std::span<const char> bytes, std::string_view what);
 
 }  // namespace tdm::vk
