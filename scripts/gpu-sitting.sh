@@ -179,7 +179,7 @@ fi
 # timestamps), then the same benchmarks again with the table: "+tuned" rows.
 if "$tandem" tune --help > /dev/null 2>&1; then
   splits=()
-  [ "$quick" = 1 ] && splits=(--splits 8x1,4x1)  # lavapipe compiles every candidate slowly
+  [ "$quick" = 1 ] && splits=(--splits "8x1,4x1")  # lavapipe compiles every candidate slowly
   step tune-matrices "$limit" "$tandem" tune --matrix "$(IFS=,; echo "${matrices[*]}")" --types q8_0,q4_K \
     --profile "${splits[@]}" --json
   for f in "$q8" "$q4" "$g4"; do
