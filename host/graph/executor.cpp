@@ -113,10 +113,15 @@ Result<VkBufferView> CompiledGraph::texel_view(TensorId t) const {
 
 void* CompiledGraph::input_data(TensorId t) {
     TDM_ASSERT(graph_.tensor(t).kind == TensorKind::input);
+    if (input_staging_) return input_staging_->mapped() + io_offset_.at(t);
     return storage(t).mapped();
 }
 
-const void* CompiledGraph::output_data(TensorId t) const { return storage(t).mapped(); }
+const void* CompiledGraph::output_data(TensorId t) const {
+    const TensorId base = graph_.tensor(t).base;
+    if (output_staging_ && io_offset_.count(base)) return output_staging_->mapped() + io_offset_.at(base);
+    return storage(t).mapped();
+}
 
 Status CompiledGraph::plan() {
     const auto& nodes = graph_.nodes();
@@ -183,12 +188,27 @@ Status CompiledGraph::plan() {
     if (activation_bytes_)
         activations_ = TDM_TRY(vk::Buffer::create(device_, jit_stable_size(activation_bytes_), vk::MemoryKind::device,
                                                   "graph activations"));
-    if (in_bytes) inputs_ = TDM_TRY(vk::Buffer::create(device_, jit_stable_size(in_bytes), vk::MemoryKind::host, "graph inputs"));
-    if (out_bytes)
-        outputs_ = TDM_TRY(vk::Buffer::create(device_, jit_stable_size(out_bytes), vk::MemoryKind::host, "graph outputs"));
+    const bool staged = vk::staged_io(device_);
+    in_bytes_ = in_bytes;
+    out_bytes_ = out_bytes;
+    if (in_bytes) {
+        inputs_ = TDM_TRY(vk::Buffer::create(device_, jit_stable_size(in_bytes), vk::MemoryKind::device, "graph inputs"));
+        if (staged)
+            input_staging_ = TDM_TRY(vk::Buffer::create(device_, jit_stable_size(in_bytes), vk::MemoryKind::host,
+                                                        "graph inputs (host copy)"));
+    }
+    if (out_bytes) {
+        outputs_ =
+            TDM_TRY(vk::Buffer::create(device_, jit_stable_size(out_bytes), vk::MemoryKind::device, "graph outputs"));
+        if (staged)
+            output_staging_ = TDM_TRY(vk::Buffer::create(device_, jit_stable_size(out_bytes), vk::MemoryKind::host,
+                                                         "graph outputs (host copy)"));
+    }
 
-    for (TensorId t : graph_.inputs())
+    for (TensorId t : graph_.inputs()) {
         storage_[t] = {inputs_.get(), in_off[t], std::max<uint64_t>(4, tensor_bytes(graph_.tensor(t)))};
+        io_offset_[t] = in_off[t];
+    }
     for (TensorId t = 1; t < n_tensors; ++t) {
         const Tensor& x = graph_.tensor(t);
         if (x.kind != TensorKind::activation) continue;
@@ -199,6 +219,7 @@ Status CompiledGraph::plan() {
             storage_[t] = x.bound.sub(0, bytes);
         } else if (is_output[t]) {
             storage_[t] = {outputs_.get(), out_off[t], bytes};
+            io_offset_[t] = out_off[t];
         } else {
             storage_[t] = {activations_.get(), act_off[t], bytes};
         }
@@ -210,6 +231,28 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
     cb_ = TDM_TRY(vk::CommandBuffer::create(device_));
     TDM_TRY(cb_->begin());
     RecordContext ctx{device_, pipelines, *cb_, graph_, *this};
+
+    // Staged I/O: the host's inputs and block tables are copied to the device first, and
+    // one barrier orders the copies before every dispatch.
+    bool copied_in = false;
+    if (input_staging_) {
+        cb_->record_copy({input_staging_.get(), 0, in_bytes_}, {inputs_.get(), 0, in_bytes_}, in_bytes_);
+        copied_in = true;
+    }
+    std::vector<VkBuffer> tables_copied;
+    for (TensorId t = 1; t < graph_.tensor_count(); ++t) {
+        const Tensor& x = graph_.tensor(t);
+        if (x.kind != TensorKind::kv || !x.kv->block_table_source) continue;
+        const vk::BufferSlice& src = x.kv->block_table_source;
+        if (std::find(tables_copied.begin(), tables_copied.end(), src.handle()) != tables_copied.end()) continue;
+        cb_->record_copy(src, x.kv->block_table, std::min(src.size, x.kv->block_table.size));
+        tables_copied.push_back(src.handle());
+        copied_in = true;
+    }
+    if (copied_in) {
+        cb_->record_barrier();
+        ++barriers_;
+    }
 
     std::vector<Range> pending_reads, pending_writes;
     auto slice_range = [](const vk::BufferSlice& s) -> Range {
@@ -290,6 +333,11 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
             order_after_pending({range_of(probes_->probe(slot).tensor)}, {slice_range(probes_->flag(slot))});
             TDM_TRY(probes_->record(ctx, slot));
         }
+    }
+    if (output_staging_) {  // the results the host reads, after every dispatch wrote them
+        cb_->record_barrier();
+        ++barriers_;
+        cb_->record_copy({outputs_.get(), 0, out_bytes_}, {output_staging_.get(), 0, out_bytes_}, out_bytes_);
     }
     cb_->record_host_barrier();
     TDM_TRY(cb_->end());

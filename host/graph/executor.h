@@ -4,8 +4,11 @@
 // compile() places every activation in one device arena by liveness (a tensor's
 // memory is reused once its last reader has run), gets every pipeline, and
 // records all dispatches with the barriers their read/write hazards need into a
-// single command buffer. Inputs live in host-visible memory written before each
-// run; outputs (Graph::mark_output) in host-visible memory read after it. The
+// single command buffer. Inputs and outputs (Graph::mark_output) live in device
+// memory too: the host writes the inputs before each run and reads the outputs after
+// it through the mapping where device memory is host-visible, else through host-memory
+// staging that the command buffer copies in at its start (with the KV block tables)
+// and out at its end (vk::staged_io), so that no dispatch reads host memory. The
 // recorded buffer is replayed by every run(), so a model keeps one compiled graph
 // per batch shape; positions, sequence ids and block tables are device data, not
 // recorded constants, so the same graph serves every step.
@@ -87,6 +90,10 @@ private:
     vk::Device& device_;
     Graph graph_;
     std::unique_ptr<vk::Buffer> activations_, inputs_, outputs_;
+    // staged I/O only: what the host writes and reads, copied in and out by the command buffer
+    std::unique_ptr<vk::Buffer> input_staging_, output_staging_;
+    uint64_t in_bytes_ = 0, out_bytes_ = 0;
+    std::unordered_map<TensorId, uint64_t> io_offset_;  // inputs and outputs: offset in their buffer
     std::unordered_map<TensorId, vk::BufferSlice> storage_;  // by base tensor id
     mutable std::unordered_map<TensorId, VkBufferView> views_;  // by base tensor id
     std::unique_ptr<vk::CommandBuffer> cb_;

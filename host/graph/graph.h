@@ -48,6 +48,10 @@ struct KvLayerBinding {
     uint32_t n_kv_head = 0, dk = 0, dv = 0;
     uint32_t block_size = 0, max_blocks = 0;    // block table: I32 [n_seq_slots][max_blocks]
     vk::BufferSlice block_table;
+    // With staged I/O (vk::staged_io): the host's copy of block_table, which every graph
+    // reading this layer copies into block_table at its start. Empty: the host writes
+    // block_table itself (mapped device memory), or the table never changes (rings).
+    vk::BufferSlice block_table_source;
     // Sliding-window ring (0 = linear): the layer keeps ring_blocks blocks per
     // sequence (max_blocks == ring_blocks) and position p lives in table entry
     // (p / block_size) % ring_blocks, i.e. slot p mod (ring_blocks * block_size).

@@ -34,19 +34,32 @@ Result<std::unique_ptr<KvPool>> KvPool::create(vk::Device& device, std::span<con
         pool->bytes_ += size;
         return vk::BufferSlice{pool->buffers_.back().get(), 0, size};
     };
-    // the table is written by the host between steps: host-visible memory
+    // The table is written by the host between steps and read by every attention and
+    // kv_store dispatch: in device memory, written by the host through the mapping where
+    // there is one, else in a host copy that each graph copies to the device at its start
+    // (vk::staged_io).
     const uint64_t table_bytes = uint64_t(config.n_seq_max) * pool->max_blocks_ * 4;
-    pool->table_ = TDM_TRY(alloc(table_bytes, vk::MemoryKind::host, "KV block table"));
-    std::memset(pool->table_.mapped(), 0, table_bytes);
+    pool->table_ = TDM_TRY(alloc(table_bytes, vk::MemoryKind::device, "KV block table"));
+    if (vk::staged_io(device)) {
+        // host memory, outside the pool's device-memory plan (KvLayout::total_bytes)
+        pool->buffers_.push_back(TDM_TRY(vk::Buffer::create(device, table_bytes, vk::MemoryKind::host,
+                                                            fmt::format("KV block table of {} (host copy)", pool->name_))));
+        pool->table_host_ = {pool->buffers_.back().get(), 0, table_bytes};
+        std::memset(pool->table_host_.mapped(), 0, table_bytes);
+    }
+    TDM_TRY(write_device(device, pool->table_, table_bytes, 4,
+                         [](uint8_t* p, uint64_t, uint64_t n) { std::memset(p, 0, n); }));
     // a ring's table never changes: sequence slot s owns blocks [s * R, (s + 1) * R) of
     // each ring layer of R blocks per sequence (one table per ring size)
     std::map<uint32_t, vk::BufferSlice> ring_tables;
     for (uint32_t r : lay.ring_blocks) {
         if (!r || ring_tables.count(r)) continue;
         const uint64_t bytes = uint64_t(config.n_seq_max) * r * 4;
-        vk::BufferSlice t = TDM_TRY(alloc(bytes, vk::MemoryKind::host, fmt::format("KV ring table ({} blocks)", r)));
-        int32_t* ids = reinterpret_cast<int32_t*>(t.mapped());
-        for (uint64_t i = 0; i < uint64_t(config.n_seq_max) * r; ++i) ids[i] = int32_t(i);
+        vk::BufferSlice t = TDM_TRY(alloc(bytes, vk::MemoryKind::device, fmt::format("KV ring table ({} blocks)", r)));
+        TDM_TRY(write_device(device, t, bytes, 4, [](uint8_t* p, uint64_t off, uint64_t n) {
+            int32_t* ids = reinterpret_cast<int32_t*>(p);
+            for (uint64_t i = 0; i < n / 4; ++i) ids[i] = int32_t(off / 4 + i);
+        }));
         ring_tables.emplace(r, t);
         pool->has_rings_ = true;
     }
@@ -67,6 +80,7 @@ Result<std::unique_ptr<KvPool>> KvPool::create(vk::Device& device, std::span<con
         b.block_size = config.block_size;
         b.max_blocks = ring ? ring : pool->max_blocks_;
         b.block_table = ring ? ring_tables.at(ring) : pool->table_;
+        if (!ring) b.block_table_source = pool->table_host_;
         b.ring_blocks = ring;
         b.window = l.window;
         b.name = fmt::format("{} layer {}", pool->name_, il);
@@ -157,7 +171,9 @@ void KvPool::free_sequence(int seq) {
 }
 
 Status KvPool::write_table_row(int seq) {
-    int32_t* row = reinterpret_cast<int32_t*>(table_.mapped()) + size_t(seq) * max_blocks_;
+    // graphs copy the host copy to the device at their start; without one the table is mapped
+    uint8_t* table = table_host_ ? table_host_.mapped() : table_.mapped();
+    int32_t* row = reinterpret_cast<int32_t*>(table) + size_t(seq) * max_blocks_;
     const auto& blocks = seq_blocks_[seq];
     std::memcpy(row, blocks.data(), blocks.size() * 4);
     return {};

@@ -173,6 +173,7 @@ private:
     std::vector<KvLayerBinding> layers_;
     std::vector<VkBufferView> views_;
     vk::BufferSlice table_;
+    vk::BufferSlice table_host_;  // staged I/O only: what the host writes (KvLayerBinding::block_table_source)
     KvLayout layout_;
     bool has_rings_ = false;
     std::vector<uint32_t> stored_;                 // per sequence: highest position written + 1 since emptied

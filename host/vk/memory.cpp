@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
+#include <string_view>
 
 #include "common/log.h"
 
@@ -13,6 +15,11 @@ namespace tdm::vk {
 
 // On CPU devices an allocation beyond this would end in the kernel's OOM killer instead of
 // an error (docs/lavapipe.md §2).
+bool staged_io(const Device& device) {
+    const char* e = std::getenv("TANDEM_STAGED_IO");
+    return !device.device_memory_is_host_visible() || (e && std::string_view(e) == "1");
+}
+
 uint64_t host_memory_available() {
     std::ifstream in("/proc/meminfo");
     std::string key;

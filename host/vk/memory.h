@@ -16,6 +16,15 @@
 
 namespace tdm::vk {
 
+// Whether what the host writes for a graph (its inputs, the KV block tables) and reads back
+// (its outputs) goes through host-memory staging copies recorded in the graph's command
+// buffer, so that every dispatch binds device-local memory only: on a discrete GPU, where
+// device memory is not host-visible, a shader reading host memory crosses PCIe. On devices
+// whose device memory the host maps (lavapipe, integrated GPUs) the host writes and reads
+// device memory directly and there are no copies. TANDEM_STAGED_IO=1 forces the copies
+// anywhere (tests run the GPUs' path on lavapipe with it); read at each call.
+bool staged_io(const Device& device);
+
 // Bytes of host memory still available (MemAvailable of /proc/meminfo; 0 if unknown). On CPU
 // devices (lavapipe) device memory is host memory, and the driver does not enforce its heap.
 uint64_t host_memory_available();
