@@ -382,7 +382,7 @@ ApiResult<GenerationRequest> parse_generation_request(Endpoint endpoint, std::st
         }
     }
     read_logprobs(f, endpoint, limits, out);
-    out.ignore_eos = f.boolean("ignore_eos").value_or(false);
+    out.ignore_eos = f.boolean("ignore_eos");
     read_speculative(f, out);
     if (f.failed()) return *f.error();
     return out;

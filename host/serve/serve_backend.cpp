@@ -169,7 +169,7 @@ ApiResult<GenerateParams> ServeBackend::generate_params(const GenerationRequest&
     if (r.repetition_penalty) s.repeat_penalty = float(*r.repetition_penalty);
     if (r.seed) s.seed = *r.seed;
     if (Status st = validate(s); !st.ok()) return ApiError::invalid("", st.error().message());
-    gp.ignore_eog = r.ignore_eos;
+    if (r.ignore_eos) gp.ignore_eog = *r.ignore_eos;
     return gp;
 }
 

@@ -50,7 +50,7 @@ TEST(OpenAiRequest, a_minimal_chat_request_leaves_every_option_to_the_server) {
     EXPECT_EQ(r.messages[0].role, "user");
     EXPECT_EQ(r.messages[0].content, "Hello");
     EXPECT_FALSE(r.max_tokens || r.temperature || r.top_p || r.min_p || r.top_k || r.seed || r.repetition_penalty);
-    EXPECT_FALSE(r.stream || r.logprobs || r.ignore_eos || r.speculative);
+    EXPECT_FALSE(r.stream || r.logprobs || r.ignore_eos.has_value() || r.speculative);
     EXPECT_TRUE(r.stop.empty());
 }
 
@@ -80,7 +80,7 @@ TEST(OpenAiRequest, sampling_fields_are_read_with_their_off_values_mapped) {
     EXPECT_EQ(r.seed, 42u);
     EXPECT_EQ(r.repetition_penalty, 1.1);
     EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "bc"}));
-    EXPECT_TRUE(r.stream && r.include_usage && r.logprobs && r.ignore_eos);
+    EXPECT_TRUE(r.stream && r.include_usage && r.logprobs && r.ignore_eos == true);
     EXPECT_EQ(r.top_logprobs, 3u);
 }
 
