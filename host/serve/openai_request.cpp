@@ -328,6 +328,9 @@ void read_speculative(Fields& f, GenerationRequest& out) {
     Fields sf(*spec, "speculative.");
     SpeculativeChoice choice;
     choice.type = sf.string("type", 64).value_or("");
+    if (sf.get("type") && choice.type.empty() && !sf.failed())
+        sf.fail("type", "'speculative.type' is empty: name a drafter of this server (such as mtp or ngram-simple), or "
+                        "none");
     if (const auto k = sf.integer("draft_max", 0, 256)) choice.draft_max = uint32_t(*k);
     if (sf.failed()) return f.fail(sf.error()->param, sf.error()->message);
     out.speculative = std::move(choice);

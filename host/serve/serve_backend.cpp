@@ -143,10 +143,11 @@ ApiResult<Job> ServeBackend::prepare(GenerationRequest request) const {
     }
     if (request.speculative && !request.speculative->type.empty() && request.speculative->type != "none") {
         const auto& d = setup_.drafters;
-        const bool loaded = std::any_of(d.begin(), d.end(), [&](Drafter* x) { return x->name() == request.speculative->type; });
+        const bool loaded = std::any_of(d.begin(), d.end(),
+                                        [&](Drafter* x) { return same_spec_type(x->name(), request.speculative->type); });
         if (!loaded) {
             std::string names;
-            for (Drafter* x : d) names += (names.empty() ? "" : ", ") + x->name();
+            for (Drafter* x : d) names += (names.empty() ? "" : ", ") + spec_type_key(x->name());
             return ApiError::invalid("speculative.type",
                                      fmt::format("drafter '{}' is not loaded in this server ({})",
                                                  request.speculative->type,

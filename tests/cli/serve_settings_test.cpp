@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/cli/serve_settings_test.cpp: what `tandem serve` takes from its command line into
-// every request (--ignore-eos). Not the HTTP transport or the OpenAI shapes (serve_test.cpp).
+// every request (--ignore-eos), and how requests name the speculative type it was started
+// with (both spellings of a drafter, an empty name refused). Not the HTTP transport or the
+// OpenAI shapes (serve_test.cpp).
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -59,6 +61,41 @@ TEST(ServeSettings, ignore_eos_on_the_command_line_applies_to_every_request_unle
     EXPECT_LT(stops.body["usage"]["completion_tokens"].get<int>(), kPastTheEnd) << stops.raw;
     EXPECT_EQ(stops.body["choices"][0]["finish_reason"], "stop");
     EXPECT_EQ(server.terminate(), 0) << server.log();
+}
+
+TEST(ServeSettings, a_request_names_the_servers_drafter_in_either_spelling_and_never_with_an_empty_name) {
+    test::ServeProcess server({"-m", model_serve_settings(), "--temp", "0", "--spec-type", "ngram-simple"});
+    ASSERT_TRUE(server.started()) << server.log();
+    const json base = {{"prompt", "The cat sat on the"}, {"max_tokens", 8}, {"ignore_eos", true}};
+    std::string text;
+    for (const char* type : {"ngram-simple", "ngram_simple"}) {
+        json body = base;
+        body["speculative"] = {{"type", type}};
+        SettingsReply r = post_completion(server.port(), body);
+        ASSERT_EQ(r.status, 200) << type << ": " << r.raw;
+        if (text.empty()) text = r.body["choices"][0]["text"];
+        EXPECT_EQ(r.body["choices"][0]["text"], text) << type;
+    }
+    json unknown = base;
+    unknown["speculative"] = {{"type", "ngram-mod"}};
+    SettingsReply refused = post_completion(server.port(), unknown);
+    EXPECT_EQ(refused.status, 400) << refused.raw;
+    EXPECT_NE(refused.raw.find("loaded: ngram-simple"), std::string::npos) << refused.raw;
+
+    json empty = base;
+    empty["speculative"] = {{"type", ""}};
+    SettingsReply r = post_completion(server.port(), empty);
+    EXPECT_EQ(r.status, 400) << r.raw;
+    EXPECT_EQ(r.body["error"]["param"], "speculative.type") << r.raw;
+    EXPECT_NE(r.body["error"]["message"].get<std::string>().find("empty"), std::string::npos) << r.raw;
+    EXPECT_EQ(server.terminate(), 0) << server.log();
+}
+
+TEST(ServeSettings, the_command_line_takes_a_drafter_in_either_spelling) {
+    CliRun r = tandem({"run", "-m", model_serve_settings(), "-p", "The cat sat on the", "-n", "8", "--temp", "0",
+                       "--ignore-eos", "--spec-type", "ngram_simple", "--output-format", "json"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(json::parse(r.out).contains("speculative")) << r.out;
 }
 
 }  // namespace

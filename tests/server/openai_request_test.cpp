@@ -240,6 +240,9 @@ TEST(OpenAiRequest, the_speculative_extension_chooses_a_drafter_per_request) {
     EXPECT_EQ(chat_refused(R"("speculative": "mtp")").param, "speculative");
     EXPECT_EQ(chat_refused(R"("speculative": {"draft_max": 1000})").param, "speculative.draft_max");
     EXPECT_EQ(chat_refused(R"("speculative": {"type": 1})").param, "speculative.type");
+    const ApiError empty = chat_refused(R"("speculative": {"type": ""})");
+    EXPECT_EQ(empty.param, "speculative.type");
+    EXPECT_NE(empty.message.find("is empty"), std::string::npos) << empty.message;
 }
 
 TEST(OpenAiRequest, tokenize_and_detokenize_bodies_follow_llama_server) {
