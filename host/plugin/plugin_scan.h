@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/child_process.h"
 #include "common/error.h"
 #include "plugin/registry.h"
 
@@ -45,8 +46,5 @@ nlohmann::json scan_plugin_in_child(const std::string& path, const ScanOptions& 
 // version, description, abi, provides, the scanned names, scan_report; a failed
 // report sets error. A malformed report is an error (the record is untouched).
 Status apply_scan_report(const nlohmann::json& report, PluginRecord& record);
-
-// "SIGSEGV"; "signal 77" for one without a name.
-std::string signal_name(int sig);
 
 }  // namespace tdm
