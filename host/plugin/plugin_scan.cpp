@@ -87,8 +87,10 @@ nlohmann::json scan_plugin_in_child(const std::string& path, const ScanOptions& 
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
     posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-    const std::string abi = std::to_string(o.host_abi_max);
-    const char* argv[] = {o.scanner.c_str(), kScanSubcommand, "--abi-max", abi.c_str(), path.c_str(), nullptr};
+    const std::string abi = std::to_string(o.host_abi_max), memory = std::to_string(o.limits.memory_bytes),
+                      cpu = std::to_string(o.limits.cpu_seconds);
+    const char* argv[] = {o.scanner.c_str(), kScanSubcommand, "--abi-max",     abi.c_str(), "--memory-limit",
+                          memory.c_str(),    "--cpu-limit",   cpu.c_str(), path.c_str(), nullptr};
     pid_t pid = 0;
     const int rc = posix_spawn(&pid, o.scanner.c_str(), &fa, nullptr, const_cast<char* const*>(argv), environ);
     posix_spawn_file_actions_destroy(&fa);
@@ -109,6 +111,18 @@ nlohmann::json scan_plugin_in_child(const std::string& path, const ScanOptions& 
     if (r.too_much_output)
         return failure(fmt::format("plugin {}: the scanner wrote more than {} bytes; not a report", path,
                                    kMaxReportBytes));
+    // A plugin refused memory may crash on the allocation it was refused: a crash after
+    // the scanner held half its bound is put down to the bound.
+    const bool near_memory_limit = o.limits.memory_bytes && r.signal() && r.max_rss_bytes >= o.limits.memory_bytes / 2;
+    if (r.out_of_memory() || near_memory_limit)
+        return failure(fmt::format("plugin {} needed more than the scan's memory limit of {} while loading{} and is "
+                                   "refused (TANDEM_PLUGIN_SCAN_MEMORY raises it)",
+                                   path, bytes_text(o.limits.memory_bytes),
+                                   r.signal() ? fmt::format(" ({})", signal_name(r.signal())) : std::string()));
+    if (r.out_of_cpu(o.limits))
+        return failure(fmt::format("plugin {} used more than the scan's {} s of CPU time while loading and is "
+                                   "refused (TANDEM_PLUGIN_SCAN_TIMEOUT raises it)",
+                                   path, o.limits.cpu_seconds));
     if (WIFSIGNALED(r.status))
         return failure(fmt::format("plugin {} crashed ({}) while loading", path, signal_name(WTERMSIG(r.status))));
     const std::string why = r.last_error_line();
