@@ -136,6 +136,7 @@ Result<TurnResult> ChatSession::turn(const std::string& user_text, const std::at
     totals_.turns++;
     totals_.prompt_tokens += t.gen.stats.n_prompt;
     totals_.cached_tokens += t.gen.stats.n_cached;
+    totals_.prefilled_tokens += t.gen.stats.n_prefilled;
     totals_.generated_tokens += t.gen.stats.n_generated;
     totals_.prefill_ms += t.gen.stats.prefill_ms;
     totals_.decode_ms += t.gen.stats.decode_ms;

@@ -49,6 +49,7 @@ struct TurnResult {
 struct SessionTotals {
     uint32_t turns = 0;
     uint64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
+    uint64_t prefilled_tokens = 0;  // run by prefills (an interrupted one stops short)
     double prefill_ms = 0, decode_ms = 0;
     std::optional<SpecStats> spec;  // summed over the speculative turns
 };
