@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/cli/cmd_scan_plugin.cpp: the CLI's side of out-of-process plugin scanning
 // (plugin/plugin_scan.h): the hidden subcommand `tandem __scan-plugin [--abi-max N]
-// PATH` that the loader runs in a child process (under the memory and CPU bounds it is
-// given), and the search settings the commands use (this executable as the scanner, the
-// timeout, the memory bound, the cache file).
+// [--memory-limit BYTES] [--cpu-limit SECONDS] PATH` that the loader runs in a child
+// process, which bounds itself so before it opens the plugin, and the search settings the
+// commands use (this executable as the scanner, the timeout, the memory bound, the cache
+// file).
 #include <unistd.h>
 
 #include <cerrno>

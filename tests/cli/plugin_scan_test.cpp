@@ -253,7 +253,7 @@ TEST(PluginScanCli, no_plugin_scan_opens_plugins_in_process) {
     EXPECT_TRUE(r.has("child process")) << r.out;
 }
 
-TEST(PluginScanCli, scanner_subcommand_reports_json_and_a_bad_timeout_is_a_clear_error) {
+TEST(PluginScanCli, scanner_subcommand_reports_json_and_a_bad_timeout_or_memory_bound_is_a_clear_error) {
     CliRun r = tandem({"__scan-plugin", std::string(TANDEM_TEST_PLUGIN_DIR) + "/tandem-test-echo_drafter.so"});
     ASSERT_EQ(r.status, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
@@ -265,6 +265,9 @@ TEST(PluginScanCli, scanner_subcommand_reports_json_and_a_bad_timeout_is_a_clear
     r = tandem({"plugins"}, "TANDEM_PLUGIN_SCAN_TIMEOUT=soon");
     EXPECT_EQ(r.status, 1);
     EXPECT_TRUE(r.has("TANDEM_PLUGIN_SCAN_TIMEOUT: 'soon'")) << r.err;
+    r = tandem({"plugins"}, "TANDEM_PLUGIN_SCAN_MEMORY=lots");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("TANDEM_PLUGIN_SCAN_MEMORY: 'lots' is not a number of MiB")) << r.err;
 }
 
 }  // namespace
