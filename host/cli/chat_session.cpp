@@ -136,6 +136,7 @@ Result<TurnResult> ChatSession::turn(const std::string& user_text, const std::at
     totals_.turns++;
     totals_.prompt_tokens += t.gen.stats.n_prompt;
     totals_.cached_tokens += t.gen.stats.n_cached;
+    totals_.prefilled_tokens += t.gen.stats.n_prefilled;
     totals_.generated_tokens += t.gen.stats.n_generated;
     totals_.prefill_ms += t.gen.stats.prefill_ms;
     totals_.decode_ms += t.gen.stats.decode_ms;
@@ -164,37 +165,63 @@ Result<SavedStateInfo> ChatSession::save(const std::string& path) {
     return save_sequence_state(path, setup_.runner->model(), kv, seq_, conv_.kv_tokens, setup_.drafters, j.dump());
 }
 
+Result<std::vector<ChatMessage>> ChatSession::saved_conversation(const std::string& extra) const {
+    const auto j = nlohmann::json::parse(extra, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || j.value("format", "") != "tandem-chat" || !j.contains("messages") ||
+        !j["messages"].is_array())
+        return Error("it holds a KV state but no chat conversation (a prompt cache of `tandem run`?)");
+    const nlohmann::json& saved = j["messages"];
+    // every message renders to a token at least: more than the context holds cannot fit
+    if (saved.size() >= context_tokens())
+        return Error::format("it holds {} messages, more than a context of {} tokens holds", saved.size(),
+                             context_tokens());
+    const auto& roles = template_.parts().roles;
+    std::vector<ChatMessage> messages;
+    for (size_t i = 0; i < saved.size(); ++i) {
+        const nlohmann::json& m = saved[i];
+        if (!m.is_object() || !m.contains("role") || !m.contains("content") || !m["role"].is_string() ||
+            !m["content"].is_string())
+            return Error::format("its message {} is not {{\"role\", \"content\"}}", i + 1);
+        std::string role = m["role"].get<std::string>();
+        if (!roles.contains(role)) {
+            std::string known;
+            for (const auto& [name, format] : roles) known += (known.empty() ? "" : ", ") + name;
+            if (role.size() > 40) role = role.substr(0, 40) + "...";
+            return Error::format("its message {} has the role '{}', which the {} template does not have ({})", i + 1,
+                                 role, template_.name(), known);
+        }
+        messages.push_back({std::move(role), m["content"].get<std::string>()});
+    }
+    const std::vector<int32_t> rendered = TDM_TRY(render(messages));
+    if (rendered.size() >= context_tokens())
+        return Error::format("its conversation is {} tokens, and the context holds {} (raise -c/--ctx-size)",
+                             rendered.size(), context_tokens());
+    return messages;
+}
+
 Status ChatSession::load(const std::string& path) {
     KvPool& kv = setup_.runner->kv();
     auto loaded = load_sequence_state(path, setup_.runner->model(), kv, seq_, setup_.drafters);
     if (!loaded.ok()) {
-        // a file found corrupt while its KV was read leaves the sequence empty:
-        // then so is the conversation
+        // a file found corrupt while its KV was read leaves the sequence empty: the
+        // conversation stays, and its next turn computes its KV again
         if (kv.reserved_tokens(seq_) == 0 && !conv_.kv_tokens.empty()) {
-            TDM_TRY(clear());
-            return Error::format("{} (the conversation is cleared)", loaded.error().message());
+            conv_.kv_tokens.clear();
+            return Error::format("{} (the conversation is kept; its next turn recomputes the KV)",
+                                 loaded.error().message());
         }
         return loaded.take_error();
     }
     LoadedState st = std::move(loaded).value();
-    std::vector<ChatMessage> messages;
-    const auto j = nlohmann::json::parse(st.extra, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || j.value("format", "") != "tandem-chat" || !j.contains("messages") ||
-        !j["messages"].is_array()) {
-        TDM_TRY(clear());
-        return Error::format("{}: holds a KV state but no chat conversation (a prompt cache of `tandem run`?); "
-                             "the conversation is cleared",
-                             path);
+    auto messages = saved_conversation(st.extra);
+    if (!messages.ok()) {
+        // the file's KV has replaced the conversation's: forget it, keep the messages
+        conv_.kv_tokens.clear();
+        TDM_TRY(kv.truncate(seq_, 0));
+        return Error::format("{}: {}; not loaded (the conversation is kept; its next turn recomputes the KV)", path,
+                             messages.error().message());
     }
-    for (const auto& m : j["messages"]) {
-        if (!m.is_object() || !m.contains("role") || !m.contains("content") || !m["role"].is_string() ||
-            !m["content"].is_string()) {
-            TDM_TRY(clear());
-            return Error::format("{}: a saved message is not {{\"role\", \"content\"}}; the conversation is cleared", path);
-        }
-        messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
-    }
-    conv_.messages = std::move(messages);
+    conv_.messages = std::move(messages).value();
     conv_.kv_tokens = std::move(st.tokens);
     return {};
 }

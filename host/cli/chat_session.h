@@ -49,6 +49,7 @@ struct TurnResult {
 struct SessionTotals {
     uint32_t turns = 0;
     uint64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
+    uint64_t prefilled_tokens = 0;  // run by prefills (an interrupted one stops short)
     double prefill_ms = 0, decode_ms = 0;
     std::optional<SpecStats> spec;  // summed over the speculative turns
 };
@@ -86,8 +87,10 @@ public:
     // session of the same model, continues it without prefilling it again.
     Result<SavedStateInfo> save(const std::string& path);
     // /load FILE: replaces the conversation and the KV. A file of another model,
-    // KV type or a corrupt one is refused and the conversation stays as it was
-    // (a file found corrupt only while its KV was read leaves it cleared).
+    // KV type or a corrupt one is refused, and so is a conversation this session
+    // cannot continue (a role the template lacks, more than the context holds); the
+    // conversation stays as it was (when the file's KV was read before the refusal,
+    // the next turn computes the conversation's KV again).
     Status load(const std::string& path);
 
     const Conversation& conversation() const { return conv_; }
@@ -98,6 +101,8 @@ public:
 private:
     ChatSession(Setup setup, ChatTemplate chat_template);
     Result<std::vector<int32_t>> render(const std::vector<ChatMessage>& messages) const;
+    // The messages of a saved file's extra string, if this session can continue them.
+    Result<std::vector<ChatMessage>> saved_conversation(const std::string& extra) const;
     std::string reply_content(const GenerateResult& gen) const;
 
     Setup setup_;

@@ -380,7 +380,8 @@ const ProgramSpec& program_spec() {
                             "(architectures, draft heads, drafters). Each plugin is first loaded in a child process "
                             "(`tandem __scan-plugin`), whose report is cached by file in $XDG_CACHE_HOME/tandem/"
                             "plugin-scan.json; this command lists those reports and opens no plugin itself. A plugin "
-                            "that crashes, hangs (TANDEM_PLUGIN_SCAN_TIMEOUT seconds, default 10) or fails to load "
+                            "that crashes, hangs (TANDEM_PLUGIN_SCAN_TIMEOUT seconds, default 10), takes more memory "
+                            "(TANDEM_PLUGIN_SCAN_MEMORY MiB, default 4096) or CPU time or fails to load "
                             "there is listed with the reason and never loaded; other commands open only the plugins "
                             "they use. --no-plugin-scan opens them all in this process instead."};
         plugins.groups = {{"plugins", {output_format("text or json.")}}};

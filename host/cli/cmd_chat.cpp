@@ -36,6 +36,7 @@ nlohmann::json turn_json(uint32_t turn, const TurnResult& t) {
     j["n_prompt"] = s.n_prompt;
     j["prompt_tokens"] = t.prompt;
     j["n_cached"] = s.n_cached;
+    j["n_prefilled"] = s.n_prefilled;
     j["tokens"] = t.gen.tokens;
     j["text"] = t.reply;
     j["stop_reason"] = to_string(t.gen.stop_reason);
@@ -53,7 +54,7 @@ std::string stats_text(const ChatSession& s) {
     std::string out = fmt::format(
         "replies: {} | prompt tokens: {} ({} resumed from the KV cache, {} prefilled) | generated: {}\n"
         "context: {} of {} tokens in use | prefill {:.1f} ms | decode {:.1f} ms ({:.2f} tokens/s)\n",
-        t.turns, t.prompt_tokens, t.cached_tokens, t.prompt_tokens - t.cached_tokens, t.generated_tokens,
+        t.turns, t.prompt_tokens, t.cached_tokens, t.prefilled_tokens, t.generated_tokens,
         s.conversation().kv_tokens.size(), s.context_tokens(), t.prefill_ms, t.decode_ms,
         t.decode_ms > 0 ? double(t.generated_tokens) / (t.decode_ms / 1e3) : 0.0);
     if (t.spec)

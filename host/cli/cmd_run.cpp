@@ -120,6 +120,7 @@ Status cmd_run(App& app) {
         nlohmann::json j;
         j["model"] = cfg.model.path;
         j["n_prompt"] = r.stats.n_prompt;
+        j["n_prefilled"] = r.stats.n_prefilled;
         j["prompt_tokens"] = prompt;
         j["tokens"] = r.tokens;
         j["text"] = r.text;
@@ -134,10 +135,16 @@ Status cmd_run(App& app) {
         std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
         std::printf("\n");
+        // a cancelled prefill reports what it ran, not the prompt it was given
+        const std::string prompt_done =
+            r.stats.prefill_interrupted()
+                ? fmt::format("interrupted after {} of {} tokens", r.stats.n_cached + r.stats.n_prefilled,
+                              r.stats.n_prompt)
+                : fmt::format("{} tokens", r.stats.n_prompt);
         std::fprintf(stderr,
-                     "\nprompt: %u tokens in %.1f ms (%.2f tok/s) | generated: %u tokens in %.1f ms (%.2f tok/s) | "
+                     "\nprompt: %s in %.1f ms (%.2f tok/s) | generated: %u tokens in %.1f ms (%.2f tok/s) | "
                      "stop: %s\n",
-                     r.stats.n_prompt, r.stats.prefill_ms, r.stats.prefill_tps(), r.stats.n_generated,
+                     prompt_done.c_str(), r.stats.prefill_ms, r.stats.prefill_tps(), r.stats.n_generated,
                      r.stats.decode_ms, r.stats.decode_tps(), std::string(to_string(r.stop_reason)).c_str());
         if (spec) std::fprintf(stderr, "%s", spec->report().c_str());
         if (cache) std::fprintf(stderr, "%s", cache->report().summary().c_str());

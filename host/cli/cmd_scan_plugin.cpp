@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/cli/cmd_scan_plugin.cpp: the CLI's side of out-of-process plugin scanning
 // (plugin/plugin_scan.h): the hidden subcommand `tandem __scan-plugin [--abi-max N]
-// PATH` that the loader runs in a child process, and the search settings the
-// commands use (this executable as the scanner, the timeout, the cache file).
+// [--memory-limit BYTES] [--cpu-limit SECONDS] PATH` that the loader runs in a child
+// process, which bounds itself so before it opens the plugin, and the search settings the
+// commands use (this executable as the scanner, the timeout, the memory bound, the cache
+// file).
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/synthesizers.h"
+#include "common/child_process.h"
 #include "common/log.h"
 #include "plugin/plugin_scan.h"
 #include "plugin/scan_cache.h"
@@ -50,6 +53,18 @@ nlohmann::json scan_synthesizer(const std::string& plugin_path) {
     return {{"path", path}, {"archs", (*s)->archs()}, {"error", ""}};
 }
 
+// TANDEM_PLUGIN_SCAN_MEMORY: MiB of memory one scan may take (0: no bound).
+Result<uint64_t> scan_memory() {
+    const char* env = std::getenv("TANDEM_PLUGIN_SCAN_MEMORY");
+    if (!env || !*env) return uint64_t(4) << 30;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long mib = std::strtoull(env, &end, 10);
+    if (*end || errno || env[0] == '-' || mib > (uint64_t(1) << 30))
+        return Error::format("TANDEM_PLUGIN_SCAN_MEMORY: '{}' is not a number of MiB (0 = no bound)", env);
+    return uint64_t(mib) << 20;
+}
+
 }  // namespace
 
 Result<PluginSearch> plugin_search(const App& app) {
@@ -63,22 +78,30 @@ Result<PluginSearch> plugin_search(const App& app) {
         return s;
     }
     s.scan_timeout = TDM_TRY(scan_timeout());
+    s.scan_memory_bytes = TDM_TRY(scan_memory());
     s.scan_cache = default_scan_cache_file();
     return s;
 }
 
 int cmd_scan_plugin(int argc, const char* const* argv) {
     uint32_t abi_max = TDM_ABI_VERSION;
+    ChildLimits limits;
     std::string path;
     for (int i = 2; i < argc; ++i) {
         const std::string_view a = argv[i];
         if (a == "--abi-max" && i + 1 < argc) {
             abi_max = uint32_t(std::strtoul(argv[++i], nullptr, 10));
+        } else if (a == "--memory-limit" && i + 1 < argc) {
+            limits.memory_bytes = std::strtoull(argv[++i], nullptr, 10);
+        } else if (a == "--cpu-limit" && i + 1 < argc) {
+            limits.cpu_seconds = uint32_t(std::strtoul(argv[++i], nullptr, 10));
         } else if (path.empty() && !a.starts_with("-")) {
             path = argv[i];
         } else {
-            std::fprintf(stderr, "tandem %s: usage: tandem %s [--abi-max N] PLUGIN.so\n", kScanSubcommand,
-                         kScanSubcommand);
+            std::fprintf(stderr,
+                         "tandem %s: usage: tandem %s [--abi-max N] [--memory-limit BYTES] [--cpu-limit SECONDS] "
+                         "PLUGIN.so\n",
+                         kScanSubcommand, kScanSubcommand);
             return 2;
         }
     }
@@ -91,6 +114,11 @@ int cmd_scan_plugin(int argc, const char* const* argv) {
     const int report_fd = dup(STDOUT_FILENO);
     if (report_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
         std::fprintf(stderr, "tandem %s: cannot set up the report: %s\n", kScanSubcommand, std::strerror(errno));
+        return 1;
+    }
+    // bound before the plugin runs any code: its constructors run when it is opened
+    if (Status st = apply_child_limits(limits); !st.ok()) {
+        std::fprintf(stderr, "tandem %s: cannot bound the scan: %s\n", kScanSubcommand, st.error().message().c_str());
         return 1;
     }
     nlohmann::json report = scan_plugin_here(path, abi_max);

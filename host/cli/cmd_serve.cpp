@@ -95,6 +95,7 @@ Status cmd_serve(App& app) {
     setup.defaults.max_tokens = a.has("n-predict") ? int32_t(*a.get_int("n-predict")) : -1;
     setup.defaults.sampling = sampler_params(cfg);
     setup.defaults.n_batch = uint32_t(cfg.model.n_batch);
+    setup.defaults.ignore_eog = a.flag("ignore-eos");
     auto backend = TDM_TRY(server::ServeBackend::create(std::move(setup)));
 
     server::HttpServer http(*backend, opts);

@@ -331,6 +331,8 @@ void BatchEngine::finish(Session& s, StopReason reason, std::string error) {
     if (s.done) return;
     s.done = true;
     const double now = steady_now_ms();
+    // a first token means a finished prefill, even if a preemption gave its KV back since
+    s.result.n_prompt_done = s.t_first != 0 ? s.result.n_prompt : std::min(s.n_kv, s.result.n_prompt);
     for (ChainedDrafter& d : s.chain) {
         if (d.on) {
             d.drafter->cancel();

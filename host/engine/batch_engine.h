@@ -75,6 +75,9 @@ struct SessionResult {
     std::string error;
     uint32_t n_prompt = 0;
     uint32_t n_cached = 0;        // prompt tokens resumed from a slot's KV
+    // Prompt tokens in the KV when the session ended, n_cached included: n_prompt once its
+    // prefill finished, fewer when it was cancelled (or failed) before.
+    uint32_t n_prompt_done = 0;
     uint32_t preempted = 0;       // times the session gave its KV back and recomputed
     bool admitted = false;        // it had a slot at some point (else the KV was never touched)
     // The slot's KV holds the first n_kv tokens of prompt + tokens (all but the last

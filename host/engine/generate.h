@@ -55,8 +55,11 @@ struct GenerateParams {
 struct GenerateStats {
     uint32_t n_prompt = 0, n_generated = 0;
     uint32_t n_cached = 0;  // prompt tokens resumed from the KV, not prefilled
+    // Prompt tokens the prefill ran: n_prompt - n_cached, fewer when it was cancelled midway.
+    uint32_t n_prefilled = 0;
     double prefill_ms = 0, decode_ms = 0;
-    double prefill_tps() const { return prefill_ms > 0 ? (n_prompt - n_cached) / (prefill_ms / 1e3) : 0; }
+    bool prefill_interrupted() const { return n_cached + n_prefilled < n_prompt; }
+    double prefill_tps() const { return prefill_ms > 0 ? n_prefilled / (prefill_ms / 1e3) : 0; }
     double decode_tps() const { return decode_ms > 0 ? n_generated / (decode_ms / 1e3) : 0; }
 };
 

@@ -83,6 +83,7 @@ Result<SpecResult> run_solo(Runner& runner, const Tokenizer* tokenizer, int seq,
     gen.stats.n_prompt = uint32_t(prompt.size());
     gen.stats.n_generated = uint32_t(gen.tokens.size());
     gen.stats.n_cached = params.n_cached;
+    gen.stats.n_prefilled = done->n_prompt_done - std::min(done->n_prompt_done, params.n_cached);
     gen.stats.prefill_ms = done->prefill_ms;
     gen.stats.decode_ms = done->decode_ms;
     // a request cancelled before its first pass left the KV as it was

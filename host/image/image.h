@@ -39,6 +39,12 @@ struct ImageLimits {
     // Progressive JPEGs whose scan count grows without bound cost CPU time without
     // bound; real encoders write about ten.
     uint32_t max_jpeg_scans = 1000;
+    // A PDF page renders in a child process (pdf_pages.h) that may take this much memory
+    // beyond 8 bytes per pixel of the page, and this much CPU time: a content stream can
+    // be built to exhaust either at any resolution (400,000 nested `q` operators in 2 KB
+    // took 2.3 GB).
+    uint64_t pdf_page_memory_bytes = uint64_t(1) << 30;
+    uint32_t pdf_page_cpu_seconds = 60;
 };
 
 // The image in `bytes` (PNG or JPEG, told apart by their signatures). Errors name the

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/image/pdf_pages.cpp: PDF pages to RGB images with poppler-cpp.
+// host/image/pdf_pages.cpp: PDF pages to RGB images with poppler-cpp, each page rendered in
+// a bounded child process (common/child_process.h).
 #include "image/pdf_pages.h"
 
+#include "common/child_process.h"
 #include "common/file_read.h"
 
 #include <poppler-document.h>
@@ -12,8 +14,11 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <mutex>
+#include <vector>
 
 namespace tdm {
 
@@ -34,6 +39,52 @@ void route_messages() {
 
 std::string last_message_suffix() {
     return poppler_last_message.empty() ? "" : " (" + poppler_last_message + ")";
+}
+
+// In the rendering child: the page's pixels as width and height (u32 each, native byte
+// order) and RGB rows; the exit status says whether it worked, stderr why not.
+int render_in_child(poppler::page& page, double dpi, int out) {
+    poppler::page_renderer renderer;
+    renderer.set_render_hint(poppler::page_renderer::antialiasing, true);
+    renderer.set_render_hint(poppler::page_renderer::text_antialiasing, true);
+    renderer.set_paper_color(0xFFFFFFFFu);
+    renderer.set_image_format(poppler::image::format_bgr24);
+    const poppler::image img = renderer.render_page(&page, dpi, dpi);
+    if (!img.is_valid() || img.width() <= 0 || img.height() <= 0) {
+        const std::string why = poppler_last_message + "\n";
+        (void)write_all(STDERR_FILENO, why.data(), why.size());
+        return 2;
+    }
+    const uint32_t size[2] = {uint32_t(img.width()), uint32_t(img.height())};
+    if (!write_all(out, size, sizeof size)) return 1;
+    std::vector<uint8_t> row(size_t(size[0]) * 3);
+    for (uint32_t y = 0; y < size[1]; ++y) {
+        const auto* src = reinterpret_cast<const uint8_t*>(img.const_data() + size_t(y) * size_t(img.bytes_per_row()));
+        for (uint32_t x = 0; x < size[0]; ++x) {
+            row[x * 3 + 0] = src[x * 3 + 2];
+            row[x * 3 + 1] = src[x * 3 + 1];
+            row[x * 3 + 2] = src[x * 3 + 0];
+        }
+        if (!write_all(out, row.data(), row.size())) return 1;
+    }
+    return 0;
+}
+
+// The image render_in_child() sent, checked against the size the page was measured at.
+Result<Image> image_from_child(const std::string& bytes, uint64_t w, uint64_t h, const std::string& where) {
+    uint32_t size[2] = {};
+    if (bytes.size() < sizeof size) return Error::format("{}: the page's renderer sent no image", where);
+    std::memcpy(size, bytes.data(), sizeof size);
+    // poppler rounds the page's size in points to pixels its own way: a pixel either side
+    if (size[0] == 0 || size[1] == 0 || size[0] > w + 1 || size[1] > h + 1 ||
+        bytes.size() != sizeof size + size_t(size[0]) * size[1] * 3)
+        return Error::format("{}: the page's renderer sent {} bytes for a {} x {} image", where, bytes.size(), size[0],
+                             size[1]);
+    Image out;
+    out.width = size[0];
+    out.height = size[1];
+    out.rgb.assign(bytes.begin() + sizeof size, bytes.end());
+    return out;
 }
 
 }  // namespace
@@ -114,29 +165,29 @@ Result<Image> PdfDocument::render(int index, double dpi) const {
         return Error::format("{}: at {} dpi the page is {:.0f} x {:.0f} pixels, more than the limit of {}; use a "
                              "lower resolution",
                              where, dpi, w, h, s_->limits.max_pixels);
-    poppler::page_renderer renderer;
-    renderer.set_render_hint(poppler::page_renderer::antialiasing, true);
-    renderer.set_render_hint(poppler::page_renderer::text_antialiasing, true);
-    renderer.set_paper_color(0xFFFFFFFFu);
-    renderer.set_image_format(poppler::image::format_bgr24);
-    const poppler::image img = renderer.render_page(page.get(), dpi, dpi);
-    if (!img.is_valid() || img.width() <= 0 || img.height() <= 0)
-        return Error::format("{}: the page could not be rendered{}", where, last_message_suffix());
-    Image out;
-    out.width = uint32_t(img.width());
-    out.height = uint32_t(img.height());
-    out.rgb.resize(size_t(out.width) * out.height * 3);
-    const char* data = img.const_data();
-    for (uint32_t y = 0; y < out.height; ++y) {
-        const auto* row = reinterpret_cast<const uint8_t*>(data + size_t(y) * size_t(img.bytes_per_row()));
-        uint8_t* dst = out.rgb.data() + size_t(y) * out.width * 3;
-        for (uint32_t x = 0; x < out.width; ++x) {
-            dst[x * 3 + 0] = row[x * 3 + 2];
-            dst[x * 3 + 1] = row[x * 3 + 1];
-            dst[x * 3 + 2] = row[x * 3 + 0];
-        }
-    }
-    return out;
+    // Poppler bounds neither the memory nor the time a page takes: it renders in a child
+    // (forked under the lock, so no other thread is inside Poppler) bounded in both, which
+    // sends the pixels back. A page past a bound fails alone.
+    const ChildLimits bounds{s_->limits.pdf_page_memory_bytes + uint64_t(w * h) * 8, s_->limits.pdf_page_cpu_seconds};
+    const auto wall = std::chrono::seconds(bounds.cpu_seconds ? 2 * uint64_t(bounds.cpu_seconds) + 10 : 3600);
+    const size_t max_out = sizeof(uint32_t) * 2 + size_t((w + 1) * (h + 1)) * 3;
+    auto child = run_forked([&](int out) { return render_in_child(*page, dpi, out); }, bounds, wall, max_out);
+    if (!child.ok()) return Error::format("{}: cannot start the page's renderer: {}", where, child.error().message());
+    const ChildResult& r = *child;
+    if (r.out_of_memory())
+        return Error::format("{}: rendering the page needed more than its memory limit of {} and was stopped", where,
+                             bytes_text(bounds.memory_bytes));
+    if (r.out_of_cpu(bounds))
+        return Error::format("{}: rendering the page took more than its limit of {} s of CPU time and was stopped",
+                             where, bounds.cpu_seconds);
+    if (r.timed_out)
+        return Error::format("{}: rendering the page did not finish within {} s and was stopped", where, wall.count());
+    if (r.signal())
+        return Error::format("{}: the PDF renderer crashed on this page ({})", where, signal_name(r.signal()));
+    const std::string why = r.last_error_line();
+    if (!r.exited_ok())
+        return Error::format("{}: the page could not be rendered{}", where, why.empty() ? "" : " (" + why + ")");
+    return image_from_child(r.out, uint64_t(w), uint64_t(h), where);
 }
 
 }  // namespace tdm

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/image/pdf_pages.h: the pages of a PDF document rendered to RGB images (Poppler), as
 // OCR pipelines feed PDFs to vision models: GLM-OCR's SDK renders every page at 200 dpi.
-// Pages render one at a time, so a document whose page 3 is broken still gives pages 1, 2
+// Pages render one at a time, each in a child process bounded in memory and CPU time
+// (ImageLimits), so a document whose page 3 is broken or hostile still gives pages 1, 2
 // and 4; errors for the whole document (not a PDF, encrypted, damaged beyond repair) come
 // from open().
 //
@@ -38,7 +39,8 @@ public:
     int pages() const;
     // Page `index` (0-based) at `dpi` dots per inch, on white paper, antialiased. A page
     // whose pixels at that resolution would pass limits.max_pixels is refused before
-    // rendering.
+    // rendering; one whose rendering passes limits.pdf_page_memory_bytes or
+    // pdf_page_cpu_seconds is stopped, and the error names the page and the limit.
     Result<Image> render(int index, double dpi) const;
 
 private:

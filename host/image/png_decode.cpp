@@ -74,8 +74,10 @@ bool read_png(PngRead* r, const ImageLimits& limits) {
     // Ancillary chunks (text, profiles) are not needed: cap what one may allocate.
     png_set_chunk_malloc_max(png, 8u << 20);
     png_set_user_limits(png, 0x7fffffff, 0x7fffffff);  // the pixel limit below decides
-    // PIL decodes images whose chunk checksums are wrong: so do we.
-    png_set_crc_action(png, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
+    // A critical chunk (IHDR, PLTE, IDAT) whose checksum is wrong is a damaged file: refused.
+    // PIL refuses those before the image data too (it does not check IDAT's). Ancillary
+    // chunks carry nothing we use: theirs are not checked.
+    png_set_crc_action(png, PNG_CRC_ERROR_QUIT, PNG_CRC_QUIET_USE);
     png_read_info(png, info);
 
     png_uint_32 width = 0, height = 0;
@@ -126,6 +128,8 @@ Result<Image> decode_png(std::span<const uint8_t> bytes, const ImageLimits& limi
     if (!read_png(r.get(), limits)) {
         if (r->truncated) return Error::format("truncated PNG: the file ends inside its image data ({} bytes)", bytes.size());
         if (!r->refusal.empty()) return Error(r->refusal);
+        if (std::strstr(r->message, "CRC error"))
+            return Error::format("corrupt PNG: {} (the chunk's checksum does not match its bytes)", r->message);
         return Error::format("corrupt PNG: {}", r->message);
     }
     return std::move(r->image);

@@ -162,13 +162,14 @@ Status open_deferred_plugin(Registry& registry, PluginRecord& rec, uint32_t host
 
 std::string file_stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 
-// What invalidates every cached report: this host's version and ABI range, and the
-// scanner executable itself (a rebuilt tandem rescans).
+// What invalidates every cached report: this host's version and ABI range, the
+// scanner executable itself (a rebuilt tandem rescans) and the scan's bounds.
 std::string scan_host_key(const PluginSearch& s) {
     const auto stamp = file_stamp(s.scanner);
-    return fmt::format("tandem {} abi {}..{} offered {} scanner {} {} {} {}", host_api(TDM_ABI_VERSION)->host_version,
-                       kHostAbiMin, TDM_ABI_VERSION, s.host_abi_max, s.scanner, stamp ? stamp->size : 0,
-                       stamp ? stamp->mtime_ns : 0, stamp ? stamp->inode : 0);
+    return fmt::format("tandem {} abi {}..{} offered {} scanner {} {} {} {} limits {} {}",
+                       host_api(TDM_ABI_VERSION)->host_version, kHostAbiMin, TDM_ABI_VERSION, s.host_abi_max,
+                       s.scanner, stamp ? stamp->size : 0, stamp ? stamp->mtime_ns : 0, stamp ? stamp->inode : 0,
+                       s.scan_memory_bytes, s.scan_timeout.count());
 }
 
 // The scan report of one plugin file: from the cache, else from a child process.
@@ -181,6 +182,8 @@ nlohmann::json scan_report(const std::string& path, const PluginSearch& s, ScanC
     ScanOptions o;
     o.scanner = s.scanner;
     o.timeout = s.scan_timeout;
+    o.limits.memory_bytes = s.scan_memory_bytes;
+    o.limits.cpu_seconds = uint32_t((s.scan_timeout.count() + 999) / 1000);
     o.host_abi_max = s.host_abi_max;
     nlohmann::json report = scan_plugin_in_child(path, o);
     // a scanner that could not run says nothing about the plugin: not worth remembering

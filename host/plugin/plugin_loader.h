@@ -40,9 +40,12 @@ struct PluginSearch {
     uint32_t host_abi_max = TDM_ABI_VERSION;
     // Out-of-process scanning: the executable that answers `__scan-plugin`
     // (empty: none, plugins are opened in this process), how long one scan may
-    // take before the child is killed, and the cache file (empty: no cache).
+    // take before the child is killed, the address space it may take beyond its
+    // own at the start (a plugin past it is refused; 0 = no bound), and the cache
+    // file (empty: no cache). The scan's CPU time is bounded by its timeout.
     std::string scanner;
     std::chrono::milliseconds scan_timeout{10000};
+    uint64_t scan_memory_bytes = uint64_t(4) << 30;
     std::string scan_cache;
 };
 

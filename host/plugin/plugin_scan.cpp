@@ -3,8 +3,6 @@
 #include "plugin/plugin_scan.h"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/child_process.h"
 #include "common/log.h"
 #include "plugin/plugin_loader.h"
 
@@ -22,92 +21,11 @@ namespace {
 
 // A report larger than this is not a report (the real ones are a few hundred bytes).
 constexpr size_t kMaxReportBytes = 1 << 20;
-// What is kept of the scanner's stderr for an error message.
-constexpr size_t kStderrTail = 2048;
 
 nlohmann::json failure(std::string message) { return {{"ok", false}, {"error", std::move(message)}}; }
 
 std::string seconds_text(std::chrono::milliseconds ms) {
     return ms.count() % 1000 == 0 ? fmt::format("{} s", ms.count() / 1000) : fmt::format("{} ms", ms.count());
-}
-
-// The last line of what the scanner wrote to stderr, for messages.
-std::string last_line(std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-    const size_t nl = s.rfind('\n');
-    return nl == std::string::npos ? s : s.substr(nl + 1);
-}
-
-struct ChildResult {
-    std::string out, err;
-    int status = 0;
-    bool timed_out = false, too_much_output = false;
-};
-
-// Reads the child's stdout and stderr until both close or the deadline passes
-// (then kills it), and reaps it.
-ChildResult wait_for_child(pid_t pid, int out_fd, int err_fd, std::chrono::milliseconds timeout) {
-    ChildResult r;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
-    bool reaped = false;
-    char buf[4096];
-    while (fds[0].fd >= 0 || fds[1].fd >= 0) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0) {
-            r.timed_out = true;
-            break;
-        }
-        const int n = poll(fds, 2, int(std::min<int64_t>(left.count(), 100)));
-        if (n < 0 && errno != EINTR) break;
-        if (n <= 0) {
-            // nothing to read: a child that exited while something else holds its pipes is done
-            if (!reaped && waitpid(pid, &r.status, WNOHANG) == pid) reaped = true;
-            if (reaped) break;
-            continue;
-        }
-        for (int i = 0; i < 2; ++i) {
-            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            const ssize_t got = read(fds[i].fd, buf, sizeof buf);
-            if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-            if (got <= 0) {
-                close(fds[i].fd);
-                fds[i].fd = -1;
-                continue;
-            }
-            std::string& dst = i == 0 ? r.out : r.err;
-            dst.append(buf, size_t(got));
-            if (i == 1 && dst.size() > 2 * kStderrTail) dst.erase(0, dst.size() - kStderrTail);
-            if (i == 0 && dst.size() > kMaxReportBytes) {
-                r.too_much_output = true;
-                break;
-            }
-        }
-        if (r.too_much_output) break;
-    }
-    for (auto& f : fds)
-        if (f.fd >= 0) close(f.fd);
-    if (!reaped) {
-        // still running after its pipes closed, past the deadline, or talking too much
-        while (!r.timed_out && !r.too_much_output) {
-            const pid_t w = waitpid(pid, &r.status, WNOHANG);
-            if (w == pid || (w < 0 && errno != EINTR)) {
-                reaped = true;
-                break;
-            }
-            if (std::chrono::steady_clock::now() >= deadline) {
-                r.timed_out = true;
-                break;
-            }
-            usleep(10000);
-        }
-        if (!reaped) {
-            kill(pid, SIGKILL);
-            while (waitpid(pid, &r.status, 0) < 0 && errno == EINTR) {
-            }
-        }
-    }
-    return r;
 }
 
 std::vector<std::string> string_list(const nlohmann::json& j, const char* key) {
@@ -118,11 +36,6 @@ std::vector<std::string> string_list(const nlohmann::json& j, const char* key) {
 }
 
 }  // namespace
-
-std::string signal_name(int sig) {
-    if (const char* abbrev = sigabbrev_np(sig)) return std::string("SIG") + abbrev;
-    return fmt::format("signal {}", sig);
-}
 
 nlohmann::json scan_plugin_here(const std::string& path, uint32_t host_abi_max) {
     nlohmann::json j;
@@ -174,8 +87,10 @@ nlohmann::json scan_plugin_in_child(const std::string& path, const ScanOptions& 
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
     posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-    const std::string abi = std::to_string(o.host_abi_max);
-    const char* argv[] = {o.scanner.c_str(), kScanSubcommand, "--abi-max", abi.c_str(), path.c_str(), nullptr};
+    const std::string abi = std::to_string(o.host_abi_max), memory = std::to_string(o.limits.memory_bytes),
+                      cpu = std::to_string(o.limits.cpu_seconds);
+    const char* argv[] = {o.scanner.c_str(), kScanSubcommand, "--abi-max",     abi.c_str(), "--memory-limit",
+                          memory.c_str(),    "--cpu-limit",   cpu.c_str(), path.c_str(), nullptr};
     pid_t pid = 0;
     const int rc = posix_spawn(&pid, o.scanner.c_str(), &fa, nullptr, const_cast<char* const*>(argv), environ);
     posix_spawn_file_actions_destroy(&fa);
@@ -188,7 +103,7 @@ nlohmann::json scan_plugin_in_child(const std::string& path, const ScanOptions& 
                                    std::strerror(rc)));
     }
     TDM_LOG_DEBUG("plugins", "scanning {} in a child process (pid {})", path, int(pid));
-    const ChildResult r = wait_for_child(pid, out[0], err[0], o.timeout);
+    const ChildResult r = wait_for_child(pid, out[0], err[0], o.timeout, kMaxReportBytes);
     if (r.timed_out)
         return failure(fmt::format("plugin {} did not finish loading within {} and was killed (set "
                                    "TANDEM_PLUGIN_SCAN_TIMEOUT to allow longer)",
@@ -196,9 +111,21 @@ nlohmann::json scan_plugin_in_child(const std::string& path, const ScanOptions& 
     if (r.too_much_output)
         return failure(fmt::format("plugin {}: the scanner wrote more than {} bytes; not a report", path,
                                    kMaxReportBytes));
+    // A plugin refused memory may crash on the allocation it was refused: a crash after
+    // the scanner held half its bound is put down to the bound.
+    const bool near_memory_limit = o.limits.memory_bytes && r.signal() && r.max_rss_bytes >= o.limits.memory_bytes / 2;
+    if (r.out_of_memory() || near_memory_limit)
+        return failure(fmt::format("plugin {} needed more than the scan's memory limit of {} while loading{} and is "
+                                   "refused (TANDEM_PLUGIN_SCAN_MEMORY raises it)",
+                                   path, bytes_text(o.limits.memory_bytes),
+                                   r.signal() ? fmt::format(" ({})", signal_name(r.signal())) : std::string()));
+    if (r.out_of_cpu(o.limits))
+        return failure(fmt::format("plugin {} used more than the scan's {} s of CPU time while loading and is "
+                                   "refused (TANDEM_PLUGIN_SCAN_TIMEOUT raises it)",
+                                   path, o.limits.cpu_seconds));
     if (WIFSIGNALED(r.status))
         return failure(fmt::format("plugin {} crashed ({}) while loading", path, signal_name(WTERMSIG(r.status))));
-    const std::string why = last_line(r.err);
+    const std::string why = r.last_error_line();
     if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0)
         return failure(fmt::format("plugin {}: the scanner exited with status {}{}{}", path,
                                    WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1, why.empty() ? "" : ": ", why));

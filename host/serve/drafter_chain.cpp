@@ -15,7 +15,7 @@ Result<std::vector<DrafterSlot>> request_drafters(std::span<Drafter* const> orde
                                                   std::span<const DrafterFactory> fresh, std::string_view only) {
     std::vector<DrafterSlot> out;
     for (size_t i = 0; i < order.size(); ++i) {
-        if (!only.empty() && order[i]->name() != only) continue;
+        if (!only.empty() && !same_spec_type(order[i]->name(), only)) continue;
         DrafterSlot ds;
         if (i < fresh.size() && fresh[i])
             ds.owned = TDM_TRY(fresh[i]());

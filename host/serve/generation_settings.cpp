@@ -4,11 +4,14 @@
 
 #include <algorithm>
 
+#include "speculative/drafter.h"
+
 namespace tdm {
 
 std::vector<std::string> spec_types(const Config& c) {
-    std::vector<std::string> t = c.speculative.type;
-    t.erase(std::remove(t.begin(), t.end(), "none"), t.end());
+    std::vector<std::string> t;
+    for (const std::string& type : c.speculative.type)
+        if (type != "none") t.push_back(spec_type_key(type));  // ngram_simple is ngram-simple
     if (t.empty() && !c.model.draft_path.empty()) t.push_back("draft");
     return t;
 }

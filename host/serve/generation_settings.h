@@ -16,8 +16,8 @@
 
 namespace tdm {
 
-// The speculative types asked for ("draft" is implied by -md alone); empty
-// means plain decoding.
+// The speculative types asked for, spelled with '-' (ngram_simple is ngram-simple); "draft"
+// is implied by -md alone; empty means plain decoding.
 std::vector<std::string> spec_types(const Config& config);
 
 // Whether speculation was turned off explicitly (--spec-type none).

@@ -328,6 +328,9 @@ void read_speculative(Fields& f, GenerationRequest& out) {
     Fields sf(*spec, "speculative.");
     SpeculativeChoice choice;
     choice.type = sf.string("type", 64).value_or("");
+    if (sf.get("type") && choice.type.empty() && !sf.failed())
+        sf.fail("type", "'speculative.type' is empty: name a drafter of this server (such as mtp or ngram-simple), or "
+                        "none");
     if (const auto k = sf.integer("draft_max", 0, 256)) choice.draft_max = uint32_t(*k);
     if (sf.failed()) return f.fail(sf.error()->param, sf.error()->message);
     out.speculative = std::move(choice);
@@ -382,7 +385,7 @@ ApiResult<GenerationRequest> parse_generation_request(Endpoint endpoint, std::st
         }
     }
     read_logprobs(f, endpoint, limits, out);
-    out.ignore_eos = f.boolean("ignore_eos").value_or(false);
+    out.ignore_eos = f.boolean("ignore_eos");
     read_speculative(f, out);
     if (f.failed()) return *f.error();
     return out;

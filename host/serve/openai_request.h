@@ -71,7 +71,9 @@ struct GenerationRequest {
     bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
     bool logprobs = false;
     uint32_t top_logprobs = 0;
-    bool ignore_eos = false;  // vLLM and llama-server: generate past end-of-generation tokens
+    // vLLM and llama-server: generate past end-of-generation tokens; unset: the server's
+    // --ignore-eos.
+    std::optional<bool> ignore_eos;
     std::optional<SpeculativeChoice> speculative;
 };
 

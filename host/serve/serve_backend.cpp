@@ -143,10 +143,11 @@ ApiResult<Job> ServeBackend::prepare(GenerationRequest request) const {
     }
     if (request.speculative && !request.speculative->type.empty() && request.speculative->type != "none") {
         const auto& d = setup_.drafters;
-        const bool loaded = std::any_of(d.begin(), d.end(), [&](Drafter* x) { return x->name() == request.speculative->type; });
+        const bool loaded = std::any_of(d.begin(), d.end(),
+                                        [&](Drafter* x) { return same_spec_type(x->name(), request.speculative->type); });
         if (!loaded) {
             std::string names;
-            for (Drafter* x : d) names += (names.empty() ? "" : ", ") + x->name();
+            for (Drafter* x : d) names += (names.empty() ? "" : ", ") + spec_type_key(x->name());
             return ApiError::invalid("speculative.type",
                                      fmt::format("drafter '{}' is not loaded in this server ({})",
                                                  request.speculative->type,
@@ -169,7 +170,7 @@ ApiResult<GenerateParams> ServeBackend::generate_params(const GenerationRequest&
     if (r.repetition_penalty) s.repeat_penalty = float(*r.repetition_penalty);
     if (r.seed) s.seed = *r.seed;
     if (Status st = validate(s); !st.ok()) return ApiError::invalid("", st.error().message());
-    gp.ignore_eog = r.ignore_eos;
+    if (r.ignore_eos) gp.ignore_eog = *r.ignore_eos;
     return gp;
 }
 

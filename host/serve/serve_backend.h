@@ -48,7 +48,7 @@ public:
         std::vector<DrafterFactory> per_request;
         SpecParams spec;
         BatchEngineOptions engine;
-        GenerateParams defaults;  // sampling, n_batch, max_tokens (-1: to the end of the context)
+        GenerateParams defaults;  // sampling, n_batch, max_tokens (-1: to the end of the context), ignore_eog
     };
     // Fails without a tokenizer or a free sequence in the KV. Starts the engine thread.
     static Result<std::unique_ptr<ServeBackend>> create(Setup setup);

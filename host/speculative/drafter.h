@@ -26,6 +26,17 @@ namespace tdm {
 
 class DeviceWeight;
 
+// A speculative type as --spec-type, the config file and a server request spell it:
+// words joined by '-' (ngram-simple). llama.cpp's statistics names, which plugin drafters
+// take as their name(), join them by '_' (ngram_simple); both spellings name one type.
+inline std::string spec_type_key(std::string_view type) {
+    std::string k(type);
+    for (char& c : k)
+        if (c == '_') c = '-';
+    return k;
+}
+inline bool same_spec_type(std::string_view a, std::string_view b) { return spec_type_key(a) == spec_type_key(b); }
+
 // Rows the target has just committed (prefill chunks, accepted verify rows):
 // token i at position first_pos + i, and its hidden state when the drafter asked
 // for one (hidden_point()): hidden [n][n_embd]. After a verify-sized pass the

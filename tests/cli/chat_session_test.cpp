@@ -3,8 +3,10 @@
 // synthetic Qwen3 model: turns resume from the KV and give the tokens of a
 // fresh generation on the rendered conversation; a cancel flag stops a reply
 // (before the prefill or in the middle) and the next turn is still exact;
-// /clear's reset; the command table of the chat.
+// /clear's reset; saved conversations /load refuses; the command table of the chat.
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/chat_commands.h"
 #include "cli/chat_session.h"
@@ -166,6 +168,57 @@ TEST_F(ChatSessionTest, a_conversation_beyond_the_context_is_an_error_that_sugge
     EXPECT_NE(t.error().message().find("/clear starts over"), std::string::npos) << t.error().message();
     EXPECT_EQ(s.conversation().messages.size(), 1u);
     EXPECT_TRUE(s.turn("Hi", &cancel, {}).ok());
+}
+
+TEST_F(ChatSessionTest, a_saved_conversation_it_cannot_continue_is_refused_and_the_current_one_is_kept) {
+    // crafted saves: a real KV state of a few tokens beside the conversation a test gives
+    auto kv = make_kv();
+    Runner r(*model_, *kv, device(), pipelines());
+    const int seq = kv->add_sequence().value();
+    GenerateParams gp;
+    gp.max_tokens = 1;
+    gp.sampling.temperature = 0;
+    const std::vector<int32_t> prompt = {1, 2, 3, 4};
+    auto g = generate(r, model_->tokenizer(), seq, prompt, gp, {});
+    ASSERT_TRUE(g.ok()) << g.error().message();
+    const std::vector<int32_t> held(prompt.begin(), prompt.begin() + g->n_kv);
+    const std::string dir = test::make_temp_dir("chat-crafted");
+    int files = 0;
+    auto crafted = [&](const nlohmann::json& messages) {
+        const std::string path = dir + "/crafted-" + std::to_string(++files) + ".tdmstate";
+        const nlohmann::json extra = {{"format", "tandem-chat"}, {"version", 1}, {"template", "chatml"}, {"messages", messages}};
+        auto saved = save_sequence_state(path, *model_, *kv, seq, held, {}, extra.dump());
+        EXPECT_TRUE(saved.ok()) << saved.error().message();
+        return path;
+    };
+    nlohmann::json many = nlohmann::json::array();
+    for (int i = 0; i < 40'000; ++i) many.push_back({{"role", i % 2 ? "assistant" : "user"}, {"content", "x"}});
+    const std::vector<std::pair<std::string, std::string>> refused = {
+        {crafted({{{"role", "root"}, {"content", "obey"}}}), "has the role 'root', which the chatml template does not"},
+        {crafted(many), "holds 40000 messages, more than a context of 512 tokens holds"},
+        {crafted({{{"role", "user"}, {"content", std::string(3000, 'x')}}}), "and the context holds 512"},
+    };
+
+    ChatSession s = session();
+    std::atomic<bool> cancel{false};
+    ASSERT_TRUE(s.turn("Hello there", &cancel, {}).ok());
+    const std::vector<ChatMessage> before = s.conversation().messages;
+    for (const auto& [file, why] : refused) {
+        const Status st = s.load(file);
+        ASSERT_FALSE(st.ok()) << file;
+        EXPECT_NE(st.error().message().find(why), std::string::npos) << st.error().message();
+        EXPECT_NE(st.error().message().find("the conversation is kept"), std::string::npos) << st.error().message();
+        ASSERT_EQ(s.conversation().messages.size(), before.size());
+        for (size_t i = 0; i < before.size(); ++i) {
+            EXPECT_EQ(s.conversation().messages[i].role, before[i].role);
+            EXPECT_EQ(s.conversation().messages[i].content, before[i].content);
+        }
+    }
+    // the next turn goes on from the kept conversation, as a fresh generation would
+    auto next = s.turn("And then?", &cancel, {});
+    ASSERT_TRUE(next.ok()) << next.error().message();
+    EXPECT_EQ(next->gen.tokens, fresh(next->prompt, 6));
+    EXPECT_EQ(s.conversation().messages.size(), before.size() + 2);
 }
 
 TEST(ChatSpecStats, accumulate_sums_counters_per_drafter_and_position) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/cli/interrupt_test.cpp: Ctrl-C stops `tandem run` cleanly (the tokens
-// so far printed, exit 130), and long prefills report progress.
+// so far printed, exit 130; a prefill it cut short reported as such), and long
+// prefills report progress.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -10,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <thread>
 
 #include "cli/interrupt.h"
@@ -67,6 +70,50 @@ TEST(CliInterrupt, sigint_during_decoding_prints_the_tokens_so_far_and_exits_130
     const std::string e = test::read_file(err);
     EXPECT_NE(e.find("stop: cancelled"), std::string::npos) << e;
     EXPECT_GE(file_size(out), 8);
+}
+
+TEST(CliInterrupt, sigint_during_a_long_prefill_reports_the_tokens_it_ran_not_the_whole_prompt) {
+    const std::string dir = test::make_temp_dir("interrupt-prefill");
+    const std::string prompt = dir + "/prompt.txt", err = dir + "/err";
+    {
+        // about 11,000 tokens, prefilled 16 at a time: seconds of work on any machine
+        const char* words[] = {"alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "seven", "orange", "music"};
+        std::string text;
+        for (int i = 0; i < 3000; ++i) text += std::string(words[(i * 7 + i / 10) % 10]) + " ";
+        std::ofstream(prompt, std::ios::binary) << text;
+    }
+    const std::string model = small_model();
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        const int fo = open("/dev/null", O_WRONLY);
+        const int fe = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execl(TANDEM_BIN, TANDEM_BIN, "run", "-m", model.c_str(), "-f", prompt.c_str(), "-n", "4", "-b", "16",
+              "-c", "16384", "--log-level", "info", static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    // the first progress line comes a second into the prefill
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (file_size(err) == 0 || test::read_file(err).find("prefill: ") == std::string::npos) {
+        if (std::chrono::steady_clock::now() > deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    kill(pid, SIGINT);
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    const std::string e = test::read_file(err);
+    ASSERT_NE(e.find("prefill: "), std::string::npos) << e;
+    ASSERT_TRUE(WIFEXITED(st)) << "killed by signal " << WTERMSIG(st);
+    EXPECT_EQ(WEXITSTATUS(st), 130) << e;
+    const size_t at = e.find("prompt: interrupted after ");
+    ASSERT_NE(at, std::string::npos) << e;
+    unsigned done = 0, total = 0;
+    ASSERT_EQ(std::sscanf(e.c_str() + at, "prompt: interrupted after %u of %u tokens", &done, &total), 2) << e;
+    EXPECT_LT(done, total) << e;
+    EXPECT_GT(done, 0u) << e;
+    EXPECT_EQ(e.find("prompt: " + std::to_string(total) + " tokens"), std::string::npos) << e;
 }
 
 TEST(CliInterrupt, the_scope_turns_sigint_into_a_flag_and_restores_the_handler) {

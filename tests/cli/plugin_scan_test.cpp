@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/cli/plugin_scan_test.cpp: out-of-process plugin scanning (plugin/plugin_scan.h,
 // scan_cache.h): hostile plugins (tests/plugins/hostile/*.c), garbage and truncated
-// files are vetted in a child `tandem __scan-plugin`, listed with the reason and never
-// opened in the host; reports are cached by file; `tandem plugins` and `tandem run`
-// carry on beside them.
+// files are vetted in a child `tandem __scan-plugin` under memory and CPU bounds, listed
+// with the reason and never opened in the host; reports are cached by file; `tandem
+// plugins` and `tandem run` carry on beside them.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -12,6 +12,7 @@
 #include <random>
 
 #include "cli_run.h"
+#include "common/child_process.h"
 #include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/fixtures.h"
@@ -117,6 +118,21 @@ TEST(PluginScan, plugin_that_hangs_while_loading_is_killed_at_the_timeout) {
     ASSERT_EQ((*reg)->plugins().size(), 1u);
     const PluginRecord& p = *(*reg)->plugins().front();
     EXPECT_NE(p.error.find("did not finish loading within 300 ms and was killed"), std::string::npos) << p.error;
+    EXPECT_EQ(p.handle, nullptr);
+}
+
+TEST(PluginScan, plugin_that_allocates_30_gib_while_loading_is_refused_at_the_memory_bound) {
+    if (!memory_limits_work()) GTEST_SKIP() << "no address-space bound under AddressSanitizer";
+    const std::string dir = test::make_temp_dir("scan-memory");
+    copy_into(dir, hostile("allocate_in_entry"));
+    PluginSearch s = scanning({dir}, test::make_temp_dir("scan-cache") + "/scan.json");
+    s.scan_memory_bytes = uint64_t(256) << 20;
+    auto reg = load_plugins(s);
+    ASSERT_TRUE(reg.ok()) << reg.error().message();
+    ASSERT_EQ((*reg)->plugins().size(), 1u);
+    const PluginRecord& p = *(*reg)->plugins().front();
+    EXPECT_NE(p.error.find("needed more than the scan's memory limit of 256 MiB while loading"), std::string::npos)
+        << p.error;
     EXPECT_EQ(p.handle, nullptr);
 }
 
@@ -237,7 +253,7 @@ TEST(PluginScanCli, no_plugin_scan_opens_plugins_in_process) {
     EXPECT_TRUE(r.has("child process")) << r.out;
 }
 
-TEST(PluginScanCli, scanner_subcommand_reports_json_and_a_bad_timeout_is_a_clear_error) {
+TEST(PluginScanCli, scanner_subcommand_reports_json_and_a_bad_timeout_or_memory_bound_is_a_clear_error) {
     CliRun r = tandem({"__scan-plugin", std::string(TANDEM_TEST_PLUGIN_DIR) + "/tandem-test-echo_drafter.so"});
     ASSERT_EQ(r.status, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
@@ -249,6 +265,9 @@ TEST(PluginScanCli, scanner_subcommand_reports_json_and_a_bad_timeout_is_a_clear
     r = tandem({"plugins"}, "TANDEM_PLUGIN_SCAN_TIMEOUT=soon");
     EXPECT_EQ(r.status, 1);
     EXPECT_TRUE(r.has("TANDEM_PLUGIN_SCAN_TIMEOUT: 'soon'")) << r.err;
+    r = tandem({"plugins"}, "TANDEM_PLUGIN_SCAN_MEMORY=lots");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.has("TANDEM_PLUGIN_SCAN_MEMORY: 'lots' is not a number of MiB")) << r.err;
 }
 
 }  // namespace

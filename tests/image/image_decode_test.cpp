@@ -96,6 +96,15 @@ TEST(ImageDecode, flipped_bytes_never_crash_and_errors_name_the_format) {
     }
 }
 
+TEST(ImageDecode, a_png_whose_header_checksum_is_wrong_is_refused_as_corrupt) {
+    std::vector<uint8_t> png = image_fixture("rgb8.png");
+    ASSERT_TRUE(decode_image(png).ok());
+    put_be32(&png[29], png_crc(&png[12], 17) ^ 1u);  // IHDR's checksum, one bit off
+    auto img = decode_image(png);
+    ASSERT_FALSE(img.ok()) << "decoded a " << img->width << " x " << img->height << " image";
+    EXPECT_NE(img.error().message().find("corrupt PNG: IHDR: CRC error"), std::string::npos) << img.error().message();
+}
+
 TEST(ImageDecode, a_header_beyond_the_pixel_limit_is_refused_before_allocating) {
     auto png = decode_image(png_with_size(image_fixture("rgb8.png"), 100000, 100000));
     ASSERT_FALSE(png.ok());

@@ -2,11 +2,16 @@
 // tests/image/pdf_pages_test.cpp: PDF pages rendered to RGB (tests/fixtures/images/*.pdf,
 // written by make_golden.py from flat rectangles at whole points, so that at 72 dpi every
 // interior pixel has the rectangle's colour), and PDFs that are encrypted, damaged, not
-// PDFs, or hold a page too large to render beside good ones.
+// PDFs, or hold a page too large to render, or one built to exhaust memory, beside good
+// ones.
 #include "image/pdf_pages.h"
 #include "image_fixtures.h"
 
+#include <sys/resource.h>
+
 #include <gtest/gtest.h>
+
+#include "common/child_process.h"
 
 using namespace tdm;
 using namespace tdm::test;
@@ -45,6 +50,64 @@ TEST(PdfPages, two_pages_render_at_the_asked_resolution_with_their_colours) {
     auto bad_dpi = doc->render(0, 0);
     ASSERT_FALSE(bad_dpi.ok());
     EXPECT_NE(bad_dpi.error().message().find("dpi"), std::string::npos);
+}
+
+// A PDF of 200 x 200 point pages, one per content stream, with its cross-reference table.
+std::string pdf_of_pages(const std::vector<std::string>& contents) {
+    std::vector<std::string> objects = {"<< /Type /Catalog /Pages 2 0 R >>"};
+    std::string kids;
+    for (size_t i = 0; i < contents.size(); ++i) kids += fmt::format("{} 0 R ", 3 + 2 * i);
+    objects.push_back(fmt::format("<< /Type /Pages /Kids [{}] /Count {} >>", kids, contents.size()));
+    for (size_t i = 0; i < contents.size(); ++i) {
+        objects.push_back(
+            fmt::format("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents {} 0 R >>", 4 + 2 * i));
+        objects.push_back(fmt::format("<< /Length {} >>\nstream\n{}\nendstream", contents[i].size(), contents[i]));
+    }
+    std::string pdf = "%PDF-1.4\n";
+    std::vector<size_t> offsets;
+    for (size_t i = 0; i < objects.size(); ++i) {
+        offsets.push_back(pdf.size());
+        pdf += fmt::format("{} 0 obj\n{}\nendobj\n", i + 1, objects[i]);
+    }
+    const size_t xref = pdf.size();
+    pdf += fmt::format("xref\n0 {}\n0000000000 65535 f \n", objects.size() + 1);
+    for (size_t at : offsets) pdf += fmt::format("{:010d} 00000 n \n", at);
+    pdf += fmt::format("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{}\n%%EOF\n", objects.size() + 1, xref);
+    return pdf;
+}
+
+uint64_t peak_rss_bytes(int who) {
+    rusage u{};
+    getrusage(who, &u);
+    return uint64_t(u.ru_maxrss) * 1024;
+}
+
+TEST(PdfPages, a_page_of_400k_nested_saves_fails_alone_within_its_memory_bound_and_the_next_page_renders) {
+    if (!memory_limits_work()) GTEST_SKIP() << "no address-space bound under AddressSanitizer";
+    std::string nested;
+    for (int i = 0; i < 400'000; ++i) nested += "q ";
+    ImageLimits limits;
+    limits.pdf_page_memory_bytes = uint64_t(256) << 20;
+    auto doc = PdfDocument::open_bytes(pdf_of_pages({nested, "0 0 1 rg 20 20 100 100 re f"}), "nested.pdf", limits);
+    ASSERT_TRUE(doc.ok()) << doc.error().message();
+    ASSERT_EQ(doc->pages(), 2);
+    const uint64_t rss_before = peak_rss_bytes(RUSAGE_SELF);
+
+    auto hostile = doc->render(0, 72);
+    ASSERT_FALSE(hostile.ok()) << "a page of 400,000 nested graphics states rendered within 256 MiB";
+    EXPECT_NE(hostile.error().message().find("nested.pdf, page 1: rendering the page needed more than its memory "
+                                             "limit of 256 MiB"),
+              std::string::npos)
+        << hostile.error().message();
+    // The child that rendered it grew by no more than its bound; this process not at all.
+    EXPECT_LT(peak_rss_bytes(RUSAGE_CHILDREN), rss_before + (uint64_t(300) << 20));
+    EXPECT_LT(peak_rss_bytes(RUSAGE_SELF), rss_before + (uint64_t(16) << 20));
+
+    auto next = doc->render(1, 72);
+    ASSERT_TRUE(next.ok()) << next.error().message();
+    EXPECT_EQ(next->width, 200u);
+    expect_colour(*next, 70, 130, 0, 0, 255, "page 2's square");  // PDF y grows upward
+    expect_colour(*next, 150, 30, 255, 255, 255, "page 2's paper");
 }
 
 TEST(PdfPages, a_page_too_large_is_refused_and_the_pages_around_it_still_render) {

@@ -50,7 +50,7 @@ TEST(OpenAiRequest, a_minimal_chat_request_leaves_every_option_to_the_server) {
     EXPECT_EQ(r.messages[0].role, "user");
     EXPECT_EQ(r.messages[0].content, "Hello");
     EXPECT_FALSE(r.max_tokens || r.temperature || r.top_p || r.min_p || r.top_k || r.seed || r.repetition_penalty);
-    EXPECT_FALSE(r.stream || r.logprobs || r.ignore_eos || r.speculative);
+    EXPECT_FALSE(r.stream || r.logprobs || r.ignore_eos.has_value() || r.speculative);
     EXPECT_TRUE(r.stop.empty());
 }
 
@@ -80,7 +80,7 @@ TEST(OpenAiRequest, sampling_fields_are_read_with_their_off_values_mapped) {
     EXPECT_EQ(r.seed, 42u);
     EXPECT_EQ(r.repetition_penalty, 1.1);
     EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "bc"}));
-    EXPECT_TRUE(r.stream && r.include_usage && r.logprobs && r.ignore_eos);
+    EXPECT_TRUE(r.stream && r.include_usage && r.logprobs && r.ignore_eos == true);
     EXPECT_EQ(r.top_logprobs, 3u);
 }
 
@@ -240,6 +240,9 @@ TEST(OpenAiRequest, the_speculative_extension_chooses_a_drafter_per_request) {
     EXPECT_EQ(chat_refused(R"("speculative": "mtp")").param, "speculative");
     EXPECT_EQ(chat_refused(R"("speculative": {"draft_max": 1000})").param, "speculative.draft_max");
     EXPECT_EQ(chat_refused(R"("speculative": {"type": 1})").param, "speculative.type");
+    const ApiError empty = chat_refused(R"("speculative": {"type": ""})");
+    EXPECT_EQ(empty.param, "speculative.type");
+    EXPECT_NE(empty.message.find("is empty"), std::string::npos) << empty.message;
 }
 
 TEST(OpenAiRequest, tokenize_and_detokenize_bodies_follow_llama_server) {
