@@ -38,7 +38,7 @@ Status cmd_serve(App& app) {
     const Config& cfg = app.config();
 
     // SIGTERM and SIGINT go to one thread that drains the server. Blocked before any other
-    // thread exists (the Vulkan driver's, cpp-httplib's workers), so that all inherit the mask.
+    // thread exists (the Vulkan driver's, the HTTP handlers), so that all inherit the mask.
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGTERM);
