@@ -87,7 +87,7 @@ struct HttpServer::Impl {
     std::atomic<uint32_t> running{0};
     std::atomic<bool> draining{false};
 
-    // Releases an admission when the request is answered (or its stream is torn down).
+    // Releases an admission when the request has been answered (whole or streamed).
     struct Ticket {
         Impl* server;
         ~Ticket() {
