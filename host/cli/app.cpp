@@ -104,6 +104,10 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (server_cl("timeout")) c.server.timeout = int(*a.get_int("timeout"));
     if (server_cl("request-timeout")) c.server.request_timeout = int(*a.get_int("request-timeout"));
     if (server_cl("max-body")) c.server.max_body = *a.get_int("max-body");
+    if (server_cl("shutdown-timeout")) c.server.shutdown_timeout = int(*a.get_int("shutdown-timeout"));
+    if (server_cl("max-connections")) c.server.max_connections = int(*a.get_int("max-connections"));
+    if (server_cl("max-connections-per-client"))
+        c.server.max_connections_per_client = int(*a.get_int("max-connections-per-client"));
     // ocr
     if (a.command() == "ocr") {
         if (cl("task")) c.ocr.task = *a.get_string("task");

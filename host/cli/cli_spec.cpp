@@ -341,6 +341,16 @@ const ProgramSpec& program_spec() {
                           ranged({{"--max-body"}, K::integer, "BYTES", "Largest request body; a larger one gets 413.",
                                   "8388608"},
                                  1024, int64_t(1) << 30),
+                          ranged({{"--shutdown-timeout"}, K::integer, "SECONDS", "On SIGTERM or SIGINT: stop "
+                                  "accepting, close idle and slow connections at once, let the admitted requests "
+                                  "finish for up to this long, then cut them and exit.", "30"},
+                                 0, 86400),
+                          ranged({{"--max-connections"}, K::integer, "N", "Connections open at once; more are "
+                                  "answered 503 and closed.", "256"},
+                                 1, 65536),
+                          ranged({{"--max-connections-per-client"}, K::integer, "N", "Connections open at once "
+                                  "from one client address; more are answered 503 and closed.", "64"},
+                                 1, 65536),
                           {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
                            "chatml-no-thinking, gemma, gemma4, glm4 (default: the model's family)."}}},
                         generation_options(ranged({{"-n", "--n-predict"}, K::integer, "N", "Default max_tokens; -1 "

@@ -38,7 +38,7 @@ Status cmd_serve(App& app) {
     const Config& cfg = app.config();
 
     // SIGTERM and SIGINT go to one thread that drains the server. Blocked before any other
-    // thread exists (the Vulkan driver's, cpp-httplib's workers), so that all inherit the mask.
+    // thread exists (the Vulkan driver's, the HTTP handlers), so that all inherit the mask.
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGTERM);
@@ -53,6 +53,9 @@ Status cmd_serve(App& app) {
     opts.queue_timeout_s = uint32_t(cfg.server.timeout);
     opts.generation_timeout_s = uint32_t(cfg.server.request_timeout);
     opts.max_body_bytes = size_t(cfg.server.max_body);
+    opts.shutdown_timeout_s = uint32_t(cfg.server.shutdown_timeout);
+    opts.max_connections = uint32_t(cfg.server.max_connections);
+    opts.max_connections_per_client = uint32_t(cfg.server.max_connections_per_client);
     opts.limits.max_prompt_bytes = std::min(opts.limits.max_prompt_bytes, opts.max_body_bytes);
 
     const uint32_t parallel = uint32_t(cfg.server.parallel);

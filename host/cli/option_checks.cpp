@@ -55,6 +55,9 @@ constexpr OptionKey kOptionKeys[] = {
     {"timeout", "server.timeout"},
     {"request-timeout", "server.request_timeout"},
     {"max-body", "server.max_body"},
+    {"shutdown-timeout", "server.shutdown_timeout"},
+    {"max-connections", "server.max_connections"},
+    {"max-connections-per-client", "server.max_connections_per_client"},
 };
 
 // ParsedArgs asserts on ids its spec lacks; tests parse against other tables.

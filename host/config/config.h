@@ -137,6 +137,9 @@ struct ServerConfig {
     int timeout = 600;            // seconds a request may wait for a place
     int request_timeout = 0;      // seconds a request may generate; 0 = no limit
     int64_t max_body = int64_t(8) << 20;  // bytes
+    int shutdown_timeout = 30;    // seconds admitted requests may run on after SIGTERM
+    int max_connections = 256;    // open at once
+    int max_connections_per_client = 64;  // open at once from one address
 
     bool operator==(const ServerConfig&) const = default;
 };

@@ -313,6 +313,9 @@ void read_server(SectionReader& r, Config& c) {
     r.integer("timeout", &s.timeout);
     r.integer("request_timeout", &s.request_timeout);
     r.integer("max_body", &s.max_body);
+    r.integer("shutdown_timeout", &s.shutdown_timeout);
+    r.integer("max_connections", &s.max_connections);
+    r.integer("max_connections_per_client", &s.max_connections_per_client);
 }
 
 void read_ocr(SectionReader& r, Config& c) {

@@ -151,6 +151,12 @@ void check_server(Checker& c, const ServerConfig& s) {
     c.at_most("server.request_timeout", s.request_timeout, 86400);
     c.at_least("server.max_body", s.max_body, 1024);
     c.at_most("server.max_body", s.max_body, int64_t(1) << 30);
+    c.at_least("server.shutdown_timeout", s.shutdown_timeout, 0);
+    c.at_most("server.shutdown_timeout", s.shutdown_timeout, 86400);
+    c.at_least("server.max_connections", s.max_connections, 1);
+    c.at_most("server.max_connections", s.max_connections, 65536);
+    c.at_least("server.max_connections_per_client", s.max_connections_per_client, 1);
+    c.at_most("server.max_connections_per_client", s.max_connections_per_client, 65536);
 }
 
 void check_ocr(Checker& c, const OcrConfig& o) {

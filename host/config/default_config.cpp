@@ -163,6 +163,12 @@ std::string_view default_config_text() {
 # request_timeout = 0
 # Largest request body in bytes; a larger one gets 413.
 # max_body = 8388608
+# On SIGTERM or SIGINT: seconds the admitted requests may still run (idle and slow
+# connections close at once); past them they are cut and the server exits.
+# shutdown_timeout = 30
+# Connections open at once, in all and from one client address; more get 503.
+# max_connections = 256
+# max_connections_per_client = 64
 
 [ocr]
 # `tandem ocr`: what to read from each page: text, formula, table, or json (fill the

@@ -25,6 +25,9 @@ struct Job {
     // (waiting for KV blocks and prefill count; 0: no limit); past it, it stops and what it
     // made so far is the answer, with finish_reason "length" (llama-server's t_max_predict_ms).
     uint32_t time_limit_s = 0;
+    // Whether the client has gone (hung up), asked while the request waits and runs; when
+    // it turns true the generation is cancelled at its next step. Empty: never asked.
+    std::function<bool()> client_gone;
 };
 
 struct Outcome {

@@ -2,16 +2,17 @@
 // host/serve/http_server.cpp
 #include "serve/http_server.h"
 
+#include "serve/http_transport.h"
 #include "serve/server_metrics.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
-#include <algorithm>
 #include <random>
 #include <set>
 
@@ -47,10 +48,15 @@ ApiError error_of(int status, std::string type, std::string message, std::string
     return e;
 }
 
-void send(httplib::Response& res, const ApiError& e) {
-    res.status = e.status;
-    res.set_content(e.to_json(), "application/json");
+void send(HttpResponder& res, const ApiError& e, const HttpHeaders& headers = {}) {
+    res.send(e.status, "application/json", e.to_json(), headers);
 }
+
+void send_json(HttpResponder& res, const std::string& body) { res.send(200, "application/json", body); }
+
+const HttpHeaders kRetryAfter = {{"Retry-After", "1"}};
+// How often a request that waits (for a place, or for its next token) looks for its client.
+constexpr std::chrono::milliseconds kClientCheck{100};
 
 std::string request_id(Endpoint endpoint) {
     static std::mutex m;
@@ -62,10 +68,13 @@ std::string request_id(Endpoint endpoint) {
 }  // namespace
 
 struct HttpServer::Impl {
+    using Route = std::function<void(const HttpRequest&, HttpResponder&)>;
+
     Backend& backend;
     ServerOptions opts;
-    httplib::Server http;
     ServerMetrics metrics;
+    std::map<std::string, Route> routes;  // by "METHOD /path"
+    std::unique_ptr<HttpTransport> transport;
 
     // places to run a generation: backend.parallel() of them (a mutex and a condition
     // variable rather than std::counting_semaphore, whose timed wait in GCC 12's
@@ -74,19 +83,16 @@ struct HttpServer::Impl {
     std::condition_variable places_cv;
     uint32_t places_free = 0;
     std::mutex admission_mutex;
-    std::condition_variable admission_cv;
     uint32_t admitted = 0;  // waiting + running
     std::atomic<uint32_t> running{0};
     std::atomic<bool> draining{false};
-    int bound_port = 0;
 
-    // Releases an admission when the request is answered (or its stream is torn down).
+    // Releases an admission when the request has been answered (whole or streamed).
     struct Ticket {
         Impl* server;
         ~Ticket() {
             std::lock_guard lock(server->admission_mutex);
             --server->admitted;
-            server->admission_cv.notify_all();
         }
     };
 
@@ -112,10 +118,12 @@ struct HttpServer::Impl {
     }
 
     void install_routes();
-    void generation(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
+    // Every request: authentication, the route, the request count.
+    void handle(const HttpRequest& req, HttpResponder& res);
+    void generation(Endpoint endpoint, const HttpRequest& req, HttpResponder& res);
     // Runs a job on the model and streams it as server-sent events.
     void stream(const Job& job, Endpoint endpoint, const ResponseMeta& meta, Clock::time_point arrived,
-                httplib::DataSink& sink);
+                HttpResponder& res);
     ApiResult<Outcome> run_locked(const Job& job, Clock::time_point arrived, const TextSink& on_text);
     std::string metrics_text() { return metrics.text(waiting(), running.load(), backend.gauges()); }
 };
@@ -123,11 +131,17 @@ struct HttpServer::Impl {
 ApiResult<Outcome> HttpServer::Impl::run_locked(const Job& job, Clock::time_point arrived, const TextSink& on_text) {
     {
         std::unique_lock lock(places_mutex);
-        if (!places_cv.wait_for(lock, std::chrono::seconds(opts.queue_timeout_s), [&] { return places_free > 0; }))
+        const auto deadline = Clock::now() + std::chrono::seconds(opts.queue_timeout_s);
+        // in steps, to notice a client that gave up waiting
+        while (!places_cv.wait_for(lock, kClientCheck, [&] { return places_free > 0; })) {
+            if (job.client_gone && job.client_gone())
+                return error_of(503, "server_error", "the client has gone", "client_gone");
+            if (Clock::now() < deadline) continue;
             return error_of(503, "server_error",
                         fmt::format("the request waited {} s for the model without starting; retry later",
                                     opts.queue_timeout_s),
                             "queue_timeout");
+        }
         --places_free;
     }
     ++running;
@@ -169,10 +183,10 @@ ApiResult<Outcome> HttpServer::Impl::run_locked(const Job& job, Clock::time_poin
 }
 
 void HttpServer::Impl::stream(const Job& job, Endpoint endpoint, const ResponseMeta& meta, Clock::time_point arrived,
-                              httplib::DataSink& sink) {
-    bool connected = true;
+                              HttpResponder& res) {
+    bool connected = res.start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
     const auto write = [&](const std::string& event) {
-        if (connected && !sink.write(event.data(), event.size())) connected = false;
+        if (connected && !res.write(event)) connected = false;
         return connected;
     };
     bool first = true;
@@ -195,9 +209,10 @@ void HttpServer::Impl::stream(const Job& job, Endpoint endpoint, const ResponseM
         if (job.request.include_usage) write(sse_event(usage_chunk_body(endpoint, meta, out->usage)));
     }
     write(std::string(kSseDone));
+    res.end_stream();
 }
 
-void HttpServer::Impl::generation(Endpoint endpoint, const httplib::Request& req, httplib::Response& res) {
+void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, HttpResponder& res) {
     const Clock::time_point arrived = Clock::now();
     auto parsed = parse_generation_request(endpoint, req.body, opts.limits);
     if (!parsed.ok()) return send(res, parsed.error());
@@ -209,11 +224,10 @@ void HttpServer::Impl::generation(Endpoint endpoint, const httplib::Request& req
     auto job = backend.prepare(std::move(*parsed));
     if (!job.ok()) return send(res, job.error());
     job->time_limit_s = opts.generation_timeout_s;
+    // a client that hangs up, streaming or not, ends its generation at the next step
+    job->client_gone = [&res] { return res.client_gone(); };
     std::shared_ptr<Ticket> ticket = admit();
-    if (!ticket) {
-        res.set_header("Retry-After", "1");
-        return send(res, overloaded());
-    }
+    if (!ticket) return send(res, overloaded(), kRetryAfter);
     const ResponseMeta meta{request_id(endpoint), int64_t(std::time(nullptr)), backend.model_id()};
 
     if (!job->request.stream) {
@@ -225,91 +239,53 @@ void HttpServer::Impl::generation(Endpoint endpoint, const httplib::Request& req
             if (lp) logprobs.insert(logprobs.end(), lp->begin(), lp->end());
             return true;
         });
-        if (!out.ok()) {
-            if (out.error().status == 503) res.set_header("Retry-After", "1");
-            return send(res, out.error());
-        }
-        res.set_content(
-            completion_body(endpoint, meta, {text, out->finish_reason, want_logprobs ? &logprobs : nullptr}, out->usage),
-            "application/json");
-        return;
+        if (!out.ok()) return send(res, out.error(), out.error().status == 503 ? kRetryAfter : HttpHeaders{});
+        return send_json(res, completion_body(endpoint, meta,
+                                              {text, out->finish_reason, want_logprobs ? &logprobs : nullptr},
+                                              out->usage));
     }
-    auto shared_job = std::make_shared<Job>(std::move(*job));
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [this, shared_job, ticket, endpoint, meta, arrived](size_t, httplib::DataSink& sink) {
-            stream(*shared_job, endpoint, meta, arrived, sink);
-            sink.done();
-            return true;
-        });
+    stream(*job, endpoint, meta, arrived, res);
+}
+
+void HttpServer::Impl::handle(const HttpRequest& req, HttpResponder& res) {
+    // Known paths only: a label per path a client makes up would grow without bound.
+    static const std::set<std::string, std::less<>> known = {
+        "/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions", "/v1/models",
+        "/tokenize", "/detokenize", "/health", "/metrics"};
+    struct Count {
+        Impl& s;
+        const HttpRequest& req;
+        HttpResponder& res;
+        ~Count() { s.metrics.request_done(known.count(req.path) ? req.path : "other", res.status() ? res.status() : 500); }
+    } count{*this, req, res};
+
+    if (!opts.api_key.empty() && req.path != "/health") {
+        const std::string_view auth = req.header("authorization");
+        const std::string_view prefix = "Bearer ";
+        if (!auth.starts_with(prefix) || !same_secret(auth.substr(prefix.size()), opts.api_key))
+            return send(res, error_of(401, "authentication_error",
+                                      auth.empty() ? "no API key: send the header 'Authorization: Bearer KEY'"
+                                                   : "the API key is not valid",
+                                      "invalid_api_key"));
+    }
+    const auto route = routes.find(req.method + " " + req.path);
+    if (route == routes.end())
+        return send(res, error_of(404, "invalid_request_error", fmt::format("no such endpoint: {} {}", req.method, req.path)));
+    route->second(req, res);
 }
 
 void HttpServer::Impl::install_routes() {
-    http.set_payload_max_length(opts.max_body_bytes);
-    // cpp-httplib sets SO_REUSEPORT, which lets a second server bind a port in use and share
-    // its connections; only SO_REUSEADDR (a restart need not wait for TIME_WAIT).
-    http.set_socket_options([](socket_t sock) {
-        int yes = 1;
-        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    });
-    // Enough workers that every admitted request has one, and /health and /metrics still answer.
-    const size_t workers = size_t(opts.queue) + parallel() + 4;
-    http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-
-    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        if (opts.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-        const std::string auth = req.get_header_value("Authorization");
-        const std::string_view prefix = "Bearer ";
-        if (auth.compare(0, prefix.size(), prefix) == 0 && same_secret(std::string_view(auth).substr(prefix.size()), opts.api_key))
-            return httplib::Server::HandlerResponse::Unhandled;
-        send(res, error_of(401, "authentication_error",
-                           auth.empty() ? "no API key: send the header 'Authorization: Bearer KEY'" : "the API key is not valid",
-                           "invalid_api_key"));
-        return httplib::Server::HandlerResponse::Handled;
-    });
-    http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        // Known paths only: a label per path a client makes up would grow without bound.
-        static const std::set<std::string, std::less<>> known = {
-            "/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions", "/v1/models",
-            "/tokenize", "/detokenize", "/health", "/metrics"};
-        metrics.request_done(known.count(req.path) ? req.path : "other", res.status);
-    });
-    // Errors cpp-httplib answers itself come without a body: give them OpenAI's.
-    http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return;
-        if (res.status == 413)
-            send(res, error_of(413, "invalid_request_error",
-                               fmt::format("the request body is larger than {} bytes, the most this server accepts",
-                                           opts.max_body_bytes)));
-        else if (res.status == 404)
-            send(res, error_of(404, "invalid_request_error", fmt::format("no such endpoint: {} {}", req.method, req.path)));
-        else
-            send(res, error_of(res.status, "invalid_request_error", fmt::format("HTTP error {}", res.status)));
-    });
-    http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "unknown exception";
-        try {
-            std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-            what = e.what();
-        } catch (...) {
-        }
-        send(res, error_of(500, "server_error", "internal error: " + what));
-    });
-
-    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-        res.status = draining ? 503 : 200;
-        res.set_content(json_text({{"status", draining ? "draining" : "ok"}}), "application/json");
-    });
-    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    routes["GET /health"] = [this](const HttpRequest&, HttpResponder& res) {
+        res.send(draining ? 503 : 200, "application/json", json_text({{"status", draining ? "draining" : "ok"}}));
+    };
+    routes["GET /v1/models"] = [this](const HttpRequest&, HttpResponder& res) {
         json model = {{"id", backend.model_id()}, {"object", "model"}, {"created", 0}, {"owned_by", "tandem"}};
-        res.set_content(json_text({{"object", "list"}, {"data", json::array({model})}}), "application/json");
-    });
-    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-        res.set_content(metrics_text(), "text/plain; version=0.0.4");
-    });
-    http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+        send_json(res, json_text({{"object", "list"}, {"data", json::array({model})}}));
+    };
+    routes["GET /metrics"] = [this](const HttpRequest&, HttpResponder& res) {
+        res.send(200, "text/plain; version=0.0.4", metrics_text());
+    };
+    routes["POST /tokenize"] = [this](const HttpRequest& req, HttpResponder& res) {
         auto parsed = parse_tokenize_request(req.body, opts.limits);
         if (!parsed.ok()) return send(res, parsed.error());
         auto ids = backend.tokenize(*parsed);
@@ -319,22 +295,38 @@ void HttpServer::Impl::install_routes() {
             if (parsed->with_pieces) tokens.push_back({{"id", id}, {"piece", backend.token_piece(id)}});
             else tokens.push_back(id);
         }
-        res.set_content(json_text({{"tokens", tokens}}), "application/json");
-    });
-    http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+        send_json(res, json_text({{"tokens", tokens}}));
+    };
+    routes["POST /detokenize"] = [this](const HttpRequest& req, HttpResponder& res) {
         auto parsed = parse_detokenize_request(req.body, opts.limits);
         if (!parsed.ok()) return send(res, parsed.error());
         auto text = backend.detokenize(*parsed);
         if (!text.ok()) return send(res, text.error());
-        res.set_content(json_text({{"content", *text}}), "application/json");
-    });
+        send_json(res, json_text({{"content", *text}}));
+    };
     for (const char* path : {"/v1/chat/completions", "/chat/completions"})
-        http.Post(path, [this](const httplib::Request& req, httplib::Response& res) {
+        routes[fmt::format("POST {}", path)] = [this](const HttpRequest& req, HttpResponder& res) {
             generation(Endpoint::chat_completions, req, res);
-        });
+        };
     for (const char* path : {"/v1/completions", "/completions"})
-        http.Post(path, [this](const httplib::Request& req, httplib::Response& res) {
+        routes[fmt::format("POST {}", path)] = [this](const HttpRequest& req, HttpResponder& res) {
             generation(Endpoint::completions, req, res);
+        };
+
+    TransportOptions t;
+    t.host = opts.host;
+    t.port = opts.port;
+    t.max_body_bytes = opts.max_body_bytes;
+    t.max_connections = opts.max_connections;
+    t.max_connections_per_client = opts.max_connections_per_client;
+    // Every admitted request has a thread (it waits in it), and others still find one.
+    t.handler_threads = opts.queue + parallel() + 4;
+    transport = std::make_unique<HttpTransport>(
+        t, [this](const HttpRequest& req, HttpResponder& res) { handle(req, res); },
+        [](int status, std::string_view message, std::string_view code) {
+            return error_of(status, status >= 500 ? "server_error" : "invalid_request_error", std::string(message),
+                            std::string(code))
+                .to_json();
         });
 }
 
@@ -345,34 +337,19 @@ HttpServer::HttpServer(Backend& backend, ServerOptions options)
 
 HttpServer::~HttpServer() = default;
 
-Status HttpServer::bind() {
-    Impl& s = *impl_;
-    if (s.opts.port == 0) {
-        s.bound_port = s.http.bind_to_any_port(s.opts.host);
-    } else if (s.http.bind_to_port(s.opts.host, s.opts.port)) {
-        s.bound_port = s.opts.port;
-    }
-    if (s.bound_port <= 0)
-        return Error::format("cannot listen on {}:{} (in use, not an address of this machine, or not permitted)",
-                             s.opts.host, s.opts.port);
-    return {};
-}
+Status HttpServer::bind() { return impl_->transport->bind(); }
 
-int HttpServer::port() const { return impl_->bound_port; }
+int HttpServer::port() const { return impl_->transport->port(); }
 
-Status HttpServer::serve() {
-    if (!impl_->http.listen_after_bind()) return Error("the server stopped listening unexpectedly");
-    return {};
-}
+Status HttpServer::serve() { return impl_->transport->serve(); }
 
 void HttpServer::drain() {
     Impl& s = *impl_;
     {
-        std::unique_lock lock(s.admission_mutex);
+        std::lock_guard lock(s.admission_mutex);
         s.draining = true;
-        s.admission_cv.wait(lock, [&] { return s.admitted == 0; });
     }
-    s.http.stop();
+    s.transport->shutdown(std::chrono::seconds(s.opts.shutdown_timeout_s));
 }
 
 std::string HttpServer::metrics_text() const { return impl_->metrics_text(); }

@@ -2,6 +2,7 @@
 // host/serve/request_channel.cpp
 #include "serve/request_channel.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace tdm::server {
@@ -53,37 +54,47 @@ void RequestChannel::on_done(const SessionResult& result) {
 }
 
 RequestChannel::Ended RequestChannel::stream(const TextSink& on_text, bool want_logprobs, uint32_t time_limit_s,
+                                             const std::function<bool()>& client_gone,
                                              const std::function<void()>& wake_engine) {
-    bool client_gone = false, timed_out = false;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(time_limit_s);
+    using Clock = std::chrono::steady_clock;
+    bool gone = false, timed_out = false;
+    const auto deadline = Clock::now() + std::chrono::seconds(time_limit_s);
+    const auto hang_up = [&] {
+        gone = true;
+        cancel_->store(true);
+        wake_engine();
+    };
     while (true) {
         Piece piece;
         {
             std::unique_lock lock(mutex_);
             const auto ready = [&] { return !pieces_.empty() || result_; };
-            if (time_limit_s && !timed_out) {
-                if (!cv_.wait_until(lock, deadline, ready)) {
+            // waits in steps of 100 ms while the client must be watched (a prefill sends nothing)
+            const bool watch = client_gone && !gone;
+            const auto wake_at = std::min(time_limit_s && !timed_out ? deadline : Clock::time_point::max(),
+                                          watch ? Clock::now() + std::chrono::milliseconds(100)
+                                                : Clock::time_point::max());
+            if (wake_at == Clock::time_point::max()) cv_.wait(lock, ready);
+            else cv_.wait_until(lock, wake_at, ready);
+            if (!ready()) {
+                lock.unlock();
+                if (time_limit_s && !timed_out && Clock::now() >= deadline) {
                     // past the limit: the engine ends the session at its next step, and what
                     // it made so far is the answer
                     timed_out = true;
                     cancel_->store(true);
-                    lock.unlock();
                     wake_engine();
-                    continue;
+                } else if (watch && client_gone()) {
+                    hang_up();
                 }
-            } else {
-                cv_.wait(lock, ready);
+                continue;
             }
             if (pieces_.empty()) break;
             piece = std::move(pieces_.front());
             pieces_.pop_front();
         }
-        if (client_gone) continue;
-        if (!on_text(piece.first, want_logprobs ? &piece.second : nullptr)) {
-            client_gone = true;
-            cancel_->store(true);
-            wake_engine();
-        }
+        if (gone) continue;
+        if (!on_text(piece.first, want_logprobs ? &piece.second : nullptr) || (client_gone && client_gone())) hang_up();
     }
     // The engine thread is done with the channel: on_done came last.
     std::lock_guard lock(mutex_);

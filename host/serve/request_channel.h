@@ -46,10 +46,12 @@ public:
     };
     // The worker's side, once the session is in the engine's inbox: hands each piece of text
     // to on_text (with its logprobs when `want_logprobs`) until the session is over. Past
-    // `time_limit_s` (0: none), or when on_text returns false, the session is cancelled and
-    // `wake_engine` called, so that a sleeping engine thread ends it at its next step.
+    // `time_limit_s` (0: none), when on_text returns false, or when `client_gone` (asked
+    // between pieces and every 100 ms while none comes, as during a prefill) says true, the
+    // session is cancelled and `wake_engine` called, so that a sleeping engine thread ends it
+    // at its next step.
     Ended stream(const TextSink& on_text, bool want_logprobs, uint32_t time_limit_s,
-                 const std::function<void()>& wake_engine);
+                 const std::function<bool()>& client_gone, const std::function<void()>& wake_engine);
 
 private:
     using Piece = std::pair<std::string, std::vector<TokenLogprob>>;

@@ -227,7 +227,7 @@ ApiResult<Outcome> ServeBackend::run(const Job& job, const TextSink& on_text) {
     wake_.notify_all();
 
     const RequestChannel::Ended ended =
-        channel->stream(on_text, want_logprobs, job.time_limit_s, [this] { wake_.notify_all(); });
+        channel->stream(on_text, want_logprobs, job.time_limit_s, job.client_gone, [this] { wake_.notify_all(); });
     const SessionResult& res = ended.result;
     if (res.stop_reason == StopReason::error) return server_error(Error(res.error));
     Outcome out;

@@ -20,6 +20,7 @@ public:
 
     bool started() const { return port_ > 0; }
     int port() const { return port_; }
+    pid_t pid() const { return pid_; }
     // Its standard error so far (the reason, when it did not start).
     std::string log() const;
     // SIGTERM, then waits for the exit; returns the exit status (128+N for signal N).
