@@ -19,7 +19,7 @@
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "speculative/draft_model.h"
 #include "speculative/forced_drafter.h"
-#include "engine/sampling_stats.h"
+#include "support/sampling_stats.h"
 #include "support/device_fixture.h"
 #include "support/prefill.h"
 #include "support/fixtures.h"

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/graph/graph_counts_test.cpp: what one decode step and one verify pass of each
+// in-tree model family record: dispatches, barriers, and dispatches that bind host memory
+// (graph/executor.h). The counts are deterministic for a graph's shape, so each family is
+// held to a budget: work that fuses ops or moves buffers to the device lowers a budget here,
+// and a change that adds dispatches or host bindings without saying so fails.
+//
+// To add a family: a CountCase with its synthesizer and today's counts as the budget. When a
+// count goes down, lower its budget to the new count in the same commit.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "model/runner.h"
+#include "gemma4/synth/gemma4_synth.h"
+#include "glm-ocr/synth/glm_synth.h"
+#include "plugin/plugin_loader.h"
+#include "qwen-nextn/synth/qwen35_synth.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
+#include "support/device_fixture.h"
+#include "support/fixtures.h"
+
+namespace tdm {
+namespace {
+
+Registry& plugins_for_counts() {
+    static std::unique_ptr<Registry> reg = [] {
+        PluginSearch s;
+        s.use_env = false;
+        auto r = load_plugins(s);
+        EXPECT_TRUE(r.ok());
+        return std::move(r).value();
+    }();
+    return *reg;
+}
+
+struct CountCase {
+    const char* name;
+    std::function<Status(const std::string& path)> synthesize;  // a Q8_0 model of the family
+    GraphCounts decode_budget;                                  // at most, for one token
+    GraphCounts verify_budget;                                  // at most, for 4 rows of one sequence
+};
+
+Status qwen3_tiny(const std::string& path) {
+    synth::Qwen3SynthOptions o;
+    o.weight_type = DType::Q8_0;
+    return synth::synth_qwen3_gguf(path, TDM_TRY(synth::qwen3_preset("tiny")), o);
+}
+
+Status qwen35_tiny(const std::string& path) {
+    synth::Qwen35SynthOptions o;
+    o.weight_type = DType::Q8_0;
+    return synth::synth_qwen35_gguf(path, TDM_TRY(synth::qwen35_preset("tiny")), o);
+}
+
+Status gemma4_tiny_e2b(const std::string& path) {
+    synth::Gemma4SynthOptions o;
+    o.weight_type = DType::Q8_0;
+    return synth::synth_gemma4_gguf(path, TDM_TRY(synth::gemma4_preset("tiny-e2b")), o);
+}
+
+Status glm_tiny(const std::string& path) {
+    synth::GlmSynthOptions o;
+    o.weight_type = DType::Q8_0;
+    return synth::synth_glm_gguf(path, TDM_TRY(synth::glm_preset("tiny")), o);
+}
+
+void PrintTo(const CountCase& c, std::ostream* os) { *os << c.name; }
+
+class ModelGraphCounts : public test::DeviceTest, public ::testing::WithParamInterface<CountCase> {};
+
+TEST_P(ModelGraphCounts, decode_and_verify_graphs_stay_within_their_budgets) {
+    const CountCase& c = GetParam();
+    const std::string path = test::make_temp_dir("counts") + "/m.gguf";
+    const Status st = c.synthesize(path);
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    auto model = Model::load(path, plugins_for_counts(), device());
+    ASSERT_TRUE(model.ok()) << model.error().message();
+    KvPoolConfig kc;
+    kc.n_ctx = 64;
+    auto kv = KvPool::create(device(), (*model)->attention_layers(), kc, "test", (*model)->recurrent_states());
+    ASSERT_TRUE(kv.ok()) << kv.error().message();
+    Runner runner(**model, **kv, device(), pipelines());
+
+    auto check = [](const char* what, const GraphCounts& got, const GraphCounts& budget) {
+        std::printf("%s: %u dispatches, %u barriers, %u binding host memory\n", what, got.dispatches, got.barriers,
+                    got.host_memory_dispatches);
+        EXPECT_LE(got.dispatches, budget.dispatches) << what;
+        EXPECT_LE(got.barriers, budget.barriers) << what;
+        EXPECT_LE(got.host_memory_dispatches, budget.host_memory_dispatches) << what;
+        // a barrier stands before a dispatch, never two in a row
+        EXPECT_LE(got.barriers, got.dispatches) << what;
+        EXPECT_LE(got.host_memory_dispatches, got.dispatches) << what;
+    };
+    const auto decode = runner.graph_counts(1, 1);
+    ASSERT_TRUE(decode.ok()) << decode.error().message();
+    check("decode", *decode, c.decode_budget);
+    const auto verify = runner.graph_counts(4, 4);
+    ASSERT_TRUE(verify.ok()) << verify.error().message();
+    check("verify", *verify, c.verify_budget);
+    // the same shape compiled twice records the same commands
+    const auto again = runner.graph_counts(1, 1);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->dispatches, decode->dispatches);
+    EXPECT_EQ(again->barriers, decode->barriers);
+    EXPECT_EQ(again->host_memory_dispatches, decode->host_memory_dispatches);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, ModelGraphCounts,
+    // the tiny presets: the counts grow by a fixed amount per layer
+    ::testing::Values(CountCase{"qwen3_tiny", qwen3_tiny, {36, 29, 11}, {36, 29, 11}},
+                      CountCase{"qwen35_tiny", qwen35_tiny, {76, 63, 13}, {76, 63, 13}},
+                      CountCase{"gemma4_tiny_e2b", gemma4_tiny_e2b, {140, 129, 20}, {140, 129, 20}},
+                      CountCase{"glm_tiny", glm_tiny, {38, 31, 11}, {38, 31, 11}}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+}  // namespace
+}  // namespace tdm
