@@ -15,24 +15,15 @@
 #include "engine/batch_engine.h"
 #include "formats/mapped_file.h"
 #include "formats/model_source.h"
-#include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen35_synth.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "speculative/draft_head.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
+#include "support/plugin_registry.h"
 
 namespace tdm {
 namespace {
-
-Registry& plugins() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        return std::move(load_plugins(s)).value();
-    }();
-    return *reg;
-}
 
 std::string qwen3_model() {
     static const std::string path = [] {
@@ -74,7 +65,7 @@ std::unique_ptr<KvPool> make_pool(const Model& m, uint32_t n_seq, uint32_t n_che
 
 // Qwen3.5's MTP head of `m` (from its own file), beside the target's pool `kv`.
 Result<std::unique_ptr<DraftHeadDrafter>> mtp_head(const Model& m, const KvPool& kv, DraftHeadOptions ho) {
-    const DraftHeadEntry* entry = plugins().find_draft_head("mtp", m.arch().desc->name);
+    const DraftHeadEntry* entry = test::build_tree_plugins().find_draft_head("mtp", m.arch().desc->name);
     if (!entry) return Error("no mtp draft head for " + std::string(m.arch().desc->name));
     return DraftHeadDrafter::create(*entry, "mtp", m.shared_source(), m, kv, test::test_device(),
                                     test::test_pipelines(), ho);
@@ -182,7 +173,7 @@ void run_all(BatchEngine& e, std::vector<Job>& jobs) {
 class BatchEngineTest : public test::DeviceTest {};
 
 TEST_F(BatchEngineTest, every_session_gets_the_tokens_it_gets_alone_with_and_without_drafts) {
-    auto m = Model::load(qwen3_model(), plugins(), device());
+    auto m = Model::load(qwen3_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     std::vector<Job> jobs(9);
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -217,7 +208,7 @@ TEST_F(BatchEngineTest, every_session_gets_the_tokens_it_gets_alone_with_and_wit
 }
 
 TEST_F(BatchEngineTest, seeded_sampling_gives_the_same_tokens_batched_as_alone) {
-    auto m = Model::load(qwen3_model(), plugins(), device());
+    auto m = Model::load(qwen3_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     auto run = [&](std::vector<Job>& jobs, uint32_t n_seq) {
         auto kv = make_pool(**m, n_seq);
@@ -247,7 +238,7 @@ TEST_F(BatchEngineTest, seeded_sampling_gives_the_same_tokens_batched_as_alone) 
 }
 
 TEST_F(BatchEngineTest, a_prompt_sharing_a_prefix_with_a_finished_request_resumes_from_its_slot) {
-    auto m = Model::load(qwen3_model(), plugins(), device());
+    auto m = Model::load(qwen3_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     const auto system = random_prompt(7, 40, 500);
     std::vector<Job> jobs(3);
@@ -282,7 +273,7 @@ TEST_F(BatchEngineTest, a_prompt_sharing_a_prefix_with_a_finished_request_resume
 }
 
 TEST_F(BatchEngineTest, sessions_preempted_when_the_pool_runs_out_recompute_and_lose_nothing) {
-    auto m = Model::load(qwen3_model(), plugins(), device());
+    auto m = Model::load(qwen3_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     std::vector<Job> jobs(4);
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -311,7 +302,7 @@ TEST_F(BatchEngineTest, sessions_preempted_when_the_pool_runs_out_recompute_and_
 }
 
 TEST_F(BatchEngineTest, a_cancelled_session_ends_and_the_others_finish) {
-    auto m = Model::load(qwen3_model(), plugins(), device());
+    auto m = Model::load(qwen3_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     std::vector<Job> jobs(3);
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -345,7 +336,7 @@ TEST_F(BatchEngineTest, a_cancelled_session_ends_and_the_others_finish) {
 // segment reading and checkpointing its own state. Prompt chunks beside other sessions'
 // verify rows, drafts accepted and rejected (rollback by checkpoint), the MTP head shared.
 TEST_F(BatchEngineTest, hybrid_model_sessions_share_passes_and_the_mtp_head_and_stay_exact) {
-    auto m = Model::load(qwen35_model(), plugins(), device());
+    auto m = Model::load(qwen35_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     std::vector<Job> jobs(6);
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -384,7 +375,7 @@ TEST_F(BatchEngineTest, hybrid_model_sessions_share_passes_and_the_mtp_head_and_
 // what it proposes reading the target's rows from host copies instead of the device table
 // (where a sequence's rows sit past the other sequences' rows of the pass).
 TEST_F(BatchEngineTest, mtp_sequences_draft_in_one_graph_and_propose_what_they_propose_alone) {
-    auto m = Model::load(qwen35_model(), plugins(), device());
+    auto m = Model::load(qwen35_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     std::vector<Job> jobs(5);
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -457,7 +448,7 @@ TEST_F(BatchEngineTest, mtp_sequences_draft_in_one_graph_and_propose_what_they_p
 // A server's batches come in many shapes: past the limit the least recently used graph is
 // dropped, and a shape built again gives the same logits.
 TEST_F(BatchEngineTest, the_runner_keeps_at_most_its_limit_of_graphs_and_rebuilds_the_same_ones) {
-    auto m = Model::load(qwen3_model(), plugins(), device());
+    auto m = Model::load(qwen3_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     auto kv = make_pool(**m, 1);
     ASSERT_TRUE(kv);
@@ -486,7 +477,7 @@ TEST_F(BatchEngineTest, the_runner_keeps_at_most_its_limit_of_graphs_and_rebuild
 // short, so the next token comes from a decode step with drafts, consuming the random
 // numbers exactly as the uninterrupted run does.
 TEST_F(BatchEngineTest, seeded_sampling_with_drafts_survives_preemption_unchanged) {
-    auto m = Model::load(qwen3_model(), plugins(), device());
+    auto m = Model::load(qwen3_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     std::vector<Job> alone(4), squeezed(4);
     for (size_t i = 0; i < alone.size(); ++i) {
@@ -521,7 +512,7 @@ TEST_F(BatchEngineTest, seeded_sampling_with_drafts_survives_preemption_unchange
 // A pass that fails because of one session's rows (here a token outside the vocabulary)
 // is run again session by session: only that session ends with the error.
 TEST_F(BatchEngineTest, a_session_whose_rows_fail_ends_alone_and_the_others_finish) {
-    auto m = Model::load(qwen3_model(), plugins(), device());
+    auto m = Model::load(qwen3_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     std::vector<Job> jobs(3);
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -582,7 +573,7 @@ TEST_F(BatchEngineTest, a_failed_hybrid_pass_rolls_states_back_and_only_the_bad_
     constexpr int32_t kBad = 7;
     ModelLoadOptions lo;
     lo.check_weights = false;
-    auto m = Model::load(qwen35_model_with_nan_token(kBad), plugins(), device(), lo);
+    auto m = Model::load(qwen35_model_with_nan_token(kBad), test::build_tree_plugins(), device(), lo);
     ASSERT_TRUE(m.ok()) << m.error().message();
     std::vector<Job> jobs(3);
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -618,7 +609,7 @@ TEST_F(BatchEngineTest, a_failed_hybrid_pass_rolls_states_back_and_only_the_bad_
 TEST_F(BatchEngineTest, recurrent_models_without_batched_states_run_one_sequence_a_pass) {
     ModelLoadOptions lo;
     lo.options["gdn_chunk"] = "64";  // no pass here is longer: the recurrent form every time
-    auto m = Model::load(qwen35_model(), plugins(), device(), lo);
+    auto m = Model::load(qwen35_model(), test::build_tree_plugins(), device(), lo);
     ASSERT_TRUE(m.ok()) << m.error().message();
     EXPECT_FALSE((*m)->batches_sequences());
     std::vector<Job> jobs(3);
@@ -654,7 +645,7 @@ TEST_F(BatchEngineTest, recurrent_models_without_batched_states_run_one_sequence
 // resuming the slot's KV (a chat's next turn) drafts with the drafter the slot kept from
 // the request before, instead of turning drafting off.
 TEST_F(BatchEngineTest, a_request_resuming_a_slot_drafts_with_the_head_sequence_the_slot_kept) {
-    auto m = Model::load(qwen35_model(), plugins(), device());
+    auto m = Model::load(qwen35_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     std::vector<Job> first(1);
     first[0].prompt = random_prompt(1700, 9, 500);
@@ -699,7 +690,7 @@ TEST_F(BatchEngineTest, a_request_resuming_a_slot_drafts_with_the_head_sequence_
 // A request's own draft_max may exceed what the pool's recurrent checkpoints can roll back
 // (n_checkpoints - 2 drafts): its rounds draft no more than that, and stay exact.
 TEST_F(BatchEngineTest, a_hybrid_requests_drafts_stay_within_the_checkpoints) {
-    auto m = Model::load(qwen35_model(), plugins(), device());
+    auto m = Model::load(qwen35_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     std::vector<Job> jobs(2);
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -758,7 +749,7 @@ private:
 // A prompt resumed all but its last token drafts on the prompt's own pass: that round's
 // result reaches the drafter like any other.
 TEST_F(BatchEngineTest, drafts_on_a_resumed_prompts_pass_are_a_round_the_drafter_hears_of) {
-    auto m = Model::load(qwen3_model(), plugins(), device());
+    auto m = Model::load(qwen3_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     std::vector<Job> first(1), second(1);
     first[0].prompt = random_prompt(1900, 8, 500);
@@ -791,7 +782,7 @@ TEST_F(BatchEngineTest, drafts_on_a_resumed_prompts_pass_are_a_round_the_drafter
 }
 
 TEST_F(BatchEngineTest, abort_all_ends_running_and_waiting_sessions_with_an_error) {
-    auto m = Model::load(qwen3_model(), plugins(), device());
+    auto m = Model::load(qwen3_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     std::vector<Job> jobs(3);
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -821,7 +812,7 @@ TEST_F(BatchEngineTest, abort_all_ends_running_and_waiting_sessions_with_an_erro
 // writes there, which copies the block first (copy-on-write): every session still gets
 // the tokens it gets alone, the running one included.
 TEST_F(BatchEngineTest, a_running_sessions_prefix_blocks_are_shared_and_copied_on_write) {
-    auto m = Model::load(qwen3_model(), plugins(), device());
+    auto m = Model::load(qwen3_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     const auto system = random_prompt(77, 40, 500);  // 2 whole blocks of 16 and 8 more tokens
     std::vector<Job> jobs(3);
@@ -860,7 +851,7 @@ TEST_F(BatchEngineTest, a_running_sessions_prefix_blocks_are_shared_and_copied_o
 }
 
 TEST_F(BatchEngineTest, shared_blocks_are_counted_and_freed_by_their_last_holder) {
-    auto m = Model::load(qwen3_model(), plugins(), device());
+    auto m = Model::load(qwen3_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     auto kv = make_pool(**m, 2);
     ASSERT_TRUE(kv);
@@ -886,7 +877,7 @@ TEST_F(BatchEngineTest, shared_blocks_are_counted_and_freed_by_their_last_holder
     kv->free_sequence(dst);
     EXPECT_EQ(kv->free_blocks(), all);
 
-    auto hybrid = Model::load(qwen35_model(), plugins(), device());
+    auto hybrid = Model::load(qwen35_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(hybrid.ok());
     auto hkv = make_pool(**hybrid, 2);
     ASSERT_TRUE(hkv);

@@ -11,24 +11,15 @@
 
 #include "engine/continuation.h"
 #include "engine/generate.h"
-#include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen35_synth.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "speculative/draft_head.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
+#include "support/plugin_registry.h"
 
 namespace tdm {
 namespace {
-
-Registry& plugins_continuation() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        return std::move(load_plugins(s)).value();
-    }();
-    return *reg;
-}
 
 struct Target {
     std::unique_ptr<Model> model;
@@ -37,7 +28,7 @@ struct Target {
 
 Target load(const std::string& path, uint32_t n_checkpoints) {
     Target t;
-    auto m = Model::load(path, plugins_continuation(), test::test_device());
+    auto m = Model::load(path, test::build_tree_plugins(), test::test_device());
     EXPECT_TRUE(m.ok()) << m.error().message();
     if (!m.ok()) return t;
     t.model = std::move(m).value();
@@ -184,7 +175,7 @@ TEST_F(Continuation, qwen35_mtp_speculation_resumes_the_head_across_turns_and_eq
     ASSERT_TRUE(t.kv);
     Runner runner(*t.model, *t.kv, test::test_device(), test::test_pipelines());
     const int seq = *t.kv->add_sequence(), fresh = *t.kv->add_sequence();
-    const DraftHeadEntry* e = plugins_continuation().find_draft_head("mtp", t.model->arch().desc->name);
+    const DraftHeadEntry* e = test::build_tree_plugins().find_draft_head("mtp", t.model->arch().desc->name);
     ASSERT_NE(e, nullptr);
     DraftHeadOptions o;
     o.kv.n_ctx = 256;

@@ -15,25 +15,14 @@
 #include "engine/continuation.h"
 #include "engine/generate.h"
 #include "engine/state_file.h"
-#include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen35_synth.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
+#include "support/plugin_registry.h"
 
 namespace tdm {
 namespace {
-
-Registry& plugins_prompt_cache() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        auto r = load_plugins(s);
-        EXPECT_TRUE(r.ok());
-        return std::move(r).value();
-    }();
-    return *reg;
-}
 
 std::string qwen3_model_prompt_cache(int n_layer = 2) {
     synth::Qwen3Shape s;
@@ -73,7 +62,7 @@ struct LoadedPromptCache {
 
 LoadedPromptCache load_prompt_cache(const std::string& path, uint32_t block_size = 16, bool f16 = true) {
     LoadedPromptCache l;
-    auto m = Model::load(path, plugins_prompt_cache(), test::test_device());
+    auto m = Model::load(path, test::build_tree_plugins(), test::test_device());
     EXPECT_TRUE(m.ok()) << m.error().message();
     if (!m.ok()) return l;
     l.model = std::move(m).value();

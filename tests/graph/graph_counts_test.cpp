@@ -14,25 +14,14 @@
 #include "model/runner.h"
 #include "gemma4/synth/gemma4_synth.h"
 #include "glm-ocr/synth/glm_synth.h"
-#include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen35_synth.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
+#include "support/plugin_registry.h"
 
 namespace tdm {
 namespace {
-
-Registry& plugins_for_counts() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        auto r = load_plugins(s);
-        EXPECT_TRUE(r.ok());
-        return std::move(r).value();
-    }();
-    return *reg;
-}
 
 struct CountCase {
     const char* name;
@@ -74,7 +63,7 @@ TEST_P(ModelGraphCounts, decode_and_verify_graphs_stay_within_their_budgets) {
     const std::string path = test::make_temp_dir("counts") + "/m.gguf";
     const Status st = c.synthesize(path);
     ASSERT_TRUE(st.ok()) << st.error().message();
-    auto model = Model::load(path, plugins_for_counts(), device());
+    auto model = Model::load(path, test::build_tree_plugins(), device());
     ASSERT_TRUE(model.ok()) << model.error().message();
     KvPoolConfig kc;
     kc.n_ctx = 64;

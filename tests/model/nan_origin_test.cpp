@@ -14,26 +14,15 @@
 
 #include "model/runner.h"
 #include "speculative/draft_head.h"
-#include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen35_synth.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 #include "support/gguf_edit.h"
+#include "support/plugin_registry.h"
 
 namespace tdm {
 namespace {
-
-Registry& plugins() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        auto r = load_plugins(s);
-        EXPECT_TRUE(r.ok());
-        return std::move(r).value();
-    }();
-    return *reg;
-}
 
 const std::string& dir() {
     static const std::string d = test::make_temp_dir("nan-origin");
@@ -81,7 +70,7 @@ Loaded load_unchecked(const std::string& path) {
     Loaded l;
     ModelLoadOptions mo;
     mo.check_weights = false;
-    auto m = Model::load(path, plugins(), test::test_device(), mo);
+    auto m = Model::load(path, test::build_tree_plugins(), test::test_device(), mo);
     EXPECT_TRUE(m.ok()) << m.error().message();
     if (!m.ok()) return l;
     l.model = std::move(m).value();
@@ -182,7 +171,7 @@ TEST_F(NanDebugDraftHead, the_debug_mode_names_the_draft_head_s_first_non_finite
     const std::string path = poisoned(clean_model("qwen35"), "blk.4.nextn.hnorm.weight", 5);
     Loaded l = load_unchecked(path);
     ASSERT_TRUE(l.kv);
-    const DraftHeadEntry* e = plugins().find_draft_head("mtp", l.model->arch().desc->name);
+    const DraftHeadEntry* e = test::build_tree_plugins().find_draft_head("mtp", l.model->arch().desc->name);
     ASSERT_NE(e, nullptr);
     Runner runner(*l.model, *l.kv, device(), pipelines());
     runner.set_hidden_point(TDM_HIDDEN_POST_NORM);

@@ -29,7 +29,6 @@ namespace {
 namespace g4 = test::g4;
 using g4::make_assistant;
 
-using g4::plugins;
 
 // A target and its assistant, written in one layout by the tests' writers.
 g4::AssistantPair write_pair_gemma4_assistant_e2e(const std::string& preset, bool hf, const g4::AssistantBreak& brk = {}) {
@@ -82,7 +81,7 @@ TEST_F(Gemma4AssistantVocab, a_head_that_picks_its_own_tokens_is_asked_for_a_voc
     ASSERT_TRUE(pair.kv);
     auto src = ModelSource::open(pair.assistant_path);
     ASSERT_TRUE(src.ok());
-    const DraftHeadEntry* e = plugins().find_draft_head_source((*src)->architecture(), "gemma4");
+    const DraftHeadEntry* e = test::build_tree_plugins().find_draft_head_source((*src)->architecture(), "gemma4");
     ASSERT_NE(e, nullptr);
     DraftHeadOptions o;
     o.auto_vocab = true;
@@ -142,7 +141,7 @@ TEST_F(Gemma4AssistantBadInput, an_assistant_for_another_target_is_refused_namin
 TEST_F(Gemma4AssistantBadInput, a_target_file_as_the_assistant_says_what_to_pass) {
     g4::AssistantPair pair = write_pair_gemma4_assistant_e2e("tiny-31b", false);
     ASSERT_TRUE(pair.kv);
-    const DraftHeadEntry* e = plugins().find_draft_head("assistant", "gemma4");
+    const DraftHeadEntry* e = test::build_tree_plugins().find_draft_head("assistant", "gemma4");
     ASSERT_NE(e, nullptr);
     auto d = DraftHeadDrafter::create(*e, "assistant", pair.model->shared_source(), *pair.model, *pair.kv,
                                       test::test_device(), test::test_pipelines(), {});

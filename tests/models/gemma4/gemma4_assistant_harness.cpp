@@ -19,7 +19,7 @@ AssistantPair load_assistant_pair(const std::string& target_path, const std::str
     AssistantPair p;
     p.target_path = target_path;
     p.assistant_path = assistant_path;
-    auto m = Model::load(p.target_path, plugins(), test_device());
+    auto m = Model::load(p.target_path, test::build_tree_plugins(), test_device());
     EXPECT_TRUE(m.ok()) << m.error().message();
     if (!m.ok()) return p;
     p.model = std::move(m).value();
@@ -35,7 +35,7 @@ AssistantPair load_assistant_pair(const std::string& target_path, const std::str
 
 Result<std::unique_ptr<DraftHeadDrafter>> make_assistant(const AssistantPair& p) {
     auto src = TDM_TRY(ModelSource::open(p.assistant_path));
-    const DraftHeadEntry* e = plugins().find_draft_head_source(src->architecture(), p.model->arch().desc->name);
+    const DraftHeadEntry* e = test::build_tree_plugins().find_draft_head_source(src->architecture(), p.model->arch().desc->name);
     if (!e) return Error::format("no draft head takes files of architecture {}", src->architecture());
     DraftHeadOptions o;
     return DraftHeadDrafter::create(*e, "assistant", std::shared_ptr<const ModelSource>(std::move(src)), *p.model,

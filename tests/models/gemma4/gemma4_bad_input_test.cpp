@@ -14,7 +14,6 @@
 #include "gemma4_tiny.h"
 #include "gemma4_tiny_runtime.h"
 #include "model/model.h"
-#include "plugin/plugin_loader.h"
 #include "support/device_fixture.h"
 
 namespace tdm {
@@ -23,7 +22,6 @@ namespace {
 namespace g4 = test::g4;
 using test::fails_with;
 
-using test::g4::plugins;
 
 class Gemma4BadInput : public test::DeviceTest {};
 
@@ -33,12 +31,12 @@ TEST_F(Gemma4BadInput, broken_files_give_errors_naming_the_problem) {
     auto gguf = [&](g4::Break b) {
         g4::WriteOptions o;
         o.brk = b;
-        return Model::load(g4::write_gguf(p, w, g4::temp_path("bad.gguf"), o), plugins(), device());
+        return Model::load(g4::write_gguf(p, w, g4::temp_path("bad.gguf"), o), test::build_tree_plugins(), device());
     };
     auto hf = [&](g4::Break b) {
         g4::WriteOptions o;
         o.brk = b;
-        return Model::load(g4::write_hf(p, w, g4::temp_path("bad"), o), plugins(), device());
+        return Model::load(g4::write_hf(p, w, g4::temp_path("bad"), o), test::build_tree_plugins(), device());
     };
     EXPECT_TRUE(fails_with(gguf({.drop_key = "attention.sliding_window"}), "gemma4.attention.sliding_window"));
     EXPECT_TRUE(fails_with(gguf({.drop_key = "attention.head_count_kv"}), "gemma4.attention.head_count_kv"));
@@ -65,7 +63,7 @@ TEST_F(Gemma4BadInput, a_kv_shared_layer_without_an_earlier_layer_of_its_type_is
     p.n_kv_shared = 4;
     p.double_wide = false;
     const g4::Weights w = g4::make_weights(p, 3);
-    auto m = Model::load(g4::write_gguf(p, w, g4::temp_path("shared.gguf")), plugins(), device());
+    auto m = Model::load(g4::write_gguf(p, w, g4::temp_path("shared.gguf")), test::build_tree_plugins(), device());
     EXPECT_TRUE(fails_with(m, {"KV-shared layer 2", "full"}));
 }
 
@@ -82,7 +80,7 @@ TEST_F(Gemma4BadInput, full_layers_with_different_head_dims_in_per_layer_config_
     ASSERT_TRUE(text.contains("per_layer_config")) << cfg.dump();
     text["per_layer_config"]["2"]["head_dim"] = 32;
     std::ofstream(dir + "/config.json") << cfg.dump();
-    EXPECT_TRUE(fails_with(Model::load(dir, plugins(), device()), {"full layer 4 has head dim 64, an earlier one 32"}));
+    EXPECT_TRUE(fails_with(Model::load(dir, test::build_tree_plugins(), device()), {"full layer 4 has head dim 64, an earlier one 32"}));
 }
 
 }  // namespace

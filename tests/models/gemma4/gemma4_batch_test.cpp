@@ -132,7 +132,7 @@ TEST_F(Gemma4Batch, the_full_head_assistant_drafts_all_sessions_in_one_graph_as_
         pair.kv = std::move(kv).value();
         auto src = ModelSource::open(asst);
         ASSERT_TRUE(src.ok());
-        const DraftHeadEntry* entry = g4::plugins().find_draft_head_source((*src)->architecture(), "gemma4");
+        const DraftHeadEntry* entry = test::build_tree_plugins().find_draft_head_source((*src)->architecture(), "gemma4");
         ASSERT_TRUE(entry);
         DraftHeadOptions ho;
         ho.batch = batch == 1;

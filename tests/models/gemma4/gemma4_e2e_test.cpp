@@ -29,7 +29,6 @@
 #include "engine/state_file_format.h"
 #include "gemma4_tiny.h"
 #include "gemma4_tiny_runtime.h"
-#include "plugin/plugin_loader.h"
 #include "speculative/draft_model.h"
 #include "speculative/forced_drafter.h"
 #include "speculative/plugin_drafter.h"
@@ -37,6 +36,7 @@
 #include "support/prefill.h"
 #include "support/fixtures.h"
 #include "support/gemma4_reference.h"
+#include "support/teacher_check.h"
 
 namespace tdm {
 namespace {
@@ -48,7 +48,6 @@ using g4::greedy;
 using g4::kRowsMax;
 using g4::load;
 using g4::Loaded;
-using g4::plugins;
 using g4::random_tokens;
 
 struct CaseGemma4E2e {
@@ -100,19 +99,7 @@ TEST_P(Gemma4EndToEnd, vulkan_logits_and_greedy_tokens_match_the_reference) {
     Tokens all = prompt;
     all.insert(all.end(), gen->tokens.begin(), gen->tokens.end());
     const ref::Floats logits = ref->forward(all);
-    int near_ties = 0;
-    for (size_t i = 0; i < gen->tokens.size(); ++i) {
-        const float* row = logits.data() + (prompt.size() - 1 + i) * n_vocab;
-        int best = 0;
-        for (uint32_t v = 1; v < n_vocab; ++v)
-            if (row[v] > row[best]) best = int(v);
-        const int got_tok = gen->tokens[i];
-        if (got_tok == best) continue;
-        EXPECT_LT(std::fabs(row[best] - row[got_tok]), 1e-3f * (1.0f + std::fabs(row[best])))
-            << c.name << ": step " << i << " runtime chose " << got_tok << ", reference " << best;
-        ++near_ties;
-    }
-    EXPECT_LE(near_ties, 1) << c.name;
+    test::expect_greedy_follows_teacher(prompt, gen->tokens, logits, n_vocab, c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -154,7 +141,7 @@ TEST_P(Gemma4Speculative, greedy_speculative_output_equals_plain_greedy_output) 
     Loaded t = load(target_path, device(), pipelines(), 256);
     ASSERT_TRUE(t.runner);
 
-    const DrafterEntry* ngram = plugins().find_drafter("ngram-simple");
+    const DrafterEntry* ngram = test::build_tree_plugins().find_drafter("ngram-simple");
     ASSERT_NE(ngram, nullptr);
     uint64_t accepted_same = 0, accepted_noisy = 0, drafted_noisy = 0;
     for (int k = 0; k < 4; ++k) {
@@ -285,7 +272,7 @@ TEST_P(Gemma4Ring, long_generation_in_rings_equals_a_full_cache_and_speculation_
     EXPECT_GT(accepted, 50u);
     EXPECT_LT(accepted, drafted * 9 / 10);  // many rejections: rollbacks happened
     {
-        const DrafterEntry* ngram = plugins().find_drafter("ngram-simple");
+        const DrafterEntry* ngram = test::build_tree_plugins().find_drafter("ngram-simple");
         ASSERT_NE(ngram, nullptr);
         auto ng = PluginDrafter::create(*ngram, {{"ngram_size_n", "2"}, {"draft_max", "4"}, {"n_vocab", "1024"}});
         ASSERT_TRUE(ng.ok()) << ng.error().message();

@@ -149,7 +149,7 @@ TEST_P(Gemma4Exactness, greedy_speculative_output_equals_plain_greedy_output_on_
         const std::map<std::string, std::string> opts = {
             {"ngram_size_n", "2"}, {"ngram_size_m", "3"}, {"draft_max", "4"}, {"n_vocab", std::to_string(n_vocab)}};
         for (const char* type : {"ngram-simple", kOtherNgrams[size_t(i) % kOtherNgrams.size()]}) {
-            const DrafterEntry* e = g4::plugins().find_drafter(type);
+            const DrafterEntry* e = test::build_tree_plugins().find_drafter(type);
             ASSERT_NE(e, nullptr) << type;
             auto ng = PluginDrafter::create(*e, opts);
             ASSERT_TRUE(ng.ok()) << type << ": " << ng.error().message();

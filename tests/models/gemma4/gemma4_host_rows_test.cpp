@@ -21,7 +21,6 @@
 namespace tdm {
 namespace {
 
-using test::g4::plugins;
 
 struct HostRowsCase {
     const char* name;
@@ -52,7 +51,7 @@ PrefillRun prefill_logits(const std::string& path, WeightStore::HostTables mode,
     PrefillRun r;
     ModelLoadOptions opt;
     opt.host_rows = mode;
-    auto model = Model::load(path, plugins(), dev, opt);
+    auto model = Model::load(path, test::build_tree_plugins(), dev, opt);
     EXPECT_TRUE(model.ok()) << model.error().message();
     if (!model.ok()) return r;
     r.device_bytes = (*model)->weight_store().device_bytes();
@@ -104,7 +103,7 @@ TEST_F(Gemma4HostRowsPlacement, automatic_placement_follows_the_device_kind_and_
     ModelLoadOptions opt;
     opt.host_rows = WeightStore::HostTables::automatic;
     opt.host_rows_share = 1.0;  // a GPU would keep a table smaller than its memory on the device
-    auto m = Model::load(path, plugins(), device(), opt);
+    auto m = Model::load(path, test::build_tree_plugins(), device(), opt);
     ASSERT_TRUE(m.ok()) << m.error().message();
     // a CPU device's memory is host memory: the table stays in the file's mapping regardless
     if (device().caps().is_cpu())
@@ -112,7 +111,7 @@ TEST_F(Gemma4HostRowsPlacement, automatic_placement_follows_the_device_kind_and_
     else
         EXPECT_EQ((*m)->weight_store().host_bytes(), 0u);
     opt.host_rows = WeightStore::HostTables::off;
-    auto off = Model::load(path, plugins(), device(), opt);
+    auto off = Model::load(path, test::build_tree_plugins(), device(), opt);
     ASSERT_TRUE(off.ok()) << off.error().message();
     EXPECT_EQ((*off)->weight_store().host_bytes(), 0u);
 }

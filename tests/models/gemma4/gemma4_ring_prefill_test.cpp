@@ -15,7 +15,6 @@
 namespace tdm {
 namespace {
 
-using test::g4::plugins;
 
 class Gemma4RingPrefill : public test::DeviceTest {};
 
@@ -26,7 +25,7 @@ TEST_F(Gemma4RingPrefill, a_chunk_wider_than_the_rings_runs_in_chunks_they_hold)
     const auto shape = synth::gemma4_preset("tiny-31b");
     ASSERT_TRUE(shape.ok());
     ASSERT_TRUE(synth::synth_gemma4_gguf(path, *shape, o).ok());
-    auto model = Model::load(path, plugins(), device());
+    auto model = Model::load(path, test::build_tree_plugins(), device());
     ASSERT_TRUE(model.ok()) << model.error().message();
     KvPoolConfig kc;
     kc.n_ctx = 128;

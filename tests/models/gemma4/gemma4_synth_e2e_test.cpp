@@ -11,7 +11,6 @@
 #include "engine/generate.h"
 #include "gemma4/synth/gemma4_synth.h"
 #include "gemma4_tiny_runtime.h"
-#include "plugin/plugin_loader.h"
 #include "support/device_fixture.h"
 #include "support/prefill.h"
 #include "support/fixtures.h"
@@ -20,7 +19,6 @@
 namespace tdm {
 namespace {
 
-using test::g4::plugins;
 
 struct SynthCase {
     const char* name;
@@ -42,7 +40,7 @@ TEST_P(Gemma4SynthEndToEnd, vulkan_logits_match_the_reference) {
     ASSERT_TRUE(shape.ok());
     const Status st = c.hf ? synth::synth_gemma4_hf(path, *shape, o) : synth::synth_gemma4_gguf(path, *shape, o);
     ASSERT_TRUE(st.ok()) << st.error().message();
-    auto model = Model::load(path, plugins(), device());
+    auto model = Model::load(path, test::build_tree_plugins(), device());
     ASSERT_TRUE(model.ok()) << model.error().message();
     KvPoolConfig kc;
     kc.n_ctx = 64;

@@ -10,17 +10,6 @@
 
 namespace tdm::test::g4 {
 
-Registry& plugins() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        auto r = load_plugins(s);
-        EXPECT_TRUE(r.ok()) << r.error().message();
-        return std::move(r).value();
-    }();
-    return *reg;
-}
-
 GenerateParams greedy(int n) {
     GenerateParams gp;
     gp.max_tokens = n;
@@ -33,7 +22,7 @@ GenerateParams greedy(int n) {
 Loaded load(const std::string& path, vk::Device& dev, vk::PipelineManager& pipes, uint32_t n_ctx, uint32_t rows_max,
             uint32_t block_size) {
     Loaded l;
-    auto m = Model::load(path, plugins(), dev);
+    auto m = Model::load(path, test::build_tree_plugins(), dev);
     EXPECT_TRUE(m.ok()) << m.error().message();
     if (!m.ok()) return l;
     l.model = std::move(m).value();
@@ -53,7 +42,7 @@ Loaded load(const std::string& path, vk::Device& dev, vk::PipelineManager& pipes
 Result<std::unique_ptr<DraftHeadDrafter>> load_assistant(const std::string& path, const Model& target,
                                                          const KvPool& target_kv) {
     auto src = TDM_TRY(ModelSource::open(path));
-    const DraftHeadEntry* e = plugins().find_draft_head_source(src->architecture(), target.arch().desc->name);
+    const DraftHeadEntry* e = test::build_tree_plugins().find_draft_head_source(src->architecture(), target.arch().desc->name);
     if (!e) return Error::format("no draft head takes files of architecture {}", src->architecture());
     return DraftHeadDrafter::create(*e, "assistant", std::shared_ptr<const ModelSource>(std::move(src)), target,
                                     target_kv, test_device(), test_pipelines(), DraftHeadOptions{});

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/models/gemma4/gemma4_tiny_runtime.h: the tiny models of gemma4_tiny*.h run by the runtime,
-// shared by the end-to-end tests: the build tree's plugins, a model with its KV pool and runner
-// (the sliding-window layers in rings by default), the assistant loaded as the target's draft
-// head, greedy parameters and random prompts. Kept apart from gemma4_tiny*.cpp, the writers,
+// shared by the end-to-end tests: a model with its KV pool and runner (the sliding-window
+// layers in rings by default), the assistant loaded as the target's draft head, greedy
+// parameters and random prompts. Kept apart from gemma4_tiny*.cpp, the writers,
 // which need no runtime.
 #pragma once
 
@@ -15,11 +15,9 @@
 #include "model/runner.h"
 #include "plugin/plugin_loader.h"
 #include "speculative/draft_head.h"
+#include "support/plugin_registry.h"
 
 namespace tdm::test::g4 {
-
-// The plugins of the build tree (not whatever the environment points at), loaded once.
-Registry& plugins();
 
 // Passes of at most 16 rows (the KV pools' rows_max): the sliding-window layers (window 8)
 // keep rings of ceil((8 + 16 - 1) / 16) = 2 blocks of 16 positions, which wrap at 32.

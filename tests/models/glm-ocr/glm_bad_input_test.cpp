@@ -57,7 +57,7 @@ TEST(GlmBadInput, inconsistent_hyper_parameters_are_refused_by_name) {
     };
     for (const BadCase& c : cases) {
         const std::string path = copy_with(good, c.key, c.set);
-        auto m = Model::load(path, testglm::plugins(), test::test_device());
+        auto m = Model::load(path, test::build_tree_plugins(), test::test_device());
         ASSERT_FALSE(m.ok()) << c.name;
         EXPECT_NE(m.error().message().find(c.message), std::string::npos) << c.name << ": " << m.error().message();
     }
@@ -70,7 +70,7 @@ TEST(GlmBadInput, more_query_heads_per_kv_head_than_attention_takes_is_refused) 
                                        [](GgufWriter& w) { w.add_u32("glm4.attention.head_count", 32); });
     const std::string both = copy_with(path, "glm4.attention.head_count_kv",
                                        [](GgufWriter& w) { w.add_u32("glm4.attention.head_count_kv", 1); });
-    auto m = Model::load(both, testglm::plugins(), test::test_device());
+    auto m = Model::load(both, test::build_tree_plugins(), test::test_device());
     ASSERT_FALSE(m.ok());
     EXPECT_NE(m.error().message().find("32 query heads per KV head"), std::string::npos) << m.error().message();
 }

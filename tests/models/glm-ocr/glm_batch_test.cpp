@@ -18,7 +18,7 @@ class GlmBatch : public test::DeviceTest {};
 TEST_F(GlmBatch, mtp_sequences_draft_in_one_graph_and_propose_what_they_propose_alone) {
     for (bool repeating : {false, true}) {
         const std::string path = testglm::synth({DType::Q8_0, false, repeating});
-        auto m = Model::load(path, testglm::plugins(), device());
+        auto m = Model::load(path, test::build_tree_plugins(), device());
         ASSERT_TRUE(m.ok()) << m.error().message();
         std::vector<std::vector<int32_t>> prompts, want;
         for (size_t i = 0; i < 5; ++i) prompts.push_back(random_prompt(1700 + i, 4 + i * 9, 500));
@@ -42,7 +42,7 @@ TEST_F(GlmBatch, mtp_sequences_draft_in_one_graph_and_propose_what_they_propose_
             kc.n_seq_max = 4;
             auto kv = KvPool::create(device(), (*m)->attention_layers(), kc, "batch");
             ASSERT_TRUE(kv.ok()) << kv.error().message();
-            const DraftHeadEntry* entry = testglm::plugins().find_draft_head("mtp", (*m)->arch().desc->name);
+            const DraftHeadEntry* entry = test::build_tree_plugins().find_draft_head("mtp", (*m)->arch().desc->name);
             ASSERT_NE(entry, nullptr);
             DraftHeadOptions ho;
             ho.kv.n_ctx = 256;

@@ -6,13 +6,13 @@
 // position (prefilled in chunks, so attention crosses chunk boundaries) and 24 greedy steps.
 #include "glm_helpers.h"
 
-#include <cmath>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "support/glm_reference.h"
 #include "support/prefill.h"
+#include "support/teacher_check.h"
 
 namespace tdm {
 namespace {
@@ -58,19 +58,7 @@ TEST_P(GlmEndToEnd, vulkan_logits_and_greedy_tokens_match_the_reference) {
     std::vector<int32_t> all = kPrompt;
     all.insert(all.end(), gen->tokens.begin(), gen->tokens.end());
     const auto logits = ref->forward(all).logits;
-    int near_ties = 0;
-    for (size_t i = 0; i < gen->tokens.size(); ++i) {
-        const float* row = logits.data() + (kPrompt.size() - 1 + i) * n_vocab;
-        int best = 0;
-        for (uint32_t v = 1; v < n_vocab; ++v)
-            if (row[v] > row[best]) best = int(v);
-        const int got_tok = gen->tokens[i];
-        if (got_tok == best) continue;
-        EXPECT_LT(std::fabs(row[best] - row[got_tok]), 1e-3f * (1.0f + std::fabs(row[best])))
-            << c.name << ": step " << i << " runtime chose " << got_tok << ", reference " << best;
-        ++near_ties;
-    }
-    EXPECT_LE(near_ties, 1) << c.name;
+    test::expect_greedy_follows_teacher(kPrompt, gen->tokens, logits, n_vocab, c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(LayoutsAndTypes, GlmEndToEnd,
@@ -117,7 +105,7 @@ TEST_F(GlmEndToEnd, an_hf_checkpoints_eos_token_id_lists_end_generation) {
         std::ofstream(dir + "/config.json") << cfg.dump(2);
         std::ofstream(dir + "/generation_config.json") << R"({"eos_token_id": 301, "do_sample": false})";
     }
-    auto m = Model::load(dir, testglm::plugins(), test::test_device());
+    auto m = Model::load(dir, test::build_tree_plugins(), test::test_device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     const Tokenizer* tok = (*m)->tokenizer();
     ASSERT_NE(tok, nullptr);

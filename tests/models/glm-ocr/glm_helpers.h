@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// tests/models/glm-ocr/glm_helpers.h: what the GLM-OCR runtime tests share: the in-tree plugin registry,
+// tests/models/glm-ocr/glm_helpers.h: what the GLM-OCR runtime tests share:
 // synthetic models written on the fly (tiny preset, both layouts), a loaded target with its KV
 // pool, the glm-mtp head as a drafter, and greedy generation parameters.
 #pragma once
@@ -19,19 +19,9 @@
 #include "speculative/draft_head.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
+#include "support/plugin_registry.h"
 
 namespace tdm::testglm {
-
-inline Registry& plugins() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        auto r = load_plugins(s);
-        EXPECT_TRUE(r.ok());
-        return std::move(r).value();
-    }();
-    return *reg;
-}
 
 struct ModelSpec {
     DType type = DType::F32;
@@ -72,7 +62,7 @@ struct Target {
 
 inline Target load_target(const std::string& path, uint32_t n_ctx = 256) {
     Target t;
-    auto m = Model::load(path, plugins(), test::test_device());
+    auto m = Model::load(path, test::build_tree_plugins(), test::test_device());
     EXPECT_TRUE(m.ok()) << m.error().message();
     if (!m.ok()) return t;
     t.model = std::move(m).value();
@@ -86,7 +76,7 @@ inline Target load_target(const std::string& path, uint32_t n_ctx = 256) {
 
 inline Result<std::unique_ptr<DraftHeadDrafter>> make_mtp(const Target& t, std::map<std::string, std::string> options = {},
                                                           bool rows_on_device = true) {
-    const DraftHeadEntry* e = plugins().find_draft_head("mtp", t.model->arch().desc->name);
+    const DraftHeadEntry* e = test::build_tree_plugins().find_draft_head("mtp", t.model->arch().desc->name);
     if (!e) return Error("no draft head answers --spec-type mtp for glm4");
     DraftHeadOptions o;
     o.options = std::move(options);

@@ -23,7 +23,6 @@
 namespace tdm {
 namespace {
 
-using testglm::plugins;
 
 struct VisionModel {
     std::string path;
@@ -43,7 +42,7 @@ VisionModel& vision_model() {
         m->path = testglm::synth(spec);
         m->target = testglm::load_target(m->path, 512);
         if (m->target.kv) m->seq = *m->target.kv->add_sequence();
-        auto e = Encoder::load(plugins(), m->target.model->shared_source(), *m->target.model, test::test_device(),
+        auto e = Encoder::load(test::build_tree_plugins(), m->target.model->shared_source(), *m->target.model, test::test_device(),
                                test::test_pipelines());
         EXPECT_TRUE(e.ok()) << e.error().message();
         if (e.ok()) m->encoder = std::move(e).value();
@@ -263,7 +262,7 @@ TEST(GlmImage, the_mmproj_gguf_layout_gives_the_hf_layouts_rows_and_logits) {
     ASSERT_TRUE(t.model);
     auto mmproj = ModelSource::open(synth::glm_mmproj_path(gguf));
     ASSERT_TRUE(mmproj.ok()) << mmproj.error().message();
-    auto enc = Encoder::load(plugins(), std::shared_ptr<const ModelSource>(std::move(mmproj).value()), *t.model,
+    auto enc = Encoder::load(test::build_tree_plugins(), std::shared_ptr<const ModelSource>(std::move(mmproj).value()), *t.model,
                              test::test_device(), test::test_pipelines());
     ASSERT_TRUE(enc.ok()) << enc.error().message();
     EXPECT_EQ((*enc)->info().image_token, vm.encoder->info().image_token) << "found by its text in the GGUF vocabulary";

@@ -211,7 +211,7 @@ TEST_F(GlmMtp, an_mtp_only_side_file_drafts_like_the_layer_in_the_full_file) {
     ASSERT_TRUE(t.kv);
     auto src = ModelSource::open(side);
     ASSERT_TRUE(src.ok()) << src.error().message();
-    const DraftHeadEntry* e = testglm::plugins().find_draft_head("mtp", t.model->arch().desc->name);
+    const DraftHeadEntry* e = test::build_tree_plugins().find_draft_head("mtp", t.model->arch().desc->name);
     ASSERT_NE(e, nullptr);
     DraftHeadOptions o;
     o.kv.n_ctx = 256;

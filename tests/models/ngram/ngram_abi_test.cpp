@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "plugin/handles.h"
-#include "plugin/plugin_loader.h"
+#include "support/plugin_registry.h"
 
 namespace tdm {
 namespace {
@@ -22,17 +22,6 @@ using Tokens = std::vector<int32_t>;
 
 const char* const kAllTypes[] = {"ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"};
 
-Registry& plugins() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;  // the build tree's plugins
-        auto r = load_plugins(s);
-        EXPECT_TRUE(r.ok()) << r.error().message();
-        return std::move(r).value();
-    }();
-    return *reg;
-}
-
 // The "target": token i of the text is (i * 5 + i / 23) % 13 + 3, a cycle of
 // 13 with a shift every 23 tokens, so drafts are often but not always right.
 int32_t truth(size_t i) { return int32_t((i * 5 + i / 23) % 13 + 3); }
@@ -40,7 +29,7 @@ int32_t truth(size_t i) { return int32_t((i * 5 + i / 23) % 13 + 3); }
 TEST(NgramAbi, v2_calls_propose_exactly_what_v1_calls_propose_for_every_drafter) {
     for (const char* type : kAllTypes) {
         SCOPED_TRACE(type);
-        const DrafterEntry* e = plugins().find_drafter(type);
+        const DrafterEntry* e = test::build_tree_plugins().find_drafter(type);
         ASSERT_NE(e, nullptr);
         const tdm_drafter_desc& d = *e->desc;
         ASSERT_TRUE(d.begin && d.propose && d.accept) << "ABI 1 hosts call these";
@@ -84,7 +73,7 @@ TEST(NgramAbi, v2_calls_propose_exactly_what_v1_calls_propose_for_every_drafter)
 }
 
 TEST(NgramAbi, v2_calls_refuse_arguments_a_host_got_wrong_with_a_message) {
-    const DrafterEntry* e = plugins().find_drafter("ngram-simple");
+    const DrafterEntry* e = test::build_tree_plugins().find_drafter("ngram-simple");
     ASSERT_NE(e, nullptr);
     const tdm_drafter_desc& d = *e->desc;
     char err[256] = "";

@@ -20,12 +20,12 @@
 #include <random>
 
 #include "engine/generate.h"
-#include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "speculative/draft_model.h"
 #include "speculative/plugin_drafter.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
+#include "support/plugin_registry.h"
 
 namespace tdm {
 namespace {
@@ -35,17 +35,6 @@ using Options = std::map<std::string, std::string>;
 
 const char* const kDrafterTypes[] = {"ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"};
 constexpr int kGen = 48;
-
-Registry& plugins_ngram_spec() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;  // the build tree's plugins, not whatever the environment points at
-        auto r = load_plugins(s);
-        EXPECT_TRUE(r.ok()) << r.error().message();
-        return std::move(r).value();
-    }();
-    return *reg;
-}
 
 // A tiny synthetic target whose greedy successor of token t is fixed
 // (qwen3_repeat_successor): ids cycle in groups of `period`.
@@ -69,7 +58,7 @@ std::unique_ptr<Target> make_target(int period, bool repeating, uint64_t seed) {
     t->opts.repeat_period = period;
     t->path = test::make_temp_dir("ngram-spec") + "/target.gguf";
     EXPECT_TRUE(synth::synth_qwen3_gguf(t->path, t->shape, t->opts).ok());
-    auto m = Model::load(t->path, plugins_ngram_spec(), test::test_device());
+    auto m = Model::load(t->path, test::build_tree_plugins(), test::test_device());
     EXPECT_TRUE(m.ok()) << m.error().message();
     t->model = std::move(m).value();
     KvPoolConfig kc;
@@ -144,7 +133,7 @@ Options ngram_options(const Target& t, Options extra = {}) {
 }
 
 std::unique_ptr<PluginDrafter> make_drafter(const std::string& type, const Options& o) {
-    const DrafterEntry* e = plugins_ngram_spec().find_drafter(type);
+    const DrafterEntry* e = test::build_tree_plugins().find_drafter(type);
     EXPECT_NE(e, nullptr) << type;
     if (!e) return nullptr;
     auto d = PluginDrafter::create(*e, o);
@@ -181,7 +170,7 @@ TEST_F(NgramSpec, the_plugin_registers_five_drafters_under_llama_cpp_names) {
                                                      {"ngram-mod", "ngram_mod"},
                                                      {"ngram-cache", "ngram_cache"}};
     for (const auto& [type, name] : want) {
-        const DrafterEntry* e = plugins_ngram_spec().find_drafter(type);
+        const DrafterEntry* e = test::build_tree_plugins().find_drafter(type);
         ASSERT_NE(e, nullptr) << type;
         EXPECT_EQ(std::string(e->desc->name), name);
         EXPECT_EQ(e->plugin->name, "ngram");
@@ -189,7 +178,7 @@ TEST_F(NgramSpec, the_plugin_registers_five_drafters_under_llama_cpp_names) {
 }
 
 TEST_F(NgramSpec, bad_options_and_a_corrupt_cache_file_fail_create_with_a_clear_message) {
-    const DrafterEntry* e = plugins_ngram_spec().find_drafter("ngram-map-k");
+    const DrafterEntry* e = test::build_tree_plugins().find_drafter("ngram-map-k");
     ASSERT_NE(e, nullptr);
     auto bad = PluginDrafter::create(*e, {{"ngram_size_n", "0"}});
     ASSERT_FALSE(bad.ok());
@@ -202,7 +191,7 @@ TEST_F(NgramSpec, bad_options_and_a_corrupt_cache_file_fail_create_with_a_clear_
 
     const std::string path = test::make_temp_dir("ngram-corrupt") + "/cache.bin";
     std::ofstream(path, std::ios::binary) << "TDMNGRAM\x01";
-    const DrafterEntry* c = plugins_ngram_spec().find_drafter("ngram-cache");
+    const DrafterEntry* c = test::build_tree_plugins().find_drafter("ngram-cache");
     ASSERT_NE(c, nullptr);
     auto corrupt = PluginDrafter::create(*c, {{"ngram_cache", path}});
     ASSERT_FALSE(corrupt.ok());
@@ -226,7 +215,7 @@ TEST_P(EachDrafter, repeats_a_listing_with_one_change_exactly_and_accepts_most_d
         drafted += st.drafted;
         accepted += st.accepted;
         ASSERT_EQ(st.drafters.size(), 1u);
-        EXPECT_EQ(st.drafters[0].name, plugins_ngram_spec().find_drafter(GetParam())->desc->name);
+        EXPECT_EQ(st.drafters[0].name, test::build_tree_plugins().find_drafter(GetParam())->desc->name);
     }
     RecordProperty("acceptance", std::to_string(double(accepted) / double(std::max<uint64_t>(drafted, 1))));
     EXPECT_GE(drafted, 2u * 16) << GetParam();
@@ -311,7 +300,7 @@ TEST_F(NgramSpec, ngram_mod_chained_before_a_draft_model_stays_exact) {
     Target& t = list_target();
     const std::string draft_path = test::make_temp_dir("ngram-draft") + "/draft.gguf";
     ASSERT_TRUE(synth::synth_qwen3_gguf(draft_path, t.shape, synth::qwen3_draft_options(t.opts, 0.02f)).ok());
-    auto dm = Model::load(draft_path, plugins_ngram_spec(), device());
+    auto dm = Model::load(draft_path, test::build_tree_plugins(), device());
     ASSERT_TRUE(dm.ok()) << dm.error().message();
     KvPoolConfig kc;
     kc.n_ctx = 256;

@@ -11,30 +11,19 @@
 // runtime token the reference's argmax for the same prefix (near-ties aside).
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstring>
 
 #include "engine/generate.h"
-#include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen35_synth.h"
 #include "support/device_fixture.h"
+#include "support/plugin_registry.h"
 #include "support/prefill.h"
 #include "support/fixtures.h"
 #include "support/qwen35_reference.h"
+#include "support/teacher_check.h"
 
 namespace tdm {
 namespace {
-
-Registry& plugins_qwen35_e2e() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        auto r = load_plugins(s);
-        EXPECT_TRUE(r.ok());
-        return std::move(r).value();
-    }();
-    return *reg;
-}
 
 struct LoadedQwen35E2e {
     std::unique_ptr<Model> model;
@@ -45,7 +34,7 @@ LoadedQwen35E2e load_qwen35_e2e(const std::string& path, uint32_t n_checkpoints 
     LoadedQwen35E2e l;
     ModelLoadOptions mo;
     mo.options = std::move(options);
-    auto m = Model::load(path, plugins_qwen35_e2e(), test::test_device(), mo);
+    auto m = Model::load(path, test::build_tree_plugins(), test::test_device(), mo);
     EXPECT_TRUE(m.ok()) << m.error().message();
     if (!m.ok()) return l;
     l.model = std::move(m).value();
@@ -119,19 +108,7 @@ TEST_P(Qwen35EndToEnd, vulkan_logits_and_greedy_tokens_match_the_reference) {
     std::vector<int32_t> all = kPrompt;
     all.insert(all.end(), gen->tokens.begin(), gen->tokens.end());
     const auto logits = ref->forward(all).logits;
-    int near_ties = 0;
-    for (size_t i = 0; i < gen->tokens.size(); ++i) {
-        const float* row = logits.data() + (kPrompt.size() - 1 + i) * n_vocab;
-        int best = 0;
-        for (uint32_t v = 1; v < n_vocab; ++v)
-            if (row[v] > row[best]) best = int(v);
-        const int got_tok = gen->tokens[i];
-        if (got_tok == best) continue;
-        EXPECT_LT(std::fabs(row[best] - row[got_tok]), 1e-3f * (1.0f + std::fabs(row[best])))
-            << c.name << ": step " << i << " runtime chose " << got_tok << ", reference " << best;
-        ++near_ties;
-    }
-    EXPECT_LE(near_ties, 1) << c.name;
+    test::expect_greedy_follows_teacher(kPrompt, gen->tokens, logits, n_vocab, c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -22,26 +22,17 @@
 
 #include "engine/generate.h"
 #include "formats/gguf.h"
-#include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen35_synth.h"
 #include "speculative/draft_head.h"
 #include "speculative/forced_drafter.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
+#include "support/plugin_registry.h"
 #include "support/qwen35_reference.h"
 #include "writers/gguf_writer.h"
 
 namespace tdm {
 namespace {
-
-Registry& plugins_qwen35_mtp() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        return std::move(load_plugins(s)).value();
-    }();
-    return *reg;
-}
 
 struct TargetQwen35Mtp {
     std::string path;
@@ -52,7 +43,7 @@ struct TargetQwen35Mtp {
 TargetQwen35Mtp load_target(const std::string& path, uint32_t draft_max) {
     TargetQwen35Mtp t;
     t.path = path;
-    auto m = Model::load(path, plugins_qwen35_mtp(), test::test_device());
+    auto m = Model::load(path, test::build_tree_plugins(), test::test_device());
     EXPECT_TRUE(m.ok()) << m.error().message();
     if (!m.ok()) return t;
     t.model = std::move(m).value();
@@ -83,7 +74,7 @@ Result<std::unique_ptr<DraftHeadDrafter>> make_mtp(const TargetQwen35Mtp& t, std
                                                    std::map<std::string, std::string> options = {},
                                                    bool rows_on_device = true,
                                                    const DraftVocabPolicy* auto_vocab = nullptr) {
-    const DraftHeadEntry* e = plugins_qwen35_mtp().find_draft_head("mtp", t.model->arch().desc->name);
+    const DraftHeadEntry* e = test::build_tree_plugins().find_draft_head("mtp", t.model->arch().desc->name);
     if (!e) return Error("no draft head answers --spec-type mtp");
     DraftHeadOptions o;
     o.options = std::move(options);

@@ -10,30 +10,19 @@
 // logits (reported, and counted: there must be almost none).
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <filesystem>
 
 #include "engine/generate.h"
-#include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/device_fixture.h"
+#include "support/plugin_registry.h"
 #include "support/prefill.h"
 #include "support/fixtures.h"
 #include "support/qwen3_reference.h"
+#include "support/teacher_check.h"
 
 namespace tdm {
 namespace {
-
-Registry& plugins_qwen3_e2e() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        auto r = load_plugins(s);
-        EXPECT_TRUE(r.ok());
-        return std::move(r).value();
-    }();
-    return *reg;
-}
 
 struct Qwen3Case {
     const char* name;
@@ -68,7 +57,7 @@ TEST_P(Qwen3EndToEnd, vulkan_logits_and_greedy_tokens_match_the_reference) {
     opt.tied = c.tied;
     ASSERT_TRUE(synth::synth_qwen3_gguf(path, case_shape(c), opt).ok());
 
-    auto model = Model::load(path, plugins_qwen3_e2e(), device());
+    auto model = Model::load(path, test::build_tree_plugins(), device());
     ASSERT_TRUE(model.ok()) << model.error().message();
     KvPoolConfig kc;
     kc.n_ctx = 128;
@@ -102,20 +91,7 @@ TEST_P(Qwen3EndToEnd, vulkan_logits_and_greedy_tokens_match_the_reference) {
     std::vector<int32_t> all = prompt;
     all.insert(all.end(), gen->tokens.begin(), gen->tokens.end());
     const auto logits = ref->forward(all);
-    int near_ties = 0;
-    for (size_t i = 0; i < gen->tokens.size(); ++i) {
-        const float* row = logits.data() + (prompt.size() - 1 + i) * n_vocab;
-        int best = 0;
-        for (uint32_t v = 1; v < n_vocab; ++v)
-            if (row[v] > row[best]) best = int(v);
-        const int got_tok = gen->tokens[i];
-        if (got_tok == best) continue;
-        // a mismatch is acceptable only where the reference itself cannot tell
-        EXPECT_LT(std::fabs(row[best] - row[got_tok]), 1e-3f * (1.0f + std::fabs(row[best])))
-            << c.name << ": step " << i << " runtime chose " << got_tok << ", reference " << best;
-        ++near_ties;
-    }
-    EXPECT_LE(near_ties, 1) << c.name;
+    test::expect_greedy_follows_teacher(prompt, gen->tokens, logits, n_vocab, c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -139,7 +115,7 @@ TEST_F(Qwen3EndToEnd, gguf_and_safetensors_directory_of_the_same_model_generate_
     ASSERT_TRUE(synth::synth_qwen3_hf(dir + "/hf", shape, opt).ok());
     std::vector<std::vector<int32_t>> outs;
     for (const std::string& p : {dir + "/m.gguf", dir + "/hf"}) {
-        auto model = Model::load(p, plugins_qwen3_e2e(), device());
+        auto model = Model::load(p, test::build_tree_plugins(), device());
         ASSERT_TRUE(model.ok()) << model.error().message();
         ASSERT_NE((*model)->tokenizer(), nullptr) << (*model)->tokenizer_error();
         KvPoolConfig kc;
