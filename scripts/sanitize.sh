@@ -67,7 +67,7 @@ cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DTANDEM_SANITIZE=address,undefined -DTANDEM_FUZZ=ON -DTANDEM_PCH=ON >/dev/null
 echo "==> building (only what the job runs)"
 targets=(tandem tandem-plugin-gemma4 tandem-synth-gemma4 tandem-plugin-glm-ocr tandem-synth-glm-ocr fuzz_all)
-if [ "$ci" = 0 ]; then targets+=(test_formats test_image test_tokenizer test_config test_cli test_runtime test_server); fi
+if [ "$ci" = 0 ]; then targets+=(test_formats test_image test_tokenizer test_config test_cli test_plugin test_serve); fi
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 
 # shellcheck source=scripts/sanitizer_env.sh
@@ -90,7 +90,7 @@ if [ "$ci" = 0 ]; then
   # NAME PROGRAM FILTER. The CLI's server tests (a minute and a half under ASan) are an entry
   # of their own, so that the other core takes the rest meanwhile.
   groups+=("cli-serve test_cli Serve.*" "tokenizer test_tokenizer *" "cli-input test_cli CliBadInput.*:Args.*"
-           "formats test_formats *" "plugin-loader test_runtime PluginLoader.*" "server test_server *"
+           "formats test_formats *" "plugin-loader test_plugin PluginLoader.*" "serve test_serve *"
            "image test_image *" "config test_config *")
 fi
 # run_entry NAME CMD...: CMD in the background; its output in $logs/NAME.log, and its exit

@@ -10,40 +10,20 @@
 
 #include "cli/chat_commands.h"
 #include "cli/chat_session.h"
-#include "plugin/plugin_loader.h"
+#include "cli/cli_models.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
+#include "support/plugin_registry.h"
 
 namespace tdm::cli {
 namespace {
-
-Registry& plugins() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        return std::move(load_plugins(s)).value();
-    }();
-    return *reg;
-}
-
-const std::string& tiny_path() {
-    static const std::string p = [] {
-        const std::string path = test::make_temp_dir("chat-session") + "/tiny.gguf";
-        auto shape = synth::qwen3_preset("tiny");
-        synth::Qwen3SynthOptions o;
-        o.weight_type = DType::F16;
-        EXPECT_TRUE(shape.ok() && synth::synth_qwen3_gguf(path, *shape, o).ok());
-        return path;
-    }();
-    return p;
-}
 
 class ChatSessionTest : public test::DeviceTest {
 protected:
     void SetUp() override {
         test::DeviceTest::SetUp();
-        auto m = Model::load(tiny_path(), plugins(), device());
+        auto m = Model::load(tiny_qwen3_model(), test::build_tree_plugins(), device());
         ASSERT_TRUE(m.ok()) << m.error().message();
         model_ = std::move(m).value();
         ASSERT_NE(model_->tokenizer(), nullptr);

@@ -6,6 +6,7 @@
 // error naming the position instead of a printed token 0; with TANDEM_CHECK_NAN=1 it also
 // names the first layer whose output became non-finite).
 // To add a case: make the bad file under files_dir() and run tandem on it.
+#include "cli/cli_models.h"
 #include "cli_run.h"
 
 #include <gtest/gtest.h>
@@ -25,23 +26,11 @@ const std::string& files_dir() {
     return dir;
 }
 
-const std::string& tiny_model() {
-    static const std::string path = [] {
-        const std::string p = files_dir() + "/tiny.gguf";
-        auto shape = synth::qwen3_preset("tiny");
-        synth::Qwen3SynthOptions o;
-        o.weight_type = DType::F16;
-        EXPECT_TRUE(shape.ok() && synth::synth_qwen3_gguf(p, *shape, o).ok());
-        return p;
-    }();
-    return path;
-}
-
 // A copy of the tiny model with element `index` of `tensor` set to NaN.
 std::string model_with_nan(const std::string& name, const std::string& tensor, uint64_t index) {
     const std::string p = files_dir() + "/" + name;
-    std::string bytes = test::read_file(tiny_model());
-    auto f = GgufFile::open(tiny_model());
+    std::string bytes = test::read_file(tiny_qwen3_model());
+    auto f = GgufFile::open(tiny_qwen3_model());
     EXPECT_TRUE(f.ok());
     if (!f.ok()) return p;
     const GgufTensorInfo* t = (*f)->find_tensor(tensor);
@@ -67,13 +56,13 @@ TEST(CliBadFiles, a_fifo_as_the_model_is_refused_at_once) {
 }
 
 TEST(CliBadFiles, a_directory_or_a_fifo_as_the_prompt_file_is_named_as_such) {
-    CliRun r = tandem({"run", "-m", tiny_model(), "-f", files_dir(), "-n", "2"});
+    CliRun r = tandem({"run", "-m", tiny_qwen3_model(), "-f", files_dir(), "-n", "2"});
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_TRUE(r.has("prompt file " + files_dir() + " is a directory, not a regular file")) << r.err;
     EXPECT_FALSE(r.has("empty")) << r.err;
     const std::string fifo = files_dir() + "/prompt.fifo";
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-    r = tandem({"run", "-m", tiny_model(), "-f", fifo, "-n", "2"});
+    r = tandem({"run", "-m", tiny_qwen3_model(), "-f", fifo, "-n", "2"});
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_TRUE(r.has("prompt file " + fifo + " is a FIFO, not a regular file")) << r.err;
 }
@@ -115,10 +104,10 @@ TEST(CliBadFiles, with_tandem_check_nan_the_nan_logits_error_names_the_first_bad
 }
 
 TEST(CliBadFiles, a_clean_model_still_runs_with_the_checks_on) {
-    CliRun r = tandem({"run", "-m", tiny_model(), "-p", "hello", "-n", "3", "--temp", "0"});
+    CliRun r = tandem({"run", "-m", tiny_qwen3_model(), "-p", "hello", "-n", "3", "--temp", "0"});
     EXPECT_EQ(r.status, 0) << r.err;
     // greedy, so the two runs must agree
-    CliRun debug = tandem({"run", "-m", tiny_model(), "-p", "hello", "-n", "3", "--temp", "0"}, "TANDEM_CHECK_NAN=1");
+    CliRun debug = tandem({"run", "-m", tiny_qwen3_model(), "-p", "hello", "-n", "3", "--temp", "0"}, "TANDEM_CHECK_NAN=1");
     EXPECT_EQ(debug.status, 0) << debug.err;
     EXPECT_EQ(debug.out, r.out);  // the probes change nothing on a clean model
 }

@@ -5,6 +5,7 @@
 //
 // To add a case: call tandem({...}) and check the exit status and a substring
 // of stdout/stderr. A crash shows up as an exit status >= 128 (signal).
+#include "cli/cli_models.h"
 #include "cli_run.h"
 
 #include <gtest/gtest.h>
@@ -21,19 +22,6 @@
 
 namespace tdm {
 namespace {
-
-// A tiny synthetic model shared by the tests.
-const std::string& tiny_model_cli_e2e() {
-    static const std::string path = [] {
-        const std::string p = test::make_temp_dir("cli-model") + "/tiny.gguf";
-        auto shape = synth::qwen3_preset("tiny");
-        synth::Qwen3SynthOptions o;
-        o.weight_type = DType::F16;
-        EXPECT_TRUE(shape.ok() && synth::synth_qwen3_gguf(p, *shape, o).ok());
-        return p;
-    }();
-    return path;
-}
 
 std::string write_text(const std::string& name, const std::string& text) {
     static const std::string dir = test::make_temp_dir("cli-files");
@@ -86,12 +74,12 @@ TEST(Cli, plugins_lists_qwen_and_reports_broken_plugins_with_reasons) {
 }
 
 TEST(Cli, info_describes_architecture_plugin_hparams_tensors_and_tokenizer) {
-    CliRun r = tandem({"info", tiny_model_cli_e2e()});
+    CliRun r = tandem({"info", tiny_qwen3_model()});
     EXPECT_EQ(r.status, 0) << r.err;
     for (const char* s : {"architecture:  qwen3", "plugin:        qwen-nextn", "n_layer = 2", "blk.0.attn_q.weight",
                           "byte-level BPE"})
         EXPECT_TRUE(r.has(s)) << s << "\n" << r.out;
-    r = tandem({"info", "--output-format", "json", tiny_model_cli_e2e()});
+    r = tandem({"info", "--output-format", "json", tiny_qwen3_model()});
     ASSERT_EQ(r.status, 0);
     auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["architecture"], "qwen3");
@@ -100,9 +88,9 @@ TEST(Cli, info_describes_architecture_plugin_hparams_tensors_and_tokenizer) {
 }
 
 TEST(Cli, tokenize_prints_ids_and_matches_special_tokens) {
-    CliRun r = tandem({"tokenize", "-m", tiny_model_cli_e2e(), "--ids", "<|im_start|>user"});
+    CliRun r = tandem({"tokenize", "-m", tiny_qwen3_model(), "--ids", "<|im_start|>user"});
     EXPECT_EQ(r.status, 0) << r.err;
-    auto f = GgufFile::open(tiny_model_cli_e2e());
+    auto f = GgufFile::open(tiny_qwen3_model());
     ASSERT_TRUE(f.ok());
     auto tok = load_tokenizer_gguf(**f);
     ASSERT_TRUE(tok.ok());
@@ -111,7 +99,7 @@ TEST(Cli, tokenize_prints_ids_and_matches_special_tokens) {
 }
 
 TEST(Cli, run_greedy_is_deterministic_and_json_reports_tokens_text_and_timings) {
-    const std::vector<std::string> args = {"run", "-m", tiny_model_cli_e2e(), "-p", "Hello", "-n", "12", "--temp", "0",
+    const std::vector<std::string> args = {"run", "-m", tiny_qwen3_model(), "-p", "Hello", "-n", "12", "--temp", "0",
                                            "--ignore-eos", "--output-format", "json"};
     CliRun a = tandem(args), b = tandem(args);
     ASSERT_EQ(a.status, 0) << a.err;
@@ -125,18 +113,18 @@ TEST(Cli, run_greedy_is_deterministic_and_json_reports_tokens_text_and_timings) 
 
 TEST(Cli, prompt_tokens_and_dump_logits_write_one_row_per_generated_token) {
     const std::string dump = write_text("logits.bin", "");
-    CliRun r = tandem({"run", "-m", tiny_model_cli_e2e(), "--prompt-tokens", "1,2,3,4", "-n", "5", "--temp", "0", "--ignore-eos",
+    CliRun r = tandem({"run", "-m", tiny_qwen3_model(), "--prompt-tokens", "1,2,3,4", "-n", "5", "--temp", "0", "--ignore-eos",
                     "--dump-logits", dump});
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(std::filesystem::file_size(dump), 5u * 512u * 4u);
-    r = tandem({"run", "-m", tiny_model_cli_e2e(), "--prompt-tokens", "1,2,3,4", "-n", "5", "--temp", "0", "--ignore-eos",
+    r = tandem({"run", "-m", tiny_qwen3_model(), "--prompt-tokens", "1,2,3,4", "-n", "5", "--temp", "0", "--ignore-eos",
                 "--dump-logits", dump, "--logits-all"});
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(std::filesystem::file_size(dump), (4u + 4u) * 512u * 4u);  // 4 prompt rows + 4 decode rows
 }
 
 TEST(Cli, sampling_with_a_seed_is_reproducible) {
-    const std::vector<std::string> args = {"run", "-m", tiny_model_cli_e2e(), "-p", "Once", "-n", "10", "--temp", "1.0",
+    const std::vector<std::string> args = {"run", "-m", tiny_qwen3_model(), "-p", "Once", "-n", "10", "--temp", "1.0",
                                            "--seed", "42", "--ignore-eos", "--output-format", "json"};
     CliRun a = tandem(args), b = tandem(args);
     ASSERT_EQ(a.status, 0) << a.err;
@@ -164,7 +152,7 @@ TEST(CliBadInput, bad_magic_and_unsupported_version_are_refused) {
 }
 
 TEST(CliBadInput, truncated_file_and_tensor_data_beyond_the_end_are_refused) {
-    const std::string full = test::read_file(tiny_model_cli_e2e());
+    const std::string full = test::read_file(tiny_qwen3_model());
     CliRun r = tandem({"info", write_text("cut_head.gguf", full.substr(0, 300))});
     EXPECT_EQ(r.status, 1);
     EXPECT_TRUE(r.has("truncated")) << r.err;
@@ -193,7 +181,7 @@ TEST(CliBadInput, metadata_array_with_an_absurd_length_is_refused_without_alloca
 
 TEST(CliBadInput, unknown_architecture_lists_the_loaded_plugins) {
     const std::string p = write_text("llama.gguf", "");
-    ASSERT_TRUE(test::copy_gguf_with_edit(tiny_model_cli_e2e(), p, {"", "", "", 16, "general.architecture", "frobnicator"}).ok());
+    ASSERT_TRUE(test::copy_gguf_with_edit(tiny_qwen3_model(), p, {"", "", "", 16, "general.architecture", "frobnicator"}).ok());
     CliRun r = tandem({"run", "-m", p, "-p", "x"});
     EXPECT_EQ(r.status, 1);
     EXPECT_TRUE(r.has("unknown architecture 'frobnicator'")) << r.err;
@@ -202,7 +190,7 @@ TEST(CliBadInput, unknown_architecture_lists_the_loaded_plugins) {
 
 TEST(CliBadInput, missing_tensor_is_named) {
     const std::string p = write_text("missing.gguf", "");
-    ASSERT_TRUE(test::copy_gguf_with_edit(tiny_model_cli_e2e(), p, {"blk.1.ffn_up.weight"}).ok());
+    ASSERT_TRUE(test::copy_gguf_with_edit(tiny_qwen3_model(), p, {"blk.1.ffn_up.weight"}).ok());
     CliRun r = tandem({"run", "-m", p, "-p", "x"});
     EXPECT_EQ(r.status, 1);
     EXPECT_TRUE(r.has("missing tensor 'blk.1.ffn_up.weight'")) << r.err;
@@ -210,7 +198,7 @@ TEST(CliBadInput, missing_tensor_is_named) {
 
 TEST(CliBadInput, wrong_tensor_shape_names_expected_and_found) {
     const std::string p = write_text("shape.gguf", "");
-    ASSERT_TRUE(test::copy_gguf_with_edit(tiny_model_cli_e2e(), p, {"", "blk.0.attn_k.weight"}).ok());
+    ASSERT_TRUE(test::copy_gguf_with_edit(tiny_qwen3_model(), p, {"", "blk.0.attn_k.weight"}).ok());
     CliRun r = tandem({"run", "-m", p, "-p", "x"});
     EXPECT_EQ(r.status, 1);
     EXPECT_TRUE(r.has("tensor 'blk.0.attn_k.weight' has shape [64, 16], expected [64, 32]")) << r.err;
@@ -221,7 +209,7 @@ TEST(CliBadInput, unsupported_quant_type_is_named) {
     test::GgufEdit e;
     e.retype_tensor = "blk.0.ffn_gate.weight";
     e.retype_to = 3;  // Q4_1: a valid GGUF type (32-element blocks) that tandem does not compute with
-    ASSERT_TRUE(test::copy_gguf_with_edit(tiny_model_cli_e2e(), p, e).ok());
+    ASSERT_TRUE(test::copy_gguf_with_edit(tiny_qwen3_model(), p, e).ok());
     CliRun r = tandem({"run", "-m", p, "-p", "x"});
     EXPECT_EQ(r.status, 1);
     EXPECT_TRUE(r.has("has type q4_1, which tandem does not support")) << r.err;
@@ -240,14 +228,14 @@ TEST(CliBadInput, bad_toml_reports_line_and_column_and_unknown_keys_are_reported
 TEST(CliBadInput, prompt_longer_than_the_context_is_refused) {
     std::string ids;
     for (int i = 0; i < 40; ++i) ids += (i ? "," : "") + std::to_string(i + 1);
-    CliRun r = tandem({"run", "-m", tiny_model_cli_e2e(), "-c", "32", "--prompt-tokens", ids, "-n", "4"});
+    CliRun r = tandem({"run", "-m", tiny_qwen3_model(), "-c", "32", "--prompt-tokens", ids, "-n", "4"});
     EXPECT_EQ(r.status, 1);
     EXPECT_TRUE(r.has("the prompt has 40 tokens but the context holds 32")) << r.err;
 }
 
 TEST(CliBadInput, out_of_device_memory_names_what_does_not_fit_and_its_size) {
     // refused by the memory plan before loading (tests/cli/memory_plan_test.cpp)
-    CliRun r = tandem({"run", "-m", tiny_model_cli_e2e(), "-p", "x", "--memory-limit", "64KiB"});
+    CliRun r = tandem({"run", "-m", tiny_qwen3_model(), "-p", "x", "--memory-limit", "64KiB"});
     EXPECT_EQ(r.status, 1);
     EXPECT_TRUE(r.has("not enough device memory")) << r.err;
     EXPECT_TRUE(r.has("weights of tiny.gguf")) << r.err;
@@ -255,7 +243,7 @@ TEST(CliBadInput, out_of_device_memory_names_what_does_not_fit_and_its_size) {
 }
 
 TEST(CliBadInput, token_ids_outside_the_vocabulary_are_refused) {
-    CliRun r = tandem({"run", "-m", tiny_model_cli_e2e(), "--prompt-tokens", "1,999999", "-n", "2"});
+    CliRun r = tandem({"run", "-m", tiny_qwen3_model(), "--prompt-tokens", "1,999999", "-n", "2"});
     EXPECT_EQ(r.status, 1);
     EXPECT_TRUE(r.has("outside the vocabulary")) << r.err;
 }
@@ -344,7 +332,7 @@ TEST(CliBadInput, mtp_on_a_file_without_the_head_says_how_to_get_one) {
     EXPECT_EQ(info.status, 0);
     EXPECT_TRUE(info.has("draft head:    none")) << info.out;
     // an MTP head for a model of another architecture
-    r = tandem({"run", "-m", tiny_model_cli_e2e(), "-p", "Hi", "-n", "4", "--spec-type", "mtp"});
+    r = tandem({"run", "-m", tiny_qwen3_model(), "-p", "Hi", "-n", "4", "--spec-type", "mtp"});
     EXPECT_NE(r.status, 0);
     EXPECT_LT(r.status, 128);
     EXPECT_TRUE(r.has("drafts for qwen35, qwen35moe models; this model is qwen3")) << r.err;

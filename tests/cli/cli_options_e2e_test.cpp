@@ -4,6 +4,7 @@
 // the message names the option, the value and what is allowed.
 //
 // To add a case: tandem({...}) and check the exit status and a substring of stderr.
+#include "cli/cli_models.h"
 #include "cli_run.h"
 
 #include <gtest/gtest.h>
@@ -21,18 +22,6 @@ namespace {
 const std::string& dir_cli_options_e2e() {
     static const std::string d = test::make_temp_dir("cli-options");
     return d;
-}
-
-const std::string& tiny_model_cli_options_e2e() {
-    static const std::string path = [] {
-        const std::string p = dir_cli_options_e2e() + "/tiny.gguf";
-        auto shape = synth::qwen3_preset("tiny");
-        synth::Qwen3SynthOptions o;
-        o.weight_type = DType::F16;
-        EXPECT_TRUE(shape.ok() && synth::synth_qwen3_gguf(p, *shape, o).ok());
-        return p;
-    }();
-    return path;
 }
 
 std::string write_text_cli_options_e2e(const std::string& name, const std::string& text) {
@@ -65,7 +54,7 @@ TEST(CliOptions, out_of_range_and_unknown_values_are_usage_errors_naming_the_opt
 }
 
 TEST(CliOptions, a_context_of_one_token_is_refused_with_the_minimum) {
-    CliRun r = tandem({"run", "-m", tiny_model_cli_options_e2e(), "-c", "1", "--prompt-tokens", "1"});
+    CliRun r = tandem({"run", "-m", tiny_qwen3_model(), "-c", "1", "--prompt-tokens", "1"});
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_TRUE(r.has("-c (model.n_ctx): 1 is below the minimum 16 (one KV block")) << r.err;
 }
@@ -84,24 +73,24 @@ TEST(CliOptions, a_missing_plugin_path_is_refused_and_an_unknown_disabled_plugin
 }
 
 TEST(CliOptions, draft_vocab_above_the_vocabulary_is_refused) {
-    CliRun r = tandem({"run", "-m", tiny_model_cli_options_e2e(), "--prompt-tokens", "1,2", "-n", "2", "--spec-type", "ngram-simple",
+    CliRun r = tandem({"run", "-m", tiny_qwen3_model(), "--prompt-tokens", "1,2", "-n", "2", "--spec-type", "ngram-simple",
                        "--draft-vocab", "100000"});
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_TRUE(r.has("--draft-vocab ([speculative] draft_vocab): 100000 is larger than the model's vocabulary of 512"))
         << r.err;
-    r = tandem({"run", "-m", tiny_model_cli_options_e2e(), "--prompt-tokens", "1,2", "-n", "2", "--draft-vocab", "most"});
+    r = tandem({"run", "-m", tiny_qwen3_model(), "--prompt-tokens", "1,2", "-n", "2", "--draft-vocab", "most"});
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_TRUE(r.has("'most' is not auto, all or a token count")) << r.err;
     EXPECT_TRUE(r.has("--draft-vocab")) << r.err;
     for (const char* ok : {"auto", "all", "0", "300"}) {
-        r = tandem({"run", "-m", tiny_model_cli_options_e2e(), "--prompt-tokens", "1,2", "-n", "2", "--spec-type",
+        r = tandem({"run", "-m", tiny_qwen3_model(), "--prompt-tokens", "1,2", "-n", "2", "--spec-type",
                     "ngram-simple", "--draft-vocab", ok});
         EXPECT_EQ(r.status, 0) << ok << ": " << r.err;
     }
 }
 
 TEST(CliOptions, model_path_from_the_config_file_runs_without_minus_m) {
-    const std::string cfg = write_text_cli_options_e2e("model.toml", "[model]\npath = \"" + tiny_model_cli_options_e2e() + "\"\n");
+    const std::string cfg = write_text_cli_options_e2e("model.toml", "[model]\npath = \"" + tiny_qwen3_model() + "\"\n");
     CliRun r = tandem({"--config", cfg, "run", "--prompt-tokens", "1,2,3", "-n", "3", "--temp", "0", "--ignore-eos",
                        "--output-format", "json"});
     ASSERT_EQ(r.status, 0) << r.err;

@@ -17,6 +17,7 @@
 
 #include "cli/interrupt.h"
 #include "cli/progress.h"
+#include "cli/cli_models.h"
 #include "cli_run.h"
 #include "common/log.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
@@ -24,18 +25,6 @@
 
 namespace tdm {
 namespace {
-
-std::string small_model() {
-    static const std::string path = [] {
-        const std::string p = test::make_temp_dir("interrupt-model") + "/small.gguf";
-        auto shape = synth::qwen3_preset("tiny");
-        synth::Qwen3SynthOptions o;
-        o.weight_type = DType::F16;
-        EXPECT_TRUE(shape.ok() && synth::synth_qwen3_gguf(p, *shape, o).ok());
-        return p;
-    }();
-    return path;
-}
 
 off_t file_size(const std::string& p) {
     struct stat st {};
@@ -53,7 +42,7 @@ TEST(CliInterrupt, sigint_during_decoding_prints_the_tokens_so_far_and_exits_130
         dup2(fo, 1);
         dup2(fe, 2);
         // long enough (thousands of steps) that SIGINT arrives mid-decoding
-        execl(TANDEM_BIN, TANDEM_BIN, "run", "-m", small_model().c_str(), "--prompt-tokens", "1,2,3", "-n", "4000",
+        execl(TANDEM_BIN, TANDEM_BIN, "run", "-m", tiny_qwen3_model().c_str(), "--prompt-tokens", "1,2,3", "-n", "4000",
               "--ignore-eos", "-c", "4096", static_cast<char*>(nullptr));
         _exit(127);
     }

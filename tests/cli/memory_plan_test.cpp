@@ -7,6 +7,7 @@
 // To add a case: a KvPoolConfig to kv_estimate_matches_the_pool, or a MemoryPlan of
 // linear items to the check_memory_plan tests.
 #include "cli/memory_plan.h"
+#include "cli/cli_models.h"
 #include "cli_run.h"
 
 #include "formats/expect_error.h"
@@ -133,20 +134,8 @@ TEST(MemoryPlan, a_plan_beyond_the_budget_names_the_items_and_the_largest_contex
 
 // ------------------------------------------------------------------ end to end
 
-const std::string& tiny_model_memory_plan() {
-    static const std::string path = [] {
-        const std::string p = make_temp_dir("memory-plan") + "/tiny.gguf";
-        auto shape = synth::qwen3_preset("tiny");
-        synth::Qwen3SynthOptions o;
-        o.weight_type = DType::F16;
-        EXPECT_TRUE(shape.ok() && synth::synth_qwen3_gguf(p, *shape, o).ok());
-        return p;
-    }();
-    return path;
-}
-
 TEST(MemoryPlanCli, a_context_too_large_for_the_memory_limit_is_refused_before_allocating_with_one_that_fits) {
-    CliRun r = tandem({"run", "-m", tiny_model_memory_plan(), "--prompt-tokens", "1,2", "-n", "1", "--memory-limit", "3MiB", "-c",
+    CliRun r = tandem({"run", "-m", tiny_qwen3_model(), "--prompt-tokens", "1,2", "-n", "1", "--memory-limit", "3MiB", "-c",
                        "16777216"});
     ASSERT_EQ(r.status, 1) << r.err;
     EXPECT_TRUE(r.has("not enough device memory")) << r.err;
@@ -157,22 +146,22 @@ TEST(MemoryPlanCli, a_context_too_large_for_the_memory_limit_is_refused_before_a
     ASSERT_TRUE(std::regex_search(r.err, m, std::regex("fit up to -c ([0-9]+)"))) << r.err;
     const std::string fits = m[1];
     // the context it names passes the plan; one block more does not
-    r = tandem({"run", "-m", tiny_model_memory_plan(), "--prompt-tokens", "1,2", "-n", "1", "--memory-limit", "3MiB", "-c", fits});
+    r = tandem({"run", "-m", tiny_qwen3_model(), "--prompt-tokens", "1,2", "-n", "1", "--memory-limit", "3MiB", "-c", fits});
     EXPECT_FALSE(r.has("not enough device memory")) << r.err;
-    r = tandem({"run", "-m", tiny_model_memory_plan(), "--prompt-tokens", "1,2", "-n", "1", "--memory-limit", "3MiB", "-c",
+    r = tandem({"run", "-m", tiny_qwen3_model(), "--prompt-tokens", "1,2", "-n", "1", "--memory-limit", "3MiB", "-c",
                 std::to_string(std::stoll(fits) + 16)});
     EXPECT_TRUE(r.has("not enough device memory")) << r.err;
 }
 
 TEST(MemoryPlanCli, serve_counts_the_kv_of_every_slot) {
     // the largest context one sequence may have under the limit...
-    CliRun r = tandem({"run", "-m", tiny_model_memory_plan(), "--prompt-tokens", "1,2", "-n", "1", "--memory-limit", "3MiB", "-c",
+    CliRun r = tandem({"run", "-m", tiny_qwen3_model(), "--prompt-tokens", "1,2", "-n", "1", "--memory-limit", "3MiB", "-c",
                        "16777216"});
     std::smatch m;
     ASSERT_TRUE(std::regex_search(r.err, m, std::regex("fit up to -c ([0-9]+)"))) << r.err;
     const int64_t one = std::stoll(m[1]);
     // ...is too large for each of 8 slots, and the refusal names what fits per slot
-    r = tandem({"serve", "-m", tiny_model_memory_plan(), "--parallel", "8", "--memory-limit", "3MiB", "-c", std::to_string(one),
+    r = tandem({"serve", "-m", tiny_qwen3_model(), "--parallel", "8", "--memory-limit", "3MiB", "-c", std::to_string(one),
                 "--port", "0"});
     ASSERT_EQ(r.status, 1) << r.err;
     EXPECT_TRUE(r.has("not enough device memory")) << r.err;
@@ -204,7 +193,7 @@ TEST(MemoryPlanCli, the_weights_fit_what_the_plan_counts_for_them_with_a_tensor_
 
 TEST(MemoryPlanCli, a_context_beyond_the_hosts_memory_is_refused_without_a_limit) {
     // 2^31 - 16 tokens of KV for the tiny model is 512 GiB: more than any test machine has
-    CliRun r = tandem({"run", "-m", tiny_model_memory_plan(), "--prompt-tokens", "1,2", "-n", "1", "-c", "2147483632"});
+    CliRun r = tandem({"run", "-m", tiny_qwen3_model(), "--prompt-tokens", "1,2", "-n", "1", "-c", "2147483632"});
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_TRUE(r.has("not enough device memory: this run needs about 512.")) << r.err;
     EXPECT_TRUE(r.has("fit up to -c")) << r.err;

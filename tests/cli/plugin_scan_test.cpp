@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "cli/cli_models.h"
 #include "cli_run.h"
 #include "common/child_process.h"
 #include "plugin/plugin_loader.h"
@@ -182,18 +183,6 @@ TEST(PluginScan, corrupt_cache_is_ignored_and_rewritten) {
 
 // ------------------------------------------------------------------ the CLI
 
-const std::string& tiny_model_plugin_scan() {
-    static const std::string path = [] {
-        const std::string p = test::make_temp_dir("scan-model") + "/tiny.gguf";
-        auto shape = synth::qwen3_preset("tiny");
-        synth::Qwen3SynthOptions o;
-        o.weight_type = DType::F16;
-        EXPECT_TRUE(shape.ok() && synth::synth_qwen3_gguf(p, *shape, o).ok());
-        return p;
-    }();
-    return path;
-}
-
 // The environment for a CLI run: the broken plugins and the hanging one on the path,
 // a short scan timeout and a cache of the test's own.
 std::string hostile_env(const std::string& cache_home) {
@@ -228,7 +217,7 @@ TEST(PluginScanCli, plugins_lists_each_broken_plugin_with_its_reason) {
 
 TEST(PluginScanCli, run_works_beside_broken_plugins_and_a_second_run_spawns_no_scanner) {
     const std::string env = hostile_env(test::make_temp_dir("scan-xdg"));
-    const std::vector<std::string> run = {"run", "-m", tiny_model_plugin_scan(), "--prompt-tokens", "1,2,3", "-n", "3",
+    const std::vector<std::string> run = {"run", "-m", tiny_qwen3_model(), "--prompt-tokens", "1,2,3", "-n", "3",
                                           "--temp", "0", "--ignore-eos", "--log-level", "debug"};
     CliRun r = tandem(run, env);
     ASSERT_EQ(r.status, 0) << r.err;

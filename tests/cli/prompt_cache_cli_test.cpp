@@ -9,24 +9,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_models.h"
 #include "cli_run.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/fixtures.h"
 
 namespace tdm {
 namespace {
-
-const std::string& model_prompt_cache_cli() {
-    static const std::string path = [] {
-        const std::string p = test::make_temp_dir("pcache-cli-model") + "/tiny.gguf";
-        auto shape = synth::qwen3_preset("tiny");
-        synth::Qwen3SynthOptions o;
-        o.weight_type = DType::F16;
-        EXPECT_TRUE(shape.ok() && synth::synth_qwen3_gguf(p, *shape, o).ok());
-        return p;
-    }();
-    return path;
-}
 
 std::string ids(int n, int salt) {
     std::string s;
@@ -40,7 +29,7 @@ struct RunOut {
 };
 
 RunOut run(const std::string& prompt, std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"run", "-m", model_prompt_cache_cli(), "--prompt-tokens", prompt, "-n", "8", "--temp", "0",
+    std::vector<std::string> args = {"run", "-m", tiny_qwen3_model(), "--prompt-tokens", prompt, "-n", "8", "--temp", "0",
                                      "--ignore-eos", "--output-format", "json", "-b", "16"};
     args.insert(args.end(), extra.begin(), extra.end());
     RunOut r;
@@ -76,7 +65,7 @@ TEST(CliPromptCache, second_run_reuses_the_prompt_and_prints_the_same_tokens) {
     EXPECT_EQ(grown.j["prompt_cache"]["saved_tokens"], 59);
 
     // text output: the summary on stderr
-    CliRun text = tandem({"run", "-m", model_prompt_cache_cli(), "--prompt-tokens", longer, "-n", "4", "--temp", "0", "--ignore-eos",
+    CliRun text = tandem({"run", "-m", tiny_qwen3_model(), "--prompt-tokens", longer, "-n", "4", "--temp", "0", "--ignore-eos",
                           "--prompt-cache", file},
                          "TANDEM_LOG=off");
     EXPECT_EQ(text.status, 0) << text.err;
@@ -121,7 +110,7 @@ TEST(CliPromptCache, read_only_never_creates_the_file) {
     const RunOut r = run(ids(12, 4), {"--prompt-cache", file, "--prompt-cache-ro"});
     EXPECT_EQ(r.j["prompt_cache"]["saved"], false);
     EXPECT_FALSE(std::filesystem::exists(file));
-    CliRun bad = tandem({"run", "-m", model_prompt_cache_cli(), "--prompt-tokens", "1,2,3", "-n", "1", "--prompt-cache-ro"},
+    CliRun bad = tandem({"run", "-m", tiny_qwen3_model(), "--prompt-tokens", "1,2,3", "-n", "1", "--prompt-cache-ro"},
                         "TANDEM_LOG=off");
     EXPECT_NE(bad.status, 0);
     EXPECT_TRUE(bad.has("--prompt-cache-ro needs --prompt-cache FILE")) << bad.err;

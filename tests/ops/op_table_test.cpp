@@ -2,7 +2,7 @@
 // tests/ops/op_table_test.cpp: the op table (host/ops/op_def.h) covers every op
 // code of tandem/ops.h exactly once, and Graph::op refuses what it must with
 // the status tandem.h §2 gives. The capability queries built on the table are
-// tested through the host API in tests/runtime/capabilities_test.cpp.
+// tested through the host API in tests/plugin/capabilities_test.cpp.
 //
 // To add a case: build the graph with Graph or OpHarness, call op(), check the
 // error's code() and that its message names the op and the parameter.

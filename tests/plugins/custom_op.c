@@ -3,7 +3,7 @@
    init, checks what it needs (get_limits, then query_op) and creates a custom
    SPIR-V op through the tdm.custom_op extension: y = a * f[0] + b
    (shaders/scale_add.comp). It registers nothing else; the host keeps it loaded
-   and its record owns the op (tests/runtime/custom_op_test.cpp runs it). */
+   and its record owns the op (tests/plugin/custom_op_test.cpp runs it). */
 #include <stdio.h>
 #include <string.h>
 #include <tandem/ext/custom_op.h>

@@ -13,25 +13,16 @@
 #include "engine/continuation.h"
 #include "engine/generate.h"
 #include "engine/state_file.h"
-#include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen35_synth.h"
 #include "speculative/draft_head.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
+#include "support/plugin_registry.h"
 
 namespace tdm {
 namespace {
 
 constexpr uint32_t kDraftMax = 3;
-
-Registry& plugins_prompt_cache_mtp() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        return std::move(load_plugins(s)).value();
-    }();
-    return *reg;
-}
 
 const std::string& model_path() {
     static const std::string path = [] {
@@ -59,7 +50,7 @@ struct Session {
 
 Session session() {
     Session s;
-    s.model = std::move(Model::load(model_path(), plugins_prompt_cache_mtp(), test::test_device())).value();
+    s.model = std::move(Model::load(model_path(), test::build_tree_plugins(), test::test_device())).value();
     KvPoolConfig kc;
     kc.n_ctx = 256;
     kc.n_checkpoints = kDraftMax + 2;
@@ -68,7 +59,7 @@ Session session() {
                .value();
     s.runner = std::make_unique<Runner>(*s.model, *s.kv, test::test_device(), test::test_pipelines());
     s.seq = *s.kv->add_sequence();
-    const DraftHeadEntry* e = plugins_prompt_cache_mtp().find_draft_head("mtp", s.model->arch().desc->name);
+    const DraftHeadEntry* e = test::build_tree_plugins().find_draft_head("mtp", s.model->arch().desc->name);
     EXPECT_TRUE(e);
     DraftHeadOptions o;
     o.kv.n_ctx = 256;

@@ -15,26 +15,17 @@
 #include <map>
 
 #include "engine/generate.h"
-#include "plugin/plugin_loader.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "speculative/draft_model.h"
 #include "speculative/forced_drafter.h"
-#include "engine/sampling_stats.h"
+#include "support/sampling_stats.h"
 #include "support/device_fixture.h"
+#include "support/plugin_registry.h"
 #include "support/prefill.h"
 #include "support/fixtures.h"
 
 namespace tdm {
 namespace {
-
-Registry& plugins_spec() {
-    static std::unique_ptr<Registry> reg = [] {
-        PluginSearch s;
-        s.use_env = false;
-        return std::move(load_plugins(s)).value();
-    }();
-    return *reg;
-}
 
 struct Loaded {
     std::unique_ptr<Model> model;
@@ -45,7 +36,7 @@ Loaded load_spec(const std::string& path, uint32_t n_ctx = 256, bool int8_matmul
     Loaded l;
     ModelLoadOptions mo;
     mo.int8_matmul = int8_matmul;
-    auto m = Model::load(path, plugins_spec(), test::test_device(), mo);
+    auto m = Model::load(path, test::build_tree_plugins(), test::test_device(), mo);
     EXPECT_TRUE(m.ok()) << m.error().message();
     l.model = std::move(m).value();
     KvPoolConfig kc;
@@ -408,8 +399,8 @@ TEST_F(Spec, incompatible_draft_vocabulary_is_refused_listing_the_first_mismatch
     synth::Qwen3SynthOptions o;
     ASSERT_TRUE(synth::synth_qwen3_gguf(dir + "/a.gguf", *tiny, o).ok());
     ASSERT_TRUE(synth::synth_qwen3_gguf(dir + "/b.gguf", *small, o).ok());
-    auto a = Model::load(dir + "/a.gguf", plugins_spec(), device());
-    auto b = Model::load(dir + "/b.gguf", plugins_spec(), device());
+    auto a = Model::load(dir + "/a.gguf", test::build_tree_plugins(), device());
+    auto b = Model::load(dir + "/b.gguf", test::build_tree_plugins(), device());
     ASSERT_TRUE(a.ok() && b.ok());
     EXPECT_TRUE(check_vocab_compatible(*(*a)->tokenizer(), *(*a)->tokenizer()).ok());
     auto st = check_vocab_compatible(*(*a)->tokenizer(), *(*b)->tokenizer());

@@ -64,7 +64,7 @@ struct Gemma4AssistantShape {
 
 // The assistant of a target preset (gemma4_preset_names()): "tiny-e2b" (Ha 32, 4 heads, n_ff 64,
 // centroid-masked head with 32 clusters, top 4), "tiny-31b" and "tiny-26b" (the same width, full
-// tied head, softcap 30), the same shapes the tests' own writer (tests/gemma4/
+// tied head, softcap 30), the same shapes the tests' own writer (tests/models/gemma4/
 // gemma4_tiny_assistant.h) makes; the released ones docs/models/gemma4.md §3.1 lists: "e2b", "e4b" (Ha
 // 256, 4 heads, n_ff 2048, 2048 clusters, top 32, no softcap), "26b-a4b" (Ha 1024, 16 heads,
 // n_ff 8192) and "31b" (Ha 1024, 32 heads, n_ff 8192), both with the full tied head and softcap

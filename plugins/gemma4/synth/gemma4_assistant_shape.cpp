@@ -35,7 +35,7 @@ struct Own {
 };
 
 // The assistant's own fields per target preset. The tiny ones are the tests' writer's
-// (tests/gemma4/gemma4_tiny_assistant.cpp), so files of either are interchangeable; the released
+// (tests/models/gemma4/gemma4_tiny_assistant.cpp), so files of either are interchangeable; the released
 // ones are docs/models/gemma4.md §3.1's, with 26B's head count and the 26B/31B softcap (unknown there)
 // as the development tool this replaces (gemma4-write-assistant) chose them for the benchmarks.
 Result<Own> own_fields(std::string_view target) {

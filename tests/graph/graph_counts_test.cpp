@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/graph/graph_counts_test.cpp: what one decode step and one verify pass of each
+// in-tree model family record: dispatches, barriers, and dispatches that bind host memory
+// (graph/executor.h). The counts are deterministic for a graph's shape, so each family is
+// held to a budget: work that fuses ops or moves buffers to the device lowers a budget here,
+// and a change that adds dispatches or host bindings without saying so fails.
+//
+// To add a family: a CountCase with its synthesizer and today's counts as the budget. When a
+// count goes down, lower its budget to the new count in the same commit.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+
+#include "model/runner.h"
+#include "gemma4/synth/gemma4_synth.h"
+#include "glm-ocr/synth/glm_synth.h"
+#include "qwen-nextn/synth/qwen35_synth.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
+#include "support/device_fixture.h"
+#include "support/fixtures.h"
+#include "support/plugin_registry.h"
+
+namespace tdm {
+namespace {
+
+struct CountCase {
+    const char* name;
+    std::function<Status(const std::string& path)> synthesize;  // a Q8_0 model of the family
+    GraphCounts decode_budget;                                  // at most, for one token
+    GraphCounts verify_budget;                                  // at most, for 4 rows of one sequence
+};
+
+Status qwen3_tiny(const std::string& path) {
+    synth::Qwen3SynthOptions o;
+    o.weight_type = DType::Q8_0;
+    return synth::synth_qwen3_gguf(path, TDM_TRY(synth::qwen3_preset("tiny")), o);
+}
+
+Status qwen35_tiny(const std::string& path) {
+    synth::Qwen35SynthOptions o;
+    o.weight_type = DType::Q8_0;
+    return synth::synth_qwen35_gguf(path, TDM_TRY(synth::qwen35_preset("tiny")), o);
+}
+
+Status gemma4_tiny_e2b(const std::string& path) {
+    synth::Gemma4SynthOptions o;
+    o.weight_type = DType::Q8_0;
+    return synth::synth_gemma4_gguf(path, TDM_TRY(synth::gemma4_preset("tiny-e2b")), o);
+}
+
+Status glm_tiny(const std::string& path) {
+    synth::GlmSynthOptions o;
+    o.weight_type = DType::Q8_0;
+    return synth::synth_glm_gguf(path, TDM_TRY(synth::glm_preset("tiny")), o);
+}
+
+void PrintTo(const CountCase& c, std::ostream* os) { *os << c.name; }
+
+class ModelGraphCounts : public test::DeviceTest, public ::testing::WithParamInterface<CountCase> {};
+
+TEST_P(ModelGraphCounts, decode_and_verify_graphs_stay_within_their_budgets) {
+    const CountCase& c = GetParam();
+    const std::string path = test::make_temp_dir("counts") + "/m.gguf";
+    const Status st = c.synthesize(path);
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    auto model = Model::load(path, test::build_tree_plugins(), device());
+    ASSERT_TRUE(model.ok()) << model.error().message();
+    KvPoolConfig kc;
+    kc.n_ctx = 64;
+    auto kv = KvPool::create(device(), (*model)->attention_layers(), kc, "test", (*model)->recurrent_states());
+    ASSERT_TRUE(kv.ok()) << kv.error().message();
+    Runner runner(**model, **kv, device(), pipelines());
+
+    // staged I/O (discrete GPUs, or TANDEM_STAGED_IO=1) adds a barrier after the copies in
+    // and one before the copies out
+    const uint32_t staging_barriers = vk::staged_io(device()) ? 2 : 0;
+    auto check = [&](const char* what, const GraphCounts& got, GraphCounts budget) {
+        budget.barriers += staging_barriers;
+        std::printf("%s: %u dispatches, %u barriers, %u binding host memory\n", what, got.dispatches, got.barriers,
+                    got.host_memory_dispatches);
+        EXPECT_LE(got.dispatches, budget.dispatches) << what;
+        EXPECT_LE(got.barriers, budget.barriers) << what;
+        EXPECT_LE(got.host_memory_dispatches, budget.host_memory_dispatches) << what;
+        // a barrier stands before a dispatch, never two in a row
+        EXPECT_LE(got.barriers, got.dispatches) << what;
+        EXPECT_LE(got.host_memory_dispatches, got.dispatches) << what;
+    };
+    const auto decode = runner.graph_counts(1, 1);
+    ASSERT_TRUE(decode.ok()) << decode.error().message();
+    check("decode", *decode, c.decode_budget);
+    const auto verify = runner.graph_counts(4, 4);
+    ASSERT_TRUE(verify.ok()) << verify.error().message();
+    check("verify", *verify, c.verify_budget);
+    // the same shape compiled twice records the same commands
+    const auto again = runner.graph_counts(1, 1);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->dispatches, decode->dispatches);
+    EXPECT_EQ(again->barriers, decode->barriers);
+    EXPECT_EQ(again->host_memory_dispatches, decode->host_memory_dispatches);
+}
+
+// The GPUs' path (vk::staged_io: inputs, block tables and outputs copied through host
+// staging by the command buffer) forced on lavapipe: the same logits to the bit as the
+// mapped path, over a prefill and greedy decode steps, and still no dispatch binding host
+// memory; the copies cost one barrier in and one out.
+TEST_P(ModelGraphCounts, staged_io_gives_the_mapped_paths_logits_and_binds_no_host_memory) {
+    const CountCase& c = GetParam();
+    const std::string path = test::make_temp_dir("staged") + "/m.gguf";
+    const Status st = c.synthesize(path);
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    auto model = Model::load(path, plugins_for_counts(), device());
+    ASSERT_TRUE(model.ok()) << model.error().message();
+
+    struct Run {
+        std::vector<std::vector<float>> logits;
+        GraphCounts decode;
+    };
+    auto generate = [&](bool staged) {
+        const test::ScopedEnv env("TANDEM_STAGED_IO", staged ? "1" : "0");
+        Run r;
+        KvPoolConfig kc;
+        kc.n_ctx = 64;
+        auto kv = KvPool::create(device(), (*model)->attention_layers(), kc, "test", (*model)->recurrent_states());
+        EXPECT_TRUE(kv.ok()) << kv.error().message();
+        if (!kv.ok()) return r;
+        Runner runner(**model, **kv, device(), pipelines());
+        auto seq = (*kv)->add_sequence();
+        EXPECT_TRUE(seq.ok());
+        std::vector<int32_t> tokens = {11, 42, 7, 99, 3, 5, 8, 13}, positions(tokens.size()), rows = {7};
+        for (size_t i = 0; i < positions.size(); ++i) positions[i] = int32_t(i);
+        auto out = runner.forward({tokens, positions, *seq, rows});
+        const uint32_t n_vocab = (*model)->info().n_vocab;
+        for (int step = 0; step < 6 && out.ok(); ++step) {
+            r.logits.emplace_back(out->logits, out->logits + n_vocab);
+            const int32_t next = out->argmax[0], pos = int32_t(tokens.size()) + step, row = 0;
+            out = runner.forward({{&next, 1}, {&pos, 1}, *seq, {&row, 1}});
+        }
+        EXPECT_TRUE(out.ok()) << out.error().message();
+        auto counts = runner.graph_counts(1, 1);
+        EXPECT_TRUE(counts.ok());
+        if (counts.ok()) r.decode = *counts;
+        return r;
+    };
+    const Run mapped = generate(false), staged = generate(true);
+    ASSERT_EQ(mapped.logits.size(), 6u);
+    ASSERT_EQ(staged.logits.size(), mapped.logits.size());
+    for (size_t i = 0; i < mapped.logits.size(); ++i)
+        EXPECT_EQ(std::memcmp(mapped.logits[i].data(), staged.logits[i].data(), mapped.logits[i].size() * 4), 0)
+            << "step " << i;
+    EXPECT_EQ(staged.decode.dispatches, mapped.decode.dispatches);
+    EXPECT_EQ(staged.decode.barriers, mapped.decode.barriers + 2);
+    EXPECT_EQ(staged.decode.host_memory_dispatches, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, ModelGraphCounts,
+    // the tiny presets: the counts grow by a fixed amount per layer
+    ::testing::Values(CountCase{"qwen3_tiny", qwen3_tiny, {36, 29, 0}, {36, 29, 0}},
+                      CountCase{"qwen35_tiny", qwen35_tiny, {76, 63, 0}, {76, 63, 0}},
+                      CountCase{"gemma4_tiny_e2b", gemma4_tiny_e2b, {140, 129, 0}, {140, 129, 0}},
+                      CountCase{"glm_tiny", glm_tiny, {38, 31, 0}, {38, 31, 0}}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+}  // namespace
+}  // namespace tdm
