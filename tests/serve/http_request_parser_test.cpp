@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// tests/server/http_request_parser_test.cpp: the server's HTTP/1.1 request parser
+// tests/serve/http_request_parser_test.cpp: the server's HTTP/1.1 request parser
 // (serve/http_request_parser.h): requests whole and in pieces, pipelined requests kept for
 // later, chunked bodies, and a refusal with its status for each malformed or oversized form.
 // To add a case: feed the bytes, check the progress, then the request or the error's status.
