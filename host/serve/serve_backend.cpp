@@ -242,6 +242,8 @@ ApiResult<Outcome> ServeBackend::run(const Job& job, const TextSink& on_text) {
     out.usage.cached_tokens = res.n_cached;
     out.drafted = res.spec.drafted;
     out.accepted = res.spec.accepted;
+    out.controller = res.spec.controller;
+    out.measured_speedup = res.spec.measured_speedup();
     return out;
 }
 
