@@ -13,7 +13,7 @@ constexpr double kDecay = 0.9;    // per round or plain step, of the acceptance 
 constexpr double kShrink = 1.0;   // weight of the pooled rate in each position's estimate, in drafts
 constexpr double kPriorWeight = 2.0;  // the kind's prior, in drafts, before it decays
 constexpr int kHeadStartK = 3;    // a draft head's first length (llama.cpp's default too)
-constexpr int kMaxBackOff = 16;   // a probe interval grows to at most 16x the first
+constexpr int kMaxBackOff = 32;   // a probe interval grows to at most 32x the first
 
 double ema(double old, double x) { return old == 0 ? x : old + kEma * (x - old); }
 

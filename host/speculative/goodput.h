@@ -13,7 +13,7 @@
 // the best E(k) * T_plain / (T_draft(k) + T_verify(k)), if that beats a plain step by
 // min_gain(). Else drafting is switched off and probed again with k = 1 after
 // `probe_interval` plain steps; a probe that does not turn drafting back on doubles the
-// interval (up to 16x), so a drafter that never agrees costs a fraction of a percent of
+// interval (up to 32x), so a drafter that never agrees costs about a percent of
 // the steps, while text that becomes predictable (code, quotes, JSON) gets drafts back.
 //
 // Before any measurement the drafter's kind gives the first length: a draft head (MTP,
@@ -47,7 +47,7 @@ namespace tdm {
 double min_gain(uint32_t sequences_in_pass);
 
 // Plain steps after drafting was switched off before the first probe.
-constexpr int kGoodputProbeInterval = 24;
+constexpr int kGoodputProbeInterval = 8;
 
 class GoodputController {
 public:

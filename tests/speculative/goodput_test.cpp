@@ -101,7 +101,7 @@ struct Draws {
 };
 
 TEST(GoodputController, with_acceptance_0_stops_within_a_few_rounds_and_probes_a_few_percent_of_steps) {
-    GoodputController t(16, 24);
+    GoodputController t(16);  // the default probe interval
     int rounds = 0, first_off = -1;
     const int steps = 2000;
     for (int i = 0; i < steps; ++i) {
