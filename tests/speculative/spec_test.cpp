@@ -425,7 +425,7 @@ TEST_F(Spec, skip_streak_and_auto_mode_keep_output_exact_when_nothing_is_accepte
         EXPECT_EQ(spec->gen.tokens, plain->tokens);
         EXPECT_GT(spec->stats.plain_steps, 0u) << (mode ? "auto" : "skip streak");
         // How soon auto mode stops drafting depends on the measured step times;
-        // tests/speculative/auto_tune_test.cpp checks that decision on given timings.
+        // tests/speculative/goodput_test.cpp checks that decision on given timings.
     }
 }
 
