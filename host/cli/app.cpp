@@ -86,6 +86,7 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (cl("draft-min")) c.speculative.draft_min = int(*a.get_int("draft-min"));
     if (cl("spec-skip-streak")) c.speculative.skip_streak = int(*a.get_int("spec-skip-streak"));
     if (cl("spec-auto")) c.speculative.auto_select = true;
+    if (cl("spec-fixed")) c.speculative.fixed = true;
     if (cl("spec-trace")) c.speculative.trace = *a.get_string("spec-trace");
     if (cl("mtp-hidden")) c.speculative.mtp_hidden = *a.get_string("mtp-hidden");
     if (cl("draft-vocab")) c.speculative.draft_vocab = *a.get_string("draft-vocab");

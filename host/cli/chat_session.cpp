@@ -45,6 +45,7 @@ void accumulate(SpecStats& total, const SpecStats& turn) {
     total.verify_ms += turn.verify_ms;
     total.accept_ms += turn.accept_ms;
     total.plain_ms += turn.plain_ms;
+    total.controller.add(turn.controller);
 }
 
 ChatSession::ChatSession(Setup setup, ChatTemplate chat_template)

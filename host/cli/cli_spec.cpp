@@ -160,16 +160,22 @@ OptionGroup speculative_options() {
                  "ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache, mtp (also nextn, draft-mtp), "
                  "or one a plugin registers. `tandem plugins` lists them. none: plain decoding (turns off tandem "
                  "chat's default, the model's own draft head)."},
-                draft_max_option(fmt::format("Most tokens drafted per round (at most {}).", kMaxDraftMax)),
+                draft_max_option(fmt::format("Most tokens drafted per round (at most {}): the limit of the "
+                                             "draft length the controller chooses, or the length itself with "
+                                             "--spec-fixed.", kMaxDraftMax)),
                 ranged({{"--draft-min", "--draft-n-min"}, K::integer, "N", "Skip drafting when fewer than N are "
-                        "proposed (at most --draft-max).", "0", "", false, false, "draft-min"},
+                        "proposed (at most --draft-max); the controller never asks for fewer.", "0", "", false,
+                        false, "draft-min"},
                        0, kMaxDraftMax),
                 ranged({{"--spec-skip-streak"}, K::integer, "N", "After N rounds with nothing accepted, do one plain "
                         "step before drafting again; 0 = off.", "0"},
                        0, kInt32Max),
-                {{"--spec-auto"}, K::flag, "", "Adapt the draft length to measured acceptance and cost, and stop "
-                 "drafting when it does not pay. Without --spec-type, also draft with the head the model carries "
-                 "(MTP/NextN) if it has one."},
+                {{"--spec-auto"}, K::flag, "", "Without --spec-type, draft with the head the model carries "
+                 "(MTP/NextN) if it has one. The draft length is the goodput controller's, as by default: "
+                 "each round it drafts as far as measured acceptance and cost say pays (a draft head starts "
+                 "at 3, an n-gram drafter at its match), and stops drafting when it does not."},
+                {{"--spec-fixed"}, K::flag, "", "Draft --draft-max tokens every round instead of letting the "
+                 "goodput controller choose (experiments, sweeps of the draft length)."},
                 one_of({{"--mtp-hidden"}, K::string, "WHICH", "MTP heads: the target hidden they read: post-norm "
                         "(llama.cpp, vLLM) or pre-norm (mlx-lm).", "post-norm"},
                        {"post-norm", "pre-norm"}),

@@ -404,6 +404,7 @@ Status bench_spec(App& app) {
         total.verify_ms += sr.stats.verify_ms;
         total.draft_ms += sr.stats.draft_ms;
         total.plain_ms += sr.stats.plain_ms;
+        total.controller.add(sr.stats.controller);
         if (total.drafted_at.size() < sr.stats.drafted_at.size()) {
             total.drafted_at.resize(sr.stats.drafted_at.size(), 0);
             total.accepted_at.resize(sr.stats.drafted_at.size(), 0);

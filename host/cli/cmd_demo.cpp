@@ -31,7 +31,8 @@ namespace {
 // other weights, is never read as this one)
 constexpr int kRepeatPeriod = 16;
 constexpr const char* kModelFile = "qwen3-small-rep16-q8_0.v3.gguf";
-// The drafter: ngram-simple, keyed on the last 4 tokens, drafting up to 16.
+// The drafter: ngram-simple, keyed on the last 4 tokens, drafting up to 16 (the goodput
+// controller's limit).
 constexpr const char* kDrafterType = "ngram-simple";
 constexpr int kNgramN = 4, kNgramM = 16, kDraftMax = 16;
 constexpr int kTimedRuns = 5;
@@ -111,6 +112,7 @@ Status cmd_demo(App& app) {
         {"ngram_min_hits", "1"},                    {"n_vocab", std::to_string(model->info().n_vocab)}};
     SpecParams sp;
     sp.draft_max = kDraftMax;
+    sp.auto_k = true;  // what a user gets: the goodput controller within draft_max
     // One speculative run: a fresh drafter each time, so no run learns from another.
     auto speculative = [&]() -> Result<SpecResult> {
         TDM_TRY(kv->truncate(seq, 0));

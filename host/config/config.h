@@ -91,10 +91,14 @@ struct SpeculativeConfig {
     // "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache", or a plugin's name.
     // Empty = none (unless auto_select finds one); "none" alone says so explicitly.
     std::vector<std::string> type;
-    int draft_max = 16;         // most tokens drafted per round (1 .. kMaxDraftMax)
+    int draft_max = 16;         // most tokens drafted per round (1 .. kMaxDraftMax); the controller's limit
     int draft_min = 0;          // fewer than this proposed: skip the round's draft
     int skip_streak = 0;        // rounds with nothing accepted before one round skips drafting; 0 = off
     bool auto_select = false;   // key "auto": use a drafter the target model carries when type is empty
+    // Key "fixed": draft draft_max tokens every round (today's experiments and sweeps) instead
+    // of letting the goodput controller choose each round (speculative/goodput.h), which
+    // treats draft_max and draft_min as its limits.
+    bool fixed = false;
     int ngram_size_n = 12;      // n-gram drafters: length of the lookup key
     int ngram_size_m = 48;      // n-gram drafters: length of the drafted continuation
     int ngram_min_hits = 1;     // n-gram drafters: occurrences needed before drafting from a key

@@ -286,6 +286,7 @@ void read_speculative(SectionReader& r, Config& c) {
     r.integer("draft_min", &s.draft_min);
     r.integer("skip_streak", &s.skip_streak);
     r.boolean("auto", &s.auto_select);
+    r.boolean("fixed", &s.fixed);
     r.integer("ngram_size_n", &s.ngram_size_n);
     r.integer("ngram_size_m", &s.ngram_size_m);
     r.integer("ngram_min_hits", &s.ngram_min_hits);

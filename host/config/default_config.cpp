@@ -102,17 +102,20 @@ std::string_view default_config_text() {
 # "mtp", "nextn", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod",
 # "ngram-cache", or one a plugin provides. Empty = none (see auto).
 # type = []
-# Most tokens drafted per round (1 to 1024).
+# Most tokens drafted per round (1 to 1024): the limit of the goodput controller, which
+# chooses the draft length each round from measured acceptance and cost (0 where drafting
+# does not pay), or the draft length itself with fixed = true.
 # draft_max = 16
 # Skip a round's draft when fewer tokens than this were proposed.
 # draft_min = 0
 # After this many rounds in a row with no draft token accepted, skip drafting for one
 # round; 0 = off.
 # skip_streak = 0
-# Adapt the draft length to measured acceptance and cost (stop drafting while it does
-# not pay); with type empty, also use a drafter the target model itself carries (an
-# MTP / NextN head).
+# With type empty, use a drafter the target model itself carries (an MTP / NextN head).
 # auto = false
+# Draft draft_max tokens every round (experiments, sweeps) instead of letting the goodput
+# controller choose.
+# fixed = false
 # n-gram drafters: lookup key length, drafted length, hits needed before drafting.
 # ngram_size_n = 12
 # ngram_size_m = 48

@@ -158,7 +158,9 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
         s.greedy = s.sampler->greedy() && s.req.params.sampling.repeat_penalty == 1.0f;
         if (tokenizer_) s.stream.emplace(*tokenizer_);
         s.stop = StopRule{tokenizer_, s.req.params.ignore_eog, s.req.params.stop_tokens};
-        s.tune = AutoTune(std::max(1, s.req.spec.draft_max));
+        const ChainedDrafter* opener = first_on(s.chain);
+        s.tune = GoodputController(std::max(1, s.req.spec.draft_max), kGoodputProbeInterval,
+                                   opener ? opener->drafter->kind() : DrafterKind::head);
         s.result.stop_reason = StopReason::length;
         if (const PromptImages* im = s.req.images.get(); im && !im->images().empty()) {
             const auto& last = im->images().back();
@@ -330,6 +332,7 @@ void BatchEngine::preempt(Session& s) {
 void BatchEngine::finish(Session& s, StopReason reason, std::string error) {
     if (s.done) return;
     s.done = true;
+    if (s.req.spec.auto_k && !s.chain.empty()) s.result.spec.controller = s.tune.report();
     const double now = steady_now_ms();
     // a first token means a finished prefill, even if a preemption gave its KV back since
     s.result.n_prompt_done = s.t_first != 0 ? s.result.n_prompt : std::min(s.n_kv, s.result.n_prompt);

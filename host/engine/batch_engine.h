@@ -53,7 +53,7 @@
 #include "engine/prompt_images.h"
 #include "model/runner.h"
 #include "sampling/sampler.h"
-#include "speculative/auto_tune.h"
+#include "speculative/goodput.h"
 #include "speculative/batch_budget.h"
 #include "speculative/drafter.h"
 #include "speculative/round.h"

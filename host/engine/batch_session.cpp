@@ -11,9 +11,6 @@
 namespace tdm {
 namespace {
 
-// Passes a session the draft budget gives nothing waits before it drafts one token.
-constexpr int kProbeInterval = 24;
-
 TokenLogprobs logprobs_of(const float* logits, uint32_t n_vocab, int32_t tok, uint32_t n_top) {
     // NaN never reaches here (the runner refuses non-finite logits); -inf rows are fine
     float mx = -std::numeric_limits<float>::infinity();
@@ -58,7 +55,11 @@ int BatchEngine::decide_k(Session& s, bool cap_only) const {
     // verify of k + 1 rows and the state before it (a request's own draft_max may ask more)
     if (kv.n_states() > 0) k = std::min<int>(k, int(kv.config().n_checkpoints) - 2);
     k = std::max(0, k);
-    if (s.req.spec.auto_k && !cap_only) k = s.tune.choose(k);
+    if (s.req.spec.auto_k && !cap_only) {
+        const int chosen = s.tune.choose(k);
+        // draft_min is a limit of the controller too: a shorter proposal would be dropped
+        k = chosen > 0 ? std::min(k, std::max(chosen, s.req.spec.draft_min)) : 0;
+    }
     if (cap_only) return k;
     if (s.skip_next) k = 0;
     s.skip_next = false;
@@ -76,7 +77,7 @@ int BatchEngine::pass_k(Session& s) {
     return k;
 }
 
-// --spec-auto with several decoding sessions: drafts where they pay for the whole pass.
+// The goodput controller with several decoding sessions: drafts where they pay for the whole pass.
 void BatchEngine::plan_drafts(std::span<Session* const> part) {
     for (Session* s : part) s->planned_k = -1;
     if (!cost_.ready()) return;
@@ -99,7 +100,9 @@ void BatchEngine::plan_drafts(std::span<Session* const> part) {
         uint32_t cap = uint32_t(std::max(0, decide_k(*s, /*cap_only=*/true)));
         if (s->skip_next) cap = 0;  // its skip streak asks for a plain step: no rows for it
         if (cap < uint32_t(std::max(1, s->req.spec.draft_min))) cap = 0;  // a shorter proposal is dropped
-        cand.push_back({cap, s->tune.acceptance(), s->draft_ms_per_token});
+        std::vector<double> reach;
+        for (uint32_t j = 1; j <= cap; ++j) reach.push_back(s->tune.reach(int(j)));
+        cand.push_back({cap, s->tune.acceptance(), s->draft_ms_per_token, std::move(reach)});
     }
     if (auto_sessions.size() < 2) return;
     base_outputs = std::max(base_outputs, 1u);  // a pass always reads back one row
@@ -108,18 +111,18 @@ void BatchEngine::plan_drafts(std::span<Session* const> part) {
         Session& s = *auto_sessions[i];
         const uint32_t min_k = uint32_t(std::max(1, s.req.spec.draft_min));
         s.planned_k = k[i] >= min_k ? int(k[i]) : 0;  // fewer than draft_min would be dropped
-        if (s.planned_k > 0) {
-            s.starved = 0;
-        } else if (cand[i].k_cap > 0 && ++s.starved >= kProbeInterval) {
-            // A session given nothing drafts now and then, so that its acceptance estimate
-            // follows what its drafter would do now; but only where its drafts could pay
-            // were they all accepted (else the probe only costs: a pass one tile wider).
-            s.starved = 0;
+        if (s.planned_k == 0 && cand[i].k_cap > 0 && s.tune.probe_when_starved()) {
+            // A session given nothing drafts now and then (its controller's back-off), so
+            // that its acceptance estimate follows what its drafter would do now; but only
+            // where its drafts could pay were they all accepted (else the probe only costs:
+            // a pass one tile wider).
             std::vector<DraftCandidate> best_case = cand;
             best_case[i].acceptance = 1.0;
+            best_case[i].reach.clear();
             if (allocate_drafts(cost_, base_rows, base_outputs, double(decoding), best_case)[i] >= min_k)
                 s.planned_k = int(min_k);
         }
+        if (cand[i].k_cap > 0) s.tune.planned(s.planned_k);
     }
 }
 
@@ -367,6 +370,11 @@ void BatchEngine::end_round(Session& s, const RoundResult& round, bool first_tok
         r.draft_ms = s.draft_ms;
         r.verify_ms = pass_ms;
         r.accept_ms = accept_ms;
+        if (s.req.spec.auto_k) {
+            r.controller = true;
+            r.drafting_off = s.tune.off();
+            r.estimated_speedup = s.tune.predicted_speedup(std::max(1, s.k));
+        }
         s.req.on_round(r);
     }
     if (!first_token) ++s.rounds;

@@ -26,9 +26,8 @@ struct BatchEngine::Session {
     // the chain this admission uses (ChainedDrafter::shared: the index in shared_)
     std::vector<ChainedDrafter> chain;
     std::vector<Drafter*> stat_drafters;  // result.spec.drafters[i] is this drafter's
-    AutoTune tune{1};
+    GoodputController tune{1};
     int planned_k = -1;              // this pass's drafts from plan_drafts(); -1: its own choice
-    int starved = 0;                 // passes in a row plan_drafts() gave it nothing
     double draft_ms_per_token = 0;   // EMA
     int zero_streak = 0;
     bool skip_next = false;

@@ -65,11 +65,13 @@ Result<SpecResult> run_solo(Runner& runner, const Tokenizer* tokenizer, int seq,
     };
     if (trace.is_open())
         r.on_round = [&](const RoundRecord& rr) {
-            const nlohmann::json j = {{"round", rr.round},       {"pos", rr.pos},
-                                      {"drafter", rr.drafter},   {"k", rr.k},
-                                      {"drafted", rr.drafted},   {"accepted", rr.accepted},
-                                      {"next", rr.next},         {"t_draft_ms", rr.draft_ms},
-                                      {"t_verify_ms", rr.verify_ms}, {"t_accept_ms", rr.accept_ms}};
+            nlohmann::json j = {{"round", rr.round},       {"pos", rr.pos},
+                                {"drafter", rr.drafter},   {"k", rr.k},
+                                {"drafted", rr.drafted},   {"accepted", rr.accepted},
+                                {"next", rr.next},         {"t_draft_ms", rr.draft_ms},
+                                {"t_verify_ms", rr.verify_ms}, {"t_accept_ms", rr.accept_ms}};
+            if (rr.controller)  // what the goodput controller thinks after the round
+                j["controller"] = {{"off", rr.drafting_off}, {"estimated_speedup", rr.estimated_speedup}};
             trace << j.dump() << '\n';
         };
     r.on_done = [&](const SessionResult& res) { done = res; };

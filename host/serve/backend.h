@@ -8,6 +8,7 @@
 
 #include "serve/openai_request.h"
 #include "serve/openai_response.h"
+#include "speculative/stats.h"
 
 #include <cstdint>
 #include <functional>
@@ -34,6 +35,8 @@ struct Outcome {
     std::string finish_reason;  // "stop" (end of turn or a stop string) or "length"
     Usage usage;
     uint64_t drafted = 0, accepted = 0;  // speculative decoding: tokens proposed and kept
+    ControllerStats controller;          // what the goodput controller chose (on: false with fixed k)
+    double measured_speedup = 0;         // decode tokens per ms over the controller's plain step estimate
     bool timed_out = false;              // stopped by Job::time_limit_s
 };
 

@@ -25,7 +25,7 @@ SpecParams spec_params(const Config& c) {
     p.draft_max = c.speculative.draft_max;
     p.draft_min = c.speculative.draft_min;
     p.skip_streak = c.speculative.skip_streak;
-    p.auto_k = c.speculative.auto_select;
+    p.auto_k = !c.speculative.fixed;  // the goodput controller unless fixed k is asked for
     p.trace_path = c.speculative.trace;
     return p;
 }

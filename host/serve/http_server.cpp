@@ -174,6 +174,7 @@ ApiResult<Outcome> HttpServer::Impl::run_locked(const Job& job, Clock::time_poin
         const Outcome& o = *out;
         metrics.generation_done(o.usage.prompt_tokens, o.usage.cached_tokens, o.usage.completion_tokens, o.drafted,
                                 o.accepted);
+        if (o.controller.on) metrics.controller_done(o.controller, o.measured_speedup);
         if (o.timed_out) metrics.generation_timed_out();
         if (!first && o.usage.completion_tokens > 1)
             metrics.time_per_output_token(std::chrono::duration<double>(Clock::now() - first_at).count() /

@@ -324,7 +324,7 @@ void read_logprobs(Fields& f, Endpoint endpoint, const RequestLimits& limits, Ge
 void read_speculative(Fields& f, GenerationRequest& out) {
     const json* spec = f.get("speculative");
     if (!spec) return;
-    if (!spec->is_object()) return f.wrong_type("speculative", "an object like {\"type\": \"mtp\", \"draft_max\": 4}", *spec);
+    if (!spec->is_object()) return f.wrong_type("speculative", "an object like {\"type\": \"mtp\", \"draft_max\": 4, \"fixed\": false}", *spec);
     Fields sf(*spec, "speculative.");
     SpeculativeChoice choice;
     choice.type = sf.string("type", 64).value_or("");
@@ -332,6 +332,7 @@ void read_speculative(Fields& f, GenerationRequest& out) {
         sf.fail("type", "'speculative.type' is empty: name a drafter of this server (such as mtp or ngram-simple), or "
                         "none");
     if (const auto k = sf.integer("draft_max", 0, 256)) choice.draft_max = uint32_t(*k);
+    choice.fixed = sf.boolean("fixed");
     if (sf.failed()) return f.fail(sf.error()->param, sf.error()->message);
     out.speculative = std::move(choice);
 }

@@ -44,10 +44,11 @@ struct ChatMessage {
 };
 
 // tandem's extension: the drafter of this request ("speculative": {"type": "mtp",
-// "draft_max": 4}); the server's configuration gives the defaults.
+// "draft_max": 4, "fixed": true}); the server's configuration gives the defaults.
 struct SpeculativeChoice {
-    std::string type;                  // a --spec-type name; "" = the server's default
-    std::optional<uint32_t> draft_max;  // 0 = no speculation for this request
+    std::string type;                  // a --spec-type name; "" = the server's default; "none" = off
+    std::optional<uint32_t> draft_max;  // the controller's limit (the length itself when fixed); 0 = off
+    std::optional<bool> fixed;         // true: draft draft_max every round; false: the goodput controller
 };
 
 struct GenerationRequest {

@@ -213,6 +213,8 @@ ApiResult<Outcome> ServeBackend::run(const Job& job, const TextSink& on_text) {
     sr.spec = setup_.spec;
     if (job.request.speculative && job.request.speculative->draft_max)
         sr.spec.draft_max = int(*job.request.speculative->draft_max);
+    if (job.request.speculative && job.request.speculative->fixed)
+        sr.spec.auto_k = !*job.request.speculative->fixed;
     sr.drafters = std::move(*drafters);
     const bool want_logprobs = job.request.logprobs;
     if (want_logprobs) sr.logprobs = int32_t(job.request.top_logprobs);
@@ -241,6 +243,8 @@ ApiResult<Outcome> ServeBackend::run(const Job& job, const TextSink& on_text) {
     out.usage.cached_tokens = res.n_cached;
     out.drafted = res.spec.drafted;
     out.accepted = res.spec.accepted;
+    out.controller = res.spec.controller;
+    out.measured_speedup = res.spec.measured_speedup();
     return out;
 }
 

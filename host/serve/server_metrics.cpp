@@ -29,6 +29,13 @@ void ServerMetrics::generation_done(uint64_t prompt_tokens, uint64_t cached_toke
     accepted_ += accepted;
 }
 
+void ServerMetrics::controller_done(const ControllerStats& c, double measured_speedup) {
+    std::lock_guard lock(mutex_);
+    controller_.add(c);
+    measured_speedup_sum_ += measured_speedup;
+    ++controlled_;
+}
+
 void ServerMetrics::time_to_first_token(double seconds) {
     std::lock_guard lock(mutex_);
     ttft_.add(seconds);
@@ -96,6 +103,24 @@ std::string ServerMetrics::text(uint32_t waiting, uint32_t running, const Engine
     counter("tandem_generation_tokens_total", "Tokens generated.", generated_tokens_);
     counter("tandem_spec_draft_tokens_total", "Tokens proposed by drafters.", drafted_);
     counter("tandem_spec_accepted_tokens_total", "Proposed tokens the model accepted.", accepted_);
+    const auto sum = [&](const char* name, const char* help, double v) {
+        out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, v);
+    };
+    counter("tandem_spec_controller_plain_steps_total",
+            "Plain steps the goodput controller chose (calibrating, or drafting off because it did not pay).",
+            controller_.off_steps);
+    counter("tandem_spec_controller_probes_total", "One-token drafts the controller tried while drafting was off.",
+            controller_.probes);
+    counter("tandem_spec_controller_rounds_total", "Rounds the controller chose to draft.", controller_.chosen_rounds);
+    counter("tandem_spec_controller_draft_length_total",
+            "Draft lengths the controller chose, summed (over its rounds: the mean k).", controller_.chosen_k_sum);
+    sum("tandem_spec_controller_estimated_speedup_total",
+        "The speedup the controller predicted for each round it drafted, summed (over its rounds: the mean).",
+        controller_.predicted_sum);
+    sum("tandem_spec_controller_measured_speedup_total",
+        "Per generation the controller drafted for, decode tokens per ms over its plain step estimate, summed.",
+        measured_speedup_sum_);
+    counter("tandem_spec_controller_generations_total", "Generations the controller drafted for.", controlled_);
     write_histogram(out, "tandem_time_to_first_token_seconds",
                     "From the request's arrival to its first generated text (queueing included).", ttft_);
     write_histogram(out, "tandem_time_per_output_token_seconds",

@@ -18,6 +18,9 @@ public:
     void request_done(const std::string& endpoint, int status);
     void generation_done(uint64_t prompt_tokens, uint64_t cached_tokens, uint64_t generated_tokens,
                          uint64_t drafted, uint64_t accepted);
+    // A generation the goodput controller drafted for: what it chose, and the speedup over
+    // plain steps it measured.
+    void controller_done(const ControllerStats& c, double measured_speedup);
     void time_to_first_token(double seconds);
     void time_per_output_token(double seconds);
     void generation_timed_out();
@@ -42,6 +45,9 @@ private:
     std::map<std::pair<std::string, int>, uint64_t> requests_;
     uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0, drafted_ = 0, accepted_ = 0;
     uint64_t timed_out_ = 0;
+    ControllerStats controller_;
+    double measured_speedup_sum_ = 0;
+    uint64_t controlled_ = 0;  // generations in controller_
     Histogram ttft_, tpot_;
 };
 

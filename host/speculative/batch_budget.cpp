@@ -2,6 +2,8 @@
 // host/speculative/batch_budget.cpp
 #include "speculative/batch_budget.h"
 
+#include "speculative/goodput.h"
+
 #include <algorithm>
 #include <cmath>
 #include <queue>
@@ -11,12 +13,12 @@ namespace {
 
 constexpr double kDecayBatchBudget = 0.95;      // weight of a pass halves after ~14 passes
 constexpr double kShapeDecay = 0.7;  // per shape: a shape's time follows the context's growth
-// Drafts must promise at least 5% more tokens per ms than the pass without them. A draft
-// row also costs what the cost table does not see (its logits row read back and sampled,
-// the drafter's bookkeeping), and where a row costs about what its token is worth (a
-// compute-bound CPU device with many sequences) smaller promises measured slower
-// (docs/perf-notes/serve-batching.md).
-constexpr double kMinGainBatchBudget = 1.05;
+
+// The worth of a candidate's draft at `depth` (1-based): the chance it is accepted.
+double worth(const DraftCandidate& c, uint32_t depth) {
+    if (depth <= c.reach.size()) return std::clamp(c.reach[depth - 1], 0.0, 0.999);
+    return std::pow(std::clamp(c.acceptance, 0.0, 0.999), double(depth));
+}
 
 }  // namespace
 
@@ -62,7 +64,7 @@ std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_r
     std::vector<uint32_t> k(candidates.size(), 0);
     const double base_ms = cost.estimate(base_rows, base_outputs);
     if (base_ms <= 0) return k;
-    // The drafts in order of worth: each candidate's next draft is worth p^(its depth).
+    // The drafts in order of worth: each candidate's next draft is worth reach(its depth).
     struct Next {
         double value;
         size_t who;
@@ -70,10 +72,11 @@ std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_r
     };
     std::priority_queue<Next> next;
     for (size_t i = 0; i < candidates.size(); ++i)
-        if (candidates[i].k_cap > 0) next.push({std::clamp(candidates[i].acceptance, 0.0, 0.999), i});
+        if (candidates[i].k_cap > 0) next.push({worth(candidates[i], 1), i});
     std::vector<size_t> order;  // candidate of the d-th draft
     double tokens = base_tokens, host_ms = 0;
-    double best_rate = base_tokens / base_ms * kMinGainBatchBudget;
+    const uint32_t sequences = uint32_t(std::max(base_tokens, double(candidates.size())));
+    double best_rate = base_tokens / base_ms * min_gain(sequences);
     size_t best_d = 0;
     std::vector<uint32_t> depth(candidates.size(), 0);
     while (!next.empty()) {
@@ -89,7 +92,7 @@ std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_r
             best_d = order.size();
         }
         if (++depth[n.who] < candidates[n.who].k_cap)
-            next.push({std::pow(std::clamp(candidates[n.who].acceptance, 0.0, 0.999), double(depth[n.who] + 1)), n.who});
+            next.push({worth(candidates[n.who], depth[n.who] + 1), n.who});
     }
     for (size_t d = 0; d < best_d; ++d) ++k[order[d]];
     return k;

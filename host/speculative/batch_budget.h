@@ -2,13 +2,15 @@
 // host/speculative/batch_budget.h: how many drafts each sequence of a batched pass gets, so
 // that speculation pays for the batch as a whole (engine/batch_engine.h, --spec-auto).
 //
-// One sequence alone: AutoTune (auto_tune.h) weighs its drafts against its own plain steps.
-// Many sequences in one pass: a sequence's drafts lengthen everyone's pass, and the pass
-// time a sequence sees depends on the others' drafts, so per-sequence tuning cannot see
-// the cost. Here every decoding sequence yields at least one token per pass, and a draft at
-// depth j of a sequence with acceptance p is worth p^j expected tokens. The drafts are
-// ordered by that worth, and the pass takes the number of them that gives the most
-// expected tokens per millisecond of the pass.
+// The goodput controller (goodput.h) seen from the whole step. One sequence alone: its
+// controller weighs its drafts against its own plain steps. Many sequences in one pass: a
+// sequence's drafts lengthen everyone's pass, and the pass time a sequence sees depends on
+// the others' drafts, so per-sequence choices cannot see the cost. Here every decoding
+// sequence yields at least one token per pass, and a draft at depth j of a sequence is
+// worth the chance that drafts 1..j are all accepted (its controller's reach(j)). The
+// drafts are ordered by that worth, and the pass takes the number of them that gives the
+// most expected tokens per millisecond of the pass, if that beats the pass without drafts
+// by the controller's min_gain().
 //
 // The pass time is measured per shape (rows, rows with logits), not assumed linear: kernels
 // work on tiles of rows, so on lavapipe a 9th row costs 38% more than 8 rows (a new tile)
@@ -51,12 +53,13 @@ struct DraftCandidate {
     uint32_t k_cap = 0;               // most drafts this sequence may get
     double acceptance = 0;            // per-token acceptance estimate
     double draft_ms_per_token = 0;    // drafting time on the host's critical path
+    std::vector<double> reach;        // [j-1]: the chance drafts 1..j are accepted; empty: acceptance^j
 };
 
 // Drafts per candidate (<= its k_cap) for a pass of `base_rows` rows (`base_outputs` with
 // logits) that yields `base_tokens` tokens without drafts. Each draft adds a row with
 // logits. Of every total number of drafts, the likeliest placement is costed, and the best
-// total wins; any drafts at all must beat the pass without drafts by at least 5%.
+// total wins; any drafts at all must beat the pass without drafts by min_gain() (5%).
 std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_rows, uint32_t base_outputs,
                                       double base_tokens, std::span<const DraftCandidate> candidates);
 

@@ -74,10 +74,19 @@ public:
     virtual void prepare_batch(std::span<Drafter* const> drafters, std::span<const DraftRequest> reqs) = 0;
 };
 
+// What kind of drafter it is, for the goodput controller's prior and first draft length
+// (goodput.h).
+enum class DrafterKind {
+    head,   // a model that drafts one token per step: MTP, NextN, an assistant, a draft model
+    ngram,  // a lookup in the token history (a plugin's drafter): drafts cost next to nothing,
+            // their length is the match's
+};
+
 class Drafter {
 public:
     virtual ~Drafter() = default;
     virtual const std::string& name() const = 0;
+    virtual DrafterKind kind() const { return DrafterKind::head; }
     virtual Status begin(std::span<const int32_t> prompt) = 0;
     // A continuation: the target's KV keeps prompt[0, n_cached) from an earlier
     // request of this drafter (a chat turn, a restored prompt cache) and

@@ -25,6 +25,7 @@ public:
     ForcedDrafter(std::vector<int32_t> reference, size_t prompt_len, double acceptance, uint32_t n_vocab,
                   uint64_t seed, Drafter* inner = nullptr);
     const std::string& name() const override { return name_; }
+    DrafterKind kind() const override { return inner_ ? inner_->kind() : DrafterKind::head; }
     Status begin(std::span<const int32_t> prompt) override;
     bool can_resume(uint32_t n) const override { return inner_ ? inner_->can_resume(n) : true; }
     Status resume(std::span<const int32_t> prompt, uint32_t n) override {

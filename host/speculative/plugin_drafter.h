@@ -18,6 +18,7 @@ public:
                                                          const std::map<std::string, std::string>& options);
     ~PluginDrafter() override;
     const std::string& name() const override { return name_; }
+    DrafterKind kind() const override { return DrafterKind::ngram; }
     Status begin(std::span<const int32_t> prompt) override;
     Result<std::vector<int32_t>> draft(const DraftRequest& req) override;
     Status accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) override;

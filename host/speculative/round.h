@@ -12,9 +12,10 @@
 // logits, bit for bit, because the kernels are batch-invariant (DESIGN invariant 1), so
 // greedy output equals plain decoding's.
 //
-// Never slower: --draft-max/--draft-min bound k; a skip streak inserts a plain step after
-// N rounds with nothing accepted; auto mode (auto_tune.h) picks k from measured acceptance
-// and costs and stops drafting when it does not pay. Depth 2: the next round's first
+// Never slower: the goodput controller (goodput.h, the default of every front end) picks k
+// each round from measured acceptance and costs, within --draft-max/--draft-min, and stops
+// drafting when it does not pay; with fixed k (--spec-fixed) k is draft_max and a skip
+// streak inserts a plain step after N rounds with nothing accepted. Depth 2: the next round's first
 // drafter is prepared (device work submitted) before the host streams text, updates
 // statistics and writes the trace.
 //
@@ -25,7 +26,7 @@
 // engine -> speculative -> model, sampling; nothing here includes engine/.
 // Tree rounds and new draft heads land here: a Proposal is then a tree and a RoundResult
 // the accepted path; the engine keeps passing rows and calling these steps.
-// Not here: choosing k (auto_tune.h, batch_budget.h), the drafters themselves (drafter.h
+// Not here: choosing k (goodput.h, batch_budget.h), the drafters themselves (drafter.h
 // and its implementations), sessions, scheduling and delivery (engine/).
 #pragma once
 
@@ -45,7 +46,11 @@ struct SpecParams {
     int draft_max = 16;     // most drafts per round
     int draft_min = 0;      // a shorter proposal is not verified (plain step instead)
     int skip_streak = 0;    // rounds with nothing accepted before one plain step; 0 = off
-    bool auto_k = false;    // adapt k to measured acceptance and cost
+    // The goodput controller chooses k (goodput.h). Off here, the engine's own default, so
+    // that tests and sweeps that count rounds get fixed k; every front end (run, chat,
+    // serve, bench) sets it from the configuration, whose default is on
+    // (serve/generation_settings.h: spec_params).
+    bool auto_k = false;
     std::string trace_path; // NDJSON, one line per round
 };
 
@@ -125,6 +130,10 @@ struct RoundRecord {
     uint32_t accepted = 0;
     int32_t next = -1;           // the target's own token
     double draft_ms = 0, verify_ms = 0, accept_ms = 0;
+    // The goodput controller after the round (goodput.h); absent with fixed k.
+    bool controller = false;
+    bool drafting_off = false;      // it has stopped drafting (probes only)
+    double estimated_speedup = 0;   // of the length it would choose now
 };
 
 }  // namespace tdm

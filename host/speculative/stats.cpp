@@ -49,6 +49,22 @@ void SpecStats::add_round(uint32_t n_drafted, uint32_t n_accepted) {
     }
 }
 
+void ControllerStats::add(const ControllerStats& o) {
+    on = on || o.on;
+    off_steps += o.off_steps;
+    probes += o.probes;
+    chosen_rounds += o.chosen_rounds;
+    chosen_k_sum += o.chosen_k_sum;
+    predicted_sum += o.predicted_sum;
+    if (o.plain_ms > 0) plain_ms = o.plain_ms;
+}
+
+double SpecStats::measured_speedup() const {
+    const double ms = draft_ms + verify_ms + plain_ms;
+    if (controller.plain_ms <= 0 || ms <= 0) return 0.0;
+    return double(accepted + rounds + plain_steps) / ms * controller.plain_ms;
+}
+
 std::string SpecStats::report() const {
     std::string s = fmt::format("draft acceptance rate = {:.5f} ({} accepted / {} generated)\n", acceptance_rate(),
                                 accepted, drafted);
@@ -57,6 +73,11 @@ std::string SpecStats::report() const {
                      rounds, plain_steps, mean_accepted_length(), tokens_per_target_pass());
     s += fmt::format("time: draft {:.1f} ms, verify {:.1f} ms, accept {:.1f} ms, plain steps {:.1f} ms\n", draft_ms,
                      verify_ms, accept_ms, plain_ms);
+    if (controller.on)
+        s += fmt::format("controller: {} plain steps chosen ({} probes), mean k = {:.2f}, speedup estimated {:.2f}x, "
+                         "measured {:.2f}x\n",
+                         controller.off_steps, controller.probes, controller.mean_k(), controller.predicted_speedup(),
+                         measured_speedup());
     if (!drafted_at.empty()) {
         s += "acceptance by draft position:";
         for (size_t i = 0; i < drafted_at.size(); ++i)
@@ -84,7 +105,15 @@ nlohmann::json SpecStats::json() const {
             {"draft_ms", draft_ms},
             {"verify_ms", verify_ms},
             {"accept_ms", accept_ms},
-            {"plain_ms", plain_ms}};
+            {"plain_ms", plain_ms},
+            {"controller",
+             {{"on", controller.on},
+              {"off_steps", controller.off_steps},
+              {"probes", controller.probes},
+              {"rounds", controller.chosen_rounds},
+              {"mean_k", controller.mean_k()},
+              {"estimated_speedup", controller.predicted_speedup()},
+              {"measured_speedup", measured_speedup()}}}};
 }
 
 }  // namespace tdm

@@ -25,6 +25,21 @@ struct DrafterStats {
     nlohmann::json json() const;
 };
 
+// What the goodput controller (goodput.h) chose for a sequence; `on` false: fixed k.
+struct ControllerStats {
+    bool on = false;
+    uint64_t off_steps = 0;      // plain steps it chose (calibrating, drafting off)
+    uint64_t probes = 0;         // k = 1 rounds it ran while drafting was off
+    uint64_t chosen_rounds = 0;  // rounds it chose to draft
+    uint64_t chosen_k_sum = 0;   // their draft lengths, summed
+    double predicted_sum = 0;    // the speedup it predicted for each of them, summed
+    double plain_ms = 0;         // its estimate of a plain step (the measured speedup's baseline)
+
+    double mean_k() const { return chosen_rounds ? double(chosen_k_sum) / double(chosen_rounds) : 0.0; }
+    double predicted_speedup() const { return chosen_rounds ? predicted_sum / double(chosen_rounds) : 1.0; }
+    void add(const ControllerStats& o);
+};
+
 struct SpecStats {
     std::vector<DrafterStats> drafters;
     uint64_t rounds = 0;          // verify passes
@@ -33,11 +48,15 @@ struct SpecStats {
     uint64_t emitted = 0;         // tokens produced in the decode phase (first token included)
     std::vector<uint64_t> drafted_at, accepted_at;  // per draft position (0 = first draft token)
     double draft_ms = 0, verify_ms = 0, accept_ms = 0, plain_ms = 0;
+    ControllerStats controller;
 
     uint64_t target_passes() const { return rounds + plain_steps; }
     double acceptance_rate() const { return drafted ? double(accepted) / double(drafted) : 0.0; }
     double mean_accepted_length() const { return rounds ? double(accepted) / double(rounds) : 0.0; }
     double tokens_per_target_pass() const;
+    // Decode tokens per ms over the controller's plain step estimate: what speculation gave
+    // (0 when there is no estimate).
+    double measured_speedup() const;
     void add_round(uint32_t n_drafted, uint32_t n_accepted);
 
     std::string report() const;  // multi-line, printed after `tandem run`

@@ -75,7 +75,10 @@ TEST(CliChatSave, a_saved_conversation_continues_in_a_new_session_with_the_same_
 }
 
 TEST(CliChatSave, a_hybrid_model_with_its_mtp_head_continues_a_loaded_conversation_exactly) {
-    saved_session_continues_exactly(model_chat_save("qwen35"), {}, false);
+    // Fixed k: a live session may roll its recurrent state back to a checkpoint of its last
+    // verify pass, which a saved file does not hold, so whether the live one resumes a
+    // shorter prefix depends on the rounds the controller chose.
+    saved_session_continues_exactly(model_chat_save("qwen35"), {"--spec-fixed"}, false);
 }
 
 TEST(CliChatSave, files_of_another_model_or_no_file_are_refused_and_the_session_goes_on) {

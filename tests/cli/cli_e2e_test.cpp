@@ -318,6 +318,41 @@ TEST_P(CliQwen35, synth_run_from_gguf_and_hf_and_mtp_speculation_gives_the_plain
     EXPECT_TRUE(runs[2].contains("speculative"));
 }
 
+// What the user meets by default: the goodput controller chose the draft lengths, and run
+// says what it chose (text, JSON, trace); --spec-fixed drafts --draft-max every round.
+TEST(CliController, run_reports_what_the_goodput_controller_chose_and_spec_fixed_turns_it_off) {
+    const std::string gguf = q35::dir() + "/controller.gguf", trace = q35::dir() + "/controller-trace.ndjson";
+    ASSERT_EQ(tandem({"synth", "--arch", "qwen35", "--type", "f32", "-o", gguf}).status, 0);
+    const std::vector<std::string> base = {"run", "-m", gguf, "-p", "Hello there", "-n", "16", "--temp", "0",
+                                           "--ignore-eos", "--spec-type", "mtp"};
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {"--output-format", "json", "--spec-trace", trace});
+    CliRun r = tandem(args);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    const nlohmann::json& c = j["speculative"]["controller"];
+    EXPECT_TRUE(c["on"].get<bool>()) << j["speculative"].dump();
+    EXPECT_GE(c["rounds"].get<uint64_t>(), 1u) << "a draft head's first round";
+    EXPECT_GE(c["off_steps"].get<uint64_t>(), 1u) << "plain steps measure the baseline";
+    for (const char* k : {"probes", "mean_k", "estimated_speedup", "measured_speedup"}) EXPECT_TRUE(c.contains(k)) << k;
+    std::ifstream lines(trace);
+    std::string first;
+    ASSERT_TRUE(std::getline(lines, first));
+    EXPECT_TRUE(nlohmann::json::parse(first).contains("controller")) << first;
+
+    r = tandem(base);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(r.has("controller: ")) << r.err;
+    args = base;
+    args.insert(args.end(), {"--output-format", "json", "--spec-fixed", "--draft-max", "3"});
+    r = tandem(args);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const nlohmann::json fixed = nlohmann::json::parse(r.out);
+    EXPECT_FALSE(fixed["speculative"]["controller"]["on"].get<bool>());
+    EXPECT_GT(fixed["speculative"]["drafted_tokens"].get<uint64_t>(), 0u);
+    EXPECT_EQ(fixed["tokens"], j["tokens"]);
+}
+
 INSTANTIATE_TEST_SUITE_P(DenseAndMoe, CliQwen35, ::testing::Values("qwen35", "qwen35moe"));
 
 TEST(CliBadInput, mtp_on_a_file_without_the_head_says_how_to_get_one) {

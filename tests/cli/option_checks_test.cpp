@@ -11,6 +11,7 @@
 #include "cli_test_spec.h"
 
 #include "formats/expect_error.h"
+#include "serve/generation_settings.h"
 #include "support/fixtures.h"
 
 #include <gtest/gtest.h>
@@ -222,6 +223,37 @@ TEST(MergedConfig, a_context_below_one_kv_block_is_refused_naming_the_option) {
 TEST(MergedConfig, draft_min_above_draft_max_names_the_option) {
     EXPECT_TRUE(fails_with(merged({"run", "--draft-max", "4", "--draft-min", "5"}),
                            "--draft-min (speculative.draft_min): draft_min (5) is larger than draft_max (4)"));
+}
+
+TEST(MergedConfig, the_goodput_controller_chooses_the_draft_length_by_default_in_every_command) {
+    // What run, chat, serve and bench spec hand the engine (spec_params): the controller,
+    // within --draft-max, unless fixed k is asked for by flag or config key.
+    const std::vector<std::vector<std::string>> commands = {
+        {"run", "-m", "x.gguf", "-p", "a"}, {"chat", "-m", "x.gguf"}, {"serve", "-m", "x.gguf"},
+        {"bench", "spec", "-m", "x.gguf"}};
+    for (const auto& words : commands) {
+        auto c = merged(words);
+        ASSERT_TRUE(c.ok()) << words[0] << ": " << c.error().message();
+        EXPECT_FALSE(c->speculative.fixed) << words[0];
+        EXPECT_TRUE(spec_params(*c).auto_k) << words[0];
+        EXPECT_EQ(spec_params(*c).draft_max, 16) << words[0];
+        std::vector<std::string> fixed = words;
+        fixed.push_back("--spec-fixed");
+        auto f = merged(fixed);
+        ASSERT_TRUE(f.ok()) << words[0] << ": " << f.error().message();
+        EXPECT_FALSE(spec_params(*f).auto_k) << words[0];
+    }
+    std::vector<std::string> from_file = {"run", "-m", "x.gguf", "-p", "a", "--config",
+                                          write_config("fixed.toml", "[speculative]\nfixed = true\ndraft_max = 3\n")};
+    auto f = merged(from_file);
+    ASSERT_TRUE(f.ok()) << f.error().message();
+    EXPECT_FALSE(spec_params(*f).auto_k);
+    EXPECT_EQ(spec_params(*f).draft_max, 3);
+    // --spec-auto keeps its meaning (the carried head without --spec-type) and the controller
+    auto a = merged({"run", "-m", "x.gguf", "-p", "a", "--spec-auto"});
+    ASSERT_TRUE(a.ok()) << a.error().message();
+    EXPECT_TRUE(a->speculative.auto_select);
+    EXPECT_TRUE(spec_params(*a).auto_k);
 }
 
 TEST(MergedConfig, a_missing_plugin_directory_is_refused) {

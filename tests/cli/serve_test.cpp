@@ -207,6 +207,10 @@ TEST(Serve, speculative_and_plain_requests_give_the_same_tokens) {
     auto metrics = cli.Get("/metrics");
     ASSERT_TRUE(metrics);
     EXPECT_NE(metrics->body.find("tandem_spec_draft_tokens_total"), std::string::npos);
+    for (const char* m : {"tandem_spec_controller_rounds_total", "tandem_spec_controller_plain_steps_total",
+                          "tandem_spec_controller_draft_length_total", "tandem_spec_controller_estimated_speedup_total",
+                          "tandem_spec_controller_measured_speedup_total"})
+        EXPECT_NE(metrics->body.find(m), std::string::npos) << m;
     EXPECT_NE(metrics->body.find("tandem_generation_tokens_total 48"), std::string::npos) << metrics->body;
 }
 

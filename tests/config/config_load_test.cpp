@@ -62,6 +62,7 @@ draft_max = 8
 draft_min = 2
 skip_streak = 4
 auto = true
+fixed = true
 ngram_size_n = 4
 ngram_size_m = 16
 ngram_min_hits = 2
@@ -107,6 +108,7 @@ level = "debug"
     EXPECT_EQ(c.speculative.draft_min, 2);
     EXPECT_EQ(c.speculative.skip_streak, 4);
     EXPECT_TRUE(c.speculative.auto_select);
+    EXPECT_TRUE(c.speculative.fixed);
     EXPECT_EQ(c.speculative.ngram_size_n, 4);
     EXPECT_EQ(c.speculative.ngram_size_m, 16);
     EXPECT_EQ(c.speculative.ngram_min_hits, 2);
@@ -331,7 +333,7 @@ TEST(ConfigLoad, the_server_section_loads_and_its_ranges_are_checked) {
 
 TEST(ConfigLoad, config_keys_lists_each_section_key_once) {
     const std::vector<std::string> keys = config_keys();
-    EXPECT_EQ(keys.size(), 5u + 14u + 7u + 7u + 12u + 2u + 1u + 12u + 5u);
+    EXPECT_EQ(keys.size(), 5u + 14u + 7u + 7u + 13u + 2u + 1u + 12u + 5u);
     EXPECT_EQ(keys.front(), "device.select");
     EXPECT_NE(std::find(keys.begin(), keys.end(), "speculative.auto"), keys.end());
     std::vector<std::string> sorted = keys;

@@ -111,6 +111,7 @@ struct Job {
     std::vector<int32_t> prompt;
     GenerateParams params;
     bool drafts = false;
+    bool controller = false;    // the goodput controller chooses k (else fixed k = 4)
     std::vector<int32_t> want;  // the tokens of the request run alone
     SessionResult got;
     bool done = false;
@@ -145,6 +146,7 @@ SessionRequest request(Job& j, const Model& m, uint64_t seed, std::vector<Drafte
     r.prompt = j.prompt;
     r.params = j.params;
     r.spec.draft_max = 4;
+    r.spec.auto_k = j.controller;
     if (j.drafts) {
         std::vector<int32_t> full = j.prompt;
         full.insert(full.end(), j.want.begin(), j.want.end());
@@ -204,6 +206,35 @@ TEST_F(BatchEngineTest, every_session_gets_the_tokens_it_gets_alone_with_and_wit
     EXPECT_GT(st.accepted, 0u);
     EXPECT_LT(st.accepted, st.drafted);  // some drafts were rejected
     EXPECT_GT(st.rows, st.steps * 2) << "passes ran several sessions at once";
+    EXPECT_EQ((*e)->running(), 0u);
+}
+
+TEST_F(BatchEngineTest, with_the_goodput_controller_every_session_gets_the_tokens_it_gets_alone) {
+    // The default of every front end: the controller plans each pass as a whole (drafts
+    // where they pay for the whole step, probes for sessions given none).
+    auto m = Model::load(qwen3_model(), plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    std::vector<Job> jobs(8);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        jobs[i].prompt = random_prompt(700 + i, 3 + (i * 5) % 30, 500);
+        jobs[i].params = params(40);
+        jobs[i].drafts = i % 4 != 3;
+        jobs[i].controller = true;
+    }
+    reference(**m, jobs);
+    auto kv = make_pool(**m, 4);
+    ASSERT_TRUE(kv);
+    Runner runner(**m, *kv, device(), pipelines());
+    auto e = BatchEngine::create(runner, nullptr, BatchEngineOptions{});
+    ASSERT_TRUE(e.ok()) << e.error().message();
+    for (size_t i = 0; i < jobs.size(); ++i) (*e)->add(request(jobs[i], **m, i));
+    run_all(**e, jobs);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        EXPECT_EQ(jobs[i].got.tokens, jobs[i].want) << "job " << i;
+        if (jobs[i].drafts) {
+            EXPECT_TRUE(jobs[i].got.spec.controller.on) << "job " << i;
+        }
+    }
     EXPECT_EQ((*e)->running(), 0u);
 }
 

@@ -237,6 +237,12 @@ TEST(OpenAiRequest, the_speculative_extension_chooses_a_drafter_per_request) {
     ASSERT_TRUE(off.speculative);
     EXPECT_EQ(off.speculative->type, "");
     EXPECT_EQ(off.speculative->draft_max, 0u);
+    EXPECT_FALSE(off.speculative->fixed);
+    const GenerationRequest fixed = chat_ok(R"({"messages": [{"role": "user", "content": "hi"}],
+        "speculative": {"draft_max": 4, "fixed": true}})");
+    ASSERT_TRUE(fixed.speculative);
+    EXPECT_EQ(fixed.speculative->fixed, true);
+    EXPECT_EQ(chat_refused(R"("speculative": {"fixed": 1})").param, "speculative.fixed");
     EXPECT_EQ(chat_refused(R"("speculative": "mtp")").param, "speculative");
     EXPECT_EQ(chat_refused(R"("speculative": {"draft_max": 1000})").param, "speculative.draft_max");
     EXPECT_EQ(chat_refused(R"("speculative": {"type": 1})").param, "speculative.type");

@@ -114,6 +114,37 @@ TEST_P(DraftModelExactness, greedy_speculative_output_equals_plain_greedy_output
     EXPECT_LT(accepted, drafted);
 }
 
+// The default of every front end: the goodput controller chooses k each round (drafting
+// off, probing, drafting again); the output is plain greedy output all the same, with a
+// draft model and with forced drafters that agree never, half the time and nearly always.
+TEST_F(Spec, with_the_goodput_controller_greedy_output_equals_plain_greedy_output_on_50_prompts) {
+    const Pair p = make_pair(DType::Q8_0, 0.03f, 11);
+    Loaded t = load_spec(p.target);
+    Loaded d = load_spec(p.draft);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    DraftModelDrafter drafter(std::move(d.model), std::move(d.kv), device(), pipelines());
+    SpecParams sp;
+    sp.draft_max = 8;
+    sp.auto_k = true;
+    uint64_t drafted = 0;
+    for (int i = 0; i < 50; ++i) {
+        const auto prompt = random_prompt_spec(3000 + uint64_t(i), 6 + size_t(i % 7), 400);
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+        auto plain = generate(runner, nullptr, seq, prompt, greedy_spec(64), {});
+        ASSERT_TRUE(plain.ok()) << plain.error().message();
+        ForcedDrafter forced(plain->tokens, prompt.size(), (i % 3) * 0.45, t.model->info().n_vocab, uint64_t(i));
+        Drafter* chain[] = {i % 2 ? static_cast<Drafter*>(&drafter) : &forced};
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_spec(64), chain, sp, {});
+        ASSERT_TRUE(spec.ok()) << spec.error().message();
+        ASSERT_EQ(spec->gen.tokens, plain->tokens) << "prompt " << i;
+        EXPECT_TRUE(spec->stats.controller.on);
+        drafted += spec->stats.drafted;
+    }
+    EXPECT_GT(drafted, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(WeightTypes, DraftModelExactness, ::testing::Values(DType::F16, DType::Q8_0, DType::Q4_0),
                          [](const auto& p) { return std::string(dtype_name(p.param)); });
 
@@ -385,7 +416,7 @@ TEST_F(Spec, skip_streak_and_auto_mode_keep_output_exact_when_nothing_is_accepte
         EXPECT_EQ(spec->gen.tokens, plain->tokens);
         EXPECT_GT(spec->stats.plain_steps, 0u) << (mode ? "auto" : "skip streak");
         // How soon auto mode stops drafting depends on the measured step times;
-        // tests/speculative/auto_tune_test.cpp checks that decision on given timings.
+        // tests/speculative/goodput_test.cpp checks that decision on given timings.
     }
 }
 

@@ -142,14 +142,16 @@ std::unique_ptr<PluginDrafter> make_drafter(const std::string& type, const Optio
 }
 
 // Plain greedy, then speculative with `chain`, each on a fresh sequence; the
-// tokens must match. Returns the speculative statistics.
-SpecStats run(Target& t, const Tokens& prompt, std::span<Drafter* const> chain, int draft_max = 8) {
+// tokens must match. Returns the speculative statistics. Fixed k unless `controller`.
+SpecStats run(Target& t, const Tokens& prompt, std::span<Drafter* const> chain, int draft_max = 8,
+              bool controller = false) {
     int seq = *t.kv->add_sequence();
     auto plain = generate(*t.runner, nullptr, seq, prompt, greedy(kGen), {});
     t.kv->free_sequence(seq);
     EXPECT_TRUE(plain.ok()) << plain.error().message();
     SpecParams sp;
     sp.draft_max = draft_max;
+    sp.auto_k = controller;
     seq = *t.kv->add_sequence();
     auto spec = generate_speculative(*t.runner, nullptr, seq, prompt, greedy(kGen), chain, sp, {});
     t.kv->free_sequence(seq);
@@ -260,6 +262,23 @@ TEST_P(EachDrafter, stays_exact_when_most_drafts_are_rejected) {
     RecordProperty("acceptance", std::to_string(double(accepted) / double(std::max<uint64_t>(drafted, 1))));
     EXPECT_GT(drafted, 0u) << GetParam();
     EXPECT_LT(2 * accepted, drafted) << GetParam() << ": " << accepted << " of " << drafted << " accepted";
+}
+
+TEST_P(EachDrafter, stays_exact_with_the_goodput_controller_choosing_the_draft_length) {
+    // The default of every front end: a listing that repeats (drafts pay), and one whose copy
+    // has every fifth token changed (most drafts rejected). Ids no other test uses.
+    Target& t = listing_target();
+    auto d = make_drafter(GetParam(), ngram_options(t));
+    ASSERT_TRUE(d);
+    Drafter* chain[] = {d.get()};
+    uint64_t drafted = 0;
+    for (uint64_t i = 0; i < 2; ++i) {
+        Tokens p = listing_prompt(t, 900 + i, int32_t(448 + 8 * i));
+        drafted += run(t, p, chain, 8, /*controller=*/true).drafted;
+        for (size_t k = 8 + 4; k < 8 + 56; k += 5) p[k] = int32_t(300 + k);
+        drafted += run(t, p, chain, 8, /*controller=*/true).drafted;
+    }
+    EXPECT_GT(drafted, 0u) << GetParam();
 }
 
 INSTANTIATE_TEST_SUITE_P(Ngram, EachDrafter, ::testing::ValuesIn(kDrafterTypes), [](const auto& p) {

@@ -318,6 +318,43 @@ TEST_F(Qwen35Mtp, repeating_models_head_drafts_what_the_trunk_emits) {
     EXPECT_EQ(spec->stats.rounds, 8u);  // 41 tokens = 8 rounds of 4 drafts + 1 bonus, the first from prefill
 }
 
+// The default of every front end: the goodput controller chooses k each round. On the
+// random head (acceptance near 0: it stops drafting and probes) and on the repeating
+// model's head (everything accepted: it drafts long), greedy output is plain output.
+TEST_F(Qwen35Mtp, with_the_goodput_controller_greedy_output_equals_plain_greedy_output_on_50_prompts) {
+    const uint32_t k = 6;
+    for (const bool repeating : {false, true}) {
+        TargetQwen35Mtp t = load_target(synth("tiny", DType::Q8_0, repeating), k);
+        ASSERT_TRUE(t.kv);
+        Runner runner(*t.model, *t.kv, device(), pipelines());
+        const int seq = *t.kv->add_sequence();
+        auto mtp = make_mtp(t);
+        ASSERT_TRUE(mtp.ok()) << mtp.error().message();
+        Drafter* chain[] = {mtp->get()};
+        SpecParams sp;
+        sp.draft_max = int(k);
+        sp.auto_k = true;
+        uint64_t drafted = 0, accepted = 0;
+        const int n_prompts = repeating ? 10 : 50;
+        for (int i = 0; i < n_prompts; ++i) {
+            const auto prompt = random_prompt_qwen35_mtp(5000 + uint64_t(i), 3 + size_t(i % 11), 500);
+            ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+            auto plain = generate(runner, nullptr, seq, prompt, greedy_qwen35_mtp(40), {});
+            ASSERT_TRUE(plain.ok()) << plain.error().message();
+            ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+            auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_qwen35_mtp(40), chain, sp, {});
+            ASSERT_TRUE(spec.ok()) << spec.error().message();
+            ASSERT_EQ(spec->gen.tokens, plain->tokens) << (repeating ? "repeating" : "random") << " prompt " << i;
+            drafted += spec->stats.drafted;
+            accepted += spec->stats.accepted;
+        }
+        EXPECT_GT(drafted, 0u);
+        if (repeating) {
+            EXPECT_EQ(accepted, drafted);
+        }
+    }
+}
+
 // ---------------------------------------------------------------- (4) files
 
 TEST_F(Qwen35Mtp, a_file_without_the_head_is_refused_with_a_message_saying_how_to_get_one) {

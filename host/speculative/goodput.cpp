@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: Apache-2.0
+// host/speculative/goodput.cpp
+#include "speculative/goodput.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tdm {
+namespace {
+
+constexpr double kEma = 0.2;      // weight of a new timing sample
+constexpr double kDecay = 0.9;    // per round or plain step, of the acceptance counts and the prior: ~10
+constexpr double kShrink = 1.0;   // weight of the pooled rate in each position's estimate, in drafts
+constexpr double kPriorWeight = 2.0;  // the kind's prior, in drafts, before it decays
+constexpr int kHeadStartK = 3;    // a draft head's first length (llama.cpp's default too)
+constexpr int kMaxBackOff = 32;   // a probe interval grows to at most 32x the first
+
+double ema(double old, double x) { return old == 0 ? x : old + kEma * (x - old); }
+
+// An unmeasured drafter's acceptance: half for a head (what a head trained with its target
+// agrees on in running text is 0.5 to 0.8; a random or foreign one 0), a little more for an
+// n-gram match, which drafts only where the history repeats.
+double prior_acceptance(DrafterKind kind) { return kind == DrafterKind::ngram ? 0.6 : 0.5; }
+
+}  // namespace
+
+double min_gain(uint32_t sequences_in_pass) { return sequences_in_pass > 1 ? 1.05 : 1.02; }
+
+GoodputController::GoodputController(int k_max, int probe_interval, DrafterKind kind)
+    : k_max_(std::max(1, k_max)),
+      probe_interval_(std::max(1, probe_interval)),
+      probe_after_(probe_interval_),
+      kind_(kind),
+      verify_ms_(size_t(k_max_) + 1, 0.0),
+      rounds_at_(size_t(k_max_) + 1, 0),
+      tried_(size_t(k_max_), 0.0),
+      hit_(size_t(k_max_), 0.0),
+      prior_(kPriorWeight) {
+    report_.on = true;
+}
+
+double GoodputController::acceptance() const {
+    // The prior decays with the data, so a drafter that never agrees tends to 0 instead of
+    // to the prior's share of a decayed window.
+    double hit = 0, tried = 0;
+    for (size_t j = 0; j < tried_.size(); ++j) {
+        hit += hit_[j];
+        tried += tried_[j];
+    }
+    return (hit + prior_ * prior_acceptance(kind_)) / (tried + prior_);
+}
+
+double GoodputController::acceptance_at(int j) const {
+    const double pooled = acceptance();
+    if (j < 1 || j > k_max_) return pooled;
+    return (hit_[size_t(j - 1)] + kShrink * pooled) / (tried_[size_t(j - 1)] + kShrink);
+}
+
+double GoodputController::reach(int j) const {
+    double r = 1.0;
+    for (int i = 1; i <= j; ++i) r *= std::min(acceptance_at(i), 0.999);
+    return r;
+}
+
+double GoodputController::expected_tokens(int k) const {
+    double e = 1.0, r = 1.0;
+    for (int j = 1; j <= k; ++j) {
+        r *= std::min(acceptance_at(j), 0.999);
+        e += r;
+    }
+    return e;
+}
+
+double GoodputController::verify_estimate(int k) const {
+    if (verify_ms_[size_t(k)] > 0) return verify_ms_[size_t(k)];
+    // Interpolate from the nearest measured widths; before any, assume verifying
+    // k+1 tokens costs (1 + k/4) plain steps (a guess corrected by the first rounds).
+    int lo = -1, hi = -1;
+    for (int j = k - 1; j >= 1; --j)
+        if (verify_ms_[size_t(j)] > 0) { lo = j; break; }
+    for (int j = k + 1; j <= k_max_; ++j)
+        if (verify_ms_[size_t(j)] > 0) { hi = j; break; }
+    const double plain = plain_ms_ > 0 ? plain_ms_ : 1.0;
+    if (lo > 0 && hi > 0)
+        return verify_ms_[size_t(lo)] + (verify_ms_[size_t(hi)] - verify_ms_[size_t(lo)]) * (k - lo) / double(hi - lo);
+    if (lo > 0) return verify_ms_[size_t(lo)] * double(k + 1) / double(lo + 1) * 0.5 + verify_ms_[size_t(lo)] * 0.5;
+    if (hi > 0) return verify_ms_[size_t(hi)] * double(k + 1) / double(hi + 1);
+    return plain * (1.0 + 0.25 * k);
+}
+
+double GoodputController::predicted_speedup(int k) const {
+    if (k <= 0) return 1.0;
+    k = std::min(k, k_max_);
+    const double plain = plain_ms_ > 0 ? plain_ms_ : 1.0;
+    const double cost = verify_estimate(k) + draft_ms_per_token_ * k;
+    return cost > 0 ? expected_tokens(k) * plain / cost : 1.0;
+}
+
+bool GoodputController::any_k_pays() const {
+    for (int j = 1; j <= k_max_; ++j)
+        if (predicted_speedup(j) > min_gain(1)) return true;
+    return false;
+}
+
+int GoodputController::choose(int k_cap) {
+    k_cap = std::min(k_cap, k_max_);
+    if (k_cap <= 0) return 0;  // nothing may be drafted: not the controller's choice
+    int k = 0;
+    if (!started_) {
+        started_ = true;
+        k = kind_ == DrafterKind::ngram ? k_cap : std::min(kHeadStartK, k_cap);
+    } else if (plain_ms_ == 0) {
+        k = 0;  // calibrate: plain steps measure the baseline
+    } else if (off_) {
+        if (plain_since_probe_ >= probe_after_) {
+            plain_since_probe_ = 0;
+            probing_ = true;
+            ++report_.probes;
+            k = 1;
+        }
+    } else {
+        double best_s = min_gain(1);
+        for (int j = 1; j <= k_cap; ++j) {
+            const double s = predicted_speedup(j);
+            if (s > best_s) {
+                best_s = s;
+                k = j;
+            }
+        }
+        if (k == 0) off_ = true;
+    }
+    planned(k);
+    return k;
+}
+
+void GoodputController::planned(int k) {
+    if (k <= 0) {
+        ++report_.off_steps;
+        return;
+    }
+    ++report_.chosen_rounds;
+    report_.chosen_k_sum += uint64_t(k);
+    report_.predicted_sum += predicted_speedup(k);
+}
+
+bool GoodputController::probe_when_starved() {
+    if (++starved_ < probe_after_) return false;
+    starved_ = 0;
+    probing_ = true;
+    ++report_.probes;
+    return true;
+}
+
+void GoodputController::observe_plain(double ms) {
+    if (plain_seen_++ > 0) plain_ms_ = ema(plain_ms_, ms);
+    report_.plain_ms = plain_ms_;
+    if (!started_ && !off_) return;
+    // The sequence moves on without drafts: old evidence weighs less, so that a probe after
+    // a long pause speaks for the text as it is now.
+    for (size_t j = 0; j < tried_.size(); ++j) {
+        tried_[j] *= kDecay;
+        hit_[j] *= kDecay;
+    }
+    prior_ *= kDecay;
+    if (off_) ++plain_since_probe_;
+}
+
+void GoodputController::probe_failed() {
+    probe_after_ = std::min(probe_after_ * 2, probe_interval_ * kMaxBackOff);
+}
+
+void GoodputController::observe_round(int k, int accepted, double draft_ms, double verify_ms) {
+    if (k <= 0 || k > k_max_) return;
+    started_ = true;
+    if (rounds_at_[size_t(k)]++ > 0) {
+        verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
+        draft_ms_per_token_ = ema(draft_ms_per_token_, draft_ms / k);
+    }
+    accepted = std::clamp(accepted, 0, k);
+    for (size_t j = 0; j < tried_.size(); ++j) {
+        tried_[j] *= kDecay;
+        hit_[j] *= kDecay;
+    }
+    prior_ *= kDecay;
+    // Drafts after the first rejection were never really tested: the accepted ones and
+    // the rejected one were.
+    for (int j = 0; j < std::min(k, accepted + 1); ++j) tried_[size_t(j)] += 1;
+    for (int j = 0; j < accepted; ++j) hit_[size_t(j)] += 1;
+    const bool pays = any_k_pays();
+    if (probing_) {
+        probing_ = false;
+        if (pays) probe_after_ = probe_interval_;
+        else probe_failed();
+    }
+    // A probe (or any round) that would pay again turns drafting back on.
+    if (off_ && pays) off_ = false;
+}
+
+}  // namespace tdm

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/speculative/goodput_test.cpp: the goodput controller on simulated acceptance and
+// costs (no device, behaviour not timings): it drafts long when drafts are accepted and
+// verifying is cheap, stops drafting within a few rounds when nothing is accepted (even
+// when a verify pass costs barely more than a plain step, the case a strong prior would
+// keep drafting) and then probes a few percent of steps at most, drafts shorter when rows
+// cost more, and follows a change of regime in the middle of a sequence.
+#include <gtest/gtest.h>
+
+#include "speculative/batch_budget.h"
+#include "speculative/goodput.h"
+
+namespace tdm {
+namespace {
+
+// One simulated run: plain step 10 ms, a verify pass of k+1 tokens
+// 10 * (1 + verify_per_draft * k) ms, no draft cost; `accept(k)` drafts accepted.
+template <class Accept>
+std::pair<int, int> simulate(GoodputController& t, double verify_per_draft, int steps, Accept accept) {
+    int rounds = 0, plain = 0;
+    for (int i = 0; i < steps; ++i) {
+        const int k = t.choose(8);
+        if (k == 0) {
+            t.observe_plain(10.0);
+            ++plain;
+        } else {
+            t.observe_round(k, accept(k), 0.0, 10.0 * (1.0 + verify_per_draft * k));
+            ++rounds;
+        }
+    }
+    return {rounds, plain};
+}
+
+TEST(GoodputController, drafts_the_longest_paying_length_when_everything_is_accepted) {
+    GoodputController t(8);
+    simulate(t, 0.05, 40, [](int k) { return k; });
+    EXPECT_EQ(t.choose(8), 8);
+    EXPECT_GT(t.acceptance(), 0.9);
+    EXPECT_GT(t.predicted_speedup(8), 3.0);
+}
+
+TEST(GoodputController, stops_drafting_when_nothing_is_accepted_even_if_verifying_is_cheap) {
+    GoodputController t(8, 24);
+    auto [rounds, plain] = simulate(t, 0.05, 300, [](int) { return 0; });
+    // a few rounds to learn, then only the periodic k = 1 probes
+    EXPECT_LT(rounds, 40) << "kept drafting with zero acceptance";
+    EXPECT_GT(plain, 250);
+    EXPECT_LT(t.acceptance(), 0.05);
+}
+
+TEST(GoodputController, stops_drafting_when_nothing_is_accepted_even_if_verifying_costs_no_more_than_a_plain_step) {
+    // On a tiny model a verify pass of k+1 tokens takes as long as a plain
+    // step; only the acceptance estimate can switch drafting off.
+    GoodputController t(8, 24);
+    auto [rounds, plain] = simulate(t, 0.0, 400, [](int) { return 0; });
+    EXPECT_LT(rounds, 60) << "kept drafting with zero acceptance";
+    EXPECT_GT(plain, 330);
+    EXPECT_LT(t.acceptance(), 0.02);
+}
+
+TEST(GoodputController, a_gain_within_timing_noise_is_not_worth_drafting) {
+    GoodputController t(1);
+    t.observe_plain(10.0);
+    t.observe_plain(10.0);
+    // one draft in 100 accepted and verify costs what a plain step does: a gain under 1%
+    for (int i = 0; i < 400; ++i) t.observe_round(1, i % 100 == 0 ? 1 : 0, 0.0, 10.0);
+    EXPECT_GT(t.predicted_speedup(1), 1.0);
+    EXPECT_LT(t.predicted_speedup(1), 1.02);
+    EXPECT_EQ(t.choose(1), 0);
+}
+
+TEST(GoodputController, never_drafts_where_verifying_costs_more_than_the_drafts_win) {
+    GoodputController t(8);
+    // half the drafts accepted, but a verify pass costs a plain step per draft
+    auto [rounds, plain] = simulate(t, 1.0, 200, [](int k) { return k / 2; });
+    EXPECT_LT(rounds, 40);
+    EXPECT_GT(plain, 150);
+}
+
+TEST(GoodputController, the_first_round_of_each_length_does_not_count_for_timing) {
+    GoodputController t(4);
+    t.observe_plain(1000.0);  // first plain step: graph builds, ignored
+    t.observe_plain(10.0);
+    t.observe_round(2, 2, 0.0, 5000.0);  // first verify of width 3: ignored for timing
+    t.observe_round(2, 2, 0.0, 12.0);
+    EXPECT_GT(t.predicted_speedup(2), 1.5);
+}
+
+// Deterministic draws: draft j is accepted with probability p (given the ones before it).
+struct Draws {
+    uint64_t state = 12345;
+    double next() {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        return double(state >> 11) / double(1ull << 53);
+    }
+    int accepted(int k, double p) {
+        int m = 0;
+        while (m < k && next() < p) ++m;
+        return m;
+    }
+};
+
+TEST(GoodputController, with_acceptance_0_stops_within_a_few_rounds_and_probes_a_few_percent_of_steps) {
+    GoodputController t(16);  // the default probe interval
+    int rounds = 0, first_off = -1;
+    const int steps = 2000;
+    for (int i = 0; i < steps; ++i) {
+        const int k = t.choose(16);
+        if (k == 0) {
+            t.observe_plain(10.0);
+            if (first_off < 0 && t.off()) first_off = rounds;
+        } else {
+            t.observe_round(k, 0, 2.0 * k, 10.0 * (1.0 + 0.1 * k));
+            ++rounds;
+        }
+    }
+    EXPECT_GE(first_off, 1);
+    EXPECT_LE(first_off, 4) << "rounds drafted before drafting stopped";
+    EXPECT_LE(t.report().probes, uint64_t(steps * 0.01)) << "probes back off";
+    EXPECT_LE(double(rounds) / steps, 0.02);
+}
+
+TEST(GoodputController, with_acceptance_0_9_and_cheap_verify_drafts_long) {
+    GoodputController t(16, 24);
+    Draws d;
+    uint64_t k_sum = 0, late_rounds = 0;
+    for (int i = 0; i < 400; ++i) {
+        const int k = t.choose(16);
+        if (k == 0) {
+            t.observe_plain(10.0);
+            continue;
+        }
+        t.observe_round(k, d.accepted(k, 0.9), 0.1 * k, 10.0 * (1.0 + 0.02 * k));
+        if (i >= 200) {
+            k_sum += uint64_t(k);
+            ++late_rounds;
+        }
+    }
+    ASSERT_GT(late_rounds, 150u);
+    EXPECT_GE(double(k_sum) / double(late_rounds), 7.0);
+    EXPECT_FALSE(t.off());
+}
+
+TEST(GoodputController, a_draft_head_starts_at_3_and_an_ngram_drafter_at_its_cap) {
+    GoodputController head(16, 24, DrafterKind::head), ngram(16, 24, DrafterKind::ngram);
+    EXPECT_EQ(head.choose(16), 3);
+    EXPECT_EQ(ngram.choose(12), 12);
+    for (GoodputController* t : {&head, &ngram}) {
+        t->observe_round(3, 3, 1.0, 12.0);
+        EXPECT_EQ(t->choose(16), 0);  // then calibrating: the first plain step builds graphs
+        t->observe_plain(10.0);
+        EXPECT_EQ(t->choose(16), 0);
+        t->observe_plain(10.0);
+        EXPECT_GT(t->choose(16), 0);  // all accepted: drafting pays
+    }
+}
+
+// The mean draft length once settled, when verifying k+1 rows costs 10 * (1 + slope * k) ms.
+double settled_k(double slope) {
+    GoodputController t(16, 24);
+    Draws d;
+    uint64_t k_sum = 0, n = 0;
+    for (int i = 0; i < 400; ++i) {
+        const int k = t.choose(16);
+        if (k == 0) t.observe_plain(10.0);
+        else t.observe_round(k, d.accepted(k, 0.8), 0.0, 10.0 * (1.0 + slope * k));
+        if (i >= 200) {
+            k_sum += uint64_t(k);
+            ++n;
+        }
+    }
+    return double(k_sum) / double(n);
+}
+
+TEST(GoodputController, drafts_shorter_as_verify_rows_cost_more) {
+    const double cheap = settled_k(0.02), dear = settled_k(0.25), dearer = settled_k(0.6);
+    EXPECT_GT(cheap, dear + 1.0);
+    EXPECT_GT(dear, dearer);
+    EXPECT_GE(dearer, 0.0);
+}
+
+TEST(GoodputController, in_a_batched_pass_wider_batches_get_fewer_drafts_per_sequence) {
+    // A row costs 1 ms over a 20 ms pass: at 2 sequences a draft accepted 80% of the time
+    // pays for itself deep into the draft, at 24 the pass already yields a token per ~1.8 ms
+    // and only the likeliest drafts pay.
+    PassCostModel cost;
+    for (int rep = 0; rep < 3; ++rep)
+        for (uint32_t w = 1; w <= 96; ++w) cost.observe(w, w, 20.0 + 1.0 * w);
+    GoodputController seq(8, 24);
+    Draws d;
+    seq.observe_plain(10.0);
+    seq.observe_plain(10.0);
+    for (int i = 0; i < 60; ++i) seq.observe_round(8, d.accepted(8, 0.8), 0.0, 12.0);
+    std::vector<double> reach;
+    for (int j = 1; j <= 8; ++j) reach.push_back(seq.reach(j));
+    const auto mean_k = [&](uint32_t n) {
+        std::vector<DraftCandidate> c(n, DraftCandidate{8, seq.acceptance(), 0.0, reach});
+        double sum = 0;
+        for (uint32_t x : allocate_drafts(cost, n, n, double(n), c)) sum += x;
+        return sum / n;
+    };
+    EXPECT_GT(mean_k(2), mean_k(8));
+    EXPECT_GT(mean_k(8), mean_k(24));
+}
+
+TEST(GoodputController, follows_a_change_of_regime_in_the_middle_of_a_sequence) {
+    GoodputController t(8, 24);
+    Draws d;
+    double p = 0.95;
+    int off_at = -1, on_again_at = -1;
+    for (int i = 0; i < 1200; ++i) {
+        if (i == 300) p = 0.0;  // the text stops being predictable...
+        if (i == 700) p = 0.95;  // ...and becomes predictable again (code, a quote)
+        const int k = t.choose(8);
+        if (k == 0) {
+            t.observe_plain(10.0);
+            if (i > 300 && off_at < 0 && t.off()) off_at = i;
+        } else {
+            t.observe_round(k, d.accepted(k, p), 0.0, 10.0 * (1.0 + 0.05 * k));
+            if (i > 700 && on_again_at < 0 && !t.off() && k > 1) on_again_at = i;
+        }
+    }
+    ASSERT_GT(off_at, 300);
+    EXPECT_LE(off_at - 300, 30) << "kept drafting after acceptance fell to 0";
+    ASSERT_GT(on_again_at, 700);
+    // the next probe comes within the back-off reached during the 400 steps off
+    EXPECT_LE(on_again_at - 700, 24 * 16 + 10) << "did not draft again once acceptance came back";
+    EXPECT_GE(t.choose(8), 6);
+}
+
+}  // namespace
+}  // namespace tdm
