@@ -184,7 +184,10 @@ Result<std::vector<ChatMessage>> ChatSession::saved_conversation(const std::stri
             !m["content"].is_string())
             return Error::format("its message {} is not {{\"role\", \"content\"}}", i + 1);
         std::string role = m["role"].get<std::string>();
-        if (!roles.contains(role)) {
+        // a template without a system turn (Gemma) folds a leading system message into the
+        // first user turn, as the session itself does with --system
+        const bool folded_system = i == 0 && role == "system" && template_.parts().fold_system_into_first_turn;
+        if (!roles.contains(role) && !folded_system) {
             std::string known;
             for (const auto& [name, format] : roles) known += (known.empty() ? "" : ", ") + name;
             if (role.size() > 40) role = role.substr(0, 40) + "...";

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -85,11 +86,19 @@ std::string bytes_text(uint64_t bytes) {
 
 Status apply_child_limits(const ChildLimits& limits) {
     std::set_new_handler(out_of_memory);
+    // A child stopped at its bound aborts or takes SIGXCPU; a core of a fork of the whole
+    // process (gigabytes, and a piped core_pattern ignores RLIMIT_CORE) helps nobody.
+    const rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     if (limits.memory_bytes && memory_limits_work()) {
-        const uint64_t now = address_space_bytes();
-        if (now == 0) return Error("cannot read this process's size (/proc/self/statm)");
-        const rlim_t cap = rlim_t(now + limits.memory_bytes);
-        if (!lower_limit(RLIMIT_AS, cap, cap)) return Error::format("setrlimit(RLIMIT_AS): {}", std::strerror(errno));
+        // Without /proc the bound cannot be set relative to the child's size: the child runs
+        // with the CPU and time bounds only, rather than every page and scan failing.
+        if (const uint64_t now = address_space_bytes(); now != 0) {
+            const rlim_t cap = rlim_t(now + limits.memory_bytes);
+            if (!lower_limit(RLIMIT_AS, cap, cap))
+                return Error::format("setrlimit(RLIMIT_AS): {}", std::strerror(errno));
+        }
     }
     if (limits.cpu_seconds) {
         signal(SIGXCPU, SIG_DFL);
@@ -128,20 +137,8 @@ ChildResult wait_for_child(pid_t pid, int out_fd, int err_fd, std::chrono::milli
     pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
     bool reaped = false;
     char buf[65536];
-    while (fds[0].fd >= 0 || fds[1].fd >= 0) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0) {
-            r.timed_out = true;
-            break;
-        }
-        const int n = poll(fds, 2, int(std::min<int64_t>(left.count(), 100)));
-        if (n < 0 && errno != EINTR) break;
-        if (n <= 0) {
-            // nothing to read: a child that exited while something else holds its pipes is done
-            if (!reaped && wait4(pid, &r.status, WNOHANG, &usage) == pid) reaped = true;
-            if (reaped) break;
-            continue;
-        }
+    // Reads what the ready pipes hold; false once the output is over max_out.
+    auto read_ready = [&]() {
         for (int i = 0; i < 2; ++i) {
             if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
             const ssize_t got = read(fds[i].fd, buf, sizeof buf);
@@ -156,10 +153,32 @@ ChildResult wait_for_child(pid_t pid, int out_fd, int err_fd, std::chrono::milli
             if (i == 1 && dst.size() > 2 * kStderrTail) dst.erase(0, dst.size() - kStderrTail);
             if (i == 0 && dst.size() > max_out) {
                 r.too_much_output = true;
-                break;
+                return false;
             }
         }
-        if (r.too_much_output) break;
+        return true;
+    };
+    while (fds[0].fd >= 0 || fds[1].fd >= 0) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) {
+            r.timed_out = true;
+            break;
+        }
+        const int n = poll(fds, 2, int(std::min<int64_t>(left.count(), 100)));
+        if (n < 0 && errno != EINTR) break;
+        if (n <= 0) {
+            // nothing to read: a child that exited while something else holds its pipes is done
+            if (!reaped && wait4(pid, &r.status, WNOHANG, &usage) == pid) reaped = true;
+            if (reaped) {
+                // what it wrote between the last poll and its exit is still in the pipes
+                // (bounded: a grandchild holding the pipes may write on)
+                for (int k = 0; k < 256 && (fds[0].fd >= 0 || fds[1].fd >= 0) && poll(fds, 2, 0) > 0; ++k)
+                    if (!read_ready()) break;
+                break;
+            }
+            continue;
+        }
+        if (!read_ready()) break;
     }
     for (auto& f : fds)
         if (f.fd >= 0) close(f.fd);

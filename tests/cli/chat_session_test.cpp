@@ -37,7 +37,7 @@ protected:
         EXPECT_TRUE(kv.ok());
         return std::move(kv).value();
     }
-    ChatSession session(int n_per_reply = 6) {
+    ChatSession session(int n_per_reply = 6, const char* template_name = "chatml") {
         ChatSession::Setup s;
         s.runner = runner_.get();
         s.tokenizer = model_->tokenizer();
@@ -45,7 +45,7 @@ protected:
         s.generate.sampling.temperature = 0;
         s.generate.ignore_eog = true;
         s.system_prompt = "Be brief.";
-        auto t = ChatTemplate::builtin("chatml");
+        auto t = ChatTemplate::builtin(template_name);
         EXPECT_TRUE(t.ok());
         auto c = ChatSession::create(std::move(s), *t);
         EXPECT_TRUE(c.ok()) << c.error().message();
@@ -199,6 +199,23 @@ TEST_F(ChatSessionTest, a_saved_conversation_it_cannot_continue_is_refused_and_t
     ASSERT_TRUE(next.ok()) << next.error().message();
     EXPECT_EQ(next->gen.tokens, fresh(next->prompt, 6));
     EXPECT_EQ(s.conversation().messages.size(), before.size() + 2);
+}
+
+// Gemma's template has no system turn: the session folds its system prompt into the first
+// user turn, and a save of such a session loads back.
+TEST_F(ChatSessionTest, a_session_whose_template_folds_the_system_prompt_loads_its_own_save) {
+    ChatSession s = session(6, "gemma");
+    std::atomic<bool> cancel{false};
+    ASSERT_TRUE(s.turn("Hello there", &cancel, {}).ok());
+    ASSERT_EQ(s.conversation().messages.front().role, "system");
+    const std::string path = test::make_temp_dir("chat-gemma") + "/saved.tdmstate";
+    auto saved = s.save(path);
+    ASSERT_TRUE(saved.ok()) << saved.error().message();
+    const size_t messages = s.conversation().messages.size();
+    ASSERT_TRUE(s.clear().ok());
+    const Status st = s.load(path);
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    EXPECT_EQ(s.conversation().messages.size(), messages);
 }
 
 TEST(ChatSpecStats, accumulate_sums_counters_per_drafter_and_position) {

@@ -212,7 +212,7 @@ TEST_F(BatchEngineTest, every_session_gets_the_tokens_it_gets_alone_with_and_wit
 TEST_F(BatchEngineTest, with_the_goodput_controller_every_session_gets_the_tokens_it_gets_alone) {
     // The default of every front end: the controller plans each pass as a whole (drafts
     // where they pay for the whole step, probes for sessions given none).
-    auto m = Model::load(qwen3_model(), plugins(), device());
+    auto m = Model::load(qwen3_model(), test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     std::vector<Job> jobs(8);
     for (size_t i = 0; i < jobs.size(); ++i) {

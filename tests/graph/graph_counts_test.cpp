@@ -109,7 +109,7 @@ TEST_P(ModelGraphCounts, staged_io_gives_the_mapped_paths_logits_and_binds_no_ho
     const std::string path = test::make_temp_dir("staged") + "/m.gguf";
     const Status st = c.synthesize(path);
     ASSERT_TRUE(st.ok()) << st.error().message();
-    auto model = Model::load(path, plugins_for_counts(), device());
+    auto model = Model::load(path, test::build_tree_plugins(), device());
     ASSERT_TRUE(model.ok()) << model.error().message();
 
     struct Run {
