@@ -37,6 +37,9 @@ using std::chrono::milliseconds;
 constexpr milliseconds kLingerTime{2000};
 constexpr size_t kLingerBytes = size_t(4) << 20;
 constexpr size_t kReadChunk = size_t(64) << 10;
+// Past write_timeout spent waiting for a client to take an answer's bytes, the answer must
+// have averaged this much over those waits (bytes/s) or it is given up (write_all).
+constexpr double kMinWriteRate = 16 << 10;
 
 const char* reason_phrase(int status) {
     switch (status) {
@@ -223,23 +226,46 @@ public:
 private:
     bool keep_alive() const { return c_.request.keep_alive && !draining_; }
 
-    // Blocking write of all of `data`, giving up when no byte goes out for write_timeout.
+    // Blocking write of all of `data`. The answer is abandoned (the connection then closes)
+    // when no byte goes out for write_timeout, or when its waits for the client to take
+    // bytes add up to more than write_timeout while it has averaged under kMinWriteRate over
+    // them: a client reading one segment just before each stall bound would otherwise hold
+    // this handler thread, and its admission place, for as long as it liked.
     bool write_all(std::string_view data) {
         while (!failed_ && !data.empty()) {
             const ssize_t n = ::send(c_.fd, data.data(), data.size(), MSG_NOSIGNAL);
             if (n > 0) {
                 data.remove_prefix(size_t(n));
+                sent_ += uint64_t(n);
+                stalled_ = {};
                 continue;
             }
             if (n < 0 && errno == EINTR) continue;
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                pollfd p{c_.fd, POLLOUT, 0};
-                if (::poll(&p, 1, int(opts_.write_timeout.count())) > 0 && !(p.revents & (POLLERR | POLLHUP))) continue;
-            }
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && wait_writable()) continue;
             failed_ = true;
         }
         if (failed_) c_.close_after = true;
         return !failed_;
+    }
+
+    // Waits for room in the socket's buffer; false: give the answer up.
+    bool wait_writable() {
+        using std::chrono::duration_cast;
+        const auto budget = opts_.write_timeout;
+        // wake at whichever bound comes first: the stall's, or the total's
+        auto wait = budget - stalled_;
+        if (blocked_ < budget) wait = std::min(wait, duration_cast<milliseconds>(budget - blocked_) + milliseconds(1));
+        const auto t0 = MonoClock::now();
+        pollfd p{c_.fd, POLLOUT, 0};
+        const int r = ::poll(&p, 1, int(std::max<int64_t>(0, wait.count())));
+        const auto waited = MonoClock::now() - t0;
+        blocked_ += waited;
+        stalled_ += duration_cast<milliseconds>(waited);
+        if (r < 0) return errno == EINTR;
+        if (r > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL))) return false;
+        if (stalled_ >= budget) return false;
+        const double seconds = std::chrono::duration<double>(blocked_).count();
+        return !(blocked_ >= budget && double(sent_) < kMinWriteRate * seconds);
     }
 
     HttpConnection& c_;
@@ -247,6 +273,9 @@ private:
     const std::atomic<bool>& draining_;
     int status_ = 0;
     bool streaming_ = false, chunked_ = false, ended_ = false, failed_ = false;
+    uint64_t sent_ = 0;                    // bytes of this answer sent
+    MonoClock::duration blocked_{};        // this answer's waits for the client, in all
+    milliseconds stalled_{};               // waited since the last byte went out
 };
 
 }  // namespace

@@ -48,7 +48,9 @@ struct TransportOptions {
     // it (accepted, or its previous answer sent); an idle connection closes then too.
     std::chrono::milliseconds header_timeout{10'000};
     std::chrono::milliseconds body_timeout{60'000};   // from the end of the headers
-    std::chrono::milliseconds write_timeout{30'000};  // an answer's write without progress
+    // An answer is given up when no byte of it goes out for this long, or when its waits for
+    // the client add up to more than this at under 16 KiB/s on average (a slow reader).
+    std::chrono::milliseconds write_timeout{30'000};
 };
 
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
