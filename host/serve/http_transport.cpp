@@ -215,6 +215,10 @@ public:
 
     int status() const override { return status_; }
 
+    // POLLRDHUP, a half-close (the client shut its sending side, as `nc -N` does), counts as
+    // gone on purpose: it cannot be told from a client that closed (both send a FIN; only a
+    // later write would learn which), and cancelling at once frees a slot and its KV.
+    // docs/SERVER.md tells clients to keep their side open until the answer has arrived.
     bool client_gone() const override {
         if (failed_ || c_.cut) return true;
         pollfd p{c_.fd, POLLRDHUP, 0};
