@@ -71,7 +71,7 @@ TEST(CliInterrupt, sigint_during_a_long_prefill_reports_the_tokens_it_ran_not_th
         for (int i = 0; i < 3000; ++i) text += std::string(words[(i * 7 + i / 10) % 10]) + " ";
         std::ofstream(prompt, std::ios::binary) << text;
     }
-    const std::string model = small_model();
+    const std::string model = tiny_qwen3_model();
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
