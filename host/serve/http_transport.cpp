@@ -9,10 +9,13 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
+
+#include "common/log.h"
 
 #include <algorithm>
 #include <atomic>
@@ -37,6 +40,12 @@ using std::chrono::milliseconds;
 constexpr milliseconds kLingerTime{2000};
 constexpr size_t kLingerBytes = size_t(4) << 20;
 constexpr size_t kReadChunk = size_t(64) << 10;
+// Out of descriptors, accept() fails while the connection waits in the backlog, so the
+// listener stays readable: it is left out of poll() this long instead of spinning.
+constexpr milliseconds kAcceptPause{100};
+// Descriptors kept for what is not a connection (the model's files, plugins, the Vulkan
+// driver, the listener, logs) when fitting --max-connections to the process's limit.
+constexpr uint64_t kReservedDescriptors = 128;
 // Past write_timeout spent waiting for a client to take an answer's bytes, the answer must
 // have averaged this much over those waits (bytes/s) or it is given up (write_all).
 constexpr double kMinWriteRate = 16 << 10;
@@ -124,6 +133,7 @@ struct HttpTransport::Impl {
     MonoClock::time_point drain_deadline{};  // under work_mutex until draining is seen
 
     std::vector<std::unique_ptr<HttpConnection>> connections;  // loop thread
+    MonoClock::time_point accept_paused_until{};                // loop thread: out of descriptors
     std::unordered_map<std::string, uint32_t> open_per_client;  // loop thread: reading + handling
     uint32_t open = 0, handling = 0, lingering = 0;            // loop thread
 
@@ -142,6 +152,10 @@ struct HttpTransport::Impl {
         if (listen_fd >= 0) ::close(listen_fd);
         if (wake_fd >= 0) ::close(wake_fd);
     }
+
+    // Raises the soft limit on open descriptors to the hard one, and lowers max_connections
+    // to what then fits (a connection, and another lingering for each).
+    void fit_connections_to_descriptors();
 
     void wake() {
         const uint64_t one = 1;
@@ -333,7 +347,9 @@ void HttpTransport::Impl::accept_all() {
         const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
-            return;  // EAGAIN; or out of descriptors (EMFILE), retried at the next wake
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                accept_paused_until = MonoClock::now() + kAcceptPause;  // the backlog waits
+            return;
         }
         const int yes = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);  // streamed tokens go out at once
@@ -467,6 +483,24 @@ void HttpTransport::Impl::close_connection(HttpConnection& c) {
     c.closed = true;
 }
 
+void HttpTransport::Impl::fit_connections_to_descriptors() {
+    rlimit lim{};
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+    if (lim.rlim_cur < lim.rlim_max) {
+        rlimit raised = lim;
+        raised.rlim_cur = lim.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+    }
+    if (lim.rlim_cur == RLIM_INFINITY) return;
+    const uint64_t fit = lim.rlim_cur > kReservedDescriptors + 2 ? (lim.rlim_cur - kReservedDescriptors) / 2 : 1;
+    if (opts.max_connections <= fit) return;
+    TDM_LOG_WARN("serve",
+                 "holding at most {} connections at once, not {}: the process may open {} files (raise `ulimit -n` "
+                 "for more)",
+                 fit, opts.max_connections, uint64_t(lim.rlim_cur));
+    opts.max_connections = uint32_t(fit);
+}
+
 bool HttpTransport::Impl::past_deadline(HttpConnection& c, MonoClock::time_point now) {
     if (c.closed || c.phase == HttpConnection::Phase::handling || now < c.deadline) return false;
     if (c.phase == HttpConnection::Phase::reading && c.parser.started()) {
@@ -487,6 +521,7 @@ HttpTransport::~HttpTransport() = default;
 Status HttpTransport::bind() {
     Impl& s = *impl_;
     if (s.wake_fd < 0) return Error::format("cannot create an eventfd: {}", std::strerror(errno));
+    s.fit_connections_to_descriptors();
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -577,8 +612,10 @@ Status HttpTransport::serve() {
         fds.clear();
         polled.clear();
         fds.push_back({s.wake_fd, POLLIN, 0});
-        if (s.listen_fd >= 0) fds.push_back({s.listen_fd, POLLIN, 0});
+        const bool accepting = s.listen_fd >= 0 && now >= s.accept_paused_until;
+        if (accepting) fds.push_back({s.listen_fd, POLLIN, 0});
         MonoClock::time_point next = now + milliseconds(1000);
+        if (s.listen_fd >= 0 && !accepting) next = std::min(next, s.accept_paused_until);
         if (drain_seen && !cut) next = std::min(next, drain_deadline);
         for (auto& c : s.connections) {
             if (c->phase == HttpConnection::Phase::handling) continue;
@@ -595,7 +632,7 @@ Status HttpTransport::serve() {
             uint64_t n;
             [[maybe_unused]] ssize_t r = ::read(s.wake_fd, &n, sizeof n);
         }
-        if (s.listen_fd >= 0 && fds[i++].revents) s.accept_all();
+        if (accepting && fds[i++].revents) s.accept_all();
         for (size_t k = 0; k < polled.size(); ++k)
             if (fds[i + k].revents) s.read_from(*polled[k]);
     }

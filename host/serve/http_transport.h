@@ -41,7 +41,7 @@ struct TransportOptions {
     int port = 8080;  // 0: any free port
     size_t max_header_bytes = size_t(64) << 10;
     size_t max_body_bytes = size_t(8) << 20;
-    uint32_t max_connections = 256;           // open at once, in all
+    uint32_t max_connections = 256;           // open at once, in all (bind() lowers it to fit the open-file limit)
     uint32_t max_connections_per_client = 64;  // open at once from one address
     uint32_t handler_threads = 8;             // requests handled at once
     // A request's line and headers must be in this long after the connection is ready for
