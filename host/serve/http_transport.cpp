@@ -156,6 +156,8 @@ struct HttpTransport::Impl {
     // Raises the soft limit on open descriptors to the hard one, and lowers max_connections
     // to what then fits (a connection, and another lingering for each).
     void fit_connections_to_descriptors();
+    // Ends the handler threads (answers under way are cut) and drops every connection.
+    void stop_handlers();
 
     void wake() {
         const uint64_t one = 1;
@@ -501,6 +503,23 @@ void HttpTransport::Impl::fit_connections_to_descriptors() {
     opts.max_connections = uint32_t(fit);
 }
 
+void HttpTransport::Impl::stop_handlers() {
+    {
+        std::lock_guard lock(work_mutex);
+        stopping = true;
+    }
+    for (auto& c : connections)  // none when serve() ends normally; else cut so they end soon
+        if (c->phase == HttpConnection::Phase::handling && !c->cut) {
+            c->cut = true;
+            ::shutdown(c->fd, SHUT_RDWR);
+        }
+    work_cv.notify_all();
+    for (std::thread& t : handlers) t.join();
+    handlers.clear();
+    returned.clear();
+    connections.clear();
+}
+
 bool HttpTransport::Impl::past_deadline(HttpConnection& c, MonoClock::time_point now) {
     if (c.closed || c.phase == HttpConnection::Phase::handling || now < c.deadline) return false;
     if (c.phase == HttpConnection::Phase::reading && c.parser.started()) {
@@ -569,6 +588,11 @@ void HttpTransport::shutdown(std::chrono::milliseconds grace) {
 Status HttpTransport::serve() {
     Impl& s = *impl_;
     if (s.listen_fd < 0) return Error("serve() before a successful bind()");
+    // however serve() ends (a poll() error, an exception), no handler thread is left joinable
+    struct HandlersStopped {
+        Impl& s;
+        ~HandlersStopped() { s.stop_handlers(); }
+    } handlers_stopped{s};
     for (uint32_t i = 0; i < std::max<uint32_t>(1, s.opts.handler_threads); ++i)
         s.handlers.emplace_back([&s] { s.handler_loop(); });
 
@@ -636,15 +660,6 @@ Status HttpTransport::serve() {
         for (size_t k = 0; k < polled.size(); ++k)
             if (fds[i + k].revents) s.read_from(*polled[k]);
     }
-
-    {
-        std::lock_guard lock(s.work_mutex);
-        s.stopping = true;
-    }
-    s.work_cv.notify_all();
-    for (std::thread& t : s.handlers) t.join();
-    s.handlers.clear();
-    s.connections.clear();
     return {};
 }
 
