@@ -617,8 +617,10 @@ Status HttpTransport::serve() {
                 ::close(s.listen_fd);
                 s.listen_fd = -1;
             }
-            for (auto& c : s.connections)  // idle, slow, or refused: closed at once
-                if (c->phase != HttpConnection::Phase::handling) s.close_connection(*c);
+            // idle or slow: closed at once; answered or refused ones linger out their time
+            // (the answer's tail would otherwise be cut by a reset) until the deadline
+            for (auto& c : s.connections)
+                if (c->phase == HttpConnection::Phase::reading) s.close_connection(*c);
             if (!cut && now >= drain_deadline) {
                 cut = true;  // the answers under way end at their next write or token
                 for (auto& c : s.connections)
@@ -627,11 +629,14 @@ Status HttpTransport::serve() {
                         ::shutdown(c->fd, SHUT_RDWR);
                     }
             }
+            if (cut)
+                for (auto& c : s.connections)
+                    if (c->phase == HttpConnection::Phase::lingering) s.close_connection(*c);
         }
         for (auto& c : s.connections)
             if (s.past_deadline(*c, now)) s.close_connection(*c);
         std::erase_if(s.connections, [](const std::unique_ptr<HttpConnection>& c) { return c->closed; });
-        if (drain_seen && s.handling == 0) break;
+        if (drain_seen && s.handling == 0 && s.lingering == 0) break;
 
         fds.clear();
         polled.clear();
