@@ -248,7 +248,7 @@ private:
 
     // Blocking write of all of `data`. The answer is abandoned (the connection then closes)
     // when no byte goes out for write_timeout, or when its waits for the client to take
-    // bytes add up to more than write_timeout while it has averaged under kMinWriteRate over
+    // bytes add up to more than write_timeout while it has taken under kMinWriteRate over
     // them: a client reading one segment just before each stall bound would otherwise hold
     // this handler thread, and its admission place, for as long as it liked.
     bool write_all(std::string_view data) {
@@ -256,7 +256,7 @@ private:
             const ssize_t n = ::send(c_.fd, data.data(), data.size(), MSG_NOSIGNAL);
             if (n > 0) {
                 data.remove_prefix(size_t(n));
-                sent_ += uint64_t(n);
+                if (blocked_.count() > 0) drained_ += uint64_t(n);
                 stalled_ = {};
                 continue;
             }
@@ -285,7 +285,7 @@ private:
         if (r > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL))) return false;
         if (stalled_ >= budget) return false;
         const double seconds = std::chrono::duration<double>(blocked_).count();
-        return !(blocked_ >= budget && double(sent_) < kMinWriteRate * seconds);
+        return !(blocked_ >= budget && double(drained_) < kMinWriteRate * seconds);
     }
 
     HttpConnection& c_;
@@ -293,7 +293,9 @@ private:
     const std::atomic<bool>& draining_;
     int status_ = 0;
     bool streaming_ = false, chunked_ = false, ended_ = false, failed_ = false;
-    uint64_t sent_ = 0;                    // bytes of this answer sent
+    // bytes sent since the answer first waited: what the client has read meanwhile (the
+    // socket buffers filled before then would flatter a slow reader's rate)
+    uint64_t drained_ = 0;
     MonoClock::duration blocked_{};        // this answer's waits for the client, in all
     milliseconds stalled_{};               // waited since the last byte went out
 };
