@@ -15,8 +15,6 @@
 
 #include <fmt/format.h>
 
-#include "common/log.h"
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -26,6 +24,8 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+
+#include "common/log.h"
 
 namespace tdm::server {
 
