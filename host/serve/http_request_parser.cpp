@@ -75,12 +75,14 @@ HttpRequestParser::Progress HttpRequestParser::feed(std::string& in) {
 }
 
 HttpRequestParser::Progress HttpRequestParser::parse_head(std::string& in) {
-    const size_t end = in.find("\r\n\r\n");
+    const size_t end = in.find("\r\n\r\n", scanned_ >= 3 ? scanned_ - 3 : 0);
     if (end == std::string::npos) {
         if (in.size() > max_header_bytes_)
             return fail(431, fmt::format("the request headers are larger than {} bytes", max_header_bytes_));
+        scanned_ = in.size();
         return Progress::need_more;
     }
+    scanned_ = 0;
     if (end + 4 > max_header_bytes_)
         return fail(431, fmt::format("the request headers are larger than {} bytes", max_header_bytes_));
     const std::string_view head = std::string_view(in).substr(0, end + 2);
@@ -161,6 +163,14 @@ HttpRequestParser::Progress HttpRequestParser::parse_head(std::string& in) {
     return Progress::complete;
 }
 
+// The CRLF ending the line that starts at `from`, resuming where the last search of this
+// line stopped; npos (remembering how far it looked) when the line is not whole yet.
+size_t HttpRequestParser::find_line_end(const std::string& in, size_t from) {
+    const size_t eol = in.find(kCrlf, from + (scanned_ >= 1 ? scanned_ - 1 : 0));
+    scanned_ = eol == std::string::npos ? in.size() - from : 0;
+    return eol;
+}
+
 HttpRequestParser::Progress HttpRequestParser::parse_body(std::string& in) {
     HttpRequest& r = request_;
     size_t used = 0;
@@ -180,7 +190,7 @@ HttpRequestParser::Progress HttpRequestParser::parse_body(std::string& in) {
             break;
         }
         case State::chunk_size: {
-            const size_t eol = in.find(kCrlf, used);
+            const size_t eol = find_line_end(in, used);
             if (eol == std::string::npos) {
                 if (in.size() - used > kMaxChunkLine) return fail(400, "a malformed chunk size line");
                 return finish(Progress::need_more);
@@ -215,7 +225,7 @@ HttpRequestParser::Progress HttpRequestParser::parse_body(std::string& in) {
             state_ = State::chunk_size;
             break;
         case State::trailers: {  // read and dropped: nothing here uses them
-            const size_t eol = in.find(kCrlf, used);
+            const size_t eol = find_line_end(in, used);
             if (eol == std::string::npos) {
                 if (trailer_bytes_ + in.size() - used > max_header_bytes_)
                     return fail(431, "the request trailers are too large");
@@ -244,6 +254,7 @@ HttpRequest HttpRequestParser::take() {
     started_ = false;
     remaining_ = 0;
     trailer_bytes_ = 0;
+    scanned_ = 0;
     return out;
 }
 

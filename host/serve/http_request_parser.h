@@ -65,6 +65,7 @@ private:
     Progress fail(int status, std::string message);
     Progress parse_head(std::string& in);
     Progress parse_body(std::string& in);
+    size_t find_line_end(const std::string& in, size_t from);
 
     const size_t max_header_bytes_;
     const size_t max_body_bytes_;
@@ -73,6 +74,11 @@ private:
     HttpRequest request_;
     uint64_t remaining_ = 0;    // fixed_body, chunk_data: bytes still to come
     size_t trailer_bytes_ = 0;  // trailers: counted against max_header_bytes
+    // Bytes at the front of what is still unparsed that were searched for the end of the
+    // head, a chunk size line or a trailer line without finding it: the next search resumes
+    // there (less the delimiter's length less one), so a head sent a byte at a time is
+    // scanned once in all, not once per byte.
+    size_t scanned_ = 0;
     HttpParseError error_;
 };
 

@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,6 +25,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/log.h"
+
 namespace tdm::server {
 
 namespace {
@@ -37,6 +40,15 @@ using std::chrono::milliseconds;
 constexpr milliseconds kLingerTime{2000};
 constexpr size_t kLingerBytes = size_t(4) << 20;
 constexpr size_t kReadChunk = size_t(64) << 10;
+// Out of descriptors, accept() fails while the connection waits in the backlog, so the
+// listener stays readable: it is left out of poll() this long instead of spinning.
+constexpr milliseconds kAcceptPause{100};
+// Descriptors kept for what is not a connection (the model's files, plugins, the Vulkan
+// driver, the listener, logs) when fitting --max-connections to the process's limit.
+constexpr uint64_t kReservedDescriptors = 128;
+// Past write_timeout spent waiting for a client to take an answer's bytes, the answer must
+// have averaged this much over those waits (bytes/s) or it is given up (write_all).
+constexpr double kMinWriteRate = 16 << 10;
 
 const char* reason_phrase(int status) {
     switch (status) {
@@ -121,6 +133,7 @@ struct HttpTransport::Impl {
     MonoClock::time_point drain_deadline{};  // under work_mutex until draining is seen
 
     std::vector<std::unique_ptr<HttpConnection>> connections;  // loop thread
+    MonoClock::time_point accept_paused_until{};                // loop thread: out of descriptors
     std::unordered_map<std::string, uint32_t> open_per_client;  // loop thread: reading + handling
     uint32_t open = 0, handling = 0, lingering = 0;            // loop thread
 
@@ -139,6 +152,12 @@ struct HttpTransport::Impl {
         if (listen_fd >= 0) ::close(listen_fd);
         if (wake_fd >= 0) ::close(wake_fd);
     }
+
+    // Raises the soft limit on open descriptors to the hard one, and lowers max_connections
+    // to what then fits (a connection, and another lingering for each).
+    void fit_connections_to_descriptors();
+    // Ends the handler threads (answers under way are cut) and drops every connection.
+    void stop_handlers();
 
     void wake() {
         const uint64_t one = 1;
@@ -212,6 +231,10 @@ public:
 
     int status() const override { return status_; }
 
+    // POLLRDHUP, a half-close (the client shut its sending side, as `nc -N` does), counts as
+    // gone on purpose: it cannot be told from a client that closed (both send a FIN; only a
+    // later write would learn which), and cancelling at once frees a slot and its KV.
+    // docs/SERVER.md tells clients to keep their side open until the answer has arrived.
     bool client_gone() const override {
         if (failed_ || c_.cut) return true;
         pollfd p{c_.fd, POLLRDHUP, 0};
@@ -223,23 +246,46 @@ public:
 private:
     bool keep_alive() const { return c_.request.keep_alive && !draining_; }
 
-    // Blocking write of all of `data`, giving up when no byte goes out for write_timeout.
+    // Blocking write of all of `data`. The answer is abandoned (the connection then closes)
+    // when no byte goes out for write_timeout, or when its waits for the client to take
+    // bytes add up to more than write_timeout while it has taken under kMinWriteRate over
+    // them: a client reading one segment just before each stall bound would otherwise hold
+    // this handler thread, and its admission place, for as long as it liked.
     bool write_all(std::string_view data) {
         while (!failed_ && !data.empty()) {
             const ssize_t n = ::send(c_.fd, data.data(), data.size(), MSG_NOSIGNAL);
             if (n > 0) {
                 data.remove_prefix(size_t(n));
+                if (blocked_.count() > 0) drained_ += uint64_t(n);
+                stalled_ = {};
                 continue;
             }
             if (n < 0 && errno == EINTR) continue;
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                pollfd p{c_.fd, POLLOUT, 0};
-                if (::poll(&p, 1, int(opts_.write_timeout.count())) > 0 && !(p.revents & (POLLERR | POLLHUP))) continue;
-            }
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && wait_writable()) continue;
             failed_ = true;
         }
         if (failed_) c_.close_after = true;
         return !failed_;
+    }
+
+    // Waits for room in the socket's buffer; false: give the answer up.
+    bool wait_writable() {
+        using std::chrono::duration_cast;
+        const auto budget = opts_.write_timeout;
+        // wake at whichever bound comes first: the stall's, or the total's
+        auto wait = budget - stalled_;
+        if (blocked_ < budget) wait = std::min(wait, duration_cast<milliseconds>(budget - blocked_) + milliseconds(1));
+        const auto t0 = MonoClock::now();
+        pollfd p{c_.fd, POLLOUT, 0};
+        const int r = ::poll(&p, 1, int(std::max<int64_t>(0, wait.count())));
+        const auto waited = MonoClock::now() - t0;
+        blocked_ += waited;
+        stalled_ += duration_cast<milliseconds>(waited);
+        if (r < 0) return errno == EINTR;
+        if (r > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL))) return false;
+        if (stalled_ >= budget) return false;
+        const double seconds = std::chrono::duration<double>(blocked_).count();
+        return !(blocked_ >= budget && double(drained_) < kMinWriteRate * seconds);
     }
 
     HttpConnection& c_;
@@ -247,6 +293,11 @@ private:
     const std::atomic<bool>& draining_;
     int status_ = 0;
     bool streaming_ = false, chunked_ = false, ended_ = false, failed_ = false;
+    // bytes sent since the answer first waited: what the client has read meanwhile (the
+    // socket buffers filled before then would flatter a slow reader's rate)
+    uint64_t drained_ = 0;
+    MonoClock::duration blocked_{};        // this answer's waits for the client, in all
+    milliseconds stalled_{};               // waited since the last byte went out
 };
 
 }  // namespace
@@ -300,7 +351,9 @@ void HttpTransport::Impl::accept_all() {
         const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
-            return;  // EAGAIN; or out of descriptors (EMFILE), retried at the next wake
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                accept_paused_until = MonoClock::now() + kAcceptPause;  // the backlog waits
+            return;
         }
         const int yes = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);  // streamed tokens go out at once
@@ -434,6 +487,41 @@ void HttpTransport::Impl::close_connection(HttpConnection& c) {
     c.closed = true;
 }
 
+void HttpTransport::Impl::fit_connections_to_descriptors() {
+    rlimit lim{};
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+    if (lim.rlim_cur < lim.rlim_max) {
+        rlimit raised = lim;
+        raised.rlim_cur = lim.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+    }
+    if (lim.rlim_cur == RLIM_INFINITY) return;
+    const uint64_t fit = lim.rlim_cur > kReservedDescriptors + 2 ? (lim.rlim_cur - kReservedDescriptors) / 2 : 1;
+    if (opts.max_connections <= fit) return;
+    TDM_LOG_WARN("serve",
+                 "holding at most {} connections at once, not {}: the process may open {} files (raise `ulimit -n` "
+                 "for more)",
+                 fit, opts.max_connections, uint64_t(lim.rlim_cur));
+    opts.max_connections = uint32_t(fit);
+}
+
+void HttpTransport::Impl::stop_handlers() {
+    {
+        std::lock_guard lock(work_mutex);
+        stopping = true;
+    }
+    for (auto& c : connections)  // none when serve() ends normally; else cut so they end soon
+        if (c->phase == HttpConnection::Phase::handling && !c->cut) {
+            c->cut = true;
+            ::shutdown(c->fd, SHUT_RDWR);
+        }
+    work_cv.notify_all();
+    for (std::thread& t : handlers) t.join();
+    handlers.clear();
+    returned.clear();
+    connections.clear();
+}
+
 bool HttpTransport::Impl::past_deadline(HttpConnection& c, MonoClock::time_point now) {
     if (c.closed || c.phase == HttpConnection::Phase::handling || now < c.deadline) return false;
     if (c.phase == HttpConnection::Phase::reading && c.parser.started()) {
@@ -454,6 +542,7 @@ HttpTransport::~HttpTransport() = default;
 Status HttpTransport::bind() {
     Impl& s = *impl_;
     if (s.wake_fd < 0) return Error::format("cannot create an eventfd: {}", std::strerror(errno));
+    s.fit_connections_to_descriptors();
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -501,6 +590,11 @@ void HttpTransport::shutdown(std::chrono::milliseconds grace) {
 Status HttpTransport::serve() {
     Impl& s = *impl_;
     if (s.listen_fd < 0) return Error("serve() before a successful bind()");
+    // however serve() ends (a poll() error, an exception), no handler thread is left joinable
+    struct HandlersStopped {
+        Impl& s;
+        ~HandlersStopped() { s.stop_handlers(); }
+    } handlers_stopped{s};
     for (uint32_t i = 0; i < std::max<uint32_t>(1, s.opts.handler_threads); ++i)
         s.handlers.emplace_back([&s] { s.handler_loop(); });
 
@@ -525,8 +619,10 @@ Status HttpTransport::serve() {
                 ::close(s.listen_fd);
                 s.listen_fd = -1;
             }
-            for (auto& c : s.connections)  // idle, slow, or refused: closed at once
-                if (c->phase != HttpConnection::Phase::handling) s.close_connection(*c);
+            // idle or slow: closed at once; answered or refused ones linger out their time
+            // (the answer's tail would otherwise be cut by a reset) until the deadline
+            for (auto& c : s.connections)
+                if (c->phase == HttpConnection::Phase::reading) s.close_connection(*c);
             if (!cut && now >= drain_deadline) {
                 cut = true;  // the answers under way end at their next write or token
                 for (auto& c : s.connections)
@@ -535,17 +631,22 @@ Status HttpTransport::serve() {
                         ::shutdown(c->fd, SHUT_RDWR);
                     }
             }
+            if (cut)
+                for (auto& c : s.connections)
+                    if (c->phase == HttpConnection::Phase::lingering) s.close_connection(*c);
         }
         for (auto& c : s.connections)
             if (s.past_deadline(*c, now)) s.close_connection(*c);
         std::erase_if(s.connections, [](const std::unique_ptr<HttpConnection>& c) { return c->closed; });
-        if (drain_seen && s.handling == 0) break;
+        if (drain_seen && s.handling == 0 && s.lingering == 0) break;
 
         fds.clear();
         polled.clear();
         fds.push_back({s.wake_fd, POLLIN, 0});
-        if (s.listen_fd >= 0) fds.push_back({s.listen_fd, POLLIN, 0});
+        const bool accepting = s.listen_fd >= 0 && now >= s.accept_paused_until;
+        if (accepting) fds.push_back({s.listen_fd, POLLIN, 0});
         MonoClock::time_point next = now + milliseconds(1000);
+        if (s.listen_fd >= 0 && !accepting) next = std::min(next, s.accept_paused_until);
         if (drain_seen && !cut) next = std::min(next, drain_deadline);
         for (auto& c : s.connections) {
             if (c->phase == HttpConnection::Phase::handling) continue;
@@ -562,19 +663,10 @@ Status HttpTransport::serve() {
             uint64_t n;
             [[maybe_unused]] ssize_t r = ::read(s.wake_fd, &n, sizeof n);
         }
-        if (s.listen_fd >= 0 && fds[i++].revents) s.accept_all();
+        if (accepting && fds[i++].revents) s.accept_all();
         for (size_t k = 0; k < polled.size(); ++k)
             if (fds[i + k].revents) s.read_from(*polled[k]);
     }
-
-    {
-        std::lock_guard lock(s.work_mutex);
-        s.stopping = true;
-    }
-    s.work_cv.notify_all();
-    for (std::thread& t : s.handlers) t.join();
-    s.handlers.clear();
-    s.connections.clear();
     return {};
 }
 

@@ -41,14 +41,16 @@ struct TransportOptions {
     int port = 8080;  // 0: any free port
     size_t max_header_bytes = size_t(64) << 10;
     size_t max_body_bytes = size_t(8) << 20;
-    uint32_t max_connections = 256;           // open at once, in all
+    uint32_t max_connections = 256;           // open at once, in all (bind() lowers it to fit the open-file limit)
     uint32_t max_connections_per_client = 64;  // open at once from one address
     uint32_t handler_threads = 8;             // requests handled at once
     // A request's line and headers must be in this long after the connection is ready for
     // it (accepted, or its previous answer sent); an idle connection closes then too.
     std::chrono::milliseconds header_timeout{10'000};
     std::chrono::milliseconds body_timeout{60'000};   // from the end of the headers
-    std::chrono::milliseconds write_timeout{30'000};  // an answer's write without progress
+    // An answer is given up when no byte of it goes out for this long, or when its waits for
+    // the client add up to more than this at under 16 KiB/s on average (a slow reader).
+    std::chrono::milliseconds write_timeout{30'000};
 };
 
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;

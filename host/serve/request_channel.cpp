@@ -64,6 +64,15 @@ RequestChannel::Ended RequestChannel::stream(const TextSink& on_text, bool want_
         cancel_->store(true);
         wake_engine();
     };
+    // past the limit: the engine ends the session at its next step, and what it made so far
+    // is the answer
+    const auto past_limit = [&] {
+        if (!time_limit_s || timed_out || Clock::now() < deadline) return false;
+        timed_out = true;
+        cancel_->store(true);
+        wake_engine();
+        return true;
+    };
     while (true) {
         Piece piece;
         {
@@ -78,15 +87,7 @@ RequestChannel::Ended RequestChannel::stream(const TextSink& on_text, bool want_
             else cv_.wait_until(lock, wake_at, ready);
             if (!ready()) {
                 lock.unlock();
-                if (time_limit_s && !timed_out && Clock::now() >= deadline) {
-                    // past the limit: the engine ends the session at its next step, and what
-                    // it made so far is the answer
-                    timed_out = true;
-                    cancel_->store(true);
-                    wake_engine();
-                } else if (watch && client_gone()) {
-                    hang_up();
-                }
+                if (!past_limit() && watch && client_gone()) hang_up();
                 continue;
             }
             if (pieces_.empty()) break;
@@ -95,6 +96,9 @@ RequestChannel::Ended RequestChannel::stream(const TextSink& on_text, bool want_
         }
         if (gone) continue;
         if (!on_text(piece.first, want_logprobs ? &piece.second : nullptr) || (client_gone && client_gone())) hang_up();
+        // the time on_text took writing to a slow client counts too: with pieces queued
+        // meanwhile, the wait above would not run out and look at the limit
+        else past_limit();
     }
     // The engine thread is done with the channel: on_done came last.
     std::lock_guard lock(mutex_);

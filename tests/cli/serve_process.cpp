@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,7 +17,7 @@
 
 namespace tdm::test {
 
-ServeProcess::ServeProcess(const std::vector<std::string>& args) {
+ServeProcess::ServeProcess(const std::vector<std::string>& args, uint64_t max_open_files) {
     static const std::string dir = make_temp_dir("serve");
     static int counter = 0;
     log_path_ = dir + "/serve-" + std::to_string(++counter) + ".log";
@@ -31,6 +32,10 @@ ServeProcess::ServeProcess(const std::vector<std::string>& args) {
         const int err = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (err >= 0) dup2(err, STDERR_FILENO);
         close(out[0]);
+        if (max_open_files) {
+            const rlimit lim{rlim_t(max_open_files), rlim_t(max_open_files)};
+            setrlimit(RLIMIT_NOFILE, &lim);
+        }
         std::vector<char*> argv;
         for (std::string& a : all) argv.push_back(a.data());
         argv.push_back(nullptr);

@@ -4,6 +4,7 @@
 // stopped with SIGTERM (or killed if a test leaves it running).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -12,8 +13,9 @@ namespace tdm::test {
 
 class ServeProcess {
 public:
-    // Starts `tandem serve ARGS --port 0` and waits (up to 120 s) for it to listen.
-    explicit ServeProcess(const std::vector<std::string>& args);
+    // Starts `tandem serve ARGS --port 0` and waits (up to 120 s) for it to listen; with
+    // `max_open_files`, the server may open that many files at most (soft and hard limit).
+    explicit ServeProcess(const std::vector<std::string>& args, uint64_t max_open_files = 0);
     ~ServeProcess();
     ServeProcess(const ServeProcess&) = delete;
     ServeProcess& operator=(const ServeProcess&) = delete;

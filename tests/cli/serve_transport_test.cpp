@@ -280,6 +280,36 @@ TEST(ServeTransport, connections_beyond_the_caps_get_503_and_are_closed) {
     EXPECT_EQ(after.status, 200) << after.body;
 }
 
+TEST(ServeTransport, max_connections_past_the_open_file_limit_is_capped_and_a_flood_is_survived) {
+    // 256 files at most: (256 - 128 kept for the rest) / 2 (a connection, and one lingering) = 64
+    ServeProcess server({"-m", model_transport(), "--max-connections", "1000", "--max-connections-per-client", "1000"},
+                        256);
+    ASSERT_TRUE(server.started()) << server.log();
+    EXPECT_NE(server.log().find("holding at most 64 connections at once, not 1000"), std::string::npos) << server.log();
+
+    // more connections than the server has descriptors: the first 64 are held, the next are
+    // refused, and those past every descriptor wait in the backlog while the loop waits too
+    std::vector<std::unique_ptr<Socket>> flood;
+    for (int i = 0; i < 300; ++i) flood.push_back(std::make_unique<Socket>(server.port()));
+    std::optional<RawResponse> refused;
+    for (auto& s : flood)
+        if (s->send("GET /health HTTP/1.1\r\nHost: t\r\n\r\n") && (refused = read_response(*s, 200ms)) &&
+            refused->status == 503)
+            break;
+    ASSERT_TRUE(refused && refused->status == 503) << "no connection was refused";
+    EXPECT_NE(refused->json_body()["error"]["message"].get<std::string>().find("64 connections"), std::string::npos)
+        << refused->body;
+
+    // once they close, the server serves again
+    flood.clear();
+    Timed after;
+    for (int i = 0; i < 200 && after.status != 200; ++i) {
+        after = timed_post(server.port(), "/tokenize", R"({"content": "Hi"})");
+        if (after.status != 200) std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_EQ(after.status, 200) << after.body;
+}
+
 TEST(ServeTransport, five_pipelined_requests_are_answered_in_order) {
     ServeProcess server({"-m", model_transport()});
     ASSERT_TRUE(server.started()) << server.log();
