@@ -8,10 +8,9 @@
 #include <set>
 #include <tuple>
 
-#include "common/clock.h"
+#include "bench/run_times.h"
 #include "common/quant.h"
 #include "graph/executor.h"
-#include "vk/recorder.h"
 
 namespace tdm {
 namespace {
@@ -40,25 +39,11 @@ Result<Timed> time_split(vk::Device& device, vk::PipelineManager& pipelines,
     }
     auto cg = TDM_TRY(CompiledGraph::compile(device, pipelines, std::move(g)));
     std::memcpy(cg->input_as<float>(xt), x.data(), x.size() * sizeof(float));
-    for (int i = 0; i < 2; ++i) TDM_TRY(cg->run());  // warm-up: JIT, first touch
+    const RunTimes times = TDM_TRY(time_runs(device, *cg, iterations, false));
     Timed t;
-    const float* y0 = cg->output_as<float>(ys[0]);
+    const float* y0 = cg->output_as<float>(ys[0]);  // every run computes the same
     t.first.assign(y0, y0 + rows);
-    if (device.profiling()) vk::global_profiler().reset();
-    std::vector<double> wall;
-    for (int i = 0; i < iterations; ++i) {
-        const double t0 = steady_now_ms();
-        TDM_TRY(cg->run());
-        wall.push_back(steady_now_ms() - t0);
-    }
-    std::sort(wall.begin(), wall.end());
-    const double n = double(weights.size());
-    if (device.profiling()) {
-        t.us = vk::global_profiler().total_ns() / 1e3 / iterations / n;
-        vk::global_profiler().reset();  // tuning's runs are not the user's profile
-    } else {
-        t.us = wall[wall.size() / 2] * 1e3 / n;
-    }
+    t.us = (times.gpu_s > 0 ? times.gpu_s : times.wall_s) * 1e6 / double(weights.size());
     return t;
 }
 

@@ -3,55 +3,17 @@
 #include "bench/op_bench.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <random>
 
 #include "bench/device_bandwidth.h"
+#include "bench/run_times.h"
 #include "common/quant.h"
 #include "graph/executor.h"
 #include "graph/weight.h"
 
 namespace tdm {
 namespace {
-
-double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Touching a buffer larger than the last-level cache evicts the weights.
-void flush_caches() {
-    static std::vector<uint8_t> junk(256u << 20);
-    static uint8_t v = 0;
-    std::memset(junk.data(), ++v, junk.size());
-}
-
-struct RunTimes {
-    double wall_s = 0;  // median, submit to fence
-    double gpu_s = 0;   // mean of the dispatches' timestamps; 0 unless the device profiles (--profile)
-};
-
-Result<RunTimes> time_runs(vk::Device& device, CompiledGraph& cg, int iterations, bool flush) {
-    for (int i = 0; i < 2; ++i) TDM_TRY(cg.run());  // warm-up: JIT, first-touch
-    // On a GPU a small kernel's time is of the order of a submission's latency: the
-    // timestamps around each dispatch say what the kernel itself took.
-    if (device.profiling()) vk::global_profiler().reset();
-    std::vector<double> t;
-    for (int i = 0; i < iterations; ++i) {
-        if (flush) flush_caches();
-        const double t0 = now_s();
-        TDM_TRY(cg.run());
-        t.push_back(now_s() - t0);
-    }
-    std::sort(t.begin(), t.end());
-    RunTimes r;
-    r.wall_s = t[t.size() / 2];
-    if (device.profiling()) {
-        r.gpu_s = vk::global_profiler().total_ns() / 1e9 / iterations;
-        vk::global_profiler().reset();  // the bench's own runs are not the user's profile
-    }
-    return r;
-}
 
 Result<double> median_run_seconds(vk::Device& device, CompiledGraph& cg, int iterations, bool flush) {
     return TDM_TRY(time_runs(device, cg, iterations, flush)).wall_s;

@@ -132,15 +132,10 @@ Status tune_model_at_first_load(App& app, const Model& model) {
     vk::Device* dev = TDM_TRY(app.device());
     if (!app.config().device.tune || dev->caps().is_cpu()) return {};
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());
-    std::vector<MatmulShape> todo;
-    for (const MatmulShape& s : matmul_shapes(model.weight_store().all())) {
-        // The key needs a weight's texel views; the shape's first weight has them.
-        for (const DeviceWeight* w : model.weight_store().all())
-            if (w->type() == s.type && w->rows() == s.rows && w->cols() == s.cols && matmul_tunable(*w)) {
-                if (!pm->work_splits().find(matmul_split_key(dev->caps(), *w))) todo.push_back(s);
-                break;
-            }
-    }
+    std::vector<const DeviceWeight*> untuned;
+    for (const DeviceWeight* w : model.weight_store().all())
+        if (matmul_tunable(*w) && !pm->work_splits().find(matmul_split_key(dev->caps(), *w))) untuned.push_back(w);
+    const std::vector<MatmulShape> todo = matmul_shapes(untuned);
     if (todo.empty()) return {};
     MatmulTuneOptions opt;
     opt.progress = progress_line("tuning matmul work splits for this GPU (once; --no-tune skips)");

@@ -113,14 +113,16 @@ Result<VkBufferView> CompiledGraph::texel_view(TensorId t) const {
 
 void* CompiledGraph::input_data(TensorId t) {
     TDM_ASSERT(graph_.tensor(t).kind == TensorKind::input);
-    if (input_staging_) return input_staging_->mapped() + io_offset_.at(t);
+    // the staging copy has the inputs buffer's layout
+    if (input_staging_) return input_staging_->mapped() + storage(t).offset;
     return storage(t).mapped();
 }
 
 const void* CompiledGraph::output_data(TensorId t) const {
-    const TensorId base = graph_.tensor(t).base;
-    if (output_staging_ && io_offset_.count(base)) return output_staging_->mapped() + io_offset_.at(base);
-    return storage(t).mapped();
+    const vk::BufferSlice s = storage(t);
+    // outputs the graph placed (not bound ones) are read from the copy of their buffer
+    if (output_staging_ && s.buffer == outputs_.get()) return output_staging_->mapped() + s.offset;
+    return s.mapped();
 }
 
 Status CompiledGraph::plan() {
@@ -205,10 +207,8 @@ Status CompiledGraph::plan() {
                                                          "graph outputs (host copy)"));
     }
 
-    for (TensorId t : graph_.inputs()) {
+    for (TensorId t : graph_.inputs())
         storage_[t] = {inputs_.get(), in_off[t], std::max<uint64_t>(4, tensor_bytes(graph_.tensor(t)))};
-        io_offset_[t] = in_off[t];
-    }
     for (TensorId t = 1; t < n_tensors; ++t) {
         const Tensor& x = graph_.tensor(t);
         if (x.kind != TensorKind::activation) continue;
@@ -219,7 +219,6 @@ Status CompiledGraph::plan() {
             storage_[t] = x.bound.sub(0, bytes);
         } else if (is_output[t]) {
             storage_[t] = {outputs_.get(), out_off[t], bytes};
-            io_offset_[t] = out_off[t];
         } else {
             storage_[t] = {activations_.get(), act_off[t], bytes};
         }

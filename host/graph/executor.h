@@ -93,7 +93,6 @@ private:
     // staged I/O only: what the host writes and reads, copied in and out by the command buffer
     std::unique_ptr<vk::Buffer> input_staging_, output_staging_;
     uint64_t in_bytes_ = 0, out_bytes_ = 0;
-    std::unordered_map<TensorId, uint64_t> io_offset_;  // inputs and outputs: offset in their buffer
     std::unordered_map<TensorId, vk::BufferSlice> storage_;  // by base tensor id
     mutable std::unordered_map<TensorId, VkBufferView> views_;  // by base tensor id
     std::unique_ptr<vk::CommandBuffer> cb_;
