@@ -357,6 +357,13 @@ const ProgramSpec& program_spec() {
                           ranged({{"--max-connections-per-client"}, K::integer, "N", "Connections open at once "
                                   "from one client address; more are answered 503 and closed.", "64"},
                                  1, 65536),
+                          ranged({{"--max-images"}, K::integer, "N", "Images (image_url parts) one chat request "
+                                  "may hold, for a model with an image encoder; more get 400.", "16"},
+                                 0, 1024),
+                          ranged({{"--max-image-bytes"}, K::integer, "BYTES", "Bytes of one request's images in "
+                                  "all (after base64); more get 400.", "20971520"},
+                                 0, int64_t(1) << 30),
+                          mmproj_option(),
                           {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
                            "chatml-no-thinking, gemma, gemma4, glm4 (default: the model's family)."}}},
                         generation_options(ranged({{"-n", "--n-predict"}, K::integer, "N", "Default max_tokens; -1 "
