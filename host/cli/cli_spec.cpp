@@ -319,6 +319,8 @@ const ProgramSpec& program_spec() {
                           "decoding as in `tandem chat` (the model's draft head by default, drafting for every request, "
                           "in one graph per step where the head allows it); a request may turn it off or pick a "
                           "loaded drafter with \"speculative\": {\"type\": NAME, \"draft_max\": N}. "
+                          "A model with an image encoder (GLM-OCR, or --mmproj) reads images in chat requests as "
+                          "image_url parts with data: URLs (PNG or JPEG); URLs are never fetched. "
                           "The generation options below are the defaults a request's fields override. SIGTERM or "
                           "Ctrl-C stops accepting requests, finishes the admitted ones and exits. See docs/SERVER.md."};
         serve.groups = {model_options(),
