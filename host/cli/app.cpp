@@ -109,6 +109,8 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (server_cl("max-connections")) c.server.max_connections = int(*a.get_int("max-connections"));
     if (server_cl("max-connections-per-client"))
         c.server.max_connections_per_client = int(*a.get_int("max-connections-per-client"));
+    if (server_cl("max-images")) c.server.max_images = int(*a.get_int("max-images"));
+    if (server_cl("max-image-bytes")) c.server.max_image_bytes = *a.get_int("max-image-bytes");
     // ocr
     if (a.command() == "ocr") {
         if (cl("task")) c.ocr.task = *a.get_string("task");

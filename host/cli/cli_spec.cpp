@@ -319,6 +319,8 @@ const ProgramSpec& program_spec() {
                           "decoding as in `tandem chat` (the model's draft head by default, drafting for every request, "
                           "in one graph per step where the head allows it); a request may turn it off or pick a "
                           "loaded drafter with \"speculative\": {\"type\": NAME, \"draft_max\": N}. "
+                          "A model with an image encoder (GLM-OCR, or --mmproj) reads images in chat requests as "
+                          "image_url parts with data: URLs (PNG or JPEG); URLs are never fetched. "
                           "The generation options below are the defaults a request's fields override. SIGTERM or "
                           "Ctrl-C stops accepting requests, finishes the admitted ones and exits. See docs/SERVER.md."};
         serve.groups = {model_options(),
@@ -357,6 +359,13 @@ const ProgramSpec& program_spec() {
                           ranged({{"--max-connections-per-client"}, K::integer, "N", "Connections open at once "
                                   "from one client address; more are answered 503 and closed.", "64"},
                                  1, 65536),
+                          ranged({{"--max-images"}, K::integer, "N", "Images (image_url parts) one chat request "
+                                  "may hold, for a model with an image encoder; more get 400.", "16"},
+                                 0, 1024),
+                          ranged({{"--max-image-bytes"}, K::integer, "BYTES", "Bytes of one request's images in "
+                                  "all (after base64); more get 400.", "20971520"},
+                                 0, int64_t(1) << 30),
+                          mmproj_option(),
                           {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
                            "chatml-no-thinking, gemma, gemma4, glm4 (default: the model's family)."}}},
                         generation_options(ranged({{"-n", "--n-predict"}, K::integer, "N", "Default max_tokens; -1 "

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/image_prompt.h"
 #include "cli/memory_plan.h"
 #include "cli/prompt.h"
 #include "serve/generation_settings.h"
@@ -57,6 +58,8 @@ Status cmd_serve(App& app) {
     opts.max_connections = uint32_t(cfg.server.max_connections);
     opts.max_connections_per_client = uint32_t(cfg.server.max_connections_per_client);
     opts.limits.max_prompt_bytes = std::min(opts.limits.max_prompt_bytes, opts.max_body_bytes);
+    opts.limits.max_images = size_t(cfg.server.max_images);
+    opts.limits.max_image_bytes = size_t(cfg.server.max_image_bytes);
 
     const uint32_t parallel = uint32_t(cfg.server.parallel);
     // every slot's KV, and a draft head's per request, before anything large is allocated
@@ -86,6 +89,19 @@ Status cmd_serve(App& app) {
     Runner runner(*model, *kv, *dev, *pm);
     // a draft head keeps a sequence of its KV per request that drafts with it
     DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv, /*carried_head_by_default=*/true, parallel + 1));
+    // image_url parts need the model's image encoder (GLM-OCR's tower, or --mmproj); a model
+    // without one serves text, and a request with images is told why
+    std::unique_ptr<Encoder> encoder;
+    server::ImageSupport images;
+    if (auto e = load_encoder(app, *model); e.ok()) {
+        encoder = std::move(*e);
+        images.encoder = encoder.get();
+        images.processor = TDM_TRY(processor_for(*encoder, cfg.model.path));
+    } else if (!cfg.model.mmproj_path.empty()) {
+        return e.error();
+    } else {
+        images.missing = e.error().message();
+    }
 
     server::ServeBackend::Setup setup;
     setup.model_id = model_id(cfg.server.alias, cfg.model.path);
@@ -99,6 +115,7 @@ Status cmd_serve(App& app) {
     setup.defaults.sampling = sampler_params(cfg);
     setup.defaults.n_batch = uint32_t(cfg.model.n_batch);
     setup.defaults.ignore_eog = a.flag("ignore-eos");
+    setup.images = std::move(images);
     auto backend = TDM_TRY(server::ServeBackend::create(std::move(setup)));
 
     server::HttpServer http(*backend, opts);
@@ -117,9 +134,10 @@ Status cmd_serve(App& app) {
 
     std::string names;
     for (Drafter* d : chain.order) names += (names.empty() ? "" : ", ") + d->name();
-    std::fprintf(stderr, "serve: model '%s', %u slots of %u tokens, speculative decoding: %s%s\n",
+    const std::string image_note = encoder ? fmt::format(", images: {}", encoder->name()) : "";
+    std::fprintf(stderr, "serve: model '%s', %u slots of %u tokens, speculative decoding: %s%s%s\n",
                  backend->model_id().c_str(), backend->parallel(), backend->context_tokens(),
-                 names.empty() ? "off" : names.c_str(),
+                 names.empty() ? "off" : names.c_str(), image_note.c_str(),
                  opts.api_key.empty() ? "" : ", API key required");
     std::printf("listening on http://%s:%d\n", opts.host.c_str(), http.port());
     std::fflush(stdout);

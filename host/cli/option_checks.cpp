@@ -58,6 +58,8 @@ constexpr OptionKey kOptionKeys[] = {
     {"shutdown-timeout", "server.shutdown_timeout"},
     {"max-connections", "server.max_connections"},
     {"max-connections-per-client", "server.max_connections_per_client"},
+    {"max-images", "server.max_images"},
+    {"max-image-bytes", "server.max_image_bytes"},
 };
 
 // ParsedArgs asserts on ids its spec lacks; tests parse against other tables.

@@ -317,6 +317,8 @@ void read_server(SectionReader& r, Config& c) {
     r.integer("shutdown_timeout", &s.shutdown_timeout);
     r.integer("max_connections", &s.max_connections);
     r.integer("max_connections_per_client", &s.max_connections_per_client);
+    r.integer("max_images", &s.max_images);
+    r.integer("max_image_bytes", &s.max_image_bytes);
 }
 
 void read_ocr(SectionReader& r, Config& c) {

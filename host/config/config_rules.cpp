@@ -157,6 +157,10 @@ void check_server(Checker& c, const ServerConfig& s) {
     c.at_most("server.max_connections", s.max_connections, 65536);
     c.at_least("server.max_connections_per_client", s.max_connections_per_client, 1);
     c.at_most("server.max_connections_per_client", s.max_connections_per_client, 65536);
+    c.at_least("server.max_images", s.max_images, 0, " (0: no images)");
+    c.at_most("server.max_images", s.max_images, 1024);
+    c.at_least("server.max_image_bytes", s.max_image_bytes, 0);
+    c.at_most("server.max_image_bytes", s.max_image_bytes, int64_t(1) << 30);
 }
 
 void check_ocr(Checker& c, const OcrConfig& o) {

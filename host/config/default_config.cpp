@@ -172,6 +172,10 @@ std::string_view default_config_text() {
 # Connections open at once, in all and from one client address; more get 503.
 # max_connections = 256
 # max_connections_per_client = 64
+# Images (image_url content parts, data: URLs) in one chat request, and their bytes in all
+# after base64, for a model with an image encoder (GLM-OCR); more get 400.
+# max_images = 16
+# max_image_bytes = 20971520
 
 [ocr]
 # `tandem ocr`: what to read from each page: text, formula, table, or json (fill the

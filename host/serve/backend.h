@@ -6,12 +6,14 @@
 // change.
 #pragma once
 
+#include "image/patch_processor.h"
 #include "serve/openai_request.h"
 #include "serve/openai_response.h"
 #include "speculative/stats.h"
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,8 +22,13 @@ namespace tdm::server {
 
 // A request made ready to run: its prompt as token ids, checked against the context.
 struct Job {
-    GenerationRequest request;
+    GenerationRequest request;  // its messages' images moved out into `images`
+    // With images: one place token per image, which the engine thread expands to the
+    // image's rows once it has encoded it (serve/image_inputs.h).
     std::vector<int32_t> prompt;
+    // The prompt's images preprocessed into patches, in prompt order; null: none.
+    std::shared_ptr<const std::vector<ImagePatches>> images;
+
     // The most seconds the request may spend in the engine, from when it leaves the queue
     // (waiting for KV blocks and prefill count; 0: no limit); past it, it stops and what it
     // made so far is the answer, with finish_reason "length" (llama-server's t_max_predict_ms).

@@ -2,6 +2,8 @@
 // host/serve/openai_request.cpp
 #include "serve/openai_request.h"
 
+#include "serve/image_url.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -178,7 +180,8 @@ void refuse_unsupported(Fields& f, Endpoint endpoint) {
     }
 }
 
-// "messages": [{"role": ..., "content": "..." or [{"type": "text", "text": "..."}]}]
+// "messages": [{"role": ..., "content": "..." or [{"type": "text", "text": "..."},
+// {"type": "image_url", "image_url": {"url": "data:..."}}]}]
 void read_messages(Fields& f, const json& messages, const RequestLimits& limits, GenerationRequest& out) {
     if (!messages.is_array()) return f.wrong_type("messages", "an array of messages", messages);
     if (messages.empty()) return f.fail("messages", "'messages' is empty: send at least one message");
@@ -186,6 +189,7 @@ void read_messages(Fields& f, const json& messages, const RequestLimits& limits,
         return f.fail("messages", fmt::format("'messages' holds {} messages; at most {} are accepted",
                                               messages.size(), limits.max_messages));
     size_t total = 0;
+    ImageBudget images;
     for (size_t i = 0; i < messages.size(); ++i) {
         const std::string at = fmt::format("messages[{}]", i);
         const json& m = messages[i];
@@ -219,16 +223,26 @@ void read_messages(Fields& f, const json& messages, const RequestLimits& limits,
                 const auto type = pf.string("type", 64);
                 if (pf.failed()) return f.fail(pf.error()->param, pf.error()->message);
                 if (!type) return f.fail(part_at + ".type", fmt::format("'{}.type' is missing", part_at));
+                if (*type == "image_url") {
+                    if (msg.role != "user")
+                        return f.fail(part_at, fmt::format("images are accepted in user messages, not {} messages",
+                                                           msg.role));
+                    auto image = read_image_part(part, part_at, limits, images);
+                    if (!image.ok()) return f.fail(image.error().param, image.error().message);
+                    msg.images.push_back({msg.content.size(), std::move(*image)});
+                    continue;
+                }
                 if (*type != "text")
                     return f.fail(part_at + ".type",
-                                  fmt::format("content parts of type '{}' are not supported; only 'text' is", *type));
+                                  fmt::format("content parts of type '{}' are not supported; 'text' and 'image_url' "
+                                              "are", *type));
                 const auto text = pf.string("text", limits.max_prompt_bytes);
                 if (pf.failed()) return f.fail(pf.error()->param, pf.error()->message);
                 if (!text) return f.fail(part_at + ".text", fmt::format("'{}.text' is missing", part_at));
                 msg.content += *text;
             }
         } else {
-            return f.wrong_type(at + ".content", "a string or an array of text parts", *content);
+            return f.wrong_type(at + ".content", "a string or an array of text and image_url parts", *content);
         }
         total += msg.content.size();
         if (total > limits.max_prompt_bytes)

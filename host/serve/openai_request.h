@@ -13,6 +13,7 @@
 // OpenAI's own server ignores what it does not know.
 #pragma once
 
+#include "image/image.h"
 #include "serve/api_error.h"
 
 #include <cstddef>
@@ -36,11 +37,23 @@ struct RequestLimits {
     size_t max_stop_bytes = 1024;    // bytes of each stop string
     uint32_t max_top_logprobs = 20;  // alternatives reported per token
     int max_depth = 64;              // JSON nesting
+    // image_url content parts (serve/image_url.h): how many in one request, their bytes in
+    // all (after base64), and the image reader's limits (pixels, from the header)
+    size_t max_images = 16;
+    size_t max_image_bytes = size_t(20) << 20;
+    ImageLimits image;
+};
+
+// An image of a user message (an image_url content part), decoded.
+struct MessageImage {
+    size_t offset = 0;  // where it sits in the message's text: before content[offset]
+    Image image;
 };
 
 struct ChatMessage {
     std::string role;  // "system", "user" or "assistant" (OpenAI's "developer" becomes "system")
     std::string content;
+    std::vector<MessageImage> images;  // in order of their offsets
 };
 
 // tandem's extension: the drafter of this request ("speculative": {"type": "mtp",

@@ -67,6 +67,9 @@ json usage_field(const Usage& u) {
             {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
+// llama-server's "timings" beside the usage: here what a request's images cost.
+json timings_field(const Usage& u) { return {{"images", u.images}, {"image_encode_ms", u.image_encode_ms}}; }
+
 json envelope(Endpoint endpoint, const ResponseMeta& meta, bool chunk) {
     const char* object = endpoint == Endpoint::completions ? "text_completion"
                          : chunk                           ? "chat.completion.chunk"
@@ -86,6 +89,7 @@ std::string completion_body(Endpoint endpoint, const ResponseMeta& meta, const C
     json body = envelope(endpoint, meta, false);
     body["choices"] = json::array({std::move(c)});
     body["usage"] = usage_field(usage);
+    if (usage.images) body["timings"] = timings_field(usage);
     return dump(body);
 }
 
@@ -108,6 +112,7 @@ std::string usage_chunk_body(Endpoint endpoint, const ResponseMeta& meta, const 
     json body = envelope(endpoint, meta, true);
     body["choices"] = json::array();
     body["usage"] = usage_field(usage);
+    if (usage.images) body["timings"] = timings_field(usage);
     return dump(body);
 }
 

@@ -30,6 +30,11 @@ struct Usage {
     uint64_t prompt_tokens = 0;
     uint64_t completion_tokens = 0;
     uint64_t cached_tokens = 0;  // prompt tokens resumed from the KV (prompt_tokens_details)
+    // The prompt's images (their rows count as prompt tokens) and the encoder's time on them;
+    // with images, the response carries "timings": {"images": N, "image_encode_ms": T}, as
+    // llama-server reports its timings beside the usage.
+    uint32_t images = 0;
+    double image_encode_ms = 0;
 };
 
 struct TopLogprob {

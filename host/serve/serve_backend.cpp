@@ -57,7 +57,7 @@ ServeBackend::~ServeBackend() {
 // The engine thread: takes new sessions, steps while there is work, sleeps otherwise.
 void ServeBackend::loop() {
     while (true) {
-        std::deque<SessionRequest> arrived;
+        std::deque<Arrival> arrived;
         bool quitting = false;
         {
             std::unique_lock lock(mutex_);
@@ -69,12 +69,12 @@ void ServeBackend::loop() {
             SessionResult gone;
             gone.stop_reason = StopReason::error;
             gone.error = "the server is shutting down";
-            for (SessionRequest& r : arrived)
-                if (r.on_done) r.on_done(gone);
+            for (Arrival& a : arrived)
+                if (a.session.on_done) a.session.on_done(gone);
             engine_->abort_all(gone.error);
             break;
         }
-        for (SessionRequest& r : arrived) engine_->add(std::move(r));
+        for (Arrival& a : arrived) admit(a);
         engine_->step();
         EngineGauges g;
         g.running = engine_->running();
@@ -94,6 +94,25 @@ void ServeBackend::loop() {
     engine_.reset();
 }
 
+// The engine thread: a session joins the engine, its images encoded first (the device is
+// this thread's); a session whose images cannot be encoded, or whose client has gone while it
+// waited, ends here.
+void ServeBackend::admit(Arrival& a) {
+    if (a.images) {
+        const auto end = [&](StopReason reason, std::string error) {
+            SessionResult ended;
+            ended.stop_reason = reason;
+            ended.error = std::move(error);
+            if (a.session.on_done) a.session.on_done(ended);
+        };
+        if (a.session.cancel && a.session.cancel->load()) return end(StopReason::cancelled, "");
+        auto ms = encode_session_images(setup_.images, *setup_.tokenizer, *a.images, a.session);
+        if (!ms.ok()) return end(StopReason::error, "encoding the request's images failed: " + ms.error().message());
+        *a.encode_ms = *ms;
+    }
+    engine_->add(std::move(a.session));
+}
+
 EngineGauges ServeBackend::gauges() const {
     std::lock_guard lock(mutex_);
     return gauges_;
@@ -109,10 +128,14 @@ ApiResult<Job> ServeBackend::prepare(GenerationRequest request) const {
             return ApiError::invalid("messages", "this model has no chat template: use /v1/completions, or start "
                                                  "the server with --chat-template NAME");
         std::vector<tdm::ChatMessage> messages;
-        for (const ChatMessage& m : request.messages) messages.push_back({m.role, m.content});
+        if (auto refused = refuse_images(request, setup_.images)) return *refused;
+        const std::string place =
+            setup_.images.encoder ? image_place_text(tok, setup_.images.encoder->info()) : std::string();
+        for (const ChatMessage& m : request.messages) messages.push_back({m.role, text_with_image_places(m, place)});
         auto text = setup_.chat_template->apply(messages, true);
         if (!text.ok()) return ApiError::invalid("messages", text.error().message());
         job.prompt = tok.encode(*text, true);  // as `tandem run -p TEXT` tokenizes its prompt
+        if (auto refused = prepare_images(request, setup_.images, tok, job)) return *refused;
     } else if (request.prompt_is_tokens) {
         for (size_t i = 0; i < request.prompt_tokens.size(); ++i)
             if (request.prompt_tokens[i] >= tok.n_vocab())
@@ -129,15 +152,16 @@ ApiResult<Job> ServeBackend::prepare(GenerationRequest request) const {
     // OpenAI's and vLLM's rule: a request that cannot fit the context is refused whole,
     // not cut short silently.
     const uint64_t context = context_tokens();
-    const uint64_t wanted = job.prompt.size() + request.max_tokens.value_or(1);
-    if (job.prompt.size() >= context || wanted > context) {
+    const uint64_t prompt_size = expanded_prompt_size(job);  // an image counts its rows
+    const uint64_t wanted = prompt_size + request.max_tokens.value_or(1);
+    if (prompt_size >= context || wanted > context) {
         ApiError e = ApiError::invalid(
-            request.max_tokens && job.prompt.size() < context ? "max_tokens" : prompt_field,
+            request.max_tokens && prompt_size < context ? "max_tokens" : prompt_field,
             request.max_tokens ? fmt::format("this model's context is {} tokens; the prompt is {} and max_tokens asks "
                                              "for {} more",
-                                             context, job.prompt.size(), *request.max_tokens)
+                                             context, prompt_size, *request.max_tokens)
                                : fmt::format("this model's context is {} tokens and the prompt is {}", context,
-                                             job.prompt.size()));
+                                             prompt_size));
         e.code = "context_length_exceeded";
         return e;
     }
@@ -221,10 +245,11 @@ ApiResult<Outcome> ServeBackend::run(const Job& job, const TextSink& on_text) {
     auto channel = std::make_shared<RequestChannel>(job.request.stop, sr.params.ignore_eog, *setup_.tokenizer,
                                                     end_of_turn_pieces_);
     RequestChannel::connect(channel, sr);
+    auto encode_ms = std::make_shared<double>(0.0);
     {
         std::lock_guard lock(mutex_);
         if (quit_) return server_error(Error("the server is shutting down"));
-        inbox_.push_back(std::move(sr));
+        inbox_.push_back({std::move(sr), job.images, encode_ms});
     }
     wake_.notify_all();
 
@@ -238,7 +263,9 @@ ApiResult<Outcome> ServeBackend::run(const Job& job, const TextSink& on_text) {
         out.finish_reason = "length";
         out.timed_out = true;
     }
-    out.usage.prompt_tokens = job.prompt.size();
+    out.usage.prompt_tokens = expanded_prompt_size(job);
+    out.usage.images = job.images ? uint32_t(job.images->size()) : 0;
+    out.usage.image_encode_ms = *encode_ms;  // written before the session began, so before it ended
     out.usage.completion_tokens = res.tokens.size();
     out.usage.cached_tokens = res.n_cached;
     out.drafted = res.spec.drafted;

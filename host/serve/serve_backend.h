@@ -10,7 +10,9 @@
 // template and tokenized as `tandem run -p TEXT` would, or a completion prompt) resumes
 // from the idle slot sharing its longest prefix: a conversation's next turn, or any
 // request repeating a system prompt, prefills only what is new. Batch invariance makes the
-// tokens those of a fresh `tandem run` on the same prompt, whatever runs beside it.
+// tokens those of a fresh `tandem run` on the same prompt, whatever runs beside it. A chat
+// request's images (serve/request_images.h) are encoded on the engine thread, which owns the
+// device, just before their session joins the batch.
 #pragma once
 
 #include "engine/batch_engine.h"
@@ -18,6 +20,7 @@
 #include "model/runner.h"
 #include "serve/backend.h"
 #include "serve/drafter_chain.h"
+#include "serve/request_images.h"
 #include "speculative/round.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/end_of_turn.h"
@@ -49,6 +52,7 @@ public:
         SpecParams spec;
         BatchEngineOptions engine;
         GenerateParams defaults;  // sampling, n_batch, max_tokens (-1: to the end of the context), ignore_eog
+        ImageSupport images;      // the image encoder (image_url parts), or why there is none
     };
     // Fails without a tokenizer or a free sequence in the KV. Starts the engine thread.
     static Result<std::unique_ptr<ServeBackend>> create(Setup setup);
@@ -72,6 +76,14 @@ private:
     Result<std::vector<DrafterSlot>> drafters_for(const GenerationRequest& r) const;
     void loop();
 
+    // A session for the engine thread, with the images it encodes before the session starts.
+    struct Arrival {
+        SessionRequest session;
+        std::shared_ptr<const std::vector<ImagePatches>> images;  // null: none
+        std::shared_ptr<double> encode_ms;                        // written by the engine thread
+    };
+    void admit(Arrival& a);
+
     Setup setup_;
     EndOfTurnPieces end_of_turn_pieces_;
     std::unique_ptr<BatchEngine> engine_;  // touched by the engine thread only
@@ -79,7 +91,7 @@ private:
     // the engine thread's inbox
     mutable std::mutex mutex_;
     std::condition_variable wake_;
-    std::deque<SessionRequest> inbox_;
+    std::deque<Arrival> inbox_;
     bool quit_ = false;
     EngineGauges gauges_;  // under mutex_, refreshed after every step
     std::thread thread_;

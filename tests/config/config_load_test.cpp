@@ -306,7 +306,7 @@ TEST(ConfigLoad, validate_config_applies_the_same_rules_without_lines) {
 TEST(ConfigLoad, the_server_section_loads_and_its_ranges_are_checked) {
     auto c = load("[server]\nhost = \"0.0.0.0\"\nport = 9000\napi_key = \"k\"\nalias = \"m\"\nparallel = 8\n"
                   "queue = 0\ntimeout = 30\nmax_body = 4096\nrequest_timeout = 120\nshutdown_timeout = 5\n"
-                  "max_connections = 100\nmax_connections_per_client = 10\n");
+                  "max_connections = 100\nmax_connections_per_client = 10\nmax_images = 2\nmax_image_bytes = 1000\n");
     ASSERT_TRUE(c.ok()) << c.error().message();
     EXPECT_EQ(c->server.host, "0.0.0.0");
     EXPECT_EQ(c->server.port, 9000);
@@ -320,8 +320,10 @@ TEST(ConfigLoad, the_server_section_loads_and_its_ranges_are_checked) {
     EXPECT_EQ(c->server.shutdown_timeout, 5);
     EXPECT_EQ(c->server.max_connections, 100);
     EXPECT_EQ(c->server.max_connections_per_client, 10);
+    EXPECT_EQ(c->server.max_images, 2);
+    EXPECT_EQ(c->server.max_image_bytes, 1000);
     auto bad = load("[server]\nport = 70000\nparallel = 0\nmax_body = 10\nrequest_timeout = -1\n"
-                    "shutdown_timeout = -1\nmax_connections = 0\n");
+                    "shutdown_timeout = -1\nmax_connections = 0\nmax_images = -1\n");
     ASSERT_FALSE(bad.ok());
     EXPECT_NE(bad.error().message().find("server.port"), std::string::npos) << bad.error().message();
     EXPECT_NE(bad.error().message().find("server.parallel"), std::string::npos) << bad.error().message();
@@ -329,11 +331,12 @@ TEST(ConfigLoad, the_server_section_loads_and_its_ranges_are_checked) {
     EXPECT_NE(bad.error().message().find("server.request_timeout"), std::string::npos) << bad.error().message();
     EXPECT_NE(bad.error().message().find("server.shutdown_timeout"), std::string::npos) << bad.error().message();
     EXPECT_NE(bad.error().message().find("server.max_connections"), std::string::npos) << bad.error().message();
+    EXPECT_NE(bad.error().message().find("server.max_images"), std::string::npos) << bad.error().message();
 }
 
 TEST(ConfigLoad, config_keys_lists_each_section_key_once) {
     const std::vector<std::string> keys = config_keys();
-    EXPECT_EQ(keys.size(), 5u + 14u + 7u + 7u + 13u + 2u + 1u + 12u + 5u);
+    EXPECT_EQ(keys.size(), 5u + 14u + 7u + 7u + 13u + 2u + 1u + 14u + 5u);
     EXPECT_EQ(keys.front(), "device.select");
     EXPECT_NE(std::find(keys.begin(), keys.end(), "speculative.auto"), keys.end());
     std::vector<std::string> sorted = keys;

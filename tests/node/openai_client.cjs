@@ -4,7 +4,11 @@
 // synthetic Qwen3: chat and completions, whole and streamed (the streamed text equals the
 // whole one), logprobs, /v1/models, eight parallel streams each equal to the request alone,
 // and the client's error classes for a wrong model, a bad value, a wrong API key and an
-// overlong request. Run by ctest; exits 77 (skipped) when the client is not installed.
+// overlong request; images (image_url parts with data: URLs) to a synthetic GLM-OCR with its
+// vision tower give the text of `tandem ocr` on the same image, whole and streamed, and a
+// two-image request beside a text-only one each give their text alone, while a model without
+// an image encoder refuses images with a 400 and keeps serving. Run by ctest; exits 77
+// (skipped) when the client is not installed.
 //
 //   TANDEM_BIN=build/bin/tandem OPENAI_MODULE=build/node/node_modules/openai node openai_client.cjs
 'use strict';
@@ -32,8 +36,8 @@ const model = path.join(dir, 'tiny.gguf');
 execFileSync(bin, ['synth', '-o', model, '--type', 'f16'], { stdio: 'ignore' });
 
 // Starts `tandem serve` on a free port; resolves with { proc, port } once it listens.
-function serve(extra) {
-  const proc = spawn(bin, ['serve', '-m', model, '--port', '0', '--temp', '0', ...extra], {
+function serve(extra, served = model) {
+  const proc = spawn(bin, ['serve', '-m', served, '--port', '0', '--temp', '0', ...extra], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
@@ -152,6 +156,65 @@ test('errors arrive as the client error classes', async (client) => {
   assert.equal(long.code, 'context_length_exceeded');
 });
 
+const fixtures = path.join(__dirname, '..', 'fixtures', 'images');
+const dataUrl = (file, type) => `data:${type};base64,${fs.readFileSync(path.join(fixtures, file)).toString('base64')}`;
+const png = dataUrl('rgb8.png', 'image/png');
+const jpeg = dataUrl('baseline.jpg', 'image/jpeg');
+const imagePart = (url) => ({ type: 'image_url', image_url: { url, detail: 'auto' } });
+
+test('a model without an image encoder refuses images and keeps serving', async (client) => {
+  const e = await expectError(client.chat.completions.create({
+    model: 'tiny', messages: [{ role: 'user', content: [imagePart(png), { type: 'text', text: 'Read it' }] }],
+  }), OpenAI.BadRequestError, 400, 'an image to a text model');
+  assert.match(e.message, /takes no images/);
+  const r = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 });
+  assert.ok(r.usage.completion_tokens > 0);
+});
+
+// GLM-OCR (tiny synthetic, with its vision tower and MTP layer: the server drafts with it by
+// default): a few short requests are enough to show the images reach the model exactly.
+const imageTests = [];
+const imageTest = (name, fn) => imageTests.push({ name, fn });
+const glm = path.join(dir, 'glm');
+const glmTokens = 12;
+const ocrText = (file) => {
+  const out = execFileSync(bin, ['ocr', '-m', glm, '-n', String(glmTokens), '--ignore-eos', '--output-format', 'json',
+    path.join(fixtures, file)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  return JSON.parse(out).pages[0].text;
+};
+const readPage = (parts) => ({
+  model: 'glm', messages: [{ role: 'user', content: parts }], max_tokens: glmTokens, ignore_eos: true,
+});
+
+imageTest('an image request gives the text of tandem ocr on that image, whole and streamed', async (client) => {
+  const req = readPage([imagePart(png), { type: 'text', text: 'Text Recognition:' }]);
+  const whole = await client.chat.completions.create(req);
+  assert.equal(whole.choices[0].message.content, ocrText('rgb8.png'));
+  assert.equal(whole.usage.completion_tokens, glmTokens);
+  assert.equal(whole.timings.images, 1);
+  assert.ok(whole.timings.image_encode_ms > 0);
+  let text = '';
+  for await (const chunk of await client.chat.completions.create({ ...req, stream: true })) {
+    if (chunk.choices.length) text += chunk.choices[0].delta.content || '';
+  }
+  assert.equal(text, whole.choices[0].message.content);
+  const bad = await expectError(client.chat.completions.create(readPage([imagePart('data:image/png;base64,iVBO!!==')])),
+    OpenAI.BadRequestError, 400, 'bad base64');
+  assert.equal(bad.param, 'messages[0].content[0].image_url.url');
+  const http = await expectError(client.chat.completions.create(readPage([imagePart('https://example.com/a.png')])),
+    OpenAI.BadRequestError, 400, 'an http URL');
+  assert.match(http.message, /does not fetch URLs/);
+});
+
+imageTest('a two-image request and a text-only one running together each give their text alone', async (client) => {
+  const two = readPage([imagePart(png), { type: 'text', text: 'and' }, imagePart(jpeg), { type: 'text', text: 'Table Recognition:' }]);
+  const plain = readPage('Say something');
+  const alone = [];
+  for (const req of [two, plain]) alone.push((await client.chat.completions.create(req)).choices[0].message.content);
+  const together = await Promise.all([two, plain].map(async (req) => (await client.chat.completions.create(req)).choices[0].message.content));
+  assert.deepEqual(together, alone);
+});
+
 (async () => {
   let failed = 0;
   const server = await serve(['--parallel', '8', '-c', '512', '--alias', 'tiny']);
@@ -182,8 +245,22 @@ test('errors arrive as the client error classes', async (client) => {
     console.log(`FAIL the API key is checked\n     ${e.stack}`);
   }
   await stop(guarded);
+
+  execFileSync(bin, ['synth', '--arch', 'glm4', '--format', 'hf', '--vision', 'true', '-o', glm], { stdio: 'ignore' });
+  const ocr = await serve(['--parallel', '2', '-c', '1024', '--alias', 'glm'], glm);
+  const glmClient = new OpenAI({ baseURL: `http://127.0.0.1:${ocr.port}/v1`, apiKey: 'unused', maxRetries: 0 });
+  for (const t of imageTests) {
+    try {
+      await t.fn(glmClient);
+      console.log(`ok   ${t.name}`);
+    } catch (e) {
+      failed++;
+      console.log(`FAIL ${t.name}\n     ${e.stack}\n${ocr.log()}`);
+    }
+  }
+  await stop(ocr);
   fs.rmSync(dir, { recursive: true, force: true });
-  console.log(failed ? `${failed} failed` : `all ${tests.length + 1} passed`);
+  console.log(failed ? `${failed} failed` : `all ${tests.length + imageTests.length + 1} passed`);
   process.exit(failed ? 1 : 0);
 })().catch((e) => {
   console.error(e);

@@ -185,10 +185,10 @@ TEST(OpenAiRequest, messages_that_cannot_be_a_conversation_are_refused) {
     EXPECT_EQ(chat(R"([{"role": "user"}])").param, "messages[0].content");
     EXPECT_EQ(chat(R"([{"role": "assistant", "content": null}])").param, "messages[0].content");
     EXPECT_EQ(chat(R"([{"role": "user", "content": 5}])").param, "messages[0].content");
-    const ApiError image =
-        chat(R"([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}])");
-    EXPECT_EQ(image.param, "messages[0].content[0].type");
-    EXPECT_NE(image.message.find("image_url"), std::string::npos);
+    const ApiError audio =
+        chat(R"([{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "x"}}]}])");
+    EXPECT_EQ(audio.param, "messages[0].content[0].type");
+    EXPECT_NE(audio.message.find("image_url"), std::string::npos);
     EXPECT_EQ(chat(R"([{"role": "user", "content": [{"type": "text"}]}])").param, "messages[0].content[0].text");
     EXPECT_EQ(chat(R"([{"role": "user", "content": [7]}])").param, "messages[0].content[0]");
 }
