@@ -99,6 +99,7 @@ Status cmd_serve(App& app) {
     setup.defaults.sampling = sampler_params(cfg);
     setup.defaults.n_batch = uint32_t(cfg.model.n_batch);
     setup.defaults.ignore_eog = a.flag("ignore-eos");
+    setup.constraints = constraint_factory(*model->tokenizer());
     auto backend = TDM_TRY(server::ServeBackend::create(std::move(setup)));
 
     server::HttpServer http(*backend, opts);

@@ -6,12 +6,14 @@
 // change.
 #pragma once
 
+#include "sampling/token_constraint.h"
 #include "serve/openai_request.h"
 #include "serve/openai_response.h"
 #include "speculative/stats.h"
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +31,8 @@ struct Job {
     // Whether the client has gone (hung up), asked while the request waits and runs; when
     // it turns true the generation is cancelled at its next step. Empty: never asked.
     std::function<bool()> client_gone;
+    // What the output must be (request.constraint, built), in its start state; null: anything.
+    std::shared_ptr<const TokenConstraint> constraint;
 };
 
 struct Outcome {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "serve/api_error.h"
+#include "serve/constraint_spec.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -36,6 +37,7 @@ struct RequestLimits {
     size_t max_stop_bytes = 1024;    // bytes of each stop string
     uint32_t max_top_logprobs = 20;  // alternatives reported per token
     int max_depth = 64;              // JSON nesting
+    size_t max_constraint_bytes = size_t(1) << 20;  // a grammar, or a JSON schema as text
 };
 
 struct ChatMessage {
@@ -76,6 +78,9 @@ struct GenerationRequest {
     // --ignore-eos.
     std::optional<bool> ignore_eos;
     std::optional<SpeculativeChoice> speculative;
+    // response_format json_object/json_schema, or llama-server's grammar or json_schema
+    // (serve/constraint_request.h); the server builds it with its grammar engine.
+    ConstraintSpec constraint;
 };
 
 ApiResult<GenerationRequest> parse_generation_request(Endpoint endpoint, std::string_view body,

@@ -17,6 +17,7 @@
 #include "engine/generate.h"
 #include "model/runner.h"
 #include "serve/backend.h"
+#include "serve/constraint_factory.h"
 #include "serve/drafter_chain.h"
 #include "speculative/round.h"
 #include "tokenizer/chat_template.h"
@@ -49,6 +50,9 @@ public:
         SpecParams spec;
         BatchEngineOptions engine;
         GenerateParams defaults;  // sampling, n_batch, max_tokens (-1: to the end of the context), ignore_eog
+        // Builds a request's output constraint (response_format, grammar, json_schema);
+        // empty: requests asking for one are refused with a 400.
+        ConstraintFactory constraints;
     };
     // Fails without a tokenizer or a free sequence in the KV. Starts the engine thread.
     static Result<std::unique_ptr<ServeBackend>> create(Setup setup);
