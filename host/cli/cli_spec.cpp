@@ -245,6 +245,13 @@ const ProgramSpec& program_spec() {
                         "speculative statistics on stderr; --output-format json prints one JSON object instead."};
         run.groups = {model_options(), prompt_options(), generation_options(), speculative_options(),
                       prompt_cache_options(), output_options(),
+                      {"output constraint",
+                       {{{"--grammar"}, K::string, "FILE|TEXT", "The output must be a sentence of this GBNF "
+                         "grammar (llama.cpp's format): a file, or the grammar itself. Each token is chosen among "
+                         "those the grammar allows, and generation stops once the output is complete (stop: "
+                         "constraint). Greedy output is the same with and without drafters."},
+                        {{"--json-schema"}, K::string, "FILE|TEXT", "The output must be JSON valid against this "
+                         "schema: a file, or the schema itself. As --grammar otherwise."}}},
                       {"images",
                        {{{"--image"}, K::string, "FILE", "A PNG or JPEG image for a model with an image encoder "
                          "(GLM-OCR); repeat for several. The images come first in one user turn of the chat "

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/cli/cmd_run.cpp: `tandem run`: generate from a prompt, plain or
 // speculative; text or JSON output; --dump-logits; --prompt-cache; --image FILE (a model
-// with an image encoder: the images before the prompt text in one chat turn).
+// with an image encoder: the images before the prompt text in one chat turn); --grammar and
+// --json-schema (the output constraint, built by serve/constraint_factory.h).
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/constraint_option.h"
 #include "cli/image_prompt.h"
 #include "cli/interrupt.h"
 #include "cli/memory_plan.h"
@@ -17,6 +19,7 @@
 #include "cli/prompt.h"
 #include "cli/prompt_cache.h"
 #include "engine/generate.h"
+#include "serve/constraint_factory.h"
 #include "serve/generation_settings.h"
 #include "serve/make_drafters.h"
 
@@ -52,6 +55,7 @@ Status cmd_run(App& app) {
     const ParsedArgs& a = app.args();
     const Config& cfg = app.config();
     const bool json = json_output(a);
+    const ConstraintSpec constraint = TDM_TRY(constraint_option(a));  // its mistakes before the model loads
     const auto t_load = std::chrono::steady_clock::now();
     const bool speculative = !spec_types(app.config()).empty() || app.config().speculative.auto_select;
     TDM_TRY(check_memory_fits(app, cfg.model.path, speculative));
@@ -78,6 +82,10 @@ Status cmd_run(App& app) {
     gp.sampling = sampler_params(cfg);
     gp.n_batch = uint32_t(cfg.model.n_batch);
     gp.ignore_eog = a.flag("ignore-eos");
+    if (constraint.any()) {
+        if (!model->tokenizer()) return Error::format("{} needs a model with a tokenizer", constraint.origin);
+        gp.constraint = TDM_TRY_CTX(constraint_factory(*model->tokenizer())(constraint), constraint.origin);
+    }
     InterruptScope interrupt;
     gp.cancel = interrupt.flag();
     gp.on_progress = prefill_progress();

@@ -116,6 +116,7 @@ Status cmd_serve(App& app) {
     setup.defaults.n_batch = uint32_t(cfg.model.n_batch);
     setup.defaults.ignore_eog = a.flag("ignore-eos");
     setup.images = std::move(images);
+    setup.constraints = constraint_factory(*model->tokenizer());
     auto backend = TDM_TRY(server::ServeBackend::create(std::move(setup)));
 
     server::HttpServer http(*backend, opts);

@@ -158,6 +158,7 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
         s.greedy = s.sampler->greedy() && s.req.params.sampling.repeat_penalty == 1.0f;
         if (tokenizer_) s.stream.emplace(*tokenizer_);
         s.stop = StopRule{tokenizer_, s.req.params.ignore_eog, s.req.params.stop_tokens};
+        if (s.req.params.constraint) s.constraint = s.req.params.constraint->clone();
         const ChainedDrafter* opener = first_on(s.chain);
         s.tune = GoodputController(std::max(1, s.req.spec.draft_max), kGoodputProbeInterval,
                                    opener ? opener->drafter->kind() : DrafterKind::head);

@@ -28,6 +28,11 @@
 // are a segment that reads and checkpoints its own state (graph/graph.h, StateBinding);
 // otherwise the sessions take turns, one per pass.
 //
+// An output constraint (GenerateParams::constraint: a grammar, a JSON schema) is the
+// session's own clone: it masks every row the session's token comes from (a plain step's, each
+// verify row's in its state after the drafts before it) and cuts drafts at a token it forbids
+// (speculative/constrained_round.h); the session ends once it is complete.
+//
 // The CLI runs the same engine with one session on one sequence (engine/solo.h): plain and
 // speculative generation are this code path, with what a single request adds (logits
 // dumps, prefill progress and the prompt cache's pause, per-round traces, the depth-2
@@ -100,7 +105,7 @@ struct SessionRequest {
     // and their rotary positions shift what follows (engine/prompt_images.h). A slot's KV is
     // reused only up to the first image row: placeholder tokens do not say which image.
     std::shared_ptr<const PromptImages> images;
-    GenerateParams params;  // max_tokens, sampling, ignore_eog, stop_tokens
+    GenerateParams params;  // max_tokens, sampling, ignore_eog, stop_tokens, constraint
     SpecParams spec;        // draft_max, draft_min, auto_k
     std::vector<DrafterSlot> drafters;
     // -1: no logprobs; n >= 0: each token's, and the n most likely tokens (on_token's `lp`).

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "engine/batch_session.h"
 
 namespace tdm {
@@ -162,6 +164,12 @@ Proposal BatchEngine::draft(Session& s, int k) {
     Proposal out = propose(s.chain, s.result.spec, req, s.req.spec.draft_min, runner_.model().info().n_vocab);
     if (s.prepared >= 0 && !s.chain[size_t(s.prepared)].on) s.chain[size_t(s.prepared)].drafter->cancel();
     s.prepared = -1;
+    // a draft the constraint forbids would be rejected anyway: it and the rest are not verified
+    if (s.constraint && !out.drafts.empty())
+        if (const uint32_t cut = cut_drafts(*s.constraint, out, s.draft_states); cut > 0) {
+            ++s.result.spec.constraint_cuts;
+            s.result.spec.constraint_cut_tokens += cut;
+        }
     s.draft_ms = steady_now_ms() - t0;
     s.result.spec.draft_ms += s.draft_ms;
     const double per_token = s.draft_ms / double(std::max<size_t>(1, out.drafts.size()));
@@ -198,8 +206,20 @@ bool BatchEngine::record(Session& s, int32_t tok, uint32_t logits_row) {
     s.history.push_back(tok);
     s.fresh.emplace_back(tok, logits_row);
     ++s.result.spec.emitted;
+    // Only a row the constraint masked to nothing (a constraint with no way on) gives a token
+    // it refuses.
+    if (s.constraint)
+        if (Status st = s.constraint->advance(tok); !st.ok()) {
+            s.result.stop_reason = StopReason::error;
+            s.result.error = fmt::format("the output's constraint allows no token here: {}", st.error().message());
+            return false;
+        }
     if (const std::optional<StopReason> why = s.stop.check(tok)) {
         s.result.stop_reason = *why;
+        return false;
+    }
+    if (s.constraint && s.constraint->complete()) {  // only an end-of-generation token could follow
+        s.result.stop_reason = StopReason::constraint;
         return false;
     }
     const int32_t max = s.req.params.max_tokens;
@@ -256,7 +276,10 @@ void BatchEngine::settle(Session& s, const ForwardOutput& out, uint32_t row0, ui
     out0 = sink_prompt_logits(s, out, out0);
     if (s.n_kv + s.chunk < s.history.size()) return settle_chunk(s, out, row0);
     const uint32_t n_vocab = runner_.model().info().n_vocab;
-    const VerifyRows rows{out.logits + size_t(out0) * n_vocab, out.argmax + out0, n_vocab};
+    VerifyRows rows{out.logits + size_t(out0) * n_vocab, out.argmax + out0, n_vocab};
+    // with a constraint, greedy's argmax too is of the masked rows: the device's is not
+    if (s.constraint)
+        rows = s.masked.mask(rows, uint32_t(s.proposal.drafts.size()) + 1, *s.constraint, s.draft_states);
     const RoundResult round = verify(s.proposal, rows, *s.sampler, s.greedy, s.history);
     if (!keep_accepted(s, out, row0, round) || (first_token && !start_decoding(s))) return;
     count_round(s, round, first_token, pass_ms);
@@ -378,7 +401,7 @@ void BatchEngine::end_round(Session& s, const RoundResult& round, bool first_tok
         s.req.on_round(r);
     }
     if (!first_token) ++s.rounds;
-    if (!running) finish(s, s.result.stop_reason);
+    if (!running) finish(s, s.result.stop_reason, s.result.error);
 }
 
 }  // namespace tdm

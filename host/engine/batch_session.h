@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "engine/batch_engine.h"
+#include "speculative/constrained_round.h"
 
 namespace tdm {
 
@@ -23,6 +24,8 @@ struct BatchEngine::Session {
     bool greedy = true;
     std::optional<StreamDecoder> stream;
     StopRule stop;
+    // Its own clone of params.constraint, in its state after the tokens so far; null: none.
+    std::unique_ptr<TokenConstraint> constraint;
     // the chain this admission uses (ChainedDrafter::shared: the index in shared_)
     std::vector<ChainedDrafter> chain;
     std::vector<Drafter*> stat_drafters;  // result.spec.drafters[i] is this drafter's
@@ -41,6 +44,8 @@ struct BatchEngine::Session {
     int prepared = -1;
     // this pass
     Proposal proposal;  // the drafts in its rows and the chain entry that proposed them
+    DraftStates draft_states;  // with a constraint: its state after each draft (constrained_round.h)
+    MaskedRows masked;         // with a constraint: this round's rows as it masks them
     int k = 0;
     double draft_ms = 0;
     uint32_t chunk = 0;  // history rows in the pass (drafts not counted)

@@ -17,6 +17,7 @@
 #include "engine/stop_reason.h"
 #include "model/runner.h"
 #include "sampling/sampler.h"
+#include "sampling/token_constraint.h"
 #include "speculative/drafter.h"
 #include "speculative/round.h"
 #include "speculative/stats.h"
@@ -50,6 +51,11 @@ struct GenerateParams {
     std::function<Status(uint32_t n_kv)> on_prefix;
     // The prompt's images (tdm.encoder; engine/prompt_images.h), or null.
     std::shared_ptr<const PromptImages> images;
+    // What the output must be (a grammar, a JSON schema), in its state before the first
+    // token; null: anything. Each generation works on a clone of it (its own state): every
+    // token is chosen from the logits it masks, and generation stops once it is complete
+    // (StopReason::constraint).
+    std::shared_ptr<const TokenConstraint> constraint;
 };
 
 struct GenerateStats {

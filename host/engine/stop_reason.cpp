@@ -12,6 +12,7 @@ std::string_view to_string(StopReason reason) {
         case StopReason::context: return "context";
         case StopReason::cancelled: return "cancelled";
         case StopReason::error: return "error";
+        case StopReason::constraint: return "constraint";
     }
     return "error";
 }

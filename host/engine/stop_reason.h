@@ -16,9 +16,13 @@ enum class StopReason {
     context,     // the context is full
     cancelled,   // the caller or the client asked it to stop
     error,       // the request failed (the error says why)
+    // The output's constraint (a grammar, a JSON schema: sampling/token_constraint.h) is
+    // complete: nothing but an end-of-generation token could follow. Unlike eog and
+    // stop_token, the last token is part of the output.
+    constraint,
 };
 
-// "length", "eog", "stop_token", "context", "cancelled", "error"
+// "length", "eog", "stop_token", "context", "cancelled", "error", "constraint"
 std::string_view to_string(StopReason reason);
 
 }  // namespace tdm

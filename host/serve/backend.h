@@ -7,6 +7,7 @@
 #pragma once
 
 #include "image/patch_processor.h"
+#include "sampling/token_constraint.h"
 #include "serve/openai_request.h"
 #include "serve/openai_response.h"
 #include "speculative/stats.h"
@@ -36,6 +37,8 @@ struct Job {
     // Whether the client has gone (hung up), asked while the request waits and runs; when
     // it turns true the generation is cancelled at its next step. Empty: never asked.
     std::function<bool()> client_gone;
+    // What the output must be (request.constraint, built), in its start state; null: anything.
+    std::shared_ptr<const TokenConstraint> constraint;
 };
 
 struct Outcome {

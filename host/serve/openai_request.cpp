@@ -2,6 +2,7 @@
 // host/serve/openai_request.cpp
 #include "serve/openai_request.h"
 
+#include "serve/constraint_request.h"
 #include "serve/image_url.h"
 
 #include <fmt/format.h>
@@ -169,10 +170,6 @@ void refuse_unsupported(Fields& f, Endpoint endpoint) {
     }
     if (const json* choice = f.get("tool_choice"); choice && *choice != "none" && *choice != "auto")
         f.fail("tool_choice", "'tool_choice' is not supported: this server does not call tools");
-    if (const json* format = f.get("response_format")) {
-        const bool text = format->is_object() && format->value("type", json()) == "text";
-        if (!text) f.fail("response_format", "only 'response_format': {\"type\": \"text\"} is supported");
-    }
     if (endpoint == Endpoint::completions) {
         if (auto echo = f.boolean("echo"); echo && *echo) f.fail("echo", "'echo' is not supported");
         if (const json* suffix = f.get("suffix"); suffix && *suffix != "")
@@ -403,6 +400,9 @@ ApiResult<GenerationRequest> parse_generation_request(Endpoint endpoint, std::st
     out.ignore_eos = f.boolean("ignore_eos");
     read_speculative(f, out);
     if (f.failed()) return *f.error();
+    auto constraint = read_constraint(*doc, limits.max_constraint_bytes);
+    if (!constraint.ok()) return constraint.error();
+    out.constraint = std::move(*constraint);
     return out;
 }
 

@@ -15,6 +15,7 @@
 
 #include "image/image.h"
 #include "serve/api_error.h"
+#include "serve/constraint_spec.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -42,6 +43,7 @@ struct RequestLimits {
     size_t max_images = 16;
     size_t max_image_bytes = size_t(20) << 20;
     ImageLimits image;
+    size_t max_constraint_bytes = size_t(1) << 20;  // a grammar, or a JSON schema as text
 };
 
 // An image of a user message (an image_url content part), decoded.
@@ -89,6 +91,9 @@ struct GenerationRequest {
     // --ignore-eos.
     std::optional<bool> ignore_eos;
     std::optional<SpeculativeChoice> speculative;
+    // response_format json_object/json_schema, or llama-server's grammar or json_schema
+    // (serve/constraint_request.h); the server builds it with its grammar engine.
+    ConstraintSpec constraint;
 };
 
 ApiResult<GenerationRequest> parse_generation_request(Endpoint endpoint, std::string_view body,

@@ -2,6 +2,7 @@
 // host/serve/serve_backend.cpp
 #include "serve/serve_backend.h"
 
+#include "serve/constraint_request.h"
 #include "serve/request_channel.h"
 
 #include <fmt/format.h>
@@ -179,6 +180,9 @@ ApiResult<Job> ServeBackend::prepare(GenerationRequest request) const {
         }
     }
     if (auto gp = generate_params(request); !gp.ok()) return gp.error();
+    auto constraint = build_constraint(request.constraint, setup_.constraints);
+    if (!constraint.ok()) return constraint.error();
+    job.constraint = std::move(*constraint);
     job.request = std::move(request);
     return job;
 }
@@ -234,6 +238,7 @@ ApiResult<Outcome> ServeBackend::run(const Job& job, const TextSink& on_text) {
     SessionRequest sr;
     sr.prompt = job.prompt;
     sr.params = std::move(*params);
+    sr.params.constraint = job.constraint;
     sr.spec = setup_.spec;
     if (job.request.speculative && job.request.speculative->draft_max)
         sr.spec.draft_max = int(*job.request.speculative->draft_max);

@@ -19,6 +19,7 @@
 #include "engine/generate.h"
 #include "model/runner.h"
 #include "serve/backend.h"
+#include "serve/constraint_factory.h"
 #include "serve/drafter_chain.h"
 #include "serve/request_images.h"
 #include "speculative/round.h"
@@ -53,6 +54,9 @@ public:
         BatchEngineOptions engine;
         GenerateParams defaults;  // sampling, n_batch, max_tokens (-1: to the end of the context), ignore_eog
         ImageSupport images;      // the image encoder (image_url parts), or why there is none
+        // Builds a request's output constraint (response_format, grammar, json_schema);
+        // empty: requests asking for one are refused with a 400.
+        ConstraintFactory constraints;
     };
     // Fails without a tokenizer or a free sequence in the KV. Starts the engine thread.
     static Result<std::unique_ptr<ServeBackend>> create(Setup setup);

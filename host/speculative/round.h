@@ -26,6 +26,8 @@
 // engine -> speculative -> model, sampling; nothing here includes engine/.
 // Tree rounds and new draft heads land here: a Proposal is then a tree and a RoundResult
 // the accepted path; the engine keeps passing rows and calling these steps.
+// Under a token constraint (a grammar), the proposal is cut and the rows masked before
+// verify sees them (constrained_round.h).
 // Not here: choosing k (goodput.h, batch_budget.h), the drafters themselves (drafter.h
 // and its implementations), sessions, scheduling and delivery (engine/).
 #pragma once

@@ -78,6 +78,9 @@ std::string SpecStats::report() const {
                          "measured {:.2f}x\n",
                          controller.off_steps, controller.probes, controller.mean_k(), controller.predicted_speedup(),
                          measured_speedup());
+    if (constraint_cuts > 0)
+        s += fmt::format("constraint: {} drafts cut at a token it forbids ({} draft tokens never verified)\n",
+                         constraint_cuts, constraint_cut_tokens);
     if (!drafted_at.empty()) {
         s += "acceptance by draft position:";
         for (size_t i = 0; i < drafted_at.size(); ++i)
@@ -106,6 +109,8 @@ nlohmann::json SpecStats::json() const {
             {"verify_ms", verify_ms},
             {"accept_ms", accept_ms},
             {"plain_ms", plain_ms},
+            {"constraint_cut_drafts", constraint_cuts},
+            {"constraint_cut_tokens", constraint_cut_tokens},
             {"controller",
              {{"on", controller.on},
               {"off_steps", controller.off_steps},

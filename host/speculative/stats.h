@@ -49,6 +49,9 @@ struct SpecStats {
     std::vector<uint64_t> drafted_at, accepted_at;  // per draft position (0 = first draft token)
     double draft_ms = 0, verify_ms = 0, accept_ms = 0, plain_ms = 0;
     ControllerStats controller;
+    // Under a token constraint (constrained_round.h): proposals cut at a draft it forbids,
+    // and the drafts cut from them (never verified).
+    uint64_t constraint_cuts = 0, constraint_cut_tokens = 0;
 
     uint64_t target_passes() const { return rounds + plain_steps; }
     double acceptance_rate() const { return drafted ? double(accepted) / double(drafted) : 0.0; }

@@ -201,7 +201,6 @@ TEST(OpenAiRequest, options_it_does_not_implement_are_refused_by_name_not_ignore
     EXPECT_EQ(chat_refused(R"("logit_bias": {"1": 5})").param, "logit_bias");
     EXPECT_EQ(chat_refused(R"("tools": [{"type": "function"}])").param, "tools");
     EXPECT_EQ(chat_refused(R"("tool_choice": "required")").param, "tool_choice");
-    EXPECT_EQ(chat_refused(R"("response_format": {"type": "json_object"})").param, "response_format");
 }
 
 TEST(OpenAiRequest, limits_bound_what_one_request_may_ask_for) {
