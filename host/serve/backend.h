@@ -29,6 +29,9 @@ struct Job {
     // Whether the client has gone (hung up), asked while the request waits and runs; when
     // it turns true the generation is cancelled at its next step. Empty: never asked.
     std::function<bool()> client_gone;
+    // How the reply's tool calls are written (the served template's family); none: the
+    // request offers no tools (or tool_choice "none") and the reply is plain content.
+    ToolCallFormat tool_format = ToolCallFormat::none;
 };
 
 struct Outcome {

@@ -109,9 +109,22 @@ ApiResult<Job> ServeBackend::prepare(GenerationRequest request) const {
             return ApiError::invalid("messages", "this model has no chat template: use /v1/completions, or start "
                                                  "the server with --chat-template NAME");
         std::vector<tdm::ChatMessage> messages;
-        for (const ChatMessage& m : request.messages) messages.push_back({m.role, m.content});
-        auto text = setup_.chat_template->apply(messages, true);
+        for (const ChatMessage& m : request.messages)
+            messages.push_back({m.role, m.content, m.tool_calls, m.tool_call_id, m.name});
+        // tool_choice "none": the tools are not shown, so the model has nothing to call
+        // (docs/SERVER.md "Tool calls").
+        const bool offer = !request.tools.empty() && request.tool_choice.mode != ToolChoiceMode::none;
+        if (offer && setup_.chat_template->parts().tool_format == ToolCallFormat::none)
+            return ApiError::invalid("tools", fmt::format("chat template '{}' renders no tools",
+                                                          setup_.chat_template->name()));
+        auto text = setup_.chat_template->apply(messages, true, offer ? request.tools : std::vector<ToolDefinition>{});
         if (!text.ok()) return ApiError::invalid("messages", text.error().message());
+        if (offer) {
+            job.tool_format = setup_.chat_template->parts().tool_format;
+            // The model hands over to the tool results there; stop if its vocabulary does not.
+            if (const std::string_view marker = tool_results_marker(job.tool_format); !marker.empty())
+                request.stop.emplace_back(marker);
+        }
         job.prompt = tok.encode(*text, true);  // as `tandem run -p TEXT` tokenizes its prompt
     } else if (request.prompt_is_tokens) {
         for (size_t i = 0; i < request.prompt_tokens.size(); ++i)
