@@ -86,17 +86,25 @@ struct Composer {
     ToolCallFormat format;
     const SchemaToGbnf& schema_to_gbnf;
     std::string rules;
+    ApiError error;  // the converter's, after a failed convert()
+
+    // Appends the converter's rules for `schema` under `root`; false (and `error`) if it refuses.
+    bool convert(const ojson& schema, const std::string& root) {
+        auto r = schema_to_gbnf(json::parse(schema.dump()), root);
+        if (!r.ok()) {
+            error = r.error();
+            return false;
+        }
+        rules += *r + "\n";
+        return true;
+    }
 
     // A value of an XML-style parameter: raw text for strings, JSON otherwise.
-    std::string xml_value(const std::string& rule, const ojson& schema, std::string_view stop_char) {
-        if (is_string_schema(schema)) {
-            // Any text without the closing tag's first character followed by '/'.
-            rules += fmt::format("{} ::= ( [^{}] | {} [^/] )*\n", rule, stop_char, literal(stop_char));
-            return rule;
-        }
-        rules += schema_to_gbnf(json::parse(schema.dump()), rule);
-        rules += "\n";
-        return rule;
+    bool xml_value(const std::string& rule, const ojson& schema) {
+        if (!is_string_schema(schema)) return convert(schema, rule);
+        // Any text without '<' followed by '/', where the closing tag begins.
+        rules += rule + " ::= ( [^<] | \"<\" [^/] )*\n";
+        return true;
     }
 
     ApiResult<std::string> call(size_t i, const ToolDefinition& tool) {
@@ -107,7 +115,7 @@ struct Composer {
         if (params.empty()) params = ojson{{"type", "object"}};
         switch (format) {
             case ToolCallFormat::hermes: {
-                rules += schema_to_gbnf(json::parse(params.dump()), rule + "-args") + "\n";
+                if (!convert(params, rule + "-args")) return error;
                 rules += rule + " ::= " + literal("<tool_call>\n{\"name\": \"" + tool.name + "\", \"arguments\": ") +
                          " " + rule + "-args " + literal("}\n</tool_call>") + "\n";
                 return rule;
@@ -120,7 +128,8 @@ struct Composer {
                 size_t j = 0;
                 for (const Parameter& p : parameters_of(params)) {
                     const std::string item = fmt::format("{}-p{}", rule, j++);
-                    const std::string value = xml_value(item + "-value", p.schema, "<");
+                    const std::string value = item + "-value";
+                    if (!xml_value(value, p.schema)) return error;
                     rules += item + " ::= " +
                              (glm ? literal("<arg_key>" + p.key + "</arg_key>\n<arg_value>") + " " + value + " " +
                                         literal("</arg_value>\n")
@@ -155,12 +164,12 @@ struct Composer {
                                                                       "cannot be enforced for it",
                                                                       ps[j].key, tool.name));
                     const std::string item = fmt::format("{}-p{}", rule, j);
-                    std::string value = item + "-value";
+                    const std::string value = item + "-value";
                     if (is_string_schema(schema)) {
                         rules += value + " ::= " + literal("<|\"|>") + " ( [^<] | \"<\" [^|] )* " + literal("<|\"|>") +
                                  "\n";
-                    } else {
-                        rules += schema_to_gbnf(json::parse(schema.dump()), value) + "\n";
+                    } else if (!convert(schema, value)) {
+                        return error;
                     }
                     rules += item + " ::= " + literal(ps[j].key + ":") + " " + value + "\n";
                     items.push_back(item);
@@ -192,7 +201,7 @@ ApiResult<std::string> tool_call_grammar_gbnf(const std::vector<ToolDefinition>&
                                                     ? fmt::format("tool_choice names '{}', which 'tools' does not "
                                                                   "offer", choice.name)
                                                     : std::string("tool_choice 'required' needs at least one tool"));
-    Composer c{format, schema_to_gbnf, {}};
+    Composer c{format, schema_to_gbnf, {}, {}};
     std::string alternatives;
     for (size_t i = 0; i < allowed.size(); ++i) {
         auto rule = c.call(i, *allowed[i]);

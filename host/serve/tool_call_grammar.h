@@ -22,13 +22,15 @@
 
 namespace tdm::server {
 
-using SchemaToGbnf = std::function<std::string(const nlohmann::json& schema, std::string_view root)>;
+// The converter: rule text defining `root` for `schema`, or a 400 naming what it cannot
+// convert (its error is passed on as it is).
+using SchemaToGbnf = std::function<ApiResult<std::string>(const nlohmann::json& schema, std::string_view root)>;
 
 // The grammar's start rule is `root`. Only the functions the choice allows appear (the
 // named one, or all for "required"). Fails with a 400 naming the tool when a parameter
 // cannot be written in the family's syntax under a grammar (Gemma 4 arguments that are
-// objects or arrays), when the named function is not offered, or for choice none/auto
-// (they need no grammar).
+// objects or arrays), when the named function is not offered, for choice none/auto (they
+// need no grammar), and with the converter's error when it refuses a schema.
 ApiResult<std::string> tool_call_grammar_gbnf(const std::vector<ToolDefinition>& tools, const ToolChoice& choice,
                                               bool parallel_tool_calls, ToolCallFormat format,
                                               const SchemaToGbnf& schema_to_gbnf);

@@ -20,8 +20,9 @@ const std::vector<ToolDefinition> kGrammarTools = {
 struct FakeConverter {
     std::vector<std::string> roots;
     SchemaToGbnf fn() {
-        return [this](const nlohmann::json& schema, std::string_view root) {
+        return [this](const nlohmann::json& schema, std::string_view root) -> ApiResult<std::string> {
             roots.emplace_back(root);
+            if (schema.contains("pattern")) return ApiError::invalid("tools", "unsupported keyword 'pattern'");
             return std::string(root) + " ::= \"" + schema.value("type", std::string("any")) + "\"";
         };
     }
@@ -98,6 +99,11 @@ TEST(ToolCallGrammar, refusals_name_the_problem) {
     EXPECT_EQ(unknown.error().param, "tool_choice");
     auto automatic = tool_call_grammar_gbnf(kGrammarTools, {}, true, ToolCallFormat::hermes, fake.fn());
     EXPECT_FALSE(automatic.ok());
+    const std::vector<ToolDefinition> patterned = {
+        {"f", R"({"name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "integer", "pattern": "x"}}}})"}};
+    auto refused = tool_call_grammar_gbnf(patterned, {ToolChoiceMode::required, ""}, true, ToolCallFormat::glm, fake.fn());
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().message, "unsupported keyword 'pattern'");
 }
 
 }  // namespace
