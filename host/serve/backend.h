@@ -39,6 +39,9 @@ struct Job {
     std::function<bool()> client_gone;
     // What the output must be (request.constraint, built), in its start state; null: anything.
     std::shared_ptr<const TokenConstraint> constraint;
+    // How the reply's tool calls are written (the served template's family); none: the
+    // request offers no tools (or tool_choice "none") and the reply is plain content.
+    ToolCallFormat tool_format = ToolCallFormat::none;
 };
 
 struct Outcome {

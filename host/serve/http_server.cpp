@@ -4,6 +4,7 @@
 
 #include "serve/http_transport.h"
 #include "serve/server_metrics.h"
+#include "serve/tool_call_parser.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -63,6 +65,30 @@ std::string request_id(Endpoint endpoint) {
     static std::mt19937_64 rng(std::random_device{}());
     std::lock_guard lock(m);
     return fmt::format("{}-{:016x}", endpoint == Endpoint::chat_completions ? "chatcmpl" : "cmpl", rng());
+}
+
+// OpenAI's tool call ids: "call_" and 24 characters.
+std::string tool_call_id() {
+    static std::mutex m;
+    static std::mt19937_64 rng(std::random_device{}());
+    std::lock_guard lock(m);
+    return fmt::format("call_{:016x}{:08x}", rng(), uint32_t(rng()));
+}
+
+// The calls of a reply as the response reports them; with parallel_tool_calls false, only
+// the first.
+std::vector<ToolCallOut> reply_calls(std::vector<ParsedToolCall> parsed, bool parallel) {
+    std::vector<ToolCallOut> out;
+    for (ParsedToolCall& c : parsed) {
+        if (!parallel && !out.empty()) break;
+        out.push_back({tool_call_id(), std::move(c.name), std::move(c.arguments)});
+    }
+    return out;
+}
+
+// A reply that made calls ends with "tool_calls" (OpenAI), unless it was cut short.
+std::string finish_with_calls(const std::string& reason, size_t calls) {
+    return calls > 0 && reason == "stop" ? "tool_calls" : reason;
 }
 
 }  // namespace
@@ -200,13 +226,40 @@ void HttpServer::Impl::stream(const Job& job, Endpoint endpoint, const ResponseM
         first = false;
         return ok;
     };
-    ApiResult<Outcome> out = run_locked(job, arrived, on_text);
+    // With tools, text goes through the parser: content as it is decided, each call as a
+    // header chunk and an arguments chunk once it has closed.
+    std::optional<ToolCallParser> parser;
+    if (job.tool_format != ToolCallFormat::none) parser.emplace(job.tool_format, job.request.tools);
+    size_t calls = 0;
+    auto write_pieces = [&](const std::vector<ToolStreamPiece>& pieces, const std::vector<TokenLogprob>* lp) {
+        bool ok = true;
+        for (const ToolStreamPiece& p : pieces) {
+            if (!p.is_call) {
+                ok = on_text(p.text, lp) && ok;
+                lp = nullptr;  // the logprobs of this text go with its first chunk
+            } else if (job.request.parallel_tool_calls || calls == 0) {
+                const ToolCallOut call{tool_call_id(), p.call.name, p.call.arguments};
+                ok = write(sse_event(tool_call_chunk_body(meta, calls, &call, "", first))) && ok;
+                first = false;
+                ok = write(sse_event(tool_call_chunk_body(meta, calls, nullptr, call.arguments, false))) && ok;
+                ++calls;
+            }
+        }
+        if (lp && !lp->empty()) ok = on_text("", lp) && ok;
+        return ok;
+    };
+    auto on_tool_text = [&](std::string_view text, const std::vector<TokenLogprob>* lp) {
+        return write_pieces(parser->feed(text), lp);
+    };
+    ApiResult<Outcome> out = parser ? run_locked(job, arrived, on_tool_text) : run_locked(job, arrived, on_text);
+    if (parser && out.ok()) write_pieces(parser->finish(), nullptr);
     if (!connected) return;  // the client has gone: nothing more to say
     if (!out.ok()) {
         // The status line went out with the first byte; the error travels as an event.
         write(sse_event(out.error().to_json()));
     } else {
-        write(sse_event(chunk_body(endpoint, meta, {"", out->finish_reason}, first)));
+        const std::string reason = finish_with_calls(out->finish_reason, calls);
+        write(sse_event(chunk_body(endpoint, meta, {"", reason}, first)));
         if (job.request.include_usage) write(sse_event(usage_chunk_body(endpoint, meta, out->usage)));
     }
     write(std::string(kSseDone));
@@ -241,6 +294,14 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
             return true;
         });
         if (!out.ok()) return send(res, out.error(), out.error().status == 503 ? kRetryAfter : HttpHeaders{});
+        if (job->tool_format != ToolCallFormat::none) {
+            ParsedOutput reply = parse_tool_calls(job->tool_format, job->request.tools, text);
+            const std::vector<ToolCallOut> calls = reply_calls(std::move(reply.calls), job->request.parallel_tool_calls);
+            const std::string reason = finish_with_calls(out->finish_reason, calls.size());
+            ChoiceText choice{reply.content, reason, want_logprobs ? &logprobs : nullptr};
+            choice.tool_calls = &calls;
+            return send_json(res, completion_body(endpoint, meta, choice, out->usage));
+        }
         return send_json(res, completion_body(endpoint, meta,
                                               {text, out->finish_reason, want_logprobs ? &logprobs : nullptr},
                                               out->usage));

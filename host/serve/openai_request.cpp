@@ -4,6 +4,7 @@
 
 #include "serve/constraint_request.h"
 #include "serve/image_url.h"
+#include "serve/openai_tools.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -164,13 +165,9 @@ void refuse_unsupported(Fields& f, Endpoint endpoint) {
     }
     if (const json* bias = f.get("logit_bias"); bias && !(bias->is_object() && bias->empty()))
         f.fail("logit_bias", "'logit_bias' is not supported");
-    for (const char* key : {"tools", "functions"}) {
-        if (const json* t = f.get(key); t && !(t->is_array() && t->empty()))
-            f.fail(key, fmt::format("'{}' (tool calling) is not supported", key));
-    }
-    if (const json* choice = f.get("tool_choice"); choice && *choice != "none" && *choice != "auto")
-        f.fail("tool_choice", "'tool_choice' is not supported: this server does not call tools");
     if (endpoint == Endpoint::completions) {
+        for (const char* key : {"tools", "tool_choice", "functions"})
+            if (f.get(key)) f.fail(key, fmt::format("'{}' belongs to /v1/chat/completions", key));
         if (auto echo = f.boolean("echo"); echo && *echo) f.fail("echo", "'echo' is not supported");
         if (const json* suffix = f.get("suffix"); suffix && *suffix != "")
             f.fail("suffix", "'suffix' (insertion) is not supported");
@@ -198,18 +195,32 @@ void read_messages(Fields& f, const json& messages, const RequestLimits& limits,
         ChatMessage msg;
         if (*role == "system" || *role == "developer") {
             msg.role = "system";
-        } else if (*role == "user" || *role == "assistant") {
+        } else if (*role == "user" || *role == "assistant" || *role == "tool") {
             msg.role = *role;
-        } else if (*role == "tool" || *role == "function") {
-            return f.fail(at + ".role", fmt::format("'{}' messages are not supported: this server does not call tools",
-                                                    *role));
+        } else if (*role == "function") {
+            return f.fail(at + ".role", "'function' messages (deprecated) are not supported: send 'tool' messages "
+                                        "with 'tool_call_id'");
         } else {
-            return f.fail(at + ".role", fmt::format("'{}.role' must be system, developer, user or assistant, not '{}'",
+            return f.fail(at + ".role", fmt::format("'{}.role' must be system, developer, user, assistant or tool, not "
+                                                    "'{}'",
                                                     at, *role));
         }
+        if (msg.role == "assistant")
+            if (const json* calls = mf.get("tool_calls"))
+                if (auto e = read_tool_calls(*calls, at + ".tool_calls", msg.tool_calls)) return f.fail(e->param, e->message);
+        if (msg.role == "tool") {
+            const auto id = mf.string("tool_call_id", 256);
+            msg.name = mf.string("name", 256).value_or("");
+            if (mf.failed()) return f.fail(mf.error()->param, mf.error()->message);
+            if (!id) return f.fail(at + ".tool_call_id", fmt::format("'{}.tool_call_id' is missing", at));
+            msg.tool_call_id = *id;
+        }
         const json* content = mf.get("content");
-        if (!content) return f.fail(at + ".content", fmt::format("'{}.content' is missing", at));
-        if (content->is_string()) {
+        if (!content && msg.tool_calls.empty())
+            return f.fail(at + ".content", fmt::format("'{}.content' is missing", at));
+        if (!content) {
+            // an assistant turn that only calls tools: content null
+        } else if (content->is_string()) {
             msg.content = content->get<std::string>();
         } else if (content->is_array()) {
             for (size_t j = 0; j < content->size(); ++j) {
@@ -362,6 +373,8 @@ ApiResult<GenerationRequest> parse_generation_request(Endpoint endpoint, std::st
     if (endpoint == Endpoint::chat_completions) {
         if (const json* messages = f.get("messages")) read_messages(f, *messages, limits, out);
         else f.fail("messages", "'messages' is missing");
+        if (!f.failed())
+            if (auto e = read_tool_fields(*doc, body, limits, out)) f.fail(e->param, e->message);
     } else {
         read_prompt(f, limits, out);
     }

@@ -7,8 +7,9 @@
 // Everything here is about the request alone: a body that parses is well formed and every
 // value is in its range. What depends on the served model (the model name, the context
 // length, token ids inside the vocabulary, which drafters exist) is checked by the server.
+// Tool definitions, tool_choice and tool turns are read in openai_tools.cpp.
 // Fields the server does not implement are refused by name when they would change the
-// result (n > 1, tools, logit_bias, penalties other than repetition_penalty, echo), never
+// result (n > 1, logit_bias, penalties other than repetition_penalty, echo), never
 // silently ignored; fields that change nothing (user, metadata, store) are ignored, as
 // OpenAI's own server ignores what it does not know.
 #pragma once
@@ -16,6 +17,7 @@
 #include "image/image.h"
 #include "serve/api_error.h"
 #include "serve/constraint_spec.h"
+#include "tokenizer/tool_calls.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +46,8 @@ struct RequestLimits {
     size_t max_image_bytes = size_t(20) << 20;
     ImageLimits image;
     size_t max_constraint_bytes = size_t(1) << 20;  // a grammar, or a JSON schema as text
+    size_t max_tools = 128;                    // functions in "tools"
+    size_t max_tools_bytes = size_t(1) << 20;  // all of "tools" as JSON text
 };
 
 // An image of a user message (an image_url content part), decoded.
@@ -53,9 +57,20 @@ struct MessageImage {
 };
 
 struct ChatMessage {
-    std::string role;  // "system", "user" or "assistant" (OpenAI's "developer" becomes "system")
+    std::string role;  // "system", "user", "assistant" or "tool" ("developer" becomes "system")
     std::string content;
     std::vector<MessageImage> images;  // in order of their offsets
+    std::vector<ToolCall> tool_calls{};  // assistant: the calls it made (content may be null)
+    std::string tool_call_id{};          // tool: the call this result answers
+    std::string name{};                  // tool: the function's name, when given
+};
+
+// tool_choice: "none" (tools are neither shown to the model nor parsed), "auto" (the
+// model may call), "required" (it must call one), or one function by name.
+enum class ToolChoiceMode { none, automatic, required, named };
+struct ToolChoice {
+    ToolChoiceMode mode = ToolChoiceMode::automatic;
+    std::string name;  // named
 };
 
 // tandem's extension: the drafter of this request ("speculative": {"type": "mtp",
@@ -94,6 +109,10 @@ struct GenerationRequest {
     // response_format json_object/json_schema, or llama-server's grammar or json_schema
     // (serve/constraint_request.h); the server builds it with its grammar engine.
     ConstraintSpec constraint;
+
+    std::vector<ToolDefinition> tools;  // chat_completions: the functions offered
+    ToolChoice tool_choice;
+    bool parallel_tool_calls = true;  // false: at most one call per reply
 };
 
 ApiResult<GenerationRequest> parse_generation_request(Endpoint endpoint, std::string_view body,

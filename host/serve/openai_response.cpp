@@ -84,8 +84,20 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 std::string completion_body(Endpoint endpoint, const ResponseMeta& meta, const ChoiceText& choice,
                             const Usage& usage) {
     json c = {{"index", 0}, {"logprobs", logprobs_field(endpoint, choice)}, {"finish_reason", finish_field(choice.finish_reason)}};
-    if (endpoint == Endpoint::chat_completions) c["message"] = {{"role", "assistant"}, {"content", choice.text}};
-    else c["text"] = choice.text;
+    if (endpoint == Endpoint::chat_completions) {
+        const bool calls = choice.tool_calls && !choice.tool_calls->empty();
+        c["message"] = {{"role", "assistant"}, {"content", calls && choice.text.empty() ? json(nullptr) : json(choice.text)}};
+        if (calls) {
+            json list = json::array();
+            for (const ToolCallOut& call : *choice.tool_calls)
+                list.push_back({{"id", call.id},
+                                {"type", "function"},
+                                {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+            c["message"]["tool_calls"] = std::move(list);
+        }
+    } else {
+        c["text"] = choice.text;
+    }
     json body = envelope(endpoint, meta, false);
     body["choices"] = json::array({std::move(c)});
     body["usage"] = usage_field(usage);
@@ -105,6 +117,24 @@ std::string chunk_body(Endpoint endpoint, const ResponseMeta& meta, const Choice
     }
     json body = envelope(endpoint, meta, true);
     body["choices"] = json::array({std::move(c)});
+    return dump(body);
+}
+
+std::string tool_call_chunk_body(const ResponseMeta& meta, size_t index, const ToolCallOut* header,
+                                 std::string_view arguments, bool first) {
+    json call = {{"index", index}};
+    if (header) {
+        call["id"] = header->id;
+        call["type"] = "function";
+        call["function"] = {{"name", header->name}, {"arguments", arguments}};
+    } else {
+        call["function"] = {{"arguments", arguments}};
+    }
+    json delta = json::object();
+    if (first) delta["role"] = "assistant";
+    delta["tool_calls"] = json::array({std::move(call)});
+    json body = envelope(Endpoint::chat_completions, meta, true);
+    body["choices"] = json::array({{{"index", 0}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
     return dump(body);
 }
 

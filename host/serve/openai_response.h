@@ -48,12 +48,22 @@ struct TokenLogprob {
     std::vector<TopLogprob> top;  // the most likely tokens at this position, best first
 };
 
+// A tool call the reply made, as OpenAI reports it: {"id", "type": "function",
+// "function": {"name", "arguments"}}.
+struct ToolCallOut {
+    std::string id;  // "call_..."
+    std::string name;
+    std::string arguments;  // a JSON object as text
+};
+
 // One choice's text and how it ended; finish_reason "" = not ended (a stream's chunk).
 struct ChoiceText {
     std::string_view text;
-    std::string_view finish_reason;          // "stop", "length", or "" while streaming
+    std::string_view finish_reason;          // "stop", "length", "tool_calls", or "" while streaming
     const std::vector<TokenLogprob>* logprobs = nullptr;  // null: the request did not ask
     size_t text_offset = 0;  // completions logprobs: where `text` starts in the whole output
+    // chat: the calls of a whole reply; with calls, empty text is "content": null.
+    const std::vector<ToolCallOut>* tool_calls = nullptr;
 };
 
 // A whole (non-streamed) response.
@@ -63,6 +73,12 @@ std::string completion_body(Endpoint endpoint, const ResponseMeta& meta, const C
 // One chunk of a stream. `first` adds the assistant role to a chat delta (OpenAI sends it
 // in the first chunk only).
 std::string chunk_body(Endpoint endpoint, const ResponseMeta& meta, const ChoiceText& choice, bool first);
+
+// A chat stream's chunk for one tool call, as OpenAI streams them: the call's first chunk
+// has its index, id, type and name and empty arguments; the following ones add argument
+// text (`header` null).
+std::string tool_call_chunk_body(const ResponseMeta& meta, size_t index, const ToolCallOut* header,
+                                 std::string_view arguments, bool first);
 
 // The last chunk of a stream that asked for stream_options.include_usage: no choices.
 std::string usage_chunk_body(Endpoint endpoint, const ResponseMeta& meta, const Usage& usage);

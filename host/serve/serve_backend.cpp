@@ -132,9 +132,22 @@ ApiResult<Job> ServeBackend::prepare(GenerationRequest request) const {
         if (auto refused = refuse_images(request, setup_.images)) return *refused;
         const std::string place =
             setup_.images.encoder ? image_place_text(tok, setup_.images.encoder->info()) : std::string();
-        for (const ChatMessage& m : request.messages) messages.push_back({m.role, text_with_image_places(m, place)});
-        auto text = setup_.chat_template->apply(messages, true);
+        for (const ChatMessage& m : request.messages)
+            messages.push_back({m.role, text_with_image_places(m, place), m.tool_calls, m.tool_call_id, m.name});
+        // tool_choice "none": the tools are not shown, so the model has nothing to call
+        // (docs/SERVER.md "Tool calls").
+        const bool offer = !request.tools.empty() && request.tool_choice.mode != ToolChoiceMode::none;
+        if (offer && setup_.chat_template->parts().tool_format == ToolCallFormat::none)
+            return ApiError::invalid("tools", fmt::format("chat template '{}' renders no tools",
+                                                          setup_.chat_template->name()));
+        auto text = setup_.chat_template->apply(messages, true, offer ? request.tools : std::vector<ToolDefinition>{});
         if (!text.ok()) return ApiError::invalid("messages", text.error().message());
+        if (offer) {
+            job.tool_format = setup_.chat_template->parts().tool_format;
+            // The model hands over to the tool results there; stop if its vocabulary does not.
+            if (const std::string_view marker = tool_results_marker(job.tool_format); !marker.empty())
+                request.stop.emplace_back(marker);
+        }
         job.prompt = tok.encode(*text, true);  // as `tandem run -p TEXT` tokenizes its prompt
         if (auto refused = prepare_images(request, setup_.images, tok, job)) return *refused;
     } else if (request.prompt_is_tokens) {

@@ -3,20 +3,25 @@
 // Sources: the Qwen3 and Gemma 3 chat_template fields of the fixtures' tokenizer_config
 // .json (rendered with Jinja in the tests' expectations), docs/models/qwen35.md §5 for the
 // <think> variants, docs/models/glm-ocr.md §4 for GLM, docs/models/gemma4.md §4 for Gemma 4.
+// Tools and tool turns render in chat_template_tools.cpp.
 #include "tokenizer/chat_template.h"
 
+#include "tokenizer/chat_template_tools.h"
 #include "tokenizer/unicode.h"
+
+#include <algorithm>
 
 namespace tdm {
 namespace {
 
 constexpr std::string_view kPlaceholder = "{content}";
 
-ChatTemplateParts chatml(std::string generation_prompt) {
+ChatTemplateParts chatml(std::string generation_prompt, ToolCallFormat tools) {
     ChatTemplateParts p;
     for (const char* role : {"system", "user", "assistant"})
         p.roles[role] = std::string("<|im_start|>") + role + "\n{content}<|im_end|>\n";
     p.generation_prompt = std::move(generation_prompt);
+    p.tool_format = tools;
     return p;
 }
 
@@ -42,6 +47,7 @@ ChatTemplateParts gemma4() {
     p.trim_content = true;
     p.strip_open = "<|channel>";
     p.strip_close = "<channel|>";
+    p.tool_format = ToolCallFormat::gemma4;
     return p;
 }
 
@@ -51,11 +57,16 @@ ChatTemplateParts glm4() {
     for (const char* role : {"system", "user", "assistant"})
         p.roles[role] = std::string("<|") + role + "|>\n{content}";
     p.generation_prompt = "<|assistant|>\n";
+    p.tool_format = ToolCallFormat::glm;
     return p;
 }
 
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+}  // namespace
+
 // Python str.strip(): Unicode whitespace plus the ASCII separators U+001C..U+001F.
-std::string trim(std::string_view s) {
+std::string python_strip(std::string_view s) {
     auto is_space_at = [&](size_t pos, size_t& len) {
         size_t p = pos;
         uint32_t cp;
@@ -75,19 +86,19 @@ std::string trim(std::string_view s) {
     return std::string(s.substr(b, e - b));
 }
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
-}  // namespace
-
 std::vector<std::string_view> ChatTemplate::builtin_names() {
     return {"chatml", "chatml-thinking", "chatml-no-thinking", "gemma", "gemma4", "glm4"};
 }
 
 Result<ChatTemplate> ChatTemplate::builtin(std::string_view name) {
-    if (name == "chatml") return from_parts(chatml("<|im_start|>assistant\n"), "chatml");
-    if (name == "chatml-thinking") return from_parts(chatml("<|im_start|>assistant\n<think>\n"), "chatml-thinking");
+    // Qwen3's template writes Hermes JSON calls, Qwen3.5's the XML form (docs/SERVER.md);
+    // chatml-no-thinking serves both and renders Hermes (the parser reads either).
+    if (name == "chatml") return from_parts(chatml("<|im_start|>assistant\n", ToolCallFormat::hermes), "chatml");
+    if (name == "chatml-thinking")
+        return from_parts(chatml("<|im_start|>assistant\n<think>\n", ToolCallFormat::qwen_xml), "chatml-thinking");
     if (name == "chatml-no-thinking")
-        return from_parts(chatml("<|im_start|>assistant\n<think>\n\n</think>\n\n"), "chatml-no-thinking");
+        return from_parts(chatml("<|im_start|>assistant\n<think>\n\n</think>\n\n", ToolCallFormat::hermes),
+                          "chatml-no-thinking");
     if (name == "gemma") return from_parts(gemma(), "gemma");
     if (name == "gemma4") return from_parts(gemma4(), "gemma4");
     if (name == "glm4") return from_parts(glm4(), "glm4");
@@ -128,7 +139,17 @@ std::string ChatTemplate::strip_spans(std::string_view s) const {
     return out;
 }
 
-Result<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+Result<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                        const std::vector<ToolDefinition>& tools) const {
+    const bool tool_turns = std::any_of(messages.begin(), messages.end(), [](const ChatMessage& m) {
+        return m.role == "tool" || !m.tool_calls.empty();
+    });
+    if (!tools.empty() || tool_turns) {
+        if (parts_.tool_format == ToolCallFormat::none)
+            return Error::format("chat template '{}' does not render tools or tool turns (the built-in chatml, "
+                                 "chatml-thinking, chatml-no-thinking, gemma4 and glm4 do)", name_);
+        return render_tool_conversation(parts_, messages, tools, add_generation_prompt);
+    }
     std::string out = parts_.prefix;
     size_t first = 0;
     std::string folded;  // Gemma: system text waiting for the first turn
@@ -145,7 +166,7 @@ Result<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messages
         if (i == first) out += folded;
         const std::string content =
             m.role == "assistant" && !parts_.strip_open.empty() ? strip_spans(m.content) : m.content;
-        out += parts_.trim_content ? trim(content) : content;
+        out += parts_.trim_content ? python_strip(content) : content;
         out += it->second.after;
     }
     if (first == 1 && messages.size() == 1) {

@@ -2,7 +2,8 @@
 // host/tokenizer/chat_template.h: turning a conversation into prompt text, with a few
 // built-in formats and per-role prefix/suffix overrides (how a TOML config replaces a
 // template). Not a Jinja interpreter: the built-ins reproduce what the models' own
-// templates render for plain text messages (no tools, no images).
+// templates render for text messages, tools and tool turns (chat_template_tools.cpp); no
+// images.
 //
 // The output contains special-token text ("<|im_start|>") and no BOS: encode it with
 // Tokenizer::encode(text, /*add_special=*/true, /*parse_special=*/true), which adds BOS
@@ -11,6 +12,7 @@
 
 #include "common/error.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/tool_calls.h"
 
 #include <map>
 #include <string>
@@ -20,8 +22,12 @@
 namespace tdm {
 
 struct ChatMessage {
-    std::string role;  // "system", "user", "assistant", or a role the template defines
+    std::string role;  // "system", "user", "assistant", "tool", or a role the template defines
     std::string content;
+    // ({} initializers: {role, content} stays a complete initializer for plain turns)
+    std::vector<ToolCall> tool_calls{};  // assistant: the calls it made (content may be empty)
+    std::string tool_call_id{};          // tool: the call this result answers
+    std::string name{};                  // tool: the function's name, when the client says it
 };
 
 // A template as data. Each role's format holds exactly one "{content}" placeholder,
@@ -38,6 +44,8 @@ struct ChatTemplateParts {
     // Gemma 4: past model turns lose their thinking, every `strip_open` ... `strip_close`
     // span (an unclosed one to the end), before trimming: the template's strip_thinking.
     std::string strip_open, strip_close;
+    // How the family's own template renders tools and tool turns; none: it cannot.
+    ToolCallFormat tool_format = ToolCallFormat::none;
 };
 
 class ChatTemplate {
@@ -58,7 +66,10 @@ public:
     static Result<ChatTemplate> from_parts(ChatTemplateParts parts, std::string name = "custom");
 
     // Fails on a role the template has no format for, naming the role and the template.
-    Result<std::string> apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+    // With tools, or with tool turns in the history (role "tool", assistant tool_calls), the
+    // family's tool rendering is used (parts().tool_format); a template without one fails.
+    Result<std::string> apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                              const std::vector<ToolDefinition>& tools = {}) const;
 
     const std::string& name() const { return name_; }
     const ChatTemplateParts& parts() const { return parts_; }

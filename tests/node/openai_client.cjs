@@ -3,6 +3,7 @@
 // installed by scripts/setup.sh test into the build tree) against `tandem serve` on a tiny
 // synthetic Qwen3: chat and completions, whole and streamed (the streamed text equals the
 // whole one), logprobs, /v1/models, eight parallel streams each equal to the request alone,
+// tools (accepted, shown, streamed in the shape of the whole reply; a tool round trip),
 // and the client's error classes for a wrong model, a bad value, a wrong API key and an
 // overlong request; images (image_url parts with data: URLs) to a synthetic GLM-OCR with its
 // vision tower give the text of `tandem ocr` on the same image, whole and streamed, and a
@@ -141,6 +142,76 @@ test('eight parallel streams each give the text of the request alone', async (cl
     return text;
   }));
   assert.deepEqual(together, alone);
+});
+
+// Tool calls: a random model writes no calls, so these check that the requests are taken
+// and the replies keep their shape (the parsing of calls is proven by tool_call_parser_test).
+const tools = [
+  { type: 'function', function: { name: 'get_weather', description: 'Weather at a place.',
+    parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] } } },
+  { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {} } } },
+];
+
+function checkCalls(calls) {
+  for (const c of calls || []) {
+    assert.match(c.id, /^call_/);
+    assert.equal(c.type, 'function');
+    assert.ok(['get_weather', 'get_time'].includes(c.function.name));
+    assert.equal(typeof JSON.parse(c.function.arguments), 'object');
+  }
+}
+
+test('tools are shown to the model and its reply streams as it comes whole', async (client) => {
+  const messages = [{ role: 'user', content: 'Weather in Paris?' }];
+  const plain = await client.chat.completions.create({ model: 'tiny', messages, max_tokens: 1 });
+  const req = { model: 'tiny', messages, tools, max_tokens: 12, ignore_eos: true };
+  const whole = await client.chat.completions.create(req);
+  assert.ok(whole.usage.prompt_tokens > plain.usage.prompt_tokens + 20, 'the tools are in the prompt');
+  const msg = whole.choices[0].message;
+  checkCalls(msg.tool_calls);
+  assert.ok(['length', 'tool_calls'].includes(whole.choices[0].finish_reason));
+  let text = '';
+  const calls = [];
+  let finish = null;
+  for await (const chunk of await client.chat.completions.create({ ...req, stream: true })) {
+    const d = chunk.choices[0].delta;
+    text += d.content || '';
+    for (const tc of d.tool_calls || []) {
+      if (tc.id) calls[tc.index] = { id: tc.id, type: tc.type, function: { name: tc.function.name, arguments: '' } };
+      calls[tc.index].function.arguments += tc.function.arguments || '';
+    }
+    if (chunk.choices[0].finish_reason) finish = chunk.choices[0].finish_reason;
+  }
+  assert.equal(text, msg.content || '');
+  assert.equal(calls.length, (msg.tool_calls || []).length);
+  checkCalls(calls);
+  assert.equal(finish, whole.choices[0].finish_reason);
+
+  const none = await client.chat.completions.create({ ...req, tool_choice: 'none', max_tokens: 1 });
+  assert.equal(none.usage.prompt_tokens, plain.usage.prompt_tokens, "tool_choice 'none' shows no tools");
+});
+
+test('a tool round trip in the history is accepted', async (client) => {
+  const r = await client.chat.completions.create({
+    model: 'tiny', max_tokens: 4, parallel_tool_calls: false,
+    messages: [
+      { role: 'user', content: 'Weather in Paris and the time?' },
+      { role: 'assistant', content: null, tool_calls: [
+        { id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"location": "Paris"}' } },
+        { id: 'call_b', type: 'function', function: { name: 'get_time', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'call_a', content: '{"temp": 21}' },
+      { role: 'tool', tool_call_id: 'call_b', content: '10:00' },
+    ],
+  });
+  assert.equal(r.object, 'chat.completion');
+  assert.ok(r.choices[0].message.tool_calls === undefined || r.choices[0].message.tool_calls.length <= 1);
+  const req = { model: 'tiny', messages: [{ role: 'user', content: 'x' }], tools };
+  const e = await expectError(client.chat.completions.create({ ...req, tool_choice: 'required' }),
+    OpenAI.BadRequestError, 400, "tool_choice 'required'");
+  assert.equal(e.param, 'tool_choice');
+  const f = await expectError(client.chat.completions.create({ ...req, tools: [{ type: 'function', function: { name: 'a b' } }] }),
+    OpenAI.BadRequestError, 400, 'a bad tool name');
+  assert.equal(f.param, 'tools[0].function.name');
 });
 
 test('errors arrive as the client error classes', async (client) => {

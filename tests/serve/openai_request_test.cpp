@@ -181,7 +181,8 @@ TEST(OpenAiRequest, messages_that_cannot_be_a_conversation_are_refused) {
     EXPECT_EQ(chat(R"([{"role": "user", "content": "a"}, "b"])").param, "messages[1]");
     EXPECT_EQ(chat(R"([{"content": "a"}])").param, "messages[0].role");
     EXPECT_EQ(chat(R"([{"role": "king", "content": "a"}])").param, "messages[0].role");
-    EXPECT_NE(chat(R"([{"role": "tool", "content": "a"}])").message.find("tools"), std::string::npos);
+    EXPECT_EQ(chat(R"([{"role": "tool", "content": "a"}])").param, "messages[0].tool_call_id");
+    EXPECT_NE(chat(R"([{"role": "function", "content": "a"}])").message.find("tool"), std::string::npos);
     EXPECT_EQ(chat(R"([{"role": "user"}])").param, "messages[0].content");
     EXPECT_EQ(chat(R"([{"role": "assistant", "content": null}])").param, "messages[0].content");
     EXPECT_EQ(chat(R"([{"role": "user", "content": 5}])").param, "messages[0].content");
@@ -199,8 +200,9 @@ TEST(OpenAiRequest, options_it_does_not_implement_are_refused_by_name_not_ignore
     EXPECT_NE(chat_refused(R"("presence_penalty": 0.5)").message.find("repetition_penalty"), std::string::npos);
     EXPECT_EQ(chat_refused(R"("frequency_penalty": 1)").param, "frequency_penalty");
     EXPECT_EQ(chat_refused(R"("logit_bias": {"1": 5})").param, "logit_bias");
-    EXPECT_EQ(chat_refused(R"("tools": [{"type": "function"}])").param, "tools");
+    EXPECT_EQ(chat_refused(R"("tools": [{"type": "function"}])").param, "tools[0].function");
     EXPECT_EQ(chat_refused(R"("tool_choice": "required")").param, "tool_choice");
+    EXPECT_EQ(chat_refused(R"("functions": [{"name": "f"}])").param, "functions");
 }
 
 TEST(OpenAiRequest, limits_bound_what_one_request_may_ask_for) {

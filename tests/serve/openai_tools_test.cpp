@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/serve/openai_tools_test.cpp: the tool-calling fields of chat requests: tools and
+// their limits, tool_choice, parallel_tool_calls, assistant tool_calls and tool messages.
+#include "serve/openai_request.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace tdm::server {
+namespace {
+
+const std::string kWeatherTool =
+    R"({"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": )"
+    R"({"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "integer"}}}}})";
+
+ApiResult<GenerationRequest> tools_request(const std::string& fields, const RequestLimits& limits = {}) {
+    return parse_generation_request(Endpoint::chat_completions,
+                                    R"({"messages": [{"role": "user", "content": "hi"}], )" + fields + "}", limits);
+}
+
+ApiError tools_refused(const std::string& fields, const RequestLimits& limits = {}) {
+    auto r = tools_request(fields, limits);
+    EXPECT_FALSE(r.ok()) << fields << " was accepted";
+    return r.ok() ? ApiError{} : r.error();
+}
+
+TEST(OpenAiTools, tools_keep_the_clients_key_order_and_choice_defaults_to_auto) {
+    auto r = tools_request(R"("tools": [)" + kWeatherTool + "]");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_EQ(r->tools.size(), 1u);
+    EXPECT_EQ(r->tools[0].name, "get_weather");
+    EXPECT_EQ(r->tools[0].function_json,
+              R"({"name":"get_weather","description":"Weather.","parameters":{"type":"object","properties":)"
+              R"({"b":{"type":"string"},"a":{"type":"integer"}}}})");
+    EXPECT_EQ(r->tool_choice.mode, ToolChoiceMode::automatic);
+    EXPECT_TRUE(r->parallel_tool_calls);
+
+    auto none = tools_request(R"("tools": [)" + kWeatherTool + R"(], "tool_choice": "none", "parallel_tool_calls": false)");
+    ASSERT_TRUE(none.ok());
+    EXPECT_EQ(none->tool_choice.mode, ToolChoiceMode::none);
+    EXPECT_FALSE(none->parallel_tool_calls);
+}
+
+TEST(OpenAiTools, bad_tools_are_refused_naming_the_field) {
+    EXPECT_EQ(tools_refused(R"("tools": {})").param, "tools");
+    EXPECT_EQ(tools_refused(R"("tools": [{"type": "retrieval"}])").param, "tools[0].type");
+    EXPECT_EQ(tools_refused(R"("tools": [{"type": "function", "function": {"name": "a b"}}])").param,
+              "tools[0].function.name");
+    EXPECT_EQ(tools_refused(R"("tools": [{"type": "function", "function": {"name": "f", "parameters": 3}}])").param,
+              "tools[0].function.parameters");
+    EXPECT_EQ(tools_refused(R"("tools": [)" + kWeatherTool + "," + kWeatherTool + "]").param, "tools[1].function.name");
+    EXPECT_EQ(tools_refused(R"("tool_choice": "sometimes")").param, "tool_choice");
+    EXPECT_EQ(tools_refused(R"("tools": [)" + kWeatherTool + R"(], "tool_choice": {"type": "function", "function": )"
+                            R"({"name": "other"}})")
+                  .param,
+              "tool_choice");
+    EXPECT_EQ(tools_refused(R"("parallel_tool_calls": "yes")").param, "parallel_tool_calls");
+    EXPECT_EQ(tools_refused(R"("function_call": "auto")").param, "function_call");
+}
+
+TEST(OpenAiTools, required_and_named_choices_are_refused_until_grammars_enforce_them) {
+    const ApiError required = tools_refused(R"("tools": [)" + kWeatherTool + R"(], "tool_choice": "required")");
+    EXPECT_EQ(required.param, "tool_choice");
+    EXPECT_NE(required.message.find("grammar"), std::string::npos);
+    EXPECT_EQ(tools_refused(R"("tools": [)" + kWeatherTool + R"(], "tool_choice": {"type": "function", )"
+                            R"("function": {"name": "get_weather"}})")
+                  .param,
+              "tool_choice");
+}
+
+TEST(OpenAiTools, limits_bound_the_number_and_size_of_tools) {
+    RequestLimits few;
+    few.max_tools = 1;
+    EXPECT_NE(tools_refused(R"("tools": [)" + kWeatherTool + R"(, {"type": "function", "function": {"name": "g"}}])", few)
+                  .message.find("at most 1"),
+              std::string::npos);
+    RequestLimits small;
+    small.max_tools_bytes = 64;
+    EXPECT_EQ(tools_refused(R"("tools": [)" + kWeatherTool + "]", small).param, "tools");
+}
+
+TEST(OpenAiTools, a_tool_round_trip_in_the_history_is_read) {
+    auto r = parse_generation_request(Endpoint::chat_completions, R"({"messages": [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"b\": \"Oslo\", \"a\": 1}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "text", "text": "sunny"}]}]})");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_EQ(r->messages.size(), 3u);
+    ASSERT_EQ(r->messages[1].tool_calls.size(), 1u);
+    EXPECT_EQ(r->messages[1].content, "");
+    EXPECT_EQ(r->messages[1].tool_calls[0].id, "call_1");
+    EXPECT_EQ(r->messages[1].tool_calls[0].arguments, R"({"b": "Oslo", "a": 1})");  // as sent
+    EXPECT_EQ(r->messages[2].role, "tool");
+    EXPECT_EQ(r->messages[2].tool_call_id, "call_1");
+    EXPECT_EQ(r->messages[2].content, "sunny");
+
+    auto bad = parse_generation_request(Endpoint::chat_completions, R"({"messages": [
+        {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "[1]"}}]}]})");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().param, "messages[0].tool_calls[0].function.arguments");
+}
+
+TEST(OpenAiTools, tools_belong_to_chat_completions) {
+    auto r = parse_generation_request(Endpoint::completions, R"({"prompt": "x", "tools": []})");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().param, "tools");
+}
+
+}  // namespace
+}  // namespace tdm::server
