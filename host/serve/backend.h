@@ -52,6 +52,10 @@ struct EngineGauges {
 // asked for them, the logprobs of the tokens behind it. Returns false when nobody wants
 // more (the client has gone), which ends the generation early.
 using TextSink = std::function<bool(std::string_view text, const std::vector<TokenLogprob>* logprobs)>;
+// The same for the choices of a request (GenerationRequest::n), each by its index; called
+// from one thread per choice, possibly at the same time.
+using ChoiceSink =
+    std::function<bool(uint32_t choice, std::string_view text, const std::vector<TokenLogprob>* logprobs)>;
 
 class Backend {
 public:
@@ -70,8 +74,10 @@ public:
     virtual uint32_t parallel() const { return 1; }
     virtual EngineGauges gauges() const { return {}; }
 
-    // Generates for a prepared job. Called from several threads at once, up to parallel().
-    virtual ApiResult<Outcome> run(const Job& job, const TextSink& on_text) = 0;
+    // Generates the job's n choices (GenerationRequest::n); the outcomes in choice order.
+    // Called from several threads at once, up to parallel(). Any choice failing fails the
+    // whole request; the client going (Job::client_gone) cancels every choice.
+    virtual ApiResult<std::vector<Outcome>> run(const Job& job, const ChoiceSink& on_text) = 0;
 };
 
 }  // namespace tdm::server

@@ -8,8 +8,7 @@
 // value is in its range. What depends on the served model (the model name, the context
 // length, token ids inside the vocabulary, which drafters exist) is checked by the server.
 // Fields the server does not implement are refused by name when they would change the
-// result (n > 1, tools, logit_bias, penalties other than repetition_penalty, echo), never
-// silently ignored; fields that change nothing (user, metadata, store) are ignored, as
+// result (tools, echo, best_of other than n), never silently ignored; fields that change nothing (user, metadata, store) are ignored, as
 // OpenAI's own server ignores what it does not know.
 #pragma once
 
@@ -20,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tdm::server {
@@ -34,6 +34,8 @@ struct RequestLimits {
     size_t max_messages = 4096;
     size_t max_stop = 16;            // stop strings
     size_t max_stop_bytes = 1024;    // bytes of each stop string
+    uint32_t max_choices = 16;       // n
+    size_t max_logit_bias = 1024;    // logit_bias entries
     uint32_t max_top_logprobs = 20;  // alternatives reported per token
     int max_depth = 64;              // JSON nesting
 };
@@ -66,6 +68,10 @@ struct GenerationRequest {
     std::optional<double> temperature, top_p, min_p, repetition_penalty;
     std::optional<int64_t> top_k;
     std::optional<uint64_t> seed;  // unset (or -1 in the request): a random seed
+    std::optional<double> presence_penalty, frequency_penalty;  // OpenAI's, -2 .. 2
+    std::vector<std::pair<int32_t, double>> logit_bias;         // token id, bias -100 .. 100; ids unchecked here
+    // Choices to generate from the one prompt (best_of, when given, must equal it).
+    uint32_t n = 1;
     std::vector<std::string> stop;
 
     bool stream = false;

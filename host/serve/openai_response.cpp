@@ -80,17 +80,28 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 std::string completion_body(Endpoint endpoint, const ResponseMeta& meta, const ChoiceText& choice,
                             const Usage& usage) {
-    json c = {{"index", 0}, {"logprobs", logprobs_field(endpoint, choice)}, {"finish_reason", finish_field(choice.finish_reason)}};
-    if (endpoint == Endpoint::chat_completions) c["message"] = {{"role", "assistant"}, {"content", choice.text}};
-    else c["text"] = choice.text;
+    return completion_body(endpoint, meta, std::span<const ChoiceText>(&choice, 1), usage);
+}
+
+std::string completion_body(Endpoint endpoint, const ResponseMeta& meta, std::span<const ChoiceText> choices,
+                            const Usage& usage) {
+    json list = json::array();
+    for (const ChoiceText& choice : choices) {
+        json c = {{"index", choice.index},
+                  {"logprobs", logprobs_field(endpoint, choice)},
+                  {"finish_reason", finish_field(choice.finish_reason)}};
+        if (endpoint == Endpoint::chat_completions) c["message"] = {{"role", "assistant"}, {"content", choice.text}};
+        else c["text"] = choice.text;
+        list.push_back(std::move(c));
+    }
     json body = envelope(endpoint, meta, false);
-    body["choices"] = json::array({std::move(c)});
+    body["choices"] = std::move(list);
     body["usage"] = usage_field(usage);
     return dump(body);
 }
 
 std::string chunk_body(Endpoint endpoint, const ResponseMeta& meta, const ChoiceText& choice, bool first) {
-    json c = {{"index", 0}, {"logprobs", logprobs_field(endpoint, choice)}, {"finish_reason", finish_field(choice.finish_reason)}};
+    json c = {{"index", choice.index}, {"logprobs", logprobs_field(endpoint, choice)}, {"finish_reason", finish_field(choice.finish_reason)}};
     if (endpoint == Endpoint::chat_completions) {
         json delta = json::object();
         if (first) delta["role"] = "assistant";

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,10 +50,14 @@ struct ChoiceText {
     std::string_view finish_reason;          // "stop", "length", or "" while streaming
     const std::vector<TokenLogprob>* logprobs = nullptr;  // null: the request did not ask
     size_t text_offset = 0;  // completions logprobs: where `text` starts in the whole output
+    uint32_t index = 0;      // of the request's n choices
 };
 
-// A whole (non-streamed) response.
+// A whole (non-streamed) response: one choice, or all of a request's n (usage summed over
+// them, the prompt counted once).
 std::string completion_body(Endpoint endpoint, const ResponseMeta& meta, const ChoiceText& choice,
+                            const Usage& usage);
+std::string completion_body(Endpoint endpoint, const ResponseMeta& meta, std::span<const ChoiceText> choices,
                             const Usage& usage);
 
 // One chunk of a stream. `first` adds the assistant role to a chat delta (OpenAI sends it

@@ -11,6 +11,12 @@
 // from the idle slot sharing its longest prefix: a conversation's next turn, or any
 // request repeating a system prompt, prefills only what is new. Batch invariance makes the
 // tokens those of a fresh `tandem run` on the same prompt, whatever runs beside it.
+//
+// n choices (GenerationRequest::n) are n sessions of the one prompt, choice i sampling with
+// seed + i. Choices past the first reach the engine once the first has its prompt in the
+// KV (its first token), so that they share its whole blocks (kv/kv_pool.h share_prefix)
+// rather than prefill the prompt n times; where the pool cannot share (sliding windows,
+// recurrent state) each prefills its own copy, which is slower and as exact.
 #pragma once
 
 #include "engine/batch_engine.h"
@@ -59,7 +65,7 @@ public:
     ApiResult<std::vector<int32_t>> tokenize(const TokenizeRequest& request) const override;
     std::string token_piece(int32_t id) const override;
     ApiResult<std::string> detokenize(const DetokenizeRequest& request) const override;
-    ApiResult<Outcome> run(const Job& job, const TextSink& on_text) override;
+    ApiResult<std::vector<Outcome>> run(const Job& job, const ChoiceSink& on_text) override;
 
     uint32_t parallel() const override { return slots_; }
     uint32_t context_tokens() const;
@@ -70,6 +76,8 @@ private:
     ApiResult<GenerateParams> generate_params(const GenerationRequest& r) const;
     bool speculate(const GenerationRequest& r) const;
     Result<std::vector<DrafterSlot>> drafters_for(const GenerationRequest& r) const;
+    // Hands sessions to the engine thread (or, once it is quitting, ends them).
+    void submit(std::vector<SessionRequest> sessions);
     void loop();
 
     Setup setup_;
