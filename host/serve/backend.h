@@ -44,6 +44,7 @@ struct Outcome {
 struct EngineGauges {
     uint32_t running = 0, waiting = 0;  // sessions in passes, sessions waiting for a slot or KV
     uint32_t kv_blocks_used = 0, kv_blocks_free = 0, kv_blocks_shared = 0;
+    uint32_t kv_block_size = 0;  // tokens per block
     uint64_t prefix_hits = 0, cached_tokens = 0, preemptions = 0;
     std::vector<uint64_t> drafted_at, accepted_at;  // [i]: rounds with a draft i, rounds accepting it
 };

@@ -2,6 +2,7 @@
 // host/serve/http_server.cpp
 #include "serve/http_server.h"
 
+#include "serve/gateway_metrics.h"
 #include "serve/http_transport.h"
 #include "serve/server_metrics.h"
 
@@ -126,7 +127,11 @@ struct HttpServer::Impl {
     void stream(const Job& job, Endpoint endpoint, const ResponseMeta& meta, Clock::time_point arrived,
                 HttpResponder& res, std::mutex& responder);
     ApiResult<std::vector<Outcome>> run_locked(const Job& job, Clock::time_point arrived, const ChoiceSink& on_text);
-    std::string metrics_text() { return metrics.text(waiting(), running.load(), backend.gauges()); }
+    std::string metrics_text() {
+        const uint32_t w = waiting();
+        const EngineGauges engine = backend.gauges();
+        return metrics.text(w, running.load(), engine) + gateway_metrics_text(backend.model_id(), w, engine);
+    }
 };
 
 ApiResult<std::vector<Outcome>> HttpServer::Impl::run_locked(const Job& job, Clock::time_point arrived,

@@ -43,6 +43,7 @@ Result<std::unique_ptr<ServeBackend>> ServeBackend::create(Setup setup) {
     b->slots_ = b->engine_->slots();
     b->gauges_.kv_blocks_free = b->engine_->kv_blocks_free();
     b->gauges_.kv_blocks_used = b->engine_->kv_blocks_total() - b->gauges_.kv_blocks_free;
+    b->gauges_.kv_block_size = b->setup_.runner->kv().config().block_size;
     b->thread_ = std::thread([p = b.get()] { p->loop(); });
     return b;
 }
@@ -84,6 +85,7 @@ void ServeBackend::loop() {
         g.kv_blocks_free = engine_->kv_blocks_free();
         g.kv_blocks_used = engine_->kv_blocks_total() - g.kv_blocks_free;
         g.kv_blocks_shared = engine_->kv_blocks_shared();
+        g.kv_block_size = setup_.runner->kv().config().block_size;
         const BatchEngineStats& st = engine_->stats();
         g.prefix_hits = st.prefix_hits;
         g.cached_tokens = st.cached_tokens;
