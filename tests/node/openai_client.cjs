@@ -3,9 +3,10 @@
 // installed by scripts/setup.sh test into the build tree) against `tandem serve` on a tiny
 // synthetic Qwen3: chat and completions, whole and streamed (the streamed text equals the
 // whole one), logprobs, /v1/models, eight parallel streams each equal to the request alone,
-// n = 3 choices (whole and streamed), logit_bias and the penalties, the gateway metrics in
-// vLLM's names, and the client's error classes for a wrong model, a bad value, a wrong API
-// key and an overlong request. Run by ctest; exits 77 (skipped) when the client is not installed.
+// n = 3 choices (whole, streamed, and cancelled together by a hang-up), logit_bias and the
+// penalties, the gateway metrics in vLLM's names, and the client's error classes for a wrong
+// model, a bad value, a wrong API key and an overlong request. Run by ctest; exits 77
+// (skipped) when the client is not installed.
 //
 //   TANDEM_BIN=build/bin/tandem OPENAI_MODULE=build/node/node_modules/openai node openai_client.cjs
 'use strict';
@@ -231,6 +232,26 @@ test('bad penalties, biases and choices are 400s naming the field', async (clien
   const wide = await expectError(client.chat.completions.create({ model: 'tiny', messages: msg, n: 16, max_tokens: 450 }),
     OpenAI.BadRequestError, 400, 'n * max_tokens beyond the KV cache');
   assert.equal(wide.code, 'context_length_exceeded');
+});
+
+test('a client that hangs up cancels every choice', async (client) => {
+  const metric = async (name) => {
+    const text = await (await fetch(`http://127.0.0.1:${client.port}/metrics`)).text();
+    return Number(text.match(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm'))[1]);
+  };
+  const before = await metric('tandem_generation_tokens_total');
+  const abort = new AbortController();
+  const stream = await client.completions.create({ model: 'tiny', prompt: 'Go on and on', max_tokens: 450,
+    ignore_eos: true, n: 3, stream: true }, { signal: abort.signal });
+  try {
+    for await (const chunk of stream) { if (chunk.choices.length) abort.abort(); }
+  } catch (e) {
+    assert.ok(abort.signal.aborted, `the stream failed by itself: ${e.message}`);
+  }
+  for (let i = 0; i < 100 && (await metric('tandem_requests_running')) > 0; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(await metric('vllm:num_requests_running'), 0);
+  const made = (await metric('tandem_generation_tokens_total')) - before;
+  assert.ok(made < 3 * 450, `${made} tokens: the choices ran to the end`);
 });
 
 test('/metrics has the gateway metrics in vLLM names', async (client) => {
