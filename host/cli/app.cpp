@@ -68,6 +68,9 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (cl("min-p")) c.sampling.min_p = float(*a.get_number("min-p"));
     if (cl("repeat-penalty")) c.sampling.repeat_penalty = float(*a.get_number("repeat-penalty"));
     if (cl("repeat-last-n")) c.sampling.repeat_last_n = int(*a.get_int("repeat-last-n"));
+    if (cl("presence-penalty")) c.sampling.presence_penalty = float(*a.get_number("presence-penalty"));
+    if (cl("frequency-penalty")) c.sampling.frequency_penalty = float(*a.get_number("frequency-penalty"));
+    if (cl("logit-bias")) c.sampling.logit_bias = a.get_strings("logit-bias");
     if (cl("seed")) c.sampling.seed = *a.get_int("seed");
     // speculative
     if (cl("spec-type")) {

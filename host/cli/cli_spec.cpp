@@ -142,6 +142,12 @@ OptionGroup generation_options(OptionSpec n_predict = ranged({{"-n", "--n-predic
                 ranged({{"--repeat-last-n"}, K::integer, "N", "Window of the repeat penalty; -1 = all, 0 = off.",
                         "64"},
                        -1, kInt32Max),
+                {{"--presence-penalty"}, K::number, "X", "OpenAI's presence penalty (-2 .. 2): subtract X from the logit "
+                 "of every token already in the reply; 0 = off.", "0.0"},
+                {{"--frequency-penalty"}, K::number, "X", "OpenAI's frequency penalty (-2 .. 2): subtract X times the "
+                 "number of times a token is already in the reply; 0 = off.", "0.0"},
+                {{"-l", "--logit-bias"}, K::string, "TOKEN(+|-)BIAS", "Add BIAS (-100 .. 100) to the token's logit, "
+                 "such as 15043+1 or 2-100 (repeatable).", "", "", false, true},
                 ranged({{"-s", "--seed"}, K::integer, "N", "Random seed; -1 = random (the seed used is printed).",
                         "-1"},
                        -1, kInt64Max),

@@ -81,6 +81,10 @@ struct SamplingConfig {
     float min_p = 0.05f;          // 0 = off
     float repeat_penalty = 1.0f;  // 1 = off
     int repeat_last_n = 64;       // 0 = off, -1 = the whole context
+    float presence_penalty = 0.0f;   // 0 = off; -2 .. 2 (OpenAI's)
+    float frequency_penalty = 0.0f;  // 0 = off; -2 .. 2 (OpenAI's)
+    // llama.cpp's spelling, "TOKEN+BIAS" or "TOKEN-BIAS" (config/logit_bias_text.h)
+    std::vector<std::string> logit_bias;
     int64_t seed = -1;            // -1 = random
 
     bool operator==(const SamplingConfig&) const = default;

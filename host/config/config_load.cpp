@@ -276,6 +276,9 @@ void read_sampling(SectionReader& r, Config& c) {
     r.number("min_p", &s.min_p);
     r.number("repeat_penalty", &s.repeat_penalty);
     r.integer("repeat_last_n", &s.repeat_last_n);
+    r.number("presence_penalty", &s.presence_penalty);
+    r.number("frequency_penalty", &s.frequency_penalty);
+    r.string_list("logit_bias", &s.logit_bias, /*comma_string=*/false);
     r.integer("seed", &s.seed);
 }
 

@@ -6,6 +6,7 @@
 #include "config/config_rules.h"
 
 #include "common/log.h"
+#include "config/logit_bias_text.h"
 
 #include <algorithm>
 #include <charconv>
@@ -93,6 +94,15 @@ void check_sampling(Checker& c, const SamplingConfig& s) {
         c.fail("sampling.repeat_penalty",
                fmt::format("{} must be a positive number (1 turns the penalty off)", s.repeat_penalty));
     c.at_least("sampling.repeat_last_n", s.repeat_last_n, -1, " (-1 means the whole context)");
+    // OpenAI's ranges, which the sampler's validate() enforces too
+    c.finite_in("sampling.presence_penalty", s.presence_penalty, -2.0f, 2.0f);
+    c.finite_in("sampling.frequency_penalty", s.frequency_penalty, -2.0f, 2.0f);
+    for (const std::string& text : s.logit_bias) {
+        auto b = parse_logit_bias(text);
+        if (!b.ok()) c.fail("sampling.logit_bias", b.error().message());
+        else if (std::fabs(b->bias) > 100.0f)
+            c.fail("sampling.logit_bias", fmt::format("'{}': a bias must be between -100 and 100", text));
+    }
     c.at_least("sampling.seed", s.seed, -1, " (-1 means a random seed)");
 }
 

@@ -94,6 +94,13 @@ std::string_view default_config_text() {
 # repeat_penalty = 1.0
 # -1 = the whole context, 0 = off.
 # repeat_last_n = 64
+# OpenAI's penalties (-2 .. 2): logit -= count * frequency_penalty + (count > 0) *
+# presence_penalty, count = how often the token is in this reply so far; 0 = off.
+# presence_penalty = 0.0
+# frequency_penalty = 0.0
+# Add BIAS (-100 .. 100) to a token's logit, as llama.cpp's --logit-bias TOKEN+BIAS:
+# ["15043+1", "2-100"] raises token 15043 and all but bans token 2.
+# logit_bias = []
 # -1 = a random seed (printed, so the run can be repeated).
 # seed = -1
 

@@ -154,8 +154,17 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
             finish(s, StopReason::error, sampler.error().message());
             return true;
         }
+        const uint32_t n_vocab = runner_.model().info().n_vocab;
+        for (const TokenBias& b : s.req.params.sampling.logit_bias)
+            if (uint32_t(b.token) >= n_vocab) {
+                finish(s, StopReason::error,
+                       fmt::format("logit_bias names token {}, outside the vocabulary of {} tokens", b.token, n_vocab));
+                return true;
+            }
         s.sampler.emplace(std::move(*sampler));
-        s.greedy = s.sampler->greedy() && s.req.params.sampling.repeat_penalty == 1.0f;
+        s.sampler->set_prompt_length(s.req.prompt.size());  // penalties count the output only
+        // bias and penalties move the argmax: greedy rounds then use the host's exact one
+        s.greedy = argmax_of_raw_logits(s.req.params.sampling);
         if (tokenizer_) s.stream.emplace(*tokenizer_);
         s.stop = StopRule{tokenizer_, s.req.params.ignore_eog, s.req.params.stop_tokens};
         if (s.req.params.constraint) s.constraint = s.req.params.constraint->clone();

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/sampling/sampler.cpp: the sampling chain and the speculative acceptance rule.
-// Semantics follow llama.cpp's src/llama-sampling.cpp (penalties, top_k, top_p, min_p,
-// temp, dist) so that a user's settings mean the same thing in both; the data layout does
+// Semantics follow llama.cpp's src/llama-sampling.cpp (logit_bias, penalties, top_k, top_p,
+// min_p, temp, dist) so that a user's settings mean the same thing in both; the data layout does
 // not (we keep ids sorted in the result and avoid sorting the vocabulary where we can).
 #include "sampling/sampler.h"
 
@@ -46,7 +46,30 @@ Status validate(const SamplerParams& p) {
     if (p.repeat_last_n < -1)
         return Error::format("sampler: repeat_last_n must be -1 (all), 0 (off) or positive, got {}",
                              p.repeat_last_n);
+    TDM_TRY(finite("presence_penalty", p.presence_penalty));
+    TDM_TRY(finite("frequency_penalty", p.frequency_penalty));
+    constexpr float kPen = kMaxPresenceFrequencyPenalty;
+    if (std::fabs(p.presence_penalty) > kPen)
+        return Error::format("sampler: presence_penalty must be between -{} and {}, got {}", kPen, kPen,
+                             p.presence_penalty);
+    if (std::fabs(p.frequency_penalty) > kPen)
+        return Error::format("sampler: frequency_penalty must be between -{} and {}, got {}", kPen, kPen,
+                             p.frequency_penalty);
+    if (p.logit_bias.size() > kMaxLogitBiasEntries)
+        return Error::format("sampler: logit_bias has {} entries; at most {} are accepted", p.logit_bias.size(),
+                             kMaxLogitBiasEntries);
+    for (const TokenBias& b : p.logit_bias) {
+        if (b.token < 0) return Error::format("sampler: logit_bias names token {}, which is negative", b.token);
+        if (!std::isfinite(b.bias) || std::fabs(b.bias) > kMaxLogitBias)
+            return Error::format("sampler: the logit_bias of token {} must be between -{} and {}, got {}", b.token,
+                                 kMaxLogitBias, kMaxLogitBias, b.bias);
+    }
     return {};
+}
+
+bool argmax_of_raw_logits(const SamplerParams& p) {
+    return p.temperature <= 0.0f && p.repeat_penalty == 1.0f && p.presence_penalty == 0.0f &&
+           p.frequency_penalty == 0.0f && p.logit_bias.empty();
 }
 
 float TokenDistribution::prob(int32_t id) const {
@@ -90,25 +113,44 @@ Result<Sampler> Sampler::create(const SamplerParams& params) {
     return Sampler(params, seed);
 }
 
-// llama.cpp's penalty: each distinct token among the last repeat_last_n has its logit
-// divided by the penalty when positive and multiplied when not, so that it always moves
-// towards "less likely" (dividing a negative logit would raise it).
+// Every token that bias or a penalty touches gets one entry in penalised_ (sorted by id)
+// with its adjusted logit, computed in llama.cpp's order: bias first (llama.cpp's
+// logit-bias sampler comes before its penalties), then the repetition penalty, which
+// divides a positive logit and multiplies a negative one so that it always moves towards
+// "less likely", then OpenAI's frequency and presence penalties. Nothing else is written:
+// the row itself stays read-only, and a row with no adjustment costs nothing here.
 void Sampler::collect_penalties(const float* logits, int n_vocab, std::span<const int32_t> history) {
     penalised_.clear();
+    adjust_.clear();
+    const auto valid = [n_vocab](int32_t t) { return t >= 0 && t < n_vocab; };
+    for (const TokenBias& b : params_.logit_bias)
+        if (valid(b.token)) adjust_.push_back({b.token, b.bias, false, 0});
     const float penalty = params_.repeat_penalty;
-    if (penalty == 1.0f || params_.repeat_last_n == 0 || history.empty()) return;
-    size_t n = history.size();
-    if (params_.repeat_last_n > 0) n = std::min(n, static_cast<size_t>(params_.repeat_last_n));
-    for (int32_t t : history.last(n))
-        if (t >= 0 && t < n_vocab) penalised_.push_back({t, 0.0f});
-    std::sort(penalised_.begin(), penalised_.end(),
-              [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
-    penalised_.erase(std::unique(penalised_.begin(), penalised_.end(),
-                                 [](const Candidate& a, const Candidate& b) { return a.id == b.id; }),
-                     penalised_.end());
-    for (Candidate& c : penalised_) {
-        const float l = sanitize(logits[c.id]);
-        c.logit = l <= 0.0f ? l * penalty : l / penalty;
+    if (penalty != 1.0f && params_.repeat_last_n != 0) {
+        size_t n = history.size();
+        if (params_.repeat_last_n > 0) n = std::min(n, static_cast<size_t>(params_.repeat_last_n));
+        for (int32_t t : history.last(n))
+            if (valid(t)) adjust_.push_back({t, 0.0f, true, 0});
+    }
+    const float presence = params_.presence_penalty, frequency = params_.frequency_penalty;
+    if (presence != 0.0f || frequency != 0.0f)
+        for (int32_t t : history.subspan(std::min(prompt_length_, history.size())))
+            if (valid(t)) adjust_.push_back({t, 0.0f, false, 1});
+    if (adjust_.empty()) return;
+    // Stable: the biases of one token add up in the order they were given, on every platform.
+    std::stable_sort(adjust_.begin(), adjust_.end(),
+                     [](const Adjustment& a, const Adjustment& b) { return a.id < b.id; });
+    for (size_t i = 0; i < adjust_.size();) {
+        Adjustment m = adjust_[i];
+        for (++i; i < adjust_.size() && adjust_[i].id == m.id; ++i) {
+            m.bias += adjust_[i].bias;
+            m.repeated = m.repeated || adjust_[i].repeated;
+            m.count += adjust_[i].count;
+        }
+        float l = sanitize(logits[m.id]) + m.bias;
+        if (m.repeated) l = l <= 0.0f ? l * penalty : l / penalty;
+        if (m.count > 0) l -= static_cast<float>(m.count) * frequency + presence;
+        penalised_.push_back({m.id, l});
     }
 }
 

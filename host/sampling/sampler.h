@@ -1,10 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/sampling/sampler.h: turning one row of logits into a token, with llama.cpp's default
-// chain (repetition penalty -> top-k -> top-p -> min-p -> temperature -> draw), and the
+// chain (logit bias -> penalties -> top-k -> top-p -> min-p -> temperature -> draw), and the
 // acceptance rule of speculative sampling that must use exactly the same distributions.
 // Not here: the speculative round (speculative/round.h: drafts, verifies, rolls back), DRY,
-// XTC, mirostat, grammars, logit bias. A leaf of its own (common/ only) because both the
-// round's verify and the engine's plain steps sample.
+// XTC, mirostat, grammars (sampling/token_constraint.h). A leaf of its own (common/ only)
+// because both the round's verify and the engine's plain steps sample.
+//
+// Penalties and bias (OpenAI's definitions, in llama.cpp's order): logit_bias is added to
+// the raw logit first; then the repetition penalty (llama.cpp's, over the last
+// repeat_last_n tokens of prompt and output); then logit[j] -= c[j] * frequency_penalty +
+// (c[j] > 0) * presence_penalty, where c[j] counts token j in this completion's output
+// only (as vLLM does: a prompt that quotes a document must not push the answer away from
+// the document's words; the prompt length is set_prompt_length()).
 //
 // Why the distribution is a value of its own: invariant 2 of DESIGN.md (speculative
 // sampling preserves the target distribution) holds only if the rejection rule compares
@@ -26,6 +33,19 @@
 
 namespace tdm {
 
+// One entry of OpenAI's logit_bias: `bias` is added to the token's logit.
+struct TokenBias {
+    int32_t token = 0;
+    float bias = 0.0f;
+
+    bool operator==(const TokenBias&) const = default;
+};
+
+// The ranges OpenAI's API accepts, which validate() enforces.
+inline constexpr float kMaxPresenceFrequencyPenalty = 2.0f;  // both in [-2, 2]
+inline constexpr float kMaxLogitBias = 100.0f;               // each bias in [-100, 100]
+inline constexpr size_t kMaxLogitBiasEntries = 1024;
+
 // Defaults and "off" values follow llama.cpp's common_params_sampling.
 struct SamplerParams {
     float temperature = 0.8f;      // <= 0: greedy (argmax, lowest id on ties)
@@ -34,6 +54,11 @@ struct SamplerParams {
     float min_p = 0.05f;           // <= 0: off; at most 1
     float repeat_penalty = 1.0f;   // 1: off; must be > 0
     int repeat_last_n = 64;        // tokens of history penalised; 0: none, -1: all
+    float presence_penalty = 0.0f;   // 0: off
+    float frequency_penalty = 0.0f;  // 0: off
+    // Ids past the vocabulary are ignored here; the front ends refuse them, knowing it.
+    // Entries naming one token twice add up (as llama.cpp's repeated --logit-bias do).
+    std::vector<TokenBias> logit_bias;
     std::optional<uint64_t> seed;  // unset: a random seed (see Sampler::seed())
 
     bool operator==(const SamplerParams&) const = default;
@@ -41,6 +66,11 @@ struct SamplerParams {
 
 // Fails naming the first field that is not finite or out of its range.
 Status validate(const SamplerParams& params);
+
+// Greedy with nothing that changes a logit before the argmax: the target's own argmax (the
+// device computes it) is the token. Otherwise a greedy token needs the host's
+// Sampler::distribution, which applies bias and penalties.
+bool argmax_of_raw_logits(const SamplerParams& params);
 
 // 64-bit Mersenne Twister with a fixed conversion to doubles.
 class Rng {
@@ -80,9 +110,14 @@ public:
     bool greedy() const { return params_.temperature <= 0.0f; }
     Rng& rng() { return rng_; }
 
+    // The history handed to distribution() and sample() starts with `n` prompt tokens;
+    // presence and frequency penalties count only the tokens after them. Default 0: the
+    // whole history is output.
+    void set_prompt_length(size_t n) { prompt_length_ = n; }
+
     // The distribution the chain leaves for one row of n_vocab logits, given the tokens so
-    // far (for the repetition penalty; ids outside [0, n_vocab) are ignored). Greedy gives a
-    // point mass on the argmax. NaN logits count as -inf, +inf as the largest float; a row
+    // far (for the penalties; ids outside [0, n_vocab) are ignored). Greedy gives a point
+    // mass on the argmax of the biased and penalised logits. NaN logits count as -inf, +inf as the largest float; a row
     // that is entirely -inf gives a uniform distribution (greedy: token 0).
     // Cost: one O(n_vocab) pass plus sorting the survivors. Top-k reads the row into a
     // k-entry heap; without top-k, top-p sorts a widening prefix (the whole vocabulary
@@ -102,6 +137,14 @@ private:
     explicit Sampler(const SamplerParams& params, uint64_t seed)
         : params_(params), seed_(seed), rng_(seed) {}
 
+    // What bias and penalties do to one token (entries merged by id).
+    struct Adjustment {
+        int32_t id;
+        float bias;
+        bool repeated;   // in the repetition penalty's window
+        uint32_t count;  // occurrences in the output
+    };
+
     void collect_penalties(const float* logits, int n_vocab, std::span<const int32_t> history);
     int32_t penalised_argmax(const float* logits, int n_vocab) const;
     void select_top_k(const float* logits, int n_vocab);
@@ -112,11 +155,13 @@ private:
     SamplerParams params_;
     uint64_t seed_;
     Rng rng_;
+    size_t prompt_length_ = 0;
     // Scratch reused between calls (250k candidates are 2 MB). cand_ is in id order until
     // a step sorts it by (logit descending, id ascending), which sorted_ records.
     std::vector<Candidate> cand_;
     bool sorted_ = false;
-    std::vector<Candidate> penalised_;  // distinct history tokens, by id, penalised logit
+    std::vector<Candidate> penalised_;  // the tokens bias or penalties touch, by id, adjusted logit
+    std::vector<Adjustment> adjust_;    // scratch of collect_penalties
     TokenDistribution scratch_;
 };
 

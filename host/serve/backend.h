@@ -57,6 +57,7 @@ struct Outcome {
 struct EngineGauges {
     uint32_t running = 0, waiting = 0;  // sessions in passes, sessions waiting for a slot or KV
     uint32_t kv_blocks_used = 0, kv_blocks_free = 0, kv_blocks_shared = 0;
+    uint32_t kv_block_size = 0;  // tokens per block
     uint64_t prefix_hits = 0, cached_tokens = 0, preemptions = 0;
     std::vector<uint64_t> drafted_at, accepted_at;  // [i]: rounds with a draft i, rounds accepting it
 };
@@ -65,6 +66,10 @@ struct EngineGauges {
 // asked for them, the logprobs of the tokens behind it. Returns false when nobody wants
 // more (the client has gone), which ends the generation early.
 using TextSink = std::function<bool(std::string_view text, const std::vector<TokenLogprob>* logprobs)>;
+// The same for the choices of a request (GenerationRequest::n), each by its index; called
+// from one thread per choice, possibly at the same time.
+using ChoiceSink =
+    std::function<bool(uint32_t choice, std::string_view text, const std::vector<TokenLogprob>* logprobs)>;
 
 class Backend {
 public:
@@ -83,8 +88,10 @@ public:
     virtual uint32_t parallel() const { return 1; }
     virtual EngineGauges gauges() const { return {}; }
 
-    // Generates for a prepared job. Called from several threads at once, up to parallel().
-    virtual ApiResult<Outcome> run(const Job& job, const TextSink& on_text) = 0;
+    // Generates the job's n choices (GenerationRequest::n); the outcomes in choice order.
+    // Called from several threads at once, up to parallel(). Any choice failing fails the
+    // whole request; the client going (Job::client_gone) cancels every choice.
+    virtual ApiResult<std::vector<Outcome>> run(const Job& job, const ChoiceSink& on_text) = 0;
 };
 
 }  // namespace tdm::server

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "config/logit_bias_text.h"
 #include "speculative/drafter.h"
 
 namespace tdm {
@@ -38,6 +39,10 @@ SamplerParams sampler_params(const Config& c) {
     s.min_p = c.sampling.min_p;
     s.repeat_penalty = c.sampling.repeat_penalty;
     s.repeat_last_n = c.sampling.repeat_last_n;
+    s.presence_penalty = c.sampling.presence_penalty;
+    s.frequency_penalty = c.sampling.frequency_penalty;
+    for (const std::string& text : c.sampling.logit_bias)
+        if (auto b = parse_logit_bias(text); b.ok()) s.logit_bias.push_back({b->token, b->bias});  // checked by the config rules
     if (c.sampling.seed >= 0) s.seed = uint64_t(c.sampling.seed);
     return s;
 }

@@ -2,6 +2,7 @@
 // host/serve/http_server.cpp
 #include "serve/http_server.h"
 
+#include "serve/gateway_metrics.h"
 #include "serve/http_transport.h"
 #include "serve/server_metrics.h"
 #include "serve/tool_call_parser.h"
@@ -148,13 +149,19 @@ struct HttpServer::Impl {
     void handle(const HttpRequest& req, HttpResponder& res);
     void generation(Endpoint endpoint, const HttpRequest& req, HttpResponder& res);
     // Runs a job on the model and streams it as server-sent events.
+    // `responder` guards `res` against the choices' threads (writes and hang-up checks).
     void stream(const Job& job, Endpoint endpoint, const ResponseMeta& meta, Clock::time_point arrived,
-                HttpResponder& res);
-    ApiResult<Outcome> run_locked(const Job& job, Clock::time_point arrived, const TextSink& on_text);
-    std::string metrics_text() { return metrics.text(waiting(), running.load(), backend.gauges()); }
+                HttpResponder& res, std::mutex& responder);
+    ApiResult<std::vector<Outcome>> run_locked(const Job& job, Clock::time_point arrived, const ChoiceSink& on_text);
+    std::string metrics_text() {
+        const uint32_t w = waiting();
+        const EngineGauges engine = backend.gauges();
+        return metrics.text(w, running.load(), engine) + gateway_metrics_text(backend.model_id(), w, engine);
+    }
 };
 
-ApiResult<Outcome> HttpServer::Impl::run_locked(const Job& job, Clock::time_point arrived, const TextSink& on_text) {
+ApiResult<std::vector<Outcome>> HttpServer::Impl::run_locked(const Job& job, Clock::time_point arrived,
+                                                             const ChoiceSink& on_text) {
     {
         std::unique_lock lock(places_mutex);
         const auto deadline = Clock::now() + std::chrono::seconds(opts.queue_timeout_s);
@@ -171,9 +178,9 @@ ApiResult<Outcome> HttpServer::Impl::run_locked(const Job& job, Clock::time_poin
         --places_free;
     }
     ++running;
+    std::mutex first_mutex;  // the choices' threads share the first-text time
     bool first = true;
     Clock::time_point first_at{};
-    uint64_t pieces = 0;
     struct Release {
         Impl& s;
         ~Release() {
@@ -184,83 +191,124 @@ ApiResult<Outcome> HttpServer::Impl::run_locked(const Job& job, Clock::time_poin
             s.places_cv.notify_one();
         }
     } release{*this};
-    auto timed = [&](std::string_view text, const std::vector<TokenLogprob>* lp) {
+    auto timed = [&](uint32_t choice, std::string_view text, const std::vector<TokenLogprob>* lp) {
         if (text.empty() && (!lp || lp->empty())) return true;
-        if (first) {
-            first = false;
-            first_at = Clock::now();
-            metrics.time_to_first_token(std::chrono::duration<double>(first_at - arrived).count());
+        {
+            std::lock_guard lock(first_mutex);
+            if (first) {
+                first = false;
+                first_at = Clock::now();
+                metrics.time_to_first_token(std::chrono::duration<double>(first_at - arrived).count());
+            }
         }
-        ++pieces;
-        return on_text(text, lp);
+        return on_text(choice, text, lp);
     };
-    ApiResult<Outcome> out = backend.run(job, timed);
+    ApiResult<std::vector<Outcome>> out = backend.run(job, timed);
     --running;
     if (out.ok()) {
-        const Outcome& o = *out;
-        metrics.generation_done(o.usage.prompt_tokens, o.usage.cached_tokens, o.usage.completion_tokens, o.drafted,
-                                o.accepted);
-        if (o.controller.on) metrics.controller_done(o.controller, o.measured_speedup);
-        if (o.timed_out) metrics.generation_timed_out();
-        if (!first && o.usage.completion_tokens > 1)
+        uint64_t longest = 0;  // the choices decode side by side: time per token of the longest
+        for (size_t i = 0; i < out->size(); ++i) {
+            const Outcome& o = (*out)[i];
+            // one prompt, whatever the number of choices
+            metrics.generation_done(i == 0 ? o.usage.prompt_tokens : 0, i == 0 ? o.usage.cached_tokens : 0,
+                                    o.usage.completion_tokens, o.drafted, o.accepted);
+            if (o.controller.on) metrics.controller_done(o.controller, o.measured_speedup);
+            if (o.timed_out) metrics.generation_timed_out();
+            longest = std::max<uint64_t>(longest, o.usage.completion_tokens);
+        }
+        if (!first && longest > 1)
             metrics.time_per_output_token(std::chrono::duration<double>(Clock::now() - first_at).count() /
-                                          double(o.usage.completion_tokens - 1));
+                                          double(longest - 1));
     }
     return out;
 }
 
+namespace {
+
+// The usage of a request: its prompt once, the tokens of every choice.
+Usage total_usage(const std::vector<Outcome>& outcomes) {
+    Usage u;
+    if (outcomes.empty()) return u;
+    u.prompt_tokens = outcomes[0].usage.prompt_tokens;
+    u.cached_tokens = outcomes[0].usage.cached_tokens;
+    u.images = outcomes[0].usage.images;
+    for (const Outcome& o : outcomes) {
+        u.completion_tokens += o.usage.completion_tokens;
+        u.image_encode_ms += o.usage.image_encode_ms;  // each choice encodes the images for itself
+    }
+    return u;
+}
+
+}  // namespace
+
 void HttpServer::Impl::stream(const Job& job, Endpoint endpoint, const ResponseMeta& meta, Clock::time_point arrived,
-                              HttpResponder& res) {
+                              HttpResponder& res, std::mutex& responder) {
     bool connected = res.start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
     const auto write = [&](const std::string& event) {
         if (connected && !res.write(event)) connected = false;
         return connected;
     };
-    bool first = true;
-    std::string text_so_far;
-    auto on_text = [&](std::string_view text, const std::vector<TokenLogprob>* lp) {
+    // per choice: whether its first chunk (which carries the role) went out, and its text so far
+    const uint32_t n = std::max(1u, job.request.n);
+    std::vector<bool> first(n, true);
+    std::vector<size_t> text_so_far(n, 0);
+    // under `responder`: the choices stream from threads of their own
+    auto on_text_locked = [&](uint32_t i, std::string_view text, const std::vector<TokenLogprob>* lp) {
         ChoiceText choice{text, "", lp};
-        choice.text_offset = text_so_far.size();
-        text_so_far += text;
-        const bool ok = write(sse_event(chunk_body(endpoint, meta, choice, first)));
-        first = false;
+        choice.index = i;
+        choice.text_offset = text_so_far[i];
+        text_so_far[i] += text.size();
+        const bool ok = write(sse_event(chunk_body(endpoint, meta, choice, first[i])));
+        first[i] = false;
         return ok;
     };
-    // With tools, text goes through the parser: content as it is decided, each call as a
-    // header chunk and an arguments chunk once it has closed.
-    std::optional<ToolCallParser> parser;
-    if (job.tool_format != ToolCallFormat::none) parser.emplace(job.tool_format, job.request.tools);
-    size_t calls = 0;
-    auto write_pieces = [&](const std::vector<ToolStreamPiece>& pieces, const std::vector<TokenLogprob>* lp) {
+    // With tools, each choice's text goes through a parser of its own: content as it is
+    // decided, each call as a header chunk and an arguments chunk once it has closed.
+    std::vector<std::optional<ToolCallParser>> parsers(n);
+    std::vector<size_t> calls(n, 0);
+    if (job.tool_format != ToolCallFormat::none)
+        for (auto& p : parsers) p.emplace(job.tool_format, job.request.tools);
+    // under `responder`, as on_text
+    auto write_pieces = [&](uint32_t i, const std::vector<ToolStreamPiece>& pieces, const std::vector<TokenLogprob>* lp) {
         bool ok = true;
         for (const ToolStreamPiece& p : pieces) {
             if (!p.is_call) {
-                ok = on_text(p.text, lp) && ok;
+                ok = on_text_locked(i, p.text, lp) && ok;
                 lp = nullptr;  // the logprobs of this text go with its first chunk
-            } else if (job.request.parallel_tool_calls || calls == 0) {
+            } else if (job.request.parallel_tool_calls || calls[i] == 0) {
                 const ToolCallOut call{tool_call_id(), p.call.name, p.call.arguments};
-                ok = write(sse_event(tool_call_chunk_body(meta, calls, &call, "", first))) && ok;
-                first = false;
-                ok = write(sse_event(tool_call_chunk_body(meta, calls, nullptr, call.arguments, false))) && ok;
-                ++calls;
+                ok = write(sse_event(tool_call_chunk_body(meta, i, calls[i], &call, "", first[i]))) && ok;
+                first[i] = false;
+                ok = write(sse_event(tool_call_chunk_body(meta, i, calls[i], nullptr, call.arguments, false))) && ok;
+                ++calls[i];
             }
         }
-        if (lp && !lp->empty()) ok = on_text("", lp) && ok;
+        if (lp && !lp->empty()) ok = on_text_locked(i, "", lp) && ok;
         return ok;
     };
-    auto on_tool_text = [&](std::string_view text, const std::vector<TokenLogprob>* lp) {
-        return write_pieces(parser->feed(text), lp);
+    auto on_choice_text = [&](uint32_t i, std::string_view text, const std::vector<TokenLogprob>* lp) {
+        std::lock_guard lock(responder);  // the choices stream from threads of their own
+        if (!parsers[i]) return on_text_locked(i, text, lp);
+        return write_pieces(i, parsers[i]->feed(text), lp);
     };
-    ApiResult<Outcome> out = parser ? run_locked(job, arrived, on_tool_text) : run_locked(job, arrived, on_text);
-    if (parser && out.ok()) write_pieces(parser->finish(), nullptr);
+    ApiResult<std::vector<Outcome>> out = run_locked(job, arrived, on_choice_text);
+    if (out.ok())
+        for (uint32_t i = 0; i < n; ++i)
+            if (parsers[i]) {
+                std::lock_guard lock(responder);
+                write_pieces(i, parsers[i]->finish(), nullptr);
+            }
     if (!connected) return;  // the client has gone: nothing more to say
     if (!out.ok()) {
         // The status line went out with the first byte; the error travels as an event.
         write(sse_event(out.error().to_json()));
     } else {
-        const std::string reason = finish_with_calls(out->finish_reason, calls);
-        write(sse_event(chunk_body(endpoint, meta, {"", reason}, first)));
-        if (job.request.include_usage) write(sse_event(usage_chunk_body(endpoint, meta, out->usage)));
+        for (uint32_t i = 0; i < out->size(); ++i) {
+            ChoiceText last{"", finish_with_calls((*out)[i].finish_reason, calls[i])};
+            last.index = i;
+            write(sse_event(chunk_body(endpoint, meta, last, first[i])));
+        }
+        if (job.request.include_usage) write(sse_event(usage_chunk_body(endpoint, meta, total_usage(*out))));
     }
     write(std::string(kSseDone));
     res.end_stream();
@@ -278,35 +326,47 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
     auto job = backend.prepare(std::move(*parsed));
     if (!job.ok()) return send(res, job.error());
     job->time_limit_s = opts.generation_timeout_s;
-    // a client that hangs up, streaming or not, ends its generation at the next step
-    job->client_gone = [&res] { return res.client_gone(); };
+    // a client that hangs up, streaming or not, ends its generation at the next step; the
+    // choices of an n > 1 request ask from threads of their own, beside the stream's writes
+    std::mutex responder;
+    job->client_gone = [&res, &responder] {
+        std::lock_guard lock(responder);
+        return res.client_gone();
+    };
     std::shared_ptr<Ticket> ticket = admit();
     if (!ticket) return send(res, overloaded(), kRetryAfter);
     const ResponseMeta meta{request_id(endpoint), int64_t(std::time(nullptr)), backend.model_id()};
 
     if (!job->request.stream) {
-        std::string text;
-        std::vector<TokenLogprob> logprobs;
+        const uint32_t n = std::max(1u, job->request.n);
+        std::vector<std::string> text(n);  // each choice's thread writes its own entries only
+        std::vector<std::vector<TokenLogprob>> logprobs(n);
         const bool want_logprobs = job->request.logprobs;
-        auto out = run_locked(*job, arrived, [&](std::string_view t, const std::vector<TokenLogprob>* lp) {
-            text += t;
-            if (lp) logprobs.insert(logprobs.end(), lp->begin(), lp->end());
+        auto out = run_locked(*job, arrived, [&](uint32_t i, std::string_view t, const std::vector<TokenLogprob>* lp) {
+            text[i] += t;
+            if (lp) logprobs[i].insert(logprobs[i].end(), lp->begin(), lp->end());
             return true;
         });
         if (!out.ok()) return send(res, out.error(), out.error().status == 503 ? kRetryAfter : HttpHeaders{});
-        if (job->tool_format != ToolCallFormat::none) {
-            ParsedOutput reply = parse_tool_calls(job->tool_format, job->request.tools, text);
-            const std::vector<ToolCallOut> calls = reply_calls(std::move(reply.calls), job->request.parallel_tool_calls);
-            const std::string reason = finish_with_calls(out->finish_reason, calls.size());
-            ChoiceText choice{reply.content, reason, want_logprobs ? &logprobs : nullptr};
-            choice.tool_calls = &calls;
-            return send_json(res, completion_body(endpoint, meta, choice, out->usage));
+        std::vector<ChoiceText> choices;
+        std::vector<std::string> content(out->size());
+        std::vector<std::vector<ToolCallOut>> calls(out->size());
+        for (uint32_t i = 0; i < out->size(); ++i) {
+            std::string reason = (*out)[i].finish_reason;
+            content[i] = std::move(text[i]);
+            if (job->tool_format != ToolCallFormat::none) {
+                ParsedOutput reply = parse_tool_calls(job->tool_format, job->request.tools, content[i]);
+                calls[i] = reply_calls(std::move(reply.calls), job->request.parallel_tool_calls);
+                reason = finish_with_calls(reason, calls[i].size());
+                content[i] = std::move(reply.content);
+            }
+            choices.push_back({content[i], reason, want_logprobs ? &logprobs[i] : nullptr});
+            choices.back().index = i;
+            if (!calls[i].empty()) choices.back().tool_calls = &calls[i];
         }
-        return send_json(res, completion_body(endpoint, meta,
-                                              {text, out->finish_reason, want_logprobs ? &logprobs : nullptr},
-                                              out->usage));
+        return send_json(res, completion_body(endpoint, meta, choices, total_usage(*out)));
     }
-    stream(*job, endpoint, meta, arrived, res);
+    stream(*job, endpoint, meta, arrived, res, responder);
 }
 
 void HttpServer::Impl::handle(const HttpRequest& req, HttpResponder& res) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -153,24 +154,47 @@ private:
 // Fields that would change the result and are not implemented: refused unless they hold
 // the value that means "off".
 void refuse_unsupported(Fields& f, Endpoint endpoint) {
-    // json compares numbers by value: 1, 1.0 and 1u are all one.
-    if (const json* n = f.get("n"); n && *n != 1)
-        f.fail("n", "only 'n': 1 is supported: send one request per completion");
-    if (const json* b = f.get("best_of"); b && *b != 1) f.fail("best_of", "only 'best_of': 1 is supported");
-    for (const char* penalty : {"presence_penalty", "frequency_penalty"}) {
-        const auto p = f.number(penalty, -2.0, 2.0);
-        if (p && *p != 0.0)
-            f.fail(penalty, fmt::format("'{}' is not supported; 'repetition_penalty' (llama.cpp's and vLLM's "
-                                        "multiplicative penalty) is", penalty));
-    }
-    if (const json* bias = f.get("logit_bias"); bias && !(bias->is_object() && bias->empty()))
-        f.fail("logit_bias", "'logit_bias' is not supported");
     if (endpoint == Endpoint::completions) {
         for (const char* key : {"tools", "tool_choice", "functions"})
             if (f.get(key)) f.fail(key, fmt::format("'{}' belongs to /v1/chat/completions", key));
         if (auto echo = f.boolean("echo"); echo && *echo) f.fail("echo", "'echo' is not supported");
         if (const json* suffix = f.get("suffix"); suffix && *suffix != "")
             f.fail("suffix", "'suffix' (insertion) is not supported");
+    }
+}
+
+// "n": how many choices; "best_of" (the legacy completions' "generate this many, return
+// the n best") only where it equals n, since this server returns every sequence it makes.
+void read_choices(Fields& f, const RequestLimits& limits, GenerationRequest& out) {
+    if (const auto n = f.integer("n", 1, limits.max_choices)) out.n = uint32_t(*n);
+    if (const json* b = f.get("best_of")) {
+        const auto best_of = f.integer_value("best_of", *b, 1, limits.max_choices);
+        if (best_of && uint64_t(*best_of) != out.n)
+            f.fail("best_of", fmt::format("'best_of' must equal 'n' ({}): this server returns every sequence it "
+                                          "generates and ranks none",
+                                          out.n));
+    }
+}
+
+// "logit_bias": {"15043": 5, "2": -100}: token ids as decimal strings, as OpenAI's API has them.
+void read_logit_bias(Fields& f, const RequestLimits& limits, GenerationRequest& out) {
+    const json* bias = f.get("logit_bias");
+    if (!bias) return;
+    if (!bias->is_object()) return f.wrong_type("logit_bias", "an object of token id strings to numbers", *bias);
+    if (bias->size() > limits.max_logit_bias)
+        return f.fail("logit_bias", fmt::format("'logit_bias' holds {} entries; at most {} are accepted", bias->size(),
+                                                limits.max_logit_bias));
+    Fields bf(*bias, "logit_bias.");
+    for (const auto& [key, value] : bias->items()) {
+        int32_t id = -1;
+        const auto [end, err] = std::from_chars(key.data(), key.data() + key.size(), id);
+        if (key.empty() || err != std::errc() || end != key.data() + key.size() || id < 0)
+            return f.fail("logit_bias", fmt::format("'logit_bias' key '{}' is not a token id (a whole number, 0 or "
+                                                    "more)",
+                                                    key));
+        const auto b = bf.number(key.c_str(), -100.0, 100.0);
+        if (bf.failed()) return f.fail(bf.error()->param, bf.error()->message);
+        if (b) out.logit_bias.emplace_back(id, *b);
     }
 }
 
@@ -275,7 +299,7 @@ bool read_token_ids(Fields& f, const std::string& key, const json& ids, const Re
     return true;
 }
 
-// "prompt": "text" | ["text"] | [1, 2, 3] | [[1, 2, 3]]  (one prompt: n = 1)
+// "prompt": "text" | ["text"] | [1, 2, 3] | [[1, 2, 3]]  (one prompt per request)
 void read_prompt(Fields& f, const RequestLimits& limits, GenerationRequest& out) {
     const json* p = f.get("prompt");
     if (!p) return f.fail("prompt", "'prompt' is missing");
@@ -390,6 +414,10 @@ ApiResult<GenerationRequest> parse_generation_request(Endpoint endpoint, std::st
     out.min_p = f.number("min_p", 0.0, 1.0);
     out.repetition_penalty = f.number("repetition_penalty", 1e-6, 1e6);
     if (auto k = f.integer("top_k", -1, std::numeric_limits<int32_t>::max())) out.top_k = *k < 0 ? 0 : *k;
+    out.presence_penalty = f.number("presence_penalty", -2.0, 2.0);
+    out.frequency_penalty = f.number("frequency_penalty", -2.0, 2.0);
+    read_logit_bias(f, limits, out);
+    read_choices(f, limits, out);
     if (const json* seed = f.get("seed")) {
         // -1 is llama-server's "random"; other negative seeds have no meaning here.
         if (auto s = f.integer_value("seed", *seed, -1, std::numeric_limits<int64_t>::max()); s && *s >= 0)

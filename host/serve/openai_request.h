@@ -9,9 +9,9 @@
 // length, token ids inside the vocabulary, which drafters exist) is checked by the server.
 // Tool definitions, tool_choice and tool turns are read in openai_tools.cpp.
 // Fields the server does not implement are refused by name when they would change the
-// result (n > 1, logit_bias, penalties other than repetition_penalty, echo), never
-// silently ignored; fields that change nothing (user, metadata, store) are ignored, as
-// OpenAI's own server ignores what it does not know.
+// result (echo, suffix, best_of other than n), never silently ignored; fields that change
+// nothing (user, metadata, store) are ignored, as OpenAI's own server ignores what it does
+// not know.
 #pragma once
 
 #include "image/image.h"
@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tdm::server {
@@ -38,6 +39,8 @@ struct RequestLimits {
     size_t max_messages = 4096;
     size_t max_stop = 16;            // stop strings
     size_t max_stop_bytes = 1024;    // bytes of each stop string
+    uint32_t max_choices = 16;       // n
+    size_t max_logit_bias = 1024;    // logit_bias entries
     uint32_t max_top_logprobs = 20;  // alternatives reported per token
     int max_depth = 64;              // JSON nesting
     // image_url content parts (serve/image_url.h): how many in one request, their bytes in
@@ -96,6 +99,10 @@ struct GenerationRequest {
     std::optional<double> temperature, top_p, min_p, repetition_penalty;
     std::optional<int64_t> top_k;
     std::optional<uint64_t> seed;  // unset (or -1 in the request): a random seed
+    std::optional<double> presence_penalty, frequency_penalty;  // OpenAI's, -2 .. 2
+    std::vector<std::pair<int32_t, double>> logit_bias;         // token id, bias -100 .. 100; ids unchecked here
+    // Choices to generate from the one prompt (best_of, when given, must equal it).
+    uint32_t n = 1;
     std::vector<std::string> stop;
 
     bool stream = false;

@@ -83,30 +83,42 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 std::string completion_body(Endpoint endpoint, const ResponseMeta& meta, const ChoiceText& choice,
                             const Usage& usage) {
-    json c = {{"index", 0}, {"logprobs", logprobs_field(endpoint, choice)}, {"finish_reason", finish_field(choice.finish_reason)}};
-    if (endpoint == Endpoint::chat_completions) {
-        const bool calls = choice.tool_calls && !choice.tool_calls->empty();
-        c["message"] = {{"role", "assistant"}, {"content", calls && choice.text.empty() ? json(nullptr) : json(choice.text)}};
-        if (calls) {
-            json list = json::array();
-            for (const ToolCallOut& call : *choice.tool_calls)
-                list.push_back({{"id", call.id},
-                                {"type", "function"},
-                                {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
-            c["message"]["tool_calls"] = std::move(list);
+    return completion_body(endpoint, meta, std::span<const ChoiceText>(&choice, 1), usage);
+}
+
+std::string completion_body(Endpoint endpoint, const ResponseMeta& meta, std::span<const ChoiceText> choices,
+                            const Usage& usage) {
+    json list = json::array();
+    for (const ChoiceText& choice : choices) {
+        json c = {{"index", choice.index},
+                  {"logprobs", logprobs_field(endpoint, choice)},
+                  {"finish_reason", finish_field(choice.finish_reason)}};
+        if (endpoint == Endpoint::chat_completions) {
+            const bool calls = choice.tool_calls && !choice.tool_calls->empty();
+            c["message"] = {{"role", "assistant"},
+                            {"content", calls && choice.text.empty() ? json(nullptr) : json(choice.text)}};
+            if (calls) {
+                json tool_calls = json::array();
+                for (const ToolCallOut& call : *choice.tool_calls)
+                    tool_calls.push_back({{"id", call.id},
+                                          {"type", "function"},
+                                          {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+                c["message"]["tool_calls"] = std::move(tool_calls);
+            }
+        } else {
+            c["text"] = choice.text;
         }
-    } else {
-        c["text"] = choice.text;
+        list.push_back(std::move(c));
     }
     json body = envelope(endpoint, meta, false);
-    body["choices"] = json::array({std::move(c)});
+    body["choices"] = std::move(list);
     body["usage"] = usage_field(usage);
     if (usage.images) body["timings"] = timings_field(usage);
     return dump(body);
 }
 
 std::string chunk_body(Endpoint endpoint, const ResponseMeta& meta, const ChoiceText& choice, bool first) {
-    json c = {{"index", 0}, {"logprobs", logprobs_field(endpoint, choice)}, {"finish_reason", finish_field(choice.finish_reason)}};
+    json c = {{"index", choice.index}, {"logprobs", logprobs_field(endpoint, choice)}, {"finish_reason", finish_field(choice.finish_reason)}};
     if (endpoint == Endpoint::chat_completions) {
         json delta = json::object();
         if (first) delta["role"] = "assistant";
@@ -120,7 +132,7 @@ std::string chunk_body(Endpoint endpoint, const ResponseMeta& meta, const Choice
     return dump(body);
 }
 
-std::string tool_call_chunk_body(const ResponseMeta& meta, size_t index, const ToolCallOut* header,
+std::string tool_call_chunk_body(const ResponseMeta& meta, uint32_t choice, size_t index, const ToolCallOut* header,
                                  std::string_view arguments, bool first) {
     json call = {{"index", index}};
     if (header) {
@@ -134,7 +146,8 @@ std::string tool_call_chunk_body(const ResponseMeta& meta, size_t index, const T
     if (first) delta["role"] = "assistant";
     delta["tool_calls"] = json::array({std::move(call)});
     json body = envelope(Endpoint::chat_completions, meta, true);
-    body["choices"] = json::array({{{"index", 0}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
+    body["choices"] =
+        json::array({{{"index", choice}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
     return dump(body);
 }
 

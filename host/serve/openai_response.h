@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,10 +65,14 @@ struct ChoiceText {
     size_t text_offset = 0;  // completions logprobs: where `text` starts in the whole output
     // chat: the calls of a whole reply; with calls, empty text is "content": null.
     const std::vector<ToolCallOut>* tool_calls = nullptr;
+    uint32_t index = 0;      // of the request's n choices
 };
 
-// A whole (non-streamed) response.
+// A whole (non-streamed) response: one choice, or all of a request's n (usage summed over
+// them, the prompt counted once).
 std::string completion_body(Endpoint endpoint, const ResponseMeta& meta, const ChoiceText& choice,
+                            const Usage& usage);
+std::string completion_body(Endpoint endpoint, const ResponseMeta& meta, std::span<const ChoiceText> choices,
                             const Usage& usage);
 
 // One chunk of a stream. `first` adds the assistant role to a chat delta (OpenAI sends it
@@ -76,8 +81,9 @@ std::string chunk_body(Endpoint endpoint, const ResponseMeta& meta, const Choice
 
 // A chat stream's chunk for one tool call, as OpenAI streams them: the call's first chunk
 // has its index, id, type and name and empty arguments; the following ones add argument
-// text (`header` null).
-std::string tool_call_chunk_body(const ResponseMeta& meta, size_t index, const ToolCallOut* header,
+// text (`header` null). `choice` is the choice's index among the request's n, `index` the
+// call's among the choice's calls.
+std::string tool_call_chunk_body(const ResponseMeta& meta, uint32_t choice, size_t index, const ToolCallOut* header,
                                  std::string_view arguments, bool first);
 
 // The last chunk of a stream that asked for stream_options.include_usage: no choices.

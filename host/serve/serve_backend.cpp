@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
+#include <thread>
 
 namespace tdm::server {
 
@@ -42,6 +44,7 @@ Result<std::unique_ptr<ServeBackend>> ServeBackend::create(Setup setup) {
     b->slots_ = b->engine_->slots();
     b->gauges_.kv_blocks_free = b->engine_->kv_blocks_free();
     b->gauges_.kv_blocks_used = b->engine_->kv_blocks_total() - b->gauges_.kv_blocks_free;
+    b->gauges_.kv_block_size = b->setup_.runner->kv().config().block_size;
     b->thread_ = std::thread([p = b.get()] { p->loop(); });
     return b;
 }
@@ -83,6 +86,7 @@ void ServeBackend::loop() {
         g.kv_blocks_free = engine_->kv_blocks_free();
         g.kv_blocks_used = engine_->kv_blocks_total() - g.kv_blocks_free;
         g.kv_blocks_shared = engine_->kv_blocks_shared();
+        g.kv_block_size = setup_.runner->kv().config().block_size;
         const BatchEngineStats& st = engine_->stats();
         g.prefix_hits = st.prefix_hits;
         g.cached_tokens = st.cached_tokens;
@@ -179,6 +183,23 @@ ApiResult<Job> ServeBackend::prepare(GenerationRequest request) const {
         e.code = "context_length_exceeded";
         return e;
     }
+    // Each choice fits its own context (above); together they must fit the KV pool, where
+    // they share the prompt's blocks but not the tokens each generates.
+    const KvPool& kv = setup_.runner->kv();
+    const uint64_t pool = uint64_t(kv.n_blocks()) * kv.config().block_size;
+    if (request.n > 1 && request.max_tokens && prompt_size + request.n * *request.max_tokens > pool) {
+        ApiError e = ApiError::invalid(
+            "n", fmt::format("the KV cache holds {} tokens; the prompt is {} and n = {} choices of max_tokens {} ask "
+                             "for {} more",
+                             pool, prompt_size, request.n, *request.max_tokens, request.n * *request.max_tokens));
+        e.code = "context_length_exceeded";
+        return e;
+    }
+    const uint32_t n_vocab = setup_.runner->model().info().n_vocab;
+    for (const auto& [id, bias] : request.logit_bias)
+        if (uint32_t(id) >= n_vocab)
+            return ApiError::invalid(fmt::format("logit_bias.{}", id),
+                                     fmt::format("token {} is outside the vocabulary of {} tokens", id, n_vocab));
     if (request.speculative && !request.speculative->type.empty() && request.speculative->type != "none") {
         const auto& d = setup_.drafters;
         const bool loaded = std::any_of(d.begin(), d.end(),
@@ -210,6 +231,12 @@ ApiResult<GenerateParams> ServeBackend::generate_params(const GenerationRequest&
     if (r.top_k) s.top_k = int(*r.top_k);
     if (r.repetition_penalty) s.repeat_penalty = float(*r.repetition_penalty);
     if (r.seed) s.seed = *r.seed;
+    if (r.presence_penalty) s.presence_penalty = float(*r.presence_penalty);
+    if (r.frequency_penalty) s.frequency_penalty = float(*r.frequency_penalty);
+    if (!r.logit_bias.empty()) {  // the request's bias replaces the configured one, as its other fields do
+        s.logit_bias.clear();
+        for (const auto& [id, bias] : r.logit_bias) s.logit_bias.push_back({id, float(bias)});
+    }
     if (Status st = validate(s); !st.ok()) return ApiError::invalid("", st.error().message());
     if (r.ignore_eos) gp.ignore_eog = *r.ignore_eos;
     return gp;
@@ -242,55 +269,117 @@ Result<std::vector<DrafterSlot>> ServeBackend::drafters_for(const GenerationRequ
     return request_drafters(setup_.drafters, setup_.per_request, r.speculative ? r.speculative->type : std::string());
 }
 
-ApiResult<Outcome> ServeBackend::run(const Job& job, const TextSink& on_text) {
-    auto params = generate_params(job.request);
-    if (!params.ok()) return params.error();
-    auto drafters = drafters_for(job.request);
-    if (!drafters.ok()) return server_error(drafters.error());
-
-    SessionRequest sr;
-    sr.prompt = job.prompt;
-    sr.params = std::move(*params);
-    sr.params.constraint = job.constraint;
-    sr.spec = setup_.spec;
-    if (job.request.speculative && job.request.speculative->draft_max)
-        sr.spec.draft_max = int(*job.request.speculative->draft_max);
-    if (job.request.speculative && job.request.speculative->fixed)
-        sr.spec.auto_k = !*job.request.speculative->fixed;
-    sr.drafters = std::move(*drafters);
-    const bool want_logprobs = job.request.logprobs;
-    if (want_logprobs) sr.logprobs = int32_t(job.request.top_logprobs);
-    auto channel = std::make_shared<RequestChannel>(job.request.stop, sr.params.ignore_eog, *setup_.tokenizer,
-                                                    end_of_turn_pieces_);
-    RequestChannel::connect(channel, sr);
-    auto encode_ms = std::make_shared<double>(0.0);
+void ServeBackend::submit(std::vector<Arrival> arrivals) {
     {
         std::lock_guard lock(mutex_);
-        if (quit_) return server_error(Error("the server is shutting down"));
-        inbox_.push_back({std::move(sr), job.images, encode_ms});
+        if (!quit_) {
+            for (Arrival& a : arrivals) inbox_.push_back(std::move(a));
+            arrivals.clear();
+        }
     }
     wake_.notify_all();
+    SessionResult gone;  // the engine thread has stopped taking sessions: end them here
+    gone.stop_reason = StopReason::error;
+    gone.error = "the server is shutting down";
+    for (Arrival& a : arrivals)
+        if (a.session.on_done) a.session.on_done(gone);
+}
 
-    const RequestChannel::Ended ended =
-        channel->stream(on_text, want_logprobs, job.time_limit_s, job.client_gone, [this] { wake_.notify_all(); });
-    const SessionResult& res = ended.result;
-    if (res.stop_reason == StopReason::error) return server_error(Error(res.error));
-    Outcome out;
-    out.finish_reason = ended.stopped ? "stop" : finish_reason(res.stop_reason);
-    if (ended.timed_out && !ended.stopped && res.stop_reason == StopReason::cancelled) {
-        out.finish_reason = "length";
-        out.timed_out = true;
+ApiResult<std::vector<Outcome>> ServeBackend::run(const Job& job, const ChoiceSink& on_text) {
+    auto params = generate_params(job.request);
+    if (!params.ok()) return params.error();
+    const uint32_t n = std::max(1u, job.request.n);
+    const bool want_logprobs = job.request.logprobs;
+    std::vector<Arrival> arrivals(n);
+    std::vector<std::shared_ptr<RequestChannel>> channels(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        auto drafters = drafters_for(job.request);  // each choice drafts for itself
+        if (!drafters.ok()) return server_error(drafters.error());
+        SessionRequest& sr = arrivals[i].session;
+        sr.prompt = job.prompt;
+        sr.params = *params;
+        sr.params.constraint = job.constraint;
+        // choice i samples with seed + i: a fixed seed reproduces every choice
+        if (sr.params.sampling.seed) sr.params.sampling.seed = *sr.params.sampling.seed + i;
+        sr.spec = setup_.spec;
+        if (job.request.speculative && job.request.speculative->draft_max)
+            sr.spec.draft_max = int(*job.request.speculative->draft_max);
+        if (job.request.speculative && job.request.speculative->fixed)
+            sr.spec.auto_k = !*job.request.speculative->fixed;
+        sr.drafters = std::move(*drafters);
+        if (want_logprobs) sr.logprobs = int32_t(job.request.top_logprobs);
+        channels[i] = std::make_shared<RequestChannel>(job.request.stop, sr.params.ignore_eog, *setup_.tokenizer,
+                                                       end_of_turn_pieces_);
+        RequestChannel::connect(channels[i], sr);
+        // each choice's images are encoded for it on the engine thread, as it joins
+        arrivals[i].images = job.images;
+        arrivals[i].encode_ms = std::make_shared<double>(0.0);
     }
-    out.usage.prompt_tokens = expanded_prompt_size(job);
-    out.usage.images = job.images ? uint32_t(job.images->size()) : 0;
-    out.usage.image_encode_ms = *encode_ms;  // written before the session began, so before it ended
-    out.usage.completion_tokens = res.tokens.size();
-    out.usage.cached_tokens = res.n_cached;
-    out.drafted = res.spec.drafted;
-    out.accepted = res.spec.accepted;
-    out.controller = res.spec.controller;
-    out.measured_speedup = res.spec.measured_speedup();
-    return out;
+    std::vector<std::shared_ptr<double>> encode_ms;
+    for (const Arrival& a : arrivals) encode_ms.push_back(a.encode_ms);
+    if (n > 1) {
+        // The other choices follow the first once its prompt is in the KV (its first token,
+        // or its end, whichever comes first), on the engine thread.
+        struct Followers {
+            std::vector<Arrival> arrivals;
+            bool sent = false;
+        };
+        auto followers = std::make_shared<Followers>();
+        followers->arrivals.assign(std::make_move_iterator(arrivals.begin() + 1),
+                                   std::make_move_iterator(arrivals.end()));
+        arrivals.resize(1);
+        const auto release = [this, followers] {
+            if (followers->sent) return;
+            followers->sent = true;
+            submit(std::move(followers->arrivals));
+        };
+        SessionRequest& first = arrivals[0].session;
+        first.on_token = [release, inner = std::move(first.on_token)](int32_t id, std::string_view piece,
+                                                                      const TokenLogprobs* lp) {
+            release();
+            return inner(id, piece, lp);
+        };
+        first.on_done = [release, inner = std::move(first.on_done)](const SessionResult& r) {
+            inner(r);
+            release();
+        };
+    }
+    submit(std::move(arrivals));
+
+    std::vector<RequestChannel::Ended> ended(n);
+    const auto stream_choice = [&](uint32_t i) {
+        ended[i] = channels[i]->stream(
+            [&on_text, i](std::string_view text, const std::vector<TokenLogprob>* lp) { return on_text(i, text, lp); },
+            want_logprobs, job.time_limit_s, job.client_gone, [this] { wake_.notify_all(); });
+    };
+    std::vector<std::thread> workers;
+    for (uint32_t i = 1; i < n; ++i) workers.emplace_back(stream_choice, i);
+    stream_choice(0);
+    for (std::thread& t : workers) t.join();
+
+    std::vector<Outcome> outcomes;
+    for (uint32_t i = 0; i < n; ++i) {
+        const RequestChannel::Ended& e = ended[i];
+        const SessionResult& res = e.result;
+        if (res.stop_reason == StopReason::error) return server_error(Error(res.error));
+        Outcome out;
+        out.finish_reason = e.stopped ? "stop" : finish_reason(res.stop_reason);
+        if (e.timed_out && !e.stopped && res.stop_reason == StopReason::cancelled) {
+            out.finish_reason = "length";
+            out.timed_out = true;
+        }
+        out.usage.prompt_tokens = expanded_prompt_size(job);
+        out.usage.images = job.images ? uint32_t(job.images->size()) : 0;
+        out.usage.image_encode_ms = *encode_ms[i];  // written before the session began, so before it ended
+        out.usage.completion_tokens = res.tokens.size();
+        out.usage.cached_tokens = res.n_cached;
+        out.drafted = res.spec.drafted;
+        out.accepted = res.spec.accepted;
+        out.controller = res.spec.controller;
+        out.measured_speedup = res.spec.measured_speedup();
+        outcomes.push_back(std::move(out));
+    }
+    return outcomes;
 }
 
 }  // namespace tdm::server

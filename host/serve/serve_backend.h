@@ -13,6 +13,13 @@
 // tokens those of a fresh `tandem run` on the same prompt, whatever runs beside it. A chat
 // request's images (serve/request_images.h) are encoded on the engine thread, which owns the
 // device, just before their session joins the batch.
+//
+// n choices (GenerationRequest::n) are n sessions of the one prompt, choice i sampling with
+// seed + i. Choices past the first reach the engine once the first has its prompt in the
+// KV (its first token), so that they share its whole blocks (kv/kv_pool.h share_prefix)
+// rather than prefill the prompt n times; where the pool cannot share (sliding windows,
+// recurrent state) each prefills its own copy, which is slower and as exact. Each choice's
+// images are encoded for it as it joins.
 #pragma once
 
 #include "engine/batch_engine.h"
@@ -67,7 +74,7 @@ public:
     ApiResult<std::vector<int32_t>> tokenize(const TokenizeRequest& request) const override;
     std::string token_piece(int32_t id) const override;
     ApiResult<std::string> detokenize(const DetokenizeRequest& request) const override;
-    ApiResult<Outcome> run(const Job& job, const TextSink& on_text) override;
+    ApiResult<std::vector<Outcome>> run(const Job& job, const ChoiceSink& on_text) override;
 
     uint32_t parallel() const override { return slots_; }
     uint32_t context_tokens() const;
@@ -87,6 +94,8 @@ private:
         std::shared_ptr<double> encode_ms;                        // written by the engine thread
     };
     void admit(Arrival& a);
+    // Hands sessions to the engine thread (or, once it is quitting, ends them).
+    void submit(std::vector<Arrival> arrivals);
 
     Setup setup_;
     EndOfTurnPieces end_of_turn_pieces_;

@@ -4,12 +4,13 @@
 // synthetic Qwen3: chat and completions, whole and streamed (the streamed text equals the
 // whole one), logprobs, /v1/models, eight parallel streams each equal to the request alone,
 // tools (accepted, shown, streamed in the shape of the whole reply; a tool round trip),
-// and the client's error classes for a wrong model, a bad value, a wrong API key and an
-// overlong request; images (image_url parts with data: URLs) to a synthetic GLM-OCR with its
-// vision tower give the text of `tandem ocr` on the same image, whole and streamed, and a
-// two-image request beside a text-only one each give their text alone, while a model without
-// an image encoder refuses images with a 400 and keeps serving. Run by ctest; exits 77
-// (skipped) when the client is not installed.
+// n = 3 choices (whole, streamed, and cancelled together by a hang-up), logit_bias and the
+// penalties, the gateway metrics in vLLM's names, and the client's error classes for a wrong
+// model, a bad value, a wrong API key and an overlong request; images (image_url parts with
+// data: URLs) to a synthetic GLM-OCR with its vision tower give the text of `tandem ocr` on
+// the same image, whole and streamed, and a two-image request beside a text-only one each
+// give their text alone, while a model without an image encoder refuses images with a 400
+// and keeps serving. Run by ctest; exits 77 (skipped) when the client is not installed.
 //
 //   TANDEM_BIN=build/bin/tandem OPENAI_MODULE=build/node/node_modules/openai node openai_client.cjs
 'use strict';
@@ -227,6 +228,118 @@ test('errors arrive as the client error classes', async (client) => {
   assert.equal(long.code, 'context_length_exceeded');
 });
 
+// Sampled (the server's default is greedy), without drafts: with a fixed seed the n choices
+// are the same every time, choice i being the request with seed + i alone.
+test('n = 3 choices, whole and streamed, with their indices and the usage summed', async (client) => {
+  const req = {
+    model: 'tiny', prompt: 'Three ways to say hello', max_tokens: 10, ignore_eos: true,
+    temperature: 1.5, top_k: 0, top_p: 1, min_p: 0, seed: 7, speculative: { type: 'none' },
+  };
+  const one = await client.completions.create(req);
+  const whole = await client.completions.create({ ...req, n: 3 });
+  assert.deepEqual(whole.choices.map((c) => c.index), [0, 1, 2]);
+  assert.equal(whole.usage.prompt_tokens, one.usage.prompt_tokens, 'the prompt is counted once');
+  assert.equal(whole.usage.completion_tokens, 30);
+  assert.equal(whole.choices[0].text, one.choices[0].text, 'choice 0 samples with the seed itself');
+  const eighth = await client.completions.create({ ...req, seed: 9 });
+  assert.equal(whole.choices[2].text, eighth.choices[0].text, 'choice 2 samples with seed + 2');
+  assert.ok(new Set(whole.choices.map((c) => c.text)).size > 1, 'the choices differ');
+  const again = await client.completions.create({ ...req, n: 3 });
+  assert.deepEqual(again.choices.map((c) => c.text), whole.choices.map((c) => c.text), 'a fixed seed reproduces them');
+
+  const texts = ['', '', ''];
+  const finish = [null, null, null];
+  const roles = [0, 0, 0];
+  let usage = null;
+  const chat = { model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 8, ignore_eos: true,
+    temperature: 1.5, top_k: 0, top_p: 1, min_p: 0, seed: 11, speculative: { type: 'none' }, n: 3 };
+  const chatWhole = await client.chat.completions.create(chat);
+  for await (const chunk of await client.chat.completions.create({ ...chat, stream: true, stream_options: { include_usage: true } })) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      texts[c.index] += c.delta.content || '';
+      if (c.delta.role) roles[c.index]++;
+      if (c.finish_reason) finish[c.index] = c.finish_reason;
+    }
+  }
+  assert.deepEqual(texts, chatWhole.choices.map((c) => c.message.content));
+  assert.deepEqual(roles, [1, 1, 1], 'each choice opens with the role once');
+  assert.deepEqual(finish, ['length', 'length', 'length']);
+  assert.equal(usage.completion_tokens, 24);
+  assert.equal(usage.prompt_tokens, chatWhole.usage.prompt_tokens);
+});
+
+test('logit_bias forces a token and the penalties change a greedy reply', async (client) => {
+  const base = `http://127.0.0.1:${client.port}`;
+  const tokenize = async (content) => (await (await fetch(`${base}/tokenize`, {
+    method: 'POST', body: JSON.stringify({ content }),
+  })).json()).tokens;
+  const [a] = await tokenize('a');
+  const forced = await client.completions.create({
+    model: 'tiny', prompt: 'Once upon a time', max_tokens: 6, ignore_eos: true, logit_bias: { [a]: 100 },
+  });
+  assert.equal(forced.choices[0].text, 'aaaaaa');
+  const req = { model: 'tiny', prompt: 'Once upon a time', max_tokens: 24, ignore_eos: true, logprobs: 1 };
+  const plain = await client.completions.create(req);
+  const penalised = await client.completions.create({ ...req, frequency_penalty: 2, presence_penalty: 2 });
+  const repeats = (r) => r.choices[0].logprobs.tokens.length - new Set(r.choices[0].logprobs.tokens).size;
+  assert.notEqual(penalised.choices[0].text, plain.choices[0].text);
+  assert.ok(repeats(penalised) <= repeats(plain), `repeats: ${repeats(penalised)} with penalties, ${repeats(plain)} without`);
+});
+
+test('bad penalties, biases and choices are 400s naming the field', async (client) => {
+  const msg = [{ role: 'user', content: 'x' }];
+  const cases = [
+    [{ presence_penalty: 2.5 }, 'presence_penalty'],
+    [{ frequency_penalty: -3 }, 'frequency_penalty'],
+    [{ logit_bias: { 5: 101 } }, 'logit_bias.5'],
+    [{ logit_bias: { 99999999: 1 } }, 'logit_bias.99999999'],
+    [{ n: 17 }, 'n'],
+    [{ n: 2, best_of: 3 }, 'best_of'],
+  ];
+  for (const [fields, param] of cases) {
+    const e = await expectError(client.chat.completions.create({ model: 'tiny', messages: msg, ...fields }),
+      OpenAI.BadRequestError, 400, JSON.stringify(fields));
+    assert.equal(e.param, param, JSON.stringify(fields));
+  }
+  // each choice fits its context of 512, but 16 of them do not fit the pool (8 slots of 512)
+  const wide = await expectError(client.chat.completions.create({ model: 'tiny', messages: msg, n: 16, max_tokens: 450 }),
+    OpenAI.BadRequestError, 400, 'n * max_tokens beyond the KV cache');
+  assert.equal(wide.code, 'context_length_exceeded');
+});
+
+test('a client that hangs up cancels every choice', async (client) => {
+  const metric = async (name) => {
+    const text = await (await fetch(`http://127.0.0.1:${client.port}/metrics`)).text();
+    return Number(text.match(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm'))[1]);
+  };
+  const before = await metric('tandem_generation_tokens_total');
+  const abort = new AbortController();
+  const stream = await client.completions.create({ model: 'tiny', prompt: 'Go on and on', max_tokens: 450,
+    ignore_eos: true, n: 3, stream: true }, { signal: abort.signal });
+  try {
+    for await (const chunk of stream) { if (chunk.choices.length) abort.abort(); }
+  } catch (e) {
+    assert.ok(abort.signal.aborted, `the stream failed by itself: ${e.message}`);
+  }
+  for (let i = 0; i < 100 && (await metric('tandem_requests_running')) > 0; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(await metric('vllm:num_requests_running'), 0);
+  const made = (await metric('tandem_generation_tokens_total')) - before;
+  assert.ok(made < 3 * 450, `${made} tokens: the choices ran to the end`);
+});
+
+test('/metrics has the gateway metrics in vLLM names', async (client) => {
+  const text = await (await fetch(`http://127.0.0.1:${client.port}/metrics`)).text();
+  for (const name of ['vllm:num_requests_waiting{model_name="tiny"}', 'vllm:num_requests_running{model_name="tiny"}',
+    'vllm:kv_cache_usage_perc{model_name="tiny"}', 'vllm:gpu_cache_usage_perc{model_name="tiny"}',
+    'vllm:cache_config_info{model_name="tiny",block_size="16"', 'vllm:spec_decode_num_drafts_total{model_name="tiny"}',
+    'vllm:spec_decode_num_draft_tokens_total{model_name="tiny"}',
+    'vllm:spec_decode_num_accepted_tokens_total{model_name="tiny"}'])
+    assert.ok(text.includes(name), `${name} is missing`);
+  const usage = Number(text.match(/^vllm:kv_cache_usage_perc\{[^}]*\} (\S+)$/m)[1]);
+  assert.ok(usage > 0 && usage <= 1, `KV usage ${usage} is a fraction`);
+});
+
 const fixtures = path.join(__dirname, '..', 'fixtures', 'images');
 const dataUrl = (file, type) => `data:${type};base64,${fs.readFileSync(path.join(fixtures, file)).toString('base64')}`;
 const png = dataUrl('rgb8.png', 'image/png');
@@ -290,6 +403,7 @@ imageTest('a two-image request and a text-only one running together each give th
   let failed = 0;
   const server = await serve(['--parallel', '8', '-c', '512', '--alias', 'tiny']);
   const client = new OpenAI({ baseURL: `http://127.0.0.1:${server.port}/v1`, apiKey: 'unused', maxRetries: 0 });
+  client.port = server.port;  // for the endpoints outside /v1 (/tokenize, /metrics)
   for (const t of tests) {
     try {
       await t.fn(client);

@@ -2,6 +2,7 @@
 // tests/sampling/sampler_config_test.cpp: the [sampling] defaults of the config file are the
 // sampler's own (llama.cpp's), so a user who sets nothing gets the same chain either way.
 #include "config/config.h"
+#include "config/logit_bias_text.h"
 #include "sampling/sampler.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +19,9 @@ TEST(SamplerConfig, config_defaults_equal_the_sampler_defaults) {
     EXPECT_EQ(c.min_p, p.min_p);
     EXPECT_EQ(c.repeat_penalty, p.repeat_penalty);
     EXPECT_EQ(c.repeat_last_n, p.repeat_last_n);
+    EXPECT_EQ(c.presence_penalty, p.presence_penalty);
+    EXPECT_EQ(c.frequency_penalty, p.frequency_penalty);
+    EXPECT_TRUE(c.logit_bias.empty() && p.logit_bias.empty());
     EXPECT_EQ(c.seed, -1);  // random
     EXPECT_FALSE(p.seed.has_value());
 }
@@ -32,6 +36,9 @@ top_p = 0
 min_p = 1
 repeat_penalty = 0.001
 repeat_last_n = -1
+presence_penalty = -2
+frequency_penalty = 2
+logit_bias = ["0-100", "5+100", "7+0.5"]
 seed = 0
 )";
     auto c = load_config_text(text, "corners");
@@ -43,6 +50,16 @@ seed = 0
     p.min_p = c->sampling.min_p;
     p.repeat_penalty = c->sampling.repeat_penalty;
     p.repeat_last_n = c->sampling.repeat_last_n;
+    p.presence_penalty = c->sampling.presence_penalty;
+    p.frequency_penalty = c->sampling.frequency_penalty;
+    for (const std::string& entry : c->sampling.logit_bias) {
+        auto b = parse_logit_bias(entry);
+        ASSERT_TRUE(b.ok()) << b.error().message();
+        p.logit_bias.push_back({b->token, b->bias});
+    }
+    ASSERT_EQ(p.logit_bias.size(), 3u);
+    EXPECT_EQ(p.logit_bias[0].bias, -100.0f);
+    EXPECT_EQ(p.logit_bias[2].token, 7);
     p.seed = static_cast<uint64_t>(c->sampling.seed);
     EXPECT_TRUE(Sampler::create(p).ok());
 }

@@ -195,14 +195,41 @@ TEST(OpenAiRequest, messages_that_cannot_be_a_conversation_are_refused) {
 }
 
 TEST(OpenAiRequest, options_it_does_not_implement_are_refused_by_name_not_ignored) {
-    EXPECT_EQ(chat_refused(R"("n": 2)").param, "n");
-    EXPECT_EQ(chat_refused(R"("best_of": 3)").param, "best_of");
-    EXPECT_NE(chat_refused(R"("presence_penalty": 0.5)").message.find("repetition_penalty"), std::string::npos);
-    EXPECT_EQ(chat_refused(R"("frequency_penalty": 1)").param, "frequency_penalty");
-    EXPECT_EQ(chat_refused(R"("logit_bias": {"1": 5})").param, "logit_bias");
+    EXPECT_NE(chat_refused(R"("best_of": 3)").message.find("must equal 'n'"), std::string::npos);
     EXPECT_EQ(chat_refused(R"("tools": [{"type": "function"}])").param, "tools[0].function");
     EXPECT_EQ(chat_refused(R"("tool_choice": "required")").param, "tool_choice");
     EXPECT_EQ(chat_refused(R"("functions": [{"name": "f"}])").param, "functions");
+}
+
+TEST(OpenAiRequest, penalties_bias_and_choices_are_read_within_openai_ranges) {
+    const GenerationRequest r = chat_ok(R"({"messages": [{"role": "user", "content": "x"}],
+        "presence_penalty": -2, "frequency_penalty": 1.5, "logit_bias": {"15043": 100, "2": -100, "7": 0.5},
+        "n": 3, "best_of": 3})");
+    EXPECT_EQ(r.presence_penalty, -2.0);
+    EXPECT_EQ(r.frequency_penalty, 1.5);
+    EXPECT_EQ(r.logit_bias, (std::vector<std::pair<int32_t, double>>{{15043, 100.0}, {2, -100.0}, {7, 0.5}}));
+    EXPECT_EQ(r.n, 3u);
+    EXPECT_EQ(completion_ok(R"({"prompt": "x", "n": 16})").n, 16u);
+    EXPECT_EQ(chat_ok(R"({"messages": [{"role": "user", "content": "x"}]})").n, 1u);
+
+    EXPECT_EQ(chat_refused(R"("presence_penalty": 2.5)").param, "presence_penalty");
+    EXPECT_EQ(chat_refused(R"("frequency_penalty": -2.01)").param, "frequency_penalty");
+    EXPECT_EQ(chat_refused(R"("frequency_penalty": "1")").param, "frequency_penalty");
+    EXPECT_EQ(chat_refused(R"("logit_bias": {"5": 101})").param, "logit_bias.5");
+    EXPECT_EQ(chat_refused(R"("logit_bias": {"5": "x"})").param, "logit_bias.5");
+    EXPECT_NE(chat_refused(R"("logit_bias": {"abc": 1})").message.find("'abc'"), std::string::npos);
+    EXPECT_EQ(chat_refused(R"("logit_bias": {"-3": 1})").param, "logit_bias");
+    EXPECT_EQ(chat_refused(R"("logit_bias": {"3 ": 1})").param, "logit_bias");
+    EXPECT_EQ(chat_refused(R"("logit_bias": [1, 2])").param, "logit_bias");
+    EXPECT_EQ(chat_refused(R"("n": 0)").param, "n");
+    EXPECT_EQ(chat_refused(R"("n": 17)").param, "n");
+    EXPECT_EQ(chat_refused(R"("n": 2.5)").param, "n");
+    EXPECT_EQ(chat_refused(R"("n": 2, "best_of": 4)").param, "best_of");
+    RequestLimits limits;
+    limits.max_logit_bias = 2;
+    EXPECT_EQ(refused(Endpoint::completions, R"({"prompt": "x", "logit_bias": {"1": 1, "2": 2, "3": 3}})", limits)
+                  .param,
+              "logit_bias");
 }
 
 TEST(OpenAiRequest, limits_bound_what_one_request_may_ask_for) {

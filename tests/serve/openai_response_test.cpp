@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 using namespace tdm::server;
 using nlohmann::json;
@@ -41,6 +42,22 @@ TEST(OpenAiResponse, a_text_completion_has_text_instead_of_a_message) {
     EXPECT_EQ(j["choices"][0]["text"], "abc");
     EXPECT_FALSE(j["choices"][0].contains("message"));
     EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+}
+
+TEST(OpenAiResponse, n_choices_are_listed_by_index_and_chunks_say_whose_they_are) {
+    std::vector<ChoiceText> choices = {{"one", "stop"}, {"two", "length"}, {"three", "stop"}};
+    for (uint32_t i = 0; i < choices.size(); ++i) choices[i].index = i;
+    const json j = json::parse(completion_body(Endpoint::chat_completions, kMeta, choices, {5, 9, 0}));
+    ASSERT_EQ(j["choices"].size(), 3u);
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(j["choices"][i]["index"], i);
+    EXPECT_EQ(j["choices"][1]["message"]["content"], "two");
+    EXPECT_EQ(j["choices"][1]["finish_reason"], "length");
+    EXPECT_EQ(j["usage"]["total_tokens"], 14);
+    ChoiceText piece{"x", ""};
+    piece.index = 2;
+    const json chunk = json::parse(chunk_body(Endpoint::completions, kMeta, piece, false));
+    EXPECT_EQ(chunk["choices"][0]["index"], 2);
+    EXPECT_EQ(chunk["choices"][0]["text"], "x");
 }
 
 TEST(OpenAiResponse, chat_chunks_carry_the_role_first_and_the_finish_reason_last) {

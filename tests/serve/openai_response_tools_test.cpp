@@ -41,7 +41,7 @@ TEST(OpenAiResponseTools, a_reply_with_calls_has_tool_calls_and_null_content) {
 
 TEST(OpenAiResponseTools, a_streamed_call_is_a_header_chunk_then_argument_chunks) {
     const ToolCallOut call{"call_1", "get_time", R"({"tz":"CET"})"};
-    const auto head = nlohmann::json::parse(tool_call_chunk_body(kToolsMeta, 1, &call, "", /*first=*/true));
+    const auto head = nlohmann::json::parse(tool_call_chunk_body(kToolsMeta, 0, 1, &call, "", /*first=*/true));
     EXPECT_EQ(head["object"], "chat.completion.chunk");
     const auto& delta = head["choices"][0]["delta"];
     EXPECT_EQ(delta["role"], "assistant");
@@ -54,7 +54,7 @@ TEST(OpenAiResponseTools, a_streamed_call_is_a_header_chunk_then_argument_chunks
     EXPECT_EQ(delta["tool_calls"][0]["function"]["arguments"], "");
     EXPECT_TRUE(head["choices"][0]["finish_reason"].is_null());
 
-    const auto args = nlohmann::json::parse(tool_call_chunk_body(kToolsMeta, 1, nullptr, call.arguments, false));
+    const auto args = nlohmann::json::parse(tool_call_chunk_body(kToolsMeta, 0, 1, nullptr, call.arguments, false));
     const auto& d = args["choices"][0]["delta"];
     EXPECT_FALSE(d.contains("role"));
     EXPECT_EQ(d["tool_calls"][0]["index"], 1);
