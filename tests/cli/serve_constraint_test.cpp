@@ -99,11 +99,14 @@ TEST_F(ServeConstraint, a_request_generates_what_its_constraint_allows_and_stops
     ASSERT_TRUE(job.ok()) << job.error().message;
     EXPECT_EQ(asked.kind, ConstraintSpec::Kind::json_object);
     ASSERT_NE(job->constraint, nullptr);
-    auto out = s.backend->run(*job, [](std::string_view, const std::vector<server::TokenLogprob>*) { return true; });
+    auto out = s.backend->run(*job, [](uint32_t, std::string_view, const std::vector<server::TokenLogprob>*) {
+        return true;
+    });
     ASSERT_TRUE(out.ok()) << out.error().message;
-    EXPECT_EQ(out->finish_reason, "stop");
+    ASSERT_EQ(out->size(), 1u);
+    EXPECT_EQ(out->front().finish_reason, "stop");
     // unconstrained, it would run to max_tokens (the end-of-generation tokens are ignored)
-    EXPECT_EQ(out->usage.completion_tokens, kLength) << "complete after kLength tokens, before max_tokens";
+    EXPECT_EQ(out->front().usage.completion_tokens, kLength) << "complete after kLength tokens, before max_tokens";
 }
 
 TEST_F(ServeConstraint, without_a_factory_a_constrained_request_is_refused_naming_the_field) {

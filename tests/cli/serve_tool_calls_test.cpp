@@ -36,14 +36,14 @@ public:
     ApiResult<std::vector<int32_t>> tokenize(const TokenizeRequest&) const override { return std::vector<int32_t>{}; }
     std::string token_piece(int32_t) const override { return ""; }
     ApiResult<std::string> detokenize(const DetokenizeRequest&) const override { return std::string(); }
-    ApiResult<Outcome> run(const Job& job, const TextSink& on_text) override {
+    ApiResult<std::vector<Outcome>> run(const Job& job, const ChoiceSink& on_text) override {
         for (size_t at = 0; at < script_.size(); at += 3)
-            if (!on_text(std::string_view(script_).substr(at, 3), nullptr)) break;
+            if (!on_text(0, std::string_view(script_).substr(at, 3), nullptr)) break;
         Outcome out;
         out.finish_reason = "stop";
         out.usage.prompt_tokens = job.prompt.size();
         out.usage.completion_tokens = (script_.size() + 2) / 3;
-        return out;
+        return std::vector<Outcome>{out};
     }
 
 private:
