@@ -274,6 +274,7 @@ private:
         const Json& parts = schema["allOf"];
         if (!parts.is_array() || parts.empty()) return unsupported("allOf", "it must be a non-empty array");
         Object properties;
+        std::map<std::string, size_t> property_index;
         std::set<std::string> required;
         const Json* additional = nullptr;
         for (const Json& part : parts) {
@@ -286,27 +287,22 @@ private:
                                                   (p->contains("type") && (*p)["type"] == "object"));
             if (!object_like || p->contains("anyOf") || p->contains("oneOf") || p->contains("allOf"))
                 return unsupported("allOf", "only a list of object schemas (with properties) is supported");
-            TDM_TRY(collect_object(*p, properties, required, additional));
+            TDM_TRY(collect_object(*p, properties, property_index, required, additional));
         }
         return object_rule(properties, required, additional, hint, depth);
     }
 
-    Status collect_object(const Json& schema, Object& properties, std::set<std::string>& required,
-                          const Json*& additional) {
+    Status collect_object(const Json& schema, Object& properties, std::map<std::string, size_t>& property_index,
+                          std::set<std::string>& required, const Json*& additional) {
         if (schema.contains("properties")) {
             const Json& props = schema["properties"];
             if (!props.is_object()) return unsupported("properties", "it must be an object");
             for (auto it = props.begin(); it != props.end(); ++it) {
                 if (it.key().size() > kMaxKeyBytes)
                     return unsupported("properties", fmt::format("a property name of {} bytes (at most {})", it.key().size(), kMaxKeyBytes));
-                bool replaced = false;
-                for (auto& [k, v] : properties) {
-                    if (k == it.key()) {
-                        v = &it.value();
-                        replaced = true;
-                    }
-                }
-                if (!replaced) properties.emplace_back(it.key(), &it.value());
+                auto [at, added] = property_index.emplace(it.key(), properties.size());
+                if (added) properties.emplace_back(it.key(), &it.value());
+                else properties[at->second].second = &it.value();  // a later allOf part wins
             }
         }
         if (schema.contains("required")) {
@@ -346,7 +342,8 @@ private:
             Object properties;
             std::set<std::string> required;
             const Json* additional = nullptr;
-            TDM_TRY(collect_object(schema, properties, required, additional));
+            std::map<std::string, size_t> property_index;
+            TDM_TRY(collect_object(schema, properties, property_index, required, additional));
             return object_rule(properties, required, additional, hint, depth);
         }
         if (type == "array") {
@@ -465,10 +462,10 @@ private:
         std::string sp = primitive("space");
         std::string prefix = hint.empty() ? "" : hint + "-";
         std::vector<std::string> req_kvs, opt_kvs;
+        std::set<std::string_view> declared;
+        for (const auto& [key, schema] : properties) declared.insert(key);
         for (const std::string& name : required) {
-            bool declared = false;
-            for (const auto& [k, v] : properties) declared = declared || k == name;
-            if (!declared) return unsupported("required", fmt::format("'{}' is not among the properties", name));
+            if (!declared.count(name)) return unsupported("required", fmt::format("'{}' is not among the properties", name));
         }
         for (const auto& [key, schema] : properties) {
             std::string value_hint = prefix + name_part(key);
