@@ -3,7 +3,7 @@
 // (make_grammar_constraint of grammar.h). Masks are cached per matcher state in a bounded
 // LRU shared by a constraint and all its clones: a JSON generation revisits few states
 // (inside a string, between members), and the speculative round's clones ask for the
-// masks of states the original reaches next.
+// masks of states the original reaches next. The lazy DFA of token_mask.h is shared too.
 // Not here: the matcher (matcher.cpp) and the trie walk (token_mask.cpp).
 #include "grammar/grammar.h"
 #include "grammar/grammar_rules.h"
@@ -23,31 +23,34 @@ namespace {
 // At most this many masks per constraint family (about 19 KiB each for 150k tokens).
 constexpr size_t kMaxCachedMasks = 256;
 
+// What a constraint and its clones share: the masks of recent states (LRU) and the lazy
+// DFA the masks are walked with. Locked: the server may hand clones to other threads.
 class MaskCache {
 public:
-    std::shared_ptr<const TokenBitset> find(const std::string& key) {
+    std::shared_ptr<const TokenBitset> get(const CompiledGrammar& g, const TokenTrie& trie, const MatchState& state,
+                                           const std::string& key, MaskWorkspace& ws) {
         std::lock_guard<std::mutex> lock(mutex_);
         auto it = index_.find(key);
-        if (it == index_.end()) return nullptr;
-        lru_.splice(lru_.begin(), lru_, it->second);
-        return it->second->second;
-    }
-
-    void insert(const std::string& key, std::shared_ptr<const TokenBitset> mask) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (index_.count(key)) return;
-        lru_.emplace_front(key, std::move(mask));
+        if (it != index_.end()) {
+            lru_.splice(lru_.begin(), lru_, it->second);
+            return it->second->second;
+        }
+        auto mask = std::make_shared<TokenBitset>();
+        compute_token_mask(g, trie, state, dfa_, ws, *mask);
+        lru_.emplace_front(key, mask);
         index_.emplace(key, lru_.begin());
         if (lru_.size() > kMaxCachedMasks) {
             index_.erase(lru_.back().first);
             lru_.pop_back();
         }
+        return mask;
     }
 
 private:
     std::mutex mutex_;
     std::list<std::pair<std::string, std::shared_ptr<const TokenBitset>>> lru_;
     std::unordered_map<std::string, decltype(lru_)::iterator> index_;
+    LazyDfa dfa_;
 };
 
 class GrammarConstraint final : public TokenConstraint {
@@ -123,13 +126,7 @@ private:
     const std::shared_ptr<const TokenBitset>& current_mask() {
         if (mask_) return mask_;
         state_key(state_, key_);
-        mask_ = cache_->find(key_);
-        if (!mask_) {
-            auto bits = std::make_shared<TokenBitset>();
-            compute_token_mask(*grammar_, *trie_, state_, ws_, *bits);
-            mask_ = bits;
-            cache_->insert(key_, mask_);
-        }
+        mask_ = cache_->get(*grammar_, *trie_, state_, key_, ws_);
         return mask_;
     }
 
