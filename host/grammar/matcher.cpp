@@ -215,6 +215,12 @@ bool advance_byte(const CompiledGrammar& g, const MatchState& in, uint8_t byte, 
         return false;  // a continuation byte or a byte no UTF-8 text contains
     }
     if ((byte & 0xC0) != 0x80) return false;
+    // The second byte of a 3- or 4-byte sequence rules out overlong forms, surrogates and
+    // code points above U+10FFFF (strict UTF-8, as unicode::decode).
+    if (in.partial_left == 2 && in.partial_cp == 0x0 && byte < 0xA0) return false;
+    if (in.partial_left == 2 && in.partial_cp == 0xD && byte >= 0xA0) return false;
+    if (in.partial_left == 3 && in.partial_cp == 0x0 && byte < 0x90) return false;
+    if (in.partial_left == 3 && in.partial_cp == 0x4 && byte >= 0x90) return false;
     uint32_t value = (in.partial_cp << 6) | (byte & 0x3Fu);
     uint8_t left = static_cast<uint8_t>(in.partial_left - 1);
     if (left == 0) return advance_cp(g, in, value, out, ws);

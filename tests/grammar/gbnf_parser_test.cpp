@@ -58,6 +58,16 @@ TEST(GbnfParser, a_partial_utf8_character_is_held_only_if_a_class_could_take_it)
     EXPECT_TRUE(m.accepting());    // the failed feeds left the state as it was
 }
 
+TEST(GbnfParser, any_character_takes_strict_utf8_only) {
+    auto g = must_compile(R"(root ::= .+)");
+    EXPECT_TRUE(accepts(g, "a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xF4\x8F\xBF\xBF"));
+    EXPECT_FALSE(accepts(g, "\xC0\x80"));          // overlong NUL
+    EXPECT_FALSE(accepts(g, "\xE0\x80\x80"));      // overlong
+    EXPECT_FALSE(accepts(g, "\xED\xA0\x80"));      // a surrogate
+    EXPECT_FALSE(accepts(g, "\xF0\x80\x80\x80"));  // overlong
+    EXPECT_FALSE(accepts(g, "\xF4\x90\x80\x80"));  // above U+10FFFF
+}
+
 TEST(GbnfParser, repetition_counts_are_exact) {
     auto g = must_compile(R"(root ::= "ab"{2,3} "c"{2} "d"{1,} "e"{,2})");
     EXPECT_TRUE(accepts(g, "ababccd"));
