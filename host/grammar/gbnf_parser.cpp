@@ -379,7 +379,8 @@ private:
         MatchWorkspace ws;
         MatchState start;
         if (!initial_match_state(g, ws, start))
-            return Error::format("grammar: more than {} parses are open at the start", kMaxStacks);
+            return Error::format("grammar: too ambiguous: more than {} parses (or {} expansion steps) at the start",
+                                 kMaxStacks, kMaxExpandSteps);
         return g;
     }
 

@@ -83,8 +83,10 @@ public:
         if (finished_) return false;
         if (is_eog(token)) return accepts_end(state_);
         if (token < 0 || token >= trie_->n_vocab()) return false;
-        if (mask_) return test_bit(*mask_, token);
-        return token_allowed(*grammar_, *trie_, state_, token, ws_.match);
+        // From the mask, never from the token's bytes alone: the two agree except where a
+        // mask ran out of steps (kMaxMaskSteps), and then allows() must still agree with
+        // mask(), or a draft could pass where a plain step would not.
+        return test_bit(*current_mask(), token);
     }
 
     Status advance(int32_t token) override {

@@ -68,43 +68,55 @@ const uint32_t* stack_begin(const MatchState& s, uint32_t i) {
 
 uint32_t stack_size(const MatchState& s, uint32_t i) { return s.ends[i] - (i ? s.ends[i - 1] : 0); }
 
-// Places stack i of `out` in the hash table (which has a free slot).
-void hash_insert(const MatchState& out, uint32_t i, MatchWorkspace& ws) {
-    size_t mask = ws.dedup_slots.size() - 1;
-    size_t slot = hash_stack(stack_begin(out, i), stack_size(out, i)) & mask;
-    while (ws.dedup_slots[slot]) slot = (slot + 1) & mask;
-    ws.dedup_slots[slot] = i + 1;
+// Places stack i of `set` in the hash table (which has a free slot).
+void hash_insert(const MatchState& set, uint32_t i, StackIndex& index) {
+    size_t mask = index.slots.size() - 1;
+    size_t slot = hash_stack(stack_begin(set, i), stack_size(set, i)) & mask;
+    while (index.slots[slot]) slot = (slot + 1) & mask;
+    index.slots[slot] = i + 1;
 }
 
-void rehash(const MatchState& out, size_t n_slots, MatchWorkspace& ws) {
-    ws.dedup_slots.assign(n_slots, 0);
-    for (uint32_t i = 0; i < out.ends.size(); ++i) hash_insert(out, i, ws);
+void rehash(const MatchState& set, size_t n_slots, StackIndex& index) {
+    index.slots.assign(n_slots, 0);
+    for (uint32_t i = 0; i < set.ends.size(); ++i) hash_insert(set, i, index);
 }
 
-// Adds one stack unless it is already there; false when the state is full.
-bool add_stack(MatchState& out, const uint32_t* stack, size_t n, MatchWorkspace& ws) {
-    if (!ws.dedup_hashed) {
-        for (uint32_t i = 0; i < out.ends.size(); ++i) {
-            if (stack_size(out, i) == n && std::equal(stack, stack + n, stack_begin(out, i))) return true;
+enum class Added { added, present, full };
+
+// Adds one stack to `set` unless it is already there or the set holds `limit` stacks.
+Added add_stack(MatchState& set, const uint32_t* stack, size_t n, StackIndex& index, size_t limit) {
+    if (!index.hashed) {
+        for (uint32_t i = 0; i < set.ends.size(); ++i) {
+            if (stack_size(set, i) == n && std::equal(stack, stack + n, stack_begin(set, i))) return Added::present;
         }
     } else {
-        size_t mask = ws.dedup_slots.size() - 1;
-        for (size_t slot = hash_stack(stack, n) & mask; ws.dedup_slots[slot]; slot = (slot + 1) & mask) {
-            uint32_t i = ws.dedup_slots[slot] - 1;
-            if (stack_size(out, i) == n && std::equal(stack, stack + n, stack_begin(out, i))) return true;
+        size_t mask = index.slots.size() - 1;
+        for (size_t slot = hash_stack(stack, n) & mask; index.slots[slot]; slot = (slot + 1) & mask) {
+            uint32_t i = index.slots[slot] - 1;
+            if (stack_size(set, i) == n && std::equal(stack, stack + n, stack_begin(set, i))) return Added::present;
         }
     }
-    if (out.ends.size() >= kMaxStacks) return false;
-    out.positions.insert(out.positions.end(), stack, stack + n);
-    out.ends.push_back(static_cast<uint32_t>(out.positions.size()));
-    if (!ws.dedup_hashed && out.ends.size() == kLinearDedup) {
-        ws.dedup_hashed = true;
-        rehash(out, 4 * kLinearDedup, ws);
-    } else if (ws.dedup_hashed) {
-        if (2 * out.ends.size() > ws.dedup_slots.size()) rehash(out, 2 * ws.dedup_slots.size(), ws);
-        else hash_insert(out, static_cast<uint32_t>(out.ends.size() - 1), ws);
+    if (set.ends.size() >= limit) return Added::full;
+    set.positions.insert(set.positions.end(), stack, stack + n);
+    set.ends.push_back(static_cast<uint32_t>(set.positions.size()));
+    if (!index.hashed && set.ends.size() == kLinearDedup) {
+        index.hashed = true;
+        rehash(set, 4 * kLinearDedup, index);
+    } else if (index.hashed) {
+        if (2 * set.ends.size() > index.slots.size()) rehash(set, 2 * index.slots.size(), index);
+        else hash_insert(set, static_cast<uint32_t>(set.ends.size() - 1), index);
     }
-    return true;
+    return Added::added;
+}
+
+// Starts a new expansion into an empty state.
+void begin_expansion(MatchWorkspace& ws) {
+    ws.work_positions.clear();
+    ws.work_ends.clear();
+    ws.out_index.hashed = false;
+    ws.expanded.positions.clear();
+    ws.expanded.ends.clear();
+    ws.expanded_index.hashed = false;
 }
 
 void push_work(MatchWorkspace& ws, const std::vector<uint32_t>& base, size_t n, const uint32_t* extra) {
@@ -115,9 +127,16 @@ void push_work(MatchWorkspace& ws, const std::vector<uint32_t>& base, size_t n, 
 
 // llama_grammar_advance_stack: expands the rule references on top of the stacks in the
 // work list until a character class (or nothing) is on top, adding the results to `out`.
+// False when the state would hold more than kMaxStacks stacks or the expansion takes more
+// than kMaxExpandSteps steps.
 bool expand(const CompiledGrammar& g, MatchWorkspace& ws, MatchState& out) {
-    bool ok = true;
-    while (!ws.work_ends.empty()) {
+    for (uint64_t n_steps = 0; !ws.work_ends.empty(); ++n_steps) {
+        if (n_steps == kMaxExpandSteps) {
+            ws.work_ends.clear();
+            ws.work_positions.clear();
+            return false;
+        }
+        ++ws.steps;
         uint32_t end = ws.work_ends.back();
         ws.work_ends.pop_back();
         uint32_t begin = ws.work_ends.empty() ? 0 : ws.work_ends.back();
@@ -125,10 +144,15 @@ bool expand(const CompiledGrammar& g, MatchWorkspace& ws, MatchState& out) {
         ws.work_positions.resize(begin);
         std::vector<uint32_t>& s = ws.current;
         if (s.size() > kMaxStackDepth) continue;
-        if (s.empty() || g.elements[s.back()].type != GrammarSymbol::rule_ref) {
-            ok = add_stack(out, s.data(), s.size(), ws) && ok;
-            continue;
+        bool final = s.empty() || g.elements[s.back()].type != GrammarSymbol::rule_ref;
+        Added added = final ? add_stack(out, s.data(), s.size(), ws.out_index, kMaxStacks)
+                            : add_stack(ws.expanded, s.data(), s.size(), ws.expanded_index, kMaxExpandSteps);
+        if (added == Added::full) {
+            ws.work_ends.clear();
+            ws.work_positions.clear();
+            return false;
         }
+        if (final || added == Added::present) continue;
         uint32_t top = s.back();
         uint32_t rule = g.elements[top].value;
         s.pop_back();
@@ -138,7 +162,7 @@ bool expand(const CompiledGrammar& g, MatchWorkspace& ws, MatchState& out) {
             push_work(ws, s, s.size(), is_end_of_sequence(g.elements[first]) ? nullptr : &first);
         }
     }
-    return ok;
+    return true;
 }
 
 // Takes code point cp on every stack whose top class matches it.
@@ -148,9 +172,7 @@ bool advance_cp(const CompiledGrammar& g, const MatchState& in, uint32_t cp, Mat
     out.ends.clear();
     out.partial_cp = 0;
     out.partial_left = 0;
-    ws.work_positions.clear();
-    ws.work_ends.clear();
-    ws.dedup_hashed = false;
+    begin_expansion(ws);
     uint32_t begin = 0;
     for (uint32_t end : in.ends) {
         uint32_t b = begin;
@@ -162,8 +184,7 @@ bool advance_cp(const CompiledGrammar& g, const MatchState& in, uint32_t cp, Mat
         uint32_t next = after_class(g, top);
         push_work(ws, ws.current, ws.current.size(), is_end_of_sequence(g.elements[next]) ? nullptr : &next);
     }
-    bool ok = expand(g, ws, out);
-    return ok && !out.dead();
+    return expand(g, ws, out) && !out.dead();
 }
 
 // Keeps the state while a UTF-8 character is unfinished, if some stack could take it.
@@ -192,10 +213,8 @@ bool hold_partial(const CompiledGrammar& g, const MatchState& in, uint32_t value
 
 bool initial_match_state(const CompiledGrammar& g, MatchWorkspace& ws, MatchState& out) {
     out = MatchState();
-    ws.work_positions.clear();
-    ws.work_ends.clear();
+    begin_expansion(ws);
     ws.current.clear();
-    ws.dedup_hashed = false;
     for (uint32_t a = g.rule_alts[g.root]; a < g.rule_alts[g.root + 1]; ++a) {
         uint32_t first = g.alt_start[a];
         push_work(ws, ws.current, 0, is_end_of_sequence(g.elements[first]) ? nullptr : &first);

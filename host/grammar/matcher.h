@@ -26,6 +26,10 @@ namespace tdm {
 // stacks than this cannot take the character (docs/GRAMMAR.md, "Limits").
 constexpr size_t kMaxStackDepth = 1024;
 constexpr size_t kMaxStacks = 32768;
+// The rule expansions one character may take: an ambiguous grammar of nested optional
+// pairs (a0 ::= (a1 a1)?, a1 ::= (a2 a2)?, ...) opens 2^depth parses, and the work to
+// find them grows as fast even where few survive.
+constexpr uint64_t kMaxExpandSteps = uint64_t{1} << 18;
 
 struct MatchState {
     std::vector<uint32_t> positions;  // every stack, concatenated, bottom first
@@ -37,23 +41,34 @@ struct MatchState {
     bool dead() const { return ends.empty(); }
 };
 
+// Finds a stack among those of a MatchState's layout: past a few stacks, through a hash
+// table (open addressing, slot = stack index + 1) instead of a linear scan, since a rule
+// of 20000 alternatives starts 20000 stacks.
+struct StackIndex {
+    std::vector<uint32_t> slots;
+    bool hashed = false;
+};
+
 // Scratch buffers reused across calls (no allocation once warm). One per thread of use.
 struct MatchWorkspace {
     std::vector<uint32_t> work_positions;
     std::vector<uint32_t> work_ends;
     std::vector<uint32_t> current;
-    // Past a few stacks, duplicates are found through a hash table (open addressing,
-    // slot = stack index + 1) instead of a linear scan: a rule of 20000 alternatives
-    // starts 20000 stacks.
-    std::vector<uint32_t> dedup_slots;
-    bool dedup_hashed = false;
+    StackIndex out_index;  // of the state being built
+    // The stacks whose top rule one expansion has already expanded: in an ambiguous
+    // grammar many paths reach the same one, and expanding it again only repeats work.
+    MatchState expanded;
+    StackIndex expanded_index;
+    uint64_t steps = 0;  // expansion steps taken, ever (token_mask.cpp budgets a mask with it)
 };
 
-// The initial state, or false if the grammar starts more than kMaxStacks parses.
+// The initial state, or false if the grammar starts more than kMaxStacks parses (or takes
+// more than kMaxExpandSteps to find them).
 bool initial_match_state(const CompiledGrammar& g, MatchWorkspace& ws, MatchState& out);
 
 // Feeds one byte: writes the state after it to `out` (which must not alias `in`) and
-// returns whether any parse survives. On false, `out` is unspecified.
+// returns whether any parse survives (false too past kMaxStacks or kMaxExpandSteps: the
+// text cannot go on there). On false, `out` is unspecified.
 bool advance_byte(const CompiledGrammar& g, const MatchState& in, uint8_t byte, MatchState& out,
                   MatchWorkspace& ws);
 

@@ -13,13 +13,16 @@ void set_tokens(const TokenTrie& trie, const TokenTrie::Node& node, TokenBitset&
     }
 }
 
-// The walk through the DFA; false if it filled up (out is then incomplete).
-bool walk_dfa(const CompiledGrammar& g, const TokenTrie& trie, int32_t start, LazyDfa& dfa,
-              MatchWorkspace& ws, TokenBitset& out) {
+enum class Walk { done, dfa_full, out_of_steps };
+
+// The walk through the DFA.
+Walk walk_dfa(const CompiledGrammar& g, const TokenTrie& trie, int32_t start, LazyDfa& dfa,
+              MatchWorkspace& ws, uint64_t step_limit, TokenBitset& out) {
     struct Frame { uint32_t node; uint32_t next_edge; int32_t state; };
     std::vector<Frame> stack;
     stack.push_back({TokenTrie::kRoot, 0, start});
     while (!stack.empty()) {
+        if (ws.steps > step_limit) return Walk::out_of_steps;
         Frame& f = stack.back();
         const TokenTrie::Node& node = trie.node(f.node);
         if (f.next_edge == node.n_edges) {
@@ -28,24 +31,25 @@ bool walk_dfa(const CompiledGrammar& g, const TokenTrie& trie, int32_t start, La
         }
         uint32_t e = node.first_edge + f.next_edge++;
         int32_t next = dfa.step(g, f.state, trie.edge_byte(e), ws);
-        if (next == LazyDfa::kFull) return false;
+        if (next == LazyDfa::kFull) return Walk::dfa_full;
         if (next == LazyDfa::kDead) continue;
         uint32_t child = trie.edge_child(e);
         const TokenTrie::Node& c = trie.node(child);
         set_tokens(trie, c, out);
         if (c.n_edges) stack.push_back({child, 0, next});
     }
-    return true;
+    return Walk::done;
 }
 
 // The walk that advances the stacks at every node.
-void walk_states(const CompiledGrammar& g, const TokenTrie& trie, const MatchState& state,
-                 MaskWorkspace& ws, TokenBitset& out) {
+Walk walk_states(const CompiledGrammar& g, const TokenTrie& trie, const MatchState& state,
+                 MaskWorkspace& ws, uint64_t step_limit, TokenBitset& out) {
     if (ws.levels.size() < TokenTrie::kMaxTokenBytes + 2) ws.levels.resize(TokenTrie::kMaxTokenBytes + 2);
     struct Frame { uint32_t node; uint32_t next_edge; };
     std::vector<Frame> stack;
     stack.push_back({TokenTrie::kRoot, 0});
     while (!stack.empty()) {
+        if (ws.match.steps > step_limit) return Walk::out_of_steps;
         Frame& f = stack.back();
         const TokenTrie::Node& node = trie.node(f.node);
         if (f.next_edge == node.n_edges) {
@@ -61,6 +65,7 @@ void walk_states(const CompiledGrammar& g, const TokenTrie& trie, const MatchSta
         set_tokens(trie, c, out);
         if (c.n_edges) stack.push_back({child, 0});
     }
+    return Walk::done;
 }
 
 }  // namespace
@@ -95,18 +100,22 @@ void LazyDfa::clear() {
     ids_.clear();
 }
 
-void compute_token_mask(const CompiledGrammar& g, const TokenTrie& trie, const MatchState& state,
+bool compute_token_mask(const CompiledGrammar& g, const TokenTrie& trie, const MatchState& state,
                         LazyDfa& dfa, MaskWorkspace& ws, TokenBitset& out) {
-    out.assign((static_cast<size_t>(trie.n_vocab()) + 63) / 64, 0);
-    int32_t start = dfa.intern(state);
-    if (start == LazyDfa::kFull) {
-        dfa.clear();
-        start = dfa.intern(state);
+    const uint64_t step_limit = ws.match.steps + kMaxMaskSteps;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        out.assign((static_cast<size_t>(trie.n_vocab()) + 63) / 64, 0);
+        int32_t start = dfa.intern(state);
+        if (start == LazyDfa::kFull) {
+            dfa.clear();
+            continue;
+        }
+        Walk w = walk_dfa(g, trie, start, dfa, ws.match, step_limit, out);
+        if (w != Walk::dfa_full) return w == Walk::done;
+        dfa.clear();  // and walk again with room for this mask's states
     }
-    if (walk_dfa(g, trie, start, dfa, ws.match, out)) return;
-    dfa.clear();
     out.assign(out.size(), 0);
-    walk_states(g, trie, state, ws, out);
+    return walk_states(g, trie, state, ws, step_limit, out) == Walk::done;
 }
 
 bool token_allowed(const CompiledGrammar& g, const TokenTrie& trie, const MatchState& state,

@@ -57,9 +57,15 @@ struct MaskWorkspace {
     std::vector<MatchState> levels;
 };
 
+// Expansion steps (MatchWorkspace::steps) one mask may take: a JSON mask takes a few
+// thousand; only a highly ambiguous grammar comes near (a second or so of CPU).
+constexpr uint64_t kMaxMaskSteps = uint64_t{1} << 24;
+
 // The tokens of `trie` whose bytes `state` can take, whole. Uses and grows `dfa`; when it
-// would outgrow its bound the DFA is cleared and this mask is walked state by state.
-void compute_token_mask(const CompiledGrammar& g, const TokenTrie& trie, const MatchState& state,
+// would outgrow its bound the DFA is cleared and the walk starts again, then goes state by
+// state. Returns false if the walk ran out of kMaxMaskSteps: `out` then holds only the
+// tokens found so far (each one allowed, but not all the allowed ones).
+bool compute_token_mask(const CompiledGrammar& g, const TokenTrie& trie, const MatchState& state,
                         LazyDfa& dfa, MaskWorkspace& ws, TokenBitset& out);
 
 // Whether `state` can take all of token id's bytes (false for tokens not in the trie).

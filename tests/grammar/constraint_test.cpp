@@ -86,6 +86,18 @@ TEST(GrammarConstraint, a_grammar_that_never_finishes_keeps_a_non_empty_mask) {
     }
 }
 
+// 2049 parses open at once: masks stay bounded in time and never allow a wrong token.
+TEST(GrammarConstraint, a_highly_ambiguous_grammar_still_gets_masks) {
+    std::string pairs = "root ::= a0 \"b\"\n";
+    for (int i = 0; i < 12; ++i) pairs += "a" + std::to_string(i) + " ::= (a" + std::to_string(i + 1) + " a" + std::to_string(i + 1) + ")?\n";
+    auto c = tiny_constraint(pairs + "a12 ::= \"a\"\n");  // an even number of a's, up to 8192, then b
+    EXPECT_EQ(allowed_ids(*c), (std::vector<int32_t>{kA, 1}));
+    for (int i = 0; i < 21; ++i) ASSERT_TRUE(c->advance(kA).ok());
+    EXPECT_EQ(allowed_ids(*c), (std::vector<int32_t>{kA, kAb}));  // odd: "b" must wait
+    ASSERT_TRUE(c->advance(kAb).ok());
+    EXPECT_TRUE(c->complete());
+}
+
 TEST(GrammarConstraint, the_factory_refuses_end_ids_outside_the_vocabulary) {
     std::vector<int32_t> eog = {kVocab};
     auto c = make_grammar_constraint(must_compile(R"(root ::= "a")"), TokenTrie::from_pieces(kPieces), eog);

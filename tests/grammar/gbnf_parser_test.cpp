@@ -138,6 +138,11 @@ TEST(GbnfParser, hostile_grammars_are_refused_quickly) {
     EXPECT_NE(e.find("more than 20000 rules"), std::string::npos) << e;
     e = compile_error(R"(root ::= "abcdefghijklmnopqrstuvwxyz"{10000} "abcdefghijklmnopqrstuvwxyz"{10000} "abcdefghijklmnopqrstuvwxyz"{10000} "abcdefghijklmnopqrstuvwxyz"{10000} "abcdefghijklmnopqrstuvwxyz"{10000})");
     EXPECT_NE(e.find("expands to more than 1048576 symbols"), std::string::npos) << e;
+    // nested optional pairs: 2^40 parses at the start
+    std::string pairs = "root ::= a0\n";
+    for (int i = 0; i < 40; ++i) pairs += "a" + std::to_string(i) + " ::= (a" + std::to_string(i + 1) + " a" + std::to_string(i + 1) + ")?\n";
+    EXPECT_EQ(compile_error(pairs + "a40 ::= \"x\"\n"),
+              "grammar: too ambiguous: more than 32768 parses (or 262144 expansion steps) at the start");
     std::string alternatives = "root ::= \"a\"";
     while (alternatives.size() < (1u << 20)) alternatives += " | \"a\"";
     EXPECT_EQ(compile_error(alternatives), "grammar is 1048578 bytes; the limit is 524288");
