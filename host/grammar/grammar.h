@@ -53,7 +53,8 @@ Result<std::shared_ptr<const CompiledGrammar>> compile_gbnf(std::string_view tex
 // `root_name` matches one JSON value valid for the schema; every helper rule is named
 // `<root_name>-...`, so the text can be appended to other rules that refer to root_name.
 // `response_format: json_object` is the schema {"type": "object"} (any JSON object).
-// Unsupported keywords give an error that names the keyword.
+// Unsupported keywords give an error that names the keyword. root_name must be a rule
+// name (letters, digits, '-', '_'): a tool's name may need mapping first.
 // Object members come in the order the schema object iterates them: nlohmann::json keeps
 // its keys sorted, so parse the request with nlohmann::ordered_json to keep the schema's
 // own order (as llama.cpp does); required members come first either way.

@@ -507,11 +507,26 @@ private:
 
 }  // namespace
 
+namespace {
+
+Status check_root_name(std::string_view root_name) {
+    bool ok = !root_name.empty();
+    for (char c : root_name) {
+        ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_');
+    }
+    if (!ok) return Error::format("JSON schema: '{}' is not a grammar rule name (letters, digits, '-', '_')", root_name);
+    return {};
+}
+
+}  // namespace
+
 Result<std::string> json_schema_to_gbnf(const nlohmann::json& schema, std::string_view root_name) {
+    TDM_TRY(check_root_name(root_name));
     return SchemaConverter<nlohmann::json>(schema, root_name).convert();
 }
 
 Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema, std::string_view root_name) {
+    TDM_TRY(check_root_name(root_name));
     return SchemaConverter<nlohmann::ordered_json>(schema, root_name).convert();
 }
 

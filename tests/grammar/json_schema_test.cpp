@@ -188,6 +188,10 @@ TEST(JsonSchema, unsupported_keywords_are_errors_that_name_them) {
     EXPECT_EQ(schema_error(R"({"type": "string", "maxLength": 1000000})"),
               "JSON schema: unsupported keyword 'maxLength': 1000000 is above the limit 10000");
     EXPECT_EQ(schema_error("false"), "JSON schema: the schema 'false' matches nothing");
+    auto bad_name = json_schema_to_gbnf(nlohmann::json::object(), "get.weather");
+    ASSERT_FALSE(bad_name.ok());
+    EXPECT_EQ(bad_name.error().message(),
+              "JSON schema: 'get.weather' is not a grammar rule name (letters, digits, '-', '_')");
 }
 
 // Each is an error (or a bounded compile) within a second, never a hang or a crash.
