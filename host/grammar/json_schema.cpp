@@ -173,6 +173,7 @@ private:
     Result<const Json*> resolve_ref(const Json& schema) {
         if (!schema["$ref"].is_string()) return unsupported("$ref", "it must be a string");
         std::string ref = schema["$ref"].template get<std::string>();
+        if (ref == "#") return &root_;
         if (ref.rfind("#/", 0) != 0) return unsupported("$ref", fmt::format("only local references (#/$defs/...) are supported, not '{}'", ref));
         const Json* node = &root_;
         size_t i = 2;
