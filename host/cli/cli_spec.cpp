@@ -119,7 +119,7 @@ OptionGroup prompt_options() {
                  "config file sets [model] chat = true.", "", "", false, false, "no-chat"},
                 {{"-sys", "--system-prompt"}, K::string, "TEXT", "System message for --chat."},
                 {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
-                 "chatml-no-thinking, gemma, gemma4, glm4 (default: the model's family)."},
+                 "chatml-no-thinking, gemma, gemma4, glm4, llama3 (default: the model's family)."},
             }};
 }
 
@@ -301,7 +301,7 @@ const ProgramSpec& program_spec() {
                         {{{"-sys", "--system-prompt"}, K::string, "TEXT", "System message at the start of the "
                           "conversation (kept by /clear)."},
                          {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
-                          "chatml-no-thinking, gemma, gemma4, glm4 (default: the model's family)."},
+                          "chatml-no-thinking, gemma, gemma4, glm4, llama3 (default: the model's family)."},
                          {{"--json"}, K::flag, "", "One JSON object per turn and per command on stdout (NDJSON)."}}},
                        generation_options(ranged({{"-n", "--n-predict"}, K::integer, "N", "Most tokens per reply; "
                                                    "-1 = until the end of the turn or a full context.", "-1"},
@@ -358,7 +358,7 @@ const ProgramSpec& program_spec() {
                                   "from one client address; more are answered 503 and closed.", "64"},
                                  1, 65536),
                           {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
-                           "chatml-no-thinking, gemma, gemma4, glm4 (default: the model's family)."}}},
+                           "chatml-no-thinking, gemma, gemma4, glm4, llama3 (default: the model's family)."}}},
                         generation_options(ranged({{"-n", "--n-predict"}, K::integer, "N", "Default max_tokens; -1 "
                                                     "= until the end of the turn or a full context.", "-1"},
                                                    -1, kInt32Max)),
