@@ -431,6 +431,8 @@ const ProgramSpec& program_spec() {
                           {{"--tied"}, K::boolean, "BOOL", "Tie the LM head to the token embedding (default: the "
                            "preset's)."},
                           {{"--mtp"}, K::boolean, "BOOL", "qwen35, glm4: include the MTP head (default: true)."},
+                          {{"--bias"}, K::boolean, "BOOL", "glm4: q/k/v attention biases, as GLM-4-0414 and GLM-4 "
+                           "chat files have (default: false)."},
                           {{"--rope-scaling"}, K::boolean, "BOOL", "llama: llama3 rope scaling (rope_freqs.weight "
                            "in GGUF, rope_scaling in config.json) (default: true)."},
                           {{"--vision"}, K::boolean, "BOOL", "glm4: include GLM-OCR's vision tower at the preset's "
