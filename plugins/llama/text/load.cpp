@@ -3,6 +3,7 @@
 // (blk.N.attn_q.weight ..., rope_freqs.weight); HF names are transformers' (one table maps
 // them). The host checks each shape against what is requested here; the q/k rows are
 // loaded as stored (the rope pairing follows the layout, arch.h).
+// Not here: which tensors a file has (hparams.cpp decides tied, rope_freqs, refuses biases).
 #include "arch.h"
 
 namespace llama {
