@@ -178,6 +178,8 @@ for f in /usr/bin/tandem /usr/lib/"$multiarch"/libtandem.so.0 /etc/tandem/tandem
          /usr/lib/"$multiarch"/tandem/plugins/tandem-gemma4.so \
          /usr/lib/"$multiarch"/tandem/plugins/tandem-glm-ocr.so \
          /usr/lib/"$multiarch"/tandem/plugins/synth/tandem-glm-ocr-synth.so \
+         /usr/lib/"$multiarch"/tandem/plugins/tandem-llama.so \
+         /usr/lib/"$multiarch"/tandem/plugins/synth/tandem-llama-synth.so \
          /usr/lib/"$multiarch"/cmake/tandem/tandemConfig.cmake \
          /usr/include/tandem/ext/custom_op.h /usr/include/tandem/cpp/tandem.hpp \
          /usr/lib/"$multiarch"/pkgconfig/tandem-plugin.pc /usr/share/tandem/plugin.map \

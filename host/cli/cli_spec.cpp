@@ -119,7 +119,7 @@ OptionGroup prompt_options() {
                  "config file sets [model] chat = true.", "", "", false, false, "no-chat"},
                 {{"-sys", "--system-prompt"}, K::string, "TEXT", "System message for --chat."},
                 {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
-                 "chatml-no-thinking, gemma, gemma4, glm4 (default: the model's family)."},
+                 "chatml-no-thinking, gemma, gemma4, glm4, llama3 (default: the model's family)."},
             }};
 }
 
@@ -314,7 +314,7 @@ const ProgramSpec& program_spec() {
                         {{{"-sys", "--system-prompt"}, K::string, "TEXT", "System message at the start of the "
                           "conversation (kept by /clear)."},
                          {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
-                          "chatml-no-thinking, gemma, gemma4, glm4 (default: the model's family)."},
+                          "chatml-no-thinking, gemma, gemma4, glm4, llama3 (default: the model's family)."},
                          {{"--json"}, K::flag, "", "One JSON object per turn and per command on stdout (NDJSON)."}}},
                        generation_options(ranged({{"-n", "--n-predict"}, K::integer, "N", "Most tokens per reply; "
                                                    "-1 = until the end of the turn or a full context.", "-1"},
@@ -380,7 +380,7 @@ const ProgramSpec& program_spec() {
                                  0, int64_t(1) << 30),
                           mmproj_option(),
                           {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
-                           "chatml-no-thinking, gemma, gemma4, glm4 (default: the model's family)."}}},
+                           "chatml-no-thinking, gemma, gemma4, glm4, llama3 (default: the model's family)."}}},
                         generation_options(ranged({{"-n", "--n-predict"}, K::integer, "N", "Default max_tokens; -1 "
                                                     "= until the end of the turn or a full context.", "-1"},
                                                    -1, kInt32Max)),
@@ -435,23 +435,28 @@ const ProgramSpec& program_spec() {
                           "plugin that provides the architecture writes it (`tandem plugins` lists them)."};
         synth.groups = {{"synth",
                          {{{"--arch"}, K::string, "ARCH", "Architecture: qwen3, qwen35, qwen35moe, gemma4, "
-                           "gemma4-assistant or glm4 (in-tree), or any whose plugin has a synthesizer.", "qwen3"},
+                           "gemma4-assistant, glm4 or llama (in-tree), or any whose plugin has a synthesizer.", "qwen3"},
                           {{"--preset"}, K::string, "NAME",
                            "Shape. qwen3: tiny, small, or 0.6b (Qwen3-0.6B's shape); qwen35: tiny or 0.8b "
                            "(Qwen3.5-0.8B's shape); qwen35moe: tiny-moe; gemma4: tiny-e2b, tiny-31b, tiny-26b, e2b, "
                            "e4b, 26b-a4b or 31b; gemma4-assistant: the assistant of that gemma4 preset; glm4: tiny, "
-                           "small or glm-ocr (GLM-OCR's text shape). Default: tiny (tiny-moe for qwen35moe, tiny-e2b "
-                           "for gemma4 and gemma4-assistant)."},
+                           "small or glm-ocr (GLM-OCR's text shape); llama: tiny, 1b (Llama 3.2 1B's shape) or 8b "
+                           "(Llama 3.1 8B's). Default: tiny (tiny-moe for qwen35moe, tiny-e2b for gemma4 and "
+                           "gemma4-assistant)."},
                           {{"-o", "--output"}, K::string, "PATH", "Output GGUF file (or directory with --format hf).",
                            "", "", true},
                           {{"--type"}, K::string, "TYPE", "Matrix type: f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_K, q5_K, q6_K "
-                           "(gemma4, glm4: bf16 with --format hf; gemma4-assistant: bf16).", "q8_0"},
+                           "(gemma4, glm4, llama: bf16 with --format hf; gemma4-assistant: bf16).", "q8_0"},
                           {{"--format"}, K::string, "FMT", "gguf, or hf (safetensors directory; f32/f16/bf16 only).",
                            "gguf"},
                           ranged({{"--seed"}, K::integer, "N", "Seed of the weights.", "1"}, 0, kInt64Max),
                           {{"--tied"}, K::boolean, "BOOL", "Tie the LM head to the token embedding (default: the "
                            "preset's)."},
                           {{"--mtp"}, K::boolean, "BOOL", "qwen35, glm4: include the MTP head (default: true)."},
+                          {{"--bias"}, K::boolean, "BOOL", "glm4: q/k/v attention biases, as GLM-4-0414 and GLM-4 "
+                           "chat files have (default: false)."},
+                          {{"--rope-scaling"}, K::boolean, "BOOL", "llama: llama3 rope scaling (rope_freqs.weight "
+                           "in GGUF, rope_scaling in config.json) (default: true)."},
                           {{"--vision"}, K::boolean, "BOOL", "glm4: include GLM-OCR's vision tower at the preset's "
                            "size, and the image tokens in the vocabulary. HF: model.visual.*, vision_config and "
                            "preprocessor_config.json in the directory; GGUF: llama.cpp's mmproj file "

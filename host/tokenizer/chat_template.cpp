@@ -2,8 +2,8 @@
 // host/tokenizer/chat_template.cpp: the built-in chat formats and their rendering.
 // Sources: the Qwen3 and Gemma 3 chat_template fields of the fixtures' tokenizer_config
 // .json (rendered with Jinja in the tests' expectations), docs/models/qwen35.md §5 for the
-// <think> variants, docs/models/glm-ocr.md §4 for GLM, docs/models/gemma4.md §4 for Gemma 4.
-// Tools and tool turns render in chat_template_tools.cpp.
+// <think> variants, docs/models/glm-ocr.md §4 for GLM, docs/models/gemma4.md §4 for Gemma 4,
+// docs/models/llama.md §5 for Llama 3. Tools and tool turns render in chat_template_tools.cpp.
 #include "tokenizer/chat_template.h"
 
 #include "tokenizer/chat_template_tools.h"
@@ -51,6 +51,17 @@ ChatTemplateParts gemma4() {
     return p;
 }
 
+// Llama 3: <|start_header_id|>role<|end_header_id|>\n\n content <|eot_id|>, content trimmed
+// (the template's "| trim"); BOS (<|begin_of_text|>) comes from the tokenizer, as for Gemma.
+ChatTemplateParts llama3() {
+    ChatTemplateParts p;
+    for (const char* role : {"system", "user", "assistant"})
+        p.roles[role] = std::string("<|start_header_id|>") + role + "<|end_header_id|>\n\n{content}<|eot_id|>";
+    p.generation_prompt = "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    p.trim_content = true;
+    return p;
+}
+
 ChatTemplateParts glm4() {
     ChatTemplateParts p;
     p.prefix = "[gMASK]<sop>";
@@ -87,7 +98,7 @@ std::string python_strip(std::string_view s) {
 }
 
 std::vector<std::string_view> ChatTemplate::builtin_names() {
-    return {"chatml", "chatml-thinking", "chatml-no-thinking", "gemma", "gemma4", "glm4"};
+    return {"chatml", "chatml-thinking", "chatml-no-thinking", "gemma", "gemma4", "glm4", "llama3"};
 }
 
 Result<ChatTemplate> ChatTemplate::builtin(std::string_view name) {
@@ -102,8 +113,9 @@ Result<ChatTemplate> ChatTemplate::builtin(std::string_view name) {
     if (name == "gemma") return from_parts(gemma(), "gemma");
     if (name == "gemma4") return from_parts(gemma4(), "gemma4");
     if (name == "glm4") return from_parts(glm4(), "glm4");
+    if (name == "llama3") return from_parts(llama3(), "llama3");
     return Error::format("unknown built-in chat template '{}' (chatml, chatml-thinking, chatml-no-thinking, "
-                         "gemma, gemma4, glm4)", name);
+                         "gemma, gemma4, glm4, llama3)", name);
 }
 
 Result<ChatTemplate> ChatTemplate::from_parts(ChatTemplateParts parts, std::string name) {
@@ -184,7 +196,8 @@ Result<std::string> builtin_template_for_architecture(std::string_view arch) {
     if (starts_with(arch, "gemma4")) return std::string("gemma4");
     if (starts_with(arch, "gemma")) return std::string("gemma");
     if (starts_with(arch, "glm") || starts_with(arch, "chatglm")) return std::string("glm4");
-    return Error::format("no built-in chat template for architecture '{}' (qwen*, gemma4*, gemma*, glm*)", arch);
+    if (arch == "llama") return std::string("llama3");
+    return Error::format("no built-in chat template for architecture '{}' (qwen*, gemma4*, gemma*, glm*, llama)", arch);
 }
 
 Result<std::string> builtin_template_for_jinja(std::string_view jinja) {
@@ -193,8 +206,9 @@ Result<std::string> builtin_template_for_jinja(std::string_view jinja) {
     if (has("<start_of_turn>")) return std::string("gemma");
     if (has("[gMASK]")) return std::string("glm4");
     if (has("<|im_start|>")) return std::string("chatml");
-    return Error::format("the model's chat template has none of <|turn>, <start_of_turn>, [gMASK], <|im_start|>; "
-                         "no built-in chat template fits");
+    if (has("<|start_header_id|>")) return std::string("llama3");
+    return Error::format("the model's chat template has none of <|turn>, <start_of_turn>, [gMASK], <|im_start|>, "
+                         "<|start_header_id|>; no built-in chat template fits");
 }
 
 Result<std::string> builtin_template_for_tokenizer(const Tokenizer& tok) {
@@ -202,8 +216,9 @@ Result<std::string> builtin_template_for_tokenizer(const Tokenizer& tok) {
     if (tok.token_id("<|turn>") >= 0) return std::string("gemma4");  // Gemma 4 before Gemma 2/3
     if (tok.token_id("<start_of_turn>") >= 0) return std::string("gemma");
     if (tok.token_id("[gMASK]") >= 0) return std::string("glm4");
-    return Error::format("{}: the vocabulary has none of <|im_start|>, <|turn>, <start_of_turn>, [gMASK]; no "
-                         "built-in chat template fits", tok.vocab().source);
+    if (tok.token_id("<|start_header_id|>") >= 0) return std::string("llama3");
+    return Error::format("{}: the vocabulary has none of <|im_start|>, <|turn>, <start_of_turn>, [gMASK], "
+                         "<|start_header_id|>; no built-in chat template fits", tok.vocab().source);
 }
 
 }  // namespace tdm

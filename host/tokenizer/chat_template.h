@@ -58,6 +58,7 @@ public:
     //   "gemma"              Gemma 2/3 <start_of_turn>role ... <end_of_turn>
     //   "gemma4"             Gemma 4 <|turn>role ... <turn|>, system as a turn of its own
     //   "glm4"               GLM-4 / GLM-OCR: [gMASK]<sop><|role|>\n...
+    //   "llama3"             Llama 3.x <|start_header_id|>role<|end_header_id|>\n\n ... <|eot_id|>
     static Result<ChatTemplate> builtin(std::string_view name);
     static std::vector<std::string_view> builtin_names();
 
@@ -87,7 +88,7 @@ private:
 
 // The built-in template for a GGUF general.architecture or HF model_type: "qwen35*" ->
 // chatml-thinking, other "qwen*" -> chatml, "gemma4*" -> gemma4, other "gemma*" -> gemma,
-// "glm*"/"chatglm*" -> glm4.
+// "glm*"/"chatglm*" -> glm4, "llama" -> llama3.
 Result<std::string> builtin_template_for_architecture(std::string_view arch);
 
 // The built-in template a model's own Jinja chat template (GGUF tokenizer.chat_template, HF

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // plugins/glm-ocr/plugin.cpp: tdm_plugin_negotiate, init and the descriptor tables of the
-// glm-ocr plugin: the GLM-OCR text decoder (GGUF arch glm4, HF glm_ocr) and its NextN/MTP
-// layer as the draft head glm-mtp (text/), and on hosts with tdm.encoder (ABI 3) the vision
+// glm-ocr plugin: the GLM-OCR text decoder (GGUF arch glm4, HF glm_ocr; also GLM-4-0414's
+// glm4 files, whose q/k/v biases it adds) and its NextN/MTP layer as the draft head glm-mtp (text/), and on hosts with tdm.encoder (ABI 3) the vision
 // tower as the encoder glm-ocr-vision (vision/). Speaks ABI 2 and 3 (with 3 the head declares
 // batched drafting). In init it checks every op it builds graphs from and refuses to
 // register naming the first one missing; a host without the vision ops or the extension
@@ -74,7 +74,7 @@ tdm_status init(const tdm_host_api* api, tdm_registry* reg, char* err, size_t er
 
 constexpr tdm_plugin_api kPlugin = tdm::sdk::PluginApi(kPluginName)
                                        .version("0.1.0")
-                                       .description("GLM-OCR's text decoder (glm4) with its NextN/MTP head")
+                                       .description("GLM-OCR's text decoder (glm4) with its NextN/MTP head; GLM-4-0414 glm4 files")
                                        .init(init);
 
 }  // namespace

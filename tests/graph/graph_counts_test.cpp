@@ -15,6 +15,7 @@
 #include "model/runner.h"
 #include "gemma4/synth/gemma4_synth.h"
 #include "glm-ocr/synth/glm_synth.h"
+#include "llama/synth/llama_synth.h"
 #include "qwen-nextn/synth/qwen35_synth.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/device_fixture.h"
@@ -53,6 +54,12 @@ Status glm_tiny(const std::string& path) {
     synth::GlmSynthOptions o;
     o.weight_type = DType::Q8_0;
     return synth::synth_glm_gguf(path, TDM_TRY(synth::glm_preset("tiny")), o);
+}
+
+Status llama_tiny(const std::string& path) {
+    synth::LlamaSynthOptions o;
+    o.weight_type = DType::Q8_0;
+    return synth::synth_llama_gguf(path, TDM_TRY(synth::llama_preset("tiny")), o);
 }
 
 void PrintTo(const CountCase& c, std::ostream* os) { *os << c.name; }
@@ -159,7 +166,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(CountCase{"qwen3_tiny", qwen3_tiny, {36, 29, 0}, {36, 29, 0}},
                       CountCase{"qwen35_tiny", qwen35_tiny, {76, 63, 0}, {76, 63, 0}},
                       CountCase{"gemma4_tiny_e2b", gemma4_tiny_e2b, {140, 129, 0}, {140, 129, 0}},
-                      CountCase{"glm_tiny", glm_tiny, {38, 31, 0}, {38, 31, 0}}),
+                      CountCase{"glm_tiny", glm_tiny, {38, 31, 0}, {38, 31, 0}},
+                      CountCase{"llama_tiny", llama_tiny, {32, 25, 0}, {32, 25, 0}}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

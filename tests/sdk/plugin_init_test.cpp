@@ -75,7 +75,7 @@ TEST_P(SdkPluginInit, refuses_a_table_shorter_than_abi_1s) {
     EXPECT_TRUE(fake().registered.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(InTree, SdkPluginInit, ::testing::Values("qwen-nextn", "ngram", "gemma4"));
+INSTANTIATE_TEST_SUITE_P(InTree, SdkPluginInit, ::testing::Values("qwen-nextn", "ngram", "gemma4", "llama"));
 
 TEST(SdkPluginInitQwen, asks_about_every_op_it_uses_and_registers_when_the_host_has_them) {
     fake().reset();

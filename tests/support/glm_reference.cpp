@@ -29,6 +29,9 @@ Floats GlmReference::block(const Layer& L, std::span<const float> x, std::span<c
     const int64_t n = int64_t(pos.size()), E = hp_.n_embd, D = hp_.head_dim, Hq = hp_.n_head, Hk = hp_.n_head_kv;
     const Floats a = norm(x, L.attn_norm);
     Floats q = proj(a, L.wq), k = proj(a, L.wk), v = proj(a, L.wv);
+    if (!L.bq.empty()) q = add(q, L.bq, Hq * D);
+    if (!L.bk.empty()) k = add(k, L.bk, Hk * D);
+    if (!L.bv.empty()) v = add(v, L.bv, Hk * D);
     RopeParams rp;
     rp.n_rot = hp_.n_rot;
     rp.theta = hp_.rope_theta;

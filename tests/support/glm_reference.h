@@ -22,6 +22,7 @@
 //                                            post_self_attn_layernorm)
 //   m = norm(x, post_attention_layernorm);  x += norm(down(silu(gate(m)) * up(m)), post_mlp_layernorm)
 // hidden = norm(x, final norm); logits = hidden W^T (W = lm_head, or the embedding when tied).
+// q, k and v add their biases when the file has them (GLM-4-0414, GLM-4 chat: docs/models/glm4.md).
 #pragma once
 
 #include "common/error.h"
@@ -144,6 +145,7 @@ private:
         Floats ffn_norm;       // post_attention_layernorm: the pre-MLP norm (§6.1)
         Floats ffn_out_norm;   // post_mlp_layernorm: on the MLP output
         Matrix wq, wk, wv, wo;
+        Floats bq, bk, bv;      // q/k/v biases (GLM-4-0414, GLM-4 chat); empty when the file has none
         Matrix gate, up, down;  // gate and up are the two halves of the fused gate_up_proj
         // MTP layer only
         Matrix eh_proj;         // [E][2E]

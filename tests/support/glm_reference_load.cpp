@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <numeric>
+#include <tuple>
 
 namespace tdm::ref {
 namespace {
@@ -167,6 +168,11 @@ public:
         L.wk = TDM_TRY(matrix(p + pick("attn_k.weight", "self_attn.k_proj.weight"), kv, E));
         L.wv = TDM_TRY(matrix(p + pick("attn_v.weight", "self_attn.v_proj.weight"), kv, E));
         L.wo = TDM_TRY(matrix(p + pick("attn_output.weight", "self_attn.o_proj.weight"), E, q));
+        // GLM-4-0414's q/k/v biases (docs/models/glm4.md): added after each projection
+        for (auto [bias, name, n] : {std::tuple{&L.bq, pick("attn_q.bias", "self_attn.q_proj.bias"), q},
+                                     std::tuple{&L.bk, pick("attn_k.bias", "self_attn.k_proj.bias"), kv},
+                                     std::tuple{&L.bv, pick("attn_v.bias", "self_attn.v_proj.bias"), kv}})
+            if (s_.find(p + name)) *bias = TDM_TRY(vec(p + name, n));
         const std::string gu = p + pick("ffn_up.weight", "mlp.gate_up_proj.weight");
         L.gate = TDM_TRY(matrix(gu, F, E, 0, 2 * F));  // gate rows first (§6.4)
         L.up = TDM_TRY(matrix(gu, F, E, F, 2 * F));

@@ -99,6 +99,19 @@ TEST(ChatTemplate, glm4_renders_gmask_sop_and_role_tags) {
     EXPECT_EQ(*out, "[gMASK]<sop><|system|>\nBe brief.<|user|>\nText Recognition:<|assistant|>\n");
 }
 
+TEST(ChatTemplate, llama3_renders_header_tokens_trimmed_content_and_eot) {
+    auto out = builtin("llama3").apply({{"system", " Be brief. "}, {"user", "Hi"}, {"assistant", "Hello"},
+                                        {"user", "Bye\n"}},
+                                       true);
+    ASSERT_TRUE(out.ok());
+    EXPECT_EQ(*out,
+              "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+              "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+              "<|start_header_id|>assistant<|end_header_id|>\n\nHello<|eot_id|>"
+              "<|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|>"
+              "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
 TEST(ChatTemplate, unknown_roles_and_names_are_errors) {
     auto out = builtin("chatml").apply({{"king", "42"}}, false);
     ASSERT_FALSE(out.ok());
@@ -150,7 +163,8 @@ TEST(ChatTemplate, templates_are_picked_by_architecture_and_by_vocabulary) {
     EXPECT_EQ(builtin_template_for_architecture("qwen35moe").value(), "chatml-thinking");
     EXPECT_EQ(builtin_template_for_architecture("gemma3").value(), "gemma");
     EXPECT_EQ(builtin_template_for_architecture("glm4").value(), "glm4");
-    EXPECT_FALSE(builtin_template_for_architecture("llama").ok());
+    EXPECT_EQ(builtin_template_for_architecture("llama").value(), "llama3");
+    EXPECT_FALSE(builtin_template_for_architecture("mistral").ok());
     EXPECT_EQ(builtin_template_for_tokenizer(hf_tokenizer("qwen3")).value(), "chatml");
     EXPECT_EQ(builtin_template_for_tokenizer(hf_tokenizer("gemma3")).value(), "gemma");
     for (std::string_view name : ChatTemplate::builtin_names()) EXPECT_TRUE(ChatTemplate::builtin(name).ok());
@@ -249,6 +263,9 @@ TEST(ChatTemplate, gemma4_is_picked_by_architecture_jinja_and_vocabulary) {
               "gemma");
     EXPECT_EQ(builtin_template_for_jinja("{{'<|im_start|>' + message['role'] + '\\n'}}").value(), "chatml");
     EXPECT_EQ(builtin_template_for_jinja("[gMASK]<sop>{% for m in messages %}").value(), "glm4");
+    EXPECT_EQ(builtin_template_for_jinja("{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' }}")
+                  .value(),
+              "llama3");
     auto none = builtin_template_for_jinja("{{ message['content'] }}");
     ASSERT_FALSE(none.ok());
     EXPECT_NE(none.error().message().find("<|turn>"), std::string::npos);

@@ -14,8 +14,8 @@
 namespace tdm::synth {
 namespace {
 
-constexpr std::string_view kKnown[] = {"preset", "type",      "format",        "seed",  "mtp",
-                                       "layers", "repeating", "repeat-period", "vision"};
+constexpr std::string_view kKnown[] = {"preset",    "type",          "format", "seed", "mtp",  "layers",
+                                       "repeating", "repeat-period", "vision", "bias"};
 
 using Options = std::map<std::string, std::string, std::less<>>;
 
@@ -68,6 +68,7 @@ Result<std::string> synthesize_glm_request(std::string_view arch, const std::str
     if (const std::string* m = get("mtp")) shape.mtp = TDM_TRY(boolean("mtp", *m));
     if (const std::string* l = get("layers")) shape.n_layer = int32_t(TDM_TRY(integer("layers", *l, 1, 1024)));
     if (const std::string* r = get("repeating")) o.repeating = TDM_TRY(boolean("repeating", *r));
+    if (const std::string* b = get("bias")) o.attn_bias = TDM_TRY(boolean("bias", *b));
     if (const std::string* v = get("vision"); v && TDM_TRY(boolean("vision", *v)))
         shape.vision = TDM_TRY(glm_vision_preset(preset));
     if (const std::string* p = get("repeat-period")) {
@@ -78,8 +79,9 @@ Result<std::string> synthesize_glm_request(std::string_view arch, const std::str
         TDM_TRY(synth_glm_gguf(output, shape, o));
     else
         TDM_TRY(synth_glm_hf(output, shape, o));
-    return fmt::format("wrote {}: glm4 {}, {} layers, n_embd {}, vocab {}, {}{}{}", output, preset, shape.n_layer,
+    return fmt::format("wrote {}: glm4 {}, {} layers, n_embd {}, vocab {}, {}{}{}{}", output, preset, shape.n_layer,
                        shape.n_embd, shape.n_vocab, tname, shape.mtp ? ", with MTP layer" : "",
+                       o.attn_bias ? ", q/k/v biases" : "",
                        shape.vision.depth == 0 ? std::string()
                        : format == "gguf"
                            ? fmt::format(", vision tower of {} blocks in {}", shape.vision.depth, glm_mmproj_path(output))

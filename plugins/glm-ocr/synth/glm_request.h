@@ -13,6 +13,7 @@
 //   layers          trunk layers, 1..1024
 //   repeating       the repeating model; repeat-period (1..2^20, default 5) needs it
 //   vision          HF only: the vision tower at the preset's size (false; glm_vision_synth.h)
+//   bias            q/k/v attention biases, as GLM-4-0414 and GLM-4 chat files have (false)
 #pragma once
 
 #include "common/error.h"

@@ -15,7 +15,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 #include <thread>
+#include <tuple>
 
 namespace tdm::synth {
 namespace {
@@ -59,6 +61,7 @@ struct GlmTensor {
     SynthParam p;               // values (p.gguf_name names the value stream)
     bool neox_rows = false;     // q/k: GGUF rows in NeoX order
     bool eh_identity = false;   // MTP eh_proj: [I | I/4] in repeating mode
+    bool bias = false;          // a q/k/v bias: 1-D, F32 in GGUF; with neox_rows its elements move
 };
 
 SynthParam text_param(std::string stream, int64_t rows, int64_t cols, ParamRole role, float sigma) {
@@ -80,8 +83,9 @@ void add(std::vector<GlmTensor>& t, std::string gguf, std::string hf, SynthParam
     t.push_back(std::move(x));
 }
 
-// A sandwich block's tensors under the given prefixes ("blk.3.", "model.language_model.layers.3.").
-void add_block(std::vector<GlmTensor>& t, const GlmShape& s, const std::string& g, const std::string& h) {
+// A sandwich block's tensors under the given prefixes ("blk.3.", "model.language_model.layers.3."),
+// with GLM-4-0414's q/k/v biases when `bias`.
+void add_block(std::vector<GlmTensor>& t, const GlmShape& s, const std::string& g, const std::string& h, bool bias) {
     const float sd_embd = 1.0f / std::sqrt(float(s.n_embd));
     const float sd_o = 1.0f / std::sqrt(float(s.n_head * s.head_dim));
     const float sd_ff = 1.0f / std::sqrt(float(s.n_ff));
@@ -96,6 +100,15 @@ void add_block(std::vector<GlmTensor>& t, const GlmShape& s, const std::string& 
     tensor("attn_k.weight", "self_attn.k_proj.weight", kv_rows, E, ParamRole::matrix, sd_embd);
     t.back().neox_rows = true;
     tensor("attn_v.weight", "self_attn.v_proj.weight", kv_rows, E, ParamRole::matrix, sd_embd);
+    if (bias) {  // values of std 0.5: large enough that a dropped bias changes the logits
+        for (const auto& [gn, hn, rows] : {std::tuple{"attn_q.bias", "self_attn.q_proj.bias", q_rows},
+                                           std::tuple{"attn_k.bias", "self_attn.k_proj.bias", kv_rows},
+                                           std::tuple{"attn_v.bias", "self_attn.v_proj.bias", kv_rows}}) {
+            tensor(gn, hn, 1, rows, ParamRole::matrix, 0.5f);
+            t.back().bias = true;
+            t.back().neox_rows = std::string_view(gn) != "attn_v.bias";
+        }
+    }
     tensor("attn_output.weight", "self_attn.o_proj.weight", E, q_rows, ParamRole::residual_out, sd_o);
     tensor("post_attention_norm.weight", "post_self_attn_layernorm.weight", 1, E, ParamRole::norm, sd_norm);
     tensor("ffn_norm.weight", "post_attention_layernorm.weight", 1, E, ParamRole::norm, sd_norm);
@@ -137,7 +150,7 @@ std::vector<GlmTensor> table(const GlmShape& s, const GlmSynthOptions& o) {
             add(t, g + "nextn.shared_head_norm.weight", h + "shared_head.norm.weight",
                 text_param(g + "nextn.shared_head_norm.weight", 1, E, ParamRole::norm, sd_norm));
         }
-        add_block(t, s, g, h);
+        add_block(t, s, g, h, o.attn_bias);
     }
     add(t, "output_norm.weight", "model.language_model.norm.weight",
         text_param("output_norm.weight", 1, E, ParamRole::norm, sd_norm));
@@ -169,7 +182,11 @@ std::vector<float> values(const GlmTensor& t, const WeightRecipe& r, int64_t hea
     } else {
         fill_rows(p, r, 0, p.rows, v.data());
     }
-    if (gguf && t.neox_rows) {
+    if (gguf && t.neox_rows && t.bias) {  // one element per q/k row: moved as the rows are
+        std::vector<float> perm(v.size());
+        for (int64_t i = 0; i < p.cols; ++i) perm[size_t(glm_neox_row(i, head_dim))] = v[size_t(i)];
+        v.swap(perm);
+    } else if (gguf && t.neox_rows) {
         std::vector<float> perm(v.size());
         for (int64_t row = 0; row < p.rows; ++row)
             std::copy_n(v.begin() + row * p.cols, p.cols, perm.begin() + glm_neox_row(row, head_dim) * p.cols);
@@ -182,7 +199,7 @@ std::string config_json(const GlmShape& s, const GlmSynthOptions& o, const Synth
                         const GlmImageTokens* image) {
     nlohmann::ordered_json text;
     text["model_type"] = "glm_ocr_text";
-    text["attention_bias"] = false;
+    text["attention_bias"] = o.attn_bias;
     text["eos_token_id"] = {l.endoftext, l.im_end};
     text["head_dim"] = s.head_dim;
     text["hidden_act"] = "silu";
@@ -308,9 +325,10 @@ Status synth_glm_gguf(const std::string& path, const GlmShape& s, const GlmSynth
 
     for (const GlmTensor& t : table(s, o)) {
         const SynthParam& p = t.p;
-        const DType type = p.is_vector ? DType::F32 : gguf_row_type(o.weight_type, p.cols);
+        const bool vector = p.is_vector || t.bias;
+        const DType type = vector ? DType::F32 : gguf_row_type(o.weight_type, p.cols);
         const std::vector<float> v = values(t, recipe, s.head_dim, true);
-        std::vector<int64_t> ne = p.is_vector ? std::vector<int64_t>{p.cols} : std::vector<int64_t>{p.cols, p.rows};
+        std::vector<int64_t> ne = vector ? std::vector<int64_t>{p.cols} : std::vector<int64_t>{p.cols, p.rows};
         TDM_TRY_CTX(w.add_tensor(t.gguf, uint32_t(type), std::move(ne), quantize_matrix(type, v.data(), p.rows, p.cols)),
                     path);
     }
@@ -340,7 +358,8 @@ Status synth_glm_hf(const std::string& dir, const GlmShape& s, const GlmSynthOpt
     const DType type = o.weight_type;
     const int64_t head_dim = s.head_dim;
     for (const GlmTensor& t : table(s, o)) {
-        std::vector<int64_t> shape = t.p.is_vector ? std::vector<int64_t>{t.p.cols} : std::vector<int64_t>{t.p.rows, t.p.cols};
+        std::vector<int64_t> shape = t.p.is_vector || t.bias ? std::vector<int64_t>{t.p.cols}
+                                                             : std::vector<int64_t>{t.p.rows, t.p.cols};
         // produced while writing, one tensor at a time
         TDM_TRY(st.add_tensor(t.hf, dtype, std::move(shape), [t, recipe, type, head_dim](uint8_t* dst) -> Status {
             const std::vector<float> v = values(t, recipe, head_dim, false);

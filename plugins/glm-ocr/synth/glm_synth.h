@@ -55,6 +55,7 @@ struct GlmSynthOptions {
     int32_t repeat_period = 5;
     std::string name;                // general.name; "" = "tandem synthetic glm-ocr"
     bool mtp_copies = true;          // write the MTP layer's own embed_tokens and shared_head.head
+    bool attn_bias = false;          // q/k/v biases, as GLM-4-0414 and GLM-4 chat files have
     int n_threads = 0;
 };
 

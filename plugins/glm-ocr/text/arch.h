@@ -9,7 +9,9 @@
 // the q/k rows of an M-RoPE model into NeoX order: a GGUF with rope.dimension_sections
 // rotates NeoX pairs, an HF checkpoint rotates adjacent pairs (2i, 2i+1), both with the
 // contiguous sections [t, h, w]. A GGUF without sections (GLM-4) rotates adjacent pairs
-// over rope.dimension_count dims, as llama.cpp's rope type NORM does.
+// over rope.dimension_count dims, as llama.cpp's rope type NORM does. GLM-4-0414 and GLM-4
+// chat files (same architecture name) add biases after the q/k/v projections
+// (docs/models/glm4.md); GLM-OCR has none.
 // Not here: registration (../plugin.cpp), the vision tower (../vision/).
 #pragma once
 
@@ -45,6 +47,9 @@ struct GlmLayer {
     const tdm_weight* wq = nullptr;              // [n_embd, n_head*head_dim]
     const tdm_weight* wk = nullptr;              // [n_embd, n_head_kv*head_dim]
     const tdm_weight* wv = nullptr;
+    const tdm_weight* bq = nullptr;              // q/k/v biases (GLM-4-0414, GLM-4 chat); null in GLM-OCR
+    const tdm_weight* bk = nullptr;
+    const tdm_weight* bv = nullptr;
     const tdm_weight* wo = nullptr;              // [n_head*head_dim, n_embd]
     const tdm_weight* post_attn_norm = nullptr;  // post_self_attn_layernorm: on the attention output
     const tdm_weight* ffn_norm = nullptr;        // post_attention_layernorm: the PRE-MLP norm (spec §6.1)

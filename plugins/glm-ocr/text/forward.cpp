@@ -66,15 +66,21 @@ tdm_tensor rope(tdm_builder* b, const GlmHparams& hp, tdm_tensor x, const Positi
     return tdm_rope(b, x, p.pos, NULL, hp.rope_mode, int32_t(hp.n_rot), hp.rope_theta, 1.0f, name);
 }
 
+// A projection and, when the file has one, its bias (GLM-4-0414's q/k/v).
+tdm_tensor project(tdm_builder* b, const tdm_weight* w, const tdm_weight* bias, tdm_tensor x, const char* name) {
+    const tdm_tensor y = tdm_matmul(b, w, x, name);
+    return bias ? tdm_add(b, y, tdm_weight_tensor(b, bias), name) : y;
+}
+
 // One sandwich block (spec §2): x + post_attn_norm(attn(attn_norm(x))), then
 // x + post_ffw_norm(down(silu(gate) * up)) with gate|up = ffn_up(ffn_norm(x)).
 tdm_tensor block(tdm_builder* b, const GlmHparams& hp, const GlmLayer& L, uint32_t kv, tdm_tensor x,
                  const Positions& p, uint32_t n) {
     const int64_t D = hp.head_dim, F = hp.n_ff;
     const tdm_tensor h = tdm_rms_norm(b, x, L.attn_norm, 0, hp.rms_eps, "attn_norm");
-    tdm_tensor q = tdm_reshape(b, tdm_matmul(b, L.wq, h, "q"), D, hp.n_head, n, 1);
-    tdm_tensor k = tdm_reshape(b, tdm_matmul(b, L.wk, h, "k"), D, hp.n_head_kv, n, 1);
-    const tdm_tensor v = tdm_reshape(b, tdm_matmul(b, L.wv, h, "v"), D, hp.n_head_kv, n, 1);
+    tdm_tensor q = tdm_reshape(b, project(b, L.wq, L.bq, h, "q"), D, hp.n_head, n, 1);
+    tdm_tensor k = tdm_reshape(b, project(b, L.wk, L.bk, h, "k"), D, hp.n_head_kv, n, 1);
+    const tdm_tensor v = tdm_reshape(b, project(b, L.wv, L.bv, h, "v"), D, hp.n_head_kv, n, 1);
     q = rope(b, hp, q, p, "q_rope");
     k = rope(b, hp, k, p, "k_rope");
     const tdm_tensor kvl = tdm_kv_store(b, tdm_kv(b, kv), k, v, "kv_store");

@@ -150,18 +150,15 @@ tdm_status check(const HparamReader& r, const GlmHparams& hp) {
 tdm_status glm_read_hparams(const tdm_host_api* host, const tdm_model_source* src, GlmHparams* hp, Err err) {
     const HparamReader r(host, src, err);
     TDM_SDK_TRY(r.hf() ? read_hf(r, hp) : read_gguf(r, hp));
-    // GLM-4-0414 checkpoints have attention biases; GLM-OCR has none, and this decoder adds
-    // none: refused here, so that `tandem info` says so too, not silently run without them
-    const bool biased =
-        r.hf() ? r.has_tensor({"model.language_model.layers.0.self_attn.q_proj.bias",
-                               "model.language_model.layers.0.self_attn.k_proj.bias",
-                               "model.language_model.layers.0.self_attn.v_proj.bias",
-                               "model.language_model.layers.0.self_attn.o_proj.bias"})
-               : r.has_tensor({"blk.0.attn_q.bias", "blk.0.attn_k.bias", "blk.0.attn_v.bias", "blk.0.attn_output.bias"});
-    if (biased)
+    // GLM-4-0414 and GLM-4 chat checkpoints have q/k/v biases, which the decoder adds
+    // (load.cpp); no GLM-4 has an output-projection bias, and this decoder adds none: refused
+    // here, so that `tandem info` says so too, not silently run without it
+    const bool out_biased = r.hf() ? r.has_tensor("model.language_model.layers.0.self_attn.o_proj.bias")
+                                   : r.has_tensor("blk.0.attn_output.bias");
+    if (out_biased)
         return err.fail(TDM_ERR_UNSUPPORTED,
-                        "%s: glm4: the file has attention biases (attn_q.bias / q_proj.bias ...), as GLM-4-0414 has; "
-                        "this plugin runs GLM-OCR's decoder, which has none",
+                        "%s: glm4: the file has an attention output bias (attn_output.bias / o_proj.bias), which no "
+                        "GLM-4 has; this plugin adds biases after the q/k/v projections only",
                         r.path());
     return check(r, *hp);
 }

@@ -26,6 +26,9 @@ constexpr TensorName kWq = {"attn_q.weight", "self_attn.q_proj.weight"};
 constexpr TensorName kWk = {"attn_k.weight", "self_attn.k_proj.weight"};
 constexpr TensorName kWv = {"attn_v.weight", "self_attn.v_proj.weight"};
 constexpr TensorName kWo = {"attn_output.weight", "self_attn.o_proj.weight"};
+constexpr TensorName kBq = {"attn_q.bias", "self_attn.q_proj.bias", kF32};  // GLM-4-0414 / GLM-4 chat only
+constexpr TensorName kBk = {"attn_k.bias", "self_attn.k_proj.bias", kF32};
+constexpr TensorName kBv = {"attn_v.bias", "self_attn.v_proj.bias", kF32};
 constexpr TensorName kPostAttnNorm = {"post_attention_norm.weight", "post_self_attn_layernorm.weight", kF32};
 constexpr TensorName kFfnNorm = {"ffn_norm.weight", "post_attention_layernorm.weight", kF32};
 constexpr TensorName kFfnUp = {"ffn_up.weight", "mlp.gate_up_proj.weight"};  // gate rows first
@@ -49,6 +52,9 @@ tdm_status load_block(const WeightLoader& Ll, const GlmHparams& hp, GlmLayer* l)
     TDM_SDK_TRY(Ll.get(kWq, {E, q_dim}, &l->wq));
     TDM_SDK_TRY(Ll.get(kWk, {E, kv_dim}, &l->wk));
     TDM_SDK_TRY(Ll.get(kWv, {E, kv_dim}, &l->wv));
+    TDM_SDK_TRY(Ll.get_optional(kBq, {q_dim}, &l->bq));
+    TDM_SDK_TRY(Ll.get_optional(kBk, {kv_dim}, &l->bk));
+    TDM_SDK_TRY(Ll.get_optional(kBv, {kv_dim}, &l->bv));
     TDM_SDK_TRY(Ll.get(kWo, {q_dim, E}, &l->wo));
     TDM_SDK_TRY(Ll.get(kPostAttnNorm, {E}, &l->post_attn_norm));
     TDM_SDK_TRY(Ll.get(kFfnNorm, {E}, &l->ffn_norm));

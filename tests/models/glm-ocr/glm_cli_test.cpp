@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/models/glm-ocr/glm_cli_test.cpp: GLM-OCR through the built `tandem`: synth in both layouts, info
 // (which RoPE pairing the file gets), run with and without the MTP head (same tokens; every
-// draft accepted on the repeating model), and the errors a user meets: a synth option the
-// synthesizer does not take, a GLM-4 file with attention biases, --spec-type mtp on a file
-// without the MTP layer.
+// draft accepted on the repeating model), a GLM-4 file with q/k/v biases, and the errors a user
+// meets: a synth option the synthesizer does not take, a GLM-4 file with an output-projection
+// bias, --spec-type mtp on a file without the MTP layer.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -76,31 +76,41 @@ TEST(GlmCli, mtp_on_a_file_without_the_layer_says_how_to_get_one) {
     EXPECT_TRUE(r.has("no NextN/MTP layer")) << r.err;
 }
 
-// GLM-4-0414 files carry q/k/v biases, which this decoder does not add: refused by name
-// instead of producing wrong text.
-TEST(GlmCli, a_glm4_file_with_attention_biases_is_refused) {
-    const std::string model = synth_cli({"--type", "f32"}, "m.gguf");
-    const std::string biased = test::make_temp_dir("glmcli") + "/biased.gguf";
-    {
-        auto f = GgufFile::open(model);
-        ASSERT_TRUE(f.ok());
-        GgufWriter w;
-        for (const GgufKV& kv : (*f)->kvs()) w.add_value(kv.key, kv.value);
-        int64_t q_rows = 0;
-        for (const GgufTensorInfo& ti : (*f)->tensors()) {
-            ASSERT_TRUE(w.add_tensor(ti.name, ti.type, std::vector<int64_t>(ti.ne, ti.ne + ti.n_dims),
-                                     (*f)->tensor_data(ti), ti.nbytes)
-                            .ok());
-            if (ti.name == "blk.0.attn_q.weight") q_rows = ti.ne[1];
-        }
-        ASSERT_GT(q_rows, 0);
-        std::vector<float> bias(size_t(q_rows), 0.5f);
-        ASSERT_TRUE(w.add_tensor("blk.0.attn_q.bias", 0, {q_rows}, bias.data(), bias.size() * 4).ok());
-        ASSERT_TRUE(w.write_file(biased).ok());
+// A copy of `model` with a constant bias `name` of as many rows as the weight `rows_of` has.
+std::string with_bias(const std::string& model, const std::string& name, const std::string& rows_of) {
+    const std::string out = test::make_temp_dir("glmcli") + "/biased.gguf";
+    auto f = GgufFile::open(model);
+    EXPECT_TRUE(f.ok());
+    if (!f.ok()) return out;
+    GgufWriter w;
+    for (const GgufKV& kv : (*f)->kvs()) w.add_value(kv.key, kv.value);
+    int64_t rows = 0;
+    for (const GgufTensorInfo& ti : (*f)->tensors()) {
+        EXPECT_TRUE(
+            w.add_tensor(ti.name, ti.type, std::vector<int64_t>(ti.ne, ti.ne + ti.n_dims), (*f)->tensor_data(ti), ti.nbytes)
+                .ok());
+        if (ti.name == rows_of) rows = ti.ne[1];
     }
-    const CliRun r = tandem({"run", "-m", biased, "-p", "Hi", "-n", "4"}, kEnv);
-    EXPECT_NE(r.status, 0);
-    EXPECT_TRUE(r.has("attention biases")) << r.err;
+    EXPECT_GT(rows, 0);
+    std::vector<float> bias(size_t(rows), 0.5f);
+    EXPECT_TRUE(w.add_tensor(name, 0, {rows}, bias.data(), bias.size() * 4).ok());
+    EXPECT_TRUE(w.write_file(out).ok());
+    return out;
+}
+
+// GLM-4-0414 files carry q/k/v biases, which the decoder adds: such a file runs. No GLM-4 has
+// an output-projection bias, which the decoder does not add: refused by name instead of
+// producing wrong text.
+TEST(GlmCli, a_glm4_file_with_qkv_biases_runs_and_one_with_an_output_bias_is_refused) {
+    const std::string model = synth_cli({"--type", "f32"}, "m.gguf");
+    const CliRun q = tandem({"run", "-m", with_bias(model, "blk.0.attn_q.bias", "blk.0.attn_q.weight"), "-p", "Hi", "-n",
+                             "4"},
+                            kEnv);
+    EXPECT_EQ(q.status, 0) << q.err;
+    const CliRun o = tandem(
+        {"run", "-m", with_bias(model, "blk.0.attn_output.bias", "blk.0.attn_output.weight"), "-p", "Hi", "-n", "4"}, kEnv);
+    EXPECT_NE(o.status, 0);
+    EXPECT_TRUE(o.has("attention output bias")) << o.err;
 }
 
 }  // namespace

@@ -10,7 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/gguf.h"
 #include "support/glm_reference.h"
+#include "writers/gguf_writer.h"
 #include "support/prefill.h"
 #include "support/teacher_check.h"
 
@@ -23,6 +25,7 @@ struct GlmCase {
     const char* name;
     DType type;
     bool hf;
+    bool bias = false;  // GLM-4-0414's q/k/v biases
 };
 
 const std::vector<int32_t> kPrompt = {1, 17, 300, 42, 42, 9, 400, 3, 255, 128, 64, 77, 5};
@@ -31,7 +34,9 @@ class GlmEndToEnd : public test::DeviceTest, public ::testing::WithParamInterfac
 
 TEST_P(GlmEndToEnd, vulkan_logits_and_greedy_tokens_match_the_reference) {
     const GlmCase c = GetParam();
-    const std::string path = testglm::synth({c.type, c.hf});
+    ModelSpec spec{c.type, c.hf};
+    spec.bias = c.bias;
+    const std::string path = testglm::synth(spec);
     testglm::Target t = testglm::load_target(path, 128);
     ASSERT_TRUE(t.kv);
     Runner runner(*t.model, *t.kv, device(), pipelines());
@@ -66,7 +71,9 @@ INSTANTIATE_TEST_SUITE_P(LayoutsAndTypes, GlmEndToEnd,
                                            GlmCase{"gguf_q8_0", DType::Q8_0, false},
                                            GlmCase{"gguf_q4_K", DType::Q4_K, false},
                                            GlmCase{"hf_f32", DType::F32, true},
-                                           GlmCase{"hf_bf16", DType::BF16, true}),
+                                           GlmCase{"hf_bf16", DType::BF16, true},
+                                           GlmCase{"gguf_q8_0_bias", DType::Q8_0, false, true},
+                                           GlmCase{"hf_bf16_bias", DType::BF16, true, true}),
                          [](const auto& p) { return std::string(p.param.name); });
 
 // The GGUF (NeoX-permuted q/k, NeoX rotation) and HF (adjacent rotation) copies of one model
@@ -91,6 +98,64 @@ TEST_F(GlmEndToEnd, gguf_and_hf_layouts_of_the_same_model_give_the_same_logits_a
     }
     EXPECT_LT(ref::nmse(logits[0], logits[1]), 1e-10);
     EXPECT_EQ(tokens[0], tokens[1]);
+}
+
+// A GLM-4-0414 style GGUF: no M-RoPE sections, half of each head rotated in adjacent pairs
+// (rope.dimension_count = head_dim / 2), q/k/v biases. The synthetic GLM-OCR file with those
+// keys replaced: the plugin and the reference both read the rotation from the keys.
+TEST_F(GlmEndToEnd, a_glm4_0414_style_gguf_with_biases_and_partial_rope_matches_the_reference) {
+    ModelSpec spec{DType::F32, false};
+    spec.bias = true;
+    spec.mtp = false;
+    const std::string src = testglm::synth(spec);
+    auto f = GgufFile::open(src);
+    ASSERT_TRUE(f.ok());
+    GgufWriter w;
+    uint64_t head_dim = 0;
+    for (const GgufKV& kv : (*f)->kvs()) {
+        if (kv.key == "glm4.attention.key_length") head_dim = *(*f)->get_uint(kv.key);
+        if (kv.key != "glm4.rope.dimension_sections" && kv.key != "glm4.rope.dimension_count") w.add_value(kv.key, kv.value);
+    }
+    ASSERT_GT(head_dim, 0u);
+    w.add_u32("glm4.rope.dimension_count", uint32_t(head_dim / 2));
+    for (const GgufTensorInfo& ti : (*f)->tensors())
+        ASSERT_TRUE(w.add_tensor(ti.name, ti.type, std::vector<int64_t>(ti.ne, ti.ne + ti.n_dims), (*f)->tensor_data(ti),
+                                 ti.nbytes)
+                        .ok());
+    const std::string path = test::make_temp_dir("glm4-0414") + "/m.gguf";
+    ASSERT_TRUE(w.write_file(path).ok());
+
+    testglm::Target t = testglm::load_target(path, 128);
+    ASSERT_TRUE(t.kv);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    ref::GlmRefOptions ro;
+    ro.f16_kv = true;
+    auto ref = ref::GlmReference::open(path, ro);
+    ASSERT_TRUE(ref.ok()) << ref.error().message();
+    EXPECT_EQ(ref->hparams().n_rot, int64_t(head_dim / 2));
+    std::vector<float> got;
+    auto st = test::prefill(runner, seq, kPrompt, 5, true,
+                            [&](const float* row, uint32_t n) { got.insert(got.end(), row, row + n); });
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    const auto want = ref->forward(kPrompt);
+    EXPECT_LT(ref::nmse(got, want.logits), 1e-7);
+
+    // the biases matter: the reference without them (the same file minus the bias tensors) differs
+    GgufWriter nb;
+    for (const GgufKV& kv : (*f)->kvs())
+        if (kv.key != "glm4.rope.dimension_sections" && kv.key != "glm4.rope.dimension_count") nb.add_value(kv.key, kv.value);
+    nb.add_u32("glm4.rope.dimension_count", uint32_t(head_dim / 2));
+    for (const GgufTensorInfo& ti : (*f)->tensors()) {
+        if (ti.name.find(".bias") != std::string::npos) continue;
+        ASSERT_TRUE(nb.add_tensor(ti.name, ti.type, std::vector<int64_t>(ti.ne, ti.ne + ti.n_dims), (*f)->tensor_data(ti),
+                                  ti.nbytes)
+                        .ok());
+    }
+    ASSERT_TRUE(nb.write_file(path + ".nobias.gguf").ok());
+    auto plain = ref::GlmReference::open(path + ".nobias.gguf", ro);
+    ASSERT_TRUE(plain.ok()) << plain.error().message();
+    EXPECT_GT(ref::nmse(plain->forward(kPrompt).logits, want.logits), 1e-4);
 }
 
 // GLM-OCR stops on <|user|> as well as <|endoftext|> (spec §4, §6.6). An HF checkpoint says so

@@ -32,6 +32,7 @@ struct ModelSpec {
     const char* preset = "tiny";
     bool mtp_copies = true;  // the MTP layer's own embed_tokens / shared_head.head
     bool vision = false;     // the vision tower of the preset (HF only)
+    bool bias = false;       // q/k/v biases, as GLM-4-0414 has
 };
 
 // Writes the model into a fresh temp dir; returns its path (a .gguf file or an HF directory).
@@ -49,6 +50,7 @@ inline std::string synth(const ModelSpec& m) {
     o.seed = m.seed;
     o.repeating = m.repeating;
     o.mtp_copies = m.mtp_copies;
+    o.attn_bias = m.bias;
     const std::string path = test::make_temp_dir("glm") + (m.hf ? "/hf" : "/m.gguf");
     const Status st = m.hf ? synth::synth_glm_hf(path, *shape, o) : synth::synth_glm_gguf(path, *shape, o);
     EXPECT_TRUE(st.ok()) << st.error().message();

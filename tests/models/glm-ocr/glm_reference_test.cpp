@@ -131,6 +131,18 @@ TEST(GlmReference, gguf_and_hf_copies_of_a_model_give_the_same_logits) {
               h.mtp_draft(7, row(b.hidden, E, n - 1), int32_t(n), 3, cb));
 }
 
+TEST(GlmReference, gguf_and_hf_copies_with_qkv_biases_agree_and_the_biases_matter) {
+    // GLM-4-0414's biases: in the GGUF the q/k bias elements move with their rows (NeoX order),
+    // so both copies are the same function; without the biases it is another one.
+    const synth::GlmShape s = tiny();
+    synth::GlmSynthOptions o;
+    o.attn_bias = true;
+    const GlmReference g = make(s, o), h = make(s, o, /*hf=*/true), plain = make(s);
+    const Floats a = g.forward(kTokens).logits;
+    EXPECT_LT(ref::nmse(a, h.forward(kTokens).logits), 1e-10);
+    EXPECT_GT(ref::nmse(a, plain.forward(kTokens).logits), 1e-4);
+}
+
 TEST(GlmReference, the_wrong_rope_pairing_changes_the_logits) {
     // Guards the previous test: were the pairing not to matter on these weights, GGUF and HF
     // agreeing would prove nothing about the permutation.
