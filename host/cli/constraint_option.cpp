@@ -38,7 +38,7 @@ Result<ConstraintSpec> constraint_option(const ParsedArgs& args) {
         if (doc.is_discarded() || !(doc.is_object() || doc.is_boolean()))
             return Error::format("--json-schema: '{}' is neither a file nor a JSON schema (an object)",
                                  schema->size() > 80 ? schema->substr(0, 80) + "..." : *schema);
-        return ConstraintSpec{ConstraintSpec::Kind::json_schema, doc.dump(), "--json-schema"};
+        return ConstraintSpec{ConstraintSpec::Kind::json_schema, std::move(text), "--json-schema"};  // in its own member order
     }
     return ConstraintSpec{};
 }

@@ -188,10 +188,14 @@ bool advance_cp(const CompiledGrammar& g, const MatchState& in, uint32_t cp, Mat
 }
 
 // Keeps the state while a UTF-8 character is unfinished, if some stack could take it.
+// `least` is the smallest code point the whole sequence may encode: after a lead byte the
+// bits so far say nothing of the overlong forms (E0 and F0 carry 0), so without it a lone
+// E0 would pass where only ASCII may follow, and the next step would find no byte at all.
 bool hold_partial(const CompiledGrammar& g, const MatchState& in, uint32_t value, uint8_t left,
-                  MatchState& out) {
-    uint32_t lo = value << (6 * left);
-    uint32_t hi = lo | ((1u << (6 * left)) - 1);
+                  MatchState& out, uint32_t least = 0) {
+    uint32_t lo = std::max(value << (6 * left), least);
+    uint32_t hi = std::min((value << (6 * left)) | ((1u << (6 * left)) - 1), 0x10FFFFu);
+    if (lo > hi) return false;
     bool any = false;
     uint32_t begin = 0;
     for (uint32_t end : in.ends) {
@@ -228,9 +232,9 @@ bool advance_byte(const CompiledGrammar& g, const MatchState& in, uint8_t byte, 
                   MatchWorkspace& ws) {
     if (in.partial_left == 0) {
         if (byte < 0x80) return advance_cp(g, in, byte, out, ws);
-        if (byte >= 0xC2 && byte <= 0xDF) return hold_partial(g, in, byte & 0x1Fu, 1, out);
-        if (byte >= 0xE0 && byte <= 0xEF) return hold_partial(g, in, byte & 0x0Fu, 2, out);
-        if (byte >= 0xF0 && byte <= 0xF4) return hold_partial(g, in, byte & 0x07u, 3, out);
+        if (byte >= 0xC2 && byte <= 0xDF) return hold_partial(g, in, byte & 0x1Fu, 1, out, 0x80);
+        if (byte >= 0xE0 && byte <= 0xEF) return hold_partial(g, in, byte & 0x0Fu, 2, out, 0x800);
+        if (byte >= 0xF0 && byte <= 0xF4) return hold_partial(g, in, byte & 0x07u, 3, out, 0x10000);
         return false;  // a continuation byte or a byte no UTF-8 text contains
     }
     if ((byte & 0xC0) != 0x80) return false;

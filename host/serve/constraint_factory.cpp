@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/serve/constraint_factory.cpp: the factory around make_constraint() (which
-// serve/grammar_bridge.cpp defines).
+// host/serve/constraint_factory.cpp: a tokenizer's end-of-generation ids, which every
+// constraint is built with (the grammar engine's side is in serve/grammar_bridge.cpp).
 #include "serve/constraint_factory.h"
 
 namespace tdm {
@@ -10,12 +10,6 @@ std::vector<int32_t> eog_tokens(const Tokenizer& tokenizer) {
     for (int32_t id = 0; id < tokenizer.n_vocab(); ++id)
         if (tokenizer.is_eog(id)) out.push_back(id);
     return out;
-}
-
-ConstraintFactory constraint_factory(const Tokenizer& tokenizer) {
-    return [&tokenizer, eog = eog_tokens(tokenizer)](const ConstraintSpec& spec) {
-        return make_constraint(spec, tokenizer, eog);
-    };
 }
 
 }  // namespace tdm

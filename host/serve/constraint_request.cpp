@@ -88,6 +88,25 @@ ApiResult<ConstraintSpec> read_constraint(const json& body, size_t max_bytes) {
     return out;
 }
 
+void keep_schema_order(const nlohmann::ordered_json& ordered, ConstraintSpec& spec) {
+    if (spec.kind != ConstraintSpec::Kind::json_schema || !ordered.is_object()) return;
+    const nlohmann::ordered_json* schema = nullptr;
+    const auto at = [](const nlohmann::ordered_json* j, const char* key) -> const nlohmann::ordered_json* {
+        if (!j || !j->is_object()) return nullptr;
+        const auto it = j->find(key);
+        return it == j->end() || it->is_null() ? nullptr : &*it;
+    };
+    if (spec.origin == "json_schema") {
+        schema = at(&ordered, "json_schema");
+    } else if (const auto* format = at(&ordered, "response_format")) {
+        schema = at(format, "schema");  // llama-server's json_object with a schema
+        if (!schema) schema = at(at(format, "json_schema"), "schema");
+    }
+    if (!schema) return;
+    std::string text = schema->dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    if (text.size() == spec.text.size()) spec.text = std::move(text);  // the same schema, members reordered
+}
+
 ApiResult<std::shared_ptr<const TokenConstraint>> build_constraint(const ConstraintSpec& spec,
                                                                    const ConstraintFactory& factory) {
     if (!spec.any()) return std::shared_ptr<const TokenConstraint>();

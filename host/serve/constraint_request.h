@@ -29,6 +29,11 @@ namespace tdm::server {
 // question (build_constraint).
 ApiResult<ConstraintSpec> read_constraint(const nlohmann::json& body, size_t max_bytes);
 
+// A json_schema `spec` read by read_constraint() takes its schema's text from `ordered`, the
+// same body parsed in member order (serve/ordered_body.h), so the output's members follow
+// the schema's order as llama.cpp's do; unchanged if the schema is not found there.
+void keep_schema_order(const nlohmann::ordered_json& ordered, ConstraintSpec& spec);
+
 // The request's constraint in its start state (null for none), or a 400 naming the field it
 // came from: the factory's refusal (an unsupported schema keyword, a grammar's syntax
 // error), or that this server takes no constraints (an empty factory).

@@ -4,6 +4,7 @@
 
 #include "serve/constraint_request.h"
 #include "serve/image_url.h"
+#include "serve/ordered_body.h"
 #include "serve/openai_tools.h"
 
 #include <fmt/format.h>
@@ -444,6 +445,8 @@ ApiResult<GenerationRequest> parse_generation_request(Endpoint endpoint, std::st
     auto constraint = read_constraint(*doc, limits.max_constraint_bytes);
     if (!constraint.ok()) return constraint.error();
     out.constraint = std::move(*constraint);
+    if (out.constraint.kind == ConstraintSpec::Kind::json_schema)  // the output follows the schema's member order
+        if (const auto ordered = ordered_body(*doc, body)) keep_schema_order(*ordered, out.constraint);
     return out;
 }
 

@@ -2,6 +2,8 @@
 // host/serve/openai_tools.cpp
 #include "serve/openai_tools.h"
 
+#include "serve/ordered_body.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -28,16 +30,17 @@ const json* present(const json& obj, const char* key) {
     return it == obj.end() || it->is_null() ? nullptr : &*it;
 }
 
-std::optional<ApiError> read_tools(const json& tools, std::string_view body, const RequestLimits& limits,
-                                   GenerationRequest& out) {
+std::optional<ApiError> read_tools(const json& doc, const json& tools, std::string_view body,
+                                   const RequestLimits& limits, GenerationRequest& out) {
     if (!tools.is_array()) return ApiError::invalid("tools", "'tools' must be an array of {\"type\": \"function\", ...}");
     if (tools.size() > limits.max_tools)
         return ApiError::invalid("tools", fmt::format("'tools' holds {} tools; at most {} are accepted", tools.size(),
                                                       limits.max_tools));
-    // The same tools with the client's key order, which the prompt shows.
-    const ojson ordered = ojson::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-    if (!ordered.is_object() || !ordered.contains("tools") || ordered["tools"].size() != tools.size())
-        return ApiError::invalid("tools", "'tools' could not be read");
+    // The same tools with the client's key order, which the prompt shows (sorted when the
+    // body is too wide to parse in order: serve/ordered_body.h).
+    std::optional<ojson> ordered = ordered_body(doc, body);
+    if (ordered && !(ordered->is_object() && ordered->contains("tools") && (*ordered)["tools"].size() == tools.size()))
+        ordered.reset();
     size_t total = 0;
     std::set<std::string> names;
     for (size_t i = 0; i < tools.size(); ++i) {
@@ -67,7 +70,8 @@ std::optional<ApiError> read_tools(const json& tools, std::string_view body, con
                                      fmt::format("two tools are named '{}'", name->get<std::string>()));
         ToolDefinition def;
         def.name = name->get<std::string>();
-        def.function_json = ordered["tools"][i]["function"].dump(-1, ' ', false, ojson::error_handler_t::replace);
+        def.function_json = ordered ? (*ordered)["tools"][i]["function"].dump(-1, ' ', false, ojson::error_handler_t::replace)
+                                    : function->dump(-1, ' ', false, json::error_handler_t::replace);
         total += def.function_json.size();
         if (total > limits.max_tools_bytes)
             return ApiError::invalid("tools", fmt::format("'tools' holds more than {} bytes of definitions, the most "
@@ -110,11 +114,6 @@ std::optional<ApiError> read_tool_choice(const json& choice, GenerationRequest& 
     }
     if (out.tool_choice.mode == ToolChoiceMode::required && out.tools.empty())
         return ApiError::invalid("tool_choice", "'tool_choice': 'required' needs 'tools'");
-    // Enforcing a call needs the grammar engine (serve/tool_call_grammar.h composes the
-    // grammar); until the server applies grammars, say so rather than hope for a call.
-    if (out.tool_choice.mode == ToolChoiceMode::required || out.tool_choice.mode == ToolChoiceMode::named)
-        return ApiError::invalid("tool_choice", "'tool_choice' 'required' or a named function is not supported yet "
-                                                "(it needs grammar-constrained generation); use 'auto'");
     return std::nullopt;
 }
 
@@ -128,7 +127,7 @@ std::optional<ApiError> read_tool_fields(const json& doc, std::string_view body,
     if (present(doc, "function_call"))
         return ApiError::invalid("function_call", "'function_call' (deprecated) is not supported: use 'tool_choice'");
     if (const json* tools = present(doc, "tools"))
-        if (auto e = read_tools(*tools, body, limits, out)) return e;
+        if (auto e = read_tools(doc, *tools, body, limits, out)) return e;
     if (const json* choice = present(doc, "tool_choice"))
         if (auto e = read_tool_choice(*choice, out)) return e;
     if (const json* parallel = present(doc, "parallel_tool_calls")) {

@@ -4,8 +4,10 @@
 
 #include "serve/constraint_request.h"
 #include "serve/request_channel.h"
+#include "serve/tool_call_grammar.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <iterator>
@@ -26,6 +28,28 @@ ApiError server_error(const Error& e) {
 
 std::string finish_reason(StopReason stop_reason) {
     return stop_reason == StopReason::length || stop_reason == StopReason::context ? "length" : "stop";
+}
+
+// tool_choice "required" or a named function: the output is held to the family's call
+// syntax around the allowed tools' parameter schemas (serve/tool_call_grammar.h), so the
+// reply is a call whose arguments parse against the tool's schema, as vLLM does.
+std::optional<ApiError> force_tool_call(GenerationRequest& request, ToolCallFormat format) {
+    const ToolChoiceMode mode = request.tool_choice.mode;
+    if (mode != ToolChoiceMode::required && mode != ToolChoiceMode::named) return std::nullopt;
+    if (request.constraint.any())
+        return ApiError::invalid("tool_choice", fmt::format("a 'tool_choice' of 'required' or a named function "
+                                                            "constrains the output itself; it cannot be combined "
+                                                            "with '{}'",
+                                                            request.constraint.origin));
+    auto gbnf = tool_call_grammar_gbnf(request.tools, request.tool_choice, request.parallel_tool_calls, format,
+                                       [](const nlohmann::json& schema, std::string_view root) -> ApiResult<std::string> {
+                                           auto rules = json_schema_rules(schema, root);
+                                           if (!rules.ok()) return ApiError::invalid("tools", rules.error().message());
+                                           return std::move(*rules);
+                                       });
+    if (!gbnf.ok()) return gbnf.error();
+    request.constraint = {ConstraintSpec::Kind::grammar, std::move(*gbnf), "tool_choice"};
+    return std::nullopt;
 }
 
 }  // namespace
@@ -151,6 +175,7 @@ ApiResult<Job> ServeBackend::prepare(GenerationRequest request) const {
             // The model hands over to the tool results there; stop if its vocabulary does not.
             if (const std::string_view marker = tool_results_marker(job.tool_format); !marker.empty())
                 request.stop.emplace_back(marker);
+            if (auto refused = force_tool_call(request, job.tool_format)) return *refused;
         }
         job.prompt = tok.encode(*text, true);  // as `tandem run -p TEXT` tokenizes its prompt
         if (auto refused = prepare_images(request, setup_.images, tok, job)) return *refused;

@@ -58,6 +58,22 @@ TEST(GbnfParser, a_partial_utf8_character_is_held_only_if_a_class_could_take_it)
     EXPECT_TRUE(m.accepting());    // the failed feeds left the state as it was
 }
 
+// E0 and F0 carry no bits of their code point: the range they open starts at U+0800 and
+// U+10000, so where only ASCII may follow they are refused at once (a token ending in one
+// would otherwise pass the mask and leave the next step no byte at all).
+TEST(GbnfParser, a_lead_byte_opens_only_the_code_points_its_length_can_encode) {
+    auto g = must_compile(R"(root ::= "{" [ \t\n]* "\"")");
+    GrammarMatcher m(g);
+    ASSERT_TRUE(m.feed("{"));
+    EXPECT_FALSE(m.feed("\xE0"));
+    EXPECT_FALSE(m.feed("\xF0"));
+    EXPECT_FALSE(m.feed("\xC2"));
+    EXPECT_TRUE(m.feed(" \""));
+    EXPECT_TRUE(m.accepting());
+    auto wide = must_compile(R"(root ::= [\u0800-\u0FFF] [\U00010000-\U0001FFFF])");
+    EXPECT_TRUE(accepts(wide, "\xE0\xA0\x80\xF0\x90\x80\x80"));
+}
+
 TEST(GbnfParser, any_character_takes_strict_utf8_only) {
     auto g = must_compile(R"(root ::= .+)");
     EXPECT_TRUE(accepts(g, "a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xF4\x8F\xBF\xBF"));

@@ -145,8 +145,8 @@ test('eight parallel streams each give the text of the request alone', async (cl
   assert.deepEqual(together, alone);
 });
 
-// Tool calls: a random model writes no calls, so these check that the requests are taken
-// and the replies keep their shape (the parsing of calls is proven by tool_call_parser_test).
+// Tool calls with tool_choice 'auto': a random model writes no calls, so these check that the requests
+// are taken and the replies keep their shape (the parsing of calls is proven by tool_call_parser_test).
 const tools = [
   { type: 'function', function: { name: 'get_weather', description: 'Weather at a place.',
     parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] } } },
@@ -207,12 +207,100 @@ test('a tool round trip in the history is accepted', async (client) => {
   assert.equal(r.object, 'chat.completion');
   assert.ok(r.choices[0].message.tool_calls === undefined || r.choices[0].message.tool_calls.length <= 1);
   const req = { model: 'tiny', messages: [{ role: 'user', content: 'x' }], tools };
-  const e = await expectError(client.chat.completions.create({ ...req, tool_choice: 'required' }),
-    OpenAI.BadRequestError, 400, "tool_choice 'required'");
+  const e = await expectError(client.chat.completions.create({ ...req, tool_choice: { type: 'function', function: { name: 'nope' } } }),
+    OpenAI.BadRequestError, 400, 'a tool_choice naming no offered tool');
   assert.equal(e.param, 'tool_choice');
   const f = await expectError(client.chat.completions.create({ ...req, tools: [{ type: 'function', function: { name: 'a b' } }] }),
     OpenAI.BadRequestError, 400, 'a bad tool name');
   assert.equal(f.param, 'tools[0].function.name');
+});
+
+// tool_choice "required" and a named function hold the output to the family's call syntax
+// with a grammar, so even a random model calls a tool, with arguments valid for its schema.
+// One call each (parallel_tool_calls false) and bounded strings, so that every reply closes
+// within the tiny model's context, which the two tools' definitions mostly fill.
+test("tool_choice 'required' and a named function make the model call, whole and streamed", async (client) => {
+  const bounded = [
+    { type: 'function', function: { name: 'get_weather',
+      parameters: { type: 'object', properties: { location: { type: 'string', maxLength: 10 } }, required: ['location'] } } },
+    { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {} } } },
+  ];
+  const req = { model: 'tiny', messages: [{ role: 'user', content: 'Weather?' }], tools: bounded, parallel_tool_calls: false };
+  const required = await client.chat.completions.create({ ...req, tool_choice: 'required' });
+  assert.equal(required.choices[0].finish_reason, 'tool_calls');
+  const calls = required.choices[0].message.tool_calls;
+  assert.equal(calls.length, 1);
+  checkCalls(calls);
+  for (const c of calls)
+    if (c.function.name === 'get_weather') assert.equal(typeof JSON.parse(c.function.arguments).location, 'string');
+
+  const named = await client.chat.completions.create({ ...req,
+    tool_choice: { type: 'function', function: { name: 'get_weather' } } });
+  assert.equal(named.choices[0].finish_reason, 'tool_calls');
+  const [call] = named.choices[0].message.tool_calls;
+  assert.equal(named.choices[0].message.tool_calls.length, 1);
+  assert.equal(call.function.name, 'get_weather');
+  assert.equal(typeof JSON.parse(call.function.arguments).location, 'string');
+
+  const streamed = [];
+  let finish = null;
+  for await (const chunk of await client.chat.completions.create({ ...req, tool_choice: 'required', stream: true })) {
+    for (const tc of chunk.choices[0].delta.tool_calls || []) {
+      if (tc.id) streamed[tc.index] = { name: tc.function.name, arguments: '' };
+      streamed[tc.index].arguments += tc.function.arguments || '';
+    }
+    if (chunk.choices[0].finish_reason) finish = chunk.choices[0].finish_reason;
+  }
+  assert.equal(finish, 'tool_calls');
+  assert.deepEqual(streamed, calls.map((c) => ({ name: c.function.name, arguments: c.function.arguments })));
+});
+
+// A schema a random model must still satisfy: every generation closes within its bounds.
+const personSchema = {
+  type: 'object',
+  properties: {
+    name: { type: 'string', maxLength: 8 },
+    age: { type: 'integer', minimum: 0, maximum: 120 },
+    tags: { type: 'array', items: { enum: ['red', 'green'] }, maxItems: 3 },
+  },
+  required: ['name', 'age'],
+  additionalProperties: false,
+};
+
+function checkPerson(text) {
+  const v = JSON.parse(text);
+  assert.equal(typeof v, 'object');
+  assert.deepEqual(Object.keys(v).filter((k) => !['name', 'age', 'tags'].includes(k)), [], 'no other members');
+  assert.equal(typeof v.name, 'string');
+  assert.ok([...v.name].length <= 8, `name ${v.name} is at most 8 characters`);
+  assert.ok(Number.isInteger(v.age) && v.age >= 0 && v.age <= 120, `age ${v.age}`);
+  if (v.tags !== undefined) {
+    assert.ok(Array.isArray(v.tags) && v.tags.length <= 3);
+    for (const t of v.tags) assert.ok(['red', 'green'].includes(t));
+  }
+}
+
+test('response_format json_schema and json_object give JSON that parses and validates', async (client) => {
+  const req = { model: 'tiny', messages: [{ role: 'user', content: 'A person, as JSON.' }], max_tokens: 300,
+    response_format: { type: 'json_schema', json_schema: { name: 'person', strict: true, schema: personSchema } } };
+  const whole = await client.chat.completions.create(req);
+  assert.equal(whole.choices[0].finish_reason, 'stop', 'the schema closed the output');
+  checkPerson(whole.choices[0].message.content);
+  const plain = await client.chat.completions.create({ ...req, speculative: { type: 'none' } });
+  assert.equal(plain.choices[0].message.content, whole.choices[0].message.content, 'speculation changes nothing');
+  let text = '';
+  for await (const chunk of await client.chat.completions.create({ ...req, stream: true }))
+    text += chunk.choices[0].delta.content || '';
+  assert.equal(text, whole.choices[0].message.content);
+
+  const object = await client.chat.completions.create({ ...req, max_tokens: 40, response_format: { type: 'json_object' } });
+  if (object.choices[0].finish_reason === 'stop') assert.equal(typeof JSON.parse(object.choices[0].message.content), 'object');
+  else assert.match(object.choices[0].message.content, /^\s*\{/);
+
+  const bad = await expectError(client.chat.completions.create({ ...req,
+    response_format: { type: 'json_schema', json_schema: { name: 'p', schema: { type: 'string', pattern: '^a+$' } } } }),
+  OpenAI.BadRequestError, 400, 'an unsupported keyword');
+  assert.match(bad.message, /pattern/);
 });
 
 test('errors arrive as the client error classes', async (client) => {
@@ -302,8 +390,8 @@ test('bad penalties, biases and choices are 400s naming the field', async (clien
       OpenAI.BadRequestError, 400, JSON.stringify(fields));
     assert.equal(e.param, param, JSON.stringify(fields));
   }
-  // each choice fits its context of 512, but 16 of them do not fit the pool (8 slots of 512)
-  const wide = await expectError(client.chat.completions.create({ model: 'tiny', messages: msg, n: 16, max_tokens: 450 }),
+  // each choice fits its context of 1024, but 16 of them do not fit the pool (8 slots of 1024)
+  const wide = await expectError(client.chat.completions.create({ model: 'tiny', messages: msg, n: 16, max_tokens: 600 }),
     OpenAI.BadRequestError, 400, 'n * max_tokens beyond the KV cache');
   assert.equal(wide.code, 'context_length_exceeded');
 });
@@ -401,7 +489,7 @@ imageTest('a two-image request and a text-only one running together each give th
 
 (async () => {
   let failed = 0;
-  const server = await serve(['--parallel', '8', '-c', '512', '--alias', 'tiny']);
+  const server = await serve(['--parallel', '8', '-c', '1024', '--alias', 'tiny']);
   const client = new OpenAI({ baseURL: `http://127.0.0.1:${server.port}/v1`, apiKey: 'unused', maxRetries: 0 });
   client.port = server.port;  // for the endpoints outside /v1 (/tokenize, /metrics)
   for (const t of tests) {

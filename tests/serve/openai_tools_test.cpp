@@ -59,14 +59,20 @@ TEST(OpenAiTools, bad_tools_are_refused_naming_the_field) {
     EXPECT_EQ(tools_refused(R"("function_call": "auto")").param, "function_call");
 }
 
-TEST(OpenAiTools, required_and_named_choices_are_refused_until_grammars_enforce_them) {
-    const ApiError required = tools_refused(R"("tools": [)" + kWeatherTool + R"(], "tool_choice": "required")");
-    EXPECT_EQ(required.param, "tool_choice");
-    EXPECT_NE(required.message.find("grammar"), std::string::npos);
+TEST(OpenAiTools, required_and_named_choices_are_read_and_a_name_must_be_offered) {
+    auto required = tools_request(R"("tools": [)" + kWeatherTool + R"(], "tool_choice": "required")");
+    ASSERT_TRUE(required.ok()) << required.error().message;
+    EXPECT_EQ(required->tool_choice.mode, ToolChoiceMode::required);
+    auto named = tools_request(R"("tools": [)" + kWeatherTool + R"(], "tool_choice": {"type": "function", )"
+                               R"("function": {"name": "get_weather"}})");
+    ASSERT_TRUE(named.ok()) << named.error().message;
+    EXPECT_EQ(named->tool_choice.mode, ToolChoiceMode::named);
+    EXPECT_EQ(named->tool_choice.name, "get_weather");
     EXPECT_EQ(tools_refused(R"("tools": [)" + kWeatherTool + R"(], "tool_choice": {"type": "function", )"
-                            R"("function": {"name": "get_weather"}})")
+                            R"("function": {"name": "get_time"}})")
                   .param,
               "tool_choice");
+    EXPECT_EQ(tools_refused(R"("tool_choice": "required")").param, "tool_choice");
 }
 
 TEST(OpenAiTools, limits_bound_the_number_and_size_of_tools) {
