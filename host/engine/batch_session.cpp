@@ -165,10 +165,12 @@ Proposal BatchEngine::draft(Session& s, int k) {
     if (s.prepared >= 0 && !s.chain[size_t(s.prepared)].on) s.chain[size_t(s.prepared)].drafter->cancel();
     s.prepared = -1;
     // a draft the constraint forbids would be rejected anyway: it and the rest are not verified
+    s.cut_at = -1;
     if (s.constraint && !out.drafts.empty())
         if (const uint32_t cut = cut_drafts(*s.constraint, out, s.draft_states); cut > 0) {
             ++s.result.spec.constraint_cuts;
             s.result.spec.constraint_cut_tokens += cut;
+            s.cut_at = int(out.drafts.size());
         }
     s.draft_ms = steady_now_ms() - t0;
     s.result.spec.draft_ms += s.draft_ms;
@@ -210,6 +212,11 @@ bool BatchEngine::record(Session& s, int32_t tok, uint32_t logits_row) {
     // it refuses.
     if (s.constraint)
         if (Status st = s.constraint->advance(tok); !st.ok()) {
+            // the refused token is not part of the output: nothing of it is streamed
+            s.result.tokens.pop_back();
+            s.history.pop_back();
+            s.fresh.pop_back();
+            --s.result.spec.emitted;
             s.result.stop_reason = StopReason::error;
             s.result.error = fmt::format("the output's constraint allows no token here: {}", st.error().message());
             return false;
@@ -340,6 +347,9 @@ bool BatchEngine::start_decoding(Session& s) {
 void BatchEngine::count_round(Session& s, const RoundResult& round, bool first_token, double pass_ms) {
     SpecStats& spec = s.result.spec;
     const uint32_t nd = round.drafted, m = round.accepted;
+    // the draft the constraint cut was rejected there, if the target took every draft before it
+    if (s.cut_at >= 0 && uint32_t(s.cut_at) == nd && m == nd) s.tune.observe_cut(s.cut_at);
+    s.cut_at = -1;
     if (nd > 0) {
         tally(s.chain, spec, round, pass_ms);
         stats_.drafted += nd;

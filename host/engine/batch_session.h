@@ -45,6 +45,7 @@ struct BatchEngine::Session {
     // this pass
     Proposal proposal;  // the drafts in its rows and the chain entry that proposed them
     DraftStates draft_states;  // with a constraint: its state after each draft (constrained_round.h)
+    int cut_at = -1;           // this round: where the constraint cut the draft (-1: it did not)
     MaskedRows masked;         // with a constraint: this round's rows as it masks them
     int k = 0;
     double draft_ms = 0;

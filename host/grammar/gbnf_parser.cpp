@@ -379,8 +379,9 @@ private:
         MatchWorkspace ws;
         MatchState start;
         if (!initial_match_state(g, ws, start))
-            return Error::format("grammar: too ambiguous: more than {} parses (or {} expansion steps) at the start",
-                                 kMaxStacks, kMaxExpandSteps);
+            return Error::format("grammar: too ambiguous: more than {} parses (or {} expansion steps, or {} stack "
+                                 "positions) at the start",
+                                 kMaxStacks, kMaxExpandSteps, kMaxStatePositions);
         return g;
     }
 

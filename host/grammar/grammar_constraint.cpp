@@ -20,8 +20,11 @@
 namespace tdm {
 namespace {
 
-// At most this many masks per constraint family (about 19 KiB each for 150k tokens).
+// At most this many masks per constraint family (about 19 KiB each for 150k tokens), and
+// at most this many bytes of the state keys they are found by (a state of deep stacks has
+// a long key).
 constexpr size_t kMaxCachedMasks = 256;
+constexpr size_t kMaxCachedKeyBytes = size_t{32} << 20;
 
 // What a constraint and its clones share: the masks of recent states (LRU) and the lazy
 // DFA the masks are walked with. Locked: the server may hand clones to other threads.
@@ -39,7 +42,9 @@ public:
         compute_token_mask(g, trie, state, dfa_, ws, *mask);
         lru_.emplace_front(key, mask);
         index_.emplace(key, lru_.begin());
-        if (lru_.size() > kMaxCachedMasks) {
+        key_bytes_ += 2 * key.size();  // the list's copy and the index's
+        while (lru_.size() > 1 && (lru_.size() > kMaxCachedMasks || key_bytes_ > kMaxCachedKeyBytes)) {
+            key_bytes_ -= 2 * lru_.back().first.size();
             index_.erase(lru_.back().first);
             lru_.pop_back();
         }
@@ -50,6 +55,7 @@ private:
     std::mutex mutex_;
     std::list<std::pair<std::string, std::shared_ptr<const TokenBitset>>> lru_;
     std::unordered_map<std::string, decltype(lru_)::iterator> index_;
+    size_t key_bytes_ = 0;
     LazyDfa dfa_;
 };
 

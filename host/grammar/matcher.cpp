@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 namespace tdm {
 namespace {
@@ -27,11 +29,14 @@ bool match_char(const GrammarElement* pos, uint32_t cp) {
 }
 
 // Whether some code point of [lo, hi] may match the class at `pos` (an unfinished UTF-8
-// character). For a negated class this answers yes unless one excluded range covers all
-// of [lo, hi]: an over-estimate only for classes that exclude scattered non-ASCII ranges.
+// character). Exact: a negated class matches unless its excluded ranges together cover
+// [lo, hi], so a lead byte passes only if some character it can start is allowed (else a
+// token ending in it would pass the mask and leave the next step no byte at all).
 bool match_range(const GrammarElement* pos, uint32_t lo, uint32_t hi) {
     if (pos->type == GrammarSymbol::chr_any) return true;
     bool positive = pos->type == GrammarSymbol::chr;
+    thread_local std::vector<std::pair<uint32_t, uint32_t>> excluded;
+    excluded.clear();
     do {
         uint32_t a = pos->value, b = pos->value;
         if (pos[1].type == GrammarSymbol::chr_upper) {
@@ -41,9 +46,17 @@ bool match_range(const GrammarElement* pos, uint32_t lo, uint32_t hi) {
             pos += 1;
         }
         if (positive && a <= hi && lo <= b) return true;
-        if (!positive && a <= lo && hi <= b) return false;
+        if (!positive) excluded.emplace_back(a, b);
     } while (pos->type == GrammarSymbol::chr_alt);
-    return !positive;
+    if (positive) return false;
+    std::sort(excluded.begin(), excluded.end());
+    uint32_t next = lo;  // the first code point of [lo, hi] no excluded range has covered yet
+    for (const auto& [a, b] : excluded) {
+        if (a > next) break;  // `next` is not excluded: it matches
+        if (b >= hi) return false;
+        if (b >= next) next = b + 1;
+    }
+    return true;
 }
 
 // The position after the character class at `pos`.
@@ -96,7 +109,7 @@ Added add_stack(MatchState& set, const uint32_t* stack, size_t n, StackIndex& in
             if (stack_size(set, i) == n && std::equal(stack, stack + n, stack_begin(set, i))) return Added::present;
         }
     }
-    if (set.ends.size() >= limit) return Added::full;
+    if (set.ends.size() >= limit || set.positions.size() + n > kMaxStatePositions) return Added::full;
     set.positions.insert(set.positions.end(), stack, stack + n);
     set.ends.push_back(static_cast<uint32_t>(set.positions.size()));
     if (!index.hashed && set.ends.size() == kLinearDedup) {
@@ -138,6 +151,8 @@ bool expand(const CompiledGrammar& g, MatchWorkspace& ws, MatchState& out) {
         }
         ++ws.steps;
         uint32_t end = ws.work_ends.back();
+        // a step's cost grows with its stack: count deep stacks into the budgets
+        ws.steps += (end - (ws.work_ends.size() > 1 ? ws.work_ends[ws.work_ends.size() - 2] : 0)) / 64;
         ws.work_ends.pop_back();
         uint32_t begin = ws.work_ends.empty() ? 0 : ws.work_ends.back();
         ws.current.assign(ws.work_positions.begin() + begin, ws.work_positions.begin() + end);

@@ -26,6 +26,9 @@ namespace tdm {
 // stacks than this cannot take the character (docs/GRAMMAR.md, "Limits").
 constexpr size_t kMaxStackDepth = 1024;
 constexpr size_t kMaxStacks = 32768;
+// Positions of all of a state's stacks together (4 MiB): many deep stacks would otherwise
+// make one state tens of megabytes, copied at every byte and kept in the mask caches.
+constexpr size_t kMaxStatePositions = size_t{1} << 20;
 // The rule expansions one character may take: an ambiguous grammar of nested optional
 // pairs (a0 ::= (a1 a1)?, a1 ::= (a2 a2)?, ...) opens 2^depth parses, and the work to
 // find them grows as fast even where few survive.

@@ -74,7 +74,9 @@ int32_t LazyDfa::intern(const MatchState& s) {
     state_key(s, key_);
     auto it = ids_.find(key_);
     if (it != ids_.end()) return it->second;
-    if (states_.size() >= kMaxStates) return kFull;
+    const size_t bytes = 4 * (s.positions.size() + s.ends.size()) + key_.size();
+    if (states_.size() >= kMaxStates || bytes_ + bytes > kMaxBytes) return kFull;
+    bytes_ += bytes;
     int32_t id = static_cast<int32_t>(states_.size());
     states_.push_back(s);
     next_.resize(next_.size() + 256, kUnknown);
@@ -95,6 +97,7 @@ int32_t LazyDfa::step(const CompiledGrammar& g, int32_t id, uint8_t b, MatchWork
 }
 
 void LazyDfa::clear() {
+    bytes_ = 0;
     states_.clear();
     next_.clear();
     ids_.clear();

@@ -32,6 +32,8 @@ inline bool test_bit(const TokenBitset& b, int32_t id) {
 class LazyDfa {
 public:
     static constexpr size_t kMaxStates = 8192;  // 1 KiB of transitions each
+    // and at most this many bytes of states and their keys (a state of deep stacks is large)
+    static constexpr size_t kMaxBytes = size_t{64} << 20;
     static constexpr int32_t kDead = -1;        // the byte kills every parse
     static constexpr int32_t kFull = -2;        // no room for another state
 
@@ -49,6 +51,7 @@ private:
     std::unordered_map<std::string, int32_t> ids_;
     std::string key_;
     MatchState scratch_;
+    size_t bytes_ = 0;  // of states_ and the keys of ids_
 };
 
 // Scratch for the walk: one state per trie depth (the fallback when the DFA is full).

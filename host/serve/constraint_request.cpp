@@ -99,8 +99,10 @@ void keep_schema_order(const nlohmann::ordered_json& ordered, ConstraintSpec& sp
     if (spec.origin == "json_schema") {
         schema = at(&ordered, "json_schema");
     } else if (const auto* format = at(&ordered, "response_format")) {
-        schema = at(format, "schema");  // llama-server's json_object with a schema
-        if (!schema) schema = at(at(format, "json_schema"), "schema");
+        // the same field response_format_constraint() read, by the same type rule
+        const auto* type = at(format, "type");
+        if (type && *type == "json_object") schema = at(format, "schema");  // llama-server's form
+        else if (type && *type == "json_schema") schema = at(at(format, "json_schema"), "schema");
     }
     if (!schema) return;
     std::string text = schema->dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);

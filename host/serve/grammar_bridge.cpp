@@ -5,33 +5,20 @@
 #include "serve/constraint_factory.h"
 
 #include "grammar/grammar.h"
+#include "serve/ordered_body.h"
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <mutex>
 
 namespace tdm {
 namespace {
 
-// Objects of at most this many members keep the schema's own member order (as llama.cpp
-// does): nlohmann::ordered_json finds a key by a linear scan, so a hostile schema with tens
-// of thousands of members would make the parse quadratic. Larger objects keep sorted order,
-// which is as valid, only less natural.
-constexpr size_t kOrderedMembers = 256;
-
-size_t widest_object(const nlohmann::json& j, int depth = 0) {
-    if (depth > 256) return 0;  // the request parser bounds nesting long before this
-    size_t widest = j.is_object() ? j.size() : 0;
-    if (j.is_structured())
-        for (const auto& v : j) widest = std::max(widest, widest_object(v, depth + 1));
-    return widest;
-}
-
 Result<std::string> schema_text_to_gbnf(const std::string& text) {
     auto sorted = nlohmann::json::parse(text, nullptr, false);
     if (sorted.is_discarded()) return Error("the JSON schema is not valid JSON");
-    if (widest_object(sorted) > kOrderedMembers) return json_schema_to_gbnf(sorted);
+    // the schema's own member order where parsing in order is cheap (serve/ordered_body.h)
+    if (server::ordered_parse_work(sorted) > server::kMaxOrderedWork) return json_schema_to_gbnf(sorted);
     return json_schema_to_gbnf(nlohmann::ordered_json::parse(text));
 }
 

@@ -377,10 +377,11 @@ ApiResult<std::vector<Outcome>> ServeBackend::run(const Job& job, const ChoiceSi
             [&on_text, i](std::string_view text, const std::vector<TokenLogprob>* lp) { return on_text(i, text, lp); },
             want_logprobs, job.time_limit_s, job.client_gone, [this] { wake_.notify_all(); });
     };
-    std::vector<std::thread> workers;
-    for (uint32_t i = 1; i < n; ++i) workers.emplace_back(stream_choice, i);
-    stream_choice(0);
-    for (std::thread& t : workers) t.join();
+    {
+        std::vector<std::jthread> workers;  // joined however this block is left
+        for (uint32_t i = 1; i < n; ++i) workers.emplace_back(stream_choice, i);
+        stream_choice(0);
+    }
 
     std::vector<Outcome> outcomes;
     for (uint32_t i = 0; i < n; ++i) {

@@ -196,4 +196,15 @@ void GoodputController::observe_round(int k, int accepted, double draft_ms, doub
     if (off_ && pays) off_ = false;
 }
 
+void GoodputController::observe_cut(int position) {
+    if (position < 0 || size_t(position) >= tried_.size()) return;
+    started_ = true;
+    tried_[size_t(position)] += 1;
+    if (probing_ && position == 0) {  // the probe never reached the target: it failed
+        probing_ = false;
+        if (any_k_pays()) probe_after_ = probe_interval_;
+        else probe_failed();
+    }
+}
+
 }  // namespace tdm

@@ -59,6 +59,13 @@ public:
     void observe_plain(double ms);
     // A verified round of k drafts, `accepted` of them accepted.
     void observe_round(int k, int accepted, double draft_ms, double verify_ms);
+    // The output's constraint refused the draft at `position` (0-based) before verification,
+    // all drafts before it having been accepted (or there being none): the draft was
+    // rejected there as surely as by the target, so it counts as tried and missed. Without
+    // this, a drafter whose every draft the grammar refuses would keep drafting for ever,
+    // its rounds looking like plain steps. Call before that round's observe_round or
+    // observe_plain.
+    void observe_cut(int position);
     // Records a draft length chosen for this sequence by the batch's plan (allocate_drafts).
     void planned(int k);
     // In a batched pass whose plan gave this sequence no drafts: whether it should probe now

@@ -5,7 +5,6 @@
 // kCorpus: every accepted document must also be valid JSON (checked).
 #include "grammar_test_util.h"
 
-#include <chrono>
 
 namespace tdm::test {
 namespace {
@@ -197,9 +196,8 @@ TEST(JsonSchema, unsupported_keywords_are_errors_that_name_them) {
               "JSON schema: 'get.weather' is not a grammar rule name (letters, digits, '-', '_')");
 }
 
-// Each is an error (or a bounded compile) within a second, never a hang or a crash.
+// Each is an error or a bounded compile, never a hang (ctest's timeout) or a crash.
 TEST(JsonSchema, hostile_schemas_are_refused_quickly) {
-    auto started = std::chrono::steady_clock::now();
     std::string deep;
     for (int i = 0; i < 1000; ++i) deep += R"({"type": "array", "items": )";
     deep += "{}" + std::string(1000, '}');
@@ -225,8 +223,6 @@ TEST(JsonSchema, hostile_schemas_are_refused_quickly) {
     ASSERT_FALSE(wide_gbnf.ok());
     EXPECT_NE(wide_gbnf.error().message().find("the limit is 524288"), std::string::npos) << wide_gbnf.error().message();
 
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    EXPECT_LT(seconds, 5.0);
 }
 
 }  // namespace

@@ -120,6 +120,26 @@ TEST(GoodputController, with_acceptance_0_stops_within_a_few_rounds_and_probes_a
     EXPECT_LE(double(rounds) / steps, 0.02);
 }
 
+// Under a grammar, a drafter whose drafts the grammar refuses has every draft cut before
+// verification: the rounds are plain steps, and only the cuts say that drafting fails.
+TEST(GoodputController, drafts_a_constraint_always_cuts_stop_like_rejected_ones) {
+    GoodputController t(16);
+    int drafted_rounds = 0, first_off = -1;
+    const int steps = 2000;
+    for (int i = 0; i < steps; ++i) {
+        const int k = t.choose(16);
+        if (k > 0) {
+            ++drafted_rounds;
+            t.observe_cut(0);  // the first draft is forbidden: nothing is verified
+        }
+        t.observe_plain(10.0);
+        if (first_off < 0 && t.off()) first_off = drafted_rounds;
+    }
+    EXPECT_GE(first_off, 1);
+    EXPECT_LE(first_off, 4) << "rounds drafted before drafting stopped";
+    EXPECT_LE(double(drafted_rounds) / steps, 0.02) << "then only probes, backing off";
+}
+
 TEST(GoodputController, with_acceptance_0_9_and_cheap_verify_drafts_long) {
     GoodputController t(16, 24);
     Draws d;
