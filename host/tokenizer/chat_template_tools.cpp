@@ -140,7 +140,8 @@ Result<std::string> qwen_call(const ToolCall& call, bool xml) {
     return out + "</function>\n</tool_call>";
 }
 
-// Qwen3: Hermes JSON calls; contents as the client sent them.
+// Qwen3: Hermes JSON calls; contents as the client sent them, except that reasoning written
+// into an assistant turn (...</think>) is split off and shown again only after the last user query.
 Result<std::string> render_qwen3(const ChatTemplateParts& parts, const std::vector<ChatMessage>& messages,
                                  const std::vector<ToolDefinition>& tools, bool add_generation_prompt) {
     std::string out;
@@ -155,14 +156,32 @@ Result<std::string> render_qwen3(const ChatTemplateParts& parts, const std::vect
     } else if (system_first) {
         out += "<|im_start|>system\n" + messages[0].content + "<|im_end|>\n";
     }
+    // The last user message that is not a tool result passed back as user text (the last
+    // message when there is none).
+    size_t last_query = messages.empty() ? 0 : messages.size() - 1;
+    for (size_t i = messages.size(); i-- > 0;) {
+        const std::string& c = messages[i].content;
+        if (messages[i].role == "user" && !(c.starts_with("<tool_response>") && c.ends_with("</tool_response>"))) {
+            last_query = i;
+            break;
+        }
+    }
     for (size_t i = 0; i < messages.size(); ++i) {
         const ChatMessage& m = messages[i];
         if (m.role == "user" || (m.role == "system" && i > 0)) {
             out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
         } else if (m.role == "assistant") {
-            out += "<|im_start|>assistant\n" + m.content;
+            const ThinkingSplit split = split_thinking(m.content);
+            out += "<|im_start|>assistant\n";
+            if (i > last_query && (i + 1 == messages.size() || !split.reasoning.empty())) {
+                std::string_view content = split.content;
+                while (!content.empty() && content.front() == '\n') content.remove_prefix(1);
+                out += "<think>\n" + split.reasoning + "\n</think>\n\n" + std::string(content);
+            } else {
+                out += split.content;
+            }
             for (size_t j = 0; j < m.tool_calls.size(); ++j) {
-                if (j > 0 || !m.content.empty()) out += "\n";
+                if (j > 0 || !split.content.empty()) out += "\n";
                 out += TDM_TRY(qwen_call(m.tool_calls[j], false));
             }
             out += "<|im_end|>\n";

@@ -256,6 +256,24 @@ std::vector<ChatMessage> reasoning() {
     return m;
 }
 
+// Qwen3 keeps contents as they are but splits reasoning off an assistant turn's content.
+TEST(ChatTemplateTools, chatml_splits_reasoning_as_qwen3s_template_does) {
+    const std::string tools_turn(k_qwen3_history, std::string_view(k_qwen3_history).find("<|im_start|>user"));
+    const std::string_view opening = "<|im_start|>system\n";
+    const std::string system_turn = std::string(opening) + "  Be brief. \n\n\n" + tools_turn.substr(opening.size());
+    EXPECT_EQ(render("chatml", mixed()),
+              system_turn + "<|im_start|>user\n Flags? <|im_end|>\n<|im_start|>assistant\n Checking. \n<tool_call>\n"
+                            "{\"name\": \"get_time\", \"arguments\": {\"tz\": null, \"days\": 1.5, \"utc\": true, "
+                            "\"list\": [1, \"a\"], \"obj\": {\"k\": false}}}\n</tool_call><|im_end|>\n<|im_start|>user\n"
+                            "<tool_response>\n ok \n</tool_response><|im_end|>\n<|im_start|>assistant\nDone.<|im_end|>\n"
+                            "<|im_start|>user\nMore<|im_end|>\n<|im_start|>assistant\n");
+    EXPECT_EQ(render("chatml", reasoning()),
+              tools_turn + "<|im_start|>user\nTime?<|im_end|>\n<|im_start|>assistant\n<think>\nweigh it\n</think>\n\n"
+                           "Checking.\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}\n"
+                           "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n10:00\n</tool_response><|im_end|>\n"
+                           "<|im_start|>assistant\n");
+}
+
 // Expectations: Qwen3.5's chat_template.jinja rendered with jinja2 (see docs/models/qwen35.md
 // §5.1 for the revision), the system turn's tool block then what follows it.
 TEST(ChatTemplateTools, chatml_thinking_renders_qwen35s_xml_calls) {
