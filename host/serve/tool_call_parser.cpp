@@ -45,10 +45,17 @@ bool declared_string(const std::string& function_json, const std::string& key) {
     return true;
 }
 
-// An XML-style value (Qwen3.5, GLM): a string when the schema says so or it is not JSON.
+// An XML-style value (Qwen3.5, GLM): a string when the schema says so or it is neither JSON
+// nor one of Python's None, True and False, which Qwen3.5's template writes for null and
+// booleans (it prints scalars with str()).
 ojson xml_value(const std::string& function_json, const std::string& key, std::string_view raw) {
-    if (!declared_string(function_json, key))
-        if (auto v = parse_json(strip(raw))) return *v;
+    if (!declared_string(function_json, key)) {
+        const std::string_view word = strip(raw);
+        if (word == "None") return ojson(nullptr);
+        if (word == "True") return ojson(true);
+        if (word == "False") return ojson(false);
+        if (auto v = parse_json(word)) return *v;
+    }
     return std::string(raw);
 }
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/tokenizer/chat_template_tools.cpp: conversations with tools, rendered as the models'
-// own Jinja templates render them. Sources (docs/SERVER.md "Tool calls" restates them):
-// Qwen3's chat_template in the fixtures' tokenizer_config.json (Hermes JSON calls), the
-// Qwen3.5 release template (XML calls), Gemma 4's chat_template.jinja and GLM-4.5's
-// template. Tool JSON is printed as transformers' `tojson` prints it: json.dumps with
-// ensure_ascii=False, ", " and ": " separators, keys in the client's order.
+// own Jinja templates render them, byte for byte (the tests hold jinja2 renderings). Sources
+// (docs/SERVER.md "Tool calls" restates them): Qwen3's chat_template in the fixtures'
+// tokenizer_config.json (Hermes JSON calls), Qwen3.5's chat_template.jinja (XML calls,
+// docs/models/qwen35.md §5.1), Gemma 4's chat_template.jinja and GLM-4.6's template
+// (docs/models/glm-ocr.md §4.1). Tool JSON is printed as transformers' `tojson` prints it:
+// json.dumps with ensure_ascii=False, ", " and ": " separators, keys in the client's order.
+// Not here: conversations without tools (chat_template.cpp) and parsing replies (serve/).
 #include "tokenizer/chat_template_tools.h"
 
 #include <fmt/format.h>
@@ -19,6 +21,14 @@ using ojson = nlohmann::ordered_json;
 namespace {
 
 std::string dump_scalar(const ojson& v) { return v.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
+// Python's str() of a JSON scalar, as Jinja prints it: strings bare, None, True, False.
+std::string python_scalar(const ojson& v) {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_null()) return "None";
+    if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+    return dump_scalar(v);
+}
 
 // transformers' tojson filter: json.dumps(value, ensure_ascii=False).
 std::string tojson(const ojson& v) {
@@ -76,6 +86,27 @@ ojson tool_object(const ToolDefinition& tool) {
     return ojson{{"type", "function"}, {"function", std::move(function)}};
 }
 
+// An assistant turn's content split at "</think>" as Qwen3.5's and GLM-4.5's templates split
+// it: the reasoning is what follows the last <think> before the first </think>, the content
+// what follows the last </think>; newlines next to the tags are dropped.
+struct ThinkingSplit {
+    std::string reasoning;
+    std::string content;
+};
+
+ThinkingSplit split_thinking(std::string_view content) {
+    const size_t first_close = content.find("</think>");
+    if (first_close == std::string_view::npos) return {"", std::string(content)};
+    std::string_view before = content.substr(0, first_close);
+    while (!before.empty() && before.back() == '\n') before.remove_suffix(1);
+    if (const size_t open = before.rfind("<think>"); open != std::string_view::npos)
+        before.remove_prefix(open + std::string_view("<think>").size());
+    std::string_view after = content.substr(content.rfind("</think>") + std::string_view("</think>").size());
+    while (!before.empty() && before.front() == '\n') before.remove_prefix(1);
+    while (!after.empty() && after.front() == '\n') after.remove_prefix(1);
+    return {std::string(before), std::string(after)};
+}
+
 // ---------------------------------------------------------------------------------------
 // Qwen (ChatML): Hermes JSON calls (Qwen3) and XML calls (Qwen3.5). Tool results of
 // consecutive "tool" messages share one user turn.
@@ -101,41 +132,57 @@ constexpr std::string_view kXmlToolsTail =
 Result<std::string> qwen_call(const ToolCall& call, bool xml) {
     const ojson args = TDM_TRY(parse_arguments(call));
     if (!xml) return "<tool_call>\n{\"name\": \"" + call.name + "\", \"arguments\": " + tojson(args) + "}\n</tool_call>";
+    // Qwen3.5 prints mappings and lists as JSON and everything else with Python's str().
     std::string out = "<tool_call>\n<function=" + call.name + ">\n";
     for (const auto& [key, value] : args.items())
-        out += "<parameter=" + key + ">\n" + (value.is_string() ? value.get<std::string>() : tojson(value)) +
-               "\n</parameter>\n";
+        out += "<parameter=" + key + ">\n" +
+               (value.is_object() || value.is_array() ? tojson(value) : python_scalar(value)) + "\n</parameter>\n";
     return out + "</function>\n</tool_call>";
 }
 
-Result<std::string> render_qwen(const ChatTemplateParts& parts, const std::vector<ChatMessage>& messages,
-                                const std::vector<ToolDefinition>& tools, bool add_generation_prompt, bool xml) {
+// Qwen3: Hermes JSON calls; contents as the client sent them, except that reasoning written
+// into an assistant turn (...</think>) is split off and shown again only after the last user query.
+Result<std::string> render_qwen3(const ChatTemplateParts& parts, const std::vector<ChatMessage>& messages,
+                                 const std::vector<ToolDefinition>& tools, bool add_generation_prompt) {
     std::string out;
     const bool system_first = !messages.empty() && messages[0].role == "system";
     if (!tools.empty()) {
         out += "<|im_start|>system\n";
-        if (system_first && !xml) out += messages[0].content + "\n\n";
-        out += xml ? kXmlToolsHead : kHermesToolsHead;
+        if (system_first) out += messages[0].content + "\n\n";
+        out += kHermesToolsHead;
         for (const ToolDefinition& t : tools) out += "\n" + tojson(tool_object(t));
-        out += xml ? kXmlToolsTail : kHermesToolsTail;
-        if (system_first && xml) {
-            const std::string system = python_strip(messages[0].content);
-            if (!system.empty()) out += "\n\n" + system;
-        }
+        out += kHermesToolsTail;
         out += "<|im_end|>\n";
     } else if (system_first) {
         out += "<|im_start|>system\n" + messages[0].content + "<|im_end|>\n";
+    }
+    // The last user message that is not a tool result passed back as user text (the last
+    // message when there is none).
+    size_t last_query = messages.empty() ? 0 : messages.size() - 1;
+    for (size_t i = messages.size(); i-- > 0;) {
+        const std::string& c = messages[i].content;
+        if (messages[i].role == "user" && !(c.starts_with("<tool_response>") && c.ends_with("</tool_response>"))) {
+            last_query = i;
+            break;
+        }
     }
     for (size_t i = 0; i < messages.size(); ++i) {
         const ChatMessage& m = messages[i];
         if (m.role == "user" || (m.role == "system" && i > 0)) {
             out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
         } else if (m.role == "assistant") {
-            out += "<|im_start|>assistant\n" + m.content;
+            const ThinkingSplit split = split_thinking(m.content);
+            out += "<|im_start|>assistant\n";
+            if (i > last_query && (i + 1 == messages.size() || !split.reasoning.empty())) {
+                std::string_view content = split.content;
+                while (!content.empty() && content.front() == '\n') content.remove_prefix(1);
+                out += "<think>\n" + split.reasoning + "\n</think>\n\n" + std::string(content);
+            } else {
+                out += split.content;
+            }
             for (size_t j = 0; j < m.tool_calls.size(); ++j) {
-                if (xml) out += j == 0 ? (python_strip(m.content).empty() ? "" : "\n\n") : "\n";
-                else if (j > 0 || !m.content.empty()) out += "\n";
-                out += TDM_TRY(qwen_call(m.tool_calls[j], xml));
+                if (j > 0 || !split.content.empty()) out += "\n";
+                out += TDM_TRY(qwen_call(m.tool_calls[j], false));
             }
             out += "<|im_end|>\n";
         } else if (m.role == "tool") {
@@ -144,6 +191,66 @@ Result<std::string> render_qwen(const ChatTemplateParts& parts, const std::vecto
             if (i + 1 == messages.size() || messages[i + 1].role != "tool") out += "<|im_end|>\n";
         } else if (m.role != "system") {
             return Error::format("the Qwen template has no turn for role '{}' (message {})", m.role, i);
+        }
+    }
+    if (add_generation_prompt) out += parts.generation_prompt;
+    return out;
+}
+
+// Qwen3.5: XML calls; every content trimmed; assistant turns after the last user query keep
+// their reasoning in a <think> block; a system message only first; no conversation without a
+// user query (the template raises on both).
+Result<std::string> render_qwen35(const ChatTemplateParts& parts, const std::vector<ChatMessage>& messages,
+                                  const std::vector<ToolDefinition>& tools, bool add_generation_prompt) {
+    std::string out;
+    const bool system_first = !messages.empty() && messages[0].role == "system";
+    if (!tools.empty()) {
+        out += "<|im_start|>system\n";
+        out += kXmlToolsHead;
+        for (const ToolDefinition& t : tools) out += "\n" + tojson(tool_object(t));
+        out += kXmlToolsTail;
+        if (system_first) {
+            const std::string system = python_strip(messages[0].content);
+            if (!system.empty()) out += "\n\n" + system;
+        }
+        out += "<|im_end|>\n";
+    } else if (system_first) {
+        out += "<|im_start|>system\n" + python_strip(messages[0].content) + "<|im_end|>\n";
+    }
+    // The last user message that is not a tool result passed back as user text.
+    size_t last_query = messages.size();
+    for (size_t i = messages.size(); i-- > 0;) {
+        if (messages[i].role != "user") continue;
+        const std::string content = python_strip(messages[i].content);
+        if (!(content.starts_with("<tool_response>") && content.ends_with("</tool_response>"))) {
+            last_query = i;
+            break;
+        }
+    }
+    if (last_query == messages.size()) return Error("the Qwen3.5 template needs a user message");
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const ChatMessage& m = messages[i];
+        const std::string content = python_strip(m.content);
+        if (m.role == "system") {
+            if (i > 0) return Error::format("the Qwen3.5 template takes a system message only first (message {})", i);
+        } else if (m.role == "user") {
+            out += "<|im_start|>user\n" + content + "<|im_end|>\n";
+        } else if (m.role == "assistant") {
+            const ThinkingSplit split = split_thinking(content);
+            out += "<|im_start|>assistant\n";
+            if (i > last_query) out += "<think>\n" + python_strip(split.reasoning) + "\n</think>\n\n";
+            out += split.content;
+            for (size_t j = 0; j < m.tool_calls.size(); ++j) {
+                out += j == 0 ? (python_strip(split.content).empty() ? "" : "\n\n") : "\n";
+                out += TDM_TRY(qwen_call(m.tool_calls[j], true));
+            }
+            out += "<|im_end|>\n";
+        } else if (m.role == "tool") {
+            if (i > 0 && messages[i - 1].role != "tool") out += "<|im_start|>user";
+            out += "\n<tool_response>\n" + content + "\n</tool_response>";
+            if (i + 1 == messages.size() || messages[i + 1].role != "tool") out += "<|im_end|>\n";
+        } else {
+            return Error::format("the Qwen3.5 template has no turn for role '{}' (message {})", m.role, i);
         }
     }
     if (add_generation_prompt) out += parts.generation_prompt;
@@ -170,13 +277,21 @@ Result<std::string> render_glm(const ChatTemplateParts& parts, const std::vector
         for (const ToolDefinition& t : tools) out += tojson(tool_object(t)) + "\n";
         out += kGlmToolsTail;
     }
+    size_t after_last_user = 0;  // the first message after the last user message
+    for (size_t i = 0; i < messages.size(); ++i)
+        if (messages[i].role == "user") after_last_user = i + 1;
     for (size_t i = 0; i < messages.size(); ++i) {
         const ChatMessage& m = messages[i];
         if (m.role == "system" || m.role == "user") {
             out += "<|" + m.role + "|>\n" + m.content;
         } else if (m.role == "assistant") {
+            // Every assistant turn carries a think block, empty unless the turn follows the last
+            // user message and its content held reasoning.
+            const ThinkingSplit split = split_thinking(m.content);
             out += "<|assistant|>";
-            if (m.tool_calls.empty() || !m.content.empty()) out += "\n" + m.content;
+            const bool keep_reasoning = i >= after_last_user && !split.reasoning.empty();
+            out += keep_reasoning ? "\n<think>" + python_strip(split.reasoning) + "</think>" : "\n<think></think>";
+            if (const std::string content = python_strip(split.content); !content.empty()) out += "\n" + content;
             for (const ToolCall& call : m.tool_calls) {
                 const ojson args = TDM_TRY(parse_arguments(call));
                 out += "\n<tool_call>" + call.name + "\n";
@@ -204,12 +319,6 @@ Result<std::string> render_glm(const ChatTemplateParts& parts, const std::vector
 constexpr std::string_view kQuote = "<|\"|>";
 
 std::string gemma_quoted(std::string_view s) { return std::string(kQuote) + std::string(s) + std::string(kQuote); }
-
-// Python's str() of a JSON scalar as Jinja prints it.
-std::string python_scalar(const ojson& v) {
-    if (v.is_null()) return "None";
-    return dump_scalar(v);
-}
 
 std::vector<std::string> sorted_keys(const ojson& obj) {
     std::vector<std::string> keys;
@@ -420,8 +529,8 @@ Result<std::string> render_gemma4(const std::vector<ChatMessage>& messages, cons
 Result<std::string> render_tool_conversation(const ChatTemplateParts& parts, const std::vector<ChatMessage>& messages,
                                              const std::vector<ToolDefinition>& tools, bool add_generation_prompt) {
     switch (parts.tool_format) {
-        case ToolCallFormat::hermes: return render_qwen(parts, messages, tools, add_generation_prompt, false);
-        case ToolCallFormat::qwen_xml: return render_qwen(parts, messages, tools, add_generation_prompt, true);
+        case ToolCallFormat::hermes: return render_qwen3(parts, messages, tools, add_generation_prompt);
+        case ToolCallFormat::qwen_xml: return render_qwen35(parts, messages, tools, add_generation_prompt);
         case ToolCallFormat::glm: return render_glm(parts, messages, tools, add_generation_prompt);
         case ToolCallFormat::gemma4: return render_gemma4(messages, tools, add_generation_prompt);
         case ToolCallFormat::none: break;

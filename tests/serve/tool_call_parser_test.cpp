@@ -68,6 +68,17 @@ TEST(ToolCallParser, qwen_xml_values_follow_the_parameter_schema) {
     }
 }
 
+// Qwen3.5's template prints None, True and False with Python's str(), so the model may too;
+// a parameter declared a string keeps the word.
+TEST(ToolCallParser, qwen_xml_reads_python_literals_unless_the_schema_says_string) {
+    const auto out = parse(ToolCallFormat::qwen_xml,
+                           "<tool_call>\n<function=get_time>\n<parameter=tz>\nNone\n</parameter>\n<parameter=utc>\n"
+                           "True\n</parameter>\n<parameter=dst>\nFalse\n</parameter>\n<parameter=at>\nNone\n"
+                           "</parameter>\n</function>\n</tool_call>");
+    ASSERT_EQ(out.calls.size(), 1u);
+    EXPECT_EQ(out.calls[0].arguments, R"({"tz":"None","utc":true,"dst":false,"at":null})");
+}
+
 TEST(ToolCallParser, glm_and_gemma4_calls) {
     const auto glm = parse(ToolCallFormat::glm,
                            "<tool_call>get_weather\n<arg_key>location</arg_key>\n<arg_value>Paris</arg_value>\n"

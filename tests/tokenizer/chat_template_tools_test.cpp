@@ -4,8 +4,8 @@
 // chat_template of the fixture tokenizer_config.json, Gemma 4's chat_template.jinja)
 // rendered with jinja2 3.1 as transformers renders them (trim_blocks, lstrip_blocks, tojson =
 // json.dumps(ensure_ascii=False), bos_token ""), with the calls' arguments as mappings (as
-// vLLM and llama.cpp pass them). Qwen3.5 (XML calls) and GLM follow the formats docs/SERVER.md
-// spells out from those models' templates.
+// vLLM and llama.cpp pass them). Qwen3.5 (XML calls) and GLM (arg_key calls) are rendered the
+// same way from the templates docs/models/qwen35.md and docs/models/glm-ocr.md name.
 #include "tokenizer/chat_template.h"
 
 #include <gtest/gtest.h>
@@ -233,6 +233,49 @@ TEST(ChatTemplateTools, gemma4_renders_gemma4s_declarations_calls_and_results) {
     EXPECT_EQ(render("gemma4", history2()), k_gemma4_history2);
 }
 
+// Trimmed contents, Python's str() of scalar arguments, reasoning split from the content at
+// </think> (kept only after the last user message): one conversation for each.
+std::vector<ChatMessage> mixed() {
+    std::vector<ChatMessage> m = {{"system", "  Be brief. \n"}, {"user", " Flags? "},
+                                  {"assistant", "<think>\nweigh it\n</think>\n\n Checking. "}};
+    m[2].tool_calls = {{"c1", "get_time", R"({"tz":null,"days":1.5,"utc":true,"list":[1,"a"],"obj":{"k":false}})"}};
+    ChatMessage result{"tool", " ok "};
+    result.tool_call_id = "c1";
+    m.push_back(result);
+    m.push_back({"assistant", "Done."});
+    m.push_back({"user", "More"});
+    return m;
+}
+
+std::vector<ChatMessage> reasoning() {
+    std::vector<ChatMessage> m = {{"user", "Time?"}, {"assistant", "<think>\nweigh it\n</think>\n\nChecking."}};
+    m[1].tool_calls = {{"c1", "get_time", R"({"tz":"CET"})"}};
+    ChatMessage result{"tool", "10:00"};
+    result.tool_call_id = "c1";
+    m.push_back(result);
+    return m;
+}
+
+// Qwen3 keeps contents as they are but splits reasoning off an assistant turn's content.
+TEST(ChatTemplateTools, chatml_splits_reasoning_as_qwen3s_template_does) {
+    const std::string tools_turn(k_qwen3_history, std::string_view(k_qwen3_history).find("<|im_start|>user"));
+    const std::string_view opening = "<|im_start|>system\n";
+    const std::string system_turn = std::string(opening) + "  Be brief. \n\n\n" + tools_turn.substr(opening.size());
+    EXPECT_EQ(render("chatml", mixed()),
+              system_turn + "<|im_start|>user\n Flags? <|im_end|>\n<|im_start|>assistant\n Checking. \n<tool_call>\n"
+                            "{\"name\": \"get_time\", \"arguments\": {\"tz\": null, \"days\": 1.5, \"utc\": true, "
+                            "\"list\": [1, \"a\"], \"obj\": {\"k\": false}}}\n</tool_call><|im_end|>\n<|im_start|>user\n"
+                            "<tool_response>\n ok \n</tool_response><|im_end|>\n<|im_start|>assistant\nDone.<|im_end|>\n"
+                            "<|im_start|>user\nMore<|im_end|>\n<|im_start|>assistant\n");
+    EXPECT_EQ(render("chatml", reasoning()),
+              tools_turn + "<|im_start|>user\nTime?<|im_end|>\n<|im_start|>assistant\n<think>\nweigh it\n</think>\n\n"
+                           "Checking.\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}\n"
+                           "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n10:00\n</tool_response><|im_end|>\n"
+                           "<|im_start|>assistant\n");
+}
+
+// Expectations: Qwen3.5's chat_template.jinja rendered with jinja2 (see docs/models/qwen35.md
+// §5.1 for the revision), the system turn's tool block then what follows it.
 TEST(ChatTemplateTools, chatml_thinking_renders_qwen35s_xml_calls) {
     const std::string system =
         "<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>\n" + kToolLines +
@@ -245,19 +288,51 @@ TEST(ChatTemplateTools, chatml_thinking_renders_qwen35s_xml_calls) {
         "call in natural language BEFORE the function call, but NOT after\n- If there is no function call available, "
         "answer the question like normal with your current knowledge and do not tell the user about function "
         "calls\n</IMPORTANT>";
+    const std::string calls =
+        "<tool_call>\n<function=get_weather>\n<parameter=location>\nParis\n</parameter>\n<parameter=unit>\nc\n"
+        "</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=get_time>\n<parameter=tz>\nCET\n"
+        "</parameter>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call><|im_end|>\n<|im_start|>user\n"
+        "<tool_response>\n{\"temp\": 21}\n</tool_response>\n<tool_response>\n10:00\n</tool_response><|im_end|>\n";
     EXPECT_EQ(render("chatml-thinking", kSystemUser),
               system + "\n\nBe brief.<|im_end|>\n<|im_start|>user\nWeather in Paris?<|im_end|>\n"
                        "<|im_start|>assistant\n<think>\n");
+    // An assistant turn after the last user message gets a (here empty) think block.
     EXPECT_EQ(render("chatml-thinking", history()),
               system + "<|im_end|>\n<|im_start|>user\nWeather in Paris and the time?<|im_end|>\n"
-                       "<|im_start|>assistant\n<tool_call>\n<function=get_weather>\n<parameter=location>\nParis\n"
-                       "</parameter>\n<parameter=unit>\nc\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n"
-                       "<function=get_time>\n<parameter=tz>\nCET\n</parameter>\n<parameter=days>\n2\n</parameter>\n"
-                       "</function>\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n{\"temp\": 21}\n"
-                       "</tool_response>\n<tool_response>\n10:00\n</tool_response><|im_end|>\n"
+                       "<|im_start|>assistant\n<think>\n\n</think>\n\n" + calls + "<|im_start|>assistant\n<think>\n");
+    EXPECT_EQ(render("chatml-thinking", history2()),
+              system + "<|im_end|>\n<|im_start|>user\nWeather in Paris and the time?<|im_end|>\n"
+                       "<|im_start|>assistant\n" + calls + "<|im_start|>assistant\n21 C, 10:00.<|im_end|>\n"
+                       "<|im_start|>user\nThanks<|im_end|>\n<|im_start|>assistant\n<think>\n");
+    EXPECT_EQ(render("chatml-thinking", mixed()),
+              system + "\n\nBe brief.<|im_end|>\n<|im_start|>user\nFlags?<|im_end|>\n<|im_start|>assistant\n"
+                       " Checking.\n\n<tool_call>\n<function=get_time>\n<parameter=tz>\nNone\n</parameter>\n"
+                       "<parameter=days>\n1.5\n</parameter>\n<parameter=utc>\nTrue\n</parameter>\n<parameter=list>\n"
+                       "[1, \"a\"]\n</parameter>\n<parameter=obj>\n{\"k\": false}\n</parameter>\n</function>\n"
+                       "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\nok\n</tool_response><|im_end|>\n"
+                       "<|im_start|>assistant\nDone.<|im_end|>\n<|im_start|>user\nMore<|im_end|>\n"
                        "<|im_start|>assistant\n<think>\n");
+    EXPECT_EQ(render("chatml-thinking", reasoning()),
+              system + "<|im_end|>\n<|im_start|>user\nTime?<|im_end|>\n<|im_start|>assistant\n<think>\nweigh it\n"
+                       "</think>\n\nChecking.\n\n<tool_call>\n<function=get_time>\n<parameter=tz>\nCET\n</parameter>\n"
+                       "</function>\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n10:00\n"
+                       "</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n");
 }
 
+TEST(ChatTemplateTools, chatml_thinking_refuses_what_qwen35s_template_raises_on) {
+    auto t = ChatTemplate::builtin("chatml-thinking");
+    ASSERT_TRUE(t.ok());
+    auto late_system = t->apply({{"user", "Hi"}, {"system", "Be brief."}}, true, kTools);
+    ASSERT_FALSE(late_system.ok());
+    EXPECT_NE(late_system.error().message().find("system message only first"), std::string::npos);
+    auto no_query = t->apply({{"system", "Be brief."}}, true, kTools);
+    ASSERT_FALSE(no_query.ok());
+    EXPECT_NE(no_query.error().message().find("needs a user message"), std::string::npos);
+}
+
+// Expectations: GLM-4.6's chat template rendered with jinja2 (docs/models/glm-ocr.md §4.1 names
+// the revision), except the generation prompt: the template ends in "<|assistant|>", the built-in
+// in GLM-OCR's "<|assistant|>\n".
 TEST(ChatTemplateTools, glm4_renders_glm_arg_key_calls_and_observations) {
     const std::string tools =
         "[gMASK]<sop><|system|>\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
@@ -265,14 +340,28 @@ TEST(ChatTemplateTools, glm4_renders_glm_arg_key_calls_and_observations) {
         "\n</tools>\n\nFor each function call, output the function name and arguments within the following XML "
         "format:\n<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n<arg_value>{arg-value-1}</arg_value>\n"
         "<arg_key>{arg-key-2}</arg_key>\n<arg_value>{arg-value-2}</arg_value>\n...\n</tool_call>";
+    const std::string calls =
+        "<|user|>\nWeather in Paris and the time?<|assistant|>\n<think></think>\n<tool_call>get_weather\n"
+        "<arg_key>location</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>unit</arg_key>\n"
+        "<arg_value>c</arg_value>\n</tool_call>\n<tool_call>get_time\n<arg_key>tz</arg_key>\n"
+        "<arg_value>CET</arg_value>\n<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>"
+        "<|observation|>\n<tool_response>\n{\"temp\": 21}\n</tool_response>\n<tool_response>\n10:00\n"
+        "</tool_response>";
     EXPECT_EQ(render("glm4", kSystemUser), tools + "<|system|>\nBe brief.<|user|>\nWeather in Paris?<|assistant|>\n");
-    EXPECT_EQ(render("glm4", history()),
-              tools + "<|user|>\nWeather in Paris and the time?<|assistant|>\n<tool_call>get_weather\n"
-                      "<arg_key>location</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>unit</arg_key>\n"
-                      "<arg_value>c</arg_value>\n</tool_call>\n<tool_call>get_time\n<arg_key>tz</arg_key>\n"
-                      "<arg_value>CET</arg_value>\n<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>"
-                      "<|observation|>\n<tool_response>\n{\"temp\": 21}\n</tool_response>\n<tool_response>\n10:00\n"
-                      "</tool_response><|assistant|>\n");
+    EXPECT_EQ(render("glm4", history()), tools + calls + "<|assistant|>\n");
+    EXPECT_EQ(render("glm4", history2()),
+              tools + calls + "<|assistant|>\n<think></think>\n21 C, 10:00.<|user|>\nThanks<|assistant|>\n");
+    EXPECT_EQ(render("glm4", mixed()),
+              tools + "<|system|>\n  Be brief. \n<|user|>\n Flags? <|assistant|>\n<think></think>\nChecking.\n"
+                      "<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>null</arg_value>\n<arg_key>days"
+                      "</arg_key>\n<arg_value>1.5</arg_value>\n<arg_key>utc</arg_key>\n<arg_value>true</arg_value>\n"
+                      "<arg_key>list</arg_key>\n<arg_value>[1, \"a\"]</arg_value>\n<arg_key>obj</arg_key>\n"
+                      "<arg_value>{\"k\": false}</arg_value>\n</tool_call><|observation|>\n<tool_response>\n ok \n"
+                      "</tool_response><|assistant|>\n<think></think>\nDone.<|user|>\nMore<|assistant|>\n");
+    EXPECT_EQ(render("glm4", reasoning()),
+              tools + "<|user|>\nTime?<|assistant|>\n<think>weigh it</think>\nChecking.\n<tool_call>get_time\n"
+                      "<arg_key>tz</arg_key>\n<arg_value>CET</arg_value>\n</tool_call><|observation|>\n"
+                      "<tool_response>\n10:00\n</tool_response><|assistant|>\n");
 }
 
 TEST(ChatTemplateTools, tool_turns_render_without_tools_and_plain_turns_are_unchanged) {
