@@ -304,7 +304,8 @@ void HttpServer::Impl::stream(const Job& job, Endpoint endpoint, const ResponseM
         write(sse_event(out.error().to_json()));
     } else {
         for (uint32_t i = 0; i < out->size(); ++i) {
-            ChoiceText last{"", finish_with_calls((*out)[i].finish_reason, calls[i])};
+            const std::string reason = finish_with_calls((*out)[i].finish_reason, calls[i]);  // `last` views it
+            ChoiceText last{"", reason};
             last.index = i;
             write(sse_event(chunk_body(endpoint, meta, last, first[i])));
         }
@@ -348,19 +349,20 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
             return true;
         });
         if (!out.ok()) return send(res, out.error(), out.error().status == 503 ? kRetryAfter : HttpHeaders{});
+        // ChoiceText views its strings: these own them until the body is written
         std::vector<ChoiceText> choices;
-        std::vector<std::string> content(out->size());
+        std::vector<std::string> content(out->size()), reasons(out->size());
         std::vector<std::vector<ToolCallOut>> calls(out->size());
         for (uint32_t i = 0; i < out->size(); ++i) {
-            std::string reason = (*out)[i].finish_reason;
+            reasons[i] = (*out)[i].finish_reason;
             content[i] = std::move(text[i]);
             if (job->tool_format != ToolCallFormat::none) {
                 ParsedOutput reply = parse_tool_calls(job->tool_format, job->request.tools, content[i]);
                 calls[i] = reply_calls(std::move(reply.calls), job->request.parallel_tool_calls);
-                reason = finish_with_calls(reason, calls[i].size());
+                reasons[i] = finish_with_calls(reasons[i], calls[i].size());
                 content[i] = std::move(reply.content);
             }
-            choices.push_back({content[i], reason, want_logprobs ? &logprobs[i] : nullptr});
+            choices.push_back({content[i], reasons[i], want_logprobs ? &logprobs[i] : nullptr});
             choices.back().index = i;
             if (!calls[i].empty()) choices.back().tool_calls = &calls[i];
         }
