@@ -11,7 +11,8 @@
 #      safetensors), qwen3 with a draft model, qwen3 with the n-gram drafters, qwen35 (hybrid)
 #      and qwen35moe with their MTP heads, gemma4 (E2B-style GGUF and HF, 26B-style MoE) and
 #      the E2B-style one with its synthesized assistant (GGUF and HF), GLM-OCR's text decoder
-#      (GGUF and HF) with its MTP layer;
+#      (GGUF and HF) with its MTP layer, llama (GGUF, and HF with llama3 rope scaling), and
+#      a JSON-schema-constrained run with n-gram and with MTP drafting;
 #   3. every fuzz harness for FUZZ_SECONDS (default 10; scripts/fuzz.sh on the same build).
 #
 #   scripts/sanitize.sh [--ci] [FUZZ_SECONDS]
@@ -169,9 +170,12 @@ run_all \
   "synth-gemma4-e2b-assistant:synth --arch gemma4-assistant --preset tiny-e2b -o gemma4-e2b-assistant.gguf" \
   "synth-gemma4-e2b-assistant-hf:synth --arch gemma4-assistant --preset tiny-e2b --format hf -o gemma4-e2b-assistant-hf" \
   "synth-glm4:synth --arch glm4 -o glm4.gguf" \
-  "synth-glm4-hf:synth --arch glm4 --format hf -o glm4-hf" ||
+  "synth-glm4-hf:synth --arch glm4 --format hf -o glm4-hf" \
+  "synth-llama:synth --arch llama -o llama.gguf" \
+  "synth-llama-hf:synth --arch llama --format hf --rope-scaling true -o llama-hf" ||
   { echo "sanitize.sh: a synthesizer failed" >&2; exit 1; }
 printf "Hello there" >"$e2e/prompt.txt"
+printf '%s' '{"type":"object","properties":{"name":{"type":"string","maxLength":6},"n":{"type":"integer","minimum":-5,"maximum":250},"tags":{"type":"array","items":{"enum":["a","b"]}}},"required":["name","n"]}' >"$e2e/schema.json"
 run=(run -f prompt.txt -n 12 --temp 0 --ignore-eos --output-format json)
 run_all \
   "run-qwen3:${run[*]} -m qwen3.gguf" \
@@ -187,7 +191,11 @@ run_all \
   "run-gemma4-e2b-hf-assistant-hf:${run[*]} -m gemma4-e2b-hf -md gemma4-e2b-assistant-hf" \
   "run-gemma4-26b-ngram-mod:${run[*]} -m gemma4-26b.gguf --spec-type ngram-mod" \
   "run-glm4-mtp:${run[*]} -m glm4.gguf --spec-type mtp" \
-  "run-glm4-hf-mtp:${run[*]} -m glm4-hf --spec-type mtp" ||
+  "run-glm4-hf-mtp:${run[*]} -m glm4-hf --spec-type mtp" \
+  "run-llama-ngram-simple:${run[*]} -m llama.gguf --spec-type ngram-simple" \
+  "run-llama-hf:${run[*]} -m llama-hf" \
+  "run-qwen3-json-schema-ngram:${run[*]} -m qwen3.gguf --spec-type ngram-simple --json-schema schema.json" \
+  "run-qwen35-json-schema-mtp:${run[*]} -m qwen35.gguf --spec-type mtp --json-schema schema.json" ||
   { echo "sanitize.sh: an end-to-end run failed (or printed no tokens)" >&2; exit 1; }
 
 echo "==> fuzzing each harness for ${fuzz_seconds}s"

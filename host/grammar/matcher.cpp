@@ -282,9 +282,10 @@ bool only_end(const MatchState& s) {
 void state_key(const MatchState& s, std::string& out) {
     out.resize(4 * (s.positions.size() + s.ends.size()) + 5);
     char* p = out.data();
-    std::memcpy(p, s.positions.data(), 4 * s.positions.size());
+    // an empty vector's data() may be null, which memcpy must not see even for 0 bytes
+    if (!s.positions.empty()) std::memcpy(p, s.positions.data(), 4 * s.positions.size());
     p += 4 * s.positions.size();
-    std::memcpy(p, s.ends.data(), 4 * s.ends.size());
+    if (!s.ends.empty()) std::memcpy(p, s.ends.data(), 4 * s.ends.size());
     p += 4 * s.ends.size();
     std::memcpy(p, &s.partial_cp, 4);
     p[4] = static_cast<char>(s.partial_left);
