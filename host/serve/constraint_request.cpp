@@ -2,6 +2,8 @@
 // host/serve/constraint_request.cpp: a request's constraint fields (see constraint_request.h).
 #include "serve/constraint_request.h"
 
+#include "serve/json_member.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -13,11 +15,6 @@ namespace tdm::server {
 using json = nlohmann::json;
 
 namespace {
-
-const json* constraint_field(const json& obj, const char* key) {
-    const auto it = obj.find(key);
-    return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
 
 // A schema: a JSON object (or true/false, which JSON Schema allows), kept as its text.
 ApiResult<ConstraintSpec> schema_constraint(const json& schema, const std::string& param, size_t max_bytes,
@@ -35,20 +32,20 @@ ApiResult<ConstraintSpec> response_format_constraint(const json& format, size_t 
     const std::string origin = "response_format";
     if (!format.is_object())
         return ApiError::invalid(origin, "'response_format' must be an object like {\"type\": \"json_object\"}");
-    const json* type = constraint_field(format, "type");
+    const json* type = json_member(format, "type");
     if (!type) return ApiError::invalid("response_format.type", "'response_format.type' is missing");
     if (*type == "text") return ConstraintSpec{};
     if (*type == "json_object") {
-        if (const json* schema = constraint_field(format, "schema"))  // llama-server's form
+        if (const json* schema = json_member(format, "schema"))  // llama-server's form
             return schema_constraint(*schema, "response_format.schema", max_bytes, origin);
         return ConstraintSpec{ConstraintSpec::Kind::json_object, "", origin};
     }
     if (*type == "json_schema") {
-        const json* js = constraint_field(format, "json_schema");
+        const json* js = json_member(format, "json_schema");
         if (!js || !js->is_object())
             return ApiError::invalid("response_format.json_schema",
                                      "'response_format.json_schema' must be an object with the 'schema'");
-        const json* schema = constraint_field(*js, "schema");
+        const json* schema = json_member(*js, "schema");
         if (!schema)
             return ApiError::invalid("response_format.json_schema.schema",
                                      "'response_format.json_schema.schema' is missing");
@@ -72,9 +69,9 @@ ApiResult<ConstraintSpec> read_constraint(const json& body, size_t max_bytes) {
         out = std::move(*got);
         return std::nullopt;
     };
-    if (const json* format = constraint_field(body, "response_format"))
+    if (const json* format = json_member(body, "response_format"))
         if (auto e = take(response_format_constraint(*format, max_bytes))) return *e;
-    if (const json* grammar = constraint_field(body, "grammar")) {
+    if (const json* grammar = json_member(body, "grammar")) {
         if (!grammar->is_string()) return ApiError::invalid("grammar", "'grammar' must be a string (GBNF)");
         const auto& text = grammar->get_ref<const std::string&>();
         if (text.size() > max_bytes)
@@ -83,7 +80,7 @@ ApiResult<ConstraintSpec> read_constraint(const json& body, size_t max_bytes) {
         if (!text.empty())
             if (auto e = take(ConstraintSpec{ConstraintSpec::Kind::grammar, text, "grammar"})) return *e;
     }
-    if (const json* schema = constraint_field(body, "json_schema"))
+    if (const json* schema = json_member(body, "json_schema"))
         if (auto e = take(schema_constraint(*schema, "json_schema", max_bytes, "json_schema"))) return *e;
     return out;
 }
@@ -91,18 +88,13 @@ ApiResult<ConstraintSpec> read_constraint(const json& body, size_t max_bytes) {
 void keep_schema_order(const nlohmann::ordered_json& ordered, ConstraintSpec& spec) {
     if (spec.kind != ConstraintSpec::Kind::json_schema || !ordered.is_object()) return;
     const nlohmann::ordered_json* schema = nullptr;
-    const auto at = [](const nlohmann::ordered_json* j, const char* key) -> const nlohmann::ordered_json* {
-        if (!j || !j->is_object()) return nullptr;
-        const auto it = j->find(key);
-        return it == j->end() || it->is_null() ? nullptr : &*it;
-    };
     if (spec.origin == "json_schema") {
-        schema = at(&ordered, "json_schema");
-    } else if (const auto* format = at(&ordered, "response_format")) {
+        schema = json_member(&ordered, "json_schema");
+    } else if (const auto* format = json_member(&ordered, "response_format")) {
         // the same field response_format_constraint() read, by the same type rule
-        const auto* type = at(format, "type");
-        if (type && *type == "json_object") schema = at(format, "schema");  // llama-server's form
-        else if (type && *type == "json_schema") schema = at(at(format, "json_schema"), "schema");
+        const auto* type = json_member(format, "type");
+        if (type && *type == "json_object") schema = json_member(format, "schema");  // llama-server's form
+        else if (type && *type == "json_schema") schema = json_member(json_member(format, "json_schema"), "schema");
     }
     if (!schema) return;
     std::string text = schema->dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);

@@ -2,6 +2,7 @@
 // host/serve/openai_tools.cpp
 #include "serve/openai_tools.h"
 
+#include "serve/json_member.h"
 #include "serve/ordered_body.h"
 
 #include <fmt/format.h>
@@ -25,11 +26,6 @@ bool valid_function_name(const std::string& name) {
     return true;
 }
 
-const json* present(const json& obj, const char* key) {
-    const auto it = obj.find(key);
-    return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
-
 std::optional<ApiError> read_tools(const json& doc, const json& tools, std::string_view body,
                                    const RequestLimits& limits, GenerationRequest& out) {
     if (!tools.is_array()) return ApiError::invalid("tools", "'tools' must be an array of {\"type\": \"function\", ...}");
@@ -47,23 +43,23 @@ std::optional<ApiError> read_tools(const json& doc, const json& tools, std::stri
         const std::string at = fmt::format("tools[{}]", i);
         const json& t = tools[i];
         if (!t.is_object()) return ApiError::invalid(at, fmt::format("'{}' must be an object", at));
-        const json* type = present(t, "type");
+        const json* type = json_member(t, "type");
         if (!type || *type != "function")
             return ApiError::invalid(at + ".type", fmt::format("'{}.type' must be \"function\"", at));
-        const json* function = present(t, "function");
+        const json* function = json_member(t, "function");
         if (!function || !function->is_object())
             return ApiError::invalid(at + ".function", fmt::format("'{}.function' must be an object with a 'name'", at));
-        const json* name = present(*function, "name");
+        const json* name = json_member(*function, "name");
         if (!name || !name->is_string() || !valid_function_name(name->get<std::string>()))
             return ApiError::invalid(at + ".function.name",
                                      fmt::format("'{}.function.name' must be 1 to 64 letters, digits, '_' or '-'", at));
-        if (const json* d = present(*function, "description"); d && !d->is_string())
+        if (const json* d = json_member(*function, "description"); d && !d->is_string())
             return ApiError::invalid(at + ".function.description",
                                      fmt::format("'{}.function.description' must be a string", at));
-        if (const json* p = present(*function, "parameters"); p && !p->is_object())
+        if (const json* p = json_member(*function, "parameters"); p && !p->is_object())
             return ApiError::invalid(at + ".function.parameters",
                                      fmt::format("'{}.function.parameters' must be a JSON schema object", at));
-        if (const json* s = present(*function, "strict"); s && !s->is_boolean())
+        if (const json* s = json_member(*function, "strict"); s && !s->is_boolean())
             return ApiError::invalid(at + ".function.strict", fmt::format("'{}.function.strict' must be a boolean", at));
         if (!names.insert(name->get<std::string>()).second)
             return ApiError::invalid(at + ".function.name",
@@ -94,9 +90,9 @@ std::optional<ApiError> read_tool_choice(const json& choice, GenerationRequest& 
                                                                 "...}}}}, not '{}'",
                                                                 s));
     } else if (choice.is_object()) {
-        const json* type = present(choice, "type");
-        const json* function = present(choice, "function");
-        const json* name = function && function->is_object() ? present(*function, "name") : nullptr;
+        const json* type = json_member(choice, "type");
+        const json* function = json_member(choice, "function");
+        const json* name = function && function->is_object() ? json_member(*function, "name") : nullptr;
         if (!type || *type != "function" || !name || !name->is_string())
             return ApiError::invalid("tool_choice", "a named 'tool_choice' is {\"type\": \"function\", \"function\": "
                                                     "{\"name\": \"...\"}}");
@@ -121,16 +117,16 @@ std::optional<ApiError> read_tool_choice(const json& choice, GenerationRequest& 
 
 std::optional<ApiError> read_tool_fields(const json& doc, std::string_view body, const RequestLimits& limits,
                                          GenerationRequest& out) {
-    if (present(doc, "functions"))
+    if (json_member(doc, "functions"))
         return ApiError::invalid("functions", "'functions' (the deprecated form of tools) is not supported: send "
                                               "'tools': [{\"type\": \"function\", \"function\": {...}}]");
-    if (present(doc, "function_call"))
+    if (json_member(doc, "function_call"))
         return ApiError::invalid("function_call", "'function_call' (deprecated) is not supported: use 'tool_choice'");
-    if (const json* tools = present(doc, "tools"))
+    if (const json* tools = json_member(doc, "tools"))
         if (auto e = read_tools(doc, *tools, body, limits, out)) return e;
-    if (const json* choice = present(doc, "tool_choice"))
+    if (const json* choice = json_member(doc, "tool_choice"))
         if (auto e = read_tool_choice(*choice, out)) return e;
-    if (const json* parallel = present(doc, "parallel_tool_calls")) {
+    if (const json* parallel = json_member(doc, "parallel_tool_calls")) {
         if (!parallel->is_boolean())
             return ApiError::invalid("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
         out.parallel_tool_calls = parallel->get<bool>();
@@ -144,20 +140,20 @@ std::optional<ApiError> read_tool_calls(const json& calls, const std::string& at
         const std::string call_at = fmt::format("{}[{}]", at, i);
         const json& c = calls[i];
         if (!c.is_object()) return ApiError::invalid(call_at, fmt::format("'{}' must be an object", call_at));
-        if (const json* type = present(c, "type"); type && *type != "function")
+        if (const json* type = json_member(c, "type"); type && *type != "function")
             return ApiError::invalid(call_at + ".type", fmt::format("'{}.type' must be \"function\"", call_at));
         ToolCall call;
-        if (const json* id = present(c, "id")) {
+        if (const json* id = json_member(c, "id")) {
             if (!id->is_string()) return ApiError::invalid(call_at + ".id", fmt::format("'{}.id' must be a string", call_at));
             call.id = id->get<std::string>();
         }
-        const json* function = present(c, "function");
-        const json* name = function && function->is_object() ? present(*function, "name") : nullptr;
+        const json* function = json_member(c, "function");
+        const json* name = function && function->is_object() ? json_member(*function, "name") : nullptr;
         if (!name || !name->is_string() || name->get_ref<const std::string&>().empty())
             return ApiError::invalid(call_at + ".function.name",
                                      fmt::format("'{}.function.name' must be a function name", call_at));
         call.name = name->get<std::string>();
-        const json* args = present(*function, "arguments");
+        const json* args = json_member(*function, "arguments");
         if (!args) {
             call.arguments = "{}";
         } else if (args->is_string()) {
