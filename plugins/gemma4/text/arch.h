@@ -13,6 +13,7 @@
 
 #include <tandem/cpp/tandem.hpp>
 #include <tandem/ext/host_rows.h>
+#include <tandem/ext/target_features.h>
 #include <tandem/graph.h>
 #include <tandem/tandem.h>
 
@@ -96,6 +97,7 @@ struct Gemma4Layer {
 
 struct Gemma4Model {
     const tdm_host_api* host = nullptr;
+    const tdm_ext_target_features* features = nullptr;  // the states a draft head may tap
     bool hf = false;
     const char* hf_prefix = "";                  // "model.language_model." or "model."
     Gemma4Hparams hp;

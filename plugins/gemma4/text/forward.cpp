@@ -117,6 +117,7 @@ tdm_status gemma4_build_graph(void* model, tdm_graph* g, const tdm_batch_desc* b
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const Gemma4Layer& L = m->layers[il];
         const LayerShape& s = hp.layers[il];
+        tdm_tap(&b, m->features, TDM_TAP_LAYER_INPUT, il, x);
         const int64_t D = s.head_dim;
 
         // attention: q/k RMSNorm per head, RoPE per layer type, V weightlessly normed,
@@ -154,8 +155,10 @@ tdm_status gemma4_build_graph(void* model, tdm_graph* g, const tdm_batch_desc* b
         x = tdm_mul(&b, x, tdm_weight_tensor(&b, L.out_scale), "layer_out");
     }
     tdm_set_output(&b, TDM_OUTPUT_HIDDEN_PRE_NORM, x);
+    tdm_tap(&b, m->features, TDM_TAP_LAYER_INPUT, hp.n_layer, x);
     const tdm_tensor hn = tdm_rms_norm(&b, x, m->output_norm, 0, hp.rms_eps, "output_norm");
     tdm_set_output(&b, TDM_OUTPUT_HIDDEN_POST_NORM, hn);
+    tdm_tap(&b, m->features, TDM_TAP_POST_NORM, 0, hn);
     const tdm_tensor rows = batch->n_outputs == batch->n_tokens
                                 ? hn
                                 : tdm_select_rows(&b, hn, tdm_input(&b, TDM_INPUT_OUTPUT_ROWS), "out_rows");

@@ -17,6 +17,7 @@
 
 #include <tandem/cpp/tandem.hpp>
 #include <tandem/ext/encoder.h>
+#include <tandem/ext/target_features.h>
 #include <tandem/graph.h>
 #include <tandem/tandem.h>
 
@@ -61,6 +62,7 @@ struct GlmLayer {
 struct GlmModel {
     const tdm_host_api* host = nullptr;
     const tdm_ext_encoder* encoder = nullptr;  // tdm.encoder: image rows in place of placeholders
+    const tdm_ext_target_features* features = nullptr;  // the states a draft head may tap
     bool hf = false;
     GlmHparams hp;
     std::vector<tdm_attention_layer> attention;  // one per trunk layer

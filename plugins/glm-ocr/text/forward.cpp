@@ -108,10 +108,15 @@ tdm_status glm_build_graph(void* model, tdm_graph* g, const tdm_batch_desc* batc
 
     tdm_tensor x = tdm_get_rows(&b, m->tok_embd, tokens);  // [n_embd, n], no scaling
     x = tdm_inject_rows(&b, m->encoder, x);                 // image rows, unscaled (spec §5.7)
-    for (uint32_t il = 0; il < hp.n_layer; ++il) x = block(&b, hp, m->layers[il], il, x, p, n);
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        tdm_tap(&b, m->features, TDM_TAP_LAYER_INPUT, il, x);
+        x = block(&b, hp, m->layers[il], il, x, p, n);
+    }
     tdm_set_output(&b, TDM_OUTPUT_HIDDEN_PRE_NORM, x);
+    tdm_tap(&b, m->features, TDM_TAP_LAYER_INPUT, hp.n_layer, x);
     const tdm_tensor hn = tdm_rms_norm(&b, x, m->output_norm, 0, hp.rms_eps, "output_norm");
     tdm_set_output(&b, TDM_OUTPUT_HIDDEN_POST_NORM, hn);
+    tdm_tap(&b, m->features, TDM_TAP_POST_NORM, 0, hn);
     const tdm_tensor rows =
         batch->n_outputs == n ? hn : tdm_select_rows(&b, hn, tdm_input(&b, TDM_INPUT_OUTPUT_ROWS), "out_rows");
     tdm_set_output(&b, TDM_OUTPUT_LOGITS, tdm_matmul(&b, m->output, rows, "logits"));
