@@ -42,6 +42,9 @@ struct Job {
     // How the reply's tool calls are written (the served template's family); none: the
     // request offers no tools (or tool_choice "none") and the reply is plain content.
     ToolCallFormat tool_format = ToolCallFormat::none;
+    // completions with "echo": the prompt's text (token ids detokenized), which comes before
+    // each choice's text.
+    std::string echo;
 };
 
 struct Outcome {
@@ -51,6 +54,9 @@ struct Outcome {
     ControllerStats controller;          // what the goodput controller chose (on: false with fixed k)
     double measured_speedup = 0;         // decode tokens per ms over the controller's plain step estimate
     bool timed_out = false;              // stopped by Job::time_limit_s
+    // The sum of the generated tokens' logprobs, end-of-turn included; kept when the request
+    // ranks its sequences (best_of > n), 0 otherwise.
+    double cumulative_logprob = 0;
 };
 
 // What the engine behind a backend reports for /metrics.
@@ -88,7 +94,8 @@ public:
     virtual uint32_t parallel() const { return 1; }
     virtual EngineGauges gauges() const { return {}; }
 
-    // Generates the job's n choices (GenerationRequest::n); the outcomes in choice order.
+    // Generates the job's sequences (generated_sequences(): n choices, or best_of to rank);
+    // the outcomes in sequence order.
     // Called from several threads at once, up to parallel(). Any choice failing fails the
     // whole request; the client going (Job::client_gone) cancels every choice.
     virtual ApiResult<std::vector<Outcome>> run(const Job& job, const ChoiceSink& on_text) = 0;

@@ -2,6 +2,7 @@
 // host/serve/http_server.cpp
 #include "serve/http_server.h"
 
+#include "serve/best_of.h"
 #include "serve/gateway_metrics.h"
 #include "serve/http_transport.h"
 #include "serve/server_metrics.h"
@@ -87,9 +88,11 @@ std::vector<ToolCallOut> reply_calls(std::vector<ParsedToolCall> parsed, bool pa
     return out;
 }
 
-// A reply that made calls ends with "tool_calls" (OpenAI), unless it was cut short.
-std::string finish_with_calls(const std::string& reason, size_t calls) {
-    return calls > 0 && reason == "stop" ? "tool_calls" : reason;
+// A reply that made calls ends with "tool_calls" (OpenAI), or "function_call" for the
+// deprecated "functions", unless it was cut short.
+std::string finish_with_calls(const std::string& reason, size_t calls, bool legacy_functions) {
+    if (calls == 0 || reason != "stop") return reason;
+    return legacy_functions ? "function_call" : "tool_calls";
 }
 
 }  // namespace
@@ -262,25 +265,48 @@ void HttpServer::Impl::stream(const Job& job, Endpoint endpoint, const ResponseM
         first[i] = false;
         return ok;
     };
+    // "echo": the prompt comes first, in each choice's first chunk
+    if (!job.echo.empty()) {
+        std::lock_guard lock(responder);
+        for (uint32_t i = 0; i < n; ++i) on_text_locked(i, job.echo, nullptr);
+    }
     // With tools, each choice's text goes through a parser of its own: content as it is
-    // decided, each call as a header chunk and an arguments chunk once it has closed.
+    // decided; a Hermes JSON call as a header chunk once its name is read and argument
+    // chunks as they are written, any other call as a header and an arguments chunk once
+    // it has closed.
     std::vector<std::optional<ToolCallParser>> parsers(n);
     std::vector<size_t> calls(n, 0);
+    std::vector<bool> sending(n, false);  // the call being streamed is sent (parallel_tool_calls)
     if (job.tool_format != ToolCallFormat::none)
-        for (auto& p : parsers) p.emplace(job.tool_format, job.request.tools);
+        for (auto& p : parsers) p.emplace(job.tool_format, job.request.tools, /*stream_arguments=*/true);
+    const bool legacy = job.request.legacy_functions;
+    const auto call_chunk = [&](uint32_t i, const std::string* name, std::string_view arguments) {
+        if (legacy) return sse_event(function_call_chunk_body(meta, i, name, arguments, first[i]));
+        if (!name) return sse_event(tool_call_chunk_body(meta, i, calls[i] - 1, nullptr, arguments, first[i]));
+        const ToolCallOut call{tool_call_id(), *name, ""};
+        return sse_event(tool_call_chunk_body(meta, i, calls[i] - 1, &call, "", first[i]));
+    };
     // under `responder`, as on_text
     auto write_pieces = [&](uint32_t i, const std::vector<ToolStreamPiece>& pieces, const std::vector<TokenLogprob>* lp) {
         bool ok = true;
         for (const ToolStreamPiece& p : pieces) {
-            if (!p.is_call) {
-                ok = on_text_locked(i, p.text, lp) && ok;
-                lp = nullptr;  // the logprobs of this text go with its first chunk
-            } else if (job.request.parallel_tool_calls || calls[i] == 0) {
-                const ToolCallOut call{tool_call_id(), p.call.name, p.call.arguments};
-                ok = write(sse_event(tool_call_chunk_body(meta, i, calls[i], &call, "", first[i]))) && ok;
-                first[i] = false;
-                ok = write(sse_event(tool_call_chunk_body(meta, i, calls[i], nullptr, call.arguments, false))) && ok;
-                ++calls[i];
+            switch (p.kind) {
+                case ToolStreamPiece::Kind::text:
+                    ok = on_text_locked(i, p.text, lp) && ok;
+                    lp = nullptr;  // the logprobs of this text go with its first chunk
+                    break;
+                case ToolStreamPiece::Kind::call:
+                case ToolStreamPiece::Kind::call_begin:
+                    sending[i] = job.request.parallel_tool_calls || calls[i] == 0;
+                    if (!sending[i]) break;
+                    ++calls[i];
+                    ok = write(call_chunk(i, &p.call.name, "")) && ok;
+                    first[i] = false;
+                    if (p.kind == ToolStreamPiece::Kind::call) ok = write(call_chunk(i, nullptr, p.call.arguments)) && ok;
+                    break;
+                case ToolStreamPiece::Kind::call_arguments:
+                    if (sending[i]) ok = write(call_chunk(i, nullptr, p.text)) && ok;
+                    break;
             }
         }
         if (lp && !lp->empty()) ok = on_text_locked(i, "", lp) && ok;
@@ -304,7 +330,7 @@ void HttpServer::Impl::stream(const Job& job, Endpoint endpoint, const ResponseM
         write(sse_event(out.error().to_json()));
     } else {
         for (uint32_t i = 0; i < out->size(); ++i) {
-            const std::string reason = finish_with_calls((*out)[i].finish_reason, calls[i]);  // `last` views it
+            const std::string reason = finish_with_calls((*out)[i].finish_reason, calls[i], legacy);  // `last` views it
             ChoiceText last{"", reason};
             last.index = i;
             write(sse_event(chunk_body(endpoint, meta, last, first[i])));
@@ -339,9 +365,9 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
     const ResponseMeta meta{request_id(endpoint), int64_t(std::time(nullptr)), backend.model_id()};
 
     if (!job->request.stream) {
-        const uint32_t n = std::max(1u, job->request.n);
-        std::vector<std::string> text(n);  // each choice's thread writes its own entries only
-        std::vector<std::vector<TokenLogprob>> logprobs(n);
+        const uint32_t sequences = std::max(1u, generated_sequences(job->request));
+        std::vector<std::string> text(sequences);  // each sequence's thread writes its own entries only
+        std::vector<std::vector<TokenLogprob>> logprobs(sequences);
         const bool want_logprobs = job->request.logprobs;
         auto out = run_locked(*job, arrived, [&](uint32_t i, std::string_view t, const std::vector<TokenLogprob>* lp) {
             text[i] += t;
@@ -349,22 +375,28 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
             return true;
         });
         if (!out.ok()) return send(res, out.error(), out.error().status == 503 ? kRetryAfter : HttpHeaders{});
+        // the choices: every sequence, or the n most likely of best_of
+        std::vector<uint32_t> picked(out->size());
+        for (uint32_t i = 0; i < picked.size(); ++i) picked[i] = i;
+        if (sequences > job->request.n) picked = best_sequences(*out, job->request.n);
         // ChoiceText views its strings: these own them until the body is written
         std::vector<ChoiceText> choices;
-        std::vector<std::string> content(out->size()), reasons(out->size());
-        std::vector<std::vector<ToolCallOut>> calls(out->size());
-        for (uint32_t i = 0; i < out->size(); ++i) {
-            reasons[i] = (*out)[i].finish_reason;
-            content[i] = std::move(text[i]);
+        std::vector<std::string> content(picked.size()), reasons(picked.size());
+        std::vector<std::vector<ToolCallOut>> calls(picked.size());
+        for (uint32_t c = 0; c < picked.size(); ++c) {
+            const uint32_t i = picked[c];
+            reasons[c] = (*out)[i].finish_reason;
+            content[c] = job->echo + text[i];
             if (job->tool_format != ToolCallFormat::none) {
-                ParsedOutput reply = parse_tool_calls(job->tool_format, job->request.tools, content[i]);
-                calls[i] = reply_calls(std::move(reply.calls), job->request.parallel_tool_calls);
-                reasons[i] = finish_with_calls(reasons[i], calls[i].size());
-                content[i] = std::move(reply.content);
+                ParsedOutput reply = parse_tool_calls(job->tool_format, job->request.tools, content[c]);
+                calls[c] = reply_calls(std::move(reply.calls), job->request.parallel_tool_calls);
+                reasons[c] = finish_with_calls(reasons[c], calls[c].size(), job->request.legacy_functions);
+                content[c] = std::move(reply.content);
             }
-            choices.push_back({content[i], reasons[i], want_logprobs ? &logprobs[i] : nullptr});
-            choices.back().index = i;
-            if (!calls[i].empty()) choices.back().tool_calls = &calls[i];
+            choices.push_back({content[c], reasons[c], want_logprobs ? &logprobs[i] : nullptr});
+            choices.back().index = c;
+            choices.back().function_call = job->request.legacy_functions;
+            if (!calls[c].empty()) choices.back().tool_calls = &calls[c];
         }
         return send_json(res, completion_body(endpoint, meta, choices, total_usage(*out)));
     }

@@ -156,25 +156,47 @@ private:
 // the value that means "off".
 void refuse_unsupported(Fields& f, Endpoint endpoint) {
     if (endpoint == Endpoint::completions) {
-        for (const char* key : {"tools", "tool_choice", "functions"})
+        for (const char* key : {"tools", "tool_choice", "functions", "function_call"})
             if (f.get(key)) f.fail(key, fmt::format("'{}' belongs to /v1/chat/completions", key));
-        if (auto echo = f.boolean("echo"); echo && *echo) f.fail("echo", "'echo' is not supported");
         if (const json* suffix = f.get("suffix"); suffix && *suffix != "")
             f.fail("suffix", "'suffix' (insertion) is not supported");
     }
 }
 
-// "n": how many choices; "best_of" (the legacy completions' "generate this many, return
-// the n best") only where it equals n, since this server returns every sequence it makes.
-void read_choices(Fields& f, const RequestLimits& limits, GenerationRequest& out) {
+// "n": how many choices. "best_of", the legacy completions' "generate this many, return
+// the n most likely": at least n, and not streamed (OpenAI refuses that too, since the
+// ranking needs every sequence whole). Chat has no best_of in OpenAI's API: there it may
+// only repeat n.
+void read_choices(Fields& f, Endpoint endpoint, const RequestLimits& limits, GenerationRequest& out) {
     if (const auto n = f.integer("n", 1, limits.max_choices)) out.n = uint32_t(*n);
-    if (const json* b = f.get("best_of")) {
-        const auto best_of = f.integer_value("best_of", *b, 1, limits.max_choices);
-        if (best_of && uint64_t(*best_of) != out.n)
-            f.fail("best_of", fmt::format("'best_of' must equal 'n' ({}): this server returns every sequence it "
-                                          "generates and ranks none",
+    const json* b = f.get("best_of");
+    if (!b) return;
+    const auto best_of = f.integer_value("best_of", *b, 1, limits.max_choices);
+    if (!best_of) return;
+    if (endpoint == Endpoint::chat_completions) {
+        if (uint64_t(*best_of) != out.n)
+            f.fail("best_of", fmt::format("'best_of' must equal 'n' ({}) in chat completions; /v1/completions ranks "
+                                          "best_of sequences",
                                           out.n));
+        return;
     }
+    if (uint64_t(*best_of) < out.n)
+        return f.fail("best_of", fmt::format("'best_of' ({}) must be at least 'n' ({})", *best_of, out.n));
+    if (uint64_t(*best_of) > out.n && f.boolean("stream").value_or(false))
+        return f.fail("best_of", "'best_of' greater than 'n' cannot be streamed: the n best are known only once "
+                                 "every sequence has ended");
+    out.best_of = uint32_t(*best_of);
+}
+
+// "echo" (completions): the prompt's text before each choice's. The prompt's own logprobs,
+// which "echo" with "logprobs" asks for, would need the logits of every prompt row, and a
+// prompt resumed from the prefix cache has none: refused rather than given without them.
+void read_echo(Fields& f, Endpoint endpoint, GenerationRequest& out) {
+    if (endpoint != Endpoint::completions) return;
+    out.echo = f.boolean("echo").value_or(false);
+    if (out.echo && out.logprobs)
+        f.fail("echo", "'echo' with 'logprobs' is not supported: the prompt's tokens have no logprobs here; send "
+                       "one or the other");
 }
 
 // "logit_bias": {"15043": 5, "2": -100}: token ids as decimal strings, as OpenAI's API has them.
@@ -223,17 +245,27 @@ void read_messages(Fields& f, const json& messages, const RequestLimits& limits,
         } else if (*role == "user" || *role == "assistant" || *role == "tool") {
             msg.role = *role;
         } else if (*role == "function") {
-            return f.fail(at + ".role", "'function' messages (deprecated) are not supported: send 'tool' messages "
-                                        "with 'tool_call_id'");
+            // the deprecated form of a tool result: the function's name stands for the call
+            msg.role = "tool";
+            const auto name = mf.string("name", 256);
+            if (mf.failed()) return f.fail(mf.error()->param, mf.error()->message);
+            if (!name) return f.fail(at + ".name", fmt::format("'{}.name' is missing: a 'function' message names "
+                                                               "the function it answers",
+                                                               at));
+            msg.name = *name;
         } else {
-            return f.fail(at + ".role", fmt::format("'{}.role' must be system, developer, user, assistant or tool, not "
-                                                    "'{}'",
+            return f.fail(at + ".role", fmt::format("'{}.role' must be system, developer, user, assistant, tool or "
+                                                    "function, not '{}'",
                                                     at, *role));
         }
-        if (msg.role == "assistant")
+        if (msg.role == "assistant") {
             if (const json* calls = mf.get("tool_calls"))
                 if (auto e = read_tool_calls(*calls, at + ".tool_calls", msg.tool_calls)) return f.fail(e->param, e->message);
-        if (msg.role == "tool") {
+            if (const json* call = mf.get("function_call"))  // the deprecated form of one call
+                if (auto e = read_function_call(*call, at + ".function_call", msg.tool_calls))
+                    return f.fail(e->param, e->message);
+        }
+        if (msg.role == "tool" && *role == "tool") {
             const auto id = mf.string("tool_call_id", 256);
             msg.name = mf.string("name", 256).value_or("");
             if (mf.failed()) return f.fail(mf.error()->param, mf.error()->message);
@@ -418,7 +450,7 @@ ApiResult<GenerationRequest> parse_generation_request(Endpoint endpoint, std::st
     out.presence_penalty = f.number("presence_penalty", -2.0, 2.0);
     out.frequency_penalty = f.number("frequency_penalty", -2.0, 2.0);
     read_logit_bias(f, limits, out);
-    read_choices(f, limits, out);
+    read_choices(f, endpoint, limits, out);
     if (const json* seed = f.get("seed")) {
         // -1 is llama-server's "random"; other negative seeds have no meaning here.
         if (auto s = f.integer_value("seed", *seed, -1, std::numeric_limits<int64_t>::max()); s && *s >= 0)
@@ -439,6 +471,7 @@ ApiResult<GenerationRequest> parse_generation_request(Endpoint endpoint, std::st
         }
     }
     read_logprobs(f, endpoint, limits, out);
+    read_echo(f, endpoint, out);
     out.ignore_eos = f.boolean("ignore_eos");
     read_speculative(f, out);
     if (f.failed()) return *f.error();

@@ -9,9 +9,8 @@
 // length, token ids inside the vocabulary, which drafters exist) is checked by the server.
 // Tool definitions, tool_choice and tool turns are read in openai_tools.cpp.
 // Fields the server does not implement are refused by name when they would change the
-// result (echo, suffix, best_of other than n), never silently ignored; fields that change
-// nothing (user, metadata, store) are ignored, as OpenAI's own server ignores what it does
-// not know.
+// result (suffix, echo with logprobs), never silently ignored; fields that change nothing
+// (user, metadata, store) are ignored, as OpenAI's own server ignores what it does not know.
 #pragma once
 
 #include "image/image.h"
@@ -60,7 +59,9 @@ struct MessageImage {
 };
 
 struct ChatMessage {
-    std::string role;  // "system", "user", "assistant" or "tool" ("developer" becomes "system")
+    // "system", "user", "assistant" or "tool" ("developer" becomes "system", the deprecated
+    // "function" a "tool" result with its name)
+    std::string role;
     std::string content;
     std::vector<MessageImage> images;  // in order of their offsets
     std::vector<ToolCall> tool_calls{};  // assistant: the calls it made (content may be null)
@@ -101,8 +102,12 @@ struct GenerationRequest {
     std::optional<uint64_t> seed;  // unset (or -1 in the request): a random seed
     std::optional<double> presence_penalty, frequency_penalty;  // OpenAI's, -2 .. 2
     std::vector<std::pair<int32_t, double>> logit_bias;         // token id, bias -100 .. 100; ids unchecked here
-    // Choices to generate from the one prompt (best_of, when given, must equal it).
+    // Choices to generate from the one prompt.
     uint32_t n = 1;
+    // completions: sequences to generate, of which the n with the highest cumulative
+    // log-probability are returned (never streamed); 0: n. chat: only n is accepted.
+    uint32_t best_of = 0;
+    bool echo = false;  // completions: the prompt's text comes before each choice's text
     std::vector<std::string> stop;
 
     bool stream = false;
@@ -120,7 +125,13 @@ struct GenerationRequest {
     std::vector<ToolDefinition> tools;  // chat_completions: the functions offered
     ToolChoice tool_choice;
     bool parallel_tool_calls = true;  // false: at most one call per reply
+    // The deprecated "functions" / "function_call" stood for tools / tool_choice: the reply
+    // has OpenAI's legacy shape (message.function_call, finish_reason "function_call").
+    bool legacy_functions = false;
 };
+
+// The sequences a request generates: n, or best_of when it asks for more.
+inline uint32_t generated_sequences(const GenerationRequest& r) { return r.best_of > r.n ? r.best_of : r.n; }
 
 ApiResult<GenerationRequest> parse_generation_request(Endpoint endpoint, std::string_view body,
                                                       const RequestLimits& limits = {});

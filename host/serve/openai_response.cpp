@@ -97,7 +97,10 @@ std::string completion_body(Endpoint endpoint, const ResponseMeta& meta, std::sp
             const bool calls = choice.tool_calls && !choice.tool_calls->empty();
             c["message"] = {{"role", "assistant"},
                             {"content", calls && choice.text.empty() ? json(nullptr) : json(choice.text)}};
-            if (calls) {
+            if (calls && choice.function_call) {
+                const ToolCallOut& call = choice.tool_calls->front();
+                c["message"]["function_call"] = {{"name", call.name}, {"arguments", call.arguments}};
+            } else if (calls) {
                 json tool_calls = json::array();
                 for (const ToolCallOut& call : *choice.tool_calls)
                     tool_calls.push_back({{"id", call.id},
@@ -145,6 +148,21 @@ std::string tool_call_chunk_body(const ResponseMeta& meta, uint32_t choice, size
     json delta = json::object();
     if (first) delta["role"] = "assistant";
     delta["tool_calls"] = json::array({std::move(call)});
+    json body = envelope(Endpoint::chat_completions, meta, true);
+    body["choices"] =
+        json::array({{{"index", choice}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
+    return dump(body);
+}
+
+std::string function_call_chunk_body(const ResponseMeta& meta, uint32_t choice, const std::string* name,
+                                     std::string_view arguments, bool first) {
+    json call = json::object();
+    if (name) call["name"] = *name;
+    call["arguments"] = arguments;
+    json delta = json::object();
+    if (first) delta["role"] = "assistant";
+    if (name) delta["content"] = nullptr;
+    delta["function_call"] = std::move(call);
     json body = envelope(Endpoint::chat_completions, meta, true);
     body["choices"] =
         json::array({{{"index", choice}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});

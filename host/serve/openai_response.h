@@ -60,11 +60,14 @@ struct ToolCallOut {
 // One choice's text and how it ended; finish_reason "" = not ended (a stream's chunk).
 struct ChoiceText {
     std::string_view text;
-    std::string_view finish_reason;          // "stop", "length", "tool_calls", or "" while streaming
+    std::string_view finish_reason;  // "stop", "length", "tool_calls", "function_call", or "" while streaming
     const std::vector<TokenLogprob>* logprobs = nullptr;  // null: the request did not ask
     size_t text_offset = 0;  // completions logprobs: where `text` starts in the whole output
     // chat: the calls of a whole reply; with calls, empty text is "content": null.
     const std::vector<ToolCallOut>* tool_calls = nullptr;
+    // chat: the request sent the deprecated "functions": its one call is
+    // message.function_call {"name", "arguments"} rather than message.tool_calls.
+    bool function_call = false;
     uint32_t index = 0;      // of the request's n choices
 };
 
@@ -85,6 +88,11 @@ std::string chunk_body(Endpoint endpoint, const ResponseMeta& meta, const Choice
 // call's among the choice's calls.
 std::string tool_call_chunk_body(const ResponseMeta& meta, uint32_t choice, size_t index, const ToolCallOut* header,
                                  std::string_view arguments, bool first);
+
+// The same for the deprecated "functions": delta.function_call, {"name", "arguments": ""}
+// first (`name` set; the delta's content null), then {"arguments": piece}.
+std::string function_call_chunk_body(const ResponseMeta& meta, uint32_t choice, const std::string* name,
+                                     std::string_view arguments, bool first);
 
 // The last chunk of a stream that asked for stream_options.include_usage: no choices.
 std::string usage_chunk_body(Endpoint endpoint, const ResponseMeta& meta, const Usage& usage);

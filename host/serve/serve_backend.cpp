@@ -186,8 +186,10 @@ ApiResult<Job> ServeBackend::prepare(GenerationRequest request) const {
                                          fmt::format("token {} is outside the vocabulary of {} tokens",
                                                      request.prompt_tokens[i], tok.n_vocab()));
         job.prompt = request.prompt_tokens;
+        if (request.echo) job.echo = tok.decode(request.prompt_tokens);
     } else {
         job.prompt = tok.encode(request.prompt, true);
+        if (request.echo) job.echo = request.prompt;
     }
     const std::string prompt_field = request.endpoint == Endpoint::chat_completions ? "messages" : "prompt";
     if (job.prompt.empty()) return ApiError::invalid(prompt_field, "the prompt is empty");
@@ -212,11 +214,15 @@ ApiResult<Job> ServeBackend::prepare(GenerationRequest request) const {
     // they share the prompt's blocks but not the tokens each generates.
     const KvPool& kv = setup_.runner->kv();
     const uint64_t pool = uint64_t(kv.n_blocks()) * kv.config().block_size;
-    if (request.n > 1 && request.max_tokens && prompt_size + request.n * *request.max_tokens > pool) {
+    const uint64_t sequences = generated_sequences(request);
+    if (sequences > 1 && request.max_tokens && prompt_size + sequences * *request.max_tokens > pool) {
+        const bool ranked = sequences > request.n;
         ApiError e = ApiError::invalid(
-            "n", fmt::format("the KV cache holds {} tokens; the prompt is {} and n = {} choices of max_tokens {} ask "
-                             "for {} more",
-                             pool, prompt_size, request.n, *request.max_tokens, request.n * *request.max_tokens));
+            ranked ? "best_of" : "n",
+            fmt::format("the KV cache holds {} tokens; the prompt is {} and {} = {} sequences of max_tokens {} ask "
+                        "for {} more",
+                        pool, prompt_size, ranked ? "best_of" : "n", sequences, *request.max_tokens,
+                        sequences * *request.max_tokens));
         e.code = "context_length_exceeded";
         return e;
     }
@@ -313,10 +319,13 @@ void ServeBackend::submit(std::vector<Arrival> arrivals) {
 ApiResult<std::vector<Outcome>> ServeBackend::run(const Job& job, const ChoiceSink& on_text) {
     auto params = generate_params(job.request);
     if (!params.ok()) return params.error();
-    const uint32_t n = std::max(1u, job.request.n);
+    const uint32_t n = std::max(1u, generated_sequences(job.request));
     const bool want_logprobs = job.request.logprobs;
+    const bool ranked = job.request.best_of > job.request.n;  // best_of ranks by the tokens' logprobs
     std::vector<Arrival> arrivals(n);
     std::vector<std::shared_ptr<RequestChannel>> channels(n);
+    // written by the engine thread before on_done, read once the channel has ended
+    std::vector<std::shared_ptr<double>> cumulative(n);
     for (uint32_t i = 0; i < n; ++i) {
         auto drafters = drafters_for(job.request);  // each choice drafts for itself
         if (!drafters.ok()) return server_error(drafters.error());
@@ -333,9 +342,17 @@ ApiResult<std::vector<Outcome>> ServeBackend::run(const Job& job, const ChoiceSi
             sr.spec.auto_k = !*job.request.speculative->fixed;
         sr.drafters = std::move(*drafters);
         if (want_logprobs) sr.logprobs = int32_t(job.request.top_logprobs);
+        else if (ranked) sr.logprobs = 0;
         channels[i] = std::make_shared<RequestChannel>(job.request.stop, sr.params.ignore_eog, *setup_.tokenizer,
                                                        end_of_turn_pieces_);
         RequestChannel::connect(channels[i], sr);
+        cumulative[i] = std::make_shared<double>(0.0);
+        if (ranked)
+            sr.on_token = [sum = cumulative[i], inner = std::move(sr.on_token)](int32_t id, std::string_view piece,
+                                                                               const TokenLogprobs* lp) {
+                if (id >= 0 && lp) *sum += lp->logprob;
+                return inner(id, piece, lp);
+            };
         // each choice's images are encoded for it on the engine thread, as it joins
         arrivals[i].images = job.images;
         arrivals[i].encode_ms = std::make_shared<double>(0.0);
@@ -403,6 +420,7 @@ ApiResult<std::vector<Outcome>> ServeBackend::run(const Job& job, const ChoiceSi
         out.accepted = res.spec.accepted;
         out.controller = res.spec.controller;
         out.measured_speedup = res.spec.measured_speedup();
+        out.cumulative_logprob = *cumulative[i];
         outcomes.push_back(std::move(out));
     }
     return outcomes;

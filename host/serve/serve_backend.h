@@ -14,12 +14,13 @@
 // request's images (serve/request_images.h) are encoded on the engine thread, which owns the
 // device, just before their session joins the batch.
 //
-// n choices (GenerationRequest::n) are n sessions of the one prompt, choice i sampling with
-// seed + i. Choices past the first reach the engine once the first has its prompt in the
-// KV (its first token), so that they share its whole blocks (kv/kv_pool.h share_prefix)
-// rather than prefill the prompt n times; where the pool cannot share (sliding windows,
-// recurrent state) each prefills its own copy, which is slower and as exact. Each choice's
-// images are encoded for it as it joins.
+// n choices (GenerationRequest::n; best_of of them when a completion ranks its sequences,
+// each then summing its tokens' logprobs) are n sessions of the one prompt, choice i
+// sampling with seed + i. Choices past the first reach the engine once the first has its
+// prompt in the KV (its first token), so that they share its whole blocks (kv/kv_pool.h
+// share_prefix) rather than prefill the prompt n times; where the pool cannot share (sliding
+// windows, recurrent state) each prefills its own copy, which is slower and as exact. Each
+// choice's images are encoded for it as it joins.
 #pragma once
 
 #include "engine/batch_engine.h"

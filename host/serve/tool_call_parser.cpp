@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <optional>
 
 namespace tdm::server {
@@ -245,9 +246,19 @@ std::optional<std::pair<std::string, ojson>> gemma_call(std::string_view body) {
     return std::make_pair(std::move(name), std::move(*args));
 }
 
+// The longest tail of `s`, shorter than `marker`, that `marker` starts with: text that may
+// still grow into the marker.
+size_t marker_tail(std::string_view s, std::string_view marker) {
+    size_t keep = std::min(s.size(), marker.size() - 1);
+    while (keep > 0 && s.substr(s.size() - keep) != marker.substr(0, keep)) --keep;
+    return keep;
+}
+
 }  // namespace
 
-ToolCallParser::ToolCallParser(ToolCallFormat format, const std::vector<ToolDefinition>& tools) : format_(format) {
+ToolCallParser::ToolCallParser(ToolCallFormat format, const std::vector<ToolDefinition>& tools, bool stream_arguments)
+    : format_(format),
+      stream_arguments_(stream_arguments && (format == ToolCallFormat::hermes || format == ToolCallFormat::qwen_xml)) {
     open_ = format == ToolCallFormat::gemma4 ? "<|tool_call>" : "<tool_call>";
     close_ = format == ToolCallFormat::gemma4 ? "<tool_call|>" : "</tool_call>";
     for (const ToolDefinition& t : tools) tools_.emplace_back(t.name, t.function_json);
@@ -265,19 +276,48 @@ void ToolCallParser::emit_text(std::string_view text, std::vector<ToolStreamPiec
         std::string piece = std::move(held_space_);
         held_space_.clear();
         piece.append(text.substr(0, end));
-        if (!out.empty() && !out.back().is_call) out.back().text += piece;
-        else out.push_back({false, std::move(piece), {}});
+        if (!out.empty() && out.back().kind == ToolStreamPiece::Kind::text) out.back().text += piece;
+        else out.push_back({ToolStreamPiece::Kind::text, std::move(piece), {}});
     }
     held_space_.append(text.substr(end));
 }
 
+const std::string* ToolCallParser::offered(const std::string& name) const {
+    for (const auto& [n, json] : tools_)
+        if (n == name) return &json;
+    return nullptr;
+}
+
+void ToolCallParser::start_call() {
+    held_space_.clear();
+    after_call_ = true;
+    ++calls_;
+}
+
+void ToolCallParser::scan_body(size_t end, std::vector<ToolStreamPiece>& out) {
+    if (!stream_arguments_ || end <= scanned_) return;
+    const bool was_started = scan_.started();
+    scan_.feed(std::string_view(buffer_).substr(scanned_, end - scanned_));
+    scanned_ = end;
+    if (!was_started && scan_.started() && offered(scan_.name())) {
+        start_call();
+        streaming_ = true;
+        ToolStreamPiece begin;
+        begin.kind = ToolStreamPiece::Kind::call_begin;
+        begin.call.name = scan_.name();
+        out.push_back(std::move(begin));
+    }
+    if (!streaming_) return;
+    if (std::string arguments = scan_.take_new_arguments(); !arguments.empty())
+        out.push_back({ToolStreamPiece::Kind::call_arguments, std::move(arguments), {}});
+}
+
 void ToolCallParser::close_block(std::string_view body, std::vector<ToolStreamPiece>& out) {
+    if (streaming_) {  // its name and arguments are out already
+        streaming_ = false;
+        return;
+    }
     std::optional<ParsedToolCall> call;
-    const auto offered = [&](const std::string& name) -> const std::string* {
-        for (const auto& [n, json] : tools_)
-            if (n == name) return &json;
-        return nullptr;
-    };
     const auto from_pairs = [&](const std::string& name, const std::vector<std::pair<std::string, std::string>>& pairs) {
         const std::string* function = offered(name);
         if (!function) return;
@@ -291,8 +331,16 @@ void ToolCallParser::close_block(std::string_view body, std::vector<ToolStreamPi
     switch (format_) {
         case ToolCallFormat::hermes:
         case ToolCallFormat::qwen_xml:  // Qwen models write either form: read both
-            if (auto h = hermes_call(body)) from_json(h->first, h->second);
-            else if (auto x = qwen_xml_call(body)) from_pairs(x->first, x->second);
+            if (auto h = hermes_call(body)) {
+                // the arguments minified as written, as a stream sends them (serve/hermes_call_stream.h)
+                HermesCallStream whole;
+                whole.feed(body);
+                if (whole.done() && whole.name() == h->first) {
+                    if (offered(h->first)) call = ParsedToolCall{h->first, whole.arguments()};
+                } else {
+                    from_json(h->first, h->second);
+                }
+            } else if (auto x = qwen_xml_call(body)) from_pairs(x->first, x->second);
             break;
         case ToolCallFormat::glm:
             if (auto g = glm_call(body)) from_pairs(g->first, g->second);
@@ -306,11 +354,9 @@ void ToolCallParser::close_block(std::string_view body, std::vector<ToolStreamPi
         emit_text(open_ + std::string(body) + close_, out);
         return;
     }
-    held_space_.clear();
-    after_call_ = true;
-    ++calls_;
+    start_call();
     ToolStreamPiece piece;
-    piece.is_call = true;
+    piece.kind = ToolStreamPiece::Kind::call;
     piece.call = std::move(*call);
     out.push_back(std::move(piece));
 }
@@ -321,7 +367,11 @@ std::vector<ToolStreamPiece> ToolCallParser::feed(std::string_view text) {
     while (true) {
         if (inside_) {
             const size_t close = buffer_.find(close_);
-            if (close == std::string::npos) break;
+            if (close == std::string::npos) {
+                scan_body(buffer_.size() - marker_tail(buffer_, close_), out);
+                break;
+            }
+            scan_body(close, out);
             const std::string body = buffer_.substr(0, close);
             buffer_.erase(0, close + close_.size());
             inside_ = false;
@@ -333,12 +383,11 @@ std::vector<ToolStreamPiece> ToolCallParser::feed(std::string_view text) {
             emit_text(std::string_view(buffer_).substr(0, open), out);
             buffer_.erase(0, open + open_.size());
             inside_ = true;
+            scan_ = HermesCallStream();
+            scanned_ = 0;
             continue;
         }
-        // Keep the longest tail that may still grow into the open marker.
-        size_t keep = std::min(buffer_.size(), open_.size() - 1);
-        while (keep > 0 && std::string_view(buffer_).substr(buffer_.size() - keep) != std::string_view(open_).substr(0, keep))
-            --keep;
+        const size_t keep = marker_tail(buffer_, open_);
         emit_text(std::string_view(buffer_).substr(0, buffer_.size() - keep), out);
         buffer_.erase(0, buffer_.size() - keep);
         break;
@@ -348,15 +397,20 @@ std::vector<ToolStreamPiece> ToolCallParser::feed(std::string_view text) {
 
 std::vector<ToolStreamPiece> ToolCallParser::finish() {
     std::vector<ToolStreamPiece> out;
-    emit_text(inside_ ? open_ + buffer_ : buffer_, out);
+    if (inside_ && streaming_) {  // a streamed call cut off: it ends with what it has
+        scan_body(buffer_.size(), out);
+        streaming_ = false;
+    } else {
+        emit_text(inside_ ? open_ + buffer_ : buffer_, out);
+    }
     buffer_.clear();
     inside_ = false;
     if (calls_ == 0 && !held_space_.empty()) {
         // Without calls the content is the output exactly, trailing whitespace included.
         std::string tail = std::move(held_space_);
         held_space_.clear();
-        if (!out.empty() && !out.back().is_call) out.back().text += tail;
-        else out.push_back({false, std::move(tail), {}});
+        if (!out.empty() && out.back().kind == ToolStreamPiece::Kind::text) out.back().text += tail;
+        else out.push_back({ToolStreamPiece::Kind::text, std::move(tail), {}});
     }
     held_space_.clear();
     return out;
@@ -367,8 +421,12 @@ ParsedOutput parse_tool_calls(ToolCallFormat format, const std::vector<ToolDefin
     ParsedOutput out;
     auto take = [&](std::vector<ToolStreamPiece> pieces) {
         for (ToolStreamPiece& p : pieces) {
-            if (p.is_call) out.calls.push_back(std::move(p.call));
-            else out.content += p.text;
+            switch (p.kind) {
+                case ToolStreamPiece::Kind::text: out.content += p.text; break;
+                case ToolStreamPiece::Kind::call:
+                case ToolStreamPiece::Kind::call_begin: out.calls.push_back(std::move(p.call)); break;
+                case ToolStreamPiece::Kind::call_arguments: out.calls.back().arguments += p.text; break;
+            }
         }
     };
     take(parser.feed(text));

@@ -3,7 +3,8 @@
 // installed by scripts/setup.sh test into the build tree) against `tandem serve` on a tiny
 // synthetic Qwen3: chat and completions, whole and streamed (the streamed text equals the
 // whole one), logprobs, /v1/models, eight parallel streams each equal to the request alone,
-// tools (accepted, shown, streamed in the shape of the whole reply; a tool round trip),
+// tools (accepted, shown, streamed in the shape of the whole reply, arguments streamed in
+// pieces; a tool round trip), the deprecated functions / function_call, echo and best_of,
 // n = 3 choices (whole, streamed, and cancelled together by a hang-up), logit_bias and the
 // penalties, the gateway metrics in vLLM's names, and the client's error classes for a wrong
 // model, a bad value, a wrong API key and an overlong request; images (image_url parts with
@@ -253,6 +254,96 @@ test("tool_choice 'required' and a named function make the model call, whole and
   }
   assert.equal(finish, 'tool_calls');
   assert.deepEqual(streamed, calls.map((c) => ({ name: c.function.name, arguments: c.function.arguments })));
+
+  // Qwen3's Hermes JSON calls stream their arguments as they are generated: the pieces grow
+  // the string, and add up to the arguments of the whole reply
+  const pieces = [];
+  for await (const chunk of await client.chat.completions.create({ ...req, stream: true,
+    tool_choice: { type: 'function', function: { name: 'get_weather' } } })) {
+    for (const tc of chunk.choices[0].delta.tool_calls || []) if (!tc.id) pieces.push(tc.function.arguments);
+  }
+  assert.ok(pieces.length > 2, `the arguments came in ${pieces.length} pieces`);
+  assert.equal(pieces.join(''), call.function.arguments);
+});
+
+// The deprecated functions / function_call: tools and tool_choice under OpenAI's legacy reply
+// shape (message.function_call, finish_reason 'function_call').
+test('functions and function_call give the legacy function_call reply, whole and streamed', async (client) => {
+  const functions = [{ name: 'get_weather',
+    parameters: { type: 'object', properties: { location: { type: 'string', maxLength: 10 } }, required: ['location'] } }];
+  const req = { model: 'tiny', messages: [{ role: 'user', content: 'Weather?' }], functions,
+    function_call: { name: 'get_weather' } };
+  const whole = await client.chat.completions.create(req);
+  const msg = whole.choices[0].message;
+  assert.equal(whole.choices[0].finish_reason, 'function_call');
+  assert.equal(msg.tool_calls, undefined);
+  assert.equal(msg.content, null);
+  assert.equal(msg.function_call.name, 'get_weather');
+  assert.equal(typeof JSON.parse(msg.function_call.arguments).location, 'string');
+
+  const streamed = { name: '', arguments: '' };
+  let finish = null;
+  for await (const chunk of await client.chat.completions.create({ ...req, stream: true })) {
+    const fc = chunk.choices[0].delta.function_call;
+    if (fc && fc.name) streamed.name += fc.name;
+    if (fc) streamed.arguments += fc.arguments || '';
+    assert.equal(chunk.choices[0].delta.tool_calls, undefined);
+    if (chunk.choices[0].finish_reason) finish = chunk.choices[0].finish_reason;
+  }
+  assert.equal(finish, 'function_call');
+  assert.deepEqual(streamed, msg.function_call);
+
+  // a function result in the history, in the deprecated form
+  const turn = await client.chat.completions.create({ model: 'tiny', max_tokens: 2, functions, function_call: 'none',
+    messages: [{ role: 'user', content: 'Weather?' },
+      { role: 'assistant', content: null, function_call: { name: 'get_weather', arguments: '{"location": "Oslo"}' } },
+      { role: 'function', name: 'get_weather', content: '{"temp": 3}' }] });
+  assert.equal(turn.object, 'chat.completion');
+  const both = await expectError(client.chat.completions.create({ ...req, tools }), OpenAI.BadRequestError, 400,
+    'functions beside tools');
+  assert.equal(both.param, 'functions');
+  assert.match(both.message, /'functions' and 'tools'/);
+});
+
+// echo: the prompt before the completion, whole and streamed (in the first chunk); a prompt
+// of token ids echoes their text.
+test('echo puts the prompt before the completion, whole and streamed', async (client) => {
+  const req = { model: 'tiny', prompt: 'Once upon a time', max_tokens: 6, ignore_eos: true };
+  const plain = await client.completions.create(req);
+  const echoed = await client.completions.create({ ...req, echo: true });
+  assert.equal(echoed.choices[0].text, 'Once upon a time' + plain.choices[0].text);
+  assert.equal(echoed.usage.completion_tokens, 6);
+  const chunks = [];
+  for await (const chunk of await client.completions.create({ ...req, echo: true, stream: true }))
+    chunks.push(chunk.choices[0].text);
+  assert.equal(chunks[0], 'Once upon a time');
+  assert.equal(chunks.join(''), echoed.choices[0].text);
+
+  const ids = await (await fetch(`http://127.0.0.1:${client.port}/tokenize`, {
+    method: 'POST', body: JSON.stringify({ content: 'Once upon a time' }) })).json();
+  const byIds = await client.completions.create({ ...req, prompt: ids.tokens, echo: true });
+  assert.equal(byIds.choices[0].text, echoed.choices[0].text);
+  const e = await expectError(client.completions.create({ ...req, echo: true, logprobs: 1 }), OpenAI.BadRequestError,
+    400, 'echo with logprobs');
+  assert.equal(e.param, 'echo');
+});
+
+// best_of: best_of sequences (sequence i sampling with seed + i, as the n choices do), the n
+// with the highest sum of token logprobs returned. No end-of-turn here (ignore_eos), so the
+// sums of the n = 3 request's logprobs are the ones best_of ranks by.
+test('best_of returns the most likely of its sequences and counts them all', async (client) => {
+  const req = { model: 'tiny', prompt: 'Pick one', max_tokens: 6, ignore_eos: true,
+    temperature: 1.5, top_k: 0, top_p: 1, min_p: 0, seed: 5, speculative: { type: 'none' } };
+  const all = await client.completions.create({ ...req, n: 3, logprobs: 0 });
+  const sums = all.choices.map((c) => c.logprobs.token_logprobs.reduce((a, b) => a + b, 0));
+  const order = [0, 1, 2].sort((a, b) => sums[b] - sums[a] || a - b);
+  const best = await client.completions.create({ ...req, n: 2, best_of: 3 });
+  assert.deepEqual(best.choices.map((c) => c.text), order.slice(0, 2).map((i) => all.choices[i].text));
+  assert.deepEqual(best.choices.map((c) => c.index), [0, 1]);
+  assert.equal(best.usage.completion_tokens, 18, 'every generated sequence is counted');
+  const e = await expectError(client.completions.create({ ...req, best_of: 3, stream: true }), OpenAI.BadRequestError,
+    400, 'best_of streamed');
+  assert.equal(e.param, 'best_of');
 });
 
 // A schema a random model must still satisfy: every generation closes within its bounds.

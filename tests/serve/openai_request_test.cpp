@@ -109,7 +109,6 @@ TEST(OpenAiRequest, completion_prompts_are_text_or_token_ids_one_at_a_time) {
     EXPECT_EQ(refused(Endpoint::completions, R"({"prompt": [1, "2"]})").param, "prompt[1]");
     EXPECT_EQ(refused(Endpoint::completions, R"({"prompt": 5})").param, "prompt");
     EXPECT_EQ(refused(Endpoint::completions, R"({"max_tokens": 5})").param, "prompt");
-    EXPECT_EQ(refused(Endpoint::completions, R"({"prompt": "a", "echo": true})").param, "echo");
     EXPECT_EQ(refused(Endpoint::completions, R"({"prompt": "a", "suffix": "z"})").param, "suffix");
     EXPECT_EQ(refused(Endpoint::completions, R"({"prompt": "a", "logprobs": 21})").param, "logprobs");
 }
@@ -182,7 +181,7 @@ TEST(OpenAiRequest, messages_that_cannot_be_a_conversation_are_refused) {
     EXPECT_EQ(chat(R"([{"content": "a"}])").param, "messages[0].role");
     EXPECT_EQ(chat(R"([{"role": "king", "content": "a"}])").param, "messages[0].role");
     EXPECT_EQ(chat(R"([{"role": "tool", "content": "a"}])").param, "messages[0].tool_call_id");
-    EXPECT_NE(chat(R"([{"role": "function", "content": "a"}])").message.find("tool"), std::string::npos);
+    EXPECT_EQ(chat(R"([{"role": "function", "content": "a"}])").param, "messages[0].name");
     EXPECT_EQ(chat(R"([{"role": "user"}])").param, "messages[0].content");
     EXPECT_EQ(chat(R"([{"role": "assistant", "content": null}])").param, "messages[0].content");
     EXPECT_EQ(chat(R"([{"role": "user", "content": 5}])").param, "messages[0].content");
@@ -198,7 +197,35 @@ TEST(OpenAiRequest, options_it_does_not_implement_are_refused_by_name_not_ignore
     EXPECT_NE(chat_refused(R"("best_of": 3)").message.find("must equal 'n'"), std::string::npos);
     EXPECT_EQ(chat_refused(R"("tools": [{"type": "function"}])").param, "tools[0].function");
     EXPECT_EQ(chat_refused(R"("tool_choice": "required")").param, "tool_choice");
-    EXPECT_EQ(chat_refused(R"("functions": [{"name": "f"}])").param, "functions");
+}
+
+TEST(OpenAiRequest, echo_puts_the_prompt_before_a_completion_but_not_with_logprobs) {
+    EXPECT_TRUE(completion_ok(R"({"prompt": "a", "echo": true})").echo);
+    EXPECT_FALSE(completion_ok(R"({"prompt": "a", "echo": false})").echo);
+    EXPECT_FALSE(completion_ok(R"({"prompt": "a"})").echo);
+    EXPECT_TRUE(completion_ok(R"({"prompt": [1, 2], "echo": true, "stream": true})").echo);
+    // the prompt's own logprobs are not available: refused, not left out
+    const ApiError with_logprobs = refused(Endpoint::completions, R"({"prompt": "a", "echo": true, "logprobs": 1})");
+    EXPECT_EQ(with_logprobs.param, "echo");
+    EXPECT_NE(with_logprobs.message.find("logprobs"), std::string::npos);
+    EXPECT_EQ(refused(Endpoint::completions, R"({"prompt": "a", "echo": "yes"})").param, "echo");
+}
+
+TEST(OpenAiRequest, best_of_ranks_completions_and_is_never_streamed) {
+    const GenerationRequest r = completion_ok(R"({"prompt": "a", "n": 2, "best_of": 5})");
+    EXPECT_EQ(r.n, 2u);
+    EXPECT_EQ(r.best_of, 5u);
+    EXPECT_EQ(generated_sequences(r), 5u);
+    EXPECT_EQ(generated_sequences(completion_ok(R"({"prompt": "a", "best_of": 3})")), 3u);
+    EXPECT_EQ(generated_sequences(completion_ok(R"({"prompt": "a", "n": 3})")), 3u);
+    // best_of = n ranks nothing, so it may stream
+    EXPECT_EQ(generated_sequences(completion_ok(R"({"prompt": "a", "n": 2, "best_of": 2, "stream": true})")), 2u);
+
+    EXPECT_EQ(refused(Endpoint::completions, R"({"prompt": "a", "n": 3, "best_of": 2})").param, "best_of");
+    EXPECT_EQ(refused(Endpoint::completions, R"({"prompt": "a", "best_of": 17})").param, "best_of");
+    const ApiError streamed = refused(Endpoint::completions, R"({"prompt": "a", "best_of": 2, "stream": true})");
+    EXPECT_EQ(streamed.param, "best_of");
+    EXPECT_NE(streamed.message.find("stream"), std::string::npos);
 }
 
 TEST(OpenAiRequest, penalties_bias_and_choices_are_read_within_openai_ranges) {

@@ -62,5 +62,35 @@ TEST(OpenAiResponseTools, a_streamed_call_is_a_header_chunk_then_argument_chunks
     EXPECT_EQ(d["tool_calls"][0]["function"]["arguments"], R"({"tz":"CET"})");
 }
 
+TEST(OpenAiResponseTools, deprecated_functions_get_the_legacy_function_call_shape) {
+    const std::vector<ToolCallOut> calls = {{"call_1", "get_weather", R"({"location":"Paris"})"}};
+    ChoiceText choice{"", "function_call"};
+    choice.tool_calls = &calls;
+    choice.function_call = true;
+    const auto j = nlohmann::json::parse(completion_body(Endpoint::chat_completions, kToolsMeta, choice, {5, 9, 0}));
+    const auto& message = j["choices"][0]["message"];
+    EXPECT_TRUE(message["content"].is_null());
+    EXPECT_FALSE(message.contains("tool_calls"));
+    EXPECT_EQ(message["function_call"]["name"], "get_weather");
+    EXPECT_EQ(message["function_call"]["arguments"], R"({"location":"Paris"})");
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "function_call");
+
+    const std::string name = "get_weather";
+    const auto head = nlohmann::json::parse(function_call_chunk_body(kToolsMeta, 2, &name, "", /*first=*/true));
+    const auto& delta = head["choices"][0]["delta"];
+    EXPECT_EQ(head["choices"][0]["index"], 2);
+    EXPECT_EQ(delta["role"], "assistant");
+    EXPECT_TRUE(delta["content"].is_null());
+    EXPECT_EQ(delta["function_call"]["name"], "get_weather");
+    EXPECT_EQ(delta["function_call"]["arguments"], "");
+    EXPECT_FALSE(delta.contains("tool_calls"));
+    const auto args = nlohmann::json::parse(function_call_chunk_body(kToolsMeta, 2, nullptr, R"({"loc)", false));
+    const auto& d = args["choices"][0]["delta"];
+    EXPECT_FALSE(d.contains("role"));
+    EXPECT_FALSE(d.contains("content"));
+    EXPECT_FALSE(d["function_call"].contains("name"));
+    EXPECT_EQ(d["function_call"]["arguments"], R"({"loc)");
+}
+
 }  // namespace
 }  // namespace tdm::server

@@ -56,7 +56,7 @@ TEST(OpenAiTools, bad_tools_are_refused_naming_the_field) {
                   .param,
               "tool_choice");
     EXPECT_EQ(tools_refused(R"("parallel_tool_calls": "yes")").param, "parallel_tool_calls");
-    EXPECT_EQ(tools_refused(R"("function_call": "auto")").param, "function_call");
+    EXPECT_EQ(tools_refused(R"("function_call": "auto")").param, "function_call");  // without functions
 }
 
 TEST(OpenAiTools, required_and_named_choices_are_read_and_a_name_must_be_offered) {
@@ -112,6 +112,80 @@ TEST(OpenAiTools, tools_belong_to_chat_completions) {
     auto r = parse_generation_request(Endpoint::completions, R"({"prompt": "x", "tools": []})");
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().param, "tools");
+}
+
+const std::string kWeatherFunction =
+    R"({"name": "get_weather", "description": "Weather.", "parameters": )"
+    R"({"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "integer"}}}})";
+
+TEST(OpenAiTools, deprecated_functions_are_tools_and_function_call_is_the_choice) {
+    auto r = tools_request(R"("functions": [)" + kWeatherFunction + "]");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_EQ(r->tools.size(), 1u);
+    EXPECT_EQ(r->tools[0].name, "get_weather");
+    // the same definition as {"type": "function", "function": ...} in "tools" gives
+    const auto modern = tools_request(R"("tools": [)" + kWeatherTool + "]");
+    ASSERT_TRUE(modern.ok());
+    EXPECT_EQ(r->tools[0].function_json, modern->tools[0].function_json);
+    EXPECT_TRUE(r->legacy_functions);
+    EXPECT_FALSE(r->parallel_tool_calls);  // the legacy reply holds one call
+    EXPECT_EQ(r->tool_choice.mode, ToolChoiceMode::automatic);
+    EXPECT_FALSE(modern->legacy_functions);
+
+    const auto none = tools_request(R"("functions": [)" + kWeatherFunction + R"(], "function_call": "none")");
+    ASSERT_TRUE(none.ok());
+    EXPECT_EQ(none->tool_choice.mode, ToolChoiceMode::none);
+    const auto automatic = tools_request(R"("functions": [)" + kWeatherFunction + R"(], "function_call": "auto")");
+    ASSERT_TRUE(automatic.ok());
+    EXPECT_EQ(automatic->tool_choice.mode, ToolChoiceMode::automatic);
+    const auto named =
+        tools_request(R"("functions": [)" + kWeatherFunction + R"(], "function_call": {"name": "get_weather"})");
+    ASSERT_TRUE(named.ok());
+    EXPECT_EQ(named->tool_choice.mode, ToolChoiceMode::named);
+    EXPECT_EQ(named->tool_choice.name, "get_weather");
+}
+
+TEST(OpenAiTools, functions_beside_tools_and_bad_function_calls_are_refused) {
+    const ApiError both = tools_refused(R"("tools": [)" + kWeatherTool + R"(], "functions": [)" + kWeatherFunction + "]");
+    EXPECT_EQ(both.param, "functions");
+    EXPECT_NE(both.message.find("'functions' and 'tools'"), std::string::npos);
+    const ApiError choices = tools_refused(R"("functions": [)" + kWeatherFunction +
+                                           R"(], "function_call": "auto", "tool_choice": "auto")");
+    EXPECT_EQ(choices.param, "function_call");
+    EXPECT_NE(choices.message.find("'tool_choice'"), std::string::npos);
+    EXPECT_EQ(tools_refused(R"("functions": {})").param, "functions");
+    EXPECT_EQ(tools_refused(R"("functions": [{"name": "a b"}])").param, "functions[0].name");
+    EXPECT_EQ(tools_refused(R"("functions": [{"name": "f", "parameters": 3}])").param, "functions[0].parameters");
+    EXPECT_EQ(tools_refused(R"("functions": [)" + kWeatherFunction + R"(], "function_call": "required")").param,
+              "function_call");
+    EXPECT_EQ(tools_refused(R"("functions": [)" + kWeatherFunction + R"(], "function_call": {"name": "other"})").param,
+              "function_call");
+}
+
+TEST(OpenAiTools, function_messages_are_tool_results_and_an_assistant_function_call_is_a_call) {
+    auto r = parse_generation_request(
+        Endpoint::chat_completions,
+        R"({"messages": [{"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": null, "function_call": {"name": "get_weather", "arguments": "{\"b\": \"x\"}"}},
+            {"role": "function", "name": "get_weather", "content": "sunny"}]})");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_EQ(r->messages.size(), 3u);
+    ASSERT_EQ(r->messages[1].tool_calls.size(), 1u);
+    EXPECT_EQ(r->messages[1].tool_calls[0].name, "get_weather");
+    EXPECT_EQ(r->messages[1].tool_calls[0].arguments, R"({"b": "x"})");
+    EXPECT_EQ(r->messages[2].role, "tool");
+    EXPECT_EQ(r->messages[2].name, "get_weather");
+    EXPECT_EQ(r->messages[2].content, "sunny");
+
+    auto nameless = parse_generation_request(Endpoint::chat_completions,
+                                             R"({"messages": [{"role": "function", "content": "sunny"}]})");
+    ASSERT_FALSE(nameless.ok());
+    EXPECT_EQ(nameless.error().param, "messages[0].name");
+    auto bad_call = parse_generation_request(
+        Endpoint::chat_completions,
+        R"({"messages": [{"role": "assistant", "function_call": {"name": "f", "arguments": "[1]"}}]})");
+    ASSERT_FALSE(bad_call.ok());
+    EXPECT_EQ(bad_call.error().param, "messages[0].function_call.arguments");
 }
 
 }  // namespace

@@ -20,13 +20,18 @@ const std::vector<ToolDefinition> kParserTools = {
 ParsedOutput parse(ToolCallFormat format, std::string_view text) { return parse_tool_calls(format, kParserTools, text); }
 
 // Feeds `chunks` in order and gathers what comes out.
-ParsedOutput stream(ToolCallFormat format, const std::vector<std::string_view>& chunks) {
-    ToolCallParser parser(format, kParserTools);
+// With `stream_arguments`, a Hermes call's arguments come in pieces, added up here.
+ParsedOutput stream(ToolCallFormat format, const std::vector<std::string_view>& chunks, bool stream_arguments = false) {
+    ToolCallParser parser(format, kParserTools, stream_arguments);
     ParsedOutput out;
     auto take = [&](const std::vector<ToolStreamPiece>& pieces) {
         for (const ToolStreamPiece& p : pieces) {
-            if (p.is_call) out.calls.push_back(p.call);
-            else out.content += p.text;
+            switch (p.kind) {
+                case ToolStreamPiece::Kind::text: out.content += p.text; break;
+                case ToolStreamPiece::Kind::call:
+                case ToolStreamPiece::Kind::call_begin: out.calls.push_back(p.call); break;
+                case ToolStreamPiece::Kind::call_arguments: out.calls.back().arguments += p.text; break;
+            }
         }
     };
     for (std::string_view c : chunks) take(parser.feed(c));
@@ -152,6 +157,65 @@ TEST(ToolCallParser, text_that_may_open_a_call_is_held_back_until_decided) {
     pieces = p.feed("box");
     ASSERT_EQ(pieces.size(), 1u);
     EXPECT_EQ(pieces[0].text, " <toolbox");
+}
+
+TEST(ToolCallParser, hermes_arguments_stream_in_pieces_that_add_up_to_the_whole_call) {
+    const std::vector<std::pair<ToolCallFormat, std::string>> cases = {
+        {ToolCallFormat::hermes,
+         "Hi <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"P \\\"a\\\" }\", \"days\": "
+         "[1, {\"x\": 2}]}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n"},
+        {ToolCallFormat::qwen_xml, "<tool_call>{\"name\":\"get_time\",\"id\":7,\"arguments\":{ \"tz\" : \"UTC\" }}"
+                                   "</tool_call> and <tool_call>\n<function=get_time>\n</function>\n</tool_call>"},
+        // not streamable (arguments first, arguments as a string): whole, as before
+        {ToolCallFormat::hermes, "<tool_call>{\"arguments\": {\"tz\": \"UTC\"}, \"name\": \"get_time\"}</tool_call>"
+                                 "<tool_call>{\"name\": \"get_time\", \"arguments\": \"{\\\"tz\\\": 1}\"}</tool_call>"},
+        {ToolCallFormat::hermes, "<tool_call>{\"name\": \"rm_rf\", \"arguments\": {}}</tool_call> text"},
+    };
+    for (const auto& [format, text] : cases) {
+        const ParsedOutput whole = parse(format, text);
+        for (size_t cut = 0; cut <= text.size(); ++cut)
+            expect_same(stream(format, {std::string_view(text).substr(0, cut), std::string_view(text).substr(cut)}, true),
+                        whole, text + " cut at " + std::to_string(cut));
+        std::vector<std::string_view> bytes;
+        for (size_t i = 0; i < text.size(); ++i) bytes.push_back(std::string_view(text).substr(i, 1));
+        expect_same(stream(format, bytes, true), whole, text + " byte by byte");
+    }
+    // minified as written: whitespace outside strings goes, the rest stays
+    const ParsedOutput first = parse(ToolCallFormat::hermes, cases[0].second);
+    ASSERT_EQ(first.calls.size(), 2u);
+    EXPECT_EQ(first.calls[0].arguments, R"({"location":"P \"a\" }","days":[1,{"x":2}]})");
+    EXPECT_EQ(first.content, "Hi");
+}
+
+TEST(ToolCallParser, a_streamed_call_begins_at_its_name_and_grows_with_its_arguments) {
+    ToolCallParser p(ToolCallFormat::hermes, kParserTools, /*stream_arguments=*/true);
+    EXPECT_TRUE(p.feed("<tool_call>\n{\"name\": \"get_wea").empty());
+    auto pieces = p.feed("ther\", \"arguments\": {\"loca");
+    ASSERT_EQ(pieces.size(), 2u);
+    EXPECT_EQ(pieces[0].kind, ToolStreamPiece::Kind::call_begin);
+    EXPECT_EQ(pieces[0].call.name, "get_weather");
+    EXPECT_EQ(pieces[1].kind, ToolStreamPiece::Kind::call_arguments);
+    EXPECT_EQ(pieces[1].text, "{\"loca");
+    pieces = p.feed("tion\": \"Oslo\"}}\n</tool");  // the marker's start is not arguments
+    ASSERT_EQ(pieces.size(), 1u);
+    EXPECT_EQ(pieces[0].text, "tion\":\"Oslo\"}");
+    EXPECT_TRUE(p.feed("_call>").empty());
+    EXPECT_TRUE(p.finish().empty());
+    EXPECT_EQ(p.calls(), 1u);
+
+    // cut off (max_tokens): the streamed call ends with what it has, nothing turns into text
+    ToolCallParser cut(ToolCallFormat::hermes, kParserTools, true);
+    pieces = cut.feed("<tool_call>{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CE");
+    ASSERT_EQ(pieces.size(), 2u);
+    pieces = cut.finish();
+    ASSERT_EQ(pieces.size(), 0u);
+    // an unoffered name is not streamed: the block stays text
+    ToolCallParser unknown(ToolCallFormat::hermes, kParserTools, true);
+    EXPECT_TRUE(unknown.feed("<tool_call>{\"name\": \"rm_rf\", \"arguments\": {").empty());
+    pieces = unknown.finish();
+    ASSERT_EQ(pieces.size(), 1u);
+    EXPECT_EQ(pieces[0].kind, ToolStreamPiece::Kind::text);
+    EXPECT_EQ(pieces[0].text, "<tool_call>{\"name\": \"rm_rf\", \"arguments\": {");
 }
 
 }  // namespace
