@@ -14,6 +14,8 @@
 // row index; rows of a prefill are copied in from the host. After
 // verification the entries the chain wrote are dropped (they were computed from
 // draft hiddens, not the target's); the next catch-up writes the committed ones.
+// A head that requested target taps (tdm.target_features) is fed their concatenation
+// instead of one hidden state: the same rows, n_taps * n_embd wide (model/feature_taps.h).
 // A stateless, constant-position head (Gemma 4's assistant) has no KV: a round
 // is one row (x_p and the target hidden of p - 1) and k steps, all at position
 // p, attending only the target's committed KV (< p), read-only.

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <ostream>
 
 #include "gemma4/synth/gemma4_synth.h"
 #include "glm-ocr/synth/glm_synth.h"
@@ -29,6 +30,9 @@ struct TapFamily {
     const char* name;
     std::function<Status(const std::string& path)> synthesize;  // a tiny F32 model of the family
 };
+
+// ctest's test names show the family, not the bytes of the struct
+std::ostream& operator<<(std::ostream& os, const TapFamily& f) { return os << f.name; }
 
 class FamilyFeatureTaps : public test::DeviceTest, public ::testing::WithParamInterface<TapFamily> {};
 

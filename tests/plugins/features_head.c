@@ -7,11 +7,13 @@
    features(), which must be TDM_INPUT_TARGET_HIDDEN itself, and passes them on as its
    TDM_OUTPUT_HIDDEN_DRAFT; each chained step must get TDM_ERR_NOT_FOUND from features()
    and reads them back from TDM_INPUT_TARGET_HIDDEN. So the k drafts are the argmax of
-   each tap at the newest target row. Stateless, one row per round.
+   each tap at the newest target row. Stateless, one row per round and sequence; it drafts
+   for several sequences in one graph where the host offers tdm.batched_draft.
    Refusal tests: option "hidden" = 1 also asks for a hidden state (TDM_HIDDEN_PRE_NORM). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <tandem/ext/batched_draft.h>
 #include <tandem/ext/target_features.h>
 #include <tandem/graph.h>
 #include <tandem/tandem.h>
@@ -75,6 +77,9 @@ static tdm_status create(const tdm_host_api* host, const tdm_model_source* src, 
     info->hidden = hidden ? TDM_HIDDEN_PRE_NORM : TDM_HIDDEN_NONE;
     info->n_embd = h->n_taps * h->n_embd;
     info->flags = TDM_DRAFT_HEAD_CONSTANT_POSITION | TDM_DRAFT_HEAD_STATELESS;
+    /* its step takes rows of any sequences: one graph may draft for all of them */
+    if (host->get_extension(TDM_EXT_BATCHED_DRAFT, TDM_EXT_BATCHED_DRAFT_VERSION, NULL))
+        info->flags |= TDM_DRAFT_HEAD_BATCHED;
     st = h->tf->request(info, taps, h->n_taps);
     if (st != TDM_OK) {
         say(err, err_size, host->last_error());

@@ -6,13 +6,15 @@
 // test head (tests/plugins/features_head.c) drafts the argmax of each tap at the newest
 // row, so its drafts show that its first step read exactly those rows (from the device
 // table and from host copies alike) and that its chained steps saw TDM_ERR_NOT_FOUND;
-// speculative decoding with it emits the plain greedy tokens.
+// speculative decoding with it emits the plain greedy tokens, alone and with requests
+// drafted together in one graph.
 // A head asking for what its target cannot give is refused, with a message naming both.
 // One model, one short prompt: the mechanism is exact or not, more prompts add nothing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "engine/batch_engine.h"
 #include "engine/generate.h"
 #include "model/feature_taps.h"
 #include "model/runner.h"
@@ -84,7 +86,7 @@ protected:
     }
 
     Result<std::unique_ptr<DraftHeadDrafter>> head(const std::string& taps, const std::string& extra = {},
-                                                   bool on_device = true) {
+                                                   bool on_device = true, const KvPool* target_kv = nullptr) {
         const DraftHeadEntry* e = features_plugins().find_draft_head("features-head", "qwen3");
         if (!e) return Error("no features-head for qwen3");
         DraftHeadOptions o;
@@ -92,8 +94,8 @@ protected:
         o.options["n_embd"] = std::to_string(kTapEmbd);
         if (!extra.empty()) o.options["hidden"] = extra;
         o.rows_on_device = on_device;
-        return DraftHeadDrafter::create(*e, "features-head", model->shared_source(), *model, *kv, device(),
-                                        pipelines(), o);
+        return DraftHeadDrafter::create(*e, "features-head", model->shared_source(), *model,
+                                        target_kv ? *target_kv : *kv, device(), pipelines(), o);
     }
 
     // The hidden rows of a pass over the prompt with the runner at `point`.
@@ -210,6 +212,60 @@ TEST_F(TargetFeatures, speculative_decoding_with_a_tapping_head_emits_the_plain_
     EXPECT_EQ(spec->stats.drafters[0].failure, "") << "the head was never turned off";
     EXPECT_EQ(spec->stats.drafters[0].gen_drafts, spec->stats.rounds);
     EXPECT_GT((*h)->rows_read_on_device(), 0u) << "verify rows read where the target left them";
+}
+
+// As `tandem serve` runs it: each request its own drafter on one head, the head's taps the
+// engine's hidden point, and the requests' rounds drafted in one graph (the test head
+// declares batched drafting). Each request gets its plain greedy tokens.
+TEST_F(TargetFeatures, requests_sharing_passes_draft_from_their_taps_in_one_graph) {
+    GenerateParams gp;
+    gp.max_tokens = 8;
+    gp.sampling.temperature = 0;
+    gp.ignore_eog = true;
+    const std::vector<std::vector<int32_t>> prompts = {{3, 5, 8, 13, 21}, {34, 55, 89, 144, 233, 377, 10, 11, 12},
+                                                       {4, 9, 16}};
+    std::vector<std::vector<int32_t>> want;
+    for (const auto& p : prompts) {
+        ASSERT_TRUE(kv->truncate(seq, 0).ok());
+        auto r = generate(*runner, nullptr, seq, p, gp, {});
+        ASSERT_TRUE(r.ok()) << r.error().message();
+        want.push_back(r->tokens);
+    }
+    KvPoolConfig kc;
+    kc.n_ctx = 64;
+    kc.n_seq_max = 3;
+    auto pool = KvPool::create(device(), model->attention_layers(), kc, "batch");
+    ASSERT_TRUE(pool.ok()) << pool.error().message();
+    Runner shared(*model, **pool, device(), pipelines());
+    auto h = head("i1,p0,i0", {}, true, pool->get());
+    ASSERT_TRUE(h.ok()) << h.error().message();
+    ASSERT_NE((*h)->batcher(), nullptr);
+    BatchEngineOptions o;
+    o.n_batch = 8;
+    o.hidden_point = (*h)->hidden_point();
+    auto e = BatchEngine::create(shared, nullptr, o);
+    ASSERT_TRUE(e.ok()) << e.error().message();
+    std::vector<SessionResult> got(prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        SessionRequest r;
+        r.prompt = prompts[i];
+        r.params = gp;
+        r.spec.draft_max = 3;
+        DrafterSlot ds;
+        ds.owned = (*h)->another();
+        r.drafters.push_back(std::move(ds));
+        r.on_done = [&got, i](const SessionResult& res) { got[i] = res; };
+        (*e)->add(std::move(r));
+    }
+    for (int guard = 0; guard < 10000 && (*e)->step(); ++guard) {
+    }
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        EXPECT_EQ(got[i].tokens, want[i]) << "request " << i;
+        EXPECT_GT(got[i].spec.drafted, 0u) << "request " << i;
+        ASSERT_EQ(got[i].spec.drafters.size(), 1u);
+        EXPECT_EQ(got[i].spec.drafters[0].failure, "") << "request " << i;
+    }
+    EXPECT_GT((*h)->batched_graphs(), 0u) << "no pass drafted several requests in one graph";
 }
 
 TEST_F(TargetFeatures, a_head_asking_for_what_the_target_cannot_give_is_refused) {
