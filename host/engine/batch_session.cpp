@@ -310,7 +310,7 @@ void BatchEngine::show_target_rows(Session& s, const ForwardOutput& out, uint32_
     if (!any_reads_hidden(s.chain) || !out.hidden) return;
     std::vector<int32_t> toks(s.history.begin() + first_pos, s.history.begin() + first_pos + s.chunk);
     toks.insert(toks.end(), s.proposal.drafts.begin(), s.proposal.drafts.begin() + (n_rows - s.chunk));
-    const uint32_t n_embd = runner_.model().info().n_embd;
+    const uint32_t n_embd = out.hidden_width;
     // the device table holds the pass's rows (when it is short enough) until the next
     // pass, before which every session drafts
     const TargetRows rows{toks, first_pos, out.hidden + size_t(row0) * n_embd, n_embd, out.hidden_on_device, row0};

@@ -144,9 +144,15 @@ Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const ModelSource> so
     char err[1024] = {0};
     m->info_.struct_size = sizeof(tdm_model_info);
     const tdm_arch_desc* d = m->arch_->desc;
-    if (d->create(host_api(*m->arch_->plugin), &m->src_handle_, &m->options_, &m->info_, &m->obj_, err, sizeof err) != TDM_OK || !m->obj_)
-        return Error::format("{}: {}", src.path(),
-                             plugin_message(err, sizeof err, "the architecture plugin refused the model"));
+    {
+        TargetCreateScope taps(&m->info_);
+        if (d->create(host_api(*m->arch_->plugin), &m->src_handle_, &m->options_, &m->info_, &m->obj_, err,
+                      sizeof err) != TDM_OK ||
+            !m->obj_)
+            return Error::format("{}: {}", src.path(),
+                                 plugin_message(err, sizeof err, "the architecture plugin refused the model"));
+        m->provided_taps_ = taps.result;
+    }
     if (m->info_.n_vocab == 0 || m->info_.n_embd == 0)
         return Error::format("{}: plugin {} reported an empty model (n_vocab {}, n_embd {})", src.path(),
                              m->arch_->plugin->name, m->info_.n_vocab, m->info_.n_embd);
@@ -217,7 +223,8 @@ Model::~Model() {
 Result<std::unique_ptr<tdm_graph>> Model::build_graph(const tdm_batch_desc& batch,
                                                       std::span<const KvLayerBinding* const> kv,
                                                       std::span<const StateBinding* const> states,
-                                                      bool image_rows) const {
+                                                      bool image_rows,
+                                                      std::span<const tdm_feature_tap> taps) const {
     if (kv.size() != info_.n_attention_layers)
         return Error::format("internal: {} KV layers for a model with {}", kv.size(), info_.n_attention_layers);
     if (states.size() != info_.n_recurrent_states)
@@ -231,6 +238,11 @@ Result<std::unique_ptr<tdm_graph>> Model::build_graph(const tdm_batch_desc& batc
     g->states.assign(states.begin(), states.end());
     g->graph.set_int8_matmul(int8_matmul_);
     g->image_rows = image_rows;
+    g->taps.provided = provided_taps_.provided;
+    g->taps.n_layers = provided_taps_.n_layers;
+    g->taps.width = info_.n_embd;
+    g->taps.wanted.assign(taps.begin(), taps.end());
+    g->taps.values.assign(taps.size(), kNoTensor);
     char err[1024] = {0};
     if (arch_->desc->build_graph(obj_, g.get(), &batch, err, sizeof err) != TDM_OK)
         return Error::format("building the {} graph for {} tokens: {}", arch_->desc->name, batch.n_tokens,

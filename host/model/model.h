@@ -70,13 +70,17 @@ public:
     const WeightStore& weight_store() const { return *weights_; }
     size_t weight_count() const { return weights_->count(); }
     void* plugin_model() const { return obj_; }
+    // The states its forward can hand a draft head (tdm.target_features provide()).
+    const ProvidedTaps& provided_taps() const { return provided_taps_; }
 
     // Builds the plugin's forward graph for one batch against the given KV
-    // layers and recurrent states (one per declared layer / state).
+    // layers and recurrent states (one per declared layer / state). `taps`: the states
+    // an attached head reads (tdm.target_features), recorded in the graph's taps.
     Result<std::unique_ptr<tdm_graph>> build_graph(const tdm_batch_desc& batch,
                                                    std::span<const KvLayerBinding* const> kv,
                                                    std::span<const StateBinding* const> states = {},
-                                                   bool image_rows = false) const;
+                                                   bool image_rows = false,
+                                                   std::span<const tdm_feature_tap> taps = {}) const;
 
 private:
     Model() = default;
@@ -85,6 +89,7 @@ private:
     tdm_model_source src_handle_;
     tdm_options options_;
     tdm_model_info info_{};
+    ProvidedTaps provided_taps_;
     std::vector<tdm_attention_layer> attention_layers_;  // info_.attention_layers points here
     std::vector<tdm_recurrent_state> recurrent_states_;
     void* obj_ = nullptr;

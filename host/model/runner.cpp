@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "model/feature_taps.h"
 #include "model/logits_check.h"
 #include "graph/weight.h"
 #include "ops/op_def.h"
@@ -70,7 +71,7 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs, boo
     for (uint32_t i = 0; i < kv_.n_layers(); ++i) layers.push_back(kv_.layer(i));
     std::vector<const StateBinding*> states;
     for (uint32_t i = 0; i < kv_.n_states(); ++i) states.push_back(kv_.state(i));
-    auto g = TDM_TRY(model_.build_graph(batch, layers, states, image_rows));
+    auto g = TDM_TRY(model_.build_graph(batch, layers, states, image_rows, taps_of(hidden_point_)));
     if (image_rows && !g->inject_rows)
         return Error::format("the {} model ({}) takes no image rows: its graph never asks for them (tdm.encoder "
                              "inject_rows)",
@@ -100,8 +101,11 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs, boo
     TDM_TRY(g->graph.mark_output(c.logits));
     TDM_TRY(g->graph.mark_output(c.argmax));
     if (hidden_point_ != TDM_HIDDEN_NONE) {
-        const TensorId h = g->outputs[hidden_point_ == TDM_HIDDEN_PRE_NORM ? TDM_OUTPUT_HIDDEN_PRE_NORM
-                                                                           : TDM_OUTPUT_HIDDEN_POST_NORM];
+        // a head's taps (tdm.target_features): their concatenation is the hidden
+        const TensorId h = !taps_of(hidden_point_).empty()
+                               ? TDM_TRY(concat_feature_taps(*g, model_.arch().desc->name))
+                               : g->outputs[hidden_point_ == TDM_HIDDEN_PRE_NORM ? TDM_OUTPUT_HIDDEN_PRE_NORM
+                                                                                 : TDM_OUTPUT_HIDDEN_POST_NORM];
         if (!h)
             return Error::format("{} does not provide the {} hidden state a drafter needs", model_.arch().desc->name,
                                  hidden_point_ == TDM_HIDDEN_PRE_NORM ? "pre-norm" : "post-norm");
@@ -303,7 +307,10 @@ Result<ForwardOutput> Runner::wait() {
     out.n_outputs = c->n_outputs;
     out.logits = c->cg->output_as<float>(c->logits);
     out.argmax = c->cg->output_as<int32_t>(c->argmax);
-    if (c->hidden) out.hidden = c->cg->output_as<float>(c->hidden);
+    if (c->hidden) {
+        out.hidden = c->cg->output_as<float>(c->hidden);
+        out.hidden_width = uint32_t(c->cg->graph().tensor(c->hidden).cols());
+    }
     if (c->hidden_on_device) out.hidden_on_device = hidden_rows_.get();
     Status finite = check_logits_finite(out, model_.info().n_vocab, pending_positions_, nan_debug_);
     if (!finite.ok()) {

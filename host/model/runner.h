@@ -54,7 +54,9 @@ struct ForwardOutput {
     uint32_t n_outputs = 0;
     const float* logits = nullptr;    // [n_outputs][n_vocab]
     const int32_t* argmax = nullptr;  // [n_outputs]
-    const float* hidden = nullptr;    // [n_tokens][n_embd] when requested (hidden_point)
+    const float* hidden = nullptr;    // [n_tokens][hidden_width] when requested (hidden_point)
+    // n_embd, or for a head's taps (model/feature_taps.h) the width of their concatenation
+    uint32_t hidden_width = 0;
     // The same hidden rows on the device: rows [0, n_tokens) of this f32 table,
     // until the next forward of any shape. Null for passes of more than
     // kDeviceHiddenRows rows, and when no hidden state was requested.

@@ -17,6 +17,7 @@
 #include "ops/weight_record.h"
 #include "plugin/custom_op_ext.h"
 #include "plugin/handles.h"
+#include "plugin/target_features_ext.h"
 #include "vk/pipeline.h"
 
 namespace tdm {
@@ -47,6 +48,8 @@ const Extension kExtensions[] = {
          static const tdm_ext_batched_draft ext{sizeof(tdm_ext_batched_draft), 256};
          return static_cast<const void*>(&ext);
      }},
+    {TDM_EXT_TARGET_FEATURES, TDM_EXT_TARGET_FEATURES_VERSION,
+     [] { return static_cast<const void*>(target_features_extension()); }},
 };
 
 // TANDEM_HIDE_EXTENSIONS=a,b: this host answers as one without those extensions, so that

@@ -16,6 +16,7 @@
 #include "formats/model_source.h"
 #include "graph/graph.h"
 #include "model/weight_store.h"
+#include "plugin/target_features_ext.h"
 
 struct tdm_model_source {
     const tdm::ModelSource* src = nullptr;
@@ -62,6 +63,9 @@ struct tdm_graph {
     uint32_t patch_values = 0, encoder_width = 0;  // values per patch; width of the rows
     tdm::TensorId patches = tdm::kNoTensor, patch_positions = tdm::kNoTensor, patch_ranges = tdm::kNoTensor;
     tdm::TensorId encoder_rows = tdm::kNoTensor;
+
+    // tdm.target_features: the taps a target graph hands over, or a head's step reads.
+    tdm::GraphTaps taps;
 };
 
 namespace tdm {

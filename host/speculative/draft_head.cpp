@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "graph/op_location.h"
+#include "model/feature_taps.h"
 #include "plugin/abi_structs.h"
 #include "speculative/draft_head_shared.h"
 
@@ -43,10 +44,14 @@ Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHe
     h->info.struct_size = sizeof(tdm_draft_head_info);
     void* target_obj = target.arch().plugin == entry.plugin ? target.plugin_model() : nullptr;
     char err[1024] = {0};
-    if (entry.desc->create(host_api(*entry.plugin), &h->src_handle, target_obj, &h->options, &h->info, &h->head,
-                           err, sizeof err) != TDM_OK ||
-        !h->head)
-        return Error::format("{}", plugin_message(err, sizeof err, "the draft head refused the model"));
+    {
+        HeadCreateScope taps(&h->info);  // what it asks of tdm.target_features
+        if (entry.desc->create(host_api(*entry.plugin), &h->src_handle, target_obj, &h->options, &h->info, &h->head,
+                               err, sizeof err) != TDM_OK ||
+            !h->head)
+            return Error::format("{}", plugin_message(err, sizeof err, "the draft head refused the model"));
+        h->taps = std::move(taps.taps);
+    }
     if (entry.plugin->abi < 3) h->info.flags = 0;  // padding before ABI 3: never read
     const uint32_t flags = h->info.flags;
     if (bool(flags & TDM_DRAFT_HEAD_CONSTANT_POSITION) != bool(flags & TDM_DRAFT_HEAD_STATELESS))
@@ -59,6 +64,15 @@ Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHe
     constexpr uint32_t kKnown = TDM_DRAFT_HEAD_CONSTANT_POSITION | TDM_DRAFT_HEAD_STATELESS | TDM_DRAFT_HEAD_BATCHED;
     if (flags & ~kKnown) return Error::format("draft head {}: unknown flags {:#x}", entry.desc->name, flags);
     h->batched = (flags & TDM_DRAFT_HEAD_BATCHED) && opt.batch;
+    if (!h->taps.empty()) {
+        if (h->info.hidden != TDM_HIDDEN_NONE)
+            return Error::format("draft head {}: it requests target taps (tdm.target_features) and a hidden state as "
+                                 "well; a head with taps reads them alone (its info->hidden must be TDM_HIDDEN_NONE)",
+                                 entry.desc->name);
+        TDM_TRY(check_taps_provided(h->taps, entry.desc->name, target.provided_taps(), target.arch().desc->name));
+        h->tap_point = hidden_point_for_taps(h->taps);
+        h->n_embd_target = uint32_t(h->taps.size()) * target.info().n_embd;  // the concatenation's rows
+    }
     h->own_layers = TDM_TRY(read_abi_array(h->info.own_layers, h->info.n_own_layers, entry.plugin->abi,
                                            fmt::format("draft head {}: own attention layers", entry.desc->name)));
     h->info.own_layers = h->own_layers.data();
@@ -86,7 +100,9 @@ std::unique_ptr<DraftHeadDrafter> DraftHeadDrafter::another() const {
 }
 
 const std::string& DraftHeadDrafter::name() const { return head_->name; }
-tdm_hidden_point DraftHeadDrafter::hidden_point() const { return head_->info.hidden; }
+tdm_hidden_point DraftHeadDrafter::hidden_point() const {
+    return head_->taps.empty() ? head_->info.hidden : head_->tap_point;
+}
 bool DraftHeadDrafter::stateless() const { return head_->stateless(); }
 uint64_t DraftHeadDrafter::weight_bytes() const { return head_->weights ? head_->weights->device_bytes() : 0; }
 uint64_t DraftHeadDrafter::rows_read_on_device() const { return head_->rows_on_device; }
@@ -126,6 +142,7 @@ Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint
     g->plugin_abi = entry->plugin->abi;
     g->plugin_abi_minor = entry->plugin->abi_minor;
     g->n_embd_target = n_embd_target;
+    g->taps.head_requested = !taps.empty();
     if (kv)
         for (uint32_t i = 0; i < kv->n_layers(); ++i) g->kv.push_back(kv->layer(i));
     g->target_kv.assign(target_kv->n_layers(), nullptr);
@@ -185,6 +202,7 @@ Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint
             g->batch = b;
         }
         g->positions4 = kNoTensor;
+        g->taps.target_step = j == 0;  // features(): the target's rows, or NOT_FOUND
         for (TensorId& o : g->outputs) o = kNoTensor;
         if (entry->desc->build_step(head, g.get(), &b, err, sizeof err) != TDM_OK)
             return Error::format("building draft head {} step {}: {}", entry->desc->name, j,

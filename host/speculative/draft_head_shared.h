@@ -74,7 +74,11 @@ public:
     std::unique_ptr<WeightStore> weights;
     std::unique_ptr<KvPool> kv;
     const KvPool* target_kv = nullptr;
+    // n_embd_target: the width of the target rows the first step reads (the target's n_embd,
+    // or the concatenation of `taps`, which tap_point stands for: model/feature_taps.h)
     uint32_t n_embd_target = 0, n_vocab = 0;
+    std::vector<tdm_feature_tap> taps;  // tdm.target_features request(), in its order
+    tdm_hidden_point tap_point = TDM_HIDDEN_NONE;
     vk::Device* device = nullptr;
     vk::PipelineManager* pipelines = nullptr;
     DraftHeadOptions opt;

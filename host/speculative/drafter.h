@@ -39,7 +39,8 @@ inline bool same_spec_type(std::string_view a, std::string_view b) { return spec
 
 // Rows the target has just committed (prefill chunks, accepted verify rows):
 // token i at position first_pos + i, and its hidden state when the drafter asked
-// for one (hidden_point()): hidden [n][n_embd]. After a verify-sized pass the
+// for one (hidden_point()): hidden [n][n_embd], n_embd being the target's or, for a
+// head's taps (model/feature_taps.h), their concatenation's width. After a verify-sized pass the
 // same rows are also on the device, rows [device_row0, device_row0 + n) of
 // `hidden_on_device` (an f32 table for get_rows), until the target's next forward pass.
 struct TargetRows {
@@ -104,7 +105,8 @@ public:
     virtual bool needs_saved_state() const { return false; }
     virtual Result<std::string> save_state(uint32_t n_tokens) { return std::string(); }
     virtual Status load_state(std::span<const int32_t> tokens, std::string_view bytes) { return {}; }
-    // Which target hidden state this drafter reads (TDM_HIDDEN_NONE: none).
+    // Which target hidden state this drafter reads (TDM_HIDDEN_NONE: none; a list of taps
+    // from kFirstTapPoint on, model/feature_taps.h).
     virtual tdm_hidden_point hidden_point() const { return TDM_HIDDEN_NONE; }
     // Target rows committed since the last call (only for drafters that read
     // hidden states): every prefill row, then the accepted rows of each round.

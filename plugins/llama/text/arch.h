@@ -12,6 +12,7 @@
 #pragma once
 
 #include <tandem/cpp/tandem.hpp>
+#include <tandem/ext/target_features.h>
 #include <tandem/graph.h>
 #include <tandem/tandem.h>
 
@@ -62,6 +63,7 @@ struct LlamaLayer {
 
 struct LlamaModel {
     const tdm_host_api* host = nullptr;
+    const tdm_ext_target_features* features = nullptr;  // the states a draft head may tap
     bool hf = false;  // weights from an HF directory (HF tensor names)
     LlamaHparams hp;
     std::vector<float> rope_factors;  // HF llama3 scaling: a divisor per rotated pair, else empty

@@ -84,6 +84,7 @@ tdm_status llama_build_graph(void* model, tdm_graph* g, const tdm_batch_desc* ba
     const tdm_tensor* ff = m->rope_factors.empty() ? nullptr : &factors;
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const LlamaLayer& L = m->layers[il];
+        tdm_tap(&b, m->features, TDM_TAP_LAYER_INPUT, il, x);
         // attention: RoPE in the layout's pairing (arch.h), GQA
         const tdm_tensor h = tdm_rms_norm(&b, x, L.attn_norm, 0, hp.rms_eps, "attn_norm");
         tdm_tensor q = tdm_reshape(&b, tdm_matmul(&b, L.wq, h, "q"), D, hp.n_head, n, 1);     // [D, n_head, n]
@@ -102,8 +103,10 @@ tdm_status llama_build_graph(void* model, tdm_graph* g, const tdm_batch_desc* ba
         x = tdm_matmul_add(&b, L.ffn_down, gu, x, "ffn_out");  // residual
     }
     tdm_set_output(&b, TDM_OUTPUT_HIDDEN_PRE_NORM, x);
+    tdm_tap(&b, m->features, TDM_TAP_LAYER_INPUT, hp.n_layer, x);
     const tdm_tensor hn = tdm_rms_norm(&b, x, m->output_norm, 0, hp.rms_eps, "output_norm");
     tdm_set_output(&b, TDM_OUTPUT_HIDDEN_POST_NORM, hn);
+    tdm_tap(&b, m->features, TDM_TAP_POST_NORM, 0, hn);
     // logits only for the rows the host needs (the last prompt row in prefill)
     const tdm_tensor rows = batch->n_outputs == batch->n_tokens
                                 ? hn

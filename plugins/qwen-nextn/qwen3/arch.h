@@ -7,6 +7,7 @@
 #pragma once
 
 #include <tandem/cpp/tandem.hpp>
+#include <tandem/ext/target_features.h>
 #include <tandem/graph.h>
 #include <tandem/tandem.h>
 
@@ -45,6 +46,7 @@ struct Qwen3Layer {
 
 struct Qwen3Model {
     const tdm_host_api* host = nullptr;
+    const tdm_ext_target_features* features = nullptr;  // the states a draft head may tap
     bool hf = false;  // weights from an HF directory (HF tensor names)
     Qwen3Hparams hp;
     std::vector<tdm_attention_layer> attention;  // declared to the host: one per layer

@@ -35,6 +35,7 @@ tdm_status qwen3_build_graph(void* model, tdm_graph* g, const tdm_batch_desc* ba
     tdm_tensor x = tdm_get_rows(&b, m->tok_embd, tokens);  // [n_embd, n]
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const Qwen3Layer& L = m->layers[il];
+        tdm_tap(&b, m->features, TDM_TAP_LAYER_INPUT, il, x);
         // attention: q/k RMSNorm per head, NeoX RoPE over the whole head, GQA
         const tdm_tensor h = tdm_rms_norm(&b, x, L.attn_norm, 0, hp.rms_eps, "attn_norm");
         tdm_tensor q = tdm_reshape(&b, tdm_matmul(&b, L.wq, h, "q"), D, hp.n_head, n, 1);     // [D, n_head, n]
@@ -55,8 +56,10 @@ tdm_status qwen3_build_graph(void* model, tdm_graph* g, const tdm_batch_desc* ba
         x = tdm_matmul_add(&b, L.ffn_down, gu, x, "ffn_out");  // residual
     }
     tdm_set_output(&b, TDM_OUTPUT_HIDDEN_PRE_NORM, x);
+    tdm_tap(&b, m->features, TDM_TAP_LAYER_INPUT, hp.n_layer, x);
     const tdm_tensor hn = tdm_rms_norm(&b, x, m->output_norm, 0, hp.rms_eps, "output_norm");
     tdm_set_output(&b, TDM_OUTPUT_HIDDEN_POST_NORM, hn);
+    tdm_tap(&b, m->features, TDM_TAP_POST_NORM, 0, hn);
     // logits only for the rows the host needs (the last prompt row in prefill)
     const tdm_tensor rows =
         batch->n_outputs == batch->n_tokens ? hn : tdm_select_rows(&b, hn, tdm_input(&b, TDM_INPUT_OUTPUT_ROWS), "out_rows");

@@ -92,6 +92,12 @@ tdm_status qwen3_create(const tdm_host_api* host, const tdm_model_source* src, c
         mine.attention_layers = m->attention.data();
         mine.description = m->description.c_str();
         tdm::sdk::set_model_info(info, mine);
+        // every layer's input, the last layer's output and the final norm's (forward.cpp)
+        if (host->abi_version >= 3)
+            m->features = static_cast<const tdm_ext_target_features*>(
+                host->get_extension(TDM_EXT_TARGET_FEATURES, TDM_EXT_TARGET_FEATURES_VERSION, nullptr));
+        if (m->features && m->features->provide(info, hp.n_layer) != TDM_OK)
+            return e.fail(TDM_ERR_INVALID_ARGUMENT, "qwen3: %s", host->last_error());
         *out = m.release();
         return TDM_OK;
     });

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <tandem/cpp/tandem.hpp>
+#include <tandem/ext/target_features.h>
 #include <tandem/graph.h>
 #include <tandem/tandem.h>
 
@@ -93,6 +94,7 @@ struct Qwen35Layer {
 
 struct Qwen35Model {
     const tdm_host_api* host = nullptr;
+    const tdm_ext_target_features* features = nullptr;  // the states a draft head may tap
     bool hf = false;
     uint32_t gdn_chunk = 0;  // chunked delta rule for prefill batches of more tokens (0 = never)
     Qwen35Hparams hp;

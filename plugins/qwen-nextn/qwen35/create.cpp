@@ -119,6 +119,12 @@ tdm_status qwen35_create(const tdm_host_api* host, const tdm_model_source* src, 
         // change form, and its output with it, so such a model runs one sequence a pass.
         if (m->gdn_chunk == 0) mine.flags |= TDM_MODEL_BATCHED_STATES;
         tdm::sdk::set_model_info(info, mine);
+        // every layer's input, the last layer's output and the final norm's (forward.cpp)
+        if (host->abi_version >= 3)
+            m->features = static_cast<const tdm_ext_target_features*>(
+                host->get_extension(TDM_EXT_TARGET_FEATURES, TDM_EXT_TARGET_FEATURES_VERSION, nullptr));
+        if (m->features && m->features->provide(info, m->hp.n_layer) != TDM_OK)
+            return e.fail(TDM_ERR_INVALID_ARGUMENT, "qwen35: %s", host->last_error());
         *out = m.release();
         return TDM_OK;
     });

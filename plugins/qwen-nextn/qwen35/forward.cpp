@@ -149,14 +149,17 @@ tdm_status qwen35_build_graph(void* model, tdm_graph* g, const tdm_batch_desc* b
     tdm_tensor x = tdm_get_rows(&b, m->tok_embd, tokens);  // [n_embd, n], no scaling
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const Qwen35Layer& L = m->layers[il];
+        tdm_tap(&b, m->features, TDM_TAP_LAYER_INPUT, il, x);
         const tdm_tensor h = tdm_rms_norm(&b, x, L.attn_norm, 0, hp.rms_eps, "attn_norm");
         x = L.full_attention ? qwen35_gated_attention(&b, hp, L, h, pos4, x, n) : gated_delta_net(&b, *m, L, h, x, n);
         const tdm_tensor f = tdm_rms_norm(&b, x, L.ffn_norm, 0, hp.rms_eps, "ffn_norm");
         x = qwen35_ffn(&b, hp, L.ffn, f, x, n);
     }
     tdm_set_output(&b, TDM_OUTPUT_HIDDEN_PRE_NORM, x);
+    tdm_tap(&b, m->features, TDM_TAP_LAYER_INPUT, hp.n_layer, x);
     const tdm_tensor hn = tdm_rms_norm(&b, x, m->output_norm, 0, hp.rms_eps, "output_norm");
     tdm_set_output(&b, TDM_OUTPUT_HIDDEN_POST_NORM, hn);
+    tdm_tap(&b, m->features, TDM_TAP_POST_NORM, 0, hn);
     const tdm_tensor rows =
         batch->n_outputs == n ? hn : tdm_select_rows(&b, hn, tdm_input(&b, TDM_INPUT_OUTPUT_ROWS), "out_rows");
     tdm_set_output(&b, TDM_OUTPUT_LOGITS, tdm_matmul(&b, m->output, rows, "logits"));

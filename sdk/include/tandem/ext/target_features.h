@@ -98,6 +98,19 @@ typedef struct tdm_ext_target_features {
     tdm_status (*features)(tdm_graph* g, tdm_tensor* out);
 } tdm_ext_target_features;
 
+/* A target's build_graph over a tdm_builder (tandem/graph.h): taps `x` at this
+ * point when `tf` is not NULL (the host offers the extension), a failure going
+ * to the builder like any op's:
+ *
+ *     tdm_tap(&b, m->features, TDM_TAP_LAYER_INPUT, il, x);  */
+static inline void tdm_tap(tdm_builder* b, const tdm_ext_target_features* tf, tdm_tap_kind kind, uint32_t layer,
+                           tdm_tensor x) {
+    tdm_status st;
+    if (!tf || b->status != TDM_OK) return;
+    st = tf->tap(b->g, kind, layer, x);
+    if (st != TDM_OK) tdm_fail_(b, st, "tdm.target_features tap");
+}
+
 #ifdef __cplusplus
 }
 #endif
