@@ -13,12 +13,14 @@
 
 #include "eagle3/synth/eagle3_synth.h"
 #include "eagle3_targets.h"
+#include "formats/gguf.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "speculative/draft_head.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 #include "support/gguf_edit.h"
 #include "support/plugin_registry.h"
+#include "writers/gguf_writer.h"
 
 namespace tdm {
 namespace {
@@ -77,6 +79,24 @@ std::string head_for_other_qwen3(const std::string& dir, int32_t n_embd, int32_t
     return test::eagle3::write_head(other, false, dir);
 }
 
+// `src` (a GGUF) with its eagle3.target_layers replaced.
+std::string with_target_layers(const std::string& src, const std::vector<int32_t>& layers) {
+    auto f = GgufFile::open(src);
+    EXPECT_TRUE(f.ok());
+    if (!f.ok()) return "";
+    GgufWriter w;
+    for (const GgufKV& kv : (*f)->kvs())
+        if (kv.key != "eagle3.target_layers") w.add_value(kv.key, kv.value);
+    w.add_array("eagle3.target_layers", layers);
+    for (const GgufTensorInfo& ti : (*f)->tensors())
+        EXPECT_TRUE(w.add_tensor(ti.name, ti.type, std::vector<int64_t>(ti.ne, ti.ne + ti.n_dims), (*f)->tensor_data(ti),
+                                 ti.nbytes)
+                        .ok());
+    const std::string out = test::make_temp_dir("eagle3-bad") + "/layers.gguf";
+    EXPECT_TRUE(w.write_file(out).ok());
+    return out;
+}
+
 class Eagle3BadInput : public test::DeviceTest {};
 
 TEST_F(Eagle3BadInput, a_file_that_is_no_head_or_lacks_d2t_is_refused) {
@@ -98,6 +118,10 @@ TEST_F(Eagle3BadInput, a_head_for_another_target_is_refused_naming_both_values) 
     ASSERT_TRUE(t.model && t.kv);
     expect_head_refused(t, head_for_other_qwen3(test::make_temp_dir("eagle3-bad-vocab"), 64, 1024),
                         "the head is for a vocabulary of 1024 tokens, the target's has 512", "another vocabulary");
+    expect_head_refused(t, head_for_other_qwen3(test::make_temp_dir("eagle3-bad-width"), 128, 512),
+                        "the head reads target states of width 128, the target's are 64", "another width");
+    const std::string head = test::eagle3::write_head(test::eagle3::write_target(Target::qwen3, dir), false, dir);
+    expect_head_refused(t, with_target_layers(head, {0, 2, 40}), "40", "a layer the target does not have");
 }
 
 TEST_F(Eagle3BadInput, hf_configs_the_head_cannot_run_are_refused_by_name) {
