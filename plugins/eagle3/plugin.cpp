@@ -41,7 +41,7 @@ tdm_status init(const tdm_host_api* api, tdm_registry* reg, char* err, size_t er
 constexpr tdm_plugin_api kPlugin = tdm::sdk::PluginApi(kPluginName)
                                        .version("0.1.0")
                                        .description("the EAGLE-3 draft head (HF and llama.cpp GGUF layouts) for "
-                                                    "Llama, Qwen3 and GLM-4 targets")
+                                                    "Llama, Qwen3, Qwen3.5 and GLM-4 targets")
                                        .init(init);
 
 }  // namespace

@@ -3,6 +3,7 @@
 // of LlamaForCausalLMEagle3), the target's token table and LM head where the file has none
 // (through tdm.target_weights, shared, not copied), and the checks against the target that
 // need its weights: tap width, vocabulary, the widths the borrowed tables force.
+// Not here: the checks that need only the head's file (hparams.cpp).
 #include <tandem/ext/target_weights.h>
 
 #include "eagle3.h"

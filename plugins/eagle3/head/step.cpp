@@ -4,6 +4,7 @@
 // round's first step) or the previous step's state (chained steps) -> one decoder layer over
 // [input_layernorm(embed(token)); hidden_norm(g)] with its own KV -> the pre-norm state (the
 // next step's g) -> norm -> LM head -> the draft token as a target id (through d2t).
+// Not here: which rows a step gets and how its KV is rolled back (the host's).
 #include "eagle3.h"
 
 namespace eagle3 {

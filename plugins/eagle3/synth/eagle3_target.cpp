@@ -26,7 +26,9 @@ Result<TargetKeys> gguf_keys(const ModelSource& src) {
     const std::string a = src.architecture() + ".";
     TargetKeys k;
     k.n_embd = int64_t(TDM_TRY(g.get_uint(a + "embedding_length")));
-    k.n_layer = int64_t(TDM_TRY(g.get_uint(a + "block_count")));
+    // llama.cpp counts a carried MTP/NextN layer in block_count; the head taps the trunk
+    k.n_layer = int64_t(TDM_TRY(g.get_uint(a + "block_count"))) -
+                int64_t(TDM_TRY(g.get_uint_or(a + "nextn_predict_layers", 0)));
     k.n_head = int64_t(TDM_TRY(g.get_uint(a + "attention.head_count")));
     k.n_head_kv = int64_t(TDM_TRY(g.get_uint_or(a + "attention.head_count_kv", uint64_t(k.n_head))));
     k.head_dim = int64_t(TDM_TRY(g.get_uint_or(a + "attention.key_length", uint64_t(k.n_embd / k.n_head))));
