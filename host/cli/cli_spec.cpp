@@ -435,7 +435,7 @@ const ProgramSpec& program_spec() {
                           "plugin that provides the architecture writes it (`tandem plugins` lists them)."};
         synth.groups = {{"synth",
                          {{{"--arch"}, K::string, "ARCH", "Architecture: qwen3, qwen35, qwen35moe, gemma4, "
-                           "gemma4-assistant, glm4 or llama (in-tree), or any whose plugin has a synthesizer.", "qwen3"},
+                           "gemma4-assistant, glm4, llama or eagle3 (in-tree), or any whose plugin has a synthesizer.", "qwen3"},
                           {{"--preset"}, K::string, "NAME",
                            "Shape. qwen3: tiny, small, or 0.6b (Qwen3-0.6B's shape); qwen35: tiny or 0.8b "
                            "(Qwen3.5-0.8B's shape); qwen35moe: tiny-moe; gemma4: tiny-e2b, tiny-31b, tiny-26b, e2b, "
@@ -455,8 +455,10 @@ const ProgramSpec& program_spec() {
                           {{"--mtp"}, K::boolean, "BOOL", "qwen35, glm4: include the MTP head (default: true)."},
                           {{"--bias"}, K::boolean, "BOOL", "glm4: q/k/v attention biases, as GLM-4-0414 and GLM-4 "
                            "chat files have (default: false)."},
-                          {{"--rope-scaling"}, K::boolean, "BOOL", "llama: llama3 rope scaling (rope_freqs.weight "
-                           "in GGUF, rope_scaling in config.json) (default: true)."},
+                          {{"--rope-scaling"}, K::boolean, "BOOL", "llama, eagle3: llama3 rope scaling (rope_freqs.weight "
+                           "in GGUF, rope_scaling in config.json) (default: true for llama, false for eagle3)."},
+                          {{"--target"}, K::string, "FILE", "eagle3: the target model (GGUF or HF directory) the "
+                           "head drafts for; its width, heads, layers and vocabulary shape the head."},
                           {{"--vision"}, K::boolean, "BOOL", "glm4: include GLM-OCR's vision tower at the preset's "
                            "size, and the image tokens in the vocabulary. HF: model.visual.*, vision_config and "
                            "preprocessor_config.json in the directory; GGUF: llama.cpp's mmproj file "

@@ -216,7 +216,13 @@ Status check_memory_fits(App& app, const std::string& model_path, const RunShape
             auto dp = probe_architecture(*draft_src, *reg);
             if (dp.ok()) add_model(&plan, config, *draft_src, *dp, true, 1);  // one sequence (make_drafters.cpp)
         } else if (const DraftHeadEntry* h = reg->find_draft_head(type, probe->arch->desc->name)) {
-            TDM_TRY(add_draft_head(&plan, config, *h, **src, probe->n_ctx_train, shape.head_sequences));
+            // a head in a file of its own reads -md FILE (make_drafters)
+            std::unique_ptr<ModelSource> own;
+            if (!h->source_archs.empty() && !config.model.draft_path.empty()) {
+                auto d = ModelSource::open(config.model.draft_path);
+                if (d.ok()) own = std::move(d).value();
+            }
+            TDM_TRY(add_draft_head(&plan, config, *h, **src, probe->n_ctx_train, shape.head_sequences, std::move(own)));
         }
     }
     // --spec-auto without a type (or a command that drafts with the carried head by default):
@@ -225,7 +231,7 @@ Status check_memory_fits(App& app, const std::string& model_path, const RunShape
     if (spec_types(config).empty() && (config.speculative.auto_select || (shape.carried_head && !speculation_off(config)))) {
         const std::string arch = probe->arch->desc->name;
         for (const DraftHeadEntry& h : reg->draft_heads()) {
-            if (std::find(h.target_archs.begin(), h.target_archs.end(), arch) == h.target_archs.end()) continue;
+            if (!carried_by(h, arch)) continue;
             if (TDM_TRY(add_draft_head(&plan, config, h, **src, probe->n_ctx_train, shape.head_sequences))) break;
         }
     }

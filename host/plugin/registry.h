@@ -12,6 +12,7 @@
 #include <tandem/ext/encoder.h>
 #include <tandem/tandem.h>
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -45,6 +46,13 @@ struct DraftHeadEntry {
     std::vector<std::string> spec_types, target_archs;
     std::vector<std::string> source_archs;  // architectures of files holding this head alone
 };
+
+// Whether a target file of `target_arch` may carry `h` (the heads --spec-auto and chat try):
+// one of its targets, and not a head that lives in a file of its own (source_archs).
+inline bool carried_by(const DraftHeadEntry& h, std::string_view target_arch) {
+    return h.source_archs.empty() &&
+           std::find(h.target_archs.begin(), h.target_archs.end(), target_arch) != h.target_archs.end();
+}
 
 // An encoder (tdm.encoder): turns images into embedding rows of its target architectures.
 struct EncoderEntry {

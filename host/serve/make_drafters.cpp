@@ -18,8 +18,7 @@ namespace tdm {
 Result<bool> draft_head_available(DrafterHost& host, const Model& target) {
     Registry* reg = TDM_TRY(host.registry());
     for (const DraftHeadEntry& h : reg->draft_heads())
-        if (std::find(h.target_archs.begin(), h.target_archs.end(), target.arch().desc->name) != h.target_archs.end())
-            return true;
+        if (carried_by(h, target.arch().desc->name)) return true;
     return false;
 }
 
@@ -81,6 +80,8 @@ Result<DrafterChain> make_drafters(DrafterHost& host, const Model& target, const
         {"ngram_min_hits", std::to_string(cfg.speculative.ngram_min_hits)},
         {"ngram_cache", cfg.speculative.ngram_cache},
         {"n_vocab", std::to_string(target.info().n_vocab)},
+        // the default taps of a head that names none (EAGLE-3's {2, L/2, L-3})
+        {"target_n_layer", std::to_string(target.info().n_attention_layers)},
         {"mtp_hidden", cfg.speculative.mtp_hidden},
         {"draft_vocab", std::to_string(draft_vocab.value_or(0))},
     };
@@ -112,7 +113,16 @@ Result<DrafterChain> make_drafters(DrafterHost& host, const Model& target, const
             vk::PipelineManager* pm = TDM_TRY(host.pipelines());
             chain.owned.push_back(std::make_unique<DraftModelDrafter>(std::move(dm), std::move(kv), *dev, *pm));
         } else if (const DraftHeadEntry* h = reg->find_draft_head(type, target.arch().desc->name)) {
-            add_head(chain, TDM_TRY(make_draft_head(host, *h, type, target, target_kv, options, sequences)));
+            // a head that lives in a file of its own (source_archs) reads it from -md FILE: an
+            // EAGLE-3 head's HF directory says model_type "llama", so only its type selects it
+            std::shared_ptr<const ModelSource> md;
+            if (!h->source_archs.empty() && !cfg.model.draft_path.empty())
+                md = TDM_TRY_CTX(ModelSource::open(cfg.model.draft_path), "-md");
+            if (md)
+                add_head(chain, TDM_TRY_CTX(make_draft_head(host, *h, type, target, target_kv, options, sequences, md),
+                                            fmt::format("-md {}", cfg.model.draft_path)));
+            else
+                add_head(chain, TDM_TRY(make_draft_head(host, *h, type, target, target_kv, options, sequences)));
             continue;
         } else if (const DrafterEntry* e = reg->find_drafter(type)) {
             chain.owned.push_back(TDM_TRY(PluginDrafter::create(*e, options)));
@@ -137,8 +147,7 @@ Result<DrafterChain> make_drafters(DrafterHost& host, const Model& target, const
     const bool carried = cfg.speculative.auto_select || (carried_head_by_default && !speculation_off(cfg));
     if (chain.empty() && spec_types(cfg).empty() && carried) {
         for (const DraftHeadEntry& h : reg->draft_heads()) {
-            const auto& archs = h.target_archs;
-            if (std::find(archs.begin(), archs.end(), target.arch().desc->name) == archs.end()) continue;
+            if (!carried_by(h, target.arch().desc->name)) continue;
             auto d = make_draft_head(host, h, h.spec_types.empty() ? h.desc->name : h.spec_types[0], target,
                                      target_kv, options, sequences);
             if (!d.ok()) {

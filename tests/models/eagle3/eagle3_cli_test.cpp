@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/models/eagle3/eagle3_cli_test.cpp: EAGLE-3 through the built `tandem`: `tandem synth
+// --arch eagle3 --target FILE` writes a head shaped for the target in both layouts, and `tandem
+// run` drafts with it (a GGUF head found by its architecture with -md alone, an HF head with
+// --spec-type draft-eagle3 -md DIR, llama.cpp's spelling of eagle3), printing plain greedy
+// decoding's tokens.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_run.h"
+#include "support/fixtures.h"
+
+namespace tdm {
+namespace {
+
+const std::string kEagle3Env = "TANDEM_LOG=off";
+
+nlohmann::json eagle3_run_json(const std::string& target, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"run", "-m", target, "--prompt-tokens", "2,300,17,5,90,44,81,3,3,60,12",
+                                     "-n", "12", "--temp", "0", "--ignore-eos", "--output-format", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliRun r = tandem(args, kEagle3Env);
+    EXPECT_EQ(r.status, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out;
+    return j;
+}
+
+TEST(Eagle3Cli, synth_writes_heads_for_a_target_that_run_drafts_with) {
+    const std::string dir = test::make_temp_dir("eagle3-cli");
+    const std::string target = dir + "/t.gguf", gguf = dir + "/head.gguf", hf = dir + "/head-hf";
+    CliRun r = tandem({"synth", "--arch", "llama", "--layers", "4", "--type", "f16", "-o", target}, kEagle3Env);
+    ASSERT_EQ(r.status, 0) << r.err;
+    r = tandem({"synth", "--arch", "eagle3", "--target", target, "-o", gguf}, kEagle3Env);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(r.has("eagle3 head for " + target + " (n_embd 64, target layers 0,2,3)")) << r.err;
+    r = tandem({"synth", "--arch", "eagle3", "--target", target, "--format", "hf", "-o", hf}, kEagle3Env);
+    ASSERT_EQ(r.status, 0) << r.err;
+    r = tandem({"synth", "--arch", "eagle3", "-o", dir + "/x.gguf"}, kEagle3Env);
+    EXPECT_NE(r.status, 0);
+    EXPECT_TRUE(r.has("--target")) << r.err;
+
+    const nlohmann::json plain = eagle3_run_json(target, {});
+    ASSERT_TRUE(plain.contains("tokens"));
+    // the GGUF by its architecture; the HF directory by its type, in llama.cpp's spelling
+    for (const std::vector<std::string>& how :
+         {std::vector<std::string>{"-md", gguf}, std::vector<std::string>{"--spec-type", "draft-eagle3", "-md", hf}}) {
+        const nlohmann::json spec = eagle3_run_json(target, [&] {
+            std::vector<std::string> a = how;
+            a.insert(a.end(), {"--draft-max", "3"});
+            return a;
+        }());
+        ASSERT_TRUE(spec.contains("tokens")) << spec.dump();
+        EXPECT_EQ(spec["tokens"], plain["tokens"]) << how.back();
+        ASSERT_TRUE(spec.contains("speculative")) << spec.dump();
+        EXPECT_NE(spec["speculative"].dump().find("eagle3"), std::string::npos) << spec["speculative"].dump();
+    }
+}
+
+}  // namespace
+}  // namespace tdm
