@@ -14,21 +14,19 @@ layout(push_constant) uniform Params {
     uint K, N, x_off, x_stride;
     uint seg_group[3], seg_M[3], seg_w[3], seg_s[3], seg_y[3], seg_y_stride[3];
 } p;
-uint g_M, g_w_off, g_s_off, g_y_off, g_y_stride;
-#define MROWS g_M
-#define Y_OFF g_y_off
-#define Y_STRIDE g_y_stride
-#define W_OFF g_w_off
-#define S_OFF g_s_off
-uint enter_segment(uint group) {
-    const uint j = group >= p.seg_group[2] ? 2u : group >= p.seg_group[1] ? 1u : 0u;
-    g_M = p.seg_M[j];
-    g_w_off = p.seg_w[j];
-    g_s_off = p.seg_s[j];
-    g_y_off = p.seg_y[j];
-    g_y_stride = p.seg_y_stride[j];
-    return group - p.seg_group[j];
+// The segment of this workgroup. Recomputed where used rather than kept in private
+// variables: built from workgroup ids and push constants it stays a uniform scalar that
+// the compiler hoists, as the plain kernel's push constants are.
+uint segment() {
+    const uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * 65535u;
+    return group >= p.seg_group[2] ? 2u : group >= p.seg_group[1] ? 1u : 0u;
 }
+#define MROWS p.seg_M[segment()]
+#define Y_OFF p.seg_y[segment()]
+#define Y_STRIDE p.seg_y_stride[segment()]
+#define W_OFF p.seg_w[segment()]
+#define S_OFF p.seg_s[segment()]
+uint enter_segment(uint group) { return group - p.seg_group[segment()]; }
 #else
 layout(push_constant) uniform Params {
     uint K;         // columns
