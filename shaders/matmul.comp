@@ -22,6 +22,8 @@
 //
 // Dispatch: x = ceil(M / (R * subgroups per workgroup)) (wrapped into y beyond 65535). Variants:
 // matmul_<wtype>_<tex|buf>, wtype in f32 f16 bf16 q8_0 q4_0 q5_0 q5_1 q4_K q5_K q6_K.
+// GROUP (matmul_group_<wtype>_<tex|buf>): up to three weights in one dispatch
+// (include/matmul_group.glsl).
 // Weight planes: host/graph/weight_layout.h.
 #version 450
 #extension GL_EXT_control_flow_attributes : enable
@@ -46,23 +48,7 @@ layout(binding = 2, std430) readonly buffer XBuf { vec4 x4[]; };
 layout(binding = 3, std430) writeonly buffer YBuf { float y[]; };
 layout(binding = 4, std430) readonly buffer ABuf { float add[]; };
 
-layout(push_constant) uniform Params {
-    uint K;         // columns
-    uint M;         // rows in this dispatch
-    uint N;         // tokens
-    uint x_off;     // element offset of token 0 (multiple of 4)
-    uint x_stride;  // elements between tokens (multiple of 4)
-    uint y_off;     // element offset of (token 0, row 0) of this dispatch
-    uint y_stride;
-    uint w_off;     // texel offset of row 0 in the main plane
-    uint s_off;     // element offset of row 0 in the scale plane
-    uint add_off;
-    uint add_stride;
-    // 1: y = W x + add. A push constant, not a specialization constant: it only touches the
-    // final store, and as a constant it doubled the variants LLVM compiles on a CPU device
-    // (a q6_K variant for 8 tokens takes seconds).
-    uint fuse_add;
-} p;
+#include "matmul_group.glsl"
 
 #include "dequant.glsl"
 
@@ -70,9 +56,9 @@ void main() {
     // Each subgroup owns R rows and reduces them alone (subgroupAdd, no barrier);
     // a workgroup holds several subgroups so that lavapipe's per-workgroup
     // overhead is paid once for many rows.
-    const uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * 65535u;
+    const uint group = enter_segment(gl_WorkGroupID.x + gl_WorkGroupID.y * 65535u);
     const uint row0 = (group * gl_NumSubgroups + gl_SubgroupID) * R;
-    if (row0 >= p.M) return;  // whole subgroup: uniform
+    if (row0 >= MROWS) return;  // whole subgroup: uniform
     const uint lane = gl_SubgroupInvocationID, LS = gl_SubgroupSize;
     const uint units = p.K / UNIT;
 
@@ -85,7 +71,7 @@ void main() {
             [[unroll]] for (uint pc = 0; pc < PIECES; ++pc) {
                 const uint k0 = u * UNIT + piece_offset(pc);
                 vec4 w[R][8];
-                [[unroll]] for (uint r = 0; r < R; ++r) dequant_piece(min(row0 + r, p.M - 1), u, pc, w[r]);
+                [[unroll]] for (uint r = 0; r < R; ++r) dequant_piece(min(row0 + r, MROWS - 1), u, pc, w[r]);
                 [[unroll]] for (uint t = 0; t < NT; ++t) {
                     if (t < nt) {
                         vec4 xv[8];
@@ -102,7 +88,7 @@ void main() {
 #ifdef PLAIN_TAIL
         for (uint k = units * UNIT + 4 * lane; k < p.K; k += 4 * LS) {  // a partial last unit (plain types)
             vec4 w4[R];
-            [[unroll]] for (uint r = 0; r < R; ++r) w4[r] = dequant4(min(row0 + r, p.M - 1), k);
+            [[unroll]] for (uint r = 0; r < R; ++r) w4[r] = dequant4(min(row0 + r, MROWS - 1), k);
             [[unroll]] for (uint t = 0; t < NT; ++t) {
                 if (t < nt) {
                     const vec4 xv = X4(t, k);
@@ -116,10 +102,12 @@ void main() {
             [[unroll]] for (uint t = 0; t < NT; ++t) {
                 if (t < nt) {
                     const float v = subgroupAdd(acc[r * NT + t]);
-                    if (lane == 0 && row0 + r < p.M) {
+                    if (lane == 0 && row0 + r < MROWS) {
                         float o = v;
+#ifndef GROUP
                         if (p.fuse_add != 0u) o += add[p.add_off + (t0 + t) * p.add_stride + row0 + r];
-                        y[p.y_off + (t0 + t) * p.y_stride + row0 + r] = o;
+#endif
+                        y[Y_OFF + (t0 + t) * Y_STRIDE + row0 + r] = o;
                     }
                 }
             }

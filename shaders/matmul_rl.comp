@@ -5,6 +5,7 @@
 // fetched at a uniform address. Same bindings, push constants and batch
 // invariance as matmul.comp (each lane's accumulation order is fixed; the
 // code for one token never depends on N or NT).
+// GROUP (matmul_rl_group_*): up to three weights in one dispatch, as matmul.comp.
 #version 450
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
@@ -26,15 +27,12 @@ layout(binding = 2, std430) readonly buffer XBuf { vec4 x4[]; };
 layout(binding = 3, std430) writeonly buffer YBuf { float y[]; };
 layout(binding = 4, std430) readonly buffer ABuf { float add[]; };
 
-layout(push_constant) uniform Params {
-    uint K, M, N, x_off, x_stride, y_off, y_stride, w_off, s_off, add_off, add_stride;
-    uint fuse_add;  // 1: y = W x + add (see matmul.comp)
-} p;
+#include "matmul_group.glsl"
 
 #include "dequant.glsl"
 
 void main() {
-    const uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * 65535u;
+    const uint group = enter_segment(gl_WorkGroupID.x + gl_WorkGroupID.y * 65535u);
     const uint row0 = (group * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * R;
     const uint units = p.K / UNIT;
     for (uint t0 = 0; t0 < p.N; t0 += NT) {
@@ -47,10 +45,10 @@ void main() {
                 vec4 w[R][8];
                 float d[R];  // the piece's scale where the type has one per piece, else 1 (w already scaled)
 #ifdef HAS_PIECE_SCALE
-                [[unroll]] for (uint r = 0; r < R; ++r) d[r] = raw_piece(min(row0 + r, p.M - 1), u, pc, w[r]);
+                [[unroll]] for (uint r = 0; r < R; ++r) d[r] = raw_piece(min(row0 + r, MROWS - 1), u, pc, w[r]);
 #else
                 [[unroll]] for (uint r = 0; r < R; ++r) {
-                    dequant_piece(min(row0 + r, p.M - 1), u, pc, w[r]);
+                    dequant_piece(min(row0 + r, MROWS - 1), u, pc, w[r]);
                     d[r] = 1.0;
                 }
 #endif
@@ -70,7 +68,7 @@ void main() {
 #ifdef PLAIN_TAIL
         for (uint k = units * UNIT; k < p.K; k += 4) {  // a partial last unit (plain types)
             vec4 w4[R];
-            [[unroll]] for (uint r = 0; r < R; ++r) w4[r] = dequant4(min(row0 + r, p.M - 1), k);
+            [[unroll]] for (uint r = 0; r < R; ++r) w4[r] = dequant4(min(row0 + r, MROWS - 1), k);
             [[unroll]] for (uint t = 0; t < NT; ++t) {
                 if (t < nt) {
                     const vec4 xv = X4(t, k);
@@ -81,10 +79,12 @@ void main() {
 #endif
         [[unroll]] for (uint r = 0; r < R; ++r) {
             [[unroll]] for (uint t = 0; t < NT; ++t) {
-                if (t < nt && row0 + r < p.M) {
+                if (t < nt && row0 + r < MROWS) {
                     float o = acc[r * NT + t];
+#ifndef GROUP
                     if (p.fuse_add != 0u) o += add[p.add_off + (t0 + t) * p.add_stride + row0 + r];
-                    y[p.y_off + (t0 + t) * p.y_stride + row0 + r] = o;
+#endif
+                    y[Y_OFF + (t0 + t) * Y_STRIDE + row0 + r] = o;
                 }
             }
         }

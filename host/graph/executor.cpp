@@ -7,6 +7,7 @@
 #include <map>
 
 #include "common/log.h"
+#include "graph/fusion.h"
 #include "graph/weight.h"
 #include "ops/op_def.h"
 #include "ops/record.h"
@@ -111,6 +112,20 @@ Result<VkBufferView> CompiledGraph::texel_view(TensorId t) const {
     return view;
 }
 
+Result<VkBufferView> CompiledGraph::span_view(const vk::BufferSlice& s, VkFormat format) const {
+    for (const SpanView& v : span_views_)
+        if (v.buffer == s.handle() && v.offset == s.offset && v.size == s.size && v.format == format) return v.view;
+    VkBufferViewCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+    ci.buffer = s.handle();
+    ci.format = format;
+    ci.offset = s.offset;
+    ci.range = s.size;
+    VkBufferView view = VK_NULL_HANDLE;
+    TDM_VK_CHECK(device_.fn().vkCreateBufferView(device_.handle(), &ci, nullptr, &view), "texel view of a weight span");
+    span_views_.push_back({s.handle(), s.offset, s.size, format, view});
+    return view;
+}
+
 void* CompiledGraph::input_data(TensorId t) {
     TDM_ASSERT(graph_.tensor(t).kind == TensorKind::input);
     // the staging copy has the inputs buffer's layout
@@ -162,7 +177,7 @@ Status CompiledGraph::plan() {
     std::vector<uint64_t> act_off(n_tensors, 0);
     std::vector<bool> placed(n_tensors, false);
     for (size_t i = 0; i < nodes.size(); ++i) {
-        for (TensorId o : {nodes[i].out, nodes[i].out2}) {
+        for (TensorId o : nodes[i].results()) {
             if (o == kNoTensor) continue;
             const Tensor& x = graph_.tensor(o);
             if (x.kind != TensorKind::activation || is_output[o] || x.bound) continue;
@@ -179,7 +194,7 @@ Status CompiledGraph::plan() {
                 placed[b] = false;
             }
         }
-        for (TensorId o : {nodes[i].out, nodes[i].out2})
+        for (TensorId o : nodes[i].results())
             if (o != kNoTensor && placed[o] && last_use[o] == int(i)) {
                 ff.free(act_off[o]);
                 placed[o] = false;
@@ -313,8 +328,9 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
             const KvLayerBinding* kv = graph_.tensor(d.in[0]).kv;
             writes.push_back(slice_range(kv->k));
             writes.push_back(slice_range(kv->v));
+            if (node.out2 != kNoTensor) writes.push_back(range_of(node.out2));  // norm_rope_store's queries
         } else {
-            for (TensorId o : {node.out, node.out2})
+            for (TensorId o : node.results())
                 if (o != kNoTensor) writes.push_back(range_of(o));
         }
 
@@ -345,6 +361,8 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
 
 Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(vk::Device& device, vk::PipelineManager& pipelines,
                                                               Graph graph, const CompileOptions& options) {
+    // Fusion keeps every result bit for bit, but a NaN probe wants each op's own result.
+    if (options.fuse && !options.probe_non_finite && fusion_enabled()) fuse_graph(graph);
     std::unique_ptr<CompiledGraph> cg(new CompiledGraph(device, std::move(graph)));
     TDM_TRY(cg->plan());
     if (options.probe_non_finite) cg->probes_ = TDM_TRY(FiniteProbes::create(device, cg->graph_));
@@ -368,6 +386,7 @@ std::optional<ProbedTensor> CompiledGraph::first_non_finite() const {
 CompiledGraph::~CompiledGraph() {
     if (cb_ && cb_->pending()) (void)cb_->wait();
     for (auto& [id, view] : views_) device_.fn().vkDestroyBufferView(device_.handle(), view, nullptr);
+    for (const SpanView& v : span_views_) device_.fn().vkDestroyBufferView(device_.handle(), v.view, nullptr);
 }
 
 }  // namespace tdm

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/graph/executor.h: turns a Graph into a recorded command buffer and runs it.
 //
-// compile() places every activation in one device arena by liveness (a tensor's
+// compile() first fuses op chains (graph/fusion.h, unless CompileOptions::fuse is off),
+// then places every activation in one device arena by liveness (a tensor's
 // memory is reused once its last reader has run), gets every pipeline, and
 // records all dispatches with the barriers their read/write hazards need into a
 // single command buffer. Inputs and outputs (Graph::mark_output) live in device
@@ -36,6 +37,7 @@ struct GraphCounts {
 
 struct CompileOptions {
     bool probe_non_finite = false;  // scan each op's result for NaN/Inf (slow: TANDEM_CHECK_NAN=1)
+    bool fuse = true;               // fuse op chains first (graph/fusion.h; off under probe_non_finite)
 };
 
 class CompiledGraph {
@@ -81,6 +83,9 @@ public:
     vk::BufferSlice storage(TensorId t) const;
     // An RGBA32F texel view of a tensor's base storage (created on first use).
     Result<VkBufferView> texel_view(TensorId t) const;
+    // A texel view of any slice (the span of several weights a grouped matmul reads),
+    // created on first use and kept as long as the graph.
+    Result<VkBufferView> span_view(const vk::BufferSlice& s, VkFormat format) const;
 
 private:
     CompiledGraph(vk::Device& d, Graph g) : device_(d), graph_(std::move(g)) {}
@@ -95,6 +100,13 @@ private:
     uint64_t in_bytes_ = 0, out_bytes_ = 0;
     std::unordered_map<TensorId, vk::BufferSlice> storage_;  // by base tensor id
     mutable std::unordered_map<TensorId, VkBufferView> views_;  // by base tensor id
+    struct SpanView {
+        VkBuffer buffer;
+        uint64_t offset, size;
+        VkFormat format;
+        VkBufferView view;
+    };
+    mutable std::vector<SpanView> span_views_;
     std::unique_ptr<vk::CommandBuffer> cb_;
     std::unique_ptr<FiniteProbes> probes_;  // only with probe_non_finite
     uint64_t activation_bytes_ = 0;

@@ -16,7 +16,7 @@ Result<std::unique_ptr<FiniteProbes>> FiniteProbes::create(vk::Device& device, c
     for (size_t i = 0; i < nodes.size(); ++i) {
         const OpDef* def = find_op(nodes[i].desc.op);
         if (!def || !def->record) continue;  // a view: its base was probed where it was written
-        for (TensorId o : {nodes[i].out, nodes[i].out2}) {
+        for (TensorId o : nodes[i].results()) {
             if (o == kNoTensor) continue;
             const Tensor& t = graph.tensor(o);
             if (t.kind != TensorKind::activation || t.type != DType::F32) continue;

@@ -121,6 +121,17 @@ TensorId Graph::second_output(TensorId out) const {
     return kNoTensor;
 }
 
+void Graph::replace_nodes(std::vector<Node> nodes) {
+    nodes_ = std::move(nodes);
+    for (Tensor& t : tensors_)
+        if (t.kind != TensorKind::view) t.producer = -1;
+    for (size_t i = 0; i < nodes_.size(); ++i)
+        for (TensorId o : nodes_[i].results())
+            if (o != kNoTensor) tensors_[o].producer = int(i);
+    for (Tensor& t : tensors_)
+        if (t.kind == TensorKind::view) t.producer = tensors_[t.base].producer;
+}
+
 Status Graph::mark_output(TensorId t) {
     if (t == kNoTensor || t >= tensors_.size())
         return Error::coded(TDM_ERR_INVALID_ARGUMENT, "mark_output: invalid tensor");

@@ -14,6 +14,7 @@
 
 #include <tandem/ops.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,9 @@ struct Node {
     OpDesc desc;
     TensorId out = kNoTensor;
     TensorId out2 = kNoTensor;  // second output (top-k values)
+    TensorId out3 = kNoTensor;  // third output (a fused matmul of three weights: graph/fusion.h)
+    // Every result slot, kNoTensor where the node has none.
+    std::array<TensorId, 3> results() const { return {out, out2, out3}; }
     // The batch the op belongs to (kv_store, attention, state ops): the graph's
     // batch inputs when the op was added. A graph that chains several steps
     // (draft heads) sets a new batch before each step.
@@ -163,6 +167,9 @@ public:
     Tensor& tensor_mut(TensorId id) { return tensors_[id]; }
     size_t tensor_count() const { return tensors_.size(); }
     const std::vector<Node>& nodes() const { return nodes_; }
+    // Replaces the node list (graph/fusion.cpp): the same tensors, produced by other
+    // nodes; tensors no node produces any more are never placed.
+    void replace_nodes(std::vector<Node> nodes);
     const std::vector<TensorId>& outputs() const { return outputs_; }
     const std::vector<TensorId>& inputs() const { return inputs_; }
     TensorId find(std::string_view name) const;  // last tensor with this name

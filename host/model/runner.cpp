@@ -39,9 +39,13 @@ uint64_t Runner::matmul_weight_bytes() const {
     std::set<const DeviceWeight*> seen;
     uint64_t n = 0;
     for (const Node& node : g.nodes()) {
-        if (node.desc.op != TDM_OP_MATMUL && node.desc.op != kOpInternalMatmulQ8) continue;
-        const DeviceWeight* w = g.tensor(node.desc.in[0]).weight;
-        if (seen.insert(w).second) n += w->device_bytes();
+        // a fused matmul_group (graph/fusion.h) reads the weights after its input x
+        const bool group = node.desc.op == kOpInternalMatmulGroup;
+        if (node.desc.op != TDM_OP_MATMUL && node.desc.op != kOpInternalMatmulQ8 && !group) continue;
+        for (int k = group ? 1 : 0; k < (group ? node.desc.n_in : 1); ++k) {
+            const DeviceWeight* w = g.tensor(node.desc.in[k]).weight;
+            if (seen.insert(w).second) n += w->device_bytes();
+        }
     }
     return n;
 }

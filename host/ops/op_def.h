@@ -58,6 +58,10 @@ struct OpDef {
 // query_op know only the public codes). Codes far above any public one.
 constexpr tdm_op kOpInternalQuantizeQ8 = tdm_op(0x40000000);  // ops/matmul_q8.cpp
 constexpr tdm_op kOpInternalMatmulQ8 = tdm_op(0x40000001);
+constexpr tdm_op kOpInternalNormRope = tdm_op(0x40000002);       // ops/norm_rope.cpp (graph/fusion.cpp)
+constexpr tdm_op kOpInternalNormRopeStore = tdm_op(0x40000003);
+constexpr tdm_op kOpInternalMatmulGroup = tdm_op(0x40000004);    // ops/matmul_group.cpp (graph/fusion.cpp)
+constexpr tdm_op kOpInternalNormAdd = tdm_op(0x40000005);        // ops/norm_add.cpp (graph/fusion.cpp)
 // Words per row of quantize_q8's result for rows of k elements (ops/matmul_q8.cpp).
 uint32_t q8_row_words(int64_t k);
 

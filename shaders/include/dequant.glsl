@@ -10,18 +10,24 @@
 // Plain types (F32, F16, BF16) also define PLAIN_TAIL and dequant4(row, k), the 4
 // weights at columns k..k+3: their rows need only be 16 bytes long, so K may end
 // in a partial 32-element unit that the matmuls finish 4 columns at a time.
+// W_OFF and S_OFF: the weight's first texel and scale field, the push constants w_off
+// and s_off unless the kernel defines them (a grouped matmul: one per weight).
+#ifndef W_OFF
+#define W_OFF p.w_off
+#define S_OFF p.s_off
+#endif
 #if defined(WTYPE_F32)
 const uint UNIT = 32, PIECES = 1;
 void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
-    const uint base = p.w_off + row * (p.K / 4) + u * 8;
+    const uint base = W_OFF + row * (p.K / 4) + u * 8;
     [[unroll]] for (uint j = 0; j < 8; ++j) w[j] = uintBitsToFloat(load_w(base + j));
 }
 #define PLAIN_TAIL
-vec4 dequant4(uint row, uint k) { return uintBitsToFloat(load_w(p.w_off + row * (p.K / 4) + k / 4)); }
+vec4 dequant4(uint row, uint k) { return uintBitsToFloat(load_w(W_OFF + row * (p.K / 4) + k / 4)); }
 #elif defined(WTYPE_F16) || defined(WTYPE_BF16)
 const uint UNIT = 32, PIECES = 1;
 void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
-    const uint base = p.w_off + row * (p.K / 8) + u * 4;
+    const uint base = W_OFF + row * (p.K / 8) + u * 4;
     [[unroll]] for (uint j = 0; j < 4; ++j) {
         const uvec4 q = load_w(base + j);
 #if defined(WTYPE_F16)
@@ -35,7 +41,7 @@ void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
 }
 #define PLAIN_TAIL
 vec4 dequant4(uint row, uint k) {
-    const uvec4 q = load_w(p.w_off + row * (p.K / 8) + k / 8);
+    const uvec4 q = load_w(W_OFF + row * (p.K / 8) + k / 8);
     const uvec2 h = (k & 4u) == 0u ? q.xy : q.zw;
 #if defined(WTYPE_F16)
     return vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y));
@@ -47,8 +53,8 @@ vec4 dequant4(uint row, uint k) {
 const uint UNIT = 32, PIECES = 1;
 void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
     const uint nb = p.K / 32;
-    const uvec4 q0 = load_row_w(p.w_off, row, 2 * nb, 2 * u), q1 = load_row_w(p.w_off, row, 2 * nb, 2 * u + 1);
-    const float d = load_row_scale(p.s_off, row, nb, u);
+    const uvec4 q0 = load_row_w(W_OFF, row, 2 * nb, 2 * u), q1 = load_row_w(W_OFF, row, 2 * nb, 2 * u + 1);
+    const float d = load_row_scale(S_OFF, row, nb, u);
     [[unroll]] for (uint j = 0; j < 4; ++j) {
         w[j] = vec4(i8x4(q0[j])) * d;
         w[4 + j] = vec4(i8x4(q1[j])) * d;
@@ -59,29 +65,29 @@ void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
 #define HAS_PIECE_SCALE
 float raw_piece(uint row, uint u, uint pc, out vec4 q[8]) {
     const uint nb = p.K / 32;
-    const uvec4 q0 = load_row_w(p.w_off, row, 2 * nb, 2 * u), q1 = load_row_w(p.w_off, row, 2 * nb, 2 * u + 1);
+    const uvec4 q0 = load_row_w(W_OFF, row, 2 * nb, 2 * u), q1 = load_row_w(W_OFF, row, 2 * nb, 2 * u + 1);
     [[unroll]] for (uint j = 0; j < 4; ++j) {
         q[j] = vec4(i8x4(q0[j]));
         q[4 + j] = vec4(i8x4(q1[j]));
     }
-    return load_row_scale(p.s_off, row, nb, u);
+    return load_row_scale(S_OFF, row, nb, u);
 }
 #elif defined(WTYPE_Q4_0)
 const uint UNIT = 32, PIECES = 1;
 #define HAS_PIECE_SCALE
 float raw_piece(uint row, uint u, uint pc, out vec4 q[8]) {
     const uint nb = p.K / 32;
-    const uvec4 v = load_row_w(p.w_off, row, nb, u);
+    const uvec4 v = load_row_w(W_OFF, row, nb, u);
     [[unroll]] for (uint j = 0; j < 4; ++j) {
         q[j] = lo4(v[j]) - 8.0;
         q[4 + j] = hi4(v[j]) - 8.0;
     }
-    return load_row_scale(p.s_off, row, nb, u);
+    return load_row_scale(S_OFF, row, nb, u);
 }
 void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
     const uint nb = p.K / 32;
-    const uvec4 q = load_row_w(p.w_off, row, nb, u);
-    const float d = load_row_scale(p.s_off, row, nb, u);
+    const uvec4 q = load_row_w(W_OFF, row, nb, u);
+    const float d = load_row_scale(S_OFF, row, nb, u);
     [[unroll]] for (uint j = 0; j < 4; ++j) {
         w[j] = (lo4(q[j]) - 8.0) * d;      // weights 4j .. 4j+3
         w[4 + j] = (hi4(q[j]) - 8.0) * d;  // weights 16+4j ..
@@ -97,8 +103,8 @@ uint q5_fields_per_row() { return (p.K / 32) * Q5_FIELDS; }
 // index within the row of the block's first scale-plane field.
 uint q5_quants(uint row, uint u, out vec4 q[8]) {
     const uint f = u * Q5_FIELDS;
-    const uint qh = q5_high_bits(p.s_off, row, q5_fields_per_row(), f);
-    const uvec4 v = load_row_w(p.w_off, row, p.K / 32, u);
+    const uint qh = q5_high_bits(S_OFF, row, q5_fields_per_row(), f);
+    const uvec4 v = load_row_w(W_OFF, row, p.K / 32, u);
     [[unroll]] for (uint i = 0; i < 4; ++i) {
         const uint lo = qh >> (4 * i), hi = qh >> (16 + 4 * i);  // fifth bits of weights 4i.., 16+4i..
         q[i] = lo4(v[i]) + 16.0 * vec4(uvec4(lo, lo >> 1, lo >> 2, lo >> 3) & 1u);
@@ -111,7 +117,7 @@ uint q5_quants(uint row, uint u, out vec4 q[8]) {
 float raw_piece(uint row, uint u, uint pc, out vec4 q[8]) {
     const uint f = q5_quants(row, u, q);
     [[unroll]] for (uint j = 0; j < 8; ++j) q[j] -= 16.0;
-    return load_row_scale(p.s_off, row, q5_fields_per_row(), f);
+    return load_row_scale(S_OFF, row, q5_fields_per_row(), f);
 }
 void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
     const float d = raw_piece(row, u, pc, w);
@@ -120,7 +126,7 @@ void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
 #else
 void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
     const uint f = q5_quants(row, u, w), fpr = q5_fields_per_row();
-    const float d = load_row_scale(p.s_off, row, fpr, f), m = load_row_scale(p.s_off, row, fpr, f + 1);
+    const float d = load_row_scale(S_OFF, row, fpr, f), m = load_row_scale(S_OFF, row, fpr, f + 1);
     [[unroll]] for (uint j = 0; j < 8; ++j) w[j] = w[j] * d + m;
 }
 #endif
@@ -136,7 +142,7 @@ const uint UNIT = 64, PIECES = 2;
 void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
     const uint b = u / 4, c = u % 4, j = 2 * c + pc;  // j: sub-block
     const uint tpr = (p.K / 256) * TEX, base = b * TEX;  // texels per row, the block's first
-    const uvec4 h = load_row_w(p.w_off, row, tpr, base);
+    const uvec4 h = load_row_w(W_OFF, row, tpr, base);
     const float d = half_lo(h.x), dmin = half_hi(h.x);
     uint sc, m;  // get_scale_min_k4(j); scales[i] = byte 4 + i of the header
     if (j < 4) {
@@ -147,10 +153,10 @@ void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
         m = (byte_of(h, 8 + j) >> 4) | ((byte_of(h, 4 + j) >> 6) << 4);
     }
     const float d1 = d * float(sc), m1 = dmin * float(m);
-    const uvec4 qa = load_row_w(p.w_off, row, tpr, base + QS + 2 * c);
-    const uvec4 qb = load_row_w(p.w_off, row, tpr, base + QS + 2 * c + 1);
+    const uvec4 qa = load_row_w(W_OFF, row, tpr, base + QS + 2 * c);
+    const uvec4 qb = load_row_w(W_OFF, row, tpr, base + QS + 2 * c + 1);
 #if defined(WTYPE_Q5_K)
-    const uvec4 qh0 = load_row_w(p.w_off, row, tpr, base + 1), qh1 = load_row_w(p.w_off, row, tpr, base + 2);
+    const uvec4 qh0 = load_row_w(W_OFF, row, tpr, base + 1), qh1 = load_row_w(W_OFF, row, tpr, base + 2);
 #endif
     [[unroll]] for (uint i = 0; i < 4; ++i) {
         vec4 va = pc == 0 ? lo4(qa[i]) : hi4(qa[i]);
@@ -171,12 +177,12 @@ const uint TEX = 13, UNIT = 128, PIECES = 4;
 void dequant_piece(uint row, uint u, uint g, out vec4 w[8]) {
     const uint b = u / 2, hh = u % 2;
     const uint nb = p.K / 256, tpr = nb * TEX, base = b * TEX;  // texels per row, the block's first
-    const float d = load_row_scale(p.s_off, row, nb, b);
-    const uvec4 scv = load_row_w(p.w_off, row, tpr, base + 12);
+    const float d = load_row_scale(S_OFF, row, nb, b);
+    const uvec4 scv = load_row_w(W_OFF, row, tpr, base + 12);
     const uint qlt = 4 * hh + 2 * (g & 1u);  // texel of ql[64hh + 32(g&1)]
-    const uvec4 qa = load_row_w(p.w_off, row, tpr, base + qlt), qb = load_row_w(p.w_off, row, tpr, base + qlt + 1);
-    const uvec4 qh0 = load_row_w(p.w_off, row, tpr, base + 8 + 2 * hh);
-    const uvec4 qh1 = load_row_w(p.w_off, row, tpr, base + 9 + 2 * hh);
+    const uvec4 qa = load_row_w(W_OFF, row, tpr, base + qlt), qb = load_row_w(W_OFF, row, tpr, base + qlt + 1);
+    const uvec4 qh0 = load_row_w(W_OFF, row, tpr, base + 8 + 2 * hh);
+    const uvec4 qh1 = load_row_w(W_OFF, row, tpr, base + 9 + 2 * hh);
     const uint is = 8 * hh + 2 * g;  // scale index of weights l = 0..15
     const float da = d * float(bitfieldExtract(int(scv[is >> 2]), int((is & 3u) * 8u), 8));
     const float db = d * float(bitfieldExtract(int(scv[(is + 1) >> 2]), int(((is + 1) & 3u) * 8u), 8));
