@@ -58,6 +58,11 @@ struct OpDef {
 // query_op know only the public codes). Codes far above any public one.
 constexpr tdm_op kOpInternalQuantizeQ8 = tdm_op(0x40000000);  // ops/matmul_q8.cpp
 constexpr tdm_op kOpInternalMatmulQ8 = tdm_op(0x40000001);
+constexpr tdm_op kOpInternalArgmaxSlices = tdm_op(0x40000002);  // ops/argmax.cpp
+// Columns of a row that one workgroup of argmax's first pass reduces, and the slices of a
+// row of `cols` (argmax_slices' result holds a value and an index per slice and row).
+constexpr uint32_t kArgmaxSlice = 1024;
+uint32_t argmax_slices(int64_t cols);
 // Words per row of quantize_q8's result for rows of k elements (ops/matmul_q8.cpp).
 uint32_t q8_row_words(int64_t k);
 

@@ -162,12 +162,13 @@ TEST_P(ModelGraphCounts, staged_io_gives_the_mapped_paths_logits_and_binds_no_ho
 
 INSTANTIATE_TEST_SUITE_P(
     Families, ModelGraphCounts,
-    // the tiny presets: the counts grow by a fixed amount per layer
-    ::testing::Values(CountCase{"qwen3_tiny", qwen3_tiny, {36, 29, 0}, {36, 29, 0}},
-                      CountCase{"qwen35_tiny", qwen35_tiny, {76, 63, 0}, {76, 63, 0}},
-                      CountCase{"gemma4_tiny_e2b", gemma4_tiny_e2b, {140, 129, 0}, {140, 129, 0}},
-                      CountCase{"glm_tiny", glm_tiny, {38, 31, 0}, {38, 31, 0}},
-                      CountCase{"llama_tiny", llama_tiny, {32, 25, 0}, {32, 25, 0}}),
+    // the tiny presets: the counts grow by a fixed amount per layer (the argmax's two
+    // passes, ops/argmax.cpp, are one dispatch and one barrier more than its one pass was)
+    ::testing::Values(CountCase{"qwen3_tiny", qwen3_tiny, {37, 30, 0}, {37, 30, 0}},
+                      CountCase{"qwen35_tiny", qwen35_tiny, {77, 64, 0}, {77, 64, 0}},
+                      CountCase{"gemma4_tiny_e2b", gemma4_tiny_e2b, {141, 130, 0}, {141, 130, 0}},
+                      CountCase{"glm_tiny", glm_tiny, {39, 32, 0}, {39, 32, 0}},
+                      CountCase{"llama_tiny", llama_tiny, {33, 26, 0}, {33, 26, 0}}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace
