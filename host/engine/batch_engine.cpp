@@ -464,6 +464,7 @@ bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
     if (outputs.empty()) outputs.push_back(int32_t(tokens.size() - 1));  // middle chunks only: unused
     const double t0 = steady_now_ms();
     ForwardInput in{tokens, positions, run.front()->slot->seq, outputs, seqs, positions4, image_rows};
+    in.read_logits = std::any_of(run.begin(), run.end(), [](const Session* s) { return s->reads_logits(); });
     auto out = runner_.forward(in);
     const double pass_ms = steady_now_ms() - t0;
     if (out.ok()) cost_.observe(uint32_t(tokens.size()), uint32_t(outputs.size()), pass_ms);

@@ -243,7 +243,7 @@ bool BatchEngine::deliver(Session& s, const ForwardOutput& out, uint32_t out0, b
     size_t i = 0;
     for (; i < s.fresh.size() && wanted; ++i) {
         const auto [tok, row] = s.fresh[i];
-        const float* logits = out.logits + size_t(out0 + row) * n_vocab;
+        const float* logits = out.logits ? out.logits + size_t(out0 + row) * n_vocab : nullptr;  // reads_logits()
         if (s.req.logits_sink && !(first_row_sunk && i == 0)) s.req.logits_sink(logits, n_vocab);
         const std::string piece = s.stream ? s.stream->push(tok) : std::string();
         std::optional<TokenLogprobs> lp;
@@ -283,7 +283,7 @@ void BatchEngine::settle(Session& s, const ForwardOutput& out, uint32_t row0, ui
     out0 = sink_prompt_logits(s, out, out0);
     if (s.n_kv + s.chunk < s.history.size()) return settle_chunk(s, out, row0);
     const uint32_t n_vocab = runner_.model().info().n_vocab;
-    VerifyRows rows{out.logits + size_t(out0) * n_vocab, out.argmax + out0, n_vocab};
+    VerifyRows rows{out.logits ? out.logits + size_t(out0) * n_vocab : nullptr, out.argmax + out0, n_vocab};
     // with a constraint, greedy's argmax too is of the masked rows: the device's is not
     if (s.constraint)
         rows = s.masked.mask(rows, uint32_t(s.proposal.drafts.size()) + 1, *s.constraint, s.draft_states);

@@ -56,6 +56,9 @@ struct BatchEngine::Session {
     uint32_t pos() const { return uint32_t(history.size()) - 1; }  // of history.back()
     // The prompt's rows go through the pass with their logits (SessionRequest::logits_all).
     bool all_rows() const { return req.logits_all && result.tokens.empty(); }
+    // Whether the host reads its logits: a sampler at T > 0 (or with bias or penalties), a
+    // constraint's masks, logprobs, a logits sink. A greedy session needs only the argmax.
+    bool reads_logits() const { return !greedy || constraint || req.logits_sink || req.logprobs >= 0; }
 
     DrafterStats& stats_of(const ChainedDrafter& d) { return result.spec.drafters[d.stat]; }
     void turn_off(ChainedDrafter& d, const Error& e) { tdm::turn_off(d, result.spec, e); }

@@ -133,14 +133,19 @@ void* CompiledGraph::input_data(TensorId t) {
     return storage(t).mapped();
 }
 
+bool CompiledGraph::read_on_request(TensorId t) const {
+    return std::find(on_request_.begin(), on_request_.end(), graph_.tensor(t).base) != on_request_.end();
+}
+
 const void* CompiledGraph::output_data(TensorId t) const {
+    if (!read_requested_ && read_on_request(t)) return nullptr;
     const vk::BufferSlice s = storage(t);
     // outputs the graph placed (not bound ones) are read from the copy of their buffer
     if (output_staging_ && s.buffer == outputs_.get()) return output_staging_->mapped() + s.offset;
     return s.mapped();
 }
 
-Status CompiledGraph::plan() {
+Status CompiledGraph::plan(const std::vector<TensorId>& read_on_request) {
     const auto& nodes = graph_.nodes();
     const size_t n_tensors = graph_.tensor_count();
     std::vector<int> last_use(n_tensors, -1);
@@ -164,12 +169,22 @@ Status CompiledGraph::plan() {
         in_off[t] = in_bytes;
         in_bytes = align_up(in_bytes + tensor_bytes(graph_.tensor(t)), kAlign);
     }
-    for (TensorId t = 1; t < n_tensors; ++t) {
-        const Tensor& x = graph_.tensor(t);
-        if (x.kind == TensorKind::activation && is_output[t]) {
+    for (TensorId t : read_on_request) {
+        const TensorId b = graph_.tensor(t).base;
+        if (!is_output[b] || graph_.tensor(b).kind != TensorKind::activation || graph_.tensor(b).bound)
+            return Error::format("{} is read on request but is not a graph output", graph_.describe(t));
+        on_request_.push_back(b);
+    }
+    // the outputs always read back first, then those read on request: two contiguous copies
+    for (const bool on_request : {false, true}) {
+        for (TensorId t = 1; t < n_tensors; ++t) {
+            const Tensor& x = graph_.tensor(t);
+            if (x.kind != TensorKind::activation || !is_output[t]) continue;
+            if ((std::find(on_request_.begin(), on_request_.end(), t) != on_request_.end()) != on_request) continue;
             out_off[t] = out_bytes;
             out_bytes = align_up(out_bytes + tensor_bytes(x), kAlign);
         }
+        if (!on_request) out_always_bytes_ = out_bytes;
     }
 
     // activations: first fit by liveness, in node order
@@ -352,10 +367,22 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
     if (output_staging_) {  // the results the host reads, after every dispatch wrote them
         cb_->record_barrier();
         ++barriers_;
-        cb_->record_copy({outputs_.get(), 0, out_bytes_}, {output_staging_.get(), 0, out_bytes_}, out_bytes_);
+        if (out_always_bytes_)
+            cb_->record_copy({outputs_.get(), 0, out_always_bytes_}, {output_staging_.get(), 0, out_always_bytes_},
+                             out_always_bytes_);
     }
     cb_->record_host_barrier();
     TDM_TRY(cb_->end());
+    if (output_staging_ && out_bytes_ > out_always_bytes_) {
+        // submitted after cb_, whose last barrier orders every dispatch before these copies
+        readback_cb_ = TDM_TRY(vk::CommandBuffer::create(device_));
+        TDM_TRY(readback_cb_->begin());
+        const uint64_t n = out_bytes_ - out_always_bytes_;
+        readback_cb_->record_copy({outputs_.get(), out_always_bytes_, n},
+                                  {output_staging_.get(), out_always_bytes_, n}, n);
+        readback_cb_->record_host_barrier();
+        TDM_TRY(readback_cb_->end());
+    }
     return {};
 }
 
@@ -364,7 +391,7 @@ Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(vk::Device& device
     // Fusion keeps every result bit for bit, but a NaN probe wants each op's own result.
     if (options.fuse && !options.probe_non_finite && fusion_enabled()) fuse_graph(graph);
     std::unique_ptr<CompiledGraph> cg(new CompiledGraph(device, std::move(graph)));
-    TDM_TRY(cg->plan());
+    TDM_TRY(cg->plan(options.read_on_request));
     if (options.probe_non_finite) cg->probes_ = TDM_TRY(FiniteProbes::create(device, cg->graph_));
     TDM_TRY(cg->record(pipelines));
     TDM_LOG_DEBUG("graph", "compiled {} nodes: {} dispatches ({} binding host memory), {} barriers, {} activations",
@@ -373,9 +400,10 @@ Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(vk::Device& device
     return cg;
 }
 
-Status CompiledGraph::submit() {
+Status CompiledGraph::submit(bool read_requested) {
     if (probes_) probes_->reset();
-    return cb_->submit();
+    read_requested_ = read_requested;
+    return cb_->submit(read_requested ? readback_cb_.get() : nullptr);
 }
 
 std::optional<ProbedTensor> CompiledGraph::first_non_finite() const {

@@ -13,6 +13,12 @@
 // recorded buffer is replayed by every run(), so a model keeps one compiled graph
 // per batch shape; positions, sequence ids and block tables are device data, not
 // recorded constants, so the same graph serves every step.
+// Outputs named in CompileOptions::read_on_request (the logits, which a greedy step does
+// not need: its token ids come from the in-graph argmax) reach the host only after a run
+// that asks for them (submit(true)): on the staged path a second, copies-only command
+// buffer follows the graph's in the same submission; on either path output_data() of
+// such an output is null after a run that did not ask, so that a reader that forgot to
+// ask fails on lavapipe as it would on a GPU.
 // With CompileOptions::probe_non_finite, every op's f32 result is also scanned for
 // NaN/Inf as the graph runs (graph/finite_probe.h): a debugging aid, off by default.
 #pragma once
@@ -38,6 +44,7 @@ struct GraphCounts {
 struct CompileOptions {
     bool probe_non_finite = false;  // scan each op's result for NaN/Inf (slow: TANDEM_CHECK_NAN=1)
     bool fuse = true;               // fuse op chains first (graph/fusion.h; off under probe_non_finite)
+    std::vector<TensorId> read_on_request;  // outputs read back only by submit(true)
 };
 
 class CompiledGraph {
@@ -52,15 +59,17 @@ public:
     void* input_data(TensorId t);
     template <class T>
     T* input_as(TensorId t) { return static_cast<T*>(input_data(t)); }
-    // Host memory of an output tensor; valid after wait()/run().
+    // Host memory of an output tensor; valid after wait()/run(). Null for an output read
+    // on request when the last submit() did not ask for it.
     const void* output_data(TensorId t) const;
     template <class T>
     const T* output_as(TensorId t) const { return static_cast<const T*>(output_data(t)); }
 
-    Status submit();
+    // read_requested: also bring back the outputs of CompileOptions::read_on_request.
+    Status submit(bool read_requested = true);
     Status wait() { return cb_->wait(); }
-    Status run() {
-        TDM_TRY(submit());
+    Status run(bool read_requested = true) {
+        TDM_TRY(submit(read_requested));
         return wait();
     }
     bool pending() const { return cb_->pending(); }
@@ -89,7 +98,8 @@ public:
 
 private:
     CompiledGraph(vk::Device& d, Graph g) : device_(d), graph_(std::move(g)) {}
-    Status plan();
+    Status plan(const std::vector<TensorId>& read_on_request);
+    bool read_on_request(TensorId t) const;
     Status record(vk::PipelineManager& pipelines);
 
     vk::Device& device_;
@@ -97,7 +107,11 @@ private:
     std::unique_ptr<vk::Buffer> activations_, inputs_, outputs_;
     // staged I/O only: what the host writes and reads, copied in and out by the command buffer
     std::unique_ptr<vk::Buffer> input_staging_, output_staging_;
-    uint64_t in_bytes_ = 0, out_bytes_ = 0;
+    // outputs_ holds the outputs always read back, then those read on request
+    uint64_t in_bytes_ = 0, out_bytes_ = 0, out_always_bytes_ = 0;
+    std::vector<TensorId> on_request_;  // base tensors of CompileOptions::read_on_request
+    bool read_requested_ = true;        // by the last submit()
+    std::unique_ptr<vk::CommandBuffer> readback_cb_;  // staged I/O: copies of the on-request outputs
     std::unordered_map<TensorId, vk::BufferSlice> storage_;  // by base tensor id
     mutable std::unordered_map<TensorId, VkBufferView> views_;  // by base tensor id
     struct SpanView {

@@ -204,11 +204,27 @@ Result<TensorId> Graph::op(const OpDesc& d) {
         if (d.in[k] == kNoTensor || d.in[k] >= tensors_.size())
             return Error::coded(TDM_ERR_INVALID_ARGUMENT, "{}: input {} is not a valid tensor", def->name, k);
     if (def->check_params) TDM_TRY(def->check_params(d));
+    if (d.op == TDM_OP_ARGMAX) return argmax_op(d);
+    return add_node(*def, d);
+}
 
+Result<TensorId> Graph::argmax_op(const OpDesc& d) {
+    OpDesc slices;
+    slices.op = kOpInternalArgmaxSlices;
+    slices.in[0] = d.in[0];
+    slices.n_in = 1;
+    slices.name = (d.name.empty() ? std::string("argmax") : d.name) + ".slices";
+    OpDesc combine = d;
+    combine.in[1] = TDM_TRY(op(slices));
+    combine.n_in = 2;
+    return add_node(*find_op(TDM_OP_ARGMAX), combine);
+}
+
+Result<TensorId> Graph::add_node(const OpDef& def, const OpDesc& d) {
     const int node = int(nodes_.size());
-    std::string name = d.name.empty() ? def->name : d.name;
-    OpContext c(*this, d, *def, node, name);
-    TDM_TRY(def->validate(c));
+    std::string name = d.name.empty() ? def.name : d.name;
+    OpContext c(*this, d, def, node, name);
+    TDM_TRY(def.validate(c));
 
     Node n;
     n.desc = d;

@@ -26,6 +26,7 @@ namespace tdm {
 
 class DeviceWeight;
 class OpContext;
+struct OpDef;
 struct CustomOp;
 
 using TensorId = uint32_t;  // 0 = none
@@ -181,6 +182,11 @@ private:
     TensorId add_tensor(Tensor t);
     // The int8 form of a Q8_0 matmul, or kNoTensor when its inputs do not allow one.
     Result<TensorId> int8_matmul_op(const OpDesc& d);
+    // Argmax in two passes (ops/argmax.cpp): the argmax_slices node, then the argmax node
+    // that combines its partials (its second input).
+    Result<TensorId> argmax_op(const OpDesc& d);
+    // Validates d against def and appends its node (the input count is checked already).
+    Result<TensorId> add_node(const OpDef& def, const OpDesc& d);
     Result<TensorId> add_activation(DType type, std::vector<int64_t> ne, int producer, std::string name);
     Result<TensorId> add_view(TensorId base, std::vector<int64_t> ne, uint64_t off, uint64_t row_stride,
                               std::string name);

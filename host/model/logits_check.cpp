@@ -27,22 +27,25 @@ bool full_logits_check() {
 
 Status check_logits_finite(const ForwardOutput& out, uint32_t n_vocab, std::span<const int32_t> positions,
                            bool scan_all) {
-    if (!out.logits || n_vocab == 0) return {};
-    const bool full = scan_all;
+    if (n_vocab == 0) return {};
+    const bool full = scan_all && out.logits;
     for (uint32_t r = 0; r < out.n_outputs; ++r) {
-        const float* row = out.logits + uint64_t(r) * n_vocab;
+        const float* row = out.logits ? out.logits + uint64_t(r) * n_vocab : nullptr;
         const int32_t best = out.argmax ? out.argmax[r] : -1;
         // The argmax of a row without a NaN is finite unless a logit overflowed to +inf;
         // an argmax outside the vocabulary means the row cannot be trusted: scan it.
         int64_t bad = -1;
-        if (!full && best >= 0 && uint32_t(best) < n_vocab) {
-            if (!std::isfinite(row[best])) bad = best;
-        } else {
+        float x = 0;
+        if (!full && best >= 0 && uint32_t(best) < n_vocab && (row || out.argmax_logit)) {
+            // the logit at the argmax: from the row, or (logits left on the device) from the graph
+            x = row ? row[best] : out.argmax_logit[r];
+            if (!std::isfinite(x)) bad = best;
+        } else if (row) {
             for (uint32_t v = 0; v < n_vocab && bad < 0; ++v)
                 if (!std::isfinite(row[v])) bad = v;
+            if (bad >= 0) x = row[bad];
         }
         if (bad < 0) continue;
-        const float x = row[bad];
         const int64_t pos = r < positions.size() ? positions[r] : -1;
         return Error::format(
             "the model produced {} logits at position {} (token {} of the vocabulary is {}): its weights or a "

@@ -102,8 +102,10 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs, boo
     am.n_in = 1;
     am.name = "argmax";
     c.argmax = TDM_TRY(g->graph.op(am));
+    c.argmax_logit = g->graph.second_output(c.argmax);
     TDM_TRY(g->graph.mark_output(c.logits));
     TDM_TRY(g->graph.mark_output(c.argmax));
+    TDM_TRY(g->graph.mark_output(c.argmax_logit));
     if (hidden_point_ != TDM_HIDDEN_NONE) {
         // a head's taps (tdm.target_features): their concatenation is the hidden
         const TensorId h = !taps_of(hidden_point_).empty()
@@ -129,6 +131,7 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs, boo
     }
     CompileOptions co;
     co.probe_non_finite = nan_debug_;
+    co.read_on_request = {c.logits};
     c.cg = TDM_TRY(CompiledGraph::compile(device_, pipelines_, std::move(g->graph), co));
     TDM_LOG_DEBUG("engine",
                   "graph for {} tokens / {} outputs: {} dispatches ({} binding host memory), {} barriers, {} "
@@ -282,7 +285,7 @@ Status Runner::submit(const ForwardInput& in) {
             io[2 + n + 2 * j] = plans[j].read;
         }
     }
-    TDM_TRY(cg.submit());
+    TDM_TRY(cg.submit(in.read_logits || nan_debug_));  // the debugging mode scans every logit
     pending_positions_ = output_positions(in);
     pending_states_.clear();
     for (size_t j = 0; j < plans.size(); ++j) {
@@ -311,6 +314,7 @@ Result<ForwardOutput> Runner::wait() {
     out.n_outputs = c->n_outputs;
     out.logits = c->cg->output_as<float>(c->logits);
     out.argmax = c->cg->output_as<int32_t>(c->argmax);
+    out.argmax_logit = c->cg->output_as<float>(c->argmax_logit);
     if (c->hidden) {
         out.hidden = c->cg->output_as<float>(c->hidden);
         out.hidden_width = uint32_t(c->cg->graph().tensor(c->hidden).cols());

@@ -41,6 +41,10 @@ struct ForwardInput {
     // Per row: the n_embd floats that replace its token's embedding (an image row), or
     // null. Empty: no image rows (a text batch, a graph of its own).
     std::span<const float* const> image_rows = {};
+    // Whether the host reads the logits of this pass (samplers at T > 0, logprobs, constraint
+    // masks, logits dumps). false: they stay on the device and only the argmax ids (and the
+    // logit at each, for the finite check) come back; ForwardOutput::logits is then null.
+    bool read_logits = true;
 };
 
 // Passes of at most this many rows (verify batches) also leave their hidden rows
@@ -52,8 +56,9 @@ constexpr uint32_t kDeviceHiddenRows = 64;
 // full, until the next forward of a shape not cached).
 struct ForwardOutput {
     uint32_t n_outputs = 0;
-    const float* logits = nullptr;    // [n_outputs][n_vocab]
+    const float* logits = nullptr;    // [n_outputs][n_vocab]; null unless ForwardInput::read_logits
     const int32_t* argmax = nullptr;  // [n_outputs]
+    const float* argmax_logit = nullptr;  // [n_outputs]: row r's logit at argmax[r]
     const float* hidden = nullptr;    // [n_tokens][hidden_width] when requested (hidden_point)
     // n_embd, or for a head's taps (model/feature_taps.h) the width of their concatenation
     uint32_t hidden_width = 0;
@@ -101,7 +106,7 @@ private:
     struct Compiled {
         std::unique_ptr<CompiledGraph> cg;
         TensorId tokens = 0, positions = 0, seq_ids = 0, output_rows = 0, positions4 = 0, state_io = 0;
-        TensorId logits = 0, argmax = 0, hidden = 0;
+        TensorId logits = 0, argmax = 0, argmax_logit = 0, hidden = 0;
         TensorId image_rows = 0, image_keep = 0;  // tdm.encoder inject_rows inputs
         bool hidden_on_device = false;  // also writes hidden_rows_
         uint32_t n_outputs = 0;

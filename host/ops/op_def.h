@@ -62,6 +62,11 @@ constexpr tdm_op kOpInternalNormRope = tdm_op(0x40000002);       // ops/norm_rop
 constexpr tdm_op kOpInternalNormRopeStore = tdm_op(0x40000003);
 constexpr tdm_op kOpInternalMatmulGroup = tdm_op(0x40000004);    // ops/matmul_group.cpp (graph/fusion.cpp)
 constexpr tdm_op kOpInternalNormAdd = tdm_op(0x40000005);        // ops/norm_add.cpp (graph/fusion.cpp)
+constexpr tdm_op kOpInternalArgmaxSlices = tdm_op(0x40000006);  // ops/argmax.cpp
+// Columns of a row that one workgroup of argmax's first pass reduces, and the slices of a
+// row of `cols` (argmax_slices' result holds a value and an index per slice and row).
+constexpr uint32_t kArgmaxSlice = 1024;
+uint32_t argmax_slices(int64_t cols);
 // Words per row of quantize_q8's result for rows of k elements (ops/matmul_q8.cpp).
 uint32_t q8_row_words(int64_t k);
 

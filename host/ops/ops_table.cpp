@@ -18,7 +18,8 @@ namespace tdm {
 #define TDM_OP_DECLARE_(code, NAME, name, abi, minor) extern const OpDef kOpDef_##NAME;
 TDM_OP_LIST(TDM_OP_DECLARE_)
 #undef TDM_OP_DECLARE_
-extern const OpDef kOpQuantizeQ8, kOpMatmulQ8, kOpNormRope, kOpNormRopeStore, kOpMatmulGroup, kOpNormAdd;
+extern const OpDef kOpQuantizeQ8, kOpMatmulQ8, kOpNormRope, kOpNormRopeStore, kOpMatmulGroup, kOpNormAdd,
+    kOpArgmaxSlices;
 
 // The list and ops.h's enum name the same codes.
 #define TDM_OP_CHECK_CODE_(code, NAME, name, abi, minor) \
@@ -70,7 +71,7 @@ const std::array<const OpDef*, kCodeLimit>& by_code() {
 
 // Host-internal ops (op_def.h), found by their code.
 const OpDef* const kInternalOps[] = {&kOpQuantizeQ8, &kOpMatmulQ8, &kOpNormRope, &kOpNormRopeStore,
-                                     &kOpMatmulGroup, &kOpNormAdd};
+                                     &kOpMatmulGroup, &kOpNormAdd, &kOpArgmaxSlices};
 
 const OpDef* find_public_op(uint32_t code) { return code < kCodeLimit ? by_code()[code] : nullptr; }
 

@@ -9,6 +9,15 @@
 #include "common/log.h"
 
 namespace tdm {
+namespace {
+
+// A draft model's pass: its drafts are the argmax ids; its logits stay on the device.
+ForwardInput ids_only(ForwardInput in) {
+    in.read_logits = false;
+    return in;
+}
+
+}  // namespace
 
 DraftModelDrafter::DraftModelDrafter(std::unique_ptr<Model> model, std::unique_ptr<KvPool> kv, vk::Device& device,
                                      vk::PipelineManager& pipelines)
@@ -44,7 +53,7 @@ Status DraftModelDrafter::begin(std::span<const int32_t> prompt) {
         pos.resize(n);
         for (uint32_t i = 0; i < n; ++i) pos[i] = int32_t(c0 + i);
         const int32_t row = int32_t(n - 1);
-        TDM_TRY(runner_->forward({prompt.subspan(c0, n), pos, seq_, std::span<const int32_t>(&row, 1)}));
+        TDM_TRY(runner_->forward(ids_only({prompt.subspan(c0, n), pos, seq_, std::span<const int32_t>(&row, 1)})));
         n_past_ = c0 + n;
     }
     return {};
@@ -64,14 +73,15 @@ Status DraftModelDrafter::submit_catch_up(const DraftRequest& req) {
         std::vector<int32_t> pos(limit);
         for (uint32_t i = 0; i < limit; ++i) pos[i] = int32_t(n_past_ + i);
         const int32_t last = int32_t(limit - 1);
-        TDM_TRY(runner_->forward({req.history.subspan(n_past_, limit), pos, seq_, std::span<const int32_t>(&last, 1)}));
+        TDM_TRY(runner_->forward(
+            ids_only({req.history.subspan(n_past_, limit), pos, seq_, std::span<const int32_t>(&last, 1)})));
         n_past_ += limit;
     }
     tokens_.assign(req.history.begin() + n_past_, req.history.end());
     positions_.resize(tokens_.size());
     for (size_t i = 0; i < tokens_.size(); ++i) positions_[i] = int32_t(n_past_ + i);
     const int32_t row = int32_t(tokens_.size() - 1);  // copied by submit()
-    return runner_->submit({tokens_, positions_, seq_, std::span<const int32_t>(&row, 1)});
+    return runner_->submit(ids_only({tokens_, positions_, seq_, std::span<const int32_t>(&row, 1)}));
 }
 
 Status DraftModelDrafter::prepare(const DraftRequest& req) {
@@ -91,8 +101,8 @@ Result<std::vector<int32_t>> DraftModelDrafter::draft(const DraftRequest& req) {
     // single steps: d_j at position pos + j
     for (uint32_t j = 1; j < req.max; ++j) {
         const int32_t tok = drafts.back(), p = int32_t(req.pos + j), row = 0;
-        out = TDM_TRY(runner_->forward({std::span<const int32_t>(&tok, 1), std::span<const int32_t>(&p, 1), seq_,
-                                        std::span<const int32_t>(&row, 1)}));
+        out = TDM_TRY(runner_->forward(ids_only(
+            {std::span<const int32_t>(&tok, 1), std::span<const int32_t>(&p, 1), seq_, std::span<const int32_t>(&row, 1)})));
         drafts.push_back(out.argmax[0]);
     }
     drafted_ = uint32_t(drafts.size());

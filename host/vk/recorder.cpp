@@ -219,13 +219,15 @@ Status CommandBuffer::end() {
     return {};
 }
 
-Status CommandBuffer::submit() {
+Status CommandBuffer::submit(const CommandBuffer* then) {
     TDM_ASSERT(!recording_ && !pending_);
+    TDM_ASSERT(!then || (!then->recording_ && !then->pending_));
     const DeviceFuncs& f = device_.fn();
     TDM_VK_CHECK(f.vkResetFences(device_.handle(), 1, &fence_), "resetting fence");
+    const VkCommandBuffer buffers[2] = {cb_, then ? then->cb_ : VK_NULL_HANDLE};
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cb_;
+    si.commandBufferCount = then ? 2 : 1;
+    si.pCommandBuffers = buffers;
     {
         std::lock_guard<std::mutex> lock(device_.queue_mutex());
         TDM_VK_CHECK(f.vkQueueSubmit(device_.queue(), 1, &si, fence_), "submitting work to the device");

@@ -101,7 +101,9 @@ public:
     void note_dispatches(uint32_t first, uint32_t end, DispatchNote note);
     Status end();
 
-    Status submit();
+    // then: another recorded buffer (copies only) that runs right after this one in the same
+    // submission, under this buffer's fence (a graph's on-request readback); not left pending.
+    Status submit(const CommandBuffer* then = nullptr);
     Status wait();
     Status submit_and_wait() {
         TDM_TRY(submit());

@@ -48,6 +48,26 @@ TEST(LogitsCheck, an_all_nan_row_is_an_error_naming_its_position) {
         << st.error().message();
 }
 
+TEST(LogitsCheck, a_greedy_pass_is_checked_by_the_logit_at_its_argmax) {
+    // logits left on the device (ForwardInput::read_logits false): the graph's value at
+    // each argmax is what the check reads, with the same message as from the row
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<int32_t> argmax = {3, 0}, positions = {8, 9};
+    std::vector<float> values = {2.0f, 1.0f};
+    ForwardOutput out;
+    out.n_outputs = 2;
+    out.argmax = argmax.data();
+    out.argmax_logit = values.data();
+    EXPECT_TRUE(check_logits_finite(out, kVocab, positions).ok());
+    EXPECT_TRUE(check_logits_finite(out, kVocab, positions, true).ok());  // nothing more to scan
+    values[1] = nan;
+    Status st = check_logits_finite(out, kVocab, positions);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message().find("the model produced NaN logits at position 9 (token 0 of the vocabulary is NaN)"),
+              std::string::npos)
+        << st.error().message();
+}
+
 TEST(LogitsCheck, an_infinite_maximum_and_an_argmax_outside_the_vocabulary_are_caught) {
     std::vector<float> logits(kVocab, 0.0f);
     logits[2] = std::numeric_limits<float>::infinity();
