@@ -28,6 +28,13 @@
 
 namespace tdm {
 
+// How a drafter that grows trees may grow one (SGLang's knobs): at most `steps` levels
+// below the root, `topk` children per node it expands, `nodes` nodes in all, root
+// included. nodes <= 1: no tree (a chain).
+struct TreeShape {
+    uint32_t steps = 0, topk = 0, nodes = 0;
+};
+
 class DraftTree {
 public:
     explicit DraftTree(int32_t root) { nodes_.push_back({root, -1, 0}); }
