@@ -3,7 +3,9 @@
 // paged KV (include/paged_kv.glsl), with GQA, sliding window, custom scale and
 // logit softcap.
 //   o[t][h] = sum_k softmax_k(cap(scale * q[t][h] . K[k][h/G])) V[k][h/G]
-// over keys k with k <= pos[t] and, if window > 0, pos[t] - k < window.
+// over keys k with k <= pos[t] and, if window > 0, pos[t] - k < window. A row of a
+// tree batch reads key k where its tree puts it (include/kv_tree.glsl): the same keys in
+// the same order as a plain decode of its path, so the same bits.
 //
 // One workgroup per (kv head, token) handles the G query heads that share the kv
 // head, so K/V are read once for them. Keys are processed in chunks of CH at
@@ -46,6 +48,7 @@ layout(binding = 3, std430) readonly buffer PosBuf { int pos[]; };
 layout(binding = 4, std430) readonly buffer SeqBuf { int seq[]; };
 layout(binding = 5, std430) readonly buffer BtBuf { int bt[]; };
 layout(binding = 6, std430) writeonly buffer OBuf { float o_out[]; };
+layout(binding = 7, std430) readonly buffer TreeBuf { int tree[]; };
 
 layout(push_constant) uniform Params {
     uint n_tokens, n_head, n_kv_head, dk, dv;
@@ -54,8 +57,11 @@ layout(push_constant) uniform Params {
     uint block_size, max_blocks, ring_blocks;
     uint window;
     float scale, softcap;
+    uint t_base;    // attention_rl.comp's; unused here
+    uint tree_off;  // kNoTree: no tree input
 } p;
 
+#include "kv_tree.glsl"
 #include "paged_kv.glsl"
 
 shared float sm_score[G * CH];
@@ -69,6 +75,7 @@ void main() {
     const uint k_end = pq + 1;
     const uint k_begin = (p.window > 0 && pq + 1 > p.window) ? pq + 1 - p.window : 0;
     const uint qb = p.q_off + t * p.q_stride + g * G * p.dk;
+    const uvec3 tr = tree_row(t);
 
     float m[G], l[G];
     vec4 acc[G * DV4_PER_LANE];
@@ -82,7 +89,7 @@ void main() {
         for (uint j = 0; j < G; ++j) cmax[j] = -1.0 / 0.0;
         for (uint k = c + lane; k < c + CH; k += LS) {
             const bool valid = k >= k_begin && k < c_end;
-            const uint kb = valid ? kv_element(s, k, g, p.dk, 0) : 0;
+            const uint kb = valid ? kv_element(s, tree_key(tr, k), g, p.dk, 0) : 0;
             for (uint j = 0; j < G; ++j) {
                 float sc = -1.0 / 0.0;
                 if (valid) {
@@ -109,7 +116,7 @@ void main() {
             m[j] = m_new;
         }
         for (uint k = max(c, k_begin); k < c_end; ++k) {
-            const uint vb = kv_element(s, k, g, p.dv, 0);
+            const uint vb = kv_element(s, tree_key(tr, k), g, p.dv, 0);
             for (uint j = 0; j < G; ++j) {
                 const float pk = exp(sm_score[j * CH + (k - c)] - m[j]);
                 l[j] += pk;

@@ -14,7 +14,9 @@
 // with an online softmax, as in attention.comp: a token's operations are those it would
 // do alone, since a chunk without a key of its own leaves its state as it was (no
 // rescale, exact zeros added by selection, never 0 * a value). So a token's bits depend
-// only on its keys, never on the batch (tandem.h invariant 1).
+// only on its keys, never on the batch (tandem.h invariant 1). Rows of a tree batch read
+// their keys where the tree puts them (include/kv_tree.glsl), each row in a pass of its
+// own: the keys of a plain decode of its path, in the same order and chunks.
 // K/V: RGBA16F or RGBA32F texel views of the pools (include/paged_kv.glsl).
 // Dispatch: x = n_kv_head, y = blocks of (local size / G) * QL tokens, from t_base.
 #version 450
@@ -33,6 +35,7 @@ layout(binding = 3, std430) readonly buffer PosBuf { int pos[]; };
 layout(binding = 4, std430) readonly buffer SeqBuf { int seq[]; };
 layout(binding = 5, std430) readonly buffer BtBuf { int bt[]; };
 layout(binding = 6, std430) writeonly buffer OBuf { float o_out[]; };
+layout(binding = 7, std430) readonly buffer TreeBuf { int tree[]; };
 
 layout(push_constant) uniform Params {
     uint n_tokens, n_head, n_kv_head, dk, dv;
@@ -42,8 +45,10 @@ layout(push_constant) uniform Params {
     uint window;
     float scale, softcap;
     uint t_base;  // first token of this dispatch (grids split at 65535 workgroup rows)
+    uint tree_off;  // kNoTree: no tree input
 } p;
 
+#include "kv_tree.glsl"
 #include "paged_kv.glsl"
 
 const float NEG_INF = -1.0 / 0.0;
@@ -58,6 +63,7 @@ void main() {
     // The lane's tokens t0 .. t0 + QL - 1 (past the end: the last token again, not stored),
     // each with its keys [kb, ke).
     uint sq[QL], kb[QL], ke[QL];
+    uvec3 tr[QL];
     vec4 qv[QL * DK4];
     bool same = true;
     [[unroll]] for (uint j = 0; j < QL; ++j) {
@@ -66,7 +72,8 @@ void main() {
         const uint pq = uint(pos[p.pos_off + t]);
         ke[j] = pq + 1;
         kb[j] = (p.window > 0 && pq + 1 > p.window) ? pq + 1 - p.window : 0;
-        same = same && sq[j] == sq[0];
+        tr[j] = tree_row(t);
+        same = same && sq[j] == sq[0] && (tr[j].y | tr[j].z) == 0u;
         const uint qbase = p.q_off + t * p.q_stride + head * p.dk;
         [[unroll]] for (uint i = 0; i < DK4; ++i)
             qv[j * DK4 + i] = vec4(q[qbase + 4 * i], q[qbase + 4 * i + 1], q[qbase + 4 * i + 2], q[qbase + 4 * i + 3]);
@@ -76,9 +83,10 @@ void main() {
     for (uint pass = 0; pass < passes; ++pass) {
         // the sequence and key span of this pass: all the lane's tokens, or token `pass`
         uint s = sq[0], lo = kb[0], hi = ke[0];
+        uvec3 r = tr[0];  // where its keys are stored (ordinary rows: where they are)
         [[unroll]] for (uint j = 1; j < QL; ++j) {
             if (same) lo = min(lo, kb[j]), hi = max(hi, ke[j]);
-            else if (j == pass) s = sq[j], lo = kb[j], hi = ke[j];
+            else if (j == pass) s = sq[j], lo = kb[j], hi = ke[j], r = tr[j];
         }
 
         float mx[QL], l[QL], sc[QL * CH];
@@ -92,7 +100,7 @@ void main() {
             [[unroll]] for (uint i = 0; i < CH; ++i) {
                 // keys past the span are read as its last key (they exist) and masked
                 const uint key = min(c + i, hi - 1);
-                const uint kbase = kv_element(s, key, g, p.dk, 0);
+                const uint kbase = kv_element(s, tree_key(r, key), g, p.dk, 0);
                 float dotv[QL];
                 [[unroll]] for (uint j = 0; j < QL; ++j) dotv[j] = 0.0;
                 [[unroll]] for (uint d = 0; d < DK4; ++d) {
@@ -116,7 +124,7 @@ void main() {
                 mx[j] = m_new;
             }
             [[unroll]] for (uint i = 0; i < CH; ++i) {
-                const uint vbase = kv_element(s, min(c + i, hi - 1), g, p.dv, 0);
+                const uint vbase = kv_element(s, tree_key(r, min(c + i, hi - 1)), g, p.dv, 0);
                 float pk[QL];
                 bool mine[QL];
                 [[unroll]] for (uint j = 0; j < QL; ++j) {

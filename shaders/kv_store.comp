@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // kv_store.comp: writes the K and V rows of a batch into the paged pools at each
 // token's (sequence, position), through the block table (a sliding-window ring
-// wraps it: include/paged_kv.glsl). KV_F16: pools hold f16 (packHalf2x16 pairs);
+// wraps it: include/paged_kv.glsl); a node of a tree batch at its tree slot instead
+// (include/kv_tree.glsl). KV_F16: pools hold f16 (packHalf2x16 pairs);
 // otherwise f32. Each invocation writes one pair of elements of K and of V.
 // Dispatch: x = ceil(n_kv_head * max(dk, dv) / 2 / local_size), y = tokens.
 #version 450
@@ -15,14 +16,17 @@ layout(binding = 3, std430) readonly buffer SeqBuf { int seq[]; };
 layout(binding = 4, std430) readonly buffer BtBuf { int bt[]; };
 layout(binding = 5, std430) buffer KPool { uint k_pool[]; };
 layout(binding = 6, std430) buffer VPool { uint v_pool[]; };
+layout(binding = 7, std430) readonly buffer TreeBuf { int tree[]; };
 
 layout(push_constant) uniform Params {
     uint n_tokens, n_kv_head, dk, dv;
     uint k_off, k_stride, v_off, v_stride;
     uint pos_off, seq_off;
     uint block_size, max_blocks, ring_blocks;
+    uint tree_off;  // kNoTree: no tree input
 } p;
 
+#include "kv_tree.glsl"
 #include "paged_kv.glsl"
 
 void store(uint e, float a, float b, bool is_k) {
@@ -39,7 +43,7 @@ void main() {
     const uint t = gl_WorkGroupID.y;
     const uint i = 2 * gl_GlobalInvocationID.x;  // element pair index within the row
     if (t >= p.n_tokens) return;
-    const uint s = uint(seq[p.seq_off + t]), ps = uint(pos[p.pos_off + t]);
+    const uint s = uint(seq[p.seq_off + t]), ps = tree_slot(tree_row(t), uint(pos[p.pos_off + t]));
     if (i < p.n_kv_head * p.dk) {
         const uint h = i / p.dk, d = i % p.dk;
         const uint src = p.k_off + t * p.k_stride + i;

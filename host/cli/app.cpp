@@ -93,6 +93,7 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (cl("spec-trace")) c.speculative.trace = *a.get_string("spec-trace");
     if (cl("mtp-hidden")) c.speculative.mtp_hidden = *a.get_string("mtp-hidden");
     if (cl("draft-vocab")) c.speculative.draft_vocab = *a.get_string("draft-vocab");
+    if (cl("draft-tree")) c.speculative.draft_tree = *a.get_string("draft-tree");
     if (cl("spec-ngram-size-n")) c.speculative.ngram_size_n = int(*a.get_int("spec-ngram-size-n"));
     if (cl("spec-ngram-size-m")) c.speculative.ngram_size_m = int(*a.get_int("spec-ngram-size-m"));
     if (cl("spec-ngram-min-hits")) c.speculative.ngram_min_hits = int(*a.get_int("spec-ngram-min-hits"));

@@ -189,6 +189,10 @@ OptionGroup speculative_options() {
                  "(cheaper LM head; output unchanged). auto: each round, the smallest prefix (4096, 6144, 8192, "
                  "...) outside which at most 5% of the sequence's last 1024 tokens lie; all (or 0): every id.",
                  "auto"},
+                {{"--draft-tree"}, K::string, "STEPS,TOPK,NODES", "Draft trees: drafters that grow them "
+                 "(bench spec --force-acceptance) propose up to STEPS levels, TOPK children per node, NODES "
+                 "nodes (2 to 64, the round's first token included), verified in one pass. Greedy only: "
+                 "sampling verifies chains."},
                 {{"--spec-trace"}, K::string, "FILE", "Write one JSON line per speculative round."},
                 ranged({{"--spec-ngram-size-n"}, K::integer, "N", "n-gram drafters: length of the lookup key.",
                         "12"},

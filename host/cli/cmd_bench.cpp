@@ -405,6 +405,10 @@ Status bench_spec(App& app) {
         total.draft_ms += sr.stats.draft_ms;
         total.plain_ms += sr.stats.plain_ms;
         total.controller.add(sr.stats.controller);
+        total.tree_rounds += sr.stats.tree_rounds;
+        total.tree_nodes += sr.stats.tree_nodes;
+        if (total.tree_depths.size() < sr.stats.tree_depths.size()) total.tree_depths.resize(sr.stats.tree_depths.size(), 0);
+        for (size_t d = 0; d < sr.stats.tree_depths.size(); ++d) total.tree_depths[d] += sr.stats.tree_depths[d];
         if (total.drafted_at.size() < sr.stats.drafted_at.size()) {
             total.drafted_at.resize(sr.stats.drafted_at.size(), 0);
             total.accepted_at.resize(sr.stats.drafted_at.size(), 0);

@@ -46,6 +46,7 @@ constexpr OptionKey kOptionKeys[] = {
     {"spec-ngram-min-hits", "speculative.ngram_min_hits"},
     {"mtp-hidden", "speculative.mtp_hidden"},
     {"draft-vocab", "speculative.draft_vocab"},
+    {"draft-tree", "speculative.draft_tree"},
     {"plugin-path", "plugins.paths"},
     {"plugin-disable", "plugins.disable"},
     {"log-level", "log.level"},

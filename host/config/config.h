@@ -113,6 +113,11 @@ struct SpeculativeConfig {
     // round from the ids of the sequence's text (speculative/draft_vocab.h); "all" or "0":
     // the whole vocabulary; else N. draft_vocab_count() reads it.
     std::string draft_vocab = "auto";
+    // Draft trees, "STEPS,TOPK,NODES" (levels below the round's first token, children per
+    // node expanded, nodes in all with the root, at most 64): drafters that grow trees
+    // propose one per round (greedy only; docs/SPECULATIVE.md "Trees"). "" = chains.
+    // draft_tree_shape() reads it.
+    std::string draft_tree;
 
     bool operator==(const SpeculativeConfig&) const = default;
 };
@@ -120,6 +125,13 @@ struct SpeculativeConfig {
 // speculative.draft_vocab as a count of ids (0 = all); nullopt for "auto" and for a value
 // that is neither (which the rules refuse).
 std::optional<int64_t> draft_vocab_count(std::string_view value);
+
+// speculative.draft_tree as {steps, topk, nodes}; nullopt for "" and for a value that is
+// not three positive integers with nodes in 2 .. 64 (which the rules refuse).
+struct DraftTreeSetting {
+    uint32_t steps = 0, topk = 0, nodes = 0;
+};
+std::optional<DraftTreeSetting> draft_tree_shape(std::string_view value);
 
 struct PluginsConfig {
     std::vector<std::string> paths;    // extra directories searched before the built-in ones

@@ -297,6 +297,7 @@ void read_speculative(SectionReader& r, Config& c) {
     r.string("trace", &s.trace);
     r.string("mtp_hidden", &s.mtp_hidden);
     r.string_or_integer("draft_vocab", &s.draft_vocab);
+    r.string("draft_tree", &s.draft_tree);
 }
 
 void read_plugins(SectionReader& r, Config& c) {

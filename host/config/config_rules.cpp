@@ -132,6 +132,9 @@ void check_speculative(Checker& c, const SpeculativeConfig& s) {
     if (s.draft_vocab != "auto" && !draft_vocab_count(s.draft_vocab))
         c.fail("speculative.draft_vocab",
                fmt::format("'{}' is not auto, all or a token count (0 to {})", s.draft_vocab, INT32_MAX));
+    if (!s.draft_tree.empty() && !draft_tree_shape(s.draft_tree))
+        c.fail("speculative.draft_tree",
+               fmt::format("'{}' is not STEPS,TOPK,NODES (positive integers, NODES from 2 to 64)", s.draft_tree));
 }
 
 void check_plugins(Checker& c, const PluginsConfig& p) {
@@ -198,6 +201,20 @@ std::vector<Issue> check_rules(const Config& config) {
 }
 
 }  // namespace config_detail
+
+std::optional<DraftTreeSetting> draft_tree_shape(std::string_view value) {
+    uint32_t v[3] = {};
+    const char* at = value.data();
+    const char* end = value.data() + value.size();
+    for (int i = 0; i < 3; ++i) {
+        if (i > 0 && (at == end || *at++ != ',')) return std::nullopt;
+        const auto [next, ec] = std::from_chars(at, end, v[i]);
+        if (ec != std::errc() || v[i] == 0) return std::nullopt;
+        at = next;
+    }
+    if (at != end || v[2] < 2 || v[2] > 64) return std::nullopt;
+    return DraftTreeSetting{v[0], v[1], v[2]};
+}
 
 std::optional<int64_t> draft_vocab_count(std::string_view value) {
     if (value == "all") return 0;

@@ -142,6 +142,10 @@ std::string_view default_config_text() {
 # 8192, 12288, ... outside which at most 5% of the sequence's last 1024 tokens (prompt
 # and output) lie, else the whole vocabulary. "all" or 0: the whole vocabulary.
 # draft_vocab = "auto"
+# Draft trees, "STEPS,TOPK,NODES": drafters that grow trees propose at most STEPS levels,
+# TOPK children per node, NODES nodes with the round's first token (2 to 64), verified in
+# one pass (greedy requests; sampling verifies chains). "" = chains.
+# draft_tree = ""
 
 [plugins]
 # Extra directories searched for plugins, before the built-in ones.

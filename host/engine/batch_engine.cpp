@@ -415,6 +415,22 @@ void BatchEngine::abort_all(const std::string& error) {
 
 // ---------------------------------------------------------------- one pass
 
+// The pass's tree rows (graph/graph.h, KvTreeRow) when a session verifies a tree: its first
+// token and drafts; every other row ordinary. Empty when none does.
+std::vector<KvTreeRow> BatchEngine::kv_tree_rows(std::span<Session* const> run, std::span<const uint32_t> row0,
+                                                 size_t n_rows) {
+    std::vector<KvTreeRow> rows;
+    for (size_t j = 0; j < run.size(); ++j) {
+        const Session& s = *run[j];
+        if (!s.proposal.tree()) continue;
+        rows.resize(n_rows);
+        const DraftTree tree = tree_of(s.proposal, s.history.back());
+        const uint32_t root = row0[j] + s.chunk - 1;
+        for (uint32_t i = 0; i < tree.size(); ++i) rows[root + i] = {int32_t(s.pos()), tree.ancestors(i)};
+    }
+    return rows;
+}
+
 bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
     std::vector<int32_t> tokens, positions, seqs, outputs;
     std::vector<uint32_t> row0, out0;
@@ -430,13 +446,17 @@ bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
             if (all_rows && i + 1 < s->chunk) outputs.push_back(int32_t(tokens.size() - 1));
         }
         if (final_chunk || all_rows) outputs.push_back(int32_t(tokens.size() - 1));
+        // draft i is node i + 1, at its depth past the round's first token (a chain's: i + 1)
+        const std::optional<DraftTree> tree =
+            s->proposal.tree() ? std::optional(tree_of(s->proposal, s->history.back())) : std::nullopt;
         for (size_t i = 0; i < s->proposal.drafts.size(); ++i) {
             tokens.push_back(s->proposal.drafts[i]);
-            positions.push_back(int32_t(s->history.size() + i));
+            positions.push_back(int32_t(s->pos() + (tree ? tree->depth(uint32_t(i + 1)) : uint32_t(i + 1))));
             seqs.push_back(s->slot->seq);
             outputs.push_back(int32_t(tokens.size() - 1));
         }
     }
+    const std::vector<KvTreeRow> tree_rows = kv_tree_rows(run, row0, tokens.size());
     // images: every row's rotary position, and the rows that replace embeddings
     std::vector<int32_t> positions4;
     std::vector<const float*> image_rows;
@@ -463,7 +483,7 @@ bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
     if (!any_rows) image_rows.clear();
     if (outputs.empty()) outputs.push_back(int32_t(tokens.size() - 1));  // middle chunks only: unused
     const double t0 = steady_now_ms();
-    ForwardInput in{tokens, positions, run.front()->slot->seq, outputs, seqs, positions4, image_rows};
+    ForwardInput in{tokens, positions, run.front()->slot->seq, outputs, seqs, positions4, image_rows, tree_rows};
     in.read_logits = std::any_of(run.begin(), run.end(), [](const Session* s) { return s->reads_logits(); });
     auto out = runner_.forward(in);
     const double pass_ms = steady_now_ms() - t0;

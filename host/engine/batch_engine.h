@@ -211,6 +211,8 @@ private:
     int decide_k(Session& s, bool cap_only = false) const;
     void plan_drafts(std::span<Session* const> part);
     Proposal draft(Session& s, int k);
+    // The draft tree this round may verify (no nodes: a chain), for k chain drafts.
+    TreeShape tree_shape(const Session& s, int k) const;
     // The k to draft this pass, and the drafter prepared for it cancelled if k differs.
     int pass_k(Session& s);
     // Sessions whose first drafter batches with others' (a draft head) start their drafts
@@ -242,6 +244,8 @@ private:
     void prepare_next(Session& s);
     // Hands the tokens settled this pass to the session's callbacks; false: it wants no more.
     bool deliver(Session& s, const ForwardOutput& out, uint32_t out0, bool first_row_sunk);
+    static std::vector<KvTreeRow> kv_tree_rows(std::span<Session* const> run, std::span<const uint32_t> row0,
+                                               size_t n_rows);
     // Runs one forward pass over the sessions' rows and settles each; false if it failed.
     // device_rows: the drafters may read the pass's hidden rows on the device (false when
     // passes run back to back before the sessions draft again: each overwrites them)

@@ -159,7 +159,8 @@ void BatchEngine::prepare_batches(std::span<Session* const> part) {
 Proposal BatchEngine::draft(Session& s, int k) {
     s.draft_ms = 0;
     if (k <= 0) return {};
-    const DraftRequest req{std::span<const int32_t>(s.history), s.pos(), uint32_t(k), s.slot->seq};
+    DraftRequest req{std::span<const int32_t>(s.history), s.pos(), uint32_t(k), s.slot->seq};
+    req.tree = tree_shape(s, k);
     const double t0 = steady_now_ms();
     Proposal out = propose(s.chain, s.result.spec, req, s.req.spec.draft_min, runner_.model().info().n_vocab);
     if (s.prepared >= 0 && !s.chain[size_t(s.prepared)].on) s.chain[size_t(s.prepared)].drafter->cancel();
@@ -177,6 +178,17 @@ Proposal BatchEngine::draft(Session& s, int k) {
     const double per_token = s.draft_ms / double(std::max<size_t>(1, out.drafts.size()));
     s.draft_ms_per_token = s.draft_ms_per_token == 0 ? per_token : 0.8 * s.draft_ms_per_token + 0.2 * per_token;
     return out;
+}
+
+// A tree of at most as many rows as the chain of k drafts, where the round can verify one:
+// greedy, unconstrained, no drafter reading the target's hidden rows (they see a chain's
+// rows), no recurrent state (speculative/draft_tree.h).
+TreeShape BatchEngine::tree_shape(const Session& s, int k) const {
+    TreeShape t = s.req.spec.tree;
+    if (t.nodes <= 1 || !s.greedy || s.constraint || any_reads_hidden(s.chain) || runner_.kv().n_states() > 0)
+        return {};
+    t.nodes = std::min({t.nodes, uint32_t(k) + 1, kKvTreeMaxNodes});
+    return t;
 }
 
 // While the session is the engine's only one, the next pass is its alone: the next draft
@@ -346,7 +358,8 @@ bool BatchEngine::start_decoding(Session& s) {
 
 void BatchEngine::count_round(Session& s, const RoundResult& round, bool first_token, double pass_ms) {
     SpecStats& spec = s.result.spec;
-    const uint32_t nd = round.drafted, m = round.accepted;
+    // the positions a tree reached (its depth) stand for a chain's drafts
+    const uint32_t nd = s.proposal.tree() ? tree_of(s.proposal, 0).max_depth() : round.drafted, m = round.accepted;
     // the draft the constraint cut was rejected there, if the target took every draft before it
     if (s.cut_at >= 0 && uint32_t(s.cut_at) == nd && m == nd) s.tune.observe_cut(s.cut_at);
     s.cut_at = -1;
@@ -376,8 +389,9 @@ void BatchEngine::count_round(Session& s, const RoundResult& round, bool first_t
 bool BatchEngine::commit(Session& s, const RoundResult& round, bool first_token) {
     // the accepted drafts and the target's token (a stop may cut the round)
     bool running = true;
-    for (uint32_t i = 0; i < round.accepted && running; ++i) running = record(s, s.proposal.drafts[i], i);
-    if (running) running = record(s, round.next, round.accepted);
+    for (uint32_t i = 0; i < round.accepted && running; ++i)
+        running = record(s, accepted_draft(s.proposal, round, i), accepted_row(round, i));
+    if (running) running = record(s, round.next, accepted_row(round, round.accepted));
     // The prompt's pass is no round (drafters hear of it at their first draft) unless it
     // carried drafts: a prompt resumed all but its last token drafts on that pass.
     if (!first_token || round.drafted > 0) accept(s.chain, s.result.spec, s.history, round);
@@ -398,6 +412,7 @@ void BatchEngine::end_round(Session& s, const RoundResult& round, bool first_tok
         r.drafter = round.winner >= 0 ? s.chain[size_t(round.winner)].drafter->name() : std::string();
         r.k = s.k;
         r.drafted = s.proposal.drafts;
+        r.parents = s.proposal.parents;
         r.accepted = round.accepted;
         r.next = round.next;
         r.draft_ms = s.draft_ms;

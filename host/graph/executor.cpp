@@ -158,7 +158,7 @@ Status CompiledGraph::plan(const std::vector<TensorId>& read_on_request) {
             last_use[b] = std::max(last_use[b], int(i));
         }
         // batch tensors of chained steps may be op results (a draft token from argmax)
-        for (TensorId t : {nodes[i].positions, nodes[i].seq_ids, nodes[i].state_io})
+        for (TensorId t : {nodes[i].positions, nodes[i].seq_ids, nodes[i].state_io, nodes[i].kv_tree})
             if (t != kNoTensor) last_use[graph_.tensor(t).base] = std::max(last_use[graph_.tensor(t).base], int(i));
     }
 
@@ -334,6 +334,7 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
         if (def->flags & kOpReadsBatch) {
             reads.push_back(range_of(node.positions));
             reads.push_back(range_of(node.seq_ids));
+            if (node.kv_tree != kNoTensor) reads.push_back(range_of(node.kv_tree));
         }
         if (def->flags & kOpReadsStateIo) {
             reads.push_back(range_of(node.seq_ids));

@@ -27,7 +27,7 @@ public:
         for (size_t i = 0; i < nodes.size(); ++i) {
             const OpDesc& d = nodes[i].desc;
             for (int k = 0; k < d.n_in; ++k) ++readers_[g.tensor(d.in[k]).base];
-            for (TensorId t : {nodes[i].positions, nodes[i].seq_ids, nodes[i].state_io})
+            for (TensorId t : {nodes[i].positions, nodes[i].seq_ids, nodes[i].state_io, nodes[i].kv_tree})
                 if (t != kNoTensor) ++readers_[g.tensor(t).base];
             for (TensorId o : nodes[i].results())
                 if (o != kNoTensor) producer_[o] = int(i);
@@ -169,6 +169,9 @@ private:
     void fuse_store(int s) {
         const auto& nodes = g_.nodes();
         const Node& st = nodes[size_t(s)];
+        // a tree batch stores each row at the slot its tree row names (ops/kv_tree.h), which
+        // the fused kernel does not read: such a store stays on its own
+        if (st.kv_tree != kNoTensor) return;
         const TensorId k = st.desc.in[1], v = st.desc.in[2];
         const int kr = u_.producer(k);
         if (kr < 0 || removed_[size_t(kr)] || !u_.read_only_by(k, st) || nodes[size_t(kr)].out != k) return;

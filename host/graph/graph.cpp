@@ -70,6 +70,11 @@ void Graph::set_batch(TensorId positions, TensorId seq_ids) {
     seq_ids_ = seq_ids;
 }
 
+void Graph::attach_kv_tree(TensorId positions, TensorId tree) {
+    for (Node& n : nodes_)
+        if (n.positions == positions) n.kv_tree = tree;
+}
+
 Result<TensorId> Graph::add_activation(DType type, std::vector<int64_t> ne, int producer, std::string name) {
     Tensor t;
     t.type = type;

@@ -121,6 +121,23 @@ struct Node {
     // batch inputs when the op was added. A graph that chains several steps
     // (draft heads) sets a new batch before each step.
     TensorId positions = kNoTensor, seq_ids = kNoTensor, state_io = kNoTensor;
+    // A tree batch (Graph::attach_kv_tree): where each row stores its K/V and which
+    // stored rows it attends to; kNoTensor: every row at its position, causally.
+    TensorId kv_tree = kNoTensor;
+};
+
+// The kv_tree input of a tree batch, I32 [kKvTreeInts, n], per row {base, lo, hi}:
+// (lo, hi) = 0 for an ordinary row. Otherwise the row is node i of a draft tree whose
+// root is at position `base`; node j stores its K/V at position base + j; the 64-bit
+// mask lo | hi << 32 has bit j set for each ancestor j of the row and for the row itself,
+// so the row's key at position base + d (d = 0 .. its depth) is read from position
+// base + (the d-th set bit). Attention keeps the key order, and so the reduction, of a
+// plain decode of the row's path (host/speculative/draft_tree.h).
+constexpr int64_t kKvTreeInts = 3;
+constexpr uint32_t kKvTreeMaxNodes = 64;
+struct KvTreeRow {
+    int32_t base = 0;
+    uint64_t ancestors = 0;  // 0: an ordinary row
 };
 
 class Graph {
@@ -139,6 +156,9 @@ public:
     void set_batch(TensorId positions, TensorId seq_ids);
     TensorId batch_positions() const { return positions_; }
     TensorId batch_seq_ids() const { return seq_ids_; }
+    // Makes every op of the batch `positions` read the tree rows `tree` (I32
+    // [kKvTreeInts, n], see kKvTreeInts); called after the model built its graph.
+    void attach_kv_tree(TensorId positions, TensorId tree);
     // I32 [n + 1]: the checkpoint recurrent states are read from, then the one
     // each row's state is written to (-1 = none). Needed by state-updating ops.
     void set_state_io(TensorId t) { state_io_ = t; }

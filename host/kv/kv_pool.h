@@ -109,6 +109,14 @@ public:
     // holds; for sliding-window layers only where the ring invariant holds.
     bool can_truncate(int seq, uint32_t n_tokens) const;
     uint32_t reserved_tokens(int seq) const;
+    // Copies, in order, the K and V of position `from` to position `to` of `seq` in every
+    // attention layer, on the device (a draft tree's accepted path made consecutive:
+    // kv_move.cpp). Both must be reserved (and still in a ring). Each move sees the rows
+    // as the moves before it left them (the path 0, 2, 3 moves 2 -> 1, then 3 -> 2).
+    struct RowMove {
+        uint32_t from = 0, to = 0;
+    };
+    Status move_rows(int seq, std::span<const RowMove> moves);
 
     // Recurrent states: a batch of n rows at positions first_pos.. of `seq`.
     // Fails if the current checkpoint is not at length first_pos.

@@ -3,9 +3,9 @@
 #include "model/runner.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
-#include <limits>
 #include <optional>
 #include <set>
 
@@ -52,12 +52,12 @@ uint64_t Runner::matmul_weight_bytes() const {
 
 Result<GraphCounts> Runner::graph_counts(uint32_t n_tokens, uint32_t n_outputs) {
     TDM_ASSERT(pending_ == nullptr);  // get() may drop the least recently used graph
-    const Compiled* c = TDM_TRY(get(n_tokens, n_outputs, false));
+    const Compiled* c = TDM_TRY(get(n_tokens, n_outputs, false, false));
     return c->cg->counts();
 }
 
-Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs, bool image_rows) {
-    const auto key = std::make_tuple(n_tokens, n_outputs, int(hidden_point_), image_rows);
+Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs, bool image_rows, bool tree) {
+    const auto key = std::make_tuple(n_tokens, n_outputs, int(hidden_point_), image_rows, tree);
     if (auto it = cache_.find(key); it != cache_.end()) {
         it->second.last_used = ++uses_;
         return &it->second;
@@ -96,6 +96,10 @@ Result<Runner::Compiled*> Runner::get(uint32_t n_tokens, uint32_t n_outputs, boo
     c.image_rows = g->inject_rows;
     c.image_keep = g->inject_keep;
     c.logits = g->outputs[TDM_OUTPUT_LOGITS];
+    if (tree) {
+        c.kv_tree = g->graph.input(DType::I32, {kKvTreeInts, int64_t(n_tokens)}, "kv_tree");
+        g->graph.attach_kv_tree(g->positions, c.kv_tree);
+    }
     OpDesc am;
     am.op = TDM_OP_ARGMAX;
     am.in[0] = c.logits;
@@ -177,12 +181,8 @@ Status Runner::submit(const ForwardInput& in) {
     if (n == 0) return Error("forward: empty batch");
     if (in.positions.size() != n) return Error("forward: one position per token is needed");
     if (in.output_rows.empty() || in.output_rows.size() > n) return Error("forward: 1..n output rows are needed");
-    int32_t min_pos = std::numeric_limits<int32_t>::max(), max_pos = 0;
-    for (int32_t p : in.positions) {
+    for (int32_t p : in.positions)
         if (p < 0) return Error("forward: negative position");
-        min_pos = std::min(min_pos, p);
-        max_pos = std::max(max_pos, p);
-    }
     for (size_t i = 0; i < in.output_rows.size(); ++i)
         if (in.output_rows[i] < 0 || uint32_t(in.output_rows[i]) >= n || (i && in.output_rows[i] <= in.output_rows[i - 1]))
             return Error("forward: output rows must be ascending rows of the batch");
@@ -192,8 +192,14 @@ Status Runner::submit(const ForwardInput& in) {
     if (!in.positions4.empty() && in.positions4.size() != size_t(n) * 4)
         return Error("forward: four rotary positions per token are needed");
     if (!in.image_rows.empty() && in.image_rows.size() != n) return Error("forward: one image row entry per token is needed");
+    std::vector<int32_t> slots;  // where each row stores its K/V
+    if (!in.tree.empty()) slots = TDM_TRY(tree_slots(in));
+    const std::span<const int32_t> stored = slots.empty() ? in.positions : std::span<const int32_t>(slots);
+    if (!slots.empty() && kv_.n_states() > 0)
+        return Error::format("forward: the {} model has recurrent states, which a tree batch cannot branch",
+                             model_.arch().desc->name);
     // before the pool moves: a batch refused here leaves the sequence as it was
-    Compiled* c = TDM_TRY(get(n, uint32_t(in.output_rows.size()), !in.image_rows.empty()));
+    Compiled* c = TDM_TRY(get(n, uint32_t(in.output_rows.size()), !in.image_rows.empty(), !in.tree.empty()));
     if (!in.positions4.empty() && !c->positions4)
         return Error::format("the {} model has no multi-axis rotary positions: it cannot place image rows",
                              model_.arch().desc->name);
@@ -209,11 +215,12 @@ Status Runner::submit(const ForwardInput& in) {
     };
     std::vector<Span> spans;
     if (in.seqs.empty()) {
-        spans.push_back({in.seq, 0, n, min_pos, max_pos});
+        const auto [lo, hi] = std::minmax_element(stored.begin(), stored.end());
+        spans.push_back({in.seq, 0, n, *lo, *hi});
     } else {
         if (in.seqs.size() != n) return Error("forward: one sequence per token is needed");
         for (uint32_t i = 0; i < n; ++i) {
-            const int32_t p = in.positions[i];
+            const int32_t p = stored[i];
             if (i > 0 && in.seqs[i] == in.seqs[i - 1]) {
                 spans.back().first = std::min(spans.back().first, p);
                 spans.back().last = std::max(spans.back().last, p);
@@ -276,6 +283,14 @@ Status Runner::submit(const ForwardInput& in) {
                 std::memset(rows + i * width, 0, width * 4);
         }
     }
+    if (c->kv_tree) {  // graph/graph.h, kKvTreeInts: the layout of kv_tree
+        int32_t* t = cg.input_as<int32_t>(c->kv_tree);
+        for (uint32_t i = 0; i < n; ++i) {
+            t[3 * i] = in.tree[i].base;
+            t[3 * i + 1] = int32_t(uint32_t(in.tree[i].ancestors));
+            t[3 * i + 2] = int32_t(uint32_t(in.tree[i].ancestors >> 32));
+        }
+    }
     if (!plans.empty()) {  // graph/graph.h, StateBinding: the layout of state_io
         int32_t* io = cg.input_as<int32_t>(c->state_io);
         io[0] = int32_t(spans.size());
@@ -294,6 +309,24 @@ Status Runner::submit(const ForwardInput& in) {
     }
     pending_ = c;
     return {};
+}
+
+Result<std::vector<int32_t>> Runner::tree_slots(const ForwardInput& in) {
+    if (in.tree.size() != in.tokens.size()) return Error("forward: one tree entry per token is needed");
+    std::vector<int32_t> slots(in.tree.size());
+    for (size_t i = 0; i < in.tree.size(); ++i) {
+        const KvTreeRow& r = in.tree[i];
+        if (r.ancestors == 0) {
+            slots[i] = in.positions[i];
+            continue;
+        }
+        // the row's position is its depth past the root: one less than the nodes on its path
+        if (r.base < 0 || in.positions[i] != r.base + std::popcount(r.ancestors) - 1)
+            return Error::format("forward: tree row {} at position {} has {} ancestors from position {}", i,
+                                 in.positions[i], std::popcount(r.ancestors), r.base);
+        slots[i] = r.base + (63 - std::countl_zero(r.ancestors));
+    }
+    return slots;
 }
 
 Result<ForwardOutput> Runner::wait() {

@@ -41,6 +41,10 @@ struct ForwardInput {
     // Per row: the n_embd floats that replace its token's embedding (an image row), or
     // null. Empty: no image rows (a text batch, a graph of its own).
     std::span<const float* const> image_rows = {};
+    // Per row: where a tree batch's row stores its K/V and which rows it attends to
+    // (graph/graph.h, KvTreeRow; speculative/draft_tree.h builds them). Empty: an
+    // ordinary batch (a graph of its own). Not with recurrent states.
+    std::span<const KvTreeRow> tree = {};
     // Whether the host reads the logits of this pass (samplers at T > 0, logprobs, constraint
     // masks, logits dumps). false: they stay on the device and only the argmax ids (and the
     // logit at each, for the finite check) come back; ForwardOutput::logits is then null.
@@ -108,12 +112,15 @@ private:
         TensorId tokens = 0, positions = 0, seq_ids = 0, output_rows = 0, positions4 = 0, state_io = 0;
         TensorId logits = 0, argmax = 0, argmax_logit = 0, hidden = 0;
         TensorId image_rows = 0, image_keep = 0;  // tdm.encoder inject_rows inputs
+        TensorId kv_tree = 0;                     // tree batches only
         bool hidden_on_device = false;  // also writes hidden_rows_
         uint32_t n_outputs = 0;
         std::vector<std::pair<TensorId, const DeviceWeight*>> host_rows;  // tdm.host_rows inputs
         uint64_t last_used = 0;
     };
-    Result<Compiled*> get(uint32_t n_tokens, uint32_t n_outputs, bool image_rows);
+    Result<Compiled*> get(uint32_t n_tokens, uint32_t n_outputs, bool image_rows, bool tree);
+    // Where each row of a tree batch stores its K/V; an error for rows that do not fit.
+    static Result<std::vector<int32_t>> tree_slots(const ForwardInput& in);
     // Adds the device copy of the hidden rows `h` of an n_tokens pass, when it fits.
     Result<bool> keep_hidden_on_device(Graph& g, TensorId h, uint32_t n_tokens);
 
@@ -127,7 +134,7 @@ private:
     // before cache_, whose graphs write it, so that they go first
     std::unique_ptr<vk::Buffer> hidden_rows_buf_;
     std::unique_ptr<DeviceWeight> hidden_rows_;
-    std::map<std::tuple<uint32_t, uint32_t, int, bool>, Compiled> cache_;
+    std::map<std::tuple<uint32_t, uint32_t, int, bool, bool>, Compiled> cache_;
     size_t cache_limit_ = 48;
     uint64_t uses_ = 0;
     Compiled* pending_ = nullptr;

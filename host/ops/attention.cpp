@@ -3,12 +3,14 @@
 // token attends causally to its own sequence (found through the block table),
 // with GQA (G <= kMaxQueryHeadsPerKvHead query heads per KV head), sliding
 // window, scale and logit softcap. Two layouts (record_attention()); in both the KV range
-// is split at fixed boundaries whatever the batch width (tandem.h invariant 1).
+// is split at fixed boundaries whatever the batch width (tandem.h invariant 1). In a tree
+// batch (graph.h, kKvTreeInts) a row reads its ancestors' keys where the tree stored them.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
 
+#include "ops/kv_tree.h"
 #include "ops/limits.h"
 #include "ops/op_def.h"
 #include "ops/record.h"
@@ -81,14 +83,21 @@ Status record_attention(RecordContext& c, const Node& n, const std::string& labe
         uint32_t n_tokens, n_head, n_kv_head, dk, dv, q_off, q_stride, o_off, o_stride, pos_off, seq_off, block_size,
             max_blocks, ring_blocks, window;
         float scale, softcap;
-        uint32_t t_base;  // attention_rl only (attention.comp's block ends before it)
+        uint32_t t_base;  // attention_rl only
+        uint32_t tree_off;
     } pc{n_tok, n_head, kv.n_kv_head, kv.dk, kv.dv, off(c, d.in[0]), n_head * kv.dk, off(c, n.out),
          stride(c, n.out), off(c, pos), off(c, seq), kv.block_size, kv.max_blocks, kv.ring_blocks, uint32_t(d.i[0]),
-         d.f[0] != 0 ? d.f[0] : 1.0f / std::sqrt(float(kv.dk)), d.f[1], 0u};
+         d.f[0] != 0 ? d.f[0] : 1.0f / std::sqrt(float(kv.dk)), d.f[1], 0u, kv_tree_offset(c, n)};
     const vk::Binding kb = texel ? vk::Binding::texel(kv.k_view) : vk::Binding::storage(kv.k);
     const vk::Binding vb = texel ? vk::Binding::texel(kv.v_view) : vk::Binding::storage(kv.v);
-    const std::initializer_list<vk::Binding> bindings = {storage(c, d.in[0]), kb, vb, storage(c, pos), storage(c, seq),
-                                                         vk::Binding::storage(kv.block_table), storage(c, n.out)};
+    const std::initializer_list<vk::Binding> bindings = {storage(c, d.in[0]),
+                                                         kb,
+                                                         vb,
+                                                         storage(c, pos),
+                                                         storage(c, seq),
+                                                         vk::Binding::storage(kv.block_table),
+                                                         storage(c, n.out),
+                                                         kv_tree_binding(c, n)};
     if (rows_per_lane(c, kv)) {
         const uint32_t dk4 = kv.dk / 4, dv4 = kv.dv / 4, ql = rl_tokens_per_lane(dk4, dv4);
         const uint32_t slots = lane_slots(G);

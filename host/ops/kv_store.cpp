@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/ops/kv_store.cpp: TDM_OP_KV_STORE, writes each batch token's K and V into
 // its (sequence, position) slot of a paged KV layer, linear or a sliding-window
-// ring (shaders/kv_store.comp, f16 or f32 pool). The result is the layer itself, so attention orders after it.
+// ring (shaders/kv_store.comp, f16 or f32 pool); a tree batch's nodes at their tree slots. The result is the layer itself, so attention orders after it.
 #include <algorithm>
 
+#include "ops/kv_tree.h"
 #include "ops/op_def.h"
 #include "ops/record.h"
 
@@ -38,13 +39,15 @@ Status record_kv_store(RecordContext& c, const Node& n, const std::string& label
     const uint32_t n_tok = uint32_t(tensor(c, pos).elements());
     struct {
         uint32_t n_tokens, n_kv_head, dk, dv, k_off, k_stride, v_off, v_stride, pos_off, seq_off, block_size, max_blocks,
-            ring_blocks;
+            ring_blocks, tree_off;
     } pc{n_tok, kv.n_kv_head, kv.dk, kv.dv, off(c, d.in[1]), kv.n_kv_head * kv.dk, off(c, d.in[2]),
-         kv.n_kv_head * kv.dv, off(c, pos), off(c, seq), kv.block_size, kv.max_blocks, kv.ring_blocks};
+         kv.n_kv_head * kv.dv, off(c, pos), off(c, seq), kv.block_size, kv.max_blocks, kv.ring_blocks,
+         kv_tree_offset(c, n)};
     const uint32_t pairs = kv.n_kv_head * std::max(kv.dk, kv.dv) / 2;
     dispatch(c, *p,
              {storage(c, d.in[1]), storage(c, d.in[2]), storage(c, pos), storage(c, seq),
-              vk::Binding::storage(kv.block_table), vk::Binding::storage(kv.k), vk::Binding::storage(kv.v)},
+              vk::Binding::storage(kv.block_table), vk::Binding::storage(kv.k), vk::Binding::storage(kv.v),
+              kv_tree_binding(c, n)},
              pc, div_up(pairs, kLocal), n_tok, label);
     return {};
 }

@@ -28,6 +28,7 @@ SpecParams spec_params(const Config& c) {
     p.skip_streak = c.speculative.skip_streak;
     p.auto_k = !c.speculative.fixed;  // the goodput controller unless fixed k is asked for
     p.trace_path = c.speculative.trace;
+    if (const auto t = draft_tree_shape(c.speculative.draft_tree)) p.tree = {t->steps, t->topk, t->nodes};
     return p;
 }
 

@@ -21,6 +21,7 @@
 #include <tandem/tandem.h>
 
 #include "common/error.h"
+#include "speculative/draft_tree.h"
 
 namespace tdm {
 
@@ -59,6 +60,9 @@ struct DraftRequest {
     uint32_t pos = 0;
     uint32_t max = 0;  // most tokens to propose (>= 1)
     int target_seq = -1;  // the target's KV sequence (heads that read the target's KV)
+    // tree.nodes > 1: a drafter that grows trees may answer draft_tree() with a tree of
+    // this shape (draft_tree.h); else a chain of up to `max`.
+    TreeShape tree;
 };
 
 class Drafter;
@@ -114,6 +118,14 @@ public:
     virtual Status prepare(const DraftRequest& req) { return {}; }
     // The proposal: up to req.max tokens to follow history (may be empty).
     virtual Result<std::vector<int32_t>> draft(const DraftRequest& req) = 0;
+    // Trees: a drafter that proposes several branches says so, and is asked draft_tree()
+    // instead of draft() when the round may verify a tree (req.tree.nodes > 1). The tree's
+    // root is history.back(); at most req.tree.nodes nodes. accept() then hears the nodes
+    // drafted and the depth accepted; history ends with the accepted path.
+    virtual bool grows_trees() const { return false; }
+    virtual Result<DraftTree> draft_tree(const DraftRequest& req) {
+        return DraftTree::chain(req.history.back(), TDM_TRY(draft(req)));
+    }
     // The target accepted the first n_accepted of n_drafted proposed tokens (0
     // drafted: the round used another drafter or a plain step). `history` now
     // ends with the accepted drafts and the target's own next token.

@@ -2,6 +2,8 @@
 // host/speculative/forced_drafter.cpp
 #include "speculative/forced_drafter.h"
 
+#include <algorithm>
+
 namespace tdm {
 
 ForcedDrafter::ForcedDrafter(std::vector<int32_t> reference, size_t prompt_len, double acceptance, uint32_t n_vocab,
@@ -24,11 +26,33 @@ Result<std::vector<int32_t>> ForcedDrafter::draft(const DraftRequest& req) {
     std::vector<int32_t> out;
     bool right = true;
     for (uint32_t i = 0; i < n && g + i < ref_.size(); ++i) {
-        right = right && (double(rng_() >> 11) * 0x1.0p-53 < a_);
+        right = right && this->right();
         const int32_t t = ref_[g + i];
-        out.push_back(right ? t : int32_t((uint32_t(t) + 1 + uint32_t(rng_() % (n_vocab_ - 1))) % n_vocab_));
+        out.push_back(right ? t : other_than(t));
     }
     return out;
+}
+
+Result<DraftTree> ForcedDrafter::draft_tree(const DraftRequest& req) {
+    const size_t g = req.history.size() - prompt_len_;
+    const uint32_t width = std::max(1u, req.tree.topk);
+    const uint32_t steps = req.tree.steps ? req.tree.steps : kKvTreeMaxNodes;
+    DraftTree t(req.history.back());
+    uint32_t on = 0;  // the node the next level grows under
+    bool on_path = true;
+    for (uint32_t level = 0; level < steps && g + level < ref_.size() && t.size() < req.tree.nodes; ++level) {
+        const int32_t tok = ref_[g + level];
+        uint32_t hit = 0, first = 0;
+        for (uint32_t c = 0; c < width && t.size() < req.tree.nodes; ++c) {
+            const bool here = on_path && !hit && right();
+            const uint32_t node = TDM_TRY(t.add(on, here ? tok : other_than(tok)));
+            if (here) hit = node;
+            if (!first) first = node;
+        }
+        on_path = hit != 0;
+        on = hit ? hit : first;
+    }
+    return t;
 }
 
 }  // namespace tdm

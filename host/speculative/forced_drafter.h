@@ -11,6 +11,12 @@
 // observe, prepare, draft, accept: its cost is real and its state follows the
 // rounds) and the forced drafter replaces the tokens of its proposal, keeping
 // the proposal's length.
+//
+// Alone, it also grows trees (draft_tree.h) for `--draft-tree`: under the node on the
+// target's path, topk children per level, each the target's token with probability A
+// (the first such child holds it); a level without it ends what can be accepted, and
+// the tree grows on under its first child, so that it uses its node budget as a chain
+// of wrong drafts uses its length.
 #pragma once
 
 #include <random>
@@ -41,6 +47,8 @@ public:
     Status observe(const TargetRows& rows) override { return inner_ ? inner_->observe(rows) : Status{}; }
     Status prepare(const DraftRequest& req) override { return inner_ ? inner_->prepare(req) : Status{}; }
     Result<std::vector<int32_t>> draft(const DraftRequest& req) override;
+    bool grows_trees() const override { return inner_ == nullptr; }
+    Result<DraftTree> draft_tree(const DraftRequest& req) override;
     Status accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) override {
         return inner_ ? inner_->accept(history, n_drafted, n_accepted) : Status{};
     }
@@ -50,6 +58,9 @@ public:
     Status finish() override { return inner_ ? inner_->finish() : Status{}; }
 
 private:
+    bool right() { return double(rng_() >> 11) * 0x1.0p-53 < a_; }
+    int32_t other_than(int32_t t) { return int32_t((uint32_t(t) + 1 + uint32_t(rng_() % (n_vocab_ - 1))) % n_vocab_); }
+
     std::string name_ = "forced";
     std::vector<int32_t> ref_;
     size_t prompt_len_;

@@ -33,6 +33,46 @@ bool any_reads_hidden(std::span<const ChainedDrafter> chain) {
     });
 }
 
+DraftTree tree_of(const Proposal& p, int32_t root) {
+    if (!p.tree()) return DraftTree::chain(root, p.drafts);
+    DraftTree t(root);
+    for (size_t i = 0; i < p.drafts.size(); ++i) (void)t.add(uint32_t(p.parents[i]), p.drafts[i]);
+    return t;
+}
+
+int32_t accepted_draft(const Proposal& p, const RoundResult& r, uint32_t i) {
+    return r.path.empty() ? p.drafts[i] : p.drafts[r.path[i + 1] - 1];
+}
+
+uint32_t accepted_row(const RoundResult& r, uint32_t i) { return r.path.empty() ? i : r.path[i]; }
+
+namespace {
+
+// A drafter's tree as a proposal: drafts and parents (node i + 1 is drafts[i]).
+Result<Proposal> tree_proposal(Drafter& d, const DraftRequest& req) {
+    const DraftTree t = TDM_TRY(d.draft_tree(req));
+    if (t.size() > req.tree.nodes)
+        return Error::format("it proposed a tree of {} nodes, {} were asked for", t.size(), req.tree.nodes);
+    Proposal p;
+    for (uint32_t i = 1; i < t.size(); ++i) {
+        p.drafts.push_back(t.token(i));
+        p.parents.push_back(t.parent(i));
+    }
+    // a chain is verified as one: the same rows, no tree input
+    if (t.max_depth() + 1 == t.size()) p.parents.clear();
+    return p;
+}
+
+// What the drafter proposes: a tree when it grows them and the round allows one.
+Result<Proposal> ask(Drafter& d, const DraftRequest& req) {
+    if (req.tree.nodes > 1 && d.grows_trees()) return tree_proposal(d, req);
+    Proposal p;
+    p.drafts = TDM_TRY(d.draft(req));
+    return p;
+}
+
+}  // namespace
+
 Proposal propose(std::span<ChainedDrafter> chain, SpecStats& stats, const DraftRequest& req, int draft_min,
                  uint32_t n_vocab) {
     Proposal out;
@@ -41,7 +81,7 @@ Proposal propose(std::span<ChainedDrafter> chain, SpecStats& stats, const DraftR
         ChainedDrafter& d = chain[i];
         if (!d.on) continue;
         const double g0 = steady_now_ms();
-        auto prop = d.drafter->draft(req);
+        Result<Proposal> prop = ask(*d.drafter, req);
         DrafterStats& st = stats.drafters[d.stat];
         st.calls_gen++;
         st.dur_gen_ms += steady_now_ms() - g0;
@@ -49,8 +89,9 @@ Proposal propose(std::span<ChainedDrafter> chain, SpecStats& stats, const DraftR
             turn_off(d, stats, prop.error());
             continue;
         }
-        std::vector<int32_t> p = std::move(prop).value();
-        if (p.size() > k) p.resize(k);
+        std::vector<int32_t> parents = std::move(prop->parents);
+        std::vector<int32_t> p = std::move(prop->drafts);
+        if (p.size() > k && parents.empty()) p.resize(k);
         for (int32_t t : p)
             if (t < 0 || uint32_t(t) >= n_vocab) {
                 turn_off(d, stats, Error::format("it proposed token {} outside the vocabulary of {}", t, n_vocab));
@@ -59,6 +100,7 @@ Proposal propose(std::span<ChainedDrafter> chain, SpecStats& stats, const DraftR
             }
         if (d.on && !p.empty() && int(p.size()) >= std::max(1, draft_min)) {
             out.drafts = std::move(p);
+            out.parents = std::move(parents);
             out.winner = int(i);
         }
     }
@@ -74,6 +116,14 @@ RoundResult verify(const Proposal& proposal, const VerifyRows& rows, Sampler& sa
     r.drafted = nd;
     r.winner = proposal.winner;
     uint32_t m = 0;
+    if (proposal.tree()) {  // greedy only (SpecParams::tree)
+        const DraftTree tree = tree_of(proposal, history.back());
+        TreeVerdict v = accept_greedy(tree, std::span<const int32_t>(rows.argmax, tree.size()));
+        r.accepted = uint32_t(v.path.size()) - 1;
+        r.next = v.next;
+        r.path = std::move(v.path);
+        return r;
+    }
     if (greedy) {
         while (m < nd && drafts[m] == rows.argmax[m]) ++m;
         r.next = rows.argmax[m];
@@ -99,6 +149,7 @@ RoundResult verify(const Proposal& proposal, const VerifyRows& rows, Sampler& sa
 
 Status rollback(KvPool& kv, int seq, uint32_t n_kv, const RoundResult& round) {
     if (round.drafted == 0) return {};
+    if (!round.path.empty()) return commit_path(kv, seq, int32_t(n_kv - uint32_t(round.path.size())), round.path);
     return kv.truncate(seq, n_kv);
 }
 
@@ -124,7 +175,10 @@ void accept(std::span<ChainedDrafter> chain, SpecStats& stats, std::span<const i
 }
 
 void tally(std::span<const ChainedDrafter> chain, SpecStats& stats, const RoundResult& round, double verify_ms) {
-    stats.add_round(round.drafted, round.accepted);
+    if (round.path.empty())
+        stats.add_round(round.drafted, round.accepted);
+    else
+        stats.add_tree_round(round.drafted + 1, round.accepted);
     stats.verify_ms += verify_ms;
     DrafterStats& ws = stats.drafters[chain[size_t(round.winner)].stat];
     ws.gen_drafts++;

@@ -24,8 +24,10 @@
 // it runs alone or in a server. This file knows no session, slot or pass: it is given a
 // chain, the target's rows and the statistics to update. Dependencies run one way:
 // engine -> speculative -> model, sampling; nothing here includes engine/.
-// Tree rounds and new draft heads land here: a Proposal is then a tree and a RoundResult
-// the accepted path; the engine keeps passing rows and calling these steps.
+// Tree rounds (draft_tree.h): a drafter that grows trees proposes one when the request
+// allows it (SpecParams::tree; greedy only), the Proposal then carries each draft's
+// parent, verify walks the tree and the RoundResult carries the accepted path, whose K/V
+// rollback makes consecutive; the engine passes the tree's rows and calls the same steps.
 // Under a token constraint (a grammar), the proposal is cut and the rows masked before
 // verify sees them (constrained_round.h).
 // Not here: choosing k (goodput.h, batch_budget.h), the drafters themselves (drafter.h
@@ -39,6 +41,7 @@
 
 #include "kv/kv_pool.h"
 #include "sampling/sampler.h"
+#include "speculative/draft_tree.h"
 #include "speculative/drafter.h"
 #include "speculative/stats.h"
 
@@ -53,6 +56,11 @@ struct SpecParams {
     // serve, bench) sets it from the configuration, whose default is on
     // (serve/generation_settings.h: spec_params).
     bool auto_k = false;
+    // Draft trees (draft_tree.h): a drafter that grows trees proposes one of this shape,
+    // others a chain; at most kKvTreeMaxNodes nodes, and never more rows than the chain
+    // of k drafts the round would verify. nodes <= 1: chains only. Greedy requests only:
+    // with sampling a round verifies a chain.
+    TreeShape tree;
     std::string trace_path; // NDJSON, one line per round
 };
 
@@ -77,7 +85,14 @@ bool any_reads_hidden(std::span<const ChainedDrafter> chain);
 struct Proposal {
     std::vector<int32_t> drafts;  // empty: a plain step
     int winner = -1;              // the chain's index of the drafter that proposed them
+    // A tree (draft_tree.h): drafts[i] is node i + 1, its parent node parents[i] (0: the
+    // round's first token). Empty: a chain.
+    std::vector<int32_t> parents;
+    bool tree() const { return !parents.empty(); }
 };
+// The proposal's tree with `root` (the round's first token) as node 0; a chain's is one
+// branch of at most kKvTreeMaxNodes nodes (DraftTree::chain).
+DraftTree tree_of(const Proposal& p, int32_t root);
 
 // The target's output rows for the round's [last, d1..dk]: row i's logits at
 // logits + i * n_vocab and its argmax at argmax[i].
@@ -92,7 +107,13 @@ struct RoundResult {
     uint32_t accepted = 0;  // the longest prefix of them the target agrees with
     int32_t next = -1;      // the target's own token after the accepted drafts
     int winner = -1;        // the chain's index of the drafter whose drafts these were
+    // A tree round: the accepted nodes from the root (accepted + 1 of them). Empty: a chain.
+    std::vector<uint32_t> path;
 };
+// The round's i-th accepted draft (i < accepted), and the verify row whose choice the
+// round's i-th token was (i <= accepted: row i of a chain, the path's i-th node of a tree).
+int32_t accepted_draft(const Proposal& p, const RoundResult& r, uint32_t i);
+uint32_t accepted_row(const RoundResult& r, uint32_t i);
 
 // The first drafter of the chain (those still on, in order) that proposes at least
 // draft_min tokens (and at least one) wins; its proposal is cut to req.max. A drafter that
@@ -106,7 +127,8 @@ RoundResult verify(const Proposal& proposal, const VerifyRows& rows, Sampler& sa
                    std::span<const int32_t> history);
 
 // The target's KV (and recurrent-state checkpoint) keeps `n_kv` tokens: the history and
-// the accepted drafts. A plain step wrote no row past them: nothing to roll back.
+// the accepted drafts (a tree's accepted path moved to consecutive positions first). A
+// plain step wrote no row past them: nothing to roll back.
 Status rollback(KvPool& kv, int seq, uint32_t n_kv, const RoundResult& round);
 
 // Shows the rows the target committed (prompt chunks, the kept rows of a round) to the
@@ -129,6 +151,7 @@ struct RoundRecord {
     std::string drafter;         // the winner, "" when nothing was drafted
     int k = 0;                   // drafts asked for
     std::vector<int32_t> drafted;
+    std::vector<int32_t> parents;  // a tree round: Proposal::parents
     uint32_t accepted = 0;
     int32_t next = -1;           // the target's own token
     double draft_ms = 0, verify_ms = 0, accept_ms = 0;

@@ -49,6 +49,16 @@ void SpecStats::add_round(uint32_t n_drafted, uint32_t n_accepted) {
     }
 }
 
+void SpecStats::add_tree_round(uint32_t n_nodes, uint32_t depth) {
+    ++rounds;
+    drafted += n_nodes - 1;
+    accepted += depth;
+    ++tree_rounds;
+    tree_nodes += n_nodes;
+    if (tree_depths.size() <= depth) tree_depths.resize(depth + 1, 0);
+    ++tree_depths[depth];
+}
+
 void ControllerStats::add(const ControllerStats& o) {
     on = on || o.on;
     off_steps += o.off_steps;
@@ -81,6 +91,12 @@ std::string SpecStats::report() const {
     if (constraint_cuts > 0)
         s += fmt::format("constraint: {} drafts cut at a token it forbids ({} draft tokens never verified)\n",
                          constraint_cuts, constraint_cut_tokens);
+    if (tree_rounds > 0) {
+        s += fmt::format("trees: {} rounds, {:.1f} nodes verified per round, accepted depth:", tree_rounds,
+                         double(tree_nodes) / double(tree_rounds));
+        for (size_t d = 0; d < tree_depths.size(); ++d) s += fmt::format(" {}:{}", d, tree_depths[d]);
+        s += "\n";
+    }
     if (!drafted_at.empty()) {
         s += "acceptance by draft position:";
         for (size_t i = 0; i < drafted_at.size(); ++i)
@@ -111,6 +127,7 @@ nlohmann::json SpecStats::json() const {
             {"plain_ms", plain_ms},
             {"constraint_cut_drafts", constraint_cuts},
             {"constraint_cut_tokens", constraint_cut_tokens},
+            {"trees", {{"rounds", tree_rounds}, {"nodes", tree_nodes}, {"accepted_depth", tree_depths}}},
             {"controller",
              {{"on", controller.on},
               {"off_steps", controller.off_steps},

@@ -52,6 +52,10 @@ struct SpecStats {
     // Under a token constraint (constrained_round.h): proposals cut at a draft it forbids,
     // and the drafts cut from them (never verified).
     uint64_t constraint_cuts = 0, constraint_cut_tokens = 0;
+    // Tree rounds (draft_tree.h; counted in rounds, drafted and accepted too): the nodes
+    // verified, and per depth d the rounds that accepted d drafts.
+    uint64_t tree_rounds = 0, tree_nodes = 0;
+    std::vector<uint64_t> tree_depths;
 
     uint64_t target_passes() const { return rounds + plain_steps; }
     double acceptance_rate() const { return drafted ? double(accepted) / double(drafted) : 0.0; }
@@ -61,6 +65,8 @@ struct SpecStats {
     // (0 when there is no estimate).
     double measured_speedup() const;
     void add_round(uint32_t n_drafted, uint32_t n_accepted);
+    // A tree of n_nodes (root included) whose accepted path held `depth` drafts.
+    void add_tree_round(uint32_t n_nodes, uint32_t depth);
 
     std::string report() const;  // multi-line, printed after `tandem run`
     nlohmann::json json() const;

@@ -149,6 +149,21 @@ TEST(ConfigLoad, draft_vocab_is_auto_all_or_a_count_as_integer_or_string) {
     EXPECT_TRUE(fails_with(load("[speculative]\ndraft_vocab = 1.5\n"), "speculative.draft_vocab"));
 }
 
+TEST(ConfigLoad, draft_tree_is_steps_topk_and_nodes_up_to_64) {
+    EXPECT_EQ(Config{}.speculative.draft_tree, "");
+    EXPECT_EQ(load_ok("[speculative]\ndraft_tree = \"4,2,8\"\n").speculative.draft_tree, "4,2,8");
+    const auto t = draft_tree_shape("4,2,8");
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->steps, 4u);
+    EXPECT_EQ(t->topk, 2u);
+    EXPECT_EQ(t->nodes, 8u);
+    EXPECT_TRUE(draft_tree_shape("63,1,64"));
+    for (const char* bad : {"", "4,2", "4,2,1", "4,2,65", "0,2,8", "4,0,8", "4,2,8,", "4, 2,8", "a,b,c"})
+        EXPECT_FALSE(draft_tree_shape(bad)) << bad;
+    EXPECT_TRUE(fails_with(load("[speculative]\ndraft_tree = \"4,2,99\"\n"),
+                           "'4,2,99' is not STEPS,TOPK,NODES"));
+}
+
 TEST(ConfigLoad, device_select_takes_an_index_as_integer_or_string) {
     EXPECT_EQ(load_ok("[device]\nselect = 1\n").device.select, "1");
     EXPECT_EQ(load_ok("[device]\nselect = \"1\"\n").device.select, "1");
@@ -336,7 +351,7 @@ TEST(ConfigLoad, the_server_section_loads_and_its_ranges_are_checked) {
 
 TEST(ConfigLoad, config_keys_lists_each_section_key_once) {
     const std::vector<std::string> keys = config_keys();
-    EXPECT_EQ(keys.size(), 5u + 14u + 7u + 10u + 13u + 2u + 1u + 14u + 5u);
+    EXPECT_EQ(keys.size(), 5u + 14u + 7u + 10u + 14u + 2u + 1u + 14u + 5u);
     EXPECT_EQ(keys.front(), "device.select");
     EXPECT_NE(std::find(keys.begin(), keys.end(), "speculative.auto"), keys.end());
     std::vector<std::string> sorted = keys;
