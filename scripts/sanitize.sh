@@ -11,8 +11,9 @@
 #      safetensors), qwen3 with a draft model, qwen3 with the n-gram drafters, qwen35 (hybrid)
 #      and qwen35moe with their MTP heads, gemma4 (E2B-style GGUF and HF, 26B-style MoE) and
 #      the E2B-style one with its synthesized assistant (GGUF and HF), GLM-OCR's text decoder
-#      (GGUF and HF) with its MTP layer, llama (GGUF, and HF with llama3 rope scaling), and
-#      a JSON-schema-constrained run with n-gram and with MTP drafting;
+#      (GGUF and HF) with its MTP layer, llama (GGUF, and HF with llama3 rope scaling),
+#      a JSON-schema-constrained run with n-gram and with MTP drafting, EAGLE-3 heads (GGUF
+#      on qwen3, HF on llama-hf) and a draft-tree bench round (forced acceptance);
 #   3. every fuzz harness for FUZZ_SECONDS (default 10; scripts/fuzz.sh on the same build).
 #
 #   scripts/sanitize.sh [--ci] [FUZZ_SECONDS]
@@ -67,7 +68,8 @@ cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" "${linker[@]}" \
   -DTANDEM_SANITIZE=address,undefined -DTANDEM_FUZZ=ON -DTANDEM_PCH=ON >/dev/null
 echo "==> building (only what the job runs)"
-targets=(tandem tandem-plugin-gemma4 tandem-synth-gemma4 tandem-plugin-glm-ocr tandem-synth-glm-ocr fuzz_all)
+targets=(tandem tandem-plugin-gemma4 tandem-synth-gemma4 tandem-plugin-glm-ocr tandem-synth-glm-ocr
+  tandem-plugin-llama tandem-synth-llama tandem-plugin-eagle3 tandem-synth-eagle3 fuzz_all)
 if [ "$ci" = 0 ]; then targets+=(test_formats test_image test_tokenizer test_config test_cli test_plugin test_serve); fi
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 
@@ -174,6 +176,11 @@ run_all \
   "synth-llama:synth --arch llama -o llama.gguf" \
   "synth-llama-hf:synth --arch llama --format hf --rope-scaling true -o llama-hf" ||
   { echo "sanitize.sh: a synthesizer failed" >&2; exit 1; }
+# EAGLE-3 heads are shaped from their target, so they follow it
+run_all \
+  "synth-eagle3-qwen3:synth --arch eagle3 --target qwen3.gguf -o eagle3-qwen3.gguf" \
+  "synth-eagle3-llama-hf:synth --arch eagle3 --target llama-hf --format hf --rope-scaling true -o eagle3-llama-hf" ||
+  { echo "sanitize.sh: a synthesizer failed" >&2; exit 1; }
 printf "Hello there" >"$e2e/prompt.txt"
 printf '%s' '{"type":"object","properties":{"name":{"type":"string","maxLength":6},"n":{"type":"integer","minimum":-5,"maximum":250},"tags":{"type":"array","items":{"enum":["a","b"]}}},"required":["name","n"]}' >"$e2e/schema.json"
 run=(run -f prompt.txt -n 12 --temp 0 --ignore-eos --output-format json)
@@ -195,7 +202,10 @@ run_all \
   "run-llama-ngram-simple:${run[*]} -m llama.gguf --spec-type ngram-simple" \
   "run-llama-hf:${run[*]} -m llama-hf" \
   "run-qwen3-json-schema-ngram:${run[*]} -m qwen3.gguf --spec-type ngram-simple --json-schema schema.json" \
-  "run-qwen35-json-schema-mtp:${run[*]} -m qwen35.gguf --spec-type mtp --json-schema schema.json" ||
+  "run-qwen35-json-schema-mtp:${run[*]} -m qwen35.gguf --spec-type mtp --json-schema schema.json" \
+  "run-qwen3-eagle3:${run[*]} -m qwen3.gguf -md eagle3-qwen3.gguf" \
+  "run-llama-hf-eagle3-hf:${run[*]} -m llama-hf --spec-type draft-eagle3 -md eagle3-llama-hf" \
+  "bench-qwen3-draft-tree:bench spec -m qwen3.gguf --force-acceptance 0.7 --spec-fixed --draft-max 3 --draft-tree 3,2,4 --prompts 1 --gen-tokens 12 -c 256 --json" ||
   { echo "sanitize.sh: an end-to-end run failed (or printed no tokens)" >&2; exit 1; }
 
 echo "==> fuzzing each harness for ${fuzz_seconds}s"
