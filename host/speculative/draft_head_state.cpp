@@ -21,6 +21,8 @@ constexpr size_t kHeadStateFixed = 5 * 4 + 8;
 
 Result<std::string> DraftHeadDrafter::save_state(uint32_t n_tokens) {
     if (n_tokens == 0) return Error("draft head: no state to save for an empty sequence");
+    // a stateless head keeps nothing between rounds (no KV; it resumes from the next rows)
+    if (stateless()) return std::string();
     if (pending_) cancel();
     if (!can_resume(n_tokens))
         return Error::format("draft head: cannot save a state for {} tokens (it holds pairs up to {} and hidden rows "

@@ -57,6 +57,20 @@ TEST(Gemma4Cli, run_with_an_assistant_file_drafts_with_it_and_prints_plain_decod
     }
 }
 
+// The assistant is stateless (no KV of its own): a prompt cache holds nothing of it. Saving
+// one crashed on the head's missing KV; the second run resumes the cached prompt and drafts.
+TEST(Gemma4Cli, a_prompt_cache_with_the_assistant_drafting_saves_and_resumes) {
+    const Files f = write_pair_gemma4_cli("tiny-e2b", false);
+    const std::string cache = test::make_temp_dir("gemma4-cache") + "/prompt.bin";
+    const nlohmann::json plain = run_json({}, f);
+    for (int i = 0; i < 2; ++i) {
+        const nlohmann::json spec = run_json({"-md", f.assistant, "--draft-max", "3", "--prompt-cache", cache}, f);
+        ASSERT_TRUE(plain.contains("tokens") && spec.contains("tokens")) << "run " << i;
+        EXPECT_EQ(spec["tokens"], plain["tokens"]) << "run " << i;
+        EXPECT_TRUE(std::filesystem::exists(cache)) << "run " << i;
+    }
+}
+
 TEST(Gemma4Cli, synth_writes_an_assistant_that_run_drafts_with_and_refuses_options_that_do_not_apply) {
     const std::string dir = test::make_temp_dir("gemma4-cli-synth");
     for (bool hf : {false, true}) {
