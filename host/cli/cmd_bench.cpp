@@ -350,6 +350,16 @@ Status bench_spec(App& app) {
             }
             TDM_TRY(kv->truncate(seq, uint32_t(p0)));  // each width verifies the same positions
             TDM_TRY(runner.forward({toks, pos, seq, rows}));
+            // tree verify passes are graphs of their own (runner.h): one of each width the
+            // tree can have, shaped as a chain (node r's ancestors are nodes 0..r)
+            if (sp.tree.nodes > 1 && uint32_t(n) <= std::min(sp.tree.nodes, kKvTreeMaxNodes)) {
+                std::vector<KvTreeRow> tree(rows_n);
+                for (int r = 0; r < n; ++r) tree[size_t(r)] = {p0, (uint64_t(2) << r) - 1};
+                ForwardInput in{toks, pos, seq, rows};
+                in.tree = tree;
+                TDM_TRY(kv->truncate(seq, uint32_t(p0)));
+                TDM_TRY(runner.forward(in));
+            }
         }
         // and the drafter's own graphs (a draft head builds one per catch-up
         // length): a short speculative run at acceptance 1/2 visits most of them
