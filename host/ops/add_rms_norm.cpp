@@ -44,8 +44,10 @@ Status validate_add_rms_norm(OpContext& c) {
             return Error::coded(TDM_ERR_SHAPE, "add_rms_norm: weight {} must be f32 with {} contiguous elements",
                                 c.describe(2), a.cols());
     }
-    TDM_TRY(c.output(DType::F32, {a.ne[0], a.ne[1], a.ne[2], a.ne[3]}));
-    return c.second_output(DType::F32, {a.ne[0], a.ne[1], a.ne[2], a.ne[3]}, "norm");
+    // output() adds a tensor to the graph, which may move a: take its shape first
+    const std::vector<int64_t> ne = {a.ne[0], a.ne[1], a.ne[2], a.ne[3]};
+    TDM_TRY(c.output(DType::F32, ne));
+    return c.second_output(DType::F32, ne, "norm");
 }
 
 Status record_add_rms_norm(RecordContext& c, const Node& n, const std::string& label) {

@@ -28,8 +28,10 @@ Status validate_argmax(OpContext& c) {
     if (c.d.n_in != 2 || c.in(1).type != DType::I32 || c.in(1).rows() != x.rows() ||
         c.in(1).cols() != 2 * int64_t(argmax_slices(x.cols())))
         return Error::coded(TDM_ERR_INVALID_ARGUMENT, "argmax: input 1 must be the argmax_slices of input 0");
-    TDM_TRY(c.output(DType::I32, {x.rows()}));
-    return c.second_output(DType::F32, {x.rows()});
+    // output() adds a tensor to the graph, which may move x: take its rows first
+    const int64_t rows = x.rows();
+    TDM_TRY(c.output(DType::I32, {rows}));
+    return c.second_output(DType::F32, {rows});
 }
 
 Status record_argmax(RecordContext& c, const Node& n, const std::string& label) {
@@ -78,8 +80,9 @@ Status validate_top_k(OpContext& c) {
     const int32_t k = c.d.i[0];
     if (k > x.cols())
         return Error::coded(TDM_ERR_SHAPE, "top_k: k = {} out of range 1..min({}, {})", k, kMaxTopK, x.cols());
-    TDM_TRY(c.output(DType::I32, {k, x.rows()}));
-    return c.second_output(DType::F32, {k, x.rows()});
+    const int64_t rows = x.rows();  // output() may move x
+    TDM_TRY(c.output(DType::I32, {k, rows}));
+    return c.second_output(DType::F32, {k, rows});
 }
 
 Status record_top_k(RecordContext& c, const Node& n, const std::string& label) {
