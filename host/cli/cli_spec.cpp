@@ -158,8 +158,8 @@ OptionGroup speculative_options() {
     return {"speculative decoding",
             {
                 {{"-md", "--model-draft", "--draft-model"}, K::string, "FILE", "A small draft model with the same "
-                 "vocabulary (speculative type `draft`), or a drafter's own file such as a Gemma 4 assistant "
-                 "(drafts as that head).", "", "", false, false, "model-draft"},
+                 "vocabulary (speculative type `draft`), or a drafter's own file such as a Gemma 4 assistant or "
+                 "an EAGLE-3 head (drafts as that head; an HF EAGLE-3 directory needs --spec-type eagle3).", "", "", false, false, "model-draft"},
                 {{"--mtp-head"}, K::string, "FILE", "An MTP/NextN head shipped as its own file (speculative type "
                  "mtp); by default the head is read from the target's own file."},
                 {{"--spec-type"}, K::string, "LIST", "Drafters to use, comma-separated, asked in order: draft, "
