@@ -226,16 +226,28 @@ done_step
 step "tandem synth: every architecture of every packaged synthesizer, through its plugin"
 # A plugin's synthesizer is installed as plugins/synth/tandem-NAME-synth.so (tandem/synth.h);
 # `tandem plugins` lists what each one writes, and `tandem synth` finds it through the plugin.
+# A draft head shaped from its target (EAGLE-3) is written for a target synthesized here, after
+# the others: the qwen3 one.
 n_archs=0
+heads=()
+synth_one() {  # ARCH [OPTION...]
+  local a="$1"
+  shift
+  tandem synth --arch "$a" --type f16 "$@" -o "$work/synth-$a.gguf" 2>&1 | sed 's/^/    /' ||
+    fail "tandem synth --arch $a"
+  tandem info "$work/synth-$a.gguf" | grep -q "^architecture: *$a$" || fail "synth-$a.gguf is not an $a model"
+  n_archs=$((n_archs + 1))
+}
 while read -r so; do
   line="$(grep "^  synthesizer $so (writes " "$work/plugins.txt")" || fail "$so (packaged) did not load"
   for a in $(sed 's/.*(writes \(.*\))$/\1/; s/,//g' <<<"$line"); do
-    tandem synth --arch "$a" --type f16 -o "$work/synth-$a.gguf" 2>&1 | sed 's/^/    /' ||
-      fail "tandem synth --arch $a"
-    tandem info "$work/synth-$a.gguf" | grep -q "^architecture: *$a$" || fail "synth-$a.gguf is not an $a model"
-    n_archs=$((n_archs + 1))
+    if [ "$a" = eagle3 ]; then heads+=("$a"); else synth_one "$a"; fi
   done
 done < <(dpkg -L tandem | grep "^/usr/lib/$multiarch/tandem/plugins/synth/tandem-.*-synth\.so$")
+for a in "${heads[@]}"; do
+  [ -f "$work/synth-qwen3.gguf" ] || fail "no qwen3 model to shape the $a head from"
+  synth_one "$a" --target "$work/synth-qwen3.gguf"
+done
 [ "$n_archs" -gt 0 ] || fail "tandem ships no synthesizer"
 echo "    $n_archs architecture(s) synthesized"
 done_step
