@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tdm::synth {
@@ -39,6 +40,12 @@ struct SynthParam {
     ParamRole role = ParamRole::matrix;
     float sigma = 0.0f;  // std of the random values (the deviation from 1 for norms)
 };
+
+// A parameter of HF shape [rows][cols] under both names; a norm is 1-D.
+inline SynthParam synth_param(std::string gguf, std::string hf, int64_t rows, int64_t cols, ParamRole role,
+                              float sigma) {
+    return {std::move(gguf), std::move(hf), rows, cols, role == ParamRole::norm, role, sigma};
+}
 
 // Everything the recipes need besides the parameter itself.
 struct WeightRecipe {

@@ -31,18 +31,6 @@ namespace {
 constexpr float kNormSigma = 0.2f / 1.7320508f;  // norms 1 +- 0.2, uniform
 constexpr int32_t kContext = 4096;
 
-SynthParam make(std::string gguf, std::string hf, int64_t rows, int64_t cols, ParamRole role, float sigma) {
-    SynthParam p;
-    p.gguf_name = std::move(gguf);
-    p.hf_name = std::move(hf);
-    p.rows = rows;
-    p.cols = cols;
-    p.is_vector = role == ParamRole::norm;
-    p.role = role;
-    p.sigma = sigma;
-    return p;
-}
-
 bool is_permuted(const SynthParam& p) { return p.gguf_name == "blk.0.attn_q.weight" || p.gguf_name == "blk.0.attn_k.weight"; }
 
 std::string config_json(const Eagle3Shape& s, const Eagle3SynthOptions& o) {
@@ -99,19 +87,19 @@ std::vector<SynthParam> eagle3_params(const Eagle3Shape& s) {
     const float sd_h = 1.0f / std::sqrt(float(H)), sd_q = 1.0f / std::sqrt(float(q_rows)), sd_f = 1.0f / std::sqrt(float(F));
     const std::string g = "blk.0.", h = "midlayer.";
     std::vector<SynthParam> ps;
-    ps.push_back(make("fc.weight", "fc.weight", H, fc_in, ParamRole::matrix, sd_fc));
-    ps.push_back(make(g + "attn_norm.weight", h + "input_layernorm.weight", 1, H, ParamRole::norm, kNormSigma));
-    ps.push_back(make(g + "attn_norm_2.weight", h + "hidden_norm.weight", 1, H, ParamRole::norm, kNormSigma));
-    ps.push_back(make(g + "attn_q.weight", h + "self_attn.q_proj.weight", q_rows, 2 * H, ParamRole::matrix, sd_2h));
-    ps.push_back(make(g + "attn_k.weight", h + "self_attn.k_proj.weight", kv_rows, 2 * H, ParamRole::matrix, sd_2h));
-    ps.push_back(make(g + "attn_v.weight", h + "self_attn.v_proj.weight", kv_rows, 2 * H, ParamRole::matrix, sd_2h));
-    ps.push_back(make(g + "attn_output.weight", h + "self_attn.o_proj.weight", H, q_rows, ParamRole::residual_out, sd_q));
-    ps.push_back(make(g + "ffn_norm.weight", h + "post_attention_layernorm.weight", 1, H, ParamRole::norm, kNormSigma));
-    ps.push_back(make(g + "ffn_gate.weight", h + "mlp.gate_proj.weight", F, H, ParamRole::matrix, sd_h));
-    ps.push_back(make(g + "ffn_up.weight", h + "mlp.up_proj.weight", F, H, ParamRole::matrix, sd_h));
-    ps.push_back(make(g + "ffn_down.weight", h + "mlp.down_proj.weight", H, F, ParamRole::residual_out, sd_f));
-    ps.push_back(make("output_norm.weight", "norm.weight", 1, H, ParamRole::norm, kNormSigma));
-    ps.push_back(make("output.weight", "lm_head.weight", s.n_vocab_draft, H, ParamRole::matrix, 4.0f * sd_h));
+    ps.push_back(synth_param("fc.weight", "fc.weight", H, fc_in, ParamRole::matrix, sd_fc));
+    ps.push_back(synth_param(g + "attn_norm.weight", h + "input_layernorm.weight", 1, H, ParamRole::norm, kNormSigma));
+    ps.push_back(synth_param(g + "attn_norm_2.weight", h + "hidden_norm.weight", 1, H, ParamRole::norm, kNormSigma));
+    ps.push_back(synth_param(g + "attn_q.weight", h + "self_attn.q_proj.weight", q_rows, 2 * H, ParamRole::matrix, sd_2h));
+    ps.push_back(synth_param(g + "attn_k.weight", h + "self_attn.k_proj.weight", kv_rows, 2 * H, ParamRole::matrix, sd_2h));
+    ps.push_back(synth_param(g + "attn_v.weight", h + "self_attn.v_proj.weight", kv_rows, 2 * H, ParamRole::matrix, sd_2h));
+    ps.push_back(synth_param(g + "attn_output.weight", h + "self_attn.o_proj.weight", H, q_rows, ParamRole::residual_out, sd_q));
+    ps.push_back(synth_param(g + "ffn_norm.weight", h + "post_attention_layernorm.weight", 1, H, ParamRole::norm, kNormSigma));
+    ps.push_back(synth_param(g + "ffn_gate.weight", h + "mlp.gate_proj.weight", F, H, ParamRole::matrix, sd_h));
+    ps.push_back(synth_param(g + "ffn_up.weight", h + "mlp.up_proj.weight", F, H, ParamRole::matrix, sd_h));
+    ps.push_back(synth_param(g + "ffn_down.weight", h + "mlp.down_proj.weight", H, F, ParamRole::residual_out, sd_f));
+    ps.push_back(synth_param("output_norm.weight", "norm.weight", 1, H, ParamRole::norm, kNormSigma));
+    ps.push_back(synth_param("output.weight", "lm_head.weight", s.n_vocab_draft, H, ParamRole::matrix, 4.0f * sd_h));
     return ps;
 }
 

@@ -12,18 +12,6 @@ namespace {
 constexpr float kSqrt3 = 1.7320508075688772f;
 constexpr float kNormSpread = 0.2f;  // norm weights are 1 +- kNormSpread
 
-SynthParam make(std::string gguf, std::string hf, int64_t rows, int64_t cols, ParamRole role, float sigma) {
-    SynthParam p;
-    p.gguf_name = std::move(gguf);
-    p.hf_name = std::move(hf);
-    p.rows = rows;
-    p.cols = cols;
-    p.is_vector = role == ParamRole::norm;
-    p.role = role;
-    p.sigma = sigma;
-    return p;
-}
-
 }  // namespace
 
 std::vector<SynthParam> qwen3_params(const Qwen3Shape& s, bool tied, float residual_decay) {
@@ -35,30 +23,30 @@ std::vector<SynthParam> qwen3_params(const Qwen3Shape& s, bool tied, float resid
     const int64_t kv_rows = int64_t(s.n_head_kv) * s.head_dim;
 
     std::vector<SynthParam> ps;
-    ps.push_back(make("token_embd.weight", "model.embed_tokens.weight", s.n_vocab, s.n_embd, ParamRole::token_embd,
-                      2.0f * sd_embd));
+    ps.push_back(synth_param("token_embd.weight", "model.embed_tokens.weight", s.n_vocab, s.n_embd, ParamRole::token_embd,
+                             2.0f * sd_embd));
     for (int il = 0; il < s.n_layer; ++il) {
         const std::string g = "blk." + std::to_string(il) + ".";
         const std::string h = "model.layers." + std::to_string(il) + ".";
         const float decay = std::pow(residual_decay, float(il));
-        ps.push_back(make(g + "attn_norm.weight", h + "input_layernorm.weight", 1, s.n_embd, ParamRole::norm, sd_norm));
-        ps.push_back(make(g + "attn_q.weight", h + "self_attn.q_proj.weight", q_rows, s.n_embd, ParamRole::matrix, sd_embd));
-        ps.push_back(make(g + "attn_q_norm.weight", h + "self_attn.q_norm.weight", 1, s.head_dim, ParamRole::norm, sd_norm));
-        ps.push_back(make(g + "attn_k.weight", h + "self_attn.k_proj.weight", kv_rows, s.n_embd, ParamRole::matrix, sd_embd));
-        ps.push_back(make(g + "attn_k_norm.weight", h + "self_attn.k_norm.weight", 1, s.head_dim, ParamRole::norm, sd_norm));
-        ps.push_back(make(g + "attn_v.weight", h + "self_attn.v_proj.weight", kv_rows, s.n_embd, ParamRole::matrix, sd_embd));
-        ps.push_back(make(g + "attn_output.weight", h + "self_attn.o_proj.weight", s.n_embd, q_rows,
-                          ParamRole::residual_out, sd_attn_out * decay));
-        ps.push_back(make(g + "ffn_norm.weight", h + "post_attention_layernorm.weight", 1, s.n_embd, ParamRole::norm,
-                          sd_norm));
-        ps.push_back(make(g + "ffn_gate.weight", h + "mlp.gate_proj.weight", s.n_ff, s.n_embd, ParamRole::matrix, sd_embd));
-        ps.push_back(make(g + "ffn_up.weight", h + "mlp.up_proj.weight", s.n_ff, s.n_embd, ParamRole::matrix, sd_embd));
-        ps.push_back(make(g + "ffn_down.weight", h + "mlp.down_proj.weight", s.n_embd, s.n_ff, ParamRole::residual_out,
-                          sd_ff * decay));
+        ps.push_back(synth_param(g + "attn_norm.weight", h + "input_layernorm.weight", 1, s.n_embd, ParamRole::norm, sd_norm));
+        ps.push_back(synth_param(g + "attn_q.weight", h + "self_attn.q_proj.weight", q_rows, s.n_embd, ParamRole::matrix, sd_embd));
+        ps.push_back(synth_param(g + "attn_q_norm.weight", h + "self_attn.q_norm.weight", 1, s.head_dim, ParamRole::norm, sd_norm));
+        ps.push_back(synth_param(g + "attn_k.weight", h + "self_attn.k_proj.weight", kv_rows, s.n_embd, ParamRole::matrix, sd_embd));
+        ps.push_back(synth_param(g + "attn_k_norm.weight", h + "self_attn.k_norm.weight", 1, s.head_dim, ParamRole::norm, sd_norm));
+        ps.push_back(synth_param(g + "attn_v.weight", h + "self_attn.v_proj.weight", kv_rows, s.n_embd, ParamRole::matrix, sd_embd));
+        ps.push_back(synth_param(g + "attn_output.weight", h + "self_attn.o_proj.weight", s.n_embd, q_rows,
+                                 ParamRole::residual_out, sd_attn_out * decay));
+        ps.push_back(synth_param(g + "ffn_norm.weight", h + "post_attention_layernorm.weight", 1, s.n_embd, ParamRole::norm,
+                                 sd_norm));
+        ps.push_back(synth_param(g + "ffn_gate.weight", h + "mlp.gate_proj.weight", s.n_ff, s.n_embd, ParamRole::matrix, sd_embd));
+        ps.push_back(synth_param(g + "ffn_up.weight", h + "mlp.up_proj.weight", s.n_ff, s.n_embd, ParamRole::matrix, sd_embd));
+        ps.push_back(synth_param(g + "ffn_down.weight", h + "mlp.down_proj.weight", s.n_embd, s.n_ff, ParamRole::residual_out,
+                                 sd_ff * decay));
     }
-    ps.push_back(make("output_norm.weight", "model.norm.weight", 1, s.n_embd, ParamRole::norm, sd_norm));
+    ps.push_back(synth_param("output_norm.weight", "model.norm.weight", 1, s.n_embd, ParamRole::norm, sd_norm));
     if (!tied)
-        ps.push_back(make("output.weight", "lm_head.weight", s.n_vocab, s.n_embd, ParamRole::output, 2.0f * sd_embd));
+        ps.push_back(synth_param("output.weight", "lm_head.weight", s.n_vocab, s.n_embd, ParamRole::output, 2.0f * sd_embd));
     return ps;
 }
 
