@@ -334,6 +334,29 @@ int32_t Sampler::sample(const float* logits, int n_vocab, std::span<const int32_
 // Speculative acceptance
 // ---------------------------------------------------------------------------------------
 
+double residual(const TokenDistribution& p, const TokenDistribution& q, TokenDistribution* out) {
+    // Over p's support (where p = 0 the residual is 0 too). Both id lists are ascending, so
+    // one merge walk finds q for each of p's tokens.
+    out->ids.clear();
+    out->probs.clear();
+    out->ids.reserve(p.size());
+    out->probs.reserve(p.size());
+    double sum = 0.0;
+    size_t j = 0;
+    for (size_t i = 0; i < p.size(); ++i) {
+        const int32_t id = p.ids[i];
+        while (j < q.size() && q.ids[j] < id) ++j;
+        const float qi = (j < q.size() && q.ids[j] == id) ? q.probs[j] : 0.0f;
+        const float r = std::max(0.0f, p.probs[i] - qi);
+        if (r > 0.0f) {
+            out->ids.push_back(id);
+            out->probs.push_back(r);
+            sum += r;
+        }
+    }
+    return sum;
+}
+
 SpecDecision speculative_accept(const TokenDistribution& p_target, const TokenDistribution& q_draft,
                                 int32_t draft_token, Rng& rng) {
     TDM_ASSERT(!p_target.ids.empty());
@@ -343,28 +366,11 @@ SpecDecision speculative_accept(const TokenDistribution& p_target, const TokenDi
     // u < p/q, written without the division; p >= q always accepts.
     if (rng.uniform() * q < p) return {true, draft_token};
 
-    // Residual max(0, p - q) over p's support (where p = 0 the residual is 0 too). Both id
-    // lists are ascending, so one merge walk finds q for each of p's tokens.
-    TokenDistribution residual;
-    residual.ids.reserve(p_target.size());
-    residual.probs.reserve(p_target.size());
-    double sum = 0.0;
-    size_t j = 0;
-    for (size_t i = 0; i < p_target.size(); ++i) {
-        const int32_t id = p_target.ids[i];
-        while (j < q_draft.size() && q_draft.ids[j] < id) ++j;
-        const float qi = (j < q_draft.size() && q_draft.ids[j] == id) ? q_draft.probs[j] : 0.0f;
-        const float r = std::max(0.0f, p_target.probs[i] - qi);
-        if (r > 0.0f) {
-            residual.ids.push_back(id);
-            residual.probs.push_back(r);
-            sum += r;
-        }
-    }
     // An empty residual means p <= q everywhere, i.e. p == q up to rounding, where a
     // rejection has (nearly) zero probability; p itself is then the right fallback.
-    if (!(sum > 0.0)) return {false, draw(p_target, rng)};
-    return {false, draw(residual, rng)};
+    TokenDistribution rest;
+    if (!(residual(p_target, q_draft, &rest) > 0.0)) return {false, draw(p_target, rng)};
+    return {false, draw(rest, rng)};
 }
 
 SpecDecision speculative_accept(const TokenDistribution& p_target, int32_t draft_token, Rng& rng) {

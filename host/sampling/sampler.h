@@ -2,8 +2,9 @@
 // host/sampling/sampler.h: turning one row of logits into a token, with llama.cpp's default
 // chain (logit bias -> penalties -> top-k -> top-p -> min-p -> temperature -> draw), and the
 // acceptance rule of speculative sampling that must use exactly the same distributions.
-// Not here: the speculative round (speculative/round.h: drafts, verifies, rolls back), DRY,
-// XTC, mirostat, grammars (sampling/token_constraint.h). A leaf of its own (common/ only)
+// Not here: the speculative round (speculative/round.h: drafts, verifies, rolls back), the
+// rule over a draft tree's siblings (sampling/multi_candidate.h), DRY, XTC, mirostat,
+// grammars (sampling/token_constraint.h). A leaf of its own (common/ only)
 // because both the round's verify and the engine's plain steps sample.
 //
 // Penalties and bias (OpenAI's definitions, in llama.cpp's order): logit_bias is added to
@@ -170,6 +171,11 @@ struct SpecDecision {
     bool accepted;  // the draft token stands
     int32_t token;  // the draft token if accepted, else the replacement drawn from the residual
 };
+
+// The residual of the rejection rule: max(0, p - q) over p's support, not renormalised
+// (draw() does not need it to be). Returns its total; 0 when p <= q everywhere (p == q up to
+// rounding).
+double residual(const TokenDistribution& p, const TokenDistribution& q, TokenDistribution* out);
 
 // The rejection rule of speculative sampling (Leviathan et al. 2023, "Fast Inference from
 // Transformers via Speculative Decoding", algorithm 1; Chen et al. 2023): accept the draft
