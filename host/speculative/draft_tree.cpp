@@ -42,6 +42,22 @@ std::vector<uint32_t> DraftTree::path(uint32_t i) const {
     return p;
 }
 
+std::vector<uint32_t> DraftTree::children(uint32_t i) const {
+    std::vector<uint32_t> c;
+    for (uint32_t j = i + 1; j < size(); ++j)
+        if (nodes_[j].parent == int32_t(i)) c.push_back(j);
+    return c;
+}
+
+void DraftTree::set_children_drawn_from(uint32_t i, TokenDistribution q) {
+    if (drawn_from_.size() <= i) drawn_from_.resize(size_t(i) + 1);
+    drawn_from_[i] = std::move(q);
+}
+
+const TokenDistribution* DraftTree::children_drawn_from(uint32_t i) const {
+    return i < drawn_from_.size() && !drawn_from_[i].ids.empty() ? &drawn_from_[i] : nullptr;
+}
+
 std::vector<int32_t> DraftTree::tokens() const {
     std::vector<int32_t> t;
     for (const Node& n : nodes_) t.push_back(n.token);

@@ -16,7 +16,10 @@
 // while there is one (accept_greedy()); commit_path() then copies the accepted nodes' K/V
 // to consecutive positions base + j and truncates the rest away: what remains is what
 // plain decoding of the path would have written (invariant 3), and a chain moves nothing.
-// Not here: who grows trees (drafters), the chain round (round.h), sampling with T > 0.
+// With sampling (T > 0) the path is chosen by recursive rejection sampling over each node's
+// children (tree_sampling.h), which reads how the children were chosen:
+// children_drawn_from().
+// Not here: who grows trees (drafters), the chain round (round.h), sampling's rule.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +28,7 @@
 
 #include "graph/graph.h"
 #include "kv/kv_pool.h"
+#include "sampling/sampler.h"
 
 namespace tdm {
 
@@ -55,6 +59,17 @@ public:
     uint64_t ancestors(uint32_t i) const;
     // The nodes of node i's path, root first.
     std::vector<uint32_t> path(uint32_t i) const;
+    // Node i's children, in index order.
+    std::vector<uint32_t> children(uint32_t i) const;
+
+    // How node i's children were chosen, for sampling's rejection rule
+    // (sampling/multi_candidate.h). By default they are the drafter's deterministic choices
+    // (top-k of its distribution, a table's continuations): point masses to the rule, which
+    // is exact for any children chosen without looking at the target's random numbers. A
+    // drafter that drew them at random from q, in index order and without replacement,
+    // says so here, and the rule uses q (more of them are accepted). Null: deterministic.
+    void set_children_drawn_from(uint32_t i, TokenDistribution q);
+    const TokenDistribution* children_drawn_from(uint32_t i) const;
 
     // The verify pass's rows with the root at position `base`: every node's token, its
     // position (base + depth) and its KvTreeRow.
@@ -69,6 +84,7 @@ private:
         uint32_t depth = 0;
     };
     std::vector<Node> nodes_;
+    std::vector<TokenDistribution> drawn_from_;  // by node; empty entries: deterministic children
 };
 
 // The target's greedy decision on a tree: the accepted path (node indices from the root;

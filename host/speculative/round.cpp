@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "speculative/tree_sampling.h"
 
 namespace tdm {
 
@@ -37,6 +38,8 @@ DraftTree tree_of(const Proposal& p, int32_t root) {
     if (!p.tree()) return DraftTree::chain(root, p.drafts);
     DraftTree t(root);
     for (size_t i = 0; i < p.drafts.size(); ++i) (void)t.add(uint32_t(p.parents[i]), p.drafts[i]);
+    for (size_t i = 0; i < p.drawn_from.size(); ++i)
+        if (!p.drawn_from[i].ids.empty()) t.set_children_drawn_from(uint32_t(i), p.drawn_from[i]);
     return t;
 }
 
@@ -58,8 +61,14 @@ Result<Proposal> tree_proposal(Drafter& d, const DraftRequest& req) {
         p.drafts.push_back(t.token(i));
         p.parents.push_back(t.parent(i));
     }
-    // a chain is verified as one: the same rows, no tree input
-    if (t.max_depth() + 1 == t.size()) p.parents.clear();
+    for (uint32_t i = 0; i < t.size(); ++i)
+        if (const TokenDistribution* q = t.children_drawn_from(i)) {
+            p.drawn_from.resize(t.size());
+            p.drawn_from[i] = *q;
+        }
+    // a chain is verified as one: the same rows, no tree input (a chain's rule treats drafts
+    // as deterministic, so one drawn at random stays a tree, whose rule reads its q)
+    if (t.max_depth() + 1 == t.size() && p.drawn_from.empty()) p.parents.clear();
     return p;
 }
 
@@ -116,9 +125,10 @@ RoundResult verify(const Proposal& proposal, const VerifyRows& rows, Sampler& sa
     r.drafted = nd;
     r.winner = proposal.winner;
     uint32_t m = 0;
-    if (proposal.tree()) {  // greedy only (SpecParams::tree)
+    if (proposal.tree()) {
         const DraftTree tree = tree_of(proposal, history.back());
-        TreeVerdict v = accept_greedy(tree, std::span<const int32_t>(rows.argmax, tree.size()));
+        TreeVerdict v = greedy ? accept_greedy(tree, std::span<const int32_t>(rows.argmax, tree.size()))
+                               : accept_sampled(tree, rows, sampler, history);
         r.accepted = uint32_t(v.path.size()) - 1;
         r.next = v.next;
         r.path = std::move(v.path);

@@ -25,9 +25,10 @@
 // chain, the target's rows and the statistics to update. Dependencies run one way:
 // engine -> speculative -> model, sampling; nothing here includes engine/.
 // Tree rounds (draft_tree.h): a drafter that grows trees proposes one when the request
-// allows it (SpecParams::tree; greedy only), the Proposal then carries each draft's
-// parent, verify walks the tree and the RoundResult carries the accepted path, whose K/V
-// rollback makes consecutive; the engine passes the tree's rows and calls the same steps.
+// allows it (SpecParams::tree), the Proposal then carries each draft's parent, verify walks
+// the tree (greedy: accept_greedy; sampling: tree_sampling.h) and the RoundResult carries
+// the accepted path, whose K/V rollback makes consecutive; the engine passes the tree's rows
+// and calls the same steps.
 // Under a token constraint (a grammar), the proposal is cut and the rows masked before
 // verify sees them (constrained_round.h).
 // Not here: choosing k (goodput.h, batch_budget.h), the drafters themselves (drafter.h
@@ -58,8 +59,8 @@ struct SpecParams {
     bool auto_k = false;
     // Draft trees (draft_tree.h): a drafter that grows trees proposes one of this shape,
     // others a chain; at most kKvTreeMaxNodes nodes, and never more rows than the chain
-    // of k drafts the round would verify. nodes <= 1: chains only. Greedy requests only:
-    // with sampling a round verifies a chain.
+    // of k drafts the round would verify. nodes <= 1: chains only. Greedy and sampling
+    // alike (sampling: recursive rejection sampling over siblings, tree_sampling.h).
     TreeShape tree;
     std::string trace_path; // NDJSON, one line per round
 };
@@ -88,6 +89,9 @@ struct Proposal {
     // A tree (draft_tree.h): drafts[i] is node i + 1, its parent node parents[i] (0: the
     // round's first token). Empty: a chain.
     std::vector<int32_t> parents;
+    // A tree whose drafter drew some children at random: by node, the distribution node i's
+    // children were drawn from (DraftTree::children_drawn_from). Empty: deterministic.
+    std::vector<TokenDistribution> drawn_from;
     bool tree() const { return !parents.empty(); }
 };
 // The proposal's tree with `root` (the round's first token) as node 0; a chain's is one
