@@ -191,8 +191,8 @@ OptionGroup speculative_options() {
                  "auto"},
                 {{"--draft-tree"}, K::string, "STEPS,TOPK,NODES", "Draft trees: drafters that grow them "
                  "(bench spec --force-acceptance) propose up to STEPS levels, TOPK children per node, NODES "
-                 "nodes (2 to 64, the round's first token included), verified in one pass. Greedy only: "
-                 "sampling verifies chains."},
+                 "nodes (2 to 64, the round's first token included), verified in one pass, greedy or "
+                 "sampling."},
                 {{"--spec-trace"}, K::string, "FILE", "Write one JSON line per speculative round."},
                 ranged({{"--spec-ngram-size-n"}, K::integer, "N", "n-gram drafters: length of the lookup key.",
                         "12"},

@@ -115,7 +115,7 @@ struct SpeculativeConfig {
     std::string draft_vocab = "auto";
     // Draft trees, "STEPS,TOPK,NODES" (levels below the round's first token, children per
     // node expanded, nodes in all with the root, at most 64): drafters that grow trees
-    // propose one per round (greedy only; docs/SPECULATIVE.md "Trees"). "" = chains.
+    // propose one per round (docs/SPECULATIVE.md "Trees"). "" = chains.
     // draft_tree_shape() reads it.
     std::string draft_tree;
 

@@ -144,7 +144,7 @@ std::string_view default_config_text() {
 # draft_vocab = "auto"
 # Draft trees, "STEPS,TOPK,NODES": drafters that grow trees propose at most STEPS levels,
 # TOPK children per node, NODES nodes with the round's first token (2 to 64), verified in
-# one pass (greedy requests; sampling verifies chains). "" = chains.
+# one pass, greedy or sampling. "" = chains.
 # draft_tree = ""
 
 [plugins]

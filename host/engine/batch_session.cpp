@@ -181,11 +181,11 @@ Proposal BatchEngine::draft(Session& s, int k) {
 }
 
 // A tree of at most as many rows as the chain of k drafts, where the round can verify one:
-// greedy, unconstrained, no drafter reading the target's hidden rows (they see a chain's
-// rows), no recurrent state (speculative/draft_tree.h).
+// unconstrained, no drafter reading the target's hidden rows (they see a chain's rows), no
+// recurrent state (speculative/draft_tree.h); greedy or sampling (speculative/tree_sampling.h).
 TreeShape BatchEngine::tree_shape(const Session& s, int k) const {
     TreeShape t = s.req.spec.tree;
-    if (t.nodes <= 1 || !s.greedy || s.constraint || any_reads_hidden(s.chain) || runner_.kv().n_states() > 0)
+    if (t.nodes <= 1 || s.constraint || any_reads_hidden(s.chain) || runner_.kv().n_states() > 0)
         return {};
     t.nodes = std::min({t.nodes, uint32_t(k) + 1, kKvTreeMaxNodes});
     return t;

@@ -4,7 +4,8 @@
 // right continuation on a random branch, wrong siblings beside it), greedy output equals
 // plain greedy decoding for sessions sharing passes, with nodes accepted off the first
 // branch (their K/V moved to consecutive positions); a sampling session beside them
-// verifies chains.
+// verifies trees too (speculative/tree_sampling.h), and with a fixed seed gives the same
+// tokens alone as beside them. (Its distribution is tests/speculative/tree_sampling_test.cpp's.)
 // Six short prompts: the check is of the mechanism (the kernels' exactness is
 // tests/speculative/draft_tree_test.cpp's).
 #include <gtest/gtest.h>
@@ -105,7 +106,7 @@ TEST_F(TreeEngineTest, greedy_tree_rounds_give_plain_greedy_output_for_sessions_
             std::mt19937_64 rng(300 + i);
             jobs[i].prompt.resize(4 + i * 5);
             for (auto& t : jobs[i].prompt) t = int32_t(rng() % 500);
-            jobs[i].temperature = i == 5 ? 0.8f : 0.0f;  // sampling: chains
+            jobs[i].temperature = i == 5 ? 0.8f : 0.0f;  // sampling: trees as well
             ASSERT_TRUE((*kv)->truncate(seq, 0).ok());
             GenerateParams p = gp;
             p.sampling.temperature = jobs[i].temperature;
@@ -118,6 +119,7 @@ TEST_F(TreeEngineTest, greedy_tree_rounds_give_plain_greedy_output_for_sessions_
     }
     BatchEngineOptions o;
     o.n_batch = 16;
+    o.reuse_slots = false;  // the sampling session's run alone below prefills as it did first
     auto e = BatchEngine::create(runner, nullptr, o);
     ASSERT_TRUE(e.ok()) << e.error().message();
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -156,13 +158,41 @@ TEST_F(TreeEngineTest, greedy_tree_rounds_give_plain_greedy_output_for_sessions_
         tree_rounds += st.tree_rounds;
         for (size_t d = 2; d < st.tree_depths.size(); ++d) deep += st.tree_depths[d];
         if (jobs[i].temperature > 0) {
-            EXPECT_EQ(st.tree_rounds, 0u) << "sampling verifies chains";
-            EXPECT_GT(jobs[i].drafter->chains(), 0u);
+            EXPECT_GT(st.tree_rounds, 0u) << "sampling verifies trees";
+            EXPECT_EQ(jobs[i].drafter->chains(), 0u);
         }
     }
     EXPECT_GT(tree_rounds, 10u);
     EXPECT_GT(deep, 0u) << "no round accepted two drafts or more of a tree";
     EXPECT_GT((*e)->stats().rows, (*e)->stats().steps * 2) << "passes ran several sessions at once";
+
+    // The sampling session again, alone, with the same seeds: the same tokens (the engine
+    // resumes no prefix, so its rounds are the same ones).
+    Job& sampled = jobs[5];
+    SessionRequest again;
+    again.prompt = sampled.prompt;
+    again.params = gp;
+    again.params.sampling.temperature = sampled.temperature;
+    again.params.sampling.seed = 7;
+    again.spec.draft_max = 11;
+    again.spec.tree = {4, 3, 12};
+    std::vector<int32_t> full = sampled.prompt;
+    full.insert(full.end(), sampled.want.begin(), sampled.want.end());
+    DrafterSlot ds;
+    ds.owned = std::make_unique<ReferenceTreeDrafter>(full, 0.7, 3, n_vocab, 40 + 5);
+    again.drafters.push_back(std::move(ds));
+    SessionResult alone;
+    bool alone_done = false;
+    again.on_done = [&](const SessionResult& res) {
+        alone = res;
+        alone_done = true;
+    };
+    (*e)->add(std::move(again));
+    for (int guard = 0; guard < 10000 && (*e)->step(); ++guard) {
+    }
+    ASSERT_TRUE(alone_done);
+    EXPECT_EQ(alone.tokens, sampled.got.tokens);
+    EXPECT_GT(alone.spec.tree_rounds, 0u);
 }
 
 }  // namespace
