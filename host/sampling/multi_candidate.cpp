@@ -29,7 +29,8 @@ TokenDistribution without(const TokenDistribution& q, std::span<const int32_t> d
 CandidateDecision accept_among(const TokenDistribution& p, std::span<const int32_t> candidates,
                                const TokenDistribution* drawn_from, Rng& rng) {
     TDM_ASSERT(!p.ids.empty());
-    TokenDistribution cur = p, rest;
+    const TokenDistribution* cur = &p;  // p_i: p, then one of the two residual buffers
+    TokenDistribution rest[2];
     for (size_t i = 0; i < candidates.size(); ++i) {
         const int32_t c = candidates[i];
         TDM_ASSERT_MSG(std::find(candidates.begin(), candidates.begin() + i, c) == candidates.begin() + i,
@@ -39,15 +40,16 @@ CandidateDecision accept_among(const TokenDistribution& p, std::span<const int32
         const double q = q_i.prob(c);
         TDM_ASSERT_MSG(q > 0.0, "a candidate must have been drawn from its draft distribution");
         // u < p_i(c) / q_i(c), written without the division; p_i >= q_i always accepts
-        if (rng.uniform() * q < cur.prob(c)) return {int(i), c};
+        if (rng.uniform() * q < cur->prob(c)) return {int(i), c};
         // An empty residual means p_i == q_i up to rounding, where a rejection has (nearly)
         // zero probability; p_i itself is then the right fallback (as speculative_accept's).
-        const double sum = residual(cur, q_i, &rest);
+        TokenDistribution& next = cur == &rest[0] ? rest[1] : rest[0];
+        const double sum = residual(*cur, q_i, &next);
         if (!(sum > 0.0)) continue;
-        for (float& x : rest.probs) x = float(double(x) / sum);
-        std::swap(cur, rest);
+        for (float& x : next.probs) x = float(double(x) / sum);
+        cur = &next;
     }
-    return {-1, draw(cur, rng)};
+    return {-1, draw(*cur, rng)};
 }
 
 }  // namespace tdm
