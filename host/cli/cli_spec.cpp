@@ -159,7 +159,8 @@ OptionGroup speculative_options() {
             {
                 {{"-md", "--model-draft", "--draft-model"}, K::string, "FILE", "A small draft model with the same "
                  "vocabulary (speculative type `draft`), or a drafter's own file such as a Gemma 4 assistant or "
-                 "an EAGLE-3 head (drafts as that head; an HF EAGLE-3 directory needs --spec-type eagle3).", "", "", false, false, "model-draft"},
+                 "an EAGLE-3 head (drafts as that head; an HF EAGLE-3 directory needs --spec-type eagle3), or a DFlash "
+                 "head's HF directory with --spec-type dflash.", "", "", false, false, "model-draft"},
                 {{"--mtp-head"}, K::string, "FILE", "An MTP/NextN head shipped as its own file (speculative type "
                  "mtp); by default the head is read from the target's own file."},
                 {{"--spec-type"}, K::string, "LIST", "Drafters to use, comma-separated, asked in order: draft, "
@@ -439,7 +440,7 @@ const ProgramSpec& program_spec() {
                           "plugin that provides the architecture writes it (`tandem plugins` lists them)."};
         synth.groups = {{"synth",
                          {{{"--arch"}, K::string, "ARCH", "Architecture: qwen3, qwen35, qwen35moe, gemma4, "
-                           "gemma4-assistant, glm4, llama or eagle3 (in-tree), or any whose plugin has a synthesizer.", "qwen3"},
+                           "gemma4-assistant, glm4, llama, eagle3 or dflash (in-tree), or any whose plugin has a synthesizer.", "qwen3"},
                           {{"--preset"}, K::string, "NAME",
                            "Shape. qwen3: tiny, small, or 0.6b (Qwen3-0.6B's shape); qwen35: tiny or 0.8b "
                            "(Qwen3.5-0.8B's shape); qwen35moe: tiny-moe; gemma4: tiny-e2b, tiny-31b, tiny-26b, e2b, "
@@ -461,13 +462,17 @@ const ProgramSpec& program_spec() {
                            "chat files have (default: false)."},
                           {{"--rope-scaling"}, K::boolean, "BOOL", "llama, eagle3: llama3 rope scaling (rope_freqs.weight "
                            "in GGUF, rope_scaling in config.json) (default: true for llama, false for eagle3)."},
-                          {{"--target"}, K::string, "FILE", "eagle3: the target model (GGUF or HF directory) the "
-                           "head drafts for; its width, heads, layers and vocabulary shape the head."},
+                          {{"--target"}, K::string, "FILE", "eagle3, dflash: the target model (GGUF or HF directory) "
+                           "the head drafts for; its width, heads, layers and vocabulary shape the head."},
+                          ranged({{"--block-size"}, K::integer, "N", "dflash: rows per draft block (2 to 64; default "
+                                  "16)."},
+                                 2, 64),
                           {{"--vision"}, K::boolean, "BOOL", "glm4: include GLM-OCR's vision tower at the preset's "
                            "size, and the image tokens in the vocabulary. HF: model.visual.*, vision_config and "
                            "preprocessor_config.json in the directory; GGUF: llama.cpp's mmproj file "
                            "mmproj-NAME.gguf beside the model (use it with --mmproj). Default: false."},
-                          ranged({{"--layers"}, K::integer, "N", "Override the number of layers (1 to 1024)."}, 1,
+                          ranged({{"--layers"}, K::integer, "N", "Override the number of layers (1 to 1024; dflash: "
+                                  "draft layers, default 2)."}, 1,
                                  1024),
                           ranged({{"--draft-of-seed"}, K::integer, "N", "Write a draft model for the target of this "
                                   "seed: the target's weights plus noise (--perturbation), same vocabulary."},

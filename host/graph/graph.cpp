@@ -75,6 +75,11 @@ void Graph::attach_kv_tree(TensorId positions, TensorId tree) {
         if (n.positions == positions) n.kv_tree = tree;
 }
 
+void Graph::bound_attention(TensorId positions, TensorId bound) {
+    for (Node& n : nodes_)
+        if (n.desc.op == TDM_OP_ATTENTION && n.positions == positions) n.positions = bound;
+}
+
 Result<TensorId> Graph::add_activation(DType type, std::vector<int64_t> ne, int producer, std::string name) {
     Tensor t;
     t.type = type;

@@ -159,6 +159,10 @@ public:
     // Makes every op of the batch `positions` read the tree rows `tree` (I32
     // [kKvTreeInts, n], see kKvTreeInts); called after the model built its graph.
     void attach_kv_tree(TensorId positions, TensorId tree);
+    // Makes every attention op of the batch `positions` let row t see the keys up to
+    // bound[t] (I32 [n]) instead of up to its own position; kv_store still stores at the
+    // positions. A block draft (tandem/ext/block_draft.h): its rows see the whole block.
+    void bound_attention(TensorId positions, TensorId bound);
     // I32 [n + 1]: the checkpoint recurrent states are read from, then the one
     // each row's state is written to (-1 = none). Needed by state-updating ops.
     void set_state_io(TensorId t) { state_io_ = t; }

@@ -15,6 +15,7 @@
 #include "ops/limits.h"
 #include "ops/op_def.h"
 #include "ops/weight_record.h"
+#include "plugin/block_draft_ext.h"
 #include "plugin/custom_op_ext.h"
 #include "plugin/handles.h"
 #include "plugin/target_features_ext.h"
@@ -50,6 +51,9 @@ const Extension kExtensions[] = {
      }},
     {TDM_EXT_TARGET_FEATURES, TDM_EXT_TARGET_FEATURES_VERSION,
      [] { return static_cast<const void*>(target_features_extension()); }},
+    // a head that drafts a block per round (speculative/draft_head.cpp)
+    {TDM_EXT_BLOCK_DRAFT, TDM_EXT_BLOCK_DRAFT_VERSION,
+     [] { return static_cast<const void*>(block_draft_extension()); }},
 };
 
 // TANDEM_HIDE_EXTENSIONS=a,b: this host answers as one without those extensions, so that

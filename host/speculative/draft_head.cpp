@@ -8,11 +8,13 @@
 #include <cstring>
 
 #include <tandem/ext/batched_draft.h>
+#include <tandem/ext/block_draft.h>
 
 #include "common/log.h"
 #include "graph/op_location.h"
 #include "model/feature_taps.h"
 #include "plugin/abi_structs.h"
+#include "plugin/block_draft_ext.h"
 #include "speculative/draft_head_shared.h"
 
 namespace tdm {
@@ -44,13 +46,16 @@ Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHe
     h->info.struct_size = sizeof(tdm_draft_head_info);
     void* target_obj = target.arch().plugin == entry.plugin ? target.plugin_model() : nullptr;
     char err[1024] = {0};
+    DeclaredBlock block;
     {
-        HeadCreateScope taps(&h->info);  // what it asks of tdm.target_features
+        HeadCreateScope taps(&h->info);     // what it asks of tdm.target_features
+        BlockCreateScope blocks(&h->info);  // what it declares to tdm.block_draft
         if (entry.desc->create(host_api(*entry.plugin), &h->src_handle, target_obj, &h->options, &h->info, &h->head,
                                err, sizeof err) != TDM_OK ||
             !h->head)
             return Error::format("{}", plugin_message(err, sizeof err, "the draft head refused the model"));
         h->taps = std::move(taps.taps);
+        block = blocks.result;
     }
     if (entry.plugin->abi < 3) h->info.flags = 0;  // padding before ABI 3: never read
     const uint32_t flags = h->info.flags;
@@ -61,8 +66,26 @@ Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHe
     if ((flags & TDM_DRAFT_HEAD_STATELESS) && h->info.n_own_layers)
         return Error::format("draft head {}: stateless, yet it declares {} attention layers of its own",
                              entry.desc->name, h->info.n_own_layers);
-    constexpr uint32_t kKnown = TDM_DRAFT_HEAD_CONSTANT_POSITION | TDM_DRAFT_HEAD_STATELESS | TDM_DRAFT_HEAD_BATCHED;
+    constexpr uint32_t kKnown = TDM_DRAFT_HEAD_CONSTANT_POSITION | TDM_DRAFT_HEAD_STATELESS | TDM_DRAFT_HEAD_BATCHED |
+                                TDM_DRAFT_HEAD_BLOCK;
     if (flags & ~kKnown) return Error::format("draft head {}: unknown flags {:#x}", entry.desc->name, flags);
+    if (bool(flags & TDM_DRAFT_HEAD_BLOCK) != block.declared)
+        return Error::format("draft head {}: the block flag and tdm.block_draft declare() go together; it set {}",
+                             entry.desc->name, block.declared ? "only declare()" : "only the flag");
+    if (block.declared) {
+        if (flags & ~TDM_DRAFT_HEAD_BLOCK)
+            return Error::format("draft head {}: a block head cannot be constant-position, stateless or batched "
+                                 "(flags {:#x})",
+                                 entry.desc->name, flags);
+        if (!h->info.n_own_layers)
+            return Error::format("draft head {}: a block head keeps its context in a KV of its own; it declares none",
+                                 entry.desc->name);
+        if (uint32_t(block.mask_token) >= h->n_vocab)
+            return Error::format("draft head {}: mask token {} is outside the target's vocabulary of {}",
+                                 entry.desc->name, block.mask_token, h->n_vocab);
+        h->block_size = block.size;
+        h->mask_token = block.mask_token;
+    }
     h->batched = (flags & TDM_DRAFT_HEAD_BATCHED) && opt.batch;
     if (!h->taps.empty()) {
         if (h->info.hidden != TDM_HIDDEN_NONE)
@@ -130,6 +153,13 @@ Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint
             if (!busy(*it->second) && (lru == chains.end() || it->second->last_used < lru->second->last_used)) lru = it;
         if (lru == chains.end()) break;  // all in flight: one more for now
         chains.erase(lru);
+    }
+    if (block_size) {
+        auto b = TDM_TRY(block_chain(n_rows, device_rows, vocab));
+        Chain* out = b.get();
+        out->last_used = ++chain_uses;
+        chains.emplace(key, std::move(b));
+        return out;
     }
     auto c = std::make_unique<Chain>();
     c->n_rows = n_rows;
@@ -294,6 +324,11 @@ void DraftHead::settle(DraftHeadDrafter::Run& r) {
     r.status = c.cg->wait();
     if (r.status.ok()) r.status = check_finite(c);
     if (!r.status.ok()) return;
+    if (c.block) {  // the picks of block rows 1 .. b-1 (row 0's is the known token)
+        const int32_t* ids = c.cg->output_as<int32_t>(c.ids[0]);
+        r.tokens.assign(ids + 1, ids + c.block);
+        return;
+    }
     r.tokens.resize(size_t(c.k) * c.n_seq);
     for (uint32_t j = 0; j < c.k; ++j)
         std::memcpy(r.tokens.data() + size_t(j) * c.n_seq, c.cg->output_as<int32_t>(c.ids[j]), size_t(c.n_seq) * 4);
@@ -313,9 +348,10 @@ Status DraftHead::catch_up(DraftHeadDrafter& d, std::span<const int32_t> history
         // it asks for the narrowest the head will give
         Chain* c = TDM_TRY(chain(opt.catch_up_chunk, 1, 1, nullptr, 1));
         if (busy(*c)) settle(*c->last);
-        TDM_TRY(kv->reserve(d.seq_, d.n_past_ + opt.catch_up_chunk));
-        CompiledGraph& cg = *c->cg;
         const uint32_t n = opt.catch_up_chunk;
+        // a block head's chunk carries a block after it, whose K/V the next round overwrites
+        TDM_TRY(kv->reserve(d.seq_, d.n_past_ + n + block_size));
+        CompiledGraph& cg = *c->cg;
         int32_t* tok = cg.input_as<int32_t>(c->tokens0);
         int32_t* pos = cg.input_as<int32_t>(c->pos0);
         int32_t* seq = cg.input_as<int32_t>(c->seq0);
@@ -328,7 +364,9 @@ Status DraftHead::catch_up(DraftHeadDrafter& d, std::span<const int32_t> history
         std::memcpy(cg.input_data(c->hidden0), d.hidden_.data() + size_t(d.n_past_ - d.hidden_first_) * n_embd_target,
                     size_t(n) * n_embd_target * 4);
         rows_from_host += n;
-        if (c->pos4[0]) {
+        if (c->block) {
+            fill_block(*c, history, d.n_past_, d.n_past_ + n, d.seq_);
+        } else if (c->pos4[0]) {
             int32_t* p4 = cg.input_as<int32_t>(c->pos4[0]);
             for (uint32_t i = 0; i < n; ++i) {
                 p4[4 * i] = p4[4 * i + 1] = p4[4 * i + 2] = pos[i];
@@ -362,11 +400,13 @@ Result<std::shared_ptr<DraftHeadDrafter::Run>> DraftHead::submit(std::span<Draft
                     d.row_on_device(first[s] + count[s] - 1, &row);
         table = d.device_rows_;
     }
+    if (block_size) k = block_size;  // a block drafts b - 1 whatever the request's count
     Chain* c = TDM_TRY(chain_for(n_rows, n_seq, k, on_device ? table : nullptr, round_vocab(reqs)));
     ++rounds_by_vocab[c->width];
     if (busy(*c)) settle(*c->last);  // its drafters take their tokens from the run's copy
     if (!st)
-        for (uint32_t s = 0; s < n_seq; ++s) TDM_TRY(kv->reserve(ds[s]->seq_, reqs[s].pos + k - 1));
+        for (uint32_t s = 0; s < n_seq; ++s)
+            TDM_TRY(kv->reserve(ds[s]->seq_, block_size ? reqs[s].pos + block_size : reqs[s].pos + k - 1));
     CompiledGraph& cg = *c->cg;
     int32_t* tok = cg.input_as<int32_t>(c->tokens0);
     int32_t* pos = cg.input_as<int32_t>(c->pos0);
@@ -398,9 +438,10 @@ Result<std::shared_ptr<DraftHeadDrafter::Run>> DraftHead::submit(std::span<Draft
             cg.input_as<int32_t>(c->seq1)[s] = d.seq_;
             cg.input_as<int32_t>(c->rows1)[s] = int32_t(s);
         }
-        for (uint32_t j = 1; j < k && !st; ++j) cg.input_as<int32_t>(c->pos_j[j - 1])[s] = int32_t(req.pos - 1 + j);
+        for (uint32_t j = 1; j < k && !st && !c->block; ++j)
+            cg.input_as<int32_t>(c->pos_j[j - 1])[s] = int32_t(req.pos - 1 + j);
         // M-RoPE positions, when the head asked for them: each row's own position
-        for (uint32_t j = 0; j < k; ++j) {
+        for (uint32_t j = 0; j < c->pos4.size(); ++j) {
             if (!c->pos4[j]) continue;
             int32_t* p4 = cg.input_as<int32_t>(c->pos4[j]);
             const uint32_t n = j == 0 ? count[s] : 1, at = j == 0 ? row : s;
@@ -413,6 +454,8 @@ Result<std::shared_ptr<DraftHeadDrafter::Run>> DraftHead::submit(std::span<Draft
         }
         row += count[s];
     }
+    // a block head drafts one sequence: its rows (and the context rows' tokens) anew
+    if (c->block) fill_block(*c, reqs[0].history, first[0], reqs[0].pos, ds[0]->seq_);
     TDM_TRY(cg.submit());
     auto run = std::make_shared<DraftHeadDrafter::Run>();
     run->chain = c;

@@ -26,7 +26,10 @@
 // that declares TDM_DRAFT_HEAD_BATCHED (tandem/ext/batched_draft.h) drafts for all
 // of them in ONE graph per round (prepare_batch(): each sequence's catch-up rows,
 // then each chained step one row per sequence); other heads draft one sequence per
-// graph.
+// graph. A block head (TDM_DRAFT_HEAD_BLOCK, tandem/ext/block_draft.h: DFlash) drafts
+// b - 1 tokens in ONE step instead of a chain: its context rows are the same target rows
+// at the same positions, followed by a block of b rows that see each other
+// (draft_head_block.cpp).
 #pragma once
 
 #include <map>

@@ -1,71 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // plugins/eagle3/synth/eagle3_target.cpp: the shape of a synthetic EAGLE-3 head read from its
-// target (see eagle3_synth.h): a GGUF file's "<arch>.*" keys or an HF config.json (flat, or
-// under text_config), and the draft vocabulary picked from the seed.
+// target (see eagle3_synth.h; the target's keys: synth/synth_target.h), and the draft
+// vocabulary picked from the seed.
 #include "eagle3/synth/eagle3_synth.h"
 
-#include "formats/model_source.h"
+#include "synth/synth_target.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <utility>
 
 namespace tdm::synth {
 namespace {
-
-// The few target hyper-parameters a head copies, under either layout's names.
-struct TargetKeys {
-    int64_t n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0, n_vocab = 0;
-    double rope_theta = 10000.0, rms_eps = 1e-6;
-};
-
-Result<TargetKeys> gguf_keys(const ModelSource& src) {
-    const GgufFile& g = *src.gguf();
-    const std::string a = src.architecture() + ".";
-    TargetKeys k;
-    k.n_embd = int64_t(TDM_TRY(g.get_uint(a + "embedding_length")));
-    // llama.cpp counts a carried MTP/NextN layer in block_count; the head taps the trunk
-    k.n_layer = int64_t(TDM_TRY(g.get_uint(a + "block_count"))) -
-                int64_t(TDM_TRY(g.get_uint_or(a + "nextn_predict_layers", 0)));
-    k.n_head = int64_t(TDM_TRY(g.get_uint(a + "attention.head_count")));
-    k.n_head_kv = int64_t(TDM_TRY(g.get_uint_or(a + "attention.head_count_kv", uint64_t(k.n_head))));
-    k.head_dim = int64_t(TDM_TRY(g.get_uint_or(a + "attention.key_length", uint64_t(k.n_embd / k.n_head))));
-    k.n_ff = int64_t(TDM_TRY(g.get_uint(a + "feed_forward_length")));
-    k.rope_theta = TDM_TRY(g.get_float_or(a + "rope.freq_base", 10000.0));
-    k.rms_eps = TDM_TRY(g.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-6));
-    const SourceTensor* embd = src.find("token_embd.weight");
-    if (!embd) return Error::format("eagle3 synth: {} has no token_embd.weight", src.path());
-    k.n_vocab = embd->ne[1];
-    return k;
-}
-
-Result<TargetKeys> hf_keys(const ModelSource& src) {
-    const nlohmann::json* top = src.hf_config();
-    if (!top) return Error::format("eagle3 synth: {} has no readable config.json", src.path());
-    const nlohmann::json& c = top->contains("text_config") ? (*top)["text_config"] : *top;
-    auto num = [&](const char* key, double dflt) -> Result<double> {
-        auto it = c.find(key);
-        if (it == c.end() || it->is_null()) {
-            if (dflt < 0) return Error::format("eagle3 synth: {}: config.json lacks {}", src.path(), key);
-            return dflt;
-        }
-        if (!it->is_number()) return Error::format("eagle3 synth: {}: config.json {} is not a number", src.path(), key);
-        return it->get<double>();
-    };
-    TargetKeys k;
-    k.n_embd = int64_t(TDM_TRY(num("hidden_size", -1)));
-    k.n_layer = int64_t(TDM_TRY(num("num_hidden_layers", -1)));
-    k.n_head = int64_t(TDM_TRY(num("num_attention_heads", -1)));
-    k.n_head_kv = int64_t(TDM_TRY(num("num_key_value_heads", double(k.n_head))));
-    k.head_dim = int64_t(TDM_TRY(num("head_dim", double(k.n_embd / std::max<int64_t>(k.n_head, 1)))));
-    k.n_ff = int64_t(TDM_TRY(num("intermediate_size", -1)));
-    k.n_vocab = int64_t(TDM_TRY(num("vocab_size", -1)));
-    k.rope_theta = TDM_TRY(num("rope_theta", 10000.0));
-    k.rms_eps = TDM_TRY(num("rms_norm_eps", 1e-6));
-    return k;
-}
 
 uint64_t splitmix64(uint64_t x) {
     x += 0x9E3779B97F4A7C15ull;
@@ -79,8 +26,7 @@ uint64_t splitmix64(uint64_t x) {
 Result<Eagle3Shape> eagle3_shape_for_target(const std::string& target) {
     if (target.empty())
         return Error("synth: --arch eagle3 needs --target FILE, the model the head drafts for (its shapes follow it)");
-    const auto src = TDM_TRY_CTX(ModelSource::open(target), "--target");
-    const TargetKeys k = TDM_TRY(src->format() == SourceFormat::gguf ? gguf_keys(*src) : hf_keys(*src));
+    const SynthTargetShape k = TDM_TRY(read_synth_target(target, "eagle3 synth"));
     if (k.n_embd < 4 || k.n_embd % 4 || k.n_head < 1 || k.n_head_kv < 1 || k.n_head % k.n_head_kv || k.head_dim < 4 ||
         k.head_dim % 4 || k.n_ff < 1 || k.n_layer < 1 || k.n_vocab < 8 || k.n_vocab > (1 << 24))
         return Error::format("eagle3 synth: {}: the target's shape (n_embd {}, {} heads / {} KV heads of {}, n_ff {}, "

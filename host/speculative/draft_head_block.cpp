@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+// host/speculative/draft_head_block.cpp: the round of a block draft head (tandem/ext/
+// block_draft.h, DFlash): ONE step over the context rows the head has not seen (their
+// target rows, for its KV) and a block of b rows at p .. p+b-1 (the newest token, then
+// the mask token) whose attention sees the whole block; the picks of block rows 1..b-1
+// are the drafts. The block's KV entries are dropped with the rest after the round
+// (DraftHeadDrafter::accept truncates to the committed positions).
+// Not here: chained heads' rounds and the submission (draft_head.cpp).
+#include "plugin/handles.h"
+#include "speculative/draft_head_shared.h"
+
+namespace tdm {
+
+Result<std::unique_ptr<DraftHead::Chain>> DraftHead::block_chain(uint32_t n_ctx, const DeviceWeight* device_rows,
+                                                                 uint32_t vocab) {
+    const uint32_t b = block_size, n = n_ctx + b;
+    auto c = std::make_unique<Chain>();
+    c->n_rows = n_ctx;
+    c->n_seq = 1;
+    c->k = b - 1;
+    c->vocab = vocab;
+    c->block = b;
+    auto g = std::make_unique<tdm_graph>();
+    tdm_batch_desc bd{sizeof(tdm_batch_desc), n, b, vocab};
+    init_graph_inputs(*g, bd, false);
+    g->plugin_abi = entry->plugin->abi;
+    g->plugin_abi_minor = entry->plugin->abi_minor;
+    g->n_embd_target = n_embd_target;
+    g->taps.head_requested = !taps.empty();
+    g->taps.target_step = true;  // features(): the context rows' target rows
+    for (uint32_t i = 0; i < kv->n_layers(); ++i) g->kv.push_back(kv->layer(i));
+    g->target_kv.assign(target_kv->n_layers(), nullptr);
+    for (uint32_t i = 0; i < info.n_target_kv_layers; ++i)
+        g->target_kv[info.target_kv_layers[i]] = target_kv->layer(info.target_kv_layers[i]);
+    c->tokens0 = g->tokens;
+    c->pos0 = g->positions;
+    c->seq0 = g->seq_ids;
+    c->rows0 = g->output_rows;
+    c->key_bound = g->graph.input(DType::I32, {n}, "key_bound");
+    if (device_rows) {
+        // the target rows stay where the verify wrote them: gathered by index
+        c->hidden_index = g->graph.input(DType::I32, {n_ctx}, "target_hidden_rows");
+        OpDesc gr;
+        gr.op = TDM_OP_GET_ROWS;
+        gr.in[0] = g->graph.weight(device_rows);
+        gr.in[1] = c->hidden_index;
+        gr.n_in = 2;
+        gr.name = "target_hidden";
+        g->target_hidden = TDM_TRY(g->graph.op(gr));
+    } else {
+        // only the context rows have target rows (features() would size them by the batch)
+        g->target_hidden = g->graph.input(DType::F32, {n_embd_target, n_ctx}, "target_hidden");
+        c->hidden0 = g->target_hidden;
+    }
+    char err[1024] = {0};
+    if (entry->desc->build_step(head, g.get(), &bd, err, sizeof err) != TDM_OK)
+        return Error::format("building draft head {} block step: {}", entry->desc->name,
+                             plugin_message(err, sizeof err, "failed"));
+    if (!g->host_rows.empty())
+        return Error::format("draft head {}: it reads {} by token rows, which lives in host memory "
+                             "(tdm.host_rows); a draft head can read only tables in device memory",
+                             entry->desc->name, g->host_rows.front().second->name());
+    c->pos4.push_back(g->positions4);
+    g->graph.bound_attention(c->pos0, c->key_bound);
+    if (const TensorId chosen = g->outputs[TDM_OUTPUT_DRAFT_TOKENS]) {
+        if (g->graph.tensor(chosen).elements() != int64_t(b))
+            return Error::format("draft head {}: TDM_OUTPUT_DRAFT_TOKENS must hold one token id per block row ({})",
+                                 entry->desc->name, b);
+        c->ids.push_back(chosen);
+        c->width = 0;
+    } else {
+        const TensorId logits = g->outputs[TDM_OUTPUT_LOGITS];
+        if (!logits || g->graph.tensor(logits).cols() > int64_t(n_vocab) ||
+            g->graph.tensor(logits).rows() != int64_t(b))
+            return Error::format("draft head {}: block logits must be [n <= {}, {}] (one row per block row)",
+                                 entry->desc->name, n_vocab, b);
+        const auto cols = uint32_t(g->graph.tensor(logits).cols());
+        c->width = cols == n_vocab ? 0 : cols;
+        OpDesc am;
+        am.op = TDM_OP_ARGMAX;
+        am.in[0] = logits;
+        am.n_in = 1;
+        am.name = "block_drafts";
+        c->ids.push_back(TDM_TRY(g->graph.op(am)));
+    }
+    if (vocab > 1 && c->width != vocab) ignores_vocab = true;
+    TDM_TRY(g->graph.mark_output(c->ids[0]));
+    CompileOptions co;
+    co.probe_non_finite = opt.nan_debug;
+    c->cg = TDM_TRY(CompiledGraph::compile(*device, *pipelines, std::move(g->graph), co));
+    return c;
+}
+
+void DraftHead::fill_block(Chain& c, std::span<const int32_t> history, uint32_t first, uint32_t p,
+                           int32_t seq) const {
+    CompiledGraph& cg = *c.cg;
+    const uint32_t m = c.n_rows, b = c.block;
+    int32_t* tok = cg.input_as<int32_t>(c.tokens0);
+    int32_t* pos = cg.input_as<int32_t>(c.pos0);
+    int32_t* sq = cg.input_as<int32_t>(c.seq0);
+    int32_t* bound = cg.input_as<int32_t>(c.key_bound);
+    int32_t* rows = cg.input_as<int32_t>(c.rows0);
+    for (uint32_t i = 0; i < m + b; ++i) {
+        const bool ctx = i < m;
+        const uint32_t at = ctx ? first + i : p + (i - m);
+        tok[i] = ctx ? history[at] : (i == m ? history[p] : mask_token);
+        pos[i] = int32_t(at);
+        sq[i] = seq;
+        bound[i] = ctx ? int32_t(at) : int32_t(p + b - 1);  // a block row sees the whole block
+        if (!ctx) rows[i - m] = int32_t(i);
+    }
+    if (c.pos4[0]) {
+        int32_t* p4 = cg.input_as<int32_t>(c.pos4[0]);
+        for (uint32_t i = 0; i < m + b; ++i) {
+            p4[4 * i] = p4[4 * i + 1] = p4[4 * i + 2] = pos[i];
+            p4[4 * i + 3] = 0;
+        }
+    }
+}
+
+}  // namespace tdm
