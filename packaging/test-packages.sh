@@ -226,8 +226,9 @@ done_step
 step "tandem synth: every architecture of every packaged synthesizer, through its plugin"
 # A plugin's synthesizer is installed as plugins/synth/tandem-NAME-synth.so (tandem/synth.h);
 # `tandem plugins` lists what each one writes, and `tandem synth` finds it through the plugin.
-# A draft head shaped from its target (EAGLE-3) is written for a target synthesized here, after
-# the others: the qwen3 one.
+# A draft head shaped from its target (EAGLE-3, DFlash) is written for a target synthesized
+# here, after the others: the qwen3 one. DFlash heads are HF directories (no GGUF layout), so
+# that one is checked by drafting with it instead of by `tandem info`.
 n_archs=0
 heads=()
 synth_one() {  # ARCH [OPTION...]
@@ -241,12 +242,20 @@ synth_one() {  # ARCH [OPTION...]
 while read -r so; do
   line="$(grep "^  synthesizer $so (writes " "$work/plugins.txt")" || fail "$so (packaged) did not load"
   for a in $(sed 's/.*(writes \(.*\))$/\1/; s/,//g' <<<"$line"); do
-    if [ "$a" = eagle3 ]; then heads+=("$a"); else synth_one "$a"; fi
+    case "$a" in eagle3 | dflash) heads+=("$a") ;; *) synth_one "$a" ;; esac
   done
 done < <(dpkg -L tandem | grep "^/usr/lib/$multiarch/tandem/plugins/synth/tandem-.*-synth\.so$")
 for a in "${heads[@]}"; do
   [ -f "$work/synth-qwen3.gguf" ] || fail "no qwen3 model to shape the $a head from"
-  synth_one "$a" --target "$work/synth-qwen3.gguf"
+  if [ "$a" != dflash ]; then
+    synth_one "$a" --target "$work/synth-qwen3.gguf"
+    continue
+  fi
+  tandem synth --arch dflash --target "$work/synth-qwen3.gguf" -o "$work/synth-dflash" 2>&1 | sed 's/^/    /' ||
+    fail "tandem synth --arch dflash"
+  tandem run -m "$work/synth-qwen3.gguf" --spec-type dflash -md "$work/synth-dflash" -p "Hello" -n 4 --temp 0 \
+    >/dev/null 2>"$work/dflash.log" || { cat "$work/dflash.log"; fail "drafting with the synthesized dflash head"; }
+  n_archs=$((n_archs + 1))
 done
 [ "$n_archs" -gt 0 ] || fail "tandem ships no synthesizer"
 echo "    $n_archs architecture(s) synthesized"
