@@ -99,7 +99,7 @@ BatchEngine::Slot* BatchEngine::choose_slot(const Session& s, uint32_t* n_cached
         // (resumable_prefix keeps the last token of what it is given to be run)
         const std::span<const int32_t> text =
             std::span<const int32_t>(s.history).first(std::min<size_t>(s.history.size(), size_t(text_prefix(s)) + 1));
-        const uint32_t len = options_.reuse_slots ? resumable_prefix(runner_.kv(), slot.seq, slot.tokens, text) : 0;
+        const uint32_t len = reuse(s) ? resumable_prefix(runner_.kv(), slot.seq, slot.tokens, text) : 0;
         // the longest shared prefix; among equals the slot idle longest (least to lose)
         if (!best || len > best_len || (len == best_len && slot.last_used < best->last_used)) {
             best = &slot;
@@ -115,6 +115,8 @@ std::span<const int32_t> BatchEngine::kv_tokens(const Slot& slot) const {
     const Session& s = *slot.user;
     return std::span<const int32_t>(s.history).first(std::min<size_t>({s.n_kv, s.history.size(), text_prefix(s)}));
 }
+
+bool BatchEngine::reuse(const Session& s) const { return options_.reuse_slots && !s.scores_prompt(); }
 
 uint32_t BatchEngine::text_prefix(const Session& s) {
     return s.req.images ? s.req.images->first_row() : UINT32_MAX;
@@ -205,7 +207,7 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
     slot->tokens.resize(n_cached);
     // Another slot, busy or idle, may hold a longer prefix: share its whole blocks
     // (copy-on-write) rather than compute them again.
-    if (options_.reuse_slots && kv.can_share()) {
+    if (reuse(s) && kv.can_share()) {
         const Slot* src = nullptr;
         uint32_t best = n_cached;
         // the last prompt token is always run; image rows are never shared (see SessionRequest)
