@@ -17,6 +17,10 @@ uint32_t blocks_for(uint32_t tokens, uint32_t block_size) { return (tokens + blo
 
 // Prompt rows a prefilling session gets in a pass even when decode rows fill the budget.
 constexpr uint32_t kMinPrefillRows = 16;
+// Prompt rows per pass of a session whose prompt logprobs are due: every row's logits come
+// back (rows x vocabulary floats), 39 MB here with a 152k vocabulary where a 512-row chunk
+// would take 311 MB.
+constexpr uint32_t kScoredPromptRows = 64;
 
 }  // namespace
 
@@ -552,6 +556,7 @@ bool BatchEngine::step() {
             // A recompute after preemption stops one row short: its next token then comes
             // from a decode step with drafts, as it would have without the preemption.
             s->chunk = std::min(remaining - (s->result.tokens.empty() ? 0 : 1), options_.n_batch);
+            if (s->scores_prompt()) s->chunk = std::min(s->chunk, kScoredPromptRows);
             // the prompt cache's pause: the KV then holds all of the prompt but its last token
             const uint32_t pause = uint32_t(s->history.size()) - 1;
             if (s->req.on_prefix && s->result.tokens.empty() && s->n_kv < pause)
