@@ -17,6 +17,10 @@ uint32_t blocks_for(uint32_t tokens, uint32_t block_size) { return (tokens + blo
 
 // Prompt rows a prefilling session gets in a pass even when decode rows fill the budget.
 constexpr uint32_t kMinPrefillRows = 16;
+// Prompt rows per pass of a session whose prompt logprobs are due: every row's logits come
+// back (rows x vocabulary floats), 39 MB here with a 152k vocabulary where a 512-row chunk
+// would take 311 MB.
+constexpr uint32_t kScoredPromptRows = 64;
 
 }  // namespace
 
@@ -99,7 +103,7 @@ BatchEngine::Slot* BatchEngine::choose_slot(const Session& s, uint32_t* n_cached
         // (resumable_prefix keeps the last token of what it is given to be run)
         const std::span<const int32_t> text =
             std::span<const int32_t>(s.history).first(std::min<size_t>(s.history.size(), size_t(text_prefix(s)) + 1));
-        const uint32_t len = options_.reuse_slots ? resumable_prefix(runner_.kv(), slot.seq, slot.tokens, text) : 0;
+        const uint32_t len = reuse(s) ? resumable_prefix(runner_.kv(), slot.seq, slot.tokens, text) : 0;
         // the longest shared prefix; among equals the slot idle longest (least to lose)
         if (!best || len > best_len || (len == best_len && slot.last_used < best->last_used)) {
             best = &slot;
@@ -115,6 +119,8 @@ std::span<const int32_t> BatchEngine::kv_tokens(const Slot& slot) const {
     const Session& s = *slot.user;
     return std::span<const int32_t>(s.history).first(std::min<size_t>({s.n_kv, s.history.size(), text_prefix(s)}));
 }
+
+bool BatchEngine::reuse(const Session& s) const { return options_.reuse_slots && !s.scores_prompt(); }
 
 uint32_t BatchEngine::text_prefix(const Session& s) {
     return s.req.images ? s.req.images->first_row() : UINT32_MAX;
@@ -205,7 +211,7 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
     slot->tokens.resize(n_cached);
     // Another slot, busy or idle, may hold a longer prefix: share its whole blocks
     // (copy-on-write) rather than compute them again.
-    if (options_.reuse_slots && kv.can_share()) {
+    if (reuse(s) && kv.can_share()) {
         const Slot* src = nullptr;
         uint32_t best = n_cached;
         // the last prompt token is always run; image rows are never shared (see SessionRequest)
@@ -550,6 +556,7 @@ bool BatchEngine::step() {
             // A recompute after preemption stops one row short: its next token then comes
             // from a decode step with drafts, as it would have without the preemption.
             s->chunk = std::min(remaining - (s->result.tokens.empty() ? 0 : 1), options_.n_batch);
+            if (s->scores_prompt()) s->chunk = std::min(s->chunk, kScoredPromptRows);
             // the prompt cache's pause: the KV then holds all of the prompt but its last token
             const uint32_t pause = uint32_t(s->history.size()) - 1;
             if (s->req.on_prefix && s->result.tokens.empty() && s->n_kv < pause)

@@ -56,6 +56,7 @@
 
 #include "engine/generate.h"
 #include "engine/prompt_images.h"
+#include "engine/token_logprobs.h"
 #include "model/runner.h"
 #include "sampling/sampler.h"
 #include "speculative/goodput.h"
@@ -92,13 +93,6 @@ struct SessionResult {
     SpecStats spec;               // per drafter of its chain, rounds, acceptance by position
 };
 
-// A token's log-probability under the model's raw distribution (log-softmax of its logits,
-// before any sampling filter, as vLLM and OpenAI report it) and the most likely tokens there.
-struct TokenLogprobs {
-    float logprob = 0;
-    std::vector<std::pair<int32_t, float>> top;  // best first; ties by lower id
-};
-
 struct SessionRequest {
     std::vector<int32_t> prompt;
     // The prompt's images (tdm.encoder): their rows replace the placeholder tokens' embeddings
@@ -110,6 +104,15 @@ struct SessionRequest {
     std::vector<DrafterSlot> drafters;
     // -1: no logprobs; n >= 0: each token's, and the n most likely tokens (on_token's `lp`).
     int32_t logprobs = -1;
+    // -1: none; n >= 0: the prompt's tokens' logprobs too (completions' "echo" with
+    // "logprobs"): each token's given the tokens before it, with the n most likely tokens
+    // there, through on_prompt_logprob in prompt order (positions 1 .. prompt size - 1:
+    // nothing predicts the first), as each prompt chunk's pass ends, all before the first
+    // generated token. Such a session computes its whole prompt, resuming no slot's KV and
+    // sharing no other slot's blocks, since rows taken from the KV have no logits; its KV is
+    // still left for later requests to resume.
+    int32_t prompt_logprobs = -1;
+    std::function<void(uint32_t pos, int32_t token, const TokenLogprobs& lp)> on_prompt_logprob;
     // Engine thread: each emitted token with the text that became complete (may be "") and,
     // when asked, its logprobs. Returning false ends the session (StopReason::cancelled).
     std::function<bool(int32_t token, std::string_view piece, const TokenLogprobs* lp)> on_token;
@@ -198,6 +201,8 @@ private:
     Slot* choose_slot(const Session& s, uint32_t* n_cached);
     // What a slot's KV holds: an idle slot's record, a busy slot's session's committed rows.
     std::span<const int32_t> kv_tokens(const Slot& slot) const;
+    // Whether the session may resume a slot's KV or share another's blocks (the prefix cache).
+    bool reuse(const Session& s) const;
     // The prompt tokens before a session's first image row: what may be reused or shared.
     static uint32_t text_prefix(const Session& s);
     bool make_room(uint32_t blocks, const Slot* keep);
@@ -220,7 +225,8 @@ private:
     void prepare_batches(std::span<Session* const> part);
     // After the pass: a prompt chunk, or a round. The round's steps, in order:
     void settle(Session& s, const ForwardOutput& out, uint32_t row0, uint32_t out0, double pass_ms);
-    // logits_all: the chunk's rows to the sink; returns the output row of its last token
+    // logits_all: the chunk's rows to the sink; prompt_logprobs: their tokens' logprobs out;
+    // returns the output row of its last token
     uint32_t sink_prompt_logits(Session& s, const ForwardOutput& out, uint32_t out0);
     // a prompt chunk but its last: the KV grows, the drafters reading hidden rows see them
     void settle_chunk(Session& s, const ForwardOutput& out, uint32_t row0);

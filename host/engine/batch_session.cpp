@@ -3,37 +3,12 @@
 // drafts before the pass, and after it (settle) the round's steps (speculative/round.h:
 // verify, rollback, accept), the engine's statistics, and the session's callbacks.
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 #include <fmt/format.h>
 
 #include "engine/batch_session.h"
 
 namespace tdm {
-namespace {
-
-TokenLogprobs logprobs_of(const float* logits, uint32_t n_vocab, int32_t tok, uint32_t n_top) {
-    // NaN never reaches here (the runner refuses non-finite logits); -inf rows are fine
-    float mx = -std::numeric_limits<float>::infinity();
-    for (uint32_t i = 0; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
-    double sum = 0;
-    for (uint32_t i = 0; i < n_vocab; ++i) sum += std::exp(double(logits[i]) - double(mx));
-    const double log_z = double(mx) + std::log(sum);
-    TokenLogprobs lp;
-    lp.logprob = float(double(logits[tok]) - log_z);
-    n_top = std::min(n_top, n_vocab);
-    if (n_top) {
-        std::vector<int32_t> ids(n_vocab);
-        for (uint32_t i = 0; i < n_vocab; ++i) ids[i] = int32_t(i);
-        const auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-        std::partial_sort(ids.begin(), ids.begin() + n_top, ids.end(), better);
-        for (uint32_t i = 0; i < n_top; ++i) lp.top.emplace_back(ids[i], float(double(logits[ids[i]]) - log_z));
-    }
-    return lp;
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------- before the pass
 
@@ -259,7 +234,7 @@ bool BatchEngine::deliver(Session& s, const ForwardOutput& out, uint32_t out0, b
         if (s.req.logits_sink && !(first_row_sunk && i == 0)) s.req.logits_sink(logits, n_vocab);
         const std::string piece = s.stream ? s.stream->push(tok) : std::string();
         std::optional<TokenLogprobs> lp;
-        if (s.req.logprobs >= 0) lp = logprobs_of(logits, n_vocab, tok, uint32_t(s.req.logprobs));
+        if (s.req.logprobs >= 0) lp = token_logprobs(logits, n_vocab, tok, uint32_t(s.req.logprobs));
         wanted = !s.req.on_token || s.req.on_token(tok, piece, lp ? &*lp : nullptr);
     }
     if (!wanted) {  // the tokens after the one refused never happened
@@ -291,7 +266,7 @@ bool BatchEngine::after_chunk(Session& s) {
 void BatchEngine::settle(Session& s, const ForwardOutput& out, uint32_t row0, uint32_t out0, double pass_ms) {
     const double a0 = steady_now_ms();
     const bool first_token = s.result.tokens.empty();  // this pass ends the prompt
-    const bool prompt_rows_sunk = s.all_rows();  // the first token's row went to the sink too
+    const bool prompt_rows_sunk = s.req.logits_all && s.all_rows();  // the first token's row went to the sink too
     out0 = sink_prompt_logits(s, out, out0);
     if (s.n_kv + s.chunk < s.history.size()) return settle_chunk(s, out, row0);
     const uint32_t n_vocab = runner_.model().info().n_vocab;
@@ -312,8 +287,20 @@ void BatchEngine::settle(Session& s, const ForwardOutput& out, uint32_t row0, ui
 uint32_t BatchEngine::sink_prompt_logits(Session& s, const ForwardOutput& out, uint32_t out0) {
     if (!s.all_rows()) return out0;
     const uint32_t n_vocab = runner_.model().info().n_vocab;
-    if (s.req.logits_sink)
-        for (uint32_t i = 0; i < s.chunk; ++i) s.req.logits_sink(out.logits + size_t(out0 + i) * n_vocab, n_vocab);
+    const auto row = [&](uint32_t i) { return out.logits + size_t(out0 + i) * n_vocab; };
+    if (s.req.logits_all && s.req.logits_sink)
+        for (uint32_t i = 0; i < s.chunk; ++i) s.req.logits_sink(row(i), n_vocab);
+    // Row i (position n_kv + i) predicts the prompt token after it; reduced here to what the
+    // response keeps, so that no row outlives its pass.
+    if (s.scores_prompt())
+        for (uint32_t i = 0; i < s.chunk; ++i) {
+            const uint32_t next = s.n_kv + i + 1;
+            if (next >= s.req.prompt.size()) break;  // the last row predicts the first generated token
+            if (next < s.prompt_scored) continue;
+            const TokenLogprobs lp = token_logprobs(row(i), n_vocab, s.req.prompt[next], uint32_t(s.req.prompt_logprobs));
+            s.prompt_scored = next + 1;
+            if (s.req.on_prompt_logprob) s.req.on_prompt_logprob(next, s.req.prompt[next], lp);
+        }
     return out0 + s.chunk - 1;  // the chunk's last row: the first token's logits
 }
 

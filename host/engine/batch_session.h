@@ -37,6 +37,9 @@ struct BatchEngine::Session {
     bool done = false;
     SessionResult result;
     uint32_t n_cached_first = 0;     // resumed at the first admission (progress counts from it)
+    // The next prompt position whose logprobs are due (prompt_logprobs): a prompt computed
+    // again after a preemption does not report those it reported already.
+    uint32_t prompt_scored = 1;
     double t_admitted = 0, t_first = 0;
     uint64_t rounds = 0;
     // depth 2 (prepare_next): the k decided for the next pass and the chain entry prepared
@@ -54,11 +57,16 @@ struct BatchEngine::Session {
     std::vector<std::pair<int32_t, uint32_t>> fresh;
 
     uint32_t pos() const { return uint32_t(history.size()) - 1; }  // of history.back()
-    // The prompt's rows go through the pass with their logits (SessionRequest::logits_all).
-    bool all_rows() const { return req.logits_all && result.tokens.empty(); }
+    // The prompt's logprobs are due (SessionRequest::prompt_logprobs): its whole prompt runs.
+    bool scores_prompt() const { return req.prompt_logprobs >= 0 && result.tokens.empty(); }
+    // The prompt's rows go through the pass with their logits (SessionRequest::logits_all, or
+    // for their logprobs).
+    bool all_rows() const { return (req.logits_all && result.tokens.empty()) || scores_prompt(); }
     // Whether the host reads its logits: a sampler at T > 0 (or with bias or penalties), a
     // constraint's masks, logprobs, a logits sink. A greedy session needs only the argmax.
-    bool reads_logits() const { return !greedy || constraint || req.logits_sink || req.logprobs >= 0; }
+    bool reads_logits() const {
+        return !greedy || constraint || req.logits_sink || req.logprobs >= 0 || scores_prompt();
+    }
 
     DrafterStats& stats_of(const ChainedDrafter& d) { return result.spec.drafters[d.stat]; }
     void turn_off(ChainedDrafter& d, const Error& e) { tdm::turn_off(d, result.spec, e); }

@@ -42,8 +42,9 @@ struct Job {
     // How the reply's tool calls are written (the served template's family); none: the
     // request offers no tools (or tool_choice "none") and the reply is plain content.
     ToolCallFormat tool_format = ToolCallFormat::none;
-    // completions with "echo": the prompt's text (token ids detokenized), which comes before
-    // each choice's text.
+    // completions with "echo": the prompt's text (token ids detokenized), which run() hands
+    // to each choice's sink first, with the prompt tokens' logprobs when the request asks for
+    // logprobs.
     std::string echo;
 };
 

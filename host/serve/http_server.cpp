@@ -265,11 +265,6 @@ void HttpServer::Impl::stream(const Job& job, Endpoint endpoint, const ResponseM
         first[i] = false;
         return ok;
     };
-    // "echo": the prompt comes first, in each choice's first chunk
-    if (!job.echo.empty()) {
-        std::lock_guard lock(responder);
-        for (uint32_t i = 0; i < n; ++i) on_text_locked(i, job.echo, nullptr);
-    }
     // With tools, each choice's text goes through a parser of its own: content as it is
     // decided; a Hermes JSON call as a header chunk once its name is read and argument
     // chunks as they are written, any other call as a header and an arguments chunk once
@@ -386,7 +381,7 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
         for (uint32_t c = 0; c < picked.size(); ++c) {
             const uint32_t i = picked[c];
             reasons[c] = (*out)[i].finish_reason;
-            content[c] = job->echo + text[i];
+            content[c] = text[i];  // an echoed prompt included (Backend::run)
             if (job->tool_format != ToolCallFormat::none) {
                 ParsedOutput reply = parse_tool_calls(job->tool_format, job->request.tools, content[c]);
                 calls[c] = reply_calls(std::move(reply.calls), job->request.parallel_tool_calls);

@@ -152,14 +152,16 @@ private:
     std::optional<ApiError> error_;
 };
 
-// Fields that would change the result and are not implemented: refused unless they hold
-// the value that means "off".
+// Fields that would change the result and cannot apply: refused unless they hold the value
+// that means "off". "suffix" asks for fill-in-the-middle, which none of the families' prompt
+// formats has (docs/SERVER.md says which vocabularies carry FIM tokens all the same).
 void refuse_unsupported(Fields& f, Endpoint endpoint) {
     if (endpoint == Endpoint::completions) {
         for (const char* key : {"tools", "tool_choice", "functions", "function_call"})
             if (f.get(key)) f.fail(key, fmt::format("'{}' belongs to /v1/chat/completions", key));
         if (const json* suffix = f.get("suffix"); suffix && *suffix != "")
-            f.fail("suffix", "'suffix' (insertion) is not supported");
+            f.fail("suffix", "'suffix' (insertion) is not supported: no served model family has a "
+                             "fill-in-the-middle prompt format (docs/SERVER.md)");
     }
 }
 
@@ -188,15 +190,15 @@ void read_choices(Fields& f, Endpoint endpoint, const RequestLimits& limits, Gen
     out.best_of = uint32_t(*best_of);
 }
 
-// "echo" (completions): the prompt's text before each choice's. The prompt's own logprobs,
-// which "echo" with "logprobs" asks for, would need the logits of every prompt row, and a
-// prompt resumed from the prefix cache has none: refused rather than given without them.
+// "echo" (completions): the prompt's text before each choice's, and with "logprobs" the
+// prompt tokens' logprobs before the generated ones'. "max_tokens": 0 then asks for the
+// prompt alone: the classic "score this text" call (OpenAI's legacy API accepts it, and
+// lm-eval-harness's loglikelihood sends it); without echo it would ask for nothing.
 void read_echo(Fields& f, Endpoint endpoint, GenerationRequest& out) {
-    if (endpoint != Endpoint::completions) return;
-    out.echo = f.boolean("echo").value_or(false);
-    if (out.echo && out.logprobs)
-        f.fail("echo", "'echo' with 'logprobs' is not supported: the prompt's tokens have no logprobs here; send "
-                       "one or the other");
+    if (endpoint == Endpoint::completions) out.echo = f.boolean("echo").value_or(false);
+    if (out.max_tokens == uint64_t(0) && !out.echo)
+        f.fail("max_tokens", "'max_tokens' 0 generates nothing: it is accepted only with 'echo' in completions, "
+                             "where it scores the prompt");
 }
 
 // "logit_bias": {"15043": 5, "2": -100}: token ids as decimal strings, as OpenAI's API has them.
@@ -437,7 +439,8 @@ ApiResult<GenerationRequest> parse_generation_request(Endpoint endpoint, std::st
     }
 
     constexpr int64_t kMaxTokens = int64_t(1) << 53;  // past any context; the server checks its own
-    std::optional<int64_t> max_tokens = f.integer("max_tokens", 1, kMaxTokens);
+    // 0 only with "echo" in completions (read_echo)
+    std::optional<int64_t> max_tokens = f.integer("max_tokens", endpoint == Endpoint::completions ? 0 : 1, kMaxTokens);
     if (endpoint == Endpoint::chat_completions)
         if (auto m = f.integer("max_completion_tokens", 1, kMaxTokens)) max_tokens = m;
     if (max_tokens) out.max_tokens = uint64_t(*max_tokens);

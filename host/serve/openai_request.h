@@ -9,7 +9,7 @@
 // length, token ids inside the vocabulary, which drafters exist) is checked by the server.
 // Tool definitions, tool_choice and tool turns are read in openai_tools.cpp.
 // Fields the server does not implement are refused by name when they would change the
-// result (suffix, echo with logprobs), never silently ignored; fields that change nothing
+// result (suffix), never silently ignored; fields that change nothing
 // (user, metadata, store) are ignored, as OpenAI's own server ignores what it does not know.
 #pragma once
 
@@ -107,7 +107,9 @@ struct GenerationRequest {
     // completions: sequences to generate, of which the n with the highest cumulative
     // log-probability are returned (never streamed); 0: n. chat: only n is accepted.
     uint32_t best_of = 0;
-    bool echo = false;  // completions: the prompt's text comes before each choice's text
+    // completions: the prompt's text comes before each choice's text (and with logprobs, the
+    // prompt tokens' logprobs before the generated ones')
+    bool echo = false;
     std::vector<std::string> stop;
 
     bool stream = false;

@@ -41,10 +41,15 @@ json completion_logprobs(const std::vector<TokenLogprob>& tokens, size_t text_of
     json text = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
     for (const TokenLogprob& t : tokens) {
         text.push_back(t.token);
-        lps.push_back(finite_logprob(t.logprob));
-        json top = json::object();
-        for (const TopLogprob& alt : t.top) top[alt.token] = finite_logprob(alt.logprob);
-        tops.push_back(std::move(top));
+        if (t.unpredicted) {
+            lps.push_back(nullptr);
+            tops.push_back(nullptr);
+        } else {
+            lps.push_back(finite_logprob(t.logprob));
+            json top = json::object();
+            for (const TopLogprob& alt : t.top) top[alt.token] = finite_logprob(alt.logprob);
+            tops.push_back(std::move(top));
+        }
         offsets.push_back(text_offset);
         text_offset += t.token.size();
     }

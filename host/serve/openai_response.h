@@ -47,6 +47,9 @@ struct TokenLogprob {
     std::string token;
     double logprob = 0;
     std::vector<TopLogprob> top;  // the most likely tokens at this position, best first
+    // The prompt's first token (an echoed prompt's logprobs): nothing predicts it, so its
+    // logprob and its alternatives are null in the response.
+    bool unpredicted = false;
 };
 
 // A tool call the reply made, as OpenAI reports it: {"id", "type": "function",

@@ -7,6 +7,14 @@
 
 namespace tdm::server {
 
+TokenLogprob response_logprob(const Tokenizer& tokenizer, int32_t id, const TokenLogprobs& lp) {
+    TokenLogprob t;
+    t.token = tokenizer.token_to_piece(id);
+    t.logprob = lp.logprob;
+    for (const auto& [alt, v] : lp.top) t.top.push_back({tokenizer.token_to_piece(alt), v});
+    return t;
+}
+
 RequestChannel::RequestChannel(std::vector<std::string> stop, bool ignore_eog, const Tokenizer& tokenizer,
                                const EndOfTurnPieces& end_of_turn)
     : stops_(std::move(stop)), ignore_eog_(ignore_eog), tokenizer_(tokenizer), end_of_turn_(end_of_turn) {}
@@ -19,6 +27,18 @@ void RequestChannel::connect(const std::shared_ptr<RequestChannel>& channel, Ses
     session.on_done = [channel](const SessionResult& result) { channel->on_done(result); };
 }
 
+void RequestChannel::lead_with(std::string text, std::shared_ptr<const std::vector<TokenLogprob>> logprobs) {
+    lead_ = std::move(text);
+    lead_lp_ = std::move(logprobs);
+}
+
+void RequestChannel::deliver_lead() {
+    if (!lead_) return;
+    deliver(std::move(*lead_), lead_lp_ ? *lead_lp_ : std::vector<TokenLogprob>{});
+    lead_.reset();
+    lead_lp_.reset();
+}
+
 void RequestChannel::deliver(std::string text, std::vector<TokenLogprob> lp) {
     if (text.empty() && lp.empty()) return;
     std::lock_guard lock(mutex_);
@@ -28,15 +48,10 @@ void RequestChannel::deliver(std::string text, std::vector<TokenLogprob> lp) {
 
 bool RequestChannel::on_token(int32_t id, std::string_view piece, const TokenLogprobs* lp) {
     if (stops_.stopped()) return false;
+    deliver_lead();
     const std::string p(piece);
     const bool end_of_turn = id >= 0 && !ignore_eog_ && end_of_turn_.contains(tokenizer_.token_to_piece(id));
-    if (lp && !end_of_turn) {
-        TokenLogprob t;
-        t.token = tokenizer_.token_to_piece(id);
-        t.logprob = lp->logprob;
-        for (const auto& [alt, v] : lp->top) t.top.push_back({tokenizer_.token_to_piece(alt), v});
-        pending_lp_.push_back(std::move(t));
-    }
+    if (lp && !end_of_turn) pending_lp_.push_back(response_logprob(tokenizer_, id, *lp));
     if (end_of_turn) return true;
     std::string shown = stops_.push(p);
     if (!shown.empty() || stops_.stopped()) {
@@ -47,6 +62,7 @@ bool RequestChannel::on_token(int32_t id, std::string_view piece, const TokenLog
 }
 
 void RequestChannel::on_done(const SessionResult& result) {
+    deliver_lead();
     if (!stops_.stopped()) deliver(stops_.flush(), std::move(pending_lp_));
     std::lock_guard lock(mutex_);
     result_ = result;

@@ -5,7 +5,8 @@
 // (serve/stop_strings.h), and logprobs travel with the text their tokens released. On the
 // worker's side, that text is streamed at the client's pace (its writes never hold up the
 // engine), within the request's time limit, and the session is cancelled when the client
-// hangs up. Not the engine thread or its inbox (serve/serve_backend.h).
+// hangs up. A completion's echoed prompt leads the text, with its tokens' logprobs when asked.
+// Not the engine thread or its inbox (serve/serve_backend.h).
 #pragma once
 
 #include "engine/batch_engine.h"
@@ -28,6 +29,9 @@
 
 namespace tdm::server {
 
+// A token's logprobs as the response reports them: token ids become their texts.
+TokenLogprob response_logprob(const Tokenizer& tokenizer, int32_t id, const TokenLogprobs& lp);
+
 class RequestChannel {
 public:
     // `stop`: the request's stop strings; `ignore_eog`: end-of-turn tokens are text like any
@@ -38,6 +42,11 @@ public:
     // The engine thread's side: sets the session's on_token, on_done and cancel, which keep
     // the channel alive as long as the engine holds the session.
     static void connect(const std::shared_ptr<RequestChannel>& channel, SessionRequest& session);
+    // Text that comes before the session's own (completions' "echo"), with the logprobs of its
+    // tokens (null: none asked). It goes out ahead of the first token's text, or at the end
+    // when no token came (max_tokens 0), so that logprobs the engine thread writes into
+    // `logprobs` during the prefill travel with it. Called before the session reaches the engine.
+    void lead_with(std::string text, std::shared_ptr<const std::vector<TokenLogprob>> logprobs);
 
     struct Ended {
         SessionResult result;
@@ -60,9 +69,12 @@ private:
     bool on_token(int32_t id, std::string_view piece, const TokenLogprobs* lp);
     void on_done(const SessionResult& result);
     void deliver(std::string text, std::vector<TokenLogprob> lp);
+    void deliver_lead();
 
     StopMatcher stops_;                    // engine thread; read by the worker once the result is in
     std::vector<TokenLogprob> pending_lp_;  // engine thread: logprobs of text held back
+    std::optional<std::string> lead_;       // engine thread, once lead_with() is done: not yet delivered
+    std::shared_ptr<const std::vector<TokenLogprob>> lead_lp_;
     const bool ignore_eog_;
     const Tokenizer& tokenizer_;
     const EndOfTurnPieces& end_of_turn_;

@@ -326,6 +326,17 @@ ApiResult<std::vector<Outcome>> ServeBackend::run(const Job& job, const ChoiceSi
     std::vector<std::shared_ptr<RequestChannel>> channels(n);
     // written by the engine thread before on_done, read once the channel has ended
     std::vector<std::shared_ptr<double>> cumulative(n);
+    // "echo" with "logprobs": the prompt tokens' logprobs, written by the engine thread as the
+    // first choice's prefill computes them (its followers start after it and share its KV)
+    // and read there as each choice's text begins with the echoed prompt
+    std::shared_ptr<std::vector<TokenLogprob>> prompt_lp;
+    if (job.request.echo && want_logprobs) {
+        prompt_lp = std::make_shared<std::vector<TokenLogprob>>();
+        TokenLogprob first;
+        first.token = setup_.tokenizer->token_to_piece(job.prompt.front());
+        first.unpredicted = true;
+        prompt_lp->push_back(std::move(first));
+    }
     for (uint32_t i = 0; i < n; ++i) {
         auto drafters = drafters_for(job.request);  // each choice drafts for itself
         if (!drafters.ok()) return server_error(drafters.error());
@@ -346,6 +357,13 @@ ApiResult<std::vector<Outcome>> ServeBackend::run(const Job& job, const ChoiceSi
         channels[i] = std::make_shared<RequestChannel>(job.request.stop, sr.params.ignore_eog, *setup_.tokenizer,
                                                        end_of_turn_pieces_);
         RequestChannel::connect(channels[i], sr);
+        if (job.request.echo) channels[i]->lead_with(job.echo, prompt_lp);
+        if (prompt_lp && i == 0) {
+            sr.prompt_logprobs = int32_t(job.request.top_logprobs);
+            sr.on_prompt_logprob = [prompt_lp, tok = setup_.tokenizer](uint32_t, int32_t id, const TokenLogprobs& lp) {
+                prompt_lp->push_back(response_logprob(*tok, id, lp));
+            };
+        }
         cumulative[i] = std::make_shared<double>(0.0);
         if (ranked)
             sr.on_token = [sum = cumulative[i], inner = std::move(sr.on_token)](int32_t id, std::string_view piece,

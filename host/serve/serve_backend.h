@@ -9,7 +9,9 @@
 // engine thread and streams what comes back. A prompt (a chat rendered with the model's
 // template and tokenized as `tandem run -p TEXT` would, or a completion prompt) resumes
 // from the idle slot sharing its longest prefix: a conversation's next turn, or any
-// request repeating a system prompt, prefills only what is new. Batch invariance makes the
+// request repeating a system prompt, prefills only what is new (but a completion asking for
+// its prompt's logprobs, "echo" with "logprobs", computes its whole prompt: rows resumed from
+// the KV have no logits). Batch invariance makes the
 // tokens those of a fresh `tandem run` on the same prompt, whatever runs beside it. A chat
 // request's images (serve/request_images.h) are encoded on the engine thread, which owns the
 // device, just before their session joins the batch.
@@ -20,7 +22,8 @@
 // prompt in the KV (its first token), so that they share its whole blocks (kv/kv_pool.h
 // share_prefix) rather than prefill the prompt n times; where the pool cannot share (sliding
 // windows, recurrent state) each prefills its own copy, which is slower and as exact. Each
-// choice's images are encoded for it as it joins.
+// choice's images are encoded for it as it joins. An echoed prompt leads each choice's text;
+// its tokens' logprobs, when asked, are computed once, by the first choice's prefill.
 #pragma once
 
 #include "engine/batch_engine.h"

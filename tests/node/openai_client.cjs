@@ -4,7 +4,8 @@
 // synthetic Qwen3: chat and completions, whole and streamed (the streamed text equals the
 // whole one), logprobs, /v1/models, eight parallel streams each equal to the request alone,
 // tools (accepted, shown, streamed in the shape of the whole reply, arguments streamed in
-// pieces; a tool round trip), the deprecated functions / function_call, echo and best_of,
+// pieces; a tool round trip), the deprecated functions / function_call, echo (with the
+// prompt's logprobs: whole, streamed, max_tokens 0, n = 2, from the prefix cache) and best_of,
 // n = 3 choices (whole, streamed, and cancelled together by a hang-up), logit_bias and the
 // penalties, the gateway metrics in vLLM's names, and the client's error classes for a wrong
 // model, a bad value, a wrong API key and an overlong request; images (image_url parts with
@@ -323,9 +324,78 @@ test('echo puts the prompt before the completion, whole and streamed', async (cl
     method: 'POST', body: JSON.stringify({ content: 'Once upon a time' }) })).json();
   const byIds = await client.completions.create({ ...req, prompt: ids.tokens, echo: true });
   assert.equal(byIds.choices[0].text, echoed.choices[0].text);
-  const e = await expectError(client.completions.create({ ...req, echo: true, logprobs: 1 }), OpenAI.BadRequestError,
-    400, 'echo with logprobs');
-  assert.equal(e.param, 'echo');
+});
+
+// echo with logprobs: the prompt's tokens' logprobs first (the first token's null: nothing
+// predicts it), then the generated ones'; the same streamed (in the echoed prompt's chunk),
+// for each of n = 2 choices, with max_tokens 0 (the prompt scored alone), and again once the
+// prompt is in a slot's KV (computed whole again: no row comes from the prefix cache).
+test('echo with logprobs scores the prompt, whole, streamed, for n choices and from the cache', async (client) => {
+  const req = { model: 'tiny', prompt: 'Once upon a time', max_tokens: 6, ignore_eos: true, logprobs: 2 };
+  const ids = await (await fetch(`http://127.0.0.1:${client.port}/tokenize`, {
+    method: 'POST', body: JSON.stringify({ content: req.prompt }) })).json();
+  const n = ids.tokens.length;
+  const plain = await client.completions.create(req);
+  const whole = await client.completions.create({ ...req, echo: true });
+  const lp = whole.choices[0].logprobs;
+  assert.equal(whole.choices[0].text, req.prompt + plain.choices[0].text);
+  assert.equal(lp.tokens.length, n + 6);
+  assert.equal(lp.token_logprobs[0], null);
+  assert.equal(lp.top_logprobs[0], null);
+  for (let i = 1; i < n; i++) {
+    assert.ok(lp.token_logprobs[i] <= 0, `prompt token ${i}`);
+    const alternatives = Object.values(lp.top_logprobs[i]);
+    assert.ok(alternatives.length >= 1 && alternatives.length <= 2, `prompt token ${i}`);
+    assert.ok(Math.max(...alternatives) >= lp.token_logprobs[i], `prompt token ${i}`);
+  }
+  assert.deepEqual(lp.token_logprobs.slice(n), plain.choices[0].logprobs.token_logprobs);
+  assert.deepEqual(lp.tokens.slice(n), plain.choices[0].logprobs.tokens);
+  assert.equal(lp.text_offset[0], 0);
+  for (let i = 1; i <= n; i++)  // the prompt's pieces are ASCII: a byte is a character
+    assert.equal(lp.text_offset[i], lp.text_offset[i - 1] + lp.tokens[i - 1].length);
+
+  // the prompt alone: max_tokens 0
+  const scored = await client.completions.create({ ...req, echo: true, max_tokens: 0 });
+  assert.equal(scored.choices[0].text, req.prompt);
+  assert.equal(scored.choices[0].finish_reason, 'length');
+  assert.equal(scored.usage.completion_tokens, 0);
+  assert.deepEqual(scored.choices[0].logprobs.token_logprobs, lp.token_logprobs.slice(0, n));
+  assert.deepEqual(scored.choices[0].logprobs.top_logprobs, lp.top_logprobs.slice(0, n));
+
+  // streamed: the echoed prompt's chunk carries its logprobs
+  const chunks = [];
+  for await (const chunk of await client.completions.create({ ...req, echo: true, stream: true })) chunks.push(chunk);
+  assert.equal(chunks[0].choices[0].text, req.prompt);
+  assert.deepEqual(chunks[0].choices[0].logprobs.token_logprobs, lp.token_logprobs.slice(0, n));
+  const streamed = chunks.flatMap((c) => (c.choices[0].logprobs ? c.choices[0].logprobs.token_logprobs : []));
+  assert.deepEqual(streamed, lp.token_logprobs);
+
+  // n = 2: the first choice computes the prompt's logprobs, both report them
+  const two = await client.completions.create({ ...req, echo: true, n: 2 });
+  assert.equal(two.choices.length, 2);
+  for (const c of two.choices) assert.deepEqual(c.logprobs, lp);
+
+  // the prompt is in a slot's KV by now: the same answer, no token taken from the cache
+  const again = await client.completions.create({ ...req, echo: true });
+  assert.deepEqual(again.choices[0].logprobs, lp);
+  assert.equal(again.usage.prompt_tokens_details.cached_tokens, 0);
+});
+
+// Hostile: more alternatives than the limit is a 400; a prompt as long as the context with the
+// most alternatives gives one entry per token, each with at most that many.
+test('echo with logprobs refuses too many alternatives and scores a long prompt', async (client) => {
+  const e = await expectError(client.completions.create({ model: 'tiny', prompt: 'a', echo: true, logprobs: 21 }),
+    OpenAI.BadRequestError, 400, 'logprobs 21');
+  assert.equal(e.param, 'logprobs');
+  const nothing = await expectError(client.completions.create({ model: 'tiny', prompt: 'a', max_tokens: 0 }),
+    OpenAI.BadRequestError, 400, 'max_tokens 0 without echo');
+  assert.equal(nothing.param, 'max_tokens');
+  const prompt = Array.from({ length: 1000 }, (_, i) => (i * 37 + 11) % 500);
+  const long = await client.completions.create({ model: 'tiny', prompt, echo: true, logprobs: 20, max_tokens: 0 });
+  const lp = long.choices[0].logprobs;
+  assert.equal(lp.tokens.length, prompt.length);
+  assert.equal(lp.top_logprobs[0], null);
+  for (let i = 1; i < prompt.length; i++) assert.ok(Object.keys(lp.top_logprobs[i]).length <= 20, `token ${i}`);
 });
 
 // best_of: best_of sequences (sequence i sampling with seed + i, as the n choices do), the n

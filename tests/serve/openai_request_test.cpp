@@ -199,16 +199,26 @@ TEST(OpenAiRequest, options_it_does_not_implement_are_refused_by_name_not_ignore
     EXPECT_EQ(chat_refused(R"("tool_choice": "required")").param, "tool_choice");
 }
 
-TEST(OpenAiRequest, echo_puts_the_prompt_before_a_completion_but_not_with_logprobs) {
+TEST(OpenAiRequest, echo_puts_the_prompt_and_its_logprobs_before_a_completion) {
     EXPECT_TRUE(completion_ok(R"({"prompt": "a", "echo": true})").echo);
     EXPECT_FALSE(completion_ok(R"({"prompt": "a", "echo": false})").echo);
     EXPECT_FALSE(completion_ok(R"({"prompt": "a"})").echo);
     EXPECT_TRUE(completion_ok(R"({"prompt": [1, 2], "echo": true, "stream": true})").echo);
-    // the prompt's own logprobs are not available: refused, not left out
-    const ApiError with_logprobs = refused(Endpoint::completions, R"({"prompt": "a", "echo": true, "logprobs": 1})");
-    EXPECT_EQ(with_logprobs.param, "echo");
-    EXPECT_NE(with_logprobs.message.find("logprobs"), std::string::npos);
+    // the prompt's own logprobs with them
+    const GenerationRequest with_logprobs = completion_ok(R"({"prompt": "a", "echo": true, "logprobs": 1})");
+    EXPECT_TRUE(with_logprobs.echo);
+    EXPECT_TRUE(with_logprobs.logprobs);
+    EXPECT_EQ(with_logprobs.top_logprobs, 1u);
+    EXPECT_EQ(refused(Endpoint::completions, R"({"prompt": "a", "echo": true, "logprobs": 21})").param, "logprobs");
     EXPECT_EQ(refused(Endpoint::completions, R"({"prompt": "a", "echo": "yes"})").param, "echo");
+    // max_tokens 0 scores the prompt: only with echo, and only in completions
+    EXPECT_EQ(completion_ok(R"({"prompt": "a", "echo": true, "logprobs": 0, "max_tokens": 0})").max_tokens,
+              std::optional<uint64_t>(0));
+    const ApiError nothing = refused(Endpoint::completions, R"({"prompt": "a", "max_tokens": 0})");
+    EXPECT_EQ(nothing.param, "max_tokens");
+    EXPECT_NE(nothing.message.find("echo"), std::string::npos) << nothing.message;
+    EXPECT_EQ(refused(Endpoint::completions, R"({"prompt": "a", "echo": true, "max_tokens": -1})").param,
+              "max_tokens");
 }
 
 TEST(OpenAiRequest, best_of_ranks_completions_and_is_never_streamed) {

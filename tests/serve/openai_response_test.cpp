@@ -107,6 +107,19 @@ TEST(OpenAiResponse, completion_logprobs_use_the_legacy_parallel_arrays) {
     EXPECT_EQ(l["text_offset"], json::array({10, 13}));
 }
 
+TEST(OpenAiResponse, an_echoed_prompts_first_token_has_null_logprobs) {
+    TokenLogprob first{"Once", 0, {}};
+    first.unpredicted = true;  // nothing predicts a prompt's first token
+    const std::vector<TokenLogprob> lps = {first, {" upon", -3.5, {{" a", -0.5}}}};
+    const ChoiceText choice{"Once upon", "length", &lps};
+    const json j = json::parse(completion_body(Endpoint::completions, kMeta, choice, {}));
+    const json& l = j["choices"][0]["logprobs"];
+    EXPECT_EQ(l["tokens"], json::array({"Once", " upon"}));
+    EXPECT_EQ(l["token_logprobs"], json::array({nullptr, -3.5}));
+    EXPECT_EQ(l["top_logprobs"], json::array({nullptr, {{" a", -0.5}}}));
+    EXPECT_EQ(l["text_offset"], json::array({0, 4}));
+}
+
 TEST(OpenAiResponse, sse_frames_one_event_per_body_and_ends_with_done) {
     const std::string body = chunk_body(Endpoint::completions, kMeta, {"a\nb", ""}, true);
     EXPECT_EQ(body.find('\n'), std::string::npos);  // a newline in the text is escaped
