@@ -17,12 +17,23 @@
 // KV pools are read as vec4 texels (KV_TEXEL: uniform texel buffers, RGBA16F or
 // RGBA32F views) or as storage buffers (KV_F16 selects packed halves).
 // Dispatch: x = n_kv_head, y = n_tokens.
+//
+// SPLIT (attention_split_*, "split-KV" for GPUs, host/ops/attention_split.cpp): the first
+// pass of two. A token's keys are cut at fixed absolute multiples of SPLIT_KEYS (a
+// multiple of CH); workgroup z handles split (k_begin / SPLIT_KEYS + z) with the same
+// chunk arithmetic, and writes, per query head, its running max m, sum l and unnormalised
+// output instead of the output: [m, l, acc[dv]] at ((t * n_head + h) * max_splits + z) *
+// (dv + 2) from o_off. A workgroup whose split starts past the token's last key exits.
+// attention_combine.comp merges a token's splits in order. Dispatch: z = max_splits.
 #version 450
 #include "reduce.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint G = 1;            // query heads per kv head
 layout(constant_id = 2) const uint KV_F16 = 1;
 layout(constant_id = 3) const uint DV4_PER_LANE = 1; // ceil(dv / 4 / local_size)
+#ifdef SPLIT
+layout(constant_id = 4) const uint SPLIT_KEYS = 256;  // keys per split, a multiple of CH
+#endif
 
 const uint CH = 256;
 
@@ -59,6 +70,9 @@ layout(push_constant) uniform Params {
     float scale, softcap;
     uint t_base;    // attention_rl.comp's; unused here
     uint tree_off;  // kNoTree: no tree input
+#ifdef SPLIT
+    uint max_splits;  // partials per (token, query head) in o_out
+#endif
 } p;
 
 #include "kv_tree.glsl"
@@ -74,6 +88,14 @@ void main() {
     const uint pq = uint(pos[p.pos_off + t]);
     const uint k_end = pq + 1;
     const uint k_begin = (p.window > 0 && pq + 1 > p.window) ? pq + 1 - p.window : 0;
+#ifdef SPLIT
+    const uint split = k_begin / SPLIT_KEYS + gl_WorkGroupID.z;
+    if (split * SPLIT_KEYS >= k_end) return;  // the token's keys end before this split
+    // this workgroup's keys [r_begin, r_end): the split's part of the token's
+    const uint r_begin = max(k_begin, split * SPLIT_KEYS), r_end = min(k_end, (split + 1) * SPLIT_KEYS);
+#else
+    const uint r_begin = k_begin, r_end = k_end;
+#endif
     const uint qb = p.q_off + t * p.q_stride + g * G * p.dk;
     const uvec3 tr = tree_row(t);
 
@@ -82,13 +104,13 @@ void main() {
     for (uint j = 0; j < G; ++j) { m[j] = -1.0 / 0.0; l[j] = 0.0; }
     for (uint i = 0; i < G * DV4_PER_LANE; ++i) acc[i] = vec4(0.0);
 
-    for (uint c = (k_begin / CH) * CH; c < k_end; c += CH) {
-        const uint c_end = min(c + CH, k_end);
+    for (uint c = (r_begin / CH) * CH; c < r_end; c += CH) {
+        const uint c_end = min(c + CH, r_end);
         // phase 1: scores of this chunk, lanes over keys
         float cmax[G];
         for (uint j = 0; j < G; ++j) cmax[j] = -1.0 / 0.0;
         for (uint k = c + lane; k < c + CH; k += LS) {
-            const bool valid = k >= k_begin && k < c_end;
+            const bool valid = k >= r_begin && k < c_end;
             const uint kb = valid ? kv_element(s, tree_key(tr, k), g, p.dk, 0) : 0;
             for (uint j = 0; j < G; ++j) {
                 float sc = -1.0 / 0.0;
@@ -115,7 +137,7 @@ void main() {
             for (uint i = 0; i < DV4_PER_LANE; ++i) acc[j * DV4_PER_LANE + i] *= alpha;
             m[j] = m_new;
         }
-        for (uint k = max(c, k_begin); k < c_end; ++k) {
+        for (uint k = max(c, r_begin); k < c_end; ++k) {
             const uint vb = kv_element(s, tree_key(tr, k), g, p.dv, 0);
             for (uint j = 0; j < G; ++j) {
                 const float pk = exp(sm_score[j * CH + (k - c)] - m[j]);
@@ -129,6 +151,25 @@ void main() {
         barrier();  // sm_score is rewritten by the next chunk
     }
 
+#ifdef SPLIT
+    for (uint j = 0; j < G; ++j) {
+        const uint pb = p.o_off + ((t * p.n_head + g * G + j) * p.max_splits + gl_WorkGroupID.z) * (p.dv + 2);
+        if (lane == 0) {
+            o_out[pb] = m[j];
+            o_out[pb + 1] = l[j];
+        }
+        for (uint i = 0; i < DV4_PER_LANE; ++i) {
+            const uint d4 = lane + i * LS;
+            if (4 * d4 < p.dv) {
+                const vec4 v = acc[j * DV4_PER_LANE + i];
+                o_out[pb + 2 + 4 * d4] = v.x;
+                o_out[pb + 3 + 4 * d4] = v.y;
+                o_out[pb + 4 + 4 * d4] = v.z;
+                o_out[pb + 5 + 4 * d4] = v.w;
+            }
+        }
+    }
+#else
     for (uint j = 0; j < G; ++j) {
         const float inv = 1.0 / l[j];
         const uint ob = p.o_off + t * p.o_stride + (g * G + j) * p.dv;
@@ -143,4 +184,5 @@ void main() {
             }
         }
     }
+#endif
 }

@@ -26,6 +26,9 @@ endforeach()
 
 tandem_shader(attention_tex attention.comp KV_TEXEL)
 tandem_shader(attention_buf attention.comp)
+# Split-KV first pass (GPUs; attention_combine.comp is the second): host/ops/attention_split.cpp.
+tandem_shader(attention_split_tex attention.comp KV_TEXEL SPLIT)
+tandem_shader(attention_split_buf attention.comp SPLIT)
 # Attention over activations: K/V through RGBA32F texel views (CPU devices) or storage.
 tandem_shader(attention_full_tex attention_full.comp ACT_TEXEL)
 tandem_shader(attention_full_buf attention_full.comp)

@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "graph/fusion.h"
+#include "graph/split_attention.h"
 #include "graph/weight.h"
 #include "ops/op_def.h"
 #include "ops/record.h"
@@ -149,9 +150,16 @@ Status CompiledGraph::plan(const std::vector<TensorId>& read_on_request) {
     const auto& nodes = graph_.nodes();
     const size_t n_tensors = graph_.tensor_count();
     std::vector<int> last_use(n_tensors, -1);
-    std::vector<bool> is_output(n_tensors, false);
+    std::vector<bool> is_output(n_tensors, false), produced(n_tensors, false);
     for (TensorId o : graph_.outputs()) is_output[graph_.tensor(o).base] = true;
     for (size_t i = 0; i < nodes.size(); ++i) {
+        // a result written by several nodes (split attention's runs of tokens) lives from
+        // its first writer to its last reader or writer
+        for (TensorId o : nodes[i].results()) {
+            if (o == kNoTensor) continue;
+            if (produced[o]) last_use[o] = std::max(last_use[o], int(i));
+            produced[o] = true;
+        }
         const OpDesc& d = nodes[i].desc;
         for (int k = 0; k < d.n_in; ++k) {
             const TensorId b = graph_.tensor(d.in[k]).base;
@@ -190,12 +198,13 @@ Status CompiledGraph::plan(const std::vector<TensorId>& read_on_request) {
     // activations: first fit by liveness, in node order
     FirstFit ff;
     std::vector<uint64_t> act_off(n_tensors, 0);
-    std::vector<bool> placed(n_tensors, false);
+    std::vector<bool> placed(n_tensors, false), was_placed(n_tensors, false);
     for (size_t i = 0; i < nodes.size(); ++i) {
         for (TensorId o : nodes[i].results()) {
             if (o == kNoTensor) continue;
             const Tensor& x = graph_.tensor(o);
-            if (x.kind != TensorKind::activation || is_output[o] || x.bound) continue;
+            if (x.kind != TensorKind::activation || is_output[o] || x.bound || was_placed[o]) continue;
+            was_placed[o] = true;
             act_off[o] = ff.alloc(tensor_bytes(x));
             placed[o] = true;
             if (last_use[o] < 0) last_use[o] = int(i);  // unused result: dies at once
@@ -391,6 +400,8 @@ Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(vk::Device& device
                                                               Graph graph, const CompileOptions& options) {
     // Fusion keeps every result bit for bit, but a NaN probe wants each op's own result.
     if (options.fuse && !options.probe_non_finite && fusion_enabled()) fuse_graph(graph);
+    // not optional: the split layout's results are its two passes' (probes watch them too)
+    TDM_TRY(split_attention(graph, device.caps()));
     std::unique_ptr<CompiledGraph> cg(new CompiledGraph(device, std::move(graph)));
     TDM_TRY(cg->plan(options.read_on_request));
     if (options.probe_non_finite) cg->probes_ = TDM_TRY(FiniteProbes::create(device, cg->graph_));

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/graph/executor.h: turns a Graph into a recorded command buffer and runs it.
 //
-// compile() first fuses op chains (graph/fusion.h, unless CompileOptions::fuse is off),
+// compile() first fuses op chains (graph/fusion.h, unless CompileOptions::fuse is off)
+// and gives attention in the split layout its two passes (graph/split_attention.h),
 // then places every activation in one device arena by liveness (a tensor's
 // memory is reused once its last reader has run), gets every pipeline, and
 // records all dispatches with the barriers their read/write hazards need into a

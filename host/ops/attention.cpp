@@ -2,14 +2,15 @@
 // host/ops/attention.cpp: TDM_OP_ATTENTION over a paged KV layer: each batch
 // token attends causally to its own sequence (found through the block table),
 // with GQA (G <= kMaxQueryHeadsPerKvHead query heads per KV head), sliding
-// window, scale and logit softcap. Two layouts (record_attention()); in both the KV range
-// is split at fixed boundaries whatever the batch width (tandem.h invariant 1). In a tree
-// batch (graph.h, kKvTreeInts) a row reads its ancestors' keys where the tree stored them.
+// window, scale and logit softcap. Three layouts (ops/attention_layout.h); in each the KV
+// range is split at fixed boundaries whatever the batch width (tandem.h invariant 1). This
+// file records "rl" and "ks"; the graph compiler turns attention in the split layout into
+// the two passes of attention_split.cpp. In a tree batch (graph.h, kKvTreeInts) a row reads
+// its ancestors' keys where the tree stored them.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <string_view>
 
+#include "ops/attention_layout.h"
 #include "ops/kv_tree.h"
 #include "ops/limits.h"
 #include "ops/op_def.h"
@@ -54,17 +55,6 @@ Status validate_attention(OpContext& c) {
     return c.output(DType::F32, {kv->dv * n_head, n});
 }
 
-// Layout: "rl" (shaders/attention_rl.comp, every lane owns up to four tokens of one head)
-// on devices that read through texel views (CPU devices: each key fetched once serves
-// all of them); "ks" (shaders/attention.comp, a workgroup per token, lanes over
-// keys) elsewhere. TANDEM_ATTENTION_LAYOUT=ks|rl overrides, for experiments and for tests
-// that run both on one device. Within one layout a token's bits depend only on its keys.
-bool rows_per_lane(const RecordContext& c, const KvLayerBinding& kv) {
-    if (!act_texel(c) || !kv.k_view || !kv.v_view || kv.dk % 4 || kv.dv % 4) return false;
-    const char* e = std::getenv("TANDEM_ATTENTION_LAYOUT");
-    return !e || std::string_view(e) != "ks";
-}
-
 // Tokens per lane of the rl layout: four at head dim 64, fewer for wider heads, whose
 // queries and accumulators would otherwise take minutes to compile on lavapipe; a
 // token's arithmetic does not depend on it.
@@ -98,7 +88,7 @@ Status record_attention(RecordContext& c, const Node& n, const std::string& labe
                                                          vk::Binding::storage(kv.block_table),
                                                          storage(c, n.out),
                                                          kv_tree_binding(c, n)};
-    if (rows_per_lane(c, kv)) {
+    if (attention_layout(c.device.caps(), kv) == AttentionLayout::rows_per_lane) {
         const uint32_t dk4 = kv.dk / 4, dv4 = kv.dv / 4, ql = rl_tokens_per_lane(dk4, dv4);
         const uint32_t slots = lane_slots(G);
         const vk::Pipeline* p = TDM_TRY(

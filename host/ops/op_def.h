@@ -63,6 +63,8 @@ constexpr tdm_op kOpInternalNormRopeStore = tdm_op(0x40000003);
 constexpr tdm_op kOpInternalMatmulGroup = tdm_op(0x40000004);    // ops/matmul_group.cpp (graph/fusion.cpp)
 constexpr tdm_op kOpInternalNormAdd = tdm_op(0x40000005);        // ops/norm_add.cpp (graph/fusion.cpp)
 constexpr tdm_op kOpInternalArgmaxSlices = tdm_op(0x40000006);  // ops/argmax.cpp
+constexpr tdm_op kOpInternalAttentionPartials = tdm_op(0x40000007);  // ops/attention_split.cpp
+constexpr tdm_op kOpInternalAttentionCombine = tdm_op(0x40000008);   // (graph/split_attention.cpp)
 // Columns of a row that one workgroup of argmax's first pass reduces, and the slices of a
 // row of `cols` (argmax_slices' result holds a value and an index per slice and row).
 constexpr uint32_t kArgmaxSlice = 1024;

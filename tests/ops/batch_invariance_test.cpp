@@ -87,9 +87,9 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulInvariance,
 INSTANTIATE_TEST_SUITE_P(Int8, MatmulInvariance, ::testing::Combine(::testing::Values(DType::Q8_0), ::testing::Values("int8")),
                          [](const auto& p) { return std::string(dtype_name(std::get<0>(p.param))) + "_int8"; });
 
-// Both attention layouts (TANDEM_ATTENTION_LAYOUT: "ks" a workgroup per token, "rl"
-// tokens per lane, the default on CPU devices), with and without a sliding window, and with
-// two sequences' tokens interleaved in one batch.
+// Every attention layout (TANDEM_ATTENTION_LAYOUT: "ks" a workgroup per token, "rl"
+// tokens per lane, the default on CPU devices, "split" the GPUs' split-KV passes), with and
+// without a sliding window, and with two sequences' tokens interleaved in one batch.
 class AttentionInvariance : public test::DeviceTest, public ::testing::WithParamInterface<const char*> {};
 
 TEST_P(AttentionInvariance, each_query_of_a_verify_batch_equals_it_computed_alone) {
@@ -145,7 +145,7 @@ TEST_P(AttentionInvariance, each_query_of_a_verify_batch_equals_it_computed_alon
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, AttentionInvariance, ::testing::Values("ks", "rl"),
+INSTANTIATE_TEST_SUITE_P(Layouts, AttentionInvariance, ::testing::Values("ks", "rl", "split"),
                          [](const auto& p) { return std::string(p.param); });
 
 }  // namespace

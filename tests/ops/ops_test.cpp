@@ -344,7 +344,7 @@ class AttentionOps : public test::DeviceTest, public ::testing::WithParamInterfa
 TEST_P(AttentionOps, paged_attention_after_kv_store_matches_reference) {
     const AttnCase c = GetParam();
     const int block = 16;
-    const int kv_len = 300;  // two 256-key chunks (ks), many (rl)
+    const int kv_len = 300;  // two 256-key chunks (ks) or splits (split), many (rl)
     const int n_q = 4;       // the last 4 positions are queried (a verify batch)
     // two sequences with interleaved, non-contiguous blocks; we use sequence 1
     const int nb = (kv_len + block - 1) / block;
@@ -371,7 +371,7 @@ TEST_P(AttentionOps, paged_attention_after_kv_store_matches_reference) {
         (void)st;
         h.run({});
     }
-    // 2) attend from the last n_q positions, in both layouts (host/ops/attention.cpp)
+    // 2) attend from the last n_q positions, in each layout (host/ops/attention_layout.h)
     const auto kr = c.f16 ? ref::cast_round(k, DType::F16) : k;
     const auto vr = c.f16 ? ref::cast_round(v, DType::F16) : v;
     ref::AttnParams p;
@@ -382,7 +382,7 @@ TEST_P(AttentionOps, paged_attention_after_kv_store_matches_reference) {
     p.scale = scale;
     p.softcap = c.softcap;
     p.window = c.window;
-    for (const char* layout : {"ks", "rl"}) {
+    for (const char* layout : {"ks", "rl", "split"}) {
         const test::ScopedEnv env("TANDEM_ATTENTION_LAYOUT", layout);
         OpHarness h(device(), pipelines());
         std::vector<int32_t> qpos, seq(n_q, 1);

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/speculative/draft_tree_test.cpp: draft trees (speculative/draft_tree.h) on a synthetic
 // Qwen3 target. DESIGN invariant 1 for trees: in the one verify pass of a random tree (up
-// to 64 nodes), every node's logits equal a plain decode of its path bit for bit, in both
-// attention layouts, alone and beside another sequence's row; invariant 3: after the
+// to 64 nodes), every node's logits equal a plain decode of its path bit for bit, in each
+// attention layout (in the split one, the GPUs', with the tree across a split boundary),
+// alone and beside another sequence's row; invariant 3: after the
 // accepted path is committed, later steps equal a run that never saw the other nodes.
 // A few trees per layout: the check is of a mechanism, each node is decoded again alone.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string_view>
 
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/device_fixture.h"
@@ -53,7 +55,7 @@ TEST(DraftTree, a_chain_is_one_branch_and_greedy_acceptance_follows_the_targets_
     EXPECT_FALSE(t.add(7, 1).ok()) << "no node 7";
 }
 
-TEST_F(DraftTreeQwen3, every_node_of_random_trees_has_the_logits_of_decoding_its_path_in_both_layouts) {
+TEST_F(DraftTreeQwen3, every_node_of_random_trees_has_the_logits_of_decoding_its_path_in_each_layout) {
     const std::string path = test::make_temp_dir("tree-qwen3") + "/target.gguf";
     auto shape = synth::qwen3_preset("tiny");
     ASSERT_TRUE(shape.ok());
@@ -64,19 +66,21 @@ TEST_F(DraftTreeQwen3, every_node_of_random_trees_has_the_logits_of_decoding_its
     auto m = Model::load(path, test::build_tree_plugins(), device());
     ASSERT_TRUE(m.ok()) << m.error().message();
     KvPoolConfig kc;
-    kc.n_ctx = 256;
+    kc.n_ctx = 512;
     kc.n_seq_max = 2;
     auto kv = KvPool::create(device(), (*m)->attention_layers(), kc, "tree");
     ASSERT_TRUE(kv.ok()) << kv.error().message();
     const int seq = *(*kv)->add_sequence(), other = *(*kv)->add_sequence();
     const int32_t n_vocab = int32_t((*m)->info().n_vocab);
-    std::vector<int32_t> prompt(37), other_prompt(23);
-    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t(3 + (i * 97) % 400);
+    std::vector<int32_t> other_prompt(23);
     for (size_t i = 0; i < other_prompt.size(); ++i) other_prompt[i] = int32_t(5 + (i * 31) % 400);
-    const int32_t base = int32_t(prompt.size());
 
-    for (const char* layout : {"rl", "ks"}) {
+    for (const char* layout : {"rl", "ks", "split"}) {
         SCOPED_TRACE(layout);
+        // split: the trees' nodes sit on both sides of the first split boundary (position 256)
+        std::vector<int32_t> prompt(std::string_view(layout) == "split" ? 230 : 37);
+        for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t(3 + (i * 97) % 400);
+        const int32_t base = int32_t(prompt.size());
         ::setenv("TANDEM_ATTENTION_LAYOUT", layout, 1);  // read when a graph is recorded
         Runner runner(**m, **kv, device(), pipelines());
         ASSERT_TRUE((*kv)->truncate(seq, 0).ok());

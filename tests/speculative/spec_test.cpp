@@ -196,6 +196,32 @@ TEST_F(Spec, int8_matmuls_keep_speculative_output_exact) {
     EXPECT_LT(rel, 4e-2) << "relative RMS logit error " << rel;
 }
 
+// The split attention layout (the GPUs' default, forced here on lavapipe): greedy
+// speculative output is plain output while the context grows across the first split
+// boundary (position 256) inside the verify passes. Two prompts: a check of the mechanism.
+TEST_F(Spec, split_attention_keeps_speculative_output_exact) {
+    const test::ScopedEnv layout("TANDEM_ATTENTION_LAYOUT", "split");
+    const Pair p = make_pair(DType::Q8_0, 0.0f, 21);
+    Loaded t = load_spec(p.target, 512);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    for (int i = 0; i < 2; ++i) {
+        const auto prompt = random_prompt_spec(4000 + uint64_t(i), 238 + size_t(i) * 5, 400);
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+        auto plain = generate(runner, nullptr, seq, prompt, greedy_spec(28), {});
+        ASSERT_TRUE(plain.ok()) << plain.error().message();
+        ForcedDrafter forced(plain->tokens, prompt.size(), 0.7, t.model->info().n_vocab, 9 + uint64_t(i));
+        Drafter* chain[] = {&forced};
+        SpecParams sp;
+        sp.draft_max = 3;
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_spec(28), chain, sp, {});
+        ASSERT_TRUE(spec.ok()) << spec.error().message();
+        ASSERT_EQ(spec->gen.tokens, plain->tokens) << "prompt " << i;
+        EXPECT_GT(spec->stats.accepted, 0u);
+    }
+}
+
 TEST_F(Spec, forced_drafter_is_exact_and_its_acceptance_follows_A) {
     const Pair p = make_pair(DType::F32, 0.0f, 3);
     Loaded t = load_spec(p.target);

@@ -3,7 +3,7 @@
 // whose sliding-window layers keep rings of blocks: a tree's nodes store their K/V at slots
 // base + i, which wrap the rings, while each node still reads its window of the path's
 // keys. Every node's logits in the one verify pass equal a plain decode of its path bit for
-// bit, in both attention layouts, alone and beside another sequence's row; a committed path
+// bit, in each attention layout, alone and beside another sequence's row; a committed path
 // leaves no trace. A few trees per layout: the check is of a mechanism.
 #include <gtest/gtest.h>
 
@@ -45,7 +45,7 @@ TEST_F(Gemma4Tree, every_node_of_random_trees_has_the_logits_of_decoding_its_pat
     const int32_t n_vocab = int32_t(l.model->info().n_vocab);
     const int32_t base = int32_t(prompt.size());
 
-    for (const char* layout : {"rl", "ks"}) {
+    for (const char* layout : {"rl", "ks", "split"}) {
         SCOPED_TRACE(layout);
         ::setenv("TANDEM_ATTENTION_LAYOUT", layout, 1);  // read when a graph is recorded
         Runner runner(*l.model, *l.kv, device(), pipelines());
