@@ -23,6 +23,7 @@
 #include "serve/make_drafters.h"
 #include "speculative/draft_head.h"
 #include "speculative/forced_drafter.h"
+#include "speculative/goodput_history.h"
 
 namespace tdm::cli {
 
@@ -322,7 +323,10 @@ Status bench_spec(App& app) {
     gp.sampling.temperature = 0;  // exactness is defined for greedy decoding
     gp.ignore_eog = true;
     gp.n_batch = uint32_t(cfg.model.n_batch);
-    const SpecParams sp = spec_params(cfg);
+    SpecParams sp = spec_params(cfg);
+    // the prompts (and the warm-up) share what the goodput controller learned, as a server's
+    // requests do (speculative/goodput_history.h)
+    sp.history = std::make_shared<GoodputHistory>();
     // with --force-acceptance, a given drafter still runs (its cost is measured)
     // but its tokens are replaced so that acceptance follows A
     DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv));

@@ -175,8 +175,9 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
         s.stop = StopRule{tokenizer_, s.req.params.ignore_eog, s.req.params.stop_tokens};
         if (s.req.params.constraint) s.constraint = s.req.params.constraint->clone();
         const ChainedDrafter* opener = first_on(s.chain);
-        s.tune = GoodputController(std::max(1, s.req.spec.draft_max), kGoodputProbeInterval,
-                                   opener ? opener->drafter->kind() : DrafterKind::head);
+        const DrafterKind kind = opener ? opener->drafter->kind() : DrafterKind::head;
+        s.tune = GoodputController(std::max(1, s.req.spec.draft_max), kGoodputProbeInterval, kind,
+                                   history_of(s).find(kind));
         s.result.stop_reason = StopReason::length;
         if (const PromptImages* im = s.req.images.get(); im && !im->images().empty()) {
             const auto& last = im->images().back();
@@ -348,7 +349,10 @@ void BatchEngine::preempt(Session& s) {
 void BatchEngine::finish(Session& s, StopReason reason, std::string error) {
     if (s.done) return;
     s.done = true;
-    if (s.req.spec.auto_k && !s.chain.empty()) s.result.spec.controller = s.tune.report();
+    if (s.req.spec.auto_k && !s.chain.empty()) {
+        s.result.spec.controller = s.tune.report();
+        history_of(s).absorb(s.tune.kind(), s.tune.learned());
+    }
     const double now = steady_now_ms();
     // a first token means a finished prefill, even if a preemption gave its KV back since
     s.result.n_prompt_done = s.t_first != 0 ? s.result.n_prompt : std::min(s.n_kv, s.result.n_prompt);
@@ -404,6 +408,10 @@ void BatchEngine::finish(Session& s, StopReason reason, std::string error) {
     s.result.stop_reason = reason;
     s.result.error = std::move(error);
     if (s.req.on_done) s.req.on_done(s.result);
+}
+
+GoodputHistory& BatchEngine::history_of(const Session& s) {
+    return s.req.spec.history ? *s.req.spec.history : history_;
 }
 
 void BatchEngine::refuse_stuck(std::string why) {

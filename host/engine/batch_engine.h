@@ -275,6 +275,10 @@ private:
     size_t next_single_ = 0;
     BatchEngineStats stats_;
     PassCostModel cost_;
+    // What the sessions' goodput controllers learned, for the next ones (SpecParams::history
+    // when the front end keeps its own across engines).
+    GoodputHistory history_;
+    GoodputHistory& history_of(const Session& s);
 };
 
 }  // namespace tdm

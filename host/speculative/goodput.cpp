@@ -10,10 +10,24 @@ namespace {
 
 constexpr double kEma = 0.2;      // weight of a new timing sample
 constexpr double kDecay = 0.9;    // per round or plain step, of the acceptance counts and the prior: ~10
-constexpr double kShrink = 1.0;   // weight of the pooled rate in each position's estimate, in drafts
+// Weight of the pooled rate in each position's estimate, in drafts. A deep position is tried
+// only in rounds long enough to reach it, which are chosen when its estimate is high: one that
+// fell low by chance would stay low for want of trials (and the length short) if the pooled
+// rate, which every round measures, did not pull it back.
+constexpr double kShrink = 2.0;
 constexpr double kPriorWeight = 2.0;  // the kind's prior, in drafts, before it decays
+// The engine's history as a prior: it has seen this server's text, so it weighs more than the
+// kind's guess, but still decays away within the first ten or so rounds of the sequence.
+constexpr double kHistoryPriorWeight = 4.0;
 constexpr int kHeadStartK = 3;    // a draft head's first length (llama.cpp's default too)
 constexpr int kMaxBackOff = 32;   // a probe interval grows to at most 32x the first
+// Drafting is switched off only when no length pays even with each position's acceptance one
+// standard error above its estimate: at a moderate acceptance (0.5-0.7) a few rejections in a
+// row would otherwise switch it off for a probe interval or longer. Not after a streak of
+// rounds whose first draft was rejected, so that a drafter that stopped agreeing is still
+// stopped within a few rounds.
+constexpr double kOptimism = 1.0;
+constexpr int kMissesBeforeDoubt = 3;
 
 double ema(double old, double x) { return old == 0 ? x : old + kEma * (x - old); }
 
@@ -26,7 +40,7 @@ double prior_acceptance(DrafterKind kind) { return kind == DrafterKind::ngram ? 
 
 double min_gain(uint32_t sequences_in_pass) { return sequences_in_pass > 1 ? 1.05 : 1.02; }
 
-GoodputController::GoodputController(int k_max, int probe_interval, DrafterKind kind)
+GoodputController::GoodputController(int k_max, int probe_interval, DrafterKind kind, const GoodputMemory* history)
     : k_max_(std::max(1, k_max)),
       probe_interval_(std::max(1, probe_interval)),
       probe_after_(probe_interval_),
@@ -35,8 +49,46 @@ GoodputController::GoodputController(int k_max, int probe_interval, DrafterKind 
       rounds_at_(size_t(k_max_) + 1, 0),
       tried_(size_t(k_max_), 0.0),
       hit_(size_t(k_max_), 0.0),
-      prior_(kPriorWeight) {
+      seen_tried_(size_t(k_max_), 0.0),
+      seen_hit_(size_t(k_max_), 0.0),
+      prior_(kPriorWeight),
+      prior_rate_(prior_acceptance(kind)) {
     report_.on = true;
+    if (history) start_from(*history);
+}
+
+void GoodputController::start_from(const GoodputMemory& h) {
+    const double tried = h.tried_total();
+    if (tried > 0) {  // a few drafts of the kind's prior keep a short history from being all of it
+        prior_rate_ = (h.hit_total() + kShrink * prior_acceptance(kind_)) / (tried + kShrink);
+        prior_ = kHistoryPriorWeight;
+        prior_at_.assign(size_t(k_max_), prior_rate_);
+        for (size_t j = 0; j < prior_at_.size() && j < h.tried.size() && j < h.hit.size(); ++j)
+            prior_at_[j] = (h.hit[j] + kShrink * prior_rate_) / (h.tried[j] + kShrink);
+    }
+    if (h.plain_ms <= 0) return;
+    // the device's costs are known: no first round at the kind's length, no calibration,
+    // and the graphs of the widths measured are built
+    plain_ms_ = h.plain_ms;
+    plain_seen_ = 2;
+    started_ = true;
+    draft_ms_per_token_ = h.draft_ms_per_token;
+    for (size_t k = 1; k < verify_ms_.size() && k < h.verify_ms.size(); ++k)
+        if (h.verify_ms[k] > 0) {
+            verify_ms_[k] = h.verify_ms[k];
+            rounds_at_[k] = 1;
+        }
+    report_.plain_ms = plain_ms_;
+}
+
+GoodputMemory GoodputController::learned() const {
+    GoodputMemory m;
+    m.tried = seen_tried_;
+    m.hit = seen_hit_;
+    m.plain_ms = plain_ms_;
+    m.verify_ms = verify_ms_;
+    m.draft_ms_per_token = draft_ms_per_token_;
+    return m;
 }
 
 double GoodputController::acceptance() const {
@@ -47,13 +99,16 @@ double GoodputController::acceptance() const {
         hit += hit_[j];
         tried += tried_[j];
     }
-    return (hit + prior_ * prior_acceptance(kind_)) / (tried + prior_);
+    return (hit + prior_ * prior_rate_) / (tried + prior_);
 }
 
 double GoodputController::acceptance_at(int j) const {
     const double pooled = acceptance();
     if (j < 1 || j > k_max_) return pooled;
-    return (hit_[size_t(j - 1)] + kShrink * pooled) / (tried_[size_t(j - 1)] + kShrink);
+    const size_t i = size_t(j - 1);
+    if (prior_at_.empty()) return (hit_[i] + kShrink * pooled) / (tried_[i] + kShrink);
+    // the history knows how acceptance falls with depth, which the pooled rate does not
+    return (hit_[i] + kShrink * pooled + prior_ * prior_at_[i]) / (tried_[i] + kShrink + prior_);
 }
 
 double GoodputController::reach(int j) const {
@@ -62,13 +117,23 @@ double GoodputController::reach(int j) const {
     return r;
 }
 
-double GoodputController::expected_tokens(int k) const {
+double GoodputController::expected_tokens(int k) const { return expected_tokens(k, 0.0); }
+
+double GoodputController::expected_tokens(int k, double optimism) const {
     double e = 1.0, r = 1.0;
     for (int j = 1; j <= k; ++j) {
-        r *= std::min(acceptance_at(j), 0.999);
+        r *= std::min(optimism > 0 ? acceptance_bound(j, optimism) : acceptance_at(j), 0.999);
         e += r;
     }
     return e;
+}
+
+double GoodputController::acceptance_bound(int j, double optimism) const {
+    const double p = acceptance_at(j);
+    if (j < 1 || j > k_max_) return p;
+    const size_t i = size_t(j - 1);
+    const double n = tried_[i] + kShrink + (prior_at_.empty() ? 0.0 : prior_);
+    return std::min(1.0, p + optimism * std::sqrt(p * (1.0 - p) / n));
 }
 
 double GoodputController::verify_estimate(int k) const {
@@ -88,17 +153,20 @@ double GoodputController::verify_estimate(int k) const {
     return plain * (1.0 + 0.25 * k);
 }
 
-double GoodputController::predicted_speedup(int k) const {
+double GoodputController::predicted_speedup(int k) const { return speedup(k, 0.0); }
+
+double GoodputController::speedup(int k, double optimism) const {
     if (k <= 0) return 1.0;
     k = std::min(k, k_max_);
     const double plain = plain_ms_ > 0 ? plain_ms_ : 1.0;
     const double cost = verify_estimate(k) + draft_ms_per_token_ * k;
-    return cost > 0 ? expected_tokens(k) * plain / cost : 1.0;
+    return cost > 0 ? expected_tokens(k, optimism) * plain / cost : 1.0;
 }
 
 bool GoodputController::any_k_pays() const {
+    const double optimism = first_misses_ < kMissesBeforeDoubt ? kOptimism : 0.0;
     for (int j = 1; j <= k_max_; ++j)
-        if (predicted_speedup(j) > min_gain(1)) return true;
+        if (speedup(j, optimism) > min_gain(1)) return true;
     return false;
 }
 
@@ -127,6 +195,7 @@ int GoodputController::choose(int k_cap) {
                 k = j;
             }
         }
+        if (k == 0 && any_k_pays()) k = 1;
         if (k == 0) off_ = true;
     }
     planned(k);
@@ -157,12 +226,16 @@ void GoodputController::observe_plain(double ms) {
     if (!started_ && !off_) return;
     // The sequence moves on without drafts: old evidence weighs less, so that a probe after
     // a long pause speaks for the text as it is now.
+    decay();
+    if (off_) ++plain_since_probe_;
+}
+
+void GoodputController::decay() {
     for (size_t j = 0; j < tried_.size(); ++j) {
         tried_[j] *= kDecay;
         hit_[j] *= kDecay;
     }
     prior_ *= kDecay;
-    if (off_) ++plain_since_probe_;
 }
 
 void GoodputController::probe_failed() {
@@ -177,15 +250,18 @@ void GoodputController::observe_round(int k, int accepted, double draft_ms, doub
         draft_ms_per_token_ = ema(draft_ms_per_token_, draft_ms / k);
     }
     accepted = std::clamp(accepted, 0, k);
-    for (size_t j = 0; j < tried_.size(); ++j) {
-        tried_[j] *= kDecay;
-        hit_[j] *= kDecay;
-    }
-    prior_ *= kDecay;
+    decay();
     // Drafts after the first rejection were never really tested: the accepted ones and
     // the rejected one were.
-    for (int j = 0; j < std::min(k, accepted + 1); ++j) tried_[size_t(j)] += 1;
-    for (int j = 0; j < accepted; ++j) hit_[size_t(j)] += 1;
+    for (int j = 0; j < std::min(k, accepted + 1); ++j) {
+        tried_[size_t(j)] += 1;
+        seen_tried_[size_t(j)] += 1;
+    }
+    for (int j = 0; j < accepted; ++j) {
+        hit_[size_t(j)] += 1;
+        seen_hit_[size_t(j)] += 1;
+    }
+    first_misses_ = accepted == 0 ? first_misses_ + 1 : 0;
     const bool pays = any_k_pays();
     if (probing_) {
         probing_ = false;
@@ -200,6 +276,8 @@ void GoodputController::observe_cut(int position) {
     if (position < 0 || size_t(position) >= tried_.size()) return;
     started_ = true;
     tried_[size_t(position)] += 1;
+    seen_tried_[size_t(position)] += 1;
+    if (position == 0) ++first_misses_;
     if (probing_ && position == 0) {  // the probe never reached the target: it failed
         probing_ = false;
         if (any_k_pays()) probe_after_ = probe_interval_;

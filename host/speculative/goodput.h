@@ -11,8 +11,10 @@
 // which starts at a prior from the drafter's kind that decays with the data), the plain
 // step time, the verify time per width and the draft time per token, and picks the k with
 // the best E(k) * T_plain / (T_draft(k) + T_verify(k)), if that beats a plain step by
-// min_gain(). Else drafting is switched off and probed again with k = 1 after
-// `probe_interval` plain steps; a probe that does not turn drafting back on doubles the
+// min_gain(). When none does, drafting is switched off (unless one would with each p_j one
+// standard error higher and the last rounds did not all miss their first draft: then k = 1,
+// since at a moderate acceptance a few rejections in a row are chance) and probed again
+// with k = 1 after `probe_interval` plain steps; a probe that does not turn drafting back on doubles the
 // interval (up to 32x), so a drafter that never agrees costs about a percent of
 // the steps, while text that becomes predictable (code, quotes, JSON) gets drafts back.
 //
@@ -22,6 +24,12 @@
 // calibrate the baseline (the first only builds graphs) and measurements decide. The
 // first round of each k and the first plain step count only for acceptance: their time
 // usually includes building graphs.
+//
+// A server's sequences (a benchmark's prompts) start from what the engine's earlier
+// sequences of the same drafter kind learned (goodput_history.h): each position's acceptance
+// as a prior (decaying with the sequence's own data, as the kind's fixed prior does), and
+// the measured costs, so that neither the kind's first length nor the calibrating plain
+// steps are paid again; a kind whose history says drafting does not pay starts off, probing.
 //
 // Many sequences in one pass: the engine plans the pass as a whole with allocate_drafts
 // (batch_budget.h), which weighs each sequence's drafts by reach() and the pass cost at
@@ -34,6 +42,7 @@
 #include <vector>
 
 #include "speculative/drafter.h"  // DrafterKind
+#include "speculative/goodput_history.h"
 #include "speculative/stats.h"    // ControllerStats
 
 namespace tdm {
@@ -51,8 +60,9 @@ constexpr int kGoodputProbeInterval = 8;
 
 class GoodputController {
 public:
+    // `history`: what earlier sequences of drafters of `kind` learned (null: none).
     explicit GoodputController(int k_max, int probe_interval = kGoodputProbeInterval,
-                               DrafterKind kind = DrafterKind::head);
+                               DrafterKind kind = DrafterKind::head, const GoodputMemory* history = nullptr);
 
     // The draft length to try this round (0 = plain step); k_cap bounds it.
     int choose(int k_cap);
@@ -79,11 +89,20 @@ public:
     double predicted_speedup(int k) const;
     bool off() const { return off_; }
     const ControllerStats& report() const { return report_; }
+    DrafterKind kind() const { return kind_; }
+    // What this sequence learned, for the engine's history: its drafts per position (not
+    // decayed) and its cost estimates.
+    GoodputMemory learned() const;
 
 private:
     double verify_estimate(int k) const;
+    double acceptance_bound(int j, double optimism) const;
+    double expected_tokens(int k, double optimism) const;
+    double speedup(int k, double optimism) const;
     bool any_k_pays() const;
     void probe_failed();
+    void start_from(const GoodputMemory& history);
+    void decay();
     int k_max_, probe_interval_, probe_after_;
     DrafterKind kind_;
     double plain_ms_ = 0;                 // EMA of a single-token target pass
@@ -92,8 +111,12 @@ private:
     int plain_seen_ = 0;
     double draft_ms_per_token_ = 0;       // EMA
     std::vector<double> tried_, hit_;     // decayed counts per position (index j-1)
-    double prior_;                        // decayed weight of the kind's prior on the pooled rate
+    std::vector<double> seen_tried_, seen_hit_;  // the same, not decayed (learned())
+    double prior_;                        // decayed weight of the prior (kind's or history's)
+    double prior_rate_;                   // the prior's pooled acceptance
+    std::vector<double> prior_at_;        // the history's acceptance per position (empty: none)
     int plain_since_probe_ = 0, starved_ = 0;
+    int first_misses_ = 0;                // rounds in a row whose first draft was rejected
     bool off_ = false, probing_ = false, started_ = false;
     ControllerStats report_;
 };

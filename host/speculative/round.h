@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,6 +48,8 @@
 #include "speculative/stats.h"
 
 namespace tdm {
+
+class GoodputHistory;  // goodput_history.h
 
 struct SpecParams {
     int draft_max = 16;     // most drafts per round
@@ -63,6 +66,10 @@ struct SpecParams {
     // alike (sampling: recursive rejection sampling over siblings, tree_sampling.h).
     TreeShape tree;
     std::string trace_path; // NDJSON, one line per round
+    // What earlier sequences' goodput controllers learned (goodput_history.h), for front ends
+    // that run one engine after another (chat turns, bench prompts); null: the engine's own,
+    // which a server's requests share.
+    std::shared_ptr<GoodputHistory> history;
 };
 
 // One drafter of a request's chain (asked in order each round).

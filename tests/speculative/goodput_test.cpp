@@ -4,11 +4,14 @@
 // verifying is cheap, stops drafting within a few rounds when nothing is accepted (even
 // when a verify pass costs barely more than a plain step, the case a strong prior would
 // keep drafting) and then probes a few percent of steps at most, drafts shorter when rows
-// cost more, and follows a change of regime in the middle of a sequence.
+// cost more, and follows a change of regime in the middle of a sequence. With i.i.d.
+// acceptance and a fixed cost table it settles on the analytic best length, and a new
+// sequence starts from the engine's history of earlier ones (goodput_history.h).
 #include <gtest/gtest.h>
 
 #include "speculative/batch_budget.h"
 #include "speculative/goodput.h"
+#include "speculative/goodput_history.h"
 
 namespace tdm {
 namespace {
@@ -246,6 +249,108 @@ TEST(GoodputController, follows_a_change_of_regime_in_the_middle_of_a_sequence) 
     // the next probe comes within the back-off reached during the 400 steps off
     EXPECT_LE(on_again_at - 700, 24 * 16 + 10) << "did not draft again once acceptance came back";
     EXPECT_GE(t.choose(8), 6);
+}
+
+// The k that maximises E[accepted + 1] / cost(k) with acceptance p at every position
+// (E(k) = 1 + p + ... + p^k) and a round costing draft_ms * k + verify(k).
+template <class Verify>
+int analytic_best_k(double p, double draft_ms, Verify verify, int k_max) {
+    int best = 0;
+    double best_rate = 1.0 / verify(0);  // a plain step
+    double e = 1.0, r = 1.0;
+    for (int k = 1; k <= k_max; ++k) {
+        r *= p;
+        e += r;
+        const double rate = e / (draft_ms * k + verify(k));
+        if (rate > best_rate) {
+            best_rate = rate;
+            best = k;
+        }
+    }
+    return best;
+}
+
+// With acceptance 0.7 at every position (i.i.d.) and a fixed cost table, the length the
+// controller settles on (the one it chooses most once settled) is the analytic best. At 0.7
+// the goodput curve is flat near its top (neighbouring lengths within 1-3%), so the tables
+// are ones whose best length wins by at least 2%: nearer ties are within the estimate's noise
+// and cost next to nothing either way.
+TEST(GoodputController, with_iid_acceptance_settles_on_the_analytic_best_length) {
+    struct Table {
+        double slope, draft_ms;
+        int best;
+    };
+    // a verify row costing 0.3 of a step (lavapipe), cheap rows and drafts, dear rows with
+    // dear drafts (a draft model)
+    for (const Table c : {Table{0.3, 0.0, 2}, Table{0.08, 1.0, 3}, Table{0.2, 3.0, 1}}) {
+        const auto verify = [&](int k) { return 10.0 * (1.0 + c.slope * k); };
+        const int best = analytic_best_k(0.7, c.draft_ms, verify, 16);
+        GoodputController t(16, 24);
+        Draws d;
+        std::vector<int> chosen(17, 0);
+        for (int i = 0; i < 1500; ++i) {
+            const int k = t.choose(16);
+            if (k == 0) t.observe_plain(verify(0));
+            else t.observe_round(k, d.accepted(k, 0.7), c.draft_ms * k, verify(k));
+            if (i >= 500) ++chosen[size_t(k)];
+        }
+        const int mode = int(std::max_element(chosen.begin(), chosen.end()) - chosen.begin());
+        ASSERT_EQ(best, c.best) << "slope " << c.slope << ", draft " << c.draft_ms << " ms";
+        EXPECT_EQ(mode, best) << "slope " << c.slope << ", draft " << c.draft_ms << " ms";
+    }
+}
+
+// A new sequence starts from what the engine's earlier sequences of the same drafter kind
+// learned: their acceptance as its prior and their measured costs, so it neither pays the
+// kind's first length nor calibrates; with no history, the kind's fixed prior.
+TEST(GoodputController, a_new_sequence_starts_from_the_history_of_its_drafter_kind) {
+    const auto verify = [](int k) { return 10.0 * (1.0 + 0.1 * k); };
+    GoodputHistory history;
+    EXPECT_EQ(history.find(DrafterKind::head), nullptr);
+    for (int seq = 0; seq < 3; ++seq) {  // three sequences whose drafts are accepted 90% of the time
+        GoodputController t(16, 24, DrafterKind::head, history.find(DrafterKind::head));
+        Draws d{uint64_t(seq + 1)};
+        for (int i = 0; i < 60; ++i) {
+            const int k = t.choose(16);
+            if (k == 0) t.observe_plain(verify(0));
+            else t.observe_round(k, d.accepted(k, 0.9), 0.0, verify(k));
+        }
+        history.absorb(DrafterKind::head, t.learned());
+    }
+    const GoodputMemory* head = history.find(DrafterKind::head);
+    ASSERT_NE(head, nullptr);
+    EXPECT_EQ(history.find(DrafterKind::ngram), nullptr) << "another kind's history is its own";
+    EXPECT_GT(head->hit_total() / head->tried_total(), 0.8);
+    EXPECT_GT(head->plain_ms, 0.0);
+
+    GoodputController cold(16, 24, DrafterKind::head), warm(16, 24, DrafterKind::head, head);
+    EXPECT_NEAR(cold.acceptance(), 0.5, 1e-9) << "the kind's prior";
+    EXPECT_GT(warm.acceptance(), 0.8) << "the history's";
+    EXPECT_EQ(cold.choose(16), 3) << "the kind's first length";
+    EXPECT_GE(warm.choose(16), 6) << "long drafts at once: the history's acceptance and costs";
+
+    // a kind whose history says drafting does not pay starts off, and only probes
+    GoodputHistory never;
+    for (int seq = 0; seq < 2; ++seq) {
+        GoodputController t(16, 24, DrafterKind::head, never.find(DrafterKind::head));
+        for (int i = 0; i < 40; ++i) {
+            const int k = t.choose(16);
+            if (k == 0) t.observe_plain(verify(0));
+            else t.observe_round(k, 0, 0.0, verify(k));
+        }
+        never.absorb(DrafterKind::head, t.learned());
+    }
+    GoodputController t(16, 24, DrafterKind::head, never.find(DrafterKind::head));
+    EXPECT_LT(t.acceptance(), 0.15);
+    int drafted = 0;
+    for (int i = 0; i < 24; ++i) {
+        const int k = t.choose(16);
+        drafted += k > 0;
+        if (k == 0) t.observe_plain(verify(0));
+        else t.observe_round(k, 0, 0.0, verify(k));
+    }
+    EXPECT_TRUE(t.off());
+    EXPECT_LE(drafted, 1) << "at most the first probe";
 }
 
 }  // namespace

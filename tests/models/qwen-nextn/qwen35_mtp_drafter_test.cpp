@@ -355,6 +355,50 @@ TEST_F(Qwen35Mtp, with_the_goodput_controller_greedy_output_equals_plain_greedy_
     }
 }
 
+// While the controller has drafting off, a step costs what a plain step does: the head runs no
+// graph (it catches up on the rows it was shown when drafting comes back, in the probe's own
+// draft graph), and the target's decode graph is the plain one plus one copy (its hidden row
+// into the device table the head reads). The head's drafts are all made wrong (ForcedDrafter
+// at acceptance 0: the head still does all its work), so most steps are plain whatever the
+// timings; every head graph is a verified round's. One prompt: a count, not a distribution.
+TEST_F(Qwen35Mtp, with_drafting_off_a_step_runs_no_head_graph_and_the_plain_steps_graph_plus_one_copy) {
+    const uint32_t k = 6;
+    TargetQwen35Mtp t = load_target(synth("tiny", DType::Q8_0), k);
+    ASSERT_TRUE(t.kv);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const auto plain_step = runner.graph_counts(1, 1);  // no drafter: no hidden output
+    ASSERT_TRUE(plain_step.ok()) << plain_step.error().message();
+    const int seq = *t.kv->add_sequence();
+    const auto prompt = random_prompt_qwen35_mtp(7000, 9, 500);
+    auto plain = generate(runner, nullptr, seq, prompt, greedy_qwen35_mtp(60), {});
+    ASSERT_TRUE(plain.ok()) << plain.error().message();
+    ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+    auto mtp = make_mtp(t);
+    ASSERT_TRUE(mtp.ok()) << mtp.error().message();
+    ForcedDrafter never(plain->tokens, prompt.size(), 0.0, t.model->info().n_vocab, 1, mtp->get());
+    Drafter* chain[] = {&never};
+    SpecParams sp;
+    sp.draft_max = int(k);
+    sp.auto_k = true;
+    const auto head_graphs = [&] {
+        uint64_t n = 0;
+        for (const auto& [width, rounds] : (*mtp)->rounds_by_vocab()) n += rounds;
+        return n;
+    };
+    const uint64_t before = head_graphs();
+    auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_qwen35_mtp(60), chain, sp, {});
+    ASSERT_TRUE(spec.ok()) << spec.error().message();
+    EXPECT_EQ(spec->gen.tokens, plain->tokens);
+    EXPECT_EQ(spec->stats.accepted, 0u);
+    EXPECT_GT(spec->stats.plain_steps, 40u) << "the controller kept drafting";
+    EXPECT_EQ(head_graphs() - before, spec->stats.rounds) << "a head graph ran on a plain step";
+    runner.set_hidden_point((*mtp)->hidden_point());  // as the engine sets it for the head
+    const auto step = runner.graph_counts(1, 1);
+    ASSERT_TRUE(step.ok()) << step.error().message();
+    EXPECT_EQ(step->dispatches, plain_step->dispatches + 1);
+    EXPECT_EQ(step->barriers, plain_step->barriers);
+}
+
 // ---------------------------------------------------------------- (4) files
 
 TEST_F(Qwen35Mtp, a_file_without_the_head_is_refused_with_a_message_saying_how_to_get_one) {

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+// host/speculative/goodput_history.h: what the goodput controllers (goodput.h) of one engine
+// learned, per drafter kind, so that a new sequence starts from it: a server's requests, a
+// benchmark's prompts. Without it every sequence starts from the kind's fixed prior and
+// measures the device's costs again: a first round at the kind's length and two plain steps
+// to calibrate, a few percent of a short reply each time.
+//
+// Kept per drafter kind: the drafts tried and accepted at each position, decayed by sequence
+// (the newest sequences weigh most, and the counts are capped so that the server's text of a
+// while ago does not outvote what it serves now), and the newest cost estimates (the plain
+// step, the verify per width, the draft per token), which are the device's and the target's
+// rather than the text's.
+//
+// Not thread-safe: the engine's thread folds its sequences in as they end (BatchEngine::finish).
+// Not here: how a controller uses it (GoodputController's constructor).
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "speculative/drafter.h"  // DrafterKind
+
+namespace tdm {
+
+// One drafter kind's history, or one sequence's contribution to it.
+struct GoodputMemory {
+    std::vector<double> tried, hit;   // drafts per position (index j - 1)
+    double plain_ms = 0;              // a plain step, 0 = unmeasured
+    std::vector<double> verify_ms;    // a verify of k + 1 rows (index k), 0 = unmeasured
+    double draft_ms_per_token = 0;
+
+    double tried_total() const;
+    double hit_total() const;
+};
+
+class GoodputHistory {
+public:
+    // The history of drafters of `kind`, null before any sequence of that kind ended.
+    const GoodputMemory* find(DrafterKind kind) const;
+    // Folds in what one sequence learned (GoodputController::learned()).
+    void absorb(DrafterKind kind, const GoodputMemory& seq);
+
+private:
+    std::map<DrafterKind, GoodputMemory> by_kind_;
+};
+
+}  // namespace tdm
