@@ -44,8 +44,18 @@ Result<DraftTree> TreeDrafterCheck::draft_tree(const DraftRequest& req) {
     bool branches = false;
     for (const auto& [parent, n_children] : children) branches = branches || n_children > 1;
     branched_ += branches ? 1 : 0;
-    if (!chain.empty() && wide.size() > 1) {
-        EXPECT_EQ(wide.token(1), chain[0]) << "the root's best child, round " << rounds_;
+    // Along the chain's path in wide's tree, each node's best child (its first: nodes are
+    // ordered by score within a depth) is the chain's next draft: the nodes were computed
+    // as their path's decode would be, beside their siblings in one pass.
+    uint32_t on = 0;
+    for (size_t d = 0; d < chain.size(); ++d) {
+        uint32_t first = 0;
+        for (uint32_t i = on + 1; i < wide.size() && !first; ++i)
+            if (wide.parent(i) == int32_t(on)) first = i;
+        if (!first) break;
+        EXPECT_EQ(wide.token(first), chain[d]) << "the best child at depth " << d + 1 << ", round " << rounds_;
+        if (wide.token(first) != chain[d]) break;
+        on = first;
     }
     return wide;
 }

@@ -17,9 +17,11 @@ namespace tdm::test {
 // `chain` drafts chains (draft()), `narrow` grows trees of one child per node, `wide`
 // grows trees of the round's shape, which the round verifies. Each round it expects
 // (gtest): wide's tree within the shape (nodes, depth, children per node); narrow's tree
-// the chain of chain's drafts (the chain inside a tree of a head whose top-1 is known);
-// wide's best child of the root chain's first draft (branches wide grew and the target
-// rejected in earlier rounds left no trace in its KV, which chain's never held).
+// the chain of chain's drafts (the chain inside a tree of a drafter whose top-1 is known);
+// along chain's drafts in wide's tree, each node's best child the next draft: the nodes
+// were computed honestly beside their siblings (each attends to its own ancestors), and
+// the branches wide grew and the target rejected in earlier rounds left no trace in its
+// KV, which chain's never held.
 class TreeDrafterCheck final : public Drafter {
 public:
     // Three drafters that draft alike (three of one head: DraftHeadDrafter::another()).
