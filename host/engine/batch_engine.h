@@ -233,7 +233,9 @@ private:
     // the KV keeps the history and the accepted drafts; false: the session ended
     bool keep_accepted(Session& s, const ForwardOutput& out, uint32_t row0, const RoundResult& round);
     // the rows [first_pos, first_pos + n_rows) of the pass to the drafters that read hidden states
-    void show_target_rows(Session& s, const ForwardOutput& out, uint32_t row0, uint32_t first_pos, uint32_t n_rows);
+    // (after a tree round: the rows of its accepted path, tree_path)
+    void show_target_rows(Session& s, const ForwardOutput& out, uint32_t row0, uint32_t first_pos, uint32_t n_rows,
+                          std::span<const uint32_t> tree_path = {});
     // the prompt's end: its first token comes; false: the session ended
     bool start_decoding(Session& s);
     // the session's and the engine's statistics, auto-tuning and the skip streak

@@ -112,7 +112,7 @@ void BatchEngine::prepare_batches(std::span<Session* const> part) {
         if (!first) continue;
         Drafter* d = first->drafter;
         DraftBatcher* b = d->batcher();
-        if (!b) continue;
+        if (!b || (d->grows_trees() && tree_shape(*s, s->k).nodes > 1)) continue;  // trees are grown alone
         auto g = std::find_if(groups.begin(), groups.end(), [b](const auto& x) { return x.first == b; });
         if (g == groups.end()) g = groups.insert(groups.end(), {b, {}});
         g->second.emplace_back(d, DraftRequest{std::span<const int32_t>(s->history), s->pos(), uint32_t(s->k),
@@ -156,12 +156,12 @@ Proposal BatchEngine::draft(Session& s, int k) {
 }
 
 // A tree of at most as many rows as the chain of k drafts, where the round can verify one:
-// unconstrained, no drafter reading the target's hidden rows (they see a chain's rows), no
-// recurrent state (speculative/draft_tree.h); greedy or sampling (speculative/tree_sampling.h).
+// unconstrained, no recurrent state (speculative/draft_tree.h); greedy or sampling
+// (speculative/tree_sampling.h). Drafters reading the target's hidden rows are shown the
+// accepted path's (show_target_rows).
 TreeShape BatchEngine::tree_shape(const Session& s, int k) const {
     TreeShape t = s.req.spec.tree;
-    if (t.nodes <= 1 || s.constraint || any_reads_hidden(s.chain) || runner_.kv().n_states() > 0)
-        return {};
+    if (t.nodes <= 1 || s.constraint || runner_.kv().n_states() > 0) return {};
     t.nodes = std::min({t.nodes, uint32_t(k) + 1, kKvTreeMaxNodes});
     return t;
 }
@@ -178,6 +178,7 @@ void BatchEngine::prepare_next(Session& s) {
     for (size_t i = 0; i < s.chain.size(); ++i) {
         ChainedDrafter& d = s.chain[i];
         if (!d.on) continue;
+        if (d.drafter->grows_trees() && tree_shape(s, s.next_k).nodes > 1) return;  // a tree is grown when asked
         const DraftRequest req{std::span<const int32_t>(s.history), s.pos(), uint32_t(s.next_k), s.slot->seq};
         if (auto p = d.drafter->prepare(req); !p.ok()) {
             s.turn_off(d, p.error());
@@ -305,11 +306,22 @@ uint32_t BatchEngine::sink_prompt_logits(Session& s, const ForwardOutput& out, u
 }
 
 void BatchEngine::show_target_rows(Session& s, const ForwardOutput& out, uint32_t row0, uint32_t first_pos,
-                                   uint32_t n_rows) {
+                                   uint32_t n_rows, std::span<const uint32_t> tree_path) {
     if (!any_reads_hidden(s.chain) || !out.hidden) return;
     std::vector<int32_t> toks(s.history.begin() + first_pos, s.history.begin() + first_pos + s.chunk);
-    toks.insert(toks.end(), s.proposal.drafts.begin(), s.proposal.drafts.begin() + (n_rows - s.chunk));
     const uint32_t n_embd = out.hidden_width;
+    if (tree_path.size() > 1) {
+        // a tree's accepted path: node i was row chunk - 1 + i of the session's rows
+        std::vector<float> hidden(out.hidden + size_t(row0) * n_embd, out.hidden + size_t(row0 + s.chunk) * n_embd);
+        for (size_t j = 1; j < tree_path.size(); ++j) {
+            toks.push_back(s.proposal.drafts[tree_path[j] - 1]);
+            const float* h = out.hidden + size_t(row0 + s.chunk - 1 + tree_path[j]) * n_embd;
+            hidden.insert(hidden.end(), h, h + n_embd);
+        }
+        show_rows(s.chain, s.result.spec, {toks, first_pos, hidden.data(), n_embd});
+        return;
+    }
+    toks.insert(toks.end(), s.proposal.drafts.begin(), s.proposal.drafts.begin() + (n_rows - s.chunk));
     // the device table holds the pass's rows (when it is short enough) until the next
     // pass, before which every session drafts
     const TargetRows rows{toks, first_pos, out.hidden + size_t(row0) * n_embd, n_embd, out.hidden_on_device, row0};
@@ -329,7 +341,7 @@ bool BatchEngine::keep_accepted(Session& s, const ForwardOutput& out, uint32_t r
         finish(s, StopReason::error, st.error().message());
         return false;
     }
-    show_target_rows(s, out, row0, first_pos, s.chunk + round.accepted);
+    show_target_rows(s, out, row0, first_pos, s.chunk + round.accepted, round.path);
     return true;
 }
 

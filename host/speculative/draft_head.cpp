@@ -23,6 +23,7 @@ DraftHead::~DraftHead() {
     for (auto& [key, c] : chains)
         if (c->cg) (void)c->cg->wait();
     chains.clear();
+    levels.clear();
     if (head) entry->desc->destroy(head);
 }
 
@@ -253,6 +254,7 @@ Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint
                                      entry->desc->name, n_seq);
             c->ids.push_back(chosen);
             width = 0;
+            picks_tokens = true;
         } else {
             const TensorId logits = g->outputs[TDM_OUTPUT_LOGITS];
             if (!logits || g->graph.tensor(logits).cols() > int64_t(n_vocab) ||
@@ -334,12 +336,14 @@ void DraftHead::settle(DraftHeadDrafter::Run& r) {
         std::memcpy(r.tokens.data() + size_t(j) * c.n_seq, c.cg->output_as<int32_t>(c.ids[j]), size_t(c.n_seq) * 4);
 }
 
-Status DraftHead::check_finite(const Chain& c) const {
-    const std::optional<ProbedTensor> first = c.cg->first_non_finite();
+Status DraftHead::check_finite(const Chain& c) const { return check_finite(*c.cg); }
+
+Status DraftHead::check_finite(const CompiledGraph& cg) const {
+    const std::optional<ProbedTensor> first = cg.first_non_finite();
     if (!first) return {};
     return Error::format("draft head {}: a draft produced a NaN or infinity (TANDEM_CHECK_NAN=1); first non-finite "
                          "value in {}",
-                         entry->desc->name, describe_op_location(c.cg->graph(), first->node, first->tensor));
+                         entry->desc->name, describe_op_location(cg.graph(), first->node, first->tensor));
 }
 
 Status DraftHead::catch_up(DraftHeadDrafter& d, std::span<const int32_t> history, uint32_t until) {

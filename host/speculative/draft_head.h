@@ -20,6 +20,10 @@
 // is one row (x_p and the target hidden of p - 1) and k steps, all at position
 // p, attending only the target's committed KV (< p), read-only.
 //
+// Trees (--draft-tree): the head grows them level by level, one graph per level
+// (draft_head_tree.cpp); a head with a KV of its own reads it as the target's verify does
+// (each node its own ancestors' entries), and keeps only the committed pairs after.
+//
 // Many sequences (a server's requests): each has a DraftHeadDrafter of its own
 // (another()), holding its sequence of the head's KV and its hidden rows, while the
 // plugin's head, its weights and its compiled graphs are shared (DraftHead). A head
@@ -98,6 +102,10 @@ public:
     Status observe(const TargetRows& rows) override;
     Status prepare(const DraftRequest& req) override;
     Result<std::vector<int32_t>> draft(const DraftRequest& req) override;
+    // Trees grown by the head's draft probabilities (draft_head_tree.cpp); not for a head
+    // that picks its own tokens (no logits to rank children by: it drafts chains).
+    bool grows_trees() const override;
+    Result<DraftTree> draft_tree(const DraftRequest& req) override;
     Status accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) override;
     void cancel() override;
     // The shared head, when it drafts several sequences in one graph.

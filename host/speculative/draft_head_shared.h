@@ -42,6 +42,18 @@ public:
         uint64_t last_used = 0;
     };
 
+    // A compiled level of a tree (draft_head_tree.cpp): one step over n_rows rows, n_out of
+    // them output rows, whose logits and next hiddens come back to the host. The first level
+    // reads the target's rows (a stateless head's one row, or a catch-up whose last row
+    // drafts under the root); the others read the head's own hiddens, one row per expanded
+    // node, and a head with a KV of its own reads it as a tree (KvTreeRow).
+    struct Level {
+        std::unique_ptr<CompiledGraph> cg;
+        TensorId tokens = 0, pos = 0, seq = 0, rows = 0, hidden = 0, attn_pos = 0, pos4 = 0, kv_tree = 0;
+        TensorId logits = 0, hidden_out = 0;
+        uint32_t width = 0, hidden_width = 0;
+    };
+
     ~DraftHead() override;
     // The drafters of this head among `drafters` draft in one graph (draft_head_seq.cpp).
     void prepare_batch(std::span<Drafter* const> drafters, std::span<const DraftRequest> reqs) override;
@@ -66,6 +78,12 @@ public:
     // Waits for a submission and copies its tokens out (once).
     void settle(DraftHeadDrafter::Run& r);
     Status check_finite(const Chain& c) const;  // nan_debug: what the probes of c's last run caught
+    Status check_finite(const CompiledGraph& cg) const;
+    // The compiled tree level (null: the head picks its own tokens, so it has no logits to
+    // rank children by, and it drafts chains).
+    Result<Level*> level(uint32_t n_rows, uint32_t n_out, bool from_draft);
+    // d's tree for `req` (d is ready_for() it), grown level by level (tree_growth.h).
+    Result<DraftTree> grow(DraftHeadDrafter& d, const DraftRequest& req);
     // Runs d's committed pairs up to `until` - chunk in chunks, synchronously (a prompt).
     Status catch_up(DraftHeadDrafter& d, std::span<const int32_t> history, uint32_t until);
     // One graph drafting reqs[i] for ds[i] (each ready_for() it; k: the largest asked).
@@ -99,6 +117,9 @@ public:
     // all its requests): past opt.graph_limit the least recently used idle one goes.
     std::map<std::tuple<uint32_t, uint32_t, uint32_t, const DeviceWeight*, uint32_t>, std::unique_ptr<Chain>> chains;
     uint64_t chain_uses = 0;
+    // Compiled tree levels by (rows, output rows, reads the head's own hiddens).
+    std::map<std::tuple<uint32_t, uint32_t, bool>, std::unique_ptr<Level>> levels;
+    bool picks_tokens = false;  // a step set TDM_OUTPUT_DRAFT_TOKENS: no trees
     const DeviceWeight* device_table = nullptr;  // the table the cached device chains read
     uint64_t rows_on_device = 0, rows_from_host = 0, batched_graphs = 0;
     std::map<uint32_t, uint64_t> rounds_by_vocab;  // submitted rounds by Chain::width

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/speculative/draft_model.cpp
+// host/speculative/draft_model.cpp: a draft model's chains, its KV and the vocabulary
+// check (trees: draft_model_tree.cpp).
 #include "speculative/draft_model.h"
 
 #include <fmt/format.h>
@@ -63,7 +64,7 @@ uint32_t DraftModelDrafter::max_rows(uint32_t want) const {
     return kv_->has_rings() ? std::min(want, kv_->config().rows_max) : want;
 }
 
-Status DraftModelDrafter::submit_catch_up(const DraftRequest& req) {
+Status DraftModelDrafter::submit_catch_up(const DraftRequest& req, bool logits) {
     if (req.history.size() != size_t(req.pos) + 1)
         return Error("draft model: the history does not end at the request position");
     if (n_past_ > req.pos) n_past_ = req.pos;  // never happens in order; keeps the invariant
@@ -81,7 +82,8 @@ Status DraftModelDrafter::submit_catch_up(const DraftRequest& req) {
     positions_.resize(tokens_.size());
     for (size_t i = 0; i < tokens_.size(); ++i) positions_[i] = int32_t(n_past_ + i);
     const int32_t row = int32_t(tokens_.size() - 1);  // copied by submit()
-    return runner_->submit(ids_only({tokens_, positions_, seq_, std::span<const int32_t>(&row, 1)}));
+    const ForwardInput in{tokens_, positions_, seq_, std::span<const int32_t>(&row, 1)};
+    return runner_->submit(logits ? in : ids_only(in));
 }
 
 Status DraftModelDrafter::prepare(const DraftRequest& req) {

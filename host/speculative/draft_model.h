@@ -7,6 +7,10 @@
 // The draft model's KV lags the target by the tokens it has not seen yet (the
 // target's bonus token, the last accepted draft, or every token of rounds
 // another drafter won); each draft starts with one catch-up pass over them.
+// With --draft-tree it grows trees (tree_growth.h): after the catch-up, one pass per
+// level whose rows are the expanded nodes, each attending to the committed KV and its
+// own ancestors (the target's verify mechanism, graph/graph.h KvTreeRow); after the
+// round its KV keeps only the committed history.
 #pragma once
 
 #include <memory>
@@ -27,13 +31,19 @@ public:
     Status begin(std::span<const int32_t> prompt) override;
     Status prepare(const DraftRequest& req) override;
     Result<std::vector<int32_t>> draft(const DraftRequest& req) override;
+    // Trees (draft_model_tree.cpp): a level per pass, each node a tree row of the draft
+    // model's own verify-like pass; not for a draft model with recurrent states.
+    bool grows_trees() const override;
+    Result<DraftTree> draft_tree(const DraftRequest& req) override;
     Status accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) override;
     void cancel() override;
 
     const Model& model() const { return *model_; }
 
 private:
-    Status submit_catch_up(const DraftRequest& req);
+    // The pass over the tokens the KV lacks up to req.pos; `logits`: its last row's logits
+    // come back too (a tree ranks children by them).
+    Status submit_catch_up(const DraftRequest& req, bool logits = false);
     // Rows one pass may store: `want`, or fewer where the KV pool's sliding-window
     // rings were sized for fewer (KvPoolConfig::rows_max).
     uint32_t max_rows(uint32_t want) const;

@@ -4,7 +4,9 @@
 //   - its drafts, after rounds that accepted 0..3 drafts (its own KV rolled back), equal the
 //     independent reference's (eagle3_reference.h) fed the same target taps; the GGUF and HF
 //     forms of one head draft the same tokens, also with llama3 rope scaling;
-//   - greedy speculative output with it equals plain greedy output.
+//   - greedy speculative output with it equals plain greedy output; asked for trees
+//     (--draft-tree), a head with a draft vocabulary drafts chains
+//     (tests/support/tree_drafter_check.h checks each round).
 // The models are tiny and the prompts few (5 per target): these check a mechanism, not a
 // distribution, and the program stays within CI's time budget.
 #include <gtest/gtest.h>
@@ -18,6 +20,7 @@
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 #include "support/plugin_registry.h"
+#include "support/tree_drafter_check.h"
 
 namespace tdm {
 namespace {
@@ -51,6 +54,7 @@ Result<std::unique_ptr<DraftHeadDrafter>> make_eagle3_head(const E2eTarget& t, c
     const DraftHeadEntry* e = test::build_tree_plugins().find_draft_head("eagle3", t.model->arch().desc->name);
     if (!e) return Error("no eagle3 head for this target");
     DraftHeadOptions o;
+    o.kv.n_seq_max = 3;  // the tree test's three drafters of one head
     o.options = {{"n_vocab", std::to_string(t.model->info().n_vocab)},
                  {"target_n_layer", std::to_string(t.model->info().n_attention_layers)}};
     return DraftHeadDrafter::create(*e, "eagle3", std::shared_ptr<const ModelSource>(std::move(src)), *t.model, *t.kv,
@@ -206,6 +210,44 @@ TEST_F(Eagle3EndToEnd, greedy_speculative_output_equals_plain_greedy) {
         }
         EXPECT_GT(drafted, 0u) << "the head never drafted";
     }
+}
+
+// With --draft-tree the head is asked for trees, but a head with a reduced draft vocabulary
+// (d2t, as the synthesizer writes) picks its own tokens: it has no logits to rank children by
+// and drafts chains, and output stays exact. 3 prompts: a check of the fallback.
+TEST_F(Eagle3EndToEnd, a_head_with_a_draft_vocabulary_drafts_chains_when_trees_are_asked_for) {
+    const std::string dir = test::make_temp_dir("eagle3-tree");
+    E2eTarget t = load_e2e_target(Target::qwen3, dir);
+    ASSERT_TRUE(t.model && t.kv);
+    auto head = make_eagle3_head(t, test::eagle3::write_head(t.path, false, dir));
+    ASSERT_TRUE(head.ok()) << head.error().message();
+    Runner runner(*t.model, *t.kv, test::test_device(), test::test_pipelines());
+    runner.set_hidden_point((*head)->hidden_point());
+    SpecParams sp;
+    sp.draft_max = 5;
+    sp.tree = {3, 2, 6};
+    uint64_t tree_rounds = 0, rounds = 0, branched = 0;
+    for (int i = 0; i < 3; ++i) {
+        const Tokens prompt = e2e_prompt(700 + uint64_t(i), size_t(3 + 5 * i));
+        int seq = *t.kv->add_sequence();
+        auto plain = generate(runner, nullptr, seq, prompt, greedy_params(16), {});
+        t.kv->free_sequence(seq);
+        ASSERT_TRUE(plain.ok()) << plain.error().message();
+        test::TreeDrafterCheck check((*head)->another(), (*head)->another(), (*head)->another());
+        Drafter* chain[] = {&check};
+        seq = *t.kv->add_sequence();
+        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_params(16), chain, sp, {});
+        t.kv->free_sequence(seq);
+        ASSERT_TRUE(spec.ok()) << spec.error().message();
+        EXPECT_EQ(spec->gen.tokens, plain->tokens) << "prompt " << i;
+        tree_rounds += spec->stats.tree_rounds;
+        rounds += check.rounds();
+        branched += check.branched();
+    }
+    EXPECT_GT(rounds, 5u);
+    EXPECT_EQ(branched, 0u);
+    EXPECT_EQ(tree_rounds, 0u);
+    EXPECT_FALSE((*head)->grows_trees());
 }
 
 }  // namespace
