@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "plugin/abi_structs.h"
 #include "speculative/draft_head_shared.h"
 #include "speculative/tree_growth.h"
 

@@ -22,7 +22,7 @@
 namespace tdm {
 namespace {
 
-constexpr int kVocab = 8;
+constexpr int kTableVocab = 8;
 // Enough to fail a biased rule by far: with 20000 trials, SpecInfer's rule (q for every
 // child) on children drawn without replacement gives chi2 about 150 against a bound of 37,
 // and a residual that keeps a rejected child about 3000.
@@ -34,7 +34,7 @@ std::vector<float> logits_after(std::span<const int32_t> drafts, uint64_t salt =
     uint64_t h = 1469598103934665603ull ^ salt;
     for (int32_t t : drafts) h = (h ^ uint64_t(t + 1)) * 1099511628211ull;
     Rng r(h);
-    std::vector<float> l(kVocab);
+    std::vector<float> l(kTableVocab);
     for (float& x : l) x = float(3.0 * r.uniform());
     return l;
 }
@@ -91,8 +91,8 @@ std::vector<int32_t> drafts_to(const DraftTree& t, uint32_t i) {
 }
 
 struct Counts {
-    std::vector<int64_t> first = std::vector<int64_t>(kVocab, 0);
-    std::vector<int64_t> pair = std::vector<int64_t>(kVocab * kVocab, 0);
+    std::vector<int64_t> first = std::vector<int64_t>(kTableVocab, 0);
+    std::vector<int64_t> pair = std::vector<int64_t>(kTableVocab * kTableVocab, 0);
     int64_t accepted = 0;  // drafts, over every trial
 };
 
@@ -111,38 +111,38 @@ Counts run_rounds(const std::function<DraftTree()>& grow) {
             rows.insert(rows.end(), l.begin(), l.end());
         }
         const Proposal prop = proposal_of(tree);
-        const RoundResult r = verify(prop, VerifyRows{rows.data(), nullptr, kVocab}, sampler, false, kHistory);
+        const RoundResult r = verify(prop, VerifyRows{rows.data(), nullptr, kTableVocab}, sampler, false, kHistory);
         EXPECT_EQ(r.path.size(), r.accepted + 1);
         std::vector<int32_t> committed;
         for (uint32_t i = 0; i < r.accepted; ++i) committed.push_back(accepted_draft(prop, r, i));
         committed.push_back(r.next);
         if (committed.size() == 1) {
             const std::vector<int32_t> h = with(kHistory, committed);
-            committed.push_back(sampler.sample(logits_after(committed).data(), kVocab, h));
+            committed.push_back(sampler.sample(logits_after(committed).data(), kTableVocab, h));
         }
         c.accepted += r.accepted;
         ++c.first[size_t(committed[0])];
-        ++c.pair[size_t(committed[0]) * kVocab + size_t(committed[1])];
+        ++c.pair[size_t(committed[0]) * kTableVocab + size_t(committed[1])];
     }
     return c;
 }
 
 // What plain sampling gives: p(a) for the first token and p(a) p(b | a) for the first two.
 struct Expected {
-    std::vector<double> first = std::vector<double>(kVocab, 0.0);
-    std::vector<double> pair = std::vector<double>(kVocab * kVocab, 0.0);
+    std::vector<double> first = std::vector<double>(kTableVocab, 0.0);
+    std::vector<double> pair = std::vector<double>(kTableVocab * kTableVocab, 0.0);
 };
 Expected plain_sampling() {
     Sampler s = make_sampler(target_params());
     Expected e;
     TokenDistribution p1, p2;
-    s.distribution(logits_after({}).data(), kVocab, kHistory, &p1);
+    s.distribution(logits_after({}).data(), kTableVocab, kHistory, &p1);
     for (size_t i = 0; i < p1.size(); ++i) {
         const int32_t a = p1.ids[i];
         e.first[size_t(a)] = p1.probs[i];
         const int32_t drafts[] = {a};
-        s.distribution(logits_after(drafts).data(), kVocab, with(kHistory, drafts), &p2);
-        for (size_t j = 0; j < p2.size(); ++j) e.pair[size_t(a) * kVocab + size_t(p2.ids[j])] = double(p1.probs[i]) * p2.probs[j];
+        s.distribution(logits_after(drafts).data(), kTableVocab, with(kHistory, drafts), &p2);
+        for (size_t j = 0; j < p2.size(); ++j) e.pair[size_t(a) * kTableVocab + size_t(p2.ids[j])] = double(p1.probs[i]) * p2.probs[j];
     }
     return e;
 }
@@ -192,7 +192,7 @@ TEST(TreeSampling, children_drawn_without_replacement_keep_the_target_distributi
     auto children = [&](DraftTree& t, uint32_t node, int m) {
         const std::vector<int32_t> d = drafts_to(t, node);
         TokenDistribution q;
-        draft.distribution(logits_after(d, 77).data(), kVocab, with(kHistory, d), &q);
+        draft.distribution(logits_after(d, 77).data(), kTableVocab, with(kHistory, d), &q);
         TokenDistribution left = q;
         for (int i = 0; i < m; ++i) {
             const int32_t tok = draw(left, drafter_rng);
@@ -220,7 +220,7 @@ TEST(TreeSampling, a_fixed_seed_gives_the_same_rounds) {
         rows.insert(rows.end(), l.begin(), l.end());
     }
     Sampler a = make_sampler(target_params()), b = make_sampler(target_params());
-    const VerifyRows vr{rows.data(), nullptr, kVocab};
+    const VerifyRows vr{rows.data(), nullptr, kTableVocab};
     for (int i = 0; i < 200; ++i) {
         const TreeVerdict x = accept_sampled(t, vr, a, kHistory), y = accept_sampled(t, vr, b, kHistory);
         ASSERT_EQ(x.path, y.path);
