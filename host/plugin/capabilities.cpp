@@ -16,6 +16,7 @@
 #include "ops/op_def.h"
 #include "ops/weight_record.h"
 #include "plugin/custom_op_ext.h"
+#include "plugin/drafter_branches_ext.h"
 #include "plugin/handles.h"
 #include "plugin/target_features_ext.h"
 #include "vk/pipeline.h"
@@ -50,6 +51,8 @@ const Extension kExtensions[] = {
      }},
     {TDM_EXT_TARGET_FEATURES, TDM_EXT_TARGET_FEATURES_VERSION,
      [] { return static_cast<const void*>(target_features_extension()); }},
+    {TDM_EXT_DRAFTER_BRANCHES, TDM_EXT_DRAFTER_BRANCHES_VERSION,
+     [] { return static_cast<const void*>(drafter_branches_extension()); }},
 };
 
 // TANDEM_HIDE_EXTENSIONS=a,b: this host answers as one without those extensions, so that
