@@ -190,9 +190,10 @@ OptionGroup speculative_options() {
                  "...) outside which at most 5% of the sequence's last 1024 tokens lie; all (or 0): every id.",
                  "auto"},
                 {{"--draft-tree"}, K::string, "STEPS,TOPK,NODES", "Draft trees: drafters that grow them "
-                 "(bench spec --force-acceptance) propose up to STEPS levels, TOPK children per node, NODES "
-                 "nodes (2 to 64, the round's first token included), verified in one pass. Greedy only: "
-                 "sampling verifies chains."},
+                 "(ngram-simple, ngram-map-k4v, bench spec --force-acceptance) propose up to STEPS levels, TOPK "
+                 "children per node, NODES nodes (2 to 64, the round's first token included), verified in one "
+                 "pass. Greedy only: sampling verifies chains. Under the goodput controller a CPU device "
+                 "verifies chains and a GPU measures which pays; --spec-fixed forces trees."},
                 {{"--spec-trace"}, K::string, "FILE", "Write one JSON line per speculative round."},
                 ranged({{"--spec-ngram-size-n"}, K::integer, "N", "n-gram drafters: length of the lookup key.",
                         "12"},
