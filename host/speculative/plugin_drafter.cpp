@@ -64,9 +64,10 @@ Result<std::vector<int32_t>> PluginDrafter::draft(const DraftRequest& req) {
 // node at least, or none at all).
 Result<DraftTree> PluginDrafter::draft_tree(const DraftRequest& req) {
     const uint32_t nodes = std::min(req.tree.nodes, kKvTreeMaxNodes);
+    if (nodes < 2) return DraftTree(req.history.back());
     const uint32_t max_len = std::min(req.tree.steps ? req.tree.steps : req.max, nodes - 1);
     const uint32_t max_branches = nodes - 1;
-    if (nodes < 2 || max_len == 0) return DraftTree(req.history.back());
+    if (max_len == 0) return DraftTree(req.history.back());
     std::vector<int32_t> tokens(size_t(max_branches) * max_len);
     std::vector<uint32_t> lens(max_branches, 0);
     uint32_t n = 0;
