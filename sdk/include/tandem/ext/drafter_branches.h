@@ -34,15 +34,22 @@ extern "C" {
 /* Writes up to max_branches continuations of history[0, n_history), best
  * first, each of at most max_len tokens: branch b's tokens at
  * tokens[b * max_len ...], its length at lens[b]; their count to *n_branches
- * (0: no proposal). [object], as propose. */
+ * (0: no proposal). On an error status (with a message in err) the host
+ * turns the drafter off for the rest of the sequence, as for propose2.
+ * [object], as propose: never concurrent with another call on `drafter`.
+ * Lifetime: history, tokens (max_branches * max_len), lens (max_branches) and
+ * err are the host's, valid during the call only. */
 typedef tdm_status (*tdm_propose_branches_fn)(void* drafter, const int32_t* history, uint64_t n_history,
                                               uint32_t max_branches, uint32_t max_len, int32_t* tokens,
                                               uint32_t* lens, uint32_t* n_branches, char* err, size_t err_size);
 
 typedef struct tdm_ext_drafter_branches {
     uint32_t struct_size;
-    /* During init only: the drafter this plugin registered under `drafter_name`
-     * (its descriptor's name) also proposes branches. */
+    /* [init] The drafter this plugin registered under `drafter_name` (its
+     * descriptor's name, already registered) also proposes branches with `fn`.
+     * TDM_ERR_NOT_FOUND for a name this plugin did not register,
+     * TDM_ERR_INVALID_ARGUMENT for a null argument or a call outside init;
+     * last_error() says which. `fn` must stay valid until shutdown. */
     tdm_status (*set_propose_branches)(tdm_registry* reg, const char* drafter_name, tdm_propose_branches_fn fn);
 } tdm_ext_drafter_branches;
 
