@@ -191,9 +191,10 @@ OptionGroup speculative_options() {
                  "...) outside which at most 5% of the sequence's last 1024 tokens lie; all (or 0): every id.",
                  "auto"},
                 {{"--draft-tree"}, K::string, "STEPS,TOPK,NODES", "Draft trees: drafters that grow them "
-                 "(bench spec --force-acceptance) propose up to STEPS levels, TOPK children per node, NODES "
-                 "nodes (2 to 64, the round's first token included), verified in one pass, greedy or "
-                 "sampling."},
+                 "(ngram-simple, ngram-map-k4v, draft heads, draft models, bench spec --force-acceptance) "
+                 "propose up to STEPS levels, TOPK children per node, NODES nodes (2 to 64, the round's first "
+                 "token included), verified in one pass, greedy or sampling. Under the goodput controller a "
+                 "CPU device verifies chains and a GPU measures which pays; --spec-fixed forces trees."},
                 {{"--spec-trace"}, K::string, "FILE", "Write one JSON line per speculative round."},
                 ranged({{"--spec-ngram-size-n"}, K::integer, "N", "n-gram drafters: length of the lookup key.",
                         "12"},

@@ -421,6 +421,7 @@ Status bench_spec(App& app) {
         total.controller.add(sr.stats.controller);
         total.tree_rounds += sr.stats.tree_rounds;
         total.tree_nodes += sr.stats.tree_nodes;
+        total.tree_chains_chosen += sr.stats.tree_chains_chosen;
         if (total.tree_depths.size() < sr.stats.tree_depths.size()) total.tree_depths.resize(sr.stats.tree_depths.size(), 0);
         for (size_t d = 0; d < sr.stats.tree_depths.size(); ++d) total.tree_depths[d] += sr.stats.tree_depths[d];
         if (total.drafted_at.size() < sr.stats.drafted_at.size()) {

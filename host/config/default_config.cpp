@@ -144,7 +144,9 @@ std::string_view default_config_text() {
 # draft_vocab = "auto"
 # Draft trees, "STEPS,TOPK,NODES": drafters that grow trees propose at most STEPS levels,
 # TOPK children per node, NODES nodes with the round's first token (2 to 64), verified in
-# one pass, greedy or sampling. "" = chains.
+# one pass, greedy or sampling. Growing them: ngram-simple, ngram-map-k4v, draft heads and
+# draft models. Under the goodput controller a CPU device verifies chains and a GPU the one
+# measured to pay; fixed = true forces trees. "" = chains.
 # draft_tree = ""
 
 [plugins]

@@ -178,6 +178,8 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
         const DrafterKind kind = opener ? opener->drafter->kind() : DrafterKind::head;
         s.tune = GoodputController(std::max(1, s.req.spec.draft_max), kGoodputProbeInterval, kind,
                                    history_of(s).find(kind));
+        // trees by measurement under the goodput controller; with fixed k, whenever asked for
+        s.tree_choice = TreeChoice(runner_.device().caps().is_cpu(), !s.req.spec.auto_k);
         s.result.stop_reason = StopReason::length;
         if (const PromptImages* im = s.req.images.get(); im && !im->images().empty()) {
             const auto& last = im->images().back();

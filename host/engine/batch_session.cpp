@@ -136,6 +136,12 @@ Proposal BatchEngine::draft(Session& s, int k) {
     if (k <= 0) return {};
     DraftRequest req{std::span<const int32_t>(s.history), s.pos(), uint32_t(k), s.slot->seq};
     req.tree = tree_shape(s, k);
+    const ChainedDrafter* opener = first_on(s.chain);
+    s.tree_chosen = req.tree.nodes > 1 && opener && opener->drafter->grows_trees();
+    if (s.tree_chosen && !s.tree_choice.choose(req.tree.nodes)) {
+        req.tree = {};
+        ++s.result.spec.tree_chains_chosen;
+    }
     const double t0 = steady_now_ms();
     Proposal out = propose(s.chain, s.result.spec, req, s.req.spec.draft_min, runner_.model().info().n_vocab);
     if (s.prepared >= 0 && !s.chain[size_t(s.prepared)].on) s.chain[size_t(s.prepared)].drafter->cancel();
@@ -373,6 +379,8 @@ void BatchEngine::count_round(Session& s, const RoundResult& round, bool first_t
         for (uint32_t i = 0; i < nd; ++i) ++stats_.drafted_at[i];
         for (uint32_t i = 0; i < m; ++i) ++stats_.accepted_at[i];
         s.tune.observe_round(int(nd), int(m), s.draft_ms, pass_ms);
+        if (s.tree_chosen)
+            s.tree_choice.observe(s.proposal.tree(), uint32_t(s.proposal.drafts.size()) + 1, m + 1, pass_ms);
         s.zero_streak = m == 0 ? s.zero_streak + 1 : 0;
         if (s.req.spec.skip_streak > 0 && s.zero_streak >= s.req.spec.skip_streak) {
             s.skip_next = true;
@@ -412,6 +420,7 @@ void BatchEngine::end_round(Session& s, const RoundResult& round, bool first_tok
         r.k = s.k;
         r.drafted = s.proposal.drafts;
         r.parents = s.proposal.parents;
+        if (s.tree_chosen) r.tree_choice = s.proposal.tree() ? "tree" : "chain";
         r.accepted = round.accepted;
         r.next = round.next;
         r.draft_ms = s.draft_ms;

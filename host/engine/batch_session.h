@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "engine/batch_engine.h"
 #include "speculative/constrained_round.h"
+#include "speculative/tree_choice.h"
 
 namespace tdm {
 
@@ -30,6 +31,8 @@ struct BatchEngine::Session {
     std::vector<ChainedDrafter> chain;
     std::vector<Drafter*> stat_drafters;  // result.spec.drafters[i] is this drafter's
     GoodputController tune{1};
+    TreeChoice tree_choice;  // this round: a tree or a chain of as many rows (tree_choice.h)
+    bool tree_chosen = false;  // this round's proposal went through tree_choice
     int planned_k = -1;              // this pass's drafts from plan_drafts(); -1: its own choice
     double draft_ms_per_token = 0;   // EMA
     int zero_streak = 0;

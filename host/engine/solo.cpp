@@ -71,6 +71,7 @@ Result<SpecResult> run_solo(Runner& runner, const Tokenizer* tokenizer, int seq,
                                 {"next", rr.next},         {"t_draft_ms", rr.draft_ms},
                                 {"t_verify_ms", rr.verify_ms}, {"t_accept_ms", rr.accept_ms}};
             if (!rr.parents.empty()) j["parents"] = rr.parents;  // a tree: each draft's parent node
+            if (!rr.tree_choice.empty()) j["tree_choice"] = rr.tree_choice;
             if (rr.controller)  // what the goodput controller thinks after the round
                 j["controller"] = {{"off", rr.drafting_off}, {"estimated_speedup", rr.estimated_speedup}};
             trace << j.dump() << '\n';

@@ -92,6 +92,7 @@ public:
     Result<ForwardOutput> wait();
 
     const Model& model() const { return model_; }
+    const vk::Device& device() const { return device_; }
     KvPool& kv() { return kv_; }
     size_t cached_graphs() const { return cache_.size(); }
     // Most graphs kept compiled (at least 2).

@@ -17,6 +17,7 @@
 #include "ops/weight_record.h"
 #include "plugin/block_draft_ext.h"
 #include "plugin/custom_op_ext.h"
+#include "plugin/drafter_branches_ext.h"
 #include "plugin/handles.h"
 #include "plugin/target_features_ext.h"
 #include "vk/pipeline.h"
@@ -54,6 +55,9 @@ const Extension kExtensions[] = {
     // a head that drafts a block per round (speculative/draft_head.cpp)
     {TDM_EXT_BLOCK_DRAFT, TDM_EXT_BLOCK_DRAFT_VERSION,
      [] { return static_cast<const void*>(block_draft_extension()); }},
+    // a draftless drafter that lists several continuations (speculative/plugin_drafter.cpp)
+    {TDM_EXT_DRAFTER_BRANCHES, TDM_EXT_DRAFTER_BRANCHES_VERSION,
+     [] { return static_cast<const void*>(drafter_branches_extension()); }},
 };
 
 // TANDEM_HIDE_EXTENSIONS=a,b: this host answers as one without those extensions, so that

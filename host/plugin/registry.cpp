@@ -151,6 +151,16 @@ Status Registry::add_drafter(const PluginRecord* p, const tdm_drafter_desc* in) 
     return {};
 }
 
+Status Registry::set_propose_branches(const PluginRecord* p, std::string_view name, tdm_propose_branches_fn fn) {
+    for (DrafterEntry& e : drafters_)
+        if (e.plugin == p && name == e.desc->name) {
+            e.propose_branches = fn;
+            return {};
+        }
+    return Error::coded(TDM_ERR_NOT_FOUND, "plugin {}: set_propose_branches: it registered no drafter '{}'", p->name,
+                        name);
+}
+
 void Registry::remove_entries(const PluginRecord* p) {
     std::erase_if(archs_, [p](const ArchEntry& e) { return e.plugin == p; });
     std::erase_if(heads_, [p](const DraftHeadEntry& e) { return e.plugin == p; });

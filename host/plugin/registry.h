@@ -9,6 +9,7 @@
 // registry with deferred plugins is for one thread at a time.
 #pragma once
 
+#include <tandem/ext/drafter_branches.h>
 #include <tandem/ext/encoder.h>
 #include <tandem/tandem.h>
 
@@ -67,6 +68,8 @@ struct DrafterEntry {
     const tdm_drafter_desc* desc = nullptr;
     const PluginRecord* plugin = nullptr;
     std::vector<std::string> spec_types;
+    // tdm.drafter_branches: the drafter also proposes branches (null: chains only).
+    tdm_propose_branches_fn propose_branches = nullptr;
 };
 
 // The names a plugin registers, as a scan reported them: what lookups match
@@ -140,6 +143,8 @@ public:
     Status add_arch(const PluginRecord* p, const tdm_arch_desc* d);
     Status add_draft_head(const PluginRecord* p, const tdm_draft_head_desc* d);
     Status add_drafter(const PluginRecord* p, const tdm_drafter_desc* d);
+    // tdm.drafter_branches: plugin p's drafter named `name` proposes branches with fn.
+    Status set_propose_branches(const PluginRecord* p, std::string_view name, tdm_propose_branches_fn fn);
     Status add_encoder(const PluginRecord* p, const tdm_encoder_desc* d);
     // Drops what a plugin registered (its init failed).
     void remove_entries(const PluginRecord* p);

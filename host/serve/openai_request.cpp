@@ -402,6 +402,33 @@ void read_logprobs(Fields& f, Endpoint endpoint, const RequestLimits& limits, Ge
     }
 }
 
+// speculative.draft_tree: "STEPS,TOPK,NODES" as --draft-tree spells it, the same as an
+// object, or "none" (chains).
+std::optional<DraftTreeSetting> read_draft_tree(Fields& sf) {
+    const json* v = sf.get("draft_tree");
+    if (!v) return std::nullopt;
+    constexpr const char* kRule = "three positive integers STEPS,TOPK,NODES with NODES from 2 to 64";
+    if (v->is_string()) {
+        const auto& s = v->get_ref<const std::string&>();
+        if (s == "none") return DraftTreeSetting{};
+        if (auto t = draft_tree_shape(s)) return t;
+        return sf.fail("draft_tree", fmt::format("'speculative.draft_tree' must be {} (such as \"4,3,12\") or "
+                                                 "\"none\", not \"{}\"", kRule, s.substr(0, 64))),
+               std::nullopt;
+    }
+    if (!v->is_object())
+        return sf.wrong_type("draft_tree", "a string like \"4,3,12\" or an object like {\"steps\": 4, \"topk\": 3, "
+                                           "\"nodes\": 12}", *v),
+               std::nullopt;
+    Fields tf(*v, "speculative.draft_tree.");
+    const auto steps = tf.integer("steps", 1, 64), topk = tf.integer("topk", 1, 64), nodes = tf.integer("nodes", 2, 64);
+    for (const char* key : {"steps", "topk", "nodes"})
+        if (!tf.get(key)) tf.fail(key, fmt::format("'speculative.draft_tree.{}' is missing: {}", key, kRule));
+    // tf's param is the whole path; sf prefixes its own "speculative."
+    if (tf.failed()) return sf.fail(tf.error()->param.substr(sizeof "speculative." - 1), tf.error()->message), std::nullopt;
+    return DraftTreeSetting{uint32_t(*steps), uint32_t(*topk), uint32_t(*nodes)};
+}
+
 void read_speculative(Fields& f, GenerationRequest& out) {
     const json* spec = f.get("speculative");
     if (!spec) return;
@@ -414,6 +441,7 @@ void read_speculative(Fields& f, GenerationRequest& out) {
                         "none");
     if (const auto k = sf.integer("draft_max", 0, 256)) choice.draft_max = uint32_t(*k);
     choice.fixed = sf.boolean("fixed");
+    choice.draft_tree = read_draft_tree(sf);
     if (sf.failed()) return f.fail(sf.error()->param, sf.error()->message);
     out.speculative = std::move(choice);
 }

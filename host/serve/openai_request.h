@@ -13,6 +13,7 @@
 // (user, metadata, store) are ignored, as OpenAI's own server ignores what it does not know.
 #pragma once
 
+#include "config/config.h"
 #include "image/image.h"
 #include "serve/api_error.h"
 #include "serve/constraint_spec.h"
@@ -78,11 +79,15 @@ struct ToolChoice {
 };
 
 // tandem's extension: the drafter of this request ("speculative": {"type": "mtp",
-// "draft_max": 4, "fixed": true}); the server's configuration gives the defaults.
+// "draft_max": 4, "fixed": true, "draft_tree": "4,3,12"}); the server's configuration gives
+// the defaults.
 struct SpeculativeChoice {
     std::string type;                  // a --spec-type name; "" = the server's default; "none" = off
     std::optional<uint32_t> draft_max;  // the controller's limit (the length itself when fixed); 0 = off
     std::optional<bool> fixed;         // true: draft draft_max every round; false: the goodput controller
+    // Draft trees for this request ("STEPS,TOPK,NODES" or {steps, topk, nodes}; "none":
+    // chains); nodes 0 = chains.
+    std::optional<DraftTreeSetting> draft_tree;
 };
 
 struct GenerationRequest {

@@ -351,6 +351,10 @@ ApiResult<std::vector<Outcome>> ServeBackend::run(const Job& job, const ChoiceSi
             sr.spec.draft_max = int(*job.request.speculative->draft_max);
         if (job.request.speculative && job.request.speculative->fixed)
             sr.spec.auto_k = !*job.request.speculative->fixed;
+        if (job.request.speculative && job.request.speculative->draft_tree) {
+            const DraftTreeSetting& t = *job.request.speculative->draft_tree;
+            sr.spec.tree = {t.steps, t.topk, t.nodes};
+        }
         sr.drafters = std::move(*drafters);
         if (want_logprobs) sr.logprobs = int32_t(job.request.top_logprobs);
         else if (ranked) sr.logprobs = 0;

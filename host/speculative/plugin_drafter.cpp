@@ -2,7 +2,10 @@
 // host/speculative/plugin_drafter.cpp
 #include "speculative/plugin_drafter.h"
 
+#include <algorithm>
+
 #include "plugin/abi_structs.h"
+#include "speculative/branch_tree.h"
 
 namespace tdm {
 
@@ -14,6 +17,7 @@ Result<std::unique_ptr<PluginDrafter>> PluginDrafter::create(const DrafterEntry&
     d->options_.values = options;
     // ABI 2 drafters report failures through the *2 calls; the host prefers them.
     d->checked_ = d->desc_->begin2 && d->desc_->propose2 && d->desc_->accept2;
+    d->propose_branches_ = entry.propose_branches;
     char err[1024] = {0};
     if (d->desc_->create(host_api(*entry.plugin), &d->options_, &d->obj_, err, sizeof err) != TDM_OK)
         return Error::format("drafter {} (plugin {}): {}", d->name_, entry.plugin->name,
@@ -54,6 +58,29 @@ Result<std::vector<int32_t>> PluginDrafter::draft(const DraftRequest& req) {
     if (n > req.max) return Error::format("drafter {} wrote {} tokens into room for {}", name_, n, req.max);
     out.resize(size_t(n));
     return out;
+}
+
+// Branches as long as the tree is deep, as many as it has drafts (each new branch adds one
+// node at least, or none at all).
+Result<DraftTree> PluginDrafter::draft_tree(const DraftRequest& req) {
+    const uint32_t nodes = std::min(req.tree.nodes, kKvTreeMaxNodes);
+    if (nodes < 2) return DraftTree(req.history.back());
+    const uint32_t max_len = std::min(req.tree.steps ? req.tree.steps : req.max, nodes - 1);
+    const uint32_t max_branches = nodes - 1;
+    if (max_len == 0) return DraftTree(req.history.back());
+    std::vector<int32_t> tokens(size_t(max_branches) * max_len);
+    std::vector<uint32_t> lens(max_branches, 0);
+    uint32_t n = 0;
+    char err[1024] = {0};
+    const tdm_status st = propose_branches_(obj_, req.history.data(), req.history.size(), max_branches, max_len,
+                                            tokens.data(), lens.data(), &n, err, sizeof err);
+    if (st != TDM_OK) return failed("propose_branches", st, err, sizeof err);
+    if (n > max_branches) return Error::format("drafter {} wrote {} branches into room for {}", name_, n, max_branches);
+    for (uint32_t b = 0; b < n; ++b)
+        if (lens[b] > max_len)
+            return Error::format("drafter {} wrote a branch of {} tokens into room for {}", name_, lens[b], max_len);
+    lens.resize(n);
+    return tree_of_branches(req.history.back(), tokens, max_len, lens, req.tree);
 }
 
 Status PluginDrafter::accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) {

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/speculative/plugin_drafter.h: a draftless drafter registered by a plugin
-// (tdm_drafter_desc: CPU callbacks over the token history), as a Drafter.
+// (tdm_drafter_desc: CPU callbacks over the token history), as a Drafter. One that set
+// tdm.drafter_branches' callback grows trees from its ranked continuations
+// (speculative/branch_tree.h).
 #pragma once
 
 #include <map>
@@ -21,6 +23,8 @@ public:
     DrafterKind kind() const override { return DrafterKind::ngram; }
     Status begin(std::span<const int32_t> prompt) override;
     Result<std::vector<int32_t>> draft(const DraftRequest& req) override;
+    bool grows_trees() const override { return propose_branches_ != nullptr; }
+    Result<DraftTree> draft_tree(const DraftRequest& req) override;
     Status accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) override;
     Status finish() override;
 
@@ -29,6 +33,7 @@ private:
     Error failed(const char* call, tdm_status st, const char* err, size_t err_size) const;
     const tdm_drafter_desc* desc_ = nullptr;
     bool checked_ = false;  // the plugin set begin2/propose2/accept2
+    tdm_propose_branches_fn propose_branches_ = nullptr;
     void* obj_ = nullptr;
     std::string name_;
     tdm_options options_;

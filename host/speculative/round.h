@@ -163,6 +163,9 @@ struct RoundRecord {
     int k = 0;                   // drafts asked for
     std::vector<int32_t> drafted;
     std::vector<int32_t> parents;  // a tree round: Proposal::parents
+    // Where the tree-or-chain choice was made (tree_choice.h): "tree" or "chain" (what was
+    // verified: a tree that came out as one branch is a chain); "" elsewhere.
+    std::string tree_choice;
     uint32_t accepted = 0;
     int32_t next = -1;           // the target's own token
     double draft_ms = 0, verify_ms = 0, accept_ms = 0;

@@ -97,6 +97,7 @@ std::string SpecStats::report() const {
         for (size_t d = 0; d < tree_depths.size(); ++d) s += fmt::format(" {}:{}", d, tree_depths[d]);
         s += "\n";
     }
+    if (tree_chains_chosen > 0) s += fmt::format("trees: {} chain rounds chosen instead\n", tree_chains_chosen);
     if (!drafted_at.empty()) {
         s += "acceptance by draft position:";
         for (size_t i = 0; i < drafted_at.size(); ++i)
@@ -127,7 +128,11 @@ nlohmann::json SpecStats::json() const {
             {"plain_ms", plain_ms},
             {"constraint_cut_drafts", constraint_cuts},
             {"constraint_cut_tokens", constraint_cut_tokens},
-            {"trees", {{"rounds", tree_rounds}, {"nodes", tree_nodes}, {"accepted_depth", tree_depths}}},
+            {"trees",
+             {{"rounds", tree_rounds},
+              {"nodes", tree_nodes},
+              {"accepted_depth", tree_depths},
+              {"chains_chosen", tree_chains_chosen}}},
             {"controller",
              {{"on", controller.on},
               {"off_steps", controller.off_steps},

@@ -56,6 +56,9 @@ struct SpecStats {
     // verified, and per depth d the rounds that accepted d drafts.
     uint64_t tree_rounds = 0, tree_nodes = 0;
     std::vector<uint64_t> tree_depths;
+    // Rounds that could have verified a tree and verified a chain of as many rows instead
+    // (tree_choice.h: a CPU device, or chains measured to pay better).
+    uint64_t tree_chains_chosen = 0;
 
     uint64_t target_passes() const { return rounds + plain_steps; }
     double acceptance_rate() const { return drafted ? double(accepted) / double(drafted) : 0.0; }

@@ -86,6 +86,38 @@ size_t NgramMapK4v::propose(std::span<const int32_t> history, std::span<int32_t>
     return k;
 }
 
+size_t NgramMapK4v::propose_branches(std::span<const int32_t> history, size_t max_len, std::span<int32_t> tokens,
+                                     std::span<uint32_t> lens) {
+    drafted_ = nullptr;
+    index(history);
+    if (log_.size() != history.size() || log_.size() <= p_.n || max_len == 0 || tokens.size() < lens.size() * max_len)
+        return 0;
+    const K4vEntry* e = keys_.find(log_.span().last(p_.n));
+    if (!e || e->hits < p_.min_hits) return 0;
+    // the occupied slots, most frequent first (ties: the most recent); an insertion sort of
+    // at most four (std::sort's unrolled prologue trips -Warray-bounds on so small an array)
+    std::array<int, kK4vValues> order{};
+    int n_values = 0;
+    const auto before = [e](int a, int b) {
+        const K4vValue &x = e->values[size_t(a)], &y = e->values[size_t(b)];
+        return x.count != y.count ? x.count > y.count : x.pos > y.pos;
+    };
+    for (int s = 0; s < kK4vValues; ++s) {
+        if (e->values[size_t(s)].count == 0) continue;
+        int at = n_values++;
+        for (; at > 0 && before(s, order[size_t(at - 1)]); --at) order[size_t(at)] = order[size_t(at - 1)];
+        order[size_t(at)] = s;
+    }
+    const size_t len = std::min<size_t>(p_.m, max_len);
+    size_t count = 0;
+    for (int i = 0; i < n_values && count < lens.size(); ++i) {
+        const K4vValue& v = e->values[size_t(order[size_t(i)])];
+        const size_t k = copy_continuation(log_.span(), v.pos, tokens.subspan(count * max_len, len), p_.n_vocab);
+        if (k) lens[count++] = uint32_t(k);
+    }
+    return count;
+}
+
 void NgramMapK4v::accept(std::span<const int32_t> history, size_t n_drafted, size_t n_accepted) {
     if (drafted_ && n_drafted > 0) {
         drafted_->n_drafted += n_drafted;

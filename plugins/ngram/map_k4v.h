@@ -12,6 +12,10 @@
 // match, which may be another value), a fifth distinct value evicts the least
 // frequent one (ties: the oldest) instead of being ignored, so a key can move
 // on when the text changes, and draft sizing per value as in map_k.h.
+// Branches (draft trees): every value of the key is a branch, the most frequent first
+// (ties: the most recent), without the dominance rule: the tree verifies them all at
+// once, so a key whose values disagree drafts them side by side. Branch rounds leave the
+// values' draft sizing alone (which value the target followed is not one draft's verdict).
 // Not here: single-value maps (map_k.h).
 #pragma once
 
@@ -45,6 +49,8 @@ public:
 
     void begin(std::span<const int32_t> prompt) override;
     size_t propose(std::span<const int32_t> history, std::span<int32_t> out) override;
+    size_t propose_branches(std::span<const int32_t> history, size_t max_len, std::span<int32_t> tokens,
+                            std::span<uint32_t> lens) override;
     void accept(std::span<const int32_t> history, size_t n_drafted, size_t n_accepted) override;
 
     const K4vEntry* lookup(std::span<const int32_t> key) const { return keys_.find(key); }

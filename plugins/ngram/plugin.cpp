@@ -7,9 +7,12 @@
 // (tandem/cpp/drafter.hpp), which sets both the v2 calls (a failure goes back
 // to the host with a message) and the v1 ones (a failure is logged once and
 // the drafter proposes nothing until the next sequence) and keeps every C++
-// exception on this side of the ABI (contract rule 4).
+// exception on this side of the ABI (contract rule 4). ngram-simple and
+// ngram-map-k4v also propose branches (tdm.drafter_branches) where the host
+// offers it; the others know one continuation per key and draft chains.
 // Not here: any n-gram logic.
 #include <tandem/cpp/tandem.hpp>
+#include <tandem/ext/drafter_branches.h>
 
 #include <algorithm>
 #include <memory>
@@ -57,6 +60,14 @@ public:
         *n_out = std::min<uint64_t>(k, max);
         return TDM_OK;
     }
+    tdm_status propose_branches(const int32_t* history, uint64_t n_history, uint32_t max_branches, uint32_t max_len,
+                                int32_t* out, uint32_t* lens, uint32_t* n_branches) {
+        const size_t room = size_t(max_branches) * max_len;
+        const size_t n = d_->propose_branches(tokens(history, n_history), max_len, std::span<int32_t>(out, room),
+                                              std::span<uint32_t>(lens, max_branches));
+        *n_branches = uint32_t(std::min<size_t>(n, max_branches));
+        return TDM_OK;
+    }
     tdm_status accept(const int32_t* history, uint64_t n_history, uint64_t n_drafted, uint64_t n_accepted,
                       Err) override {
         d_->accept(tokens(history, n_history), size_t(n_drafted), size_t(n_accepted));
@@ -73,6 +84,20 @@ public:
 private:
     std::unique_ptr<SeqDrafter> d_;
 };
+
+// tdm.drafter_branches' callback (every object of this plugin is an NgramDrafter).
+tdm_status propose_branches(void* p, const int32_t* history, uint64_t n_history, uint32_t max_branches,
+                            uint32_t max_len, int32_t* out, uint32_t* lens, uint32_t* n_branches, char* err,
+                            size_t err_size) {
+    const Err e(err, err_size);
+    auto* d = static_cast<NgramDrafter*>(static_cast<tdm::sdk::Drafter*>(p));
+    if (!n_branches || (max_branches && (!out || !lens)) || (!history && n_history))
+        return e.fail(TDM_ERR_INVALID_ARGUMENT, "propose_branches: null argument");
+    *n_branches = 0;
+    return tdm::sdk::drafter_call(d, "propose_branches", e, [&] {
+        return d->propose_branches(history, n_history, max_branches, max_len, out, lens, n_branches);
+    });
+}
 
 using Factory = std::unique_ptr<SeqDrafter> (*)(const NgramParams&, std::string*);
 
@@ -143,6 +168,12 @@ tdm_status init(const tdm_host_api* host, tdm_registry* reg, char* err, size_t e
     const Err e(err, err_size);
     TDM_SDK_TRY(g_host.init(host, kPluginName, e));
     for (const tdm_drafter_desc& d : kDrafters) TDM_SDK_TRY(g_host.register_drafter(reg, d, e));
+    // a host without the extension verifies chains only
+    const auto* branches = static_cast<const tdm_ext_drafter_branches*>(
+        g_host.extension(TDM_EXT_DRAFTER_BRANCHES, TDM_EXT_DRAFTER_BRANCHES_VERSION));
+    for (const char* name : {"ngram_simple", "ngram_map_k4v"})
+        if (branches && branches->set_propose_branches(reg, name, propose_branches) != TDM_OK)
+            return e.fail(TDM_ERR_INTERNAL, "%s: set_propose_branches: %s", name, g_host.last_error());
     return TDM_OK;
 }
 

@@ -316,6 +316,39 @@ TEST(OpenAiRequest, the_speculative_extension_chooses_a_drafter_per_request) {
     EXPECT_NE(empty.message.find("is empty"), std::string::npos) << empty.message;
 }
 
+TEST(OpenAiRequest, speculative_draft_tree_takes_the_cli_string_or_an_object_and_names_a_bad_field) {
+    const auto tree = [](const std::string& value) {
+        const GenerationRequest r =
+            chat_ok(R"({"messages": [{"role": "user", "content": "x"}], "speculative": {"draft_tree": )" + value + "}}");
+        EXPECT_TRUE(r.speculative && r.speculative->draft_tree) << value;
+        return r.speculative && r.speculative->draft_tree ? *r.speculative->draft_tree : DraftTreeSetting{};
+    };
+    const DraftTreeSetting s = tree(R"("4,3,12")");
+    EXPECT_EQ(s.steps, 4u);
+    EXPECT_EQ(s.topk, 3u);
+    EXPECT_EQ(s.nodes, 12u);
+    const DraftTreeSetting o = tree(R"({"steps": 2, "topk": 4, "nodes": 9})");
+    EXPECT_EQ(o.steps, 2u);
+    EXPECT_EQ(o.topk, 4u);
+    EXPECT_EQ(o.nodes, 9u);
+    EXPECT_EQ(tree(R"("none")").nodes, 0u) << "chains for this request";
+    EXPECT_FALSE(chat_ok(R"({"messages": [{"role": "user", "content": "x"}], "speculative": {}})")
+                     .speculative->draft_tree)
+        << "absent: the server's --draft-tree";
+    for (const char* bad : {R"("4,3")", R"("4,3,65")", R"("0,3,12")", R"("a,b,c")", R"("4,3,1")"}) {
+        const ApiError e = chat_refused(std::string(R"("speculative": {"draft_tree": )") + bad + "}");
+        EXPECT_EQ(e.param, "speculative.draft_tree") << bad;
+        EXPECT_NE(e.message.find("STEPS,TOPK,NODES"), std::string::npos) << e.message;
+    }
+    EXPECT_EQ(chat_refused(R"("speculative": {"draft_tree": 12})").param, "speculative.draft_tree");
+    EXPECT_EQ(chat_refused(R"("speculative": {"draft_tree": {"steps": 4, "topk": 3, "nodes": 65}})").param,
+              "speculative.draft_tree.nodes");
+    EXPECT_EQ(chat_refused(R"("speculative": {"draft_tree": {"steps": 4, "nodes": 12}})").param,
+              "speculative.draft_tree.topk");
+    EXPECT_EQ(chat_refused(R"("speculative": {"draft_tree": {"steps": 0, "topk": 3, "nodes": 12}})").param,
+              "speculative.draft_tree.steps");
+}
+
 TEST(OpenAiRequest, tokenize_and_detokenize_bodies_follow_llama_server) {
     auto t = parse_tokenize_request(R"({"content": "Hello", "with_pieces": true})");
     ASSERT_TRUE(t.ok());

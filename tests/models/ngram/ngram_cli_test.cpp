@@ -3,7 +3,7 @@
 // executable: `tandem plugins` lists them, every --spec-type runs and prints
 // llama.cpp's statistics line under llama.cpp's name, a chain from a TOML
 // [speculative] table prints one line per drafter, -lcs creates the cache file,
-// and bad input (a corrupt cache file, an invalid size) exits with a message.
+// `run --draft-tree` with ngram-simple's branches prints plain greedy output, and bad input (a corrupt cache file, an invalid size) exits with a message.
 //
 // To add a case: call tandem({...}) and check the exit status and a substring.
 #include <gtest/gtest.h>
@@ -115,6 +115,37 @@ TEST(NgramCli, a_chain_from_the_toml_config_prints_one_line_per_drafter_and_writ
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_TRUE(r.has("statistics ngram_mod: ")) << r.err;
     EXPECT_FALSE(r.has("statistics ngram_cache: ")) << r.err;
+}
+
+// Prompts whose tokens are followed by different tokens at different places: ngram-simple
+// finds several continuations of its key and grows trees (docs/SPECULATIVE.md, "Trees").
+TEST(NgramCli, run_with_ngram_trees_prints_plain_greedy_output_and_the_tree_statistics) {
+    const auto args = [](const char* prompt, const std::vector<std::string>& extra) {
+        std::vector<std::string> a = {"run", "-m", repeating_model(), "--prompt-tokens", prompt, "-n", "24",
+                                      "--temp", "0", "--ignore-eos"};
+        a.insert(a.end(), extra.begin(), extra.end());
+        return a;
+    };
+    const std::vector<std::string> trees = {"--spec-type", "ngram-simple", "--spec-ngram-size-n", "1",
+                                            "--spec-ngram-size-m", "6", "--draft-max", "11", "--draft-tree", "4,3,12"};
+    // the output cycles 300..304; the token each round ends on (301 or 300 here) is followed
+    // in the prompt by two different tokens, the wrong one most recently in the first prompt
+    for (const char* prompt : {"301,302,303,304,300,301,307,300", "301,305,303,309,301,302,303,304,300",
+                               "300,306,304,300,301,302,303,304"}) {
+        const CliRun plain = tandem(args(prompt, {}));
+        ASSERT_EQ(plain.status, 0) << plain.err;
+        std::vector<std::string> forced = trees;
+        forced.push_back("--spec-fixed");  // fixed k: trees wherever a round can verify one
+        const CliRun tree = tandem(args(prompt, forced));
+        ASSERT_EQ(tree.status, 0) << tree.err;
+        EXPECT_EQ(tree.out, plain.out) << prompt;
+        EXPECT_TRUE(tree.has("trees: ")) << prompt << "\n" << tree.err;
+    }
+    // the goodput controller: on a CPU device every round chooses the chain (a GPU's first
+    // rounds try both)
+    const CliRun chosen = tandem(args("301,302,303,304,300,301,307,300", trees));
+    ASSERT_EQ(chosen.status, 0) << chosen.err;
+    EXPECT_TRUE(chosen.has("chain rounds chosen instead")) << chosen.err;
 }
 
 TEST(NgramCli, a_corrupt_cache_file_and_an_invalid_size_exit_with_a_clear_error) {
