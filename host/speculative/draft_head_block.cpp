@@ -6,6 +6,7 @@
 // are the drafts. The block's KV entries are dropped with the rest after the round
 // (DraftHeadDrafter::accept truncates to the committed positions).
 // Not here: chained heads' rounds and the submission (draft_head.cpp).
+#include "plugin/abi_structs.h"
 #include "plugin/handles.h"
 #include "speculative/draft_head_shared.h"
 
