@@ -186,7 +186,9 @@ Result<DraftTree> DraftHead::grow(DraftHeadDrafter& d, const DraftRequest& req) 
     return growth.tree();
 }
 
-bool DraftHeadDrafter::grows_trees() const { return !head_->picks_tokens; }
+// A block head (DFlash) drafts its whole block in one pass, with no per-level step to
+// expand: it proposes chains.
+bool DraftHeadDrafter::grows_trees() const { return !head_->picks_tokens && head_->block_size == 0; }
 
 Result<DraftTree> DraftHeadDrafter::draft_tree(const DraftRequest& req) {
     if (pending_) cancel();  // a chain prepared for this round: the tree replaces it
