@@ -13,7 +13,8 @@
 #      the E2B-style one with its synthesized assistant (GGUF and HF), GLM-OCR's text decoder
 #      (GGUF and HF) with its MTP layer, llama (GGUF, and HF with llama3 rope scaling),
 #      a JSON-schema-constrained run with n-gram and with MTP drafting, EAGLE-3 heads (GGUF
-#      on qwen3, HF on llama-hf) and a draft-tree bench round (forced acceptance);
+#      on qwen3, HF on llama-hf), a DFlash head on qwen3, draft trees grown by an MTP head, a
+#      draft model and an n-gram drafter (greedy, and sampled), and a draft-tree bench round;
 #   3. every fuzz harness for FUZZ_SECONDS (default 10; scripts/fuzz.sh on the same build).
 #
 #   scripts/sanitize.sh [--ci] [FUZZ_SECONDS]
@@ -69,7 +70,8 @@ cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DTANDEM_SANITIZE=address,undefined -DTANDEM_FUZZ=ON -DTANDEM_PCH=ON >/dev/null
 echo "==> building (only what the job runs)"
 targets=(tandem tandem-plugin-gemma4 tandem-synth-gemma4 tandem-plugin-glm-ocr tandem-synth-glm-ocr
-  tandem-plugin-llama tandem-synth-llama tandem-plugin-eagle3 tandem-synth-eagle3 fuzz_all)
+  tandem-plugin-llama tandem-synth-llama tandem-plugin-eagle3 tandem-synth-eagle3
+  tandem-plugin-dflash tandem-synth-dflash fuzz_all)
 if [ "$ci" = 0 ]; then targets+=(test_formats test_image test_tokenizer test_config test_cli test_plugin test_serve); fi
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 
@@ -176,9 +178,10 @@ run_all \
   "synth-llama:synth --arch llama -o llama.gguf" \
   "synth-llama-hf:synth --arch llama --format hf --rope-scaling true -o llama-hf" ||
   { echo "sanitize.sh: a synthesizer failed" >&2; exit 1; }
-# EAGLE-3 heads are shaped from their target, so they follow it
+# EAGLE-3 and DFlash heads are shaped from their target, so they follow it
 run_all \
   "synth-eagle3-qwen3:synth --arch eagle3 --target qwen3.gguf -o eagle3-qwen3.gguf" \
+  "synth-dflash-qwen3:synth --arch dflash --target qwen3.gguf -o dflash-qwen3" \
   "synth-eagle3-llama-hf:synth --arch eagle3 --target llama-hf --format hf --rope-scaling true -o eagle3-llama-hf" ||
   { echo "sanitize.sh: a synthesizer failed" >&2; exit 1; }
 printf "Hello there" >"$e2e/prompt.txt"
@@ -205,6 +208,10 @@ run_all \
   "run-qwen35-json-schema-mtp:${run[*]} -m qwen35.gguf --spec-type mtp --json-schema schema.json" \
   "run-qwen3-eagle3:${run[*]} -m qwen3.gguf -md eagle3-qwen3.gguf" \
   "run-llama-hf-eagle3-hf:${run[*]} -m llama-hf --spec-type draft-eagle3 -md eagle3-llama-hf" \
+  "run-qwen3-dflash:${run[*]} -m qwen3.gguf --spec-type dflash -md dflash-qwen3" \
+  "run-glm4-mtp-tree:${run[*]} -m glm4.gguf --spec-type mtp --draft-tree 3,2,6 --spec-fixed" \
+  "run-qwen3-draft-tree:${run[*]} -m qwen3.gguf -md qwen3-draft.gguf --spec-type draft --draft-tree 3,2,6 --spec-fixed" \
+  "run-qwen3-ngram-simple-tree-sampled:${run[*]} -m qwen3.gguf --spec-type ngram-simple --draft-tree 4,2,8 --spec-fixed --temp 0.8 --seed 3" \
   "bench-qwen3-draft-tree:bench spec -m qwen3.gguf --force-acceptance 0.7 --spec-fixed --draft-max 3 --draft-tree 3,2,4 --prompts 1 --gen-tokens 12 -c 256 --json" ||
   { echo "sanitize.sh: an end-to-end run failed (or printed no tokens)" >&2; exit 1; }
 
