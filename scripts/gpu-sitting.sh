@@ -163,6 +163,17 @@ for f in "$q8" "$q4" "$g4"; do
   step "decode-$name-ctx$long_ctx" "$limit" "$tandem" bench decode -m "$f" --prompt-len "$long_ctx" \
     --gen-tokens "$gen" -c $(( long_ctx + gen + 64 )) --no-tune --json
 done
+# The split-KV attention layout (docs/TUNING.md, "Attention layouts"), not yet a GPU's
+# default: the same decode rows with it forced, so its 4096-over-64 ratio and its prefill
+# time stand beside the default layout's.
+for f in "$q8" "$g4"; do
+  [ -s "$f" ] || continue
+  name="$(basename "$f" .gguf)"
+  for c in "$short_ctx" "$long_ctx"; do
+    step "decode-$name+split-ctx$c" "$limit" env TANDEM_ATTENTION_LAYOUT=split "$tandem" bench decode -m "$f" \
+      --prompt-len "$c" --gen-tokens "$gen" -c $(( c + gen + 64 )) --no-tune --json
+  done
+done
 if [ -s "$q8" ]; then
   # the per-op table goes to stderr (logs/decode-profile.err), every pass node by node to
   # decode-profile.jsonl (a few steps: a line of the 0.6B shape is about 150 KB)

@@ -133,12 +133,15 @@ void BatchEngine::prepare_batches(std::span<Session* const> part) {
 // The round's proposal (speculative/round.h), with the session's drafting time.
 Proposal BatchEngine::draft(Session& s, int k) {
     s.draft_ms = 0;
+    s.tree_chosen = false;
     if (k <= 0) return {};
     DraftRequest req{std::span<const int32_t>(s.history), s.pos(), uint32_t(k), s.slot->seq};
     req.tree = tree_shape(s, k);
     const ChainedDrafter* opener = first_on(s.chain);
     s.tree_chosen = req.tree.nodes > 1 && opener && opener->drafter->grows_trees();
     if (s.tree_chosen && !s.tree_choice.choose(req.tree.nodes)) {
+        // the chain of as many rows as the tree (tree_choice.h compares equal budgets)
+        req.max = std::min(req.max, req.tree.nodes - 1);
         req.tree = {};
         ++s.result.spec.tree_chains_chosen;
     }
@@ -378,7 +381,10 @@ void BatchEngine::count_round(Session& s, const RoundResult& round, bool first_t
         }
         for (uint32_t i = 0; i < nd; ++i) ++stats_.drafted_at[i];
         for (uint32_t i = 0; i < m; ++i) ++stats_.accepted_at[i];
-        s.tune.observe_round(int(nd), int(m), s.draft_ms, pass_ms);
+        if (s.proposal.tree())
+            s.tune.observe_tree_round(int(nd), int(s.proposal.drafts.size()) + 1, int(m), pass_ms);
+        else
+            s.tune.observe_round(int(nd), int(m), s.draft_ms, pass_ms);
         if (s.tree_chosen)
             s.tree_choice.observe(s.proposal.tree(), uint32_t(s.proposal.drafts.size()) + 1, m + 1, pass_ms);
         s.zero_streak = m == 0 ? s.zero_streak + 1 : 0;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/graph/split_attention.h: the rewrite that gives attention in the split layout
-// (ops/attention_layout.h: GPUs, or TANDEM_ATTENTION_LAYOUT=split) its two passes before a
+// (ops/attention_layout.h: TANDEM_ATTENTION_LAYOUT=split) its two passes before a
 // graph is compiled. Each such attention node becomes, for every run of at most
 // attention_split_tokens() of its tokens, an attention_partials node writing the run's
 // partials (a new activation) and an attention_combine node writing the run's rows of the

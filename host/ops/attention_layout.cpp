@@ -16,8 +16,8 @@ AttentionLayout attention_layout(const vk::DeviceCaps& caps, const KvLayerBindin
     if (forced == "split") return AttentionLayout::key_splits;
     if (forced == "ks") return AttentionLayout::key_chunks;
     if (forced == "rl" && rl_possible) return AttentionLayout::rows_per_lane;
-    // CPU devices keep their layouts (rl, ks where rl cannot run); GPUs split
-    if (!caps.prefer_texel_weights) return AttentionLayout::key_splits;
+    // CPU devices: rl (ks where rl cannot run). GPUs: ks until split has been timed on one
+    // (docs/TUNING.md, "Attention layouts": its cost grows with the KV's capacity).
     return rl_possible ? AttentionLayout::rows_per_lane : AttentionLayout::key_chunks;
 }
 

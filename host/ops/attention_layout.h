@@ -9,8 +9,9 @@
 // keys), the splits merged in order; GPUs, whose hundred-odd cores one workgroup per token
 // would leave idle while it walks a long context). In every layout the KV range is cut at
 // fixed absolute boundaries whatever the batch, so a query's bits depend only on its keys
-// (tandem.h invariant 1); the split layout is used for every batch on a GPU, a short
-// context simply having one split.
+// (tandem.h invariant 1). GPUs use ks: split is forced for now (docs/TUNING.md says why);
+// when it becomes a GPU's layout it must serve every batch there, a short context simply
+// having one split.
 // TANDEM_ATTENTION_LAYOUT=rl|ks|split overrides (experiments, and tests that run every
 // layout on one device; "rl" only where the KV has texel views).
 // Not here: the kernels' recording (attention.cpp, attention_split.cpp), the graph rewrite

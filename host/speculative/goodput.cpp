@@ -249,17 +249,29 @@ void GoodputController::observe_round(int k, int accepted, double draft_ms, doub
         verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
         draft_ms_per_token_ = ema(draft_ms_per_token_, draft_ms / k);
     }
+    count_acceptance(k, accepted, true);
+}
+
+void GoodputController::observe_tree_round(int depth, int rows, int accepted, double verify_ms) {
+    if (depth <= 0 || depth > k_max_) return;
+    started_ = true;
+    const int width = std::clamp(rows - 1, 1, k_max_);
+    if (rounds_at_[size_t(width)]++ > 0) verify_ms_[size_t(width)] = ema(verify_ms_[size_t(width)], verify_ms);
+    count_acceptance(depth, accepted, false);
+}
+
+void GoodputController::count_acceptance(int k, int accepted, bool for_history) {
     accepted = std::clamp(accepted, 0, k);
     decay();
     // Drafts after the first rejection were never really tested: the accepted ones and
     // the rejected one were.
     for (int j = 0; j < std::min(k, accepted + 1); ++j) {
         tried_[size_t(j)] += 1;
-        seen_tried_[size_t(j)] += 1;
+        if (for_history) seen_tried_[size_t(j)] += 1;
     }
     for (int j = 0; j < accepted; ++j) {
         hit_[size_t(j)] += 1;
-        seen_hit_[size_t(j)] += 1;
+        if (for_history) seen_hit_[size_t(j)] += 1;
     }
     first_misses_ = accepted == 0 ? first_misses_ + 1 : 0;
     const bool pays = any_k_pays();

@@ -69,6 +69,12 @@ public:
     void observe_plain(double ms);
     // A verified round of k drafts, `accepted` of them accepted.
     void observe_round(int k, int accepted, double draft_ms, double verify_ms);
+    // A verified tree round: `depth` levels, `rows` verify rows (nodes), `accepted` levels
+    // accepted. Its acceptance counts for this sequence as a chain of `depth` drafts would,
+    // its verify time at its own width (rows - 1 drafts); the draft time per token and what
+    // learned() hands to the history are a chain's alone, since a tree's deeper acceptance
+    // and dearer drafting are no prior for a chain.
+    void observe_tree_round(int depth, int rows, int accepted, double verify_ms);
     // The output's constraint refused the draft at `position` (0-based) before verification,
     // all drafts before it having been accepted (or there being none): the draft was
     // rejected there as surely as by the target, so it counts as tried and missed. Without
@@ -95,6 +101,9 @@ public:
     GoodputMemory learned() const;
 
 private:
+    // The acceptance bookkeeping of a verified round of k positions; for_history: also
+    // what learned() reports.
+    void count_acceptance(int k, int accepted, bool for_history);
     double verify_estimate(int k) const;
     double acceptance_bound(int j, double optimism) const;
     double expected_tokens(int k, double optimism) const;

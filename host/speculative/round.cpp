@@ -110,6 +110,7 @@ Proposal propose(std::span<ChainedDrafter> chain, SpecStats& stats, const DraftR
         if (d.on && !p.empty() && int(p.size()) >= std::max(1, draft_min)) {
             out.drafts = std::move(p);
             out.parents = std::move(parents);
+            out.drawn_from = std::move(prop->drawn_from);
             out.winner = int(i);
         }
     }

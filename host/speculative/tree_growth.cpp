@@ -100,7 +100,12 @@ std::vector<std::pair<int32_t, double>> top_probabilities(std::span<const float>
     double sum = 0;
     for (uint32_t i = 0; i < n; ++i) sum += std::exp(at(int32_t(i)) - top);
     std::vector<std::pair<int32_t, double>> out;
-    for (uint32_t i = 0; i < k; ++i) out.emplace_back(ids[i], std::exp(at(ids[i]) - top) / sum);
+    for (uint32_t i = 0; i < k; ++i) {
+        // all -inf or NaN, or an infinite logit: no probability to rank by (0 keeps every
+        // score finite, so the orders above stay strict)
+        const double q = std::exp(at(ids[i]) - top) / sum;
+        out.emplace_back(ids[i], std::isfinite(q) ? q : 0.0);
+    }
     return out;
 }
 

@@ -30,7 +30,7 @@ constexpr int kTrials = 20000;
 
 // The table: logits after the path `drafts` (root excluded), a fixed function of it (and of
 // `salt`: the draft model's table is another one).
-std::vector<float> logits_after(std::span<const int32_t> drafts, uint64_t salt = 0) {
+std::vector<float> table_logits_after(std::span<const int32_t> drafts, uint64_t salt = 0) {
     uint64_t h = 1469598103934665603ull ^ salt;
     for (int32_t t : drafts) h = (h ^ uint64_t(t + 1)) * 1099511628211ull;
     Rng r(h);
@@ -107,7 +107,7 @@ Counts run_rounds(const std::function<DraftTree()>& grow) {
         const DraftTree tree = grow();
         rows.clear();
         for (uint32_t i = 0; i < tree.size(); ++i) {
-            const std::vector<float> l = logits_after(drafts_to(tree, i));
+            const std::vector<float> l = table_logits_after(drafts_to(tree, i));
             rows.insert(rows.end(), l.begin(), l.end());
         }
         const Proposal prop = proposal_of(tree);
@@ -118,7 +118,7 @@ Counts run_rounds(const std::function<DraftTree()>& grow) {
         committed.push_back(r.next);
         if (committed.size() == 1) {
             const std::vector<int32_t> h = with(kHistory, committed);
-            committed.push_back(sampler.sample(logits_after(committed).data(), kTableVocab, h));
+            committed.push_back(sampler.sample(table_logits_after(committed).data(), kTableVocab, h));
         }
         c.accepted += r.accepted;
         ++c.first[size_t(committed[0])];
@@ -136,12 +136,12 @@ Expected plain_sampling() {
     Sampler s = make_sampler(target_params());
     Expected e;
     TokenDistribution p1, p2;
-    s.distribution(logits_after({}).data(), kTableVocab, kHistory, &p1);
+    s.distribution(table_logits_after({}).data(), kTableVocab, kHistory, &p1);
     for (size_t i = 0; i < p1.size(); ++i) {
         const int32_t a = p1.ids[i];
         e.first[size_t(a)] = p1.probs[i];
         const int32_t drafts[] = {a};
-        s.distribution(logits_after(drafts).data(), kTableVocab, with(kHistory, drafts), &p2);
+        s.distribution(table_logits_after(drafts).data(), kTableVocab, with(kHistory, drafts), &p2);
         for (size_t j = 0; j < p2.size(); ++j) e.pair[size_t(a) * kTableVocab + size_t(p2.ids[j])] = double(p1.probs[i]) * p2.probs[j];
     }
     return e;
@@ -192,7 +192,7 @@ TEST(TreeSampling, children_drawn_without_replacement_keep_the_target_distributi
     auto children = [&](DraftTree& t, uint32_t node, int m) {
         const std::vector<int32_t> d = drafts_to(t, node);
         TokenDistribution q;
-        draft.distribution(logits_after(d, 77).data(), kTableVocab, with(kHistory, d), &q);
+        draft.distribution(table_logits_after(d, 77).data(), kTableVocab, with(kHistory, d), &q);
         TokenDistribution left = q;
         for (int i = 0; i < m; ++i) {
             const int32_t tok = draw(left, drafter_rng);
@@ -216,7 +216,7 @@ TEST(TreeSampling, a_fixed_seed_gives_the_same_rounds) {
     const DraftTree t = tree_of_parents({{0, 3}, {0, 6}, {1, 0}, {1, 5}});
     std::vector<float> rows;
     for (uint32_t i = 0; i < t.size(); ++i) {
-        const std::vector<float> l = logits_after(drafts_to(t, i));
+        const std::vector<float> l = table_logits_after(drafts_to(t, i));
         rows.insert(rows.end(), l.begin(), l.end());
     }
     Sampler a = make_sampler(target_params()), b = make_sampler(target_params());

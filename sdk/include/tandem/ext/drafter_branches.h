@@ -12,13 +12,15 @@
  *     const tdm_ext_drafter_branches* b = host->get_extension(TDM_EXT_DRAFTER_BRANCHES, 1, NULL);
  *     if (b) st = b->set_propose_branches(reg, "ngram_simple", my_propose_branches);
  *
- * The host asks for branches only in rounds that may verify a tree (greedy,
- * --draft-tree); otherwise it calls propose as before. Branches are listed
+ * The host asks for branches only in rounds that may verify a tree
+ * (--draft-tree); otherwise it calls propose as before. Branches are listed
  * best first (the first is the chain propose would return); the host merges
  * their common prefixes into one tree and cuts them to the tree's shape
  * (levels, children per node, nodes), so a drafter need not know it. accept
- * then reports n_drafted = the tree's depth and n_accepted = the depth of the
- * accepted path, which may follow any branch: `history` says which. */
+ * then reports n_drafted = the tree's draft tokens (its nodes but the round's
+ * first token, so a fully accepted branch can have n_accepted < n_drafted) and
+ * n_accepted = the depth of the accepted path, which may follow any branch:
+ * `history` says which. */
 #ifndef TANDEM_EXT_DRAFTER_BRANCHES_H
 #define TANDEM_EXT_DRAFTER_BRANCHES_H
 
