@@ -340,7 +340,7 @@ const ProgramSpec& program_spec() {
                           "loaded drafter with \"speculative\": {\"type\": NAME, \"draft_max\": N}. "
                           "A model with an image encoder (GLM-OCR, or --mmproj) reads images in chat requests as "
                           "image_url parts with data: URLs (PNG or JPEG), and PDFs as file parts (each page an image, "
-                          "rendered at [ocr] pdf_dpi); URLs are never fetched. "
+                          "rendered at --pdf-dpi); URLs are never fetched. "
                           "The generation options below are the defaults a request's fields override. SIGTERM or "
                           "Ctrl-C stops accepting requests, finishes the admitted ones and exits. See docs/SERVER.md."};
         serve.groups = {model_options(),
@@ -385,6 +385,8 @@ const ProgramSpec& program_spec() {
                           ranged({{"--max-image-bytes"}, K::integer, "BYTES", "Bytes of one request's images and "
                                   "files in all (after base64); more get 400.", "20971520"},
                                  0, int64_t(1) << 30),
+                          {{"--pdf-dpi"}, K::number, "DPI", "Resolution the pages of a chat request's PDF file "
+                           "parts are rendered at, as `tandem ocr` renders them (GLM-OCR's SDK uses 200).", "200"},
                           mmproj_option(),
                           {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
                            "chatml-no-thinking, gemma, gemma4, glm4, llama3 (default: the model's family)."}}},

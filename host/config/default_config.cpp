@@ -187,7 +187,7 @@ std::string_view default_config_text() {
 # max_connections_per_client = 64
 # Images (image_url content parts, data: URLs, and the pages of PDF file parts) in one chat
 # request, and their bytes in all after base64, for a model with an image encoder
-# (GLM-OCR); more get 400. PDF pages are rendered at [ocr] pdf_dpi.
+# (GLM-OCR); more get 400. PDF pages are rendered at [ocr] pdf_dpi (serve --pdf-dpi).
 # max_images = 16
 # max_image_bytes = 20971520
 
