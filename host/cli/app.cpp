@@ -122,6 +122,8 @@ Result<Config> merged_config(const ParsedArgs& a) {
         if (cl("output-format")) c.ocr.output_format = *a.get_string("output-format");
         if (cl("pdf-dpi")) c.ocr.pdf_dpi = float(*a.get_number("pdf-dpi"));
     }
+    // serve renders the PDF pages of file parts as ocr does
+    if (a.command() == "serve" && cl("pdf-dpi")) c.ocr.pdf_dpi = float(*a.get_number("pdf-dpi"));
     if (Status st = validate_config(c); !st.ok())
         return Error(name_command_line_options(st.error().message(), a));
     TDM_TRY(check_plugin_dirs(a, c));

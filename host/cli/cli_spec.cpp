@@ -339,7 +339,8 @@ const ProgramSpec& program_spec() {
                           "in one graph per step where the head allows it); a request may turn it off or pick a "
                           "loaded drafter with \"speculative\": {\"type\": NAME, \"draft_max\": N}. "
                           "A model with an image encoder (GLM-OCR, or --mmproj) reads images in chat requests as "
-                          "image_url parts with data: URLs (PNG or JPEG); URLs are never fetched. "
+                          "image_url parts with data: URLs (PNG or JPEG), and PDFs as file parts (each page an image, "
+                          "rendered at --pdf-dpi); URLs are never fetched. "
                           "The generation options below are the defaults a request's fields override. SIGTERM or "
                           "Ctrl-C stops accepting requests, finishes the admitted ones and exits. See docs/SERVER.md."};
         serve.groups = {model_options(),
@@ -378,12 +379,14 @@ const ProgramSpec& program_spec() {
                           ranged({{"--max-connections-per-client"}, K::integer, "N", "Connections open at once "
                                   "from one client address; more are answered 503 and closed.", "64"},
                                  1, 65536),
-                          ranged({{"--max-images"}, K::integer, "N", "Images (image_url parts) one chat request "
-                                  "may hold, for a model with an image encoder; more get 400.", "16"},
+                          ranged({{"--max-images"}, K::integer, "N", "Images (image_url parts and PDF pages) one "
+                                  "chat request may hold, for a model with an image encoder; more get 400.", "16"},
                                  0, 1024),
-                          ranged({{"--max-image-bytes"}, K::integer, "BYTES", "Bytes of one request's images in "
-                                  "all (after base64); more get 400.", "20971520"},
+                          ranged({{"--max-image-bytes"}, K::integer, "BYTES", "Bytes of one request's images and "
+                                  "files in all (after base64); more get 400.", "20971520"},
                                  0, int64_t(1) << 30),
+                          {{"--pdf-dpi"}, K::number, "DPI", "Resolution the pages of a chat request's PDF file "
+                           "parts are rendered at, as `tandem ocr` renders them (GLM-OCR's SDK uses 200).", "200"},
                           mmproj_option(),
                           {{"--chat-template"}, K::string, "NAME", "Built-in template: chatml, chatml-thinking, "
                            "chatml-no-thinking, gemma, gemma4, glm4, llama3 (default: the model's family)."}}},

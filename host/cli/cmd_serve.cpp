@@ -60,6 +60,7 @@ Status cmd_serve(App& app) {
     opts.limits.max_prompt_bytes = std::min(opts.limits.max_prompt_bytes, opts.max_body_bytes);
     opts.limits.max_images = size_t(cfg.server.max_images);
     opts.limits.max_image_bytes = size_t(cfg.server.max_image_bytes);
+    opts.limits.pdf_dpi = cfg.ocr.pdf_dpi;  // a file part's pages, as `tandem ocr` renders them
 
     const uint32_t parallel = uint32_t(cfg.server.parallel);
     // every slot's KV, and a draft head's per request, before anything large is allocated

@@ -64,6 +64,7 @@ constexpr OptionKey kOptionKeys[] = {
     {"max-connections-per-client", "server.max_connections_per_client"},
     {"max-images", "server.max_images"},
     {"max-image-bytes", "server.max_image_bytes"},
+    {"pdf-dpi", "ocr.pdf_dpi"},
 };
 
 // ParsedArgs asserts on ids its spec lacks; tests parse against other tables.

@@ -160,7 +160,7 @@ struct ServerConfig {
     int shutdown_timeout = 30;    // seconds admitted requests may run on after SIGTERM
     int max_connections = 256;    // open at once
     int max_connections_per_client = 64;  // open at once from one address
-    int max_images = 16;                  // image_url parts in one request
+    int max_images = 16;                  // image_url parts and PDF pages in one request
     int64_t max_image_bytes = int64_t(20) << 20;  // their bytes in one request (after base64)
 
     bool operator==(const ServerConfig&) const = default;

@@ -185,8 +185,9 @@ std::string_view default_config_text() {
 # Connections open at once, in all and from one client address; more get 503.
 # max_connections = 256
 # max_connections_per_client = 64
-# Images (image_url content parts, data: URLs) in one chat request, and their bytes in all
-# after base64, for a model with an image encoder (GLM-OCR); more get 400.
+# Images (image_url content parts, data: URLs, and the pages of PDF file parts) in one chat
+# request, and their bytes in all after base64, for a model with an image encoder
+# (GLM-OCR); more get 400. PDF pages are rendered at [ocr] pdf_dpi (serve --pdf-dpi).
 # max_images = 16
 # max_image_bytes = 20971520
 
@@ -199,7 +200,8 @@ std::string_view default_config_text() {
 # object per page with timings and speculative statistics), or text (pages one after
 # another).
 # output_format = "markdown"
-# Resolution PDF pages are rendered at (GLM-OCR's SDK uses 200).
+# Resolution PDF pages are rendered at (GLM-OCR's SDK uses 200), by `tandem ocr` and for
+# the file parts of `tandem serve`'s chat requests.
 # pdf_dpi = 200
 # Context of each page in tokens, instead of [model] n_ctx (-c overrides it): an A4 page at
 # 200 dpi is about 5,000 image tokens, GLM-OCR's largest 6,144. 0 = the model's trained length.

@@ -3,6 +3,7 @@
 #include "serve/openai_request.h"
 
 #include "serve/constraint_request.h"
+#include "serve/file_part.h"
 #include "serve/image_url.h"
 #include "serve/ordered_body.h"
 #include "serve/openai_tools.h"
@@ -224,7 +225,7 @@ void read_logit_bias(Fields& f, const RequestLimits& limits, GenerationRequest& 
 }
 
 // "messages": [{"role": ..., "content": "..." or [{"type": "text", "text": "..."},
-// {"type": "image_url", "image_url": {"url": "data:..."}}]}]
+// {"type": "image_url", "image_url": {"url": "data:..."}}, {"type": "file", "file": {"file_data": "data:..."}}]}]
 void read_messages(Fields& f, const json& messages, const RequestLimits& limits, GenerationRequest& out) {
     if (!messages.is_array()) return f.wrong_type("messages", "an array of messages", messages);
     if (messages.empty()) return f.fail("messages", "'messages' is empty: send at least one message");
@@ -299,17 +300,26 @@ void read_messages(Fields& f, const json& messages, const RequestLimits& limits,
                     msg.images.push_back({msg.content.size(), std::move(*image)});
                     continue;
                 }
+                if (*type == "file") {
+                    if (msg.role != "user")
+                        return f.fail(part_at, fmt::format("files are accepted in user messages, not {} messages",
+                                                           msg.role));
+                    auto pages = read_file_part(part, part_at, limits, images);
+                    if (!pages.ok()) return f.fail(pages.error().param, pages.error().message);
+                    for (Image& page : *pages) msg.images.push_back({msg.content.size(), std::move(page)});
+                    continue;
+                }
                 if (*type != "text")
                     return f.fail(part_at + ".type",
-                                  fmt::format("content parts of type '{}' are not supported; 'text' and 'image_url' "
-                                              "are", *type));
+                                  fmt::format("content parts of type '{}' are not supported; 'text', 'image_url' "
+                                              "and 'file' (PDF) are", *type));
                 const auto text = pf.string("text", limits.max_prompt_bytes);
                 if (pf.failed()) return f.fail(pf.error()->param, pf.error()->message);
                 if (!text) return f.fail(part_at + ".text", fmt::format("'{}.text' is missing", part_at));
                 msg.content += *text;
             }
         } else {
-            return f.wrong_type(at + ".content", "a string or an array of text and image_url parts", *content);
+            return f.wrong_type(at + ".content", "a string or an array of text, image_url and file parts", *content);
         }
         total += msg.content.size();
         if (total > limits.max_prompt_bytes)

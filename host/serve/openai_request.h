@@ -43,17 +43,19 @@ struct RequestLimits {
     size_t max_logit_bias = 1024;    // logit_bias entries
     uint32_t max_top_logprobs = 20;  // alternatives reported per token
     int max_depth = 64;              // JSON nesting
-    // image_url content parts (serve/image_url.h): how many in one request, their bytes in
-    // all (after base64), and the image reader's limits (pixels, from the header)
+    // image_url content parts (serve/image_url.h) and the pages of file parts
+    // (serve/file_part.h): how many images in one request, their bytes in all (after
+    // base64), and the image reader's limits (pixels, from the header)
     size_t max_images = 16;
     size_t max_image_bytes = size_t(20) << 20;
     ImageLimits image;
+    double pdf_dpi = 200;  // file parts' PDF pages are rendered at this resolution (ocr.pdf_dpi)
     size_t max_constraint_bytes = size_t(1) << 20;  // a grammar, or a JSON schema as text
     size_t max_tools = 128;                    // functions in "tools"
     size_t max_tools_bytes = size_t(1) << 20;  // all of "tools" as JSON text
 };
 
-// An image of a user message (an image_url content part), decoded.
+// An image of a user message (an image_url content part, or a page of a file part), decoded.
 struct MessageImage {
     size_t offset = 0;  // where it sits in the message's text: before content[offset]
     Image image;

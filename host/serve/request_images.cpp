@@ -18,7 +18,7 @@ std::optional<ApiError> refuse_images(const GenerationRequest& request, const Im
         if (!request.messages[i].images.empty())
             return ApiError::invalid(
                 fmt::format("messages[{}].content", i),
-                fmt::format("this model takes no images (image_url parts): {}",
+                fmt::format("this model takes no images (image_url or file parts): {}",
                             support.missing.empty() ? "it has no image encoder" : support.missing));
     return std::nullopt;
 }

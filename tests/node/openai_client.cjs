@@ -10,9 +10,10 @@
 // penalties, the gateway metrics in vLLM's names, and the client's error classes for a wrong
 // model, a bad value, a wrong API key and an overlong request; images (image_url parts with
 // data: URLs) to a synthetic GLM-OCR with its vision tower give the text of `tandem ocr` on
-// the same image, whole and streamed, and a two-image request beside a text-only one each
-// give their text alone, while a model without an image encoder refuses images with a 400
-// and keeps serving. Run by ctest; exits 77 (skipped) when the client is not installed.
+// the same image, whole and streamed (and a one-page PDF as a file part the text of `tandem
+// ocr` on that PDF), and a two-image request beside a text-only one each give their text
+// alone, while a model without an image encoder refuses images with a 400 and keeps serving.
+// Run by ctest; exits 77 (skipped) when the client is not installed.
 //
 //   TANDEM_BIN=build/bin/tandem OPENAI_MODULE=build/node/node_modules/openai node openai_client.cjs
 'use strict';
@@ -637,6 +638,16 @@ imageTest('an image request gives the text of tandem ocr on that image, whole an
   const http = await expectError(client.chat.completions.create(readPage([imagePart('https://example.com/a.png')])),
     OpenAI.BadRequestError, 400, 'an http URL');
   assert.match(http.message, /does not fetch URLs/);
+});
+
+imageTest('a one-page PDF as a file part gives the text of tandem ocr on that PDF', async (client) => {
+  const pdf = { type: 'file', file: { file_data: dataUrl('cropped.pdf', 'application/pdf'), filename: 'cropped.pdf' } };
+  const r = await client.chat.completions.create(readPage([pdf, { type: 'text', text: 'Text Recognition:' }]));
+  assert.equal(r.choices[0].message.content, ocrText('cropped.pdf'));
+  assert.equal(r.timings.images, 1);
+  const id = await expectError(client.chat.completions.create(readPage([{ type: 'file', file: { file_id: 'file-1' } }])),
+    OpenAI.BadRequestError, 400, 'a file_id');
+  assert.equal(id.param, 'messages[0].content[0].file.file_id');
 });
 
 imageTest('a two-image request and a text-only one running together each give their text alone', async (client) => {
