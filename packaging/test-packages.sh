@@ -251,9 +251,12 @@ for a in "${heads[@]}"; do
     synth_one "$a" --target "$work/synth-qwen3.gguf"
     continue
   fi
-  tandem synth --arch dflash --target "$work/synth-qwen3.gguf" -o "$work/synth-dflash" 2>&1 | sed 's/^/    /' ||
+  # a DFlash head reads several target layers: a 5-layer target (z-lab's default spread)
+  tandem synth --arch qwen3 --layers 5 --type f16 -o "$work/synth-qwen3-5l.gguf" >/dev/null 2>&1 ||
+    fail "tandem synth --arch qwen3 --layers 5"
+  tandem synth --arch dflash --target "$work/synth-qwen3-5l.gguf" -o "$work/synth-dflash" 2>&1 | sed 's/^/    /' ||
     fail "tandem synth --arch dflash"
-  tandem run -m "$work/synth-qwen3.gguf" --spec-type dflash -md "$work/synth-dflash" -p "Hello" -n 4 --temp 0 \
+  tandem run -m "$work/synth-qwen3-5l.gguf" --spec-type dflash -md "$work/synth-dflash" -p "Hello" -n 4 --temp 0 \
     >/dev/null 2>"$work/dflash.log" || { cat "$work/dflash.log"; fail "drafting with the synthesized dflash head"; }
   n_archs=$((n_archs + 1))
 done

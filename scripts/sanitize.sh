@@ -166,6 +166,7 @@ run_all \
   "synth-qwen3:synth --arch qwen3 -o qwen3.gguf" \
   "synth-qwen3-hf:synth --arch qwen3 --format hf --type f32 -o qwen3-hf" \
   "synth-qwen3-draft:synth --arch qwen3 --layers 1 --draft-of-seed 1 -o qwen3-draft.gguf" \
+  "synth-qwen3-5l:synth --arch qwen3 --layers 5 -o qwen3-5l.gguf" \
   "synth-qwen35:synth --arch qwen35 -o qwen35.gguf" \
   "synth-qwen35moe:synth --arch qwen35moe -o qwen35moe.gguf" \
   "synth-gemma4-e2b:synth --arch gemma4 --preset tiny-e2b -o gemma4-e2b.gguf" \
@@ -181,7 +182,7 @@ run_all \
 # EAGLE-3 and DFlash heads are shaped from their target, so they follow it
 run_all \
   "synth-eagle3-qwen3:synth --arch eagle3 --target qwen3.gguf -o eagle3-qwen3.gguf" \
-  "synth-dflash-qwen3:synth --arch dflash --target qwen3.gguf -o dflash-qwen3" \
+  "synth-dflash-qwen3:synth --arch dflash --target qwen3-5l.gguf -o dflash-qwen3" \
   "synth-eagle3-llama-hf:synth --arch eagle3 --target llama-hf --format hf --rope-scaling true -o eagle3-llama-hf" ||
   { echo "sanitize.sh: a synthesizer failed" >&2; exit 1; }
 printf "Hello there" >"$e2e/prompt.txt"
@@ -208,7 +209,7 @@ run_all \
   "run-qwen35-json-schema-mtp:${run[*]} -m qwen35.gguf --spec-type mtp --json-schema schema.json" \
   "run-qwen3-eagle3:${run[*]} -m qwen3.gguf -md eagle3-qwen3.gguf" \
   "run-llama-hf-eagle3-hf:${run[*]} -m llama-hf --spec-type draft-eagle3 -md eagle3-llama-hf" \
-  "run-qwen3-dflash:${run[*]} -m qwen3.gguf --spec-type dflash -md dflash-qwen3" \
+  "run-qwen3-dflash:${run[*]} -m qwen3-5l.gguf --spec-type dflash -md dflash-qwen3" \
   "run-glm4-mtp-tree:${run[*]} -m glm4.gguf --spec-type mtp --draft-tree 3,2,6 --spec-fixed" \
   "run-qwen3-draft-tree:${run[*]} -m qwen3.gguf -md qwen3-draft.gguf --spec-type draft --draft-tree 3,2,6 --spec-fixed" \
   "run-qwen3-ngram-simple-tree-sampled:${run[*]} -m qwen3.gguf --spec-type ngram-simple --draft-tree 4,2,8 --spec-fixed --temp 0.8 --seed 3" \
