@@ -183,6 +183,11 @@ if [ -s "$q8" ]; then
     step "spec-a$a-k3" "$limit" "$tandem" bench spec -m "$q8" --force-acceptance "$a" --draft-max 3 --prompts 2 \
       --gen-tokens "$spec_gen" --prompt-len 32 -c 512 --no-tune --json
   done
+  # a tree of 8 nodes against the chain of 7 drafts (the same verify rows), forced per node
+  step "spec-a0.5-chain7" "$limit" "$tandem" bench spec -m "$q8" --force-acceptance 0.5 --spec-fixed --draft-max 7 \
+    --prompts 2 --gen-tokens "$spec_gen" --prompt-len 32 -c 512 --no-tune --json
+  step "spec-a0.5-tree7,2,8" "$limit" "$tandem" bench spec -m "$q8" --force-acceptance 0.5 --spec-fixed --draft-max 7 \
+    --draft-tree 7,2,8 --prompts 2 --gen-tokens "$spec_gen" --prompt-len 32 -c 512 --no-tune --json
 fi
 
 # Per-device tuning (`tandem tune`, docs/TUNING.md) when this build has it: the fastest work
