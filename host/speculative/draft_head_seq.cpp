@@ -195,7 +195,9 @@ void DraftHeadDrafter::cancel() {
     pending_ = nullptr;
     head_->settle(*run);
     if (stateless()) return;
-    if (run->status.ok()) n_past_ = pending_pos_;  // the catch-up part is valid
+    // The catch-up's pairs are valid, but a draft at the same position needs its last one
+    // again (the chained steps start from its output): keep the pairs before it.
+    if (run->status.ok()) n_past_ = std::max(n_past_, pending_pos_ > 0 ? pending_pos_ - 1 : 0);
     if (auto st = head_->kv->truncate(seq_, n_past_); !st.ok()) TDM_LOG_WARN("spec", "{}", st.error().message());
 }
 

@@ -194,7 +194,7 @@ Result<DraftTree> DraftHeadDrafter::draft_tree(const DraftRequest& req) {
     if (pending_) cancel();  // a chain prepared for this round: the tree replaces it
     if (stateless() && (req.pos == 0 || !holds_row(req.pos - 1))) return DraftTree(req.history.back());
     if (!stateless() && req.pos > 0 && n_past_ >= req.pos && holds_row(req.pos - 1)) {
-        // the cancelled chain paired the root's row already: the tree's first level runs it again
+        // pairs committed up to the root's row: the tree's first level runs that row again
         n_past_ = req.pos - 1;
         TDM_TRY(head_->kv->truncate(seq_, n_past_));
     }

@@ -291,6 +291,38 @@ TEST_F(Qwen35Mtp, drafts_after_a_prompt_caught_up_in_chunks_equal_the_reference_
     EXPECT_EQ(*drafts, reference_drafts_qwen35_mtp(*ref, history, E, k));
 }
 
+TEST_F(Qwen35Mtp, a_prepared_draft_cancelled_then_asked_again_at_its_position_drafts_the_same) {
+    // The engine cancels a prepared chain when the round wants another length or a tree; the
+    // head must then draft at the same position instead of refusing (and being turned off).
+    const uint32_t k = 3;
+    const std::string path = synth("tiny", DType::F32);
+    TargetQwen35Mtp t = load_target(path, k);
+    ASSERT_TRUE(t.kv);
+    auto ref = ref::Qwen35Reference::open(path, {true, true, std::nullopt});
+    ASSERT_TRUE(ref.ok()) << ref.error().message();
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    runner.set_hidden_point(TDM_HIDDEN_POST_NORM);
+    const int seq = *t.kv->add_sequence();
+    auto mtp = make_mtp(t);
+    ASSERT_TRUE(mtp.ok()) << mtp.error().message();
+    const uint32_t E = t.model->info().n_embd;
+    const std::vector<int32_t> prompt = random_prompt_qwen35_mtp(23, 12, 500);
+    std::vector<int32_t> pos(prompt.size()), rows(prompt.size());
+    for (size_t i = 0; i < prompt.size(); ++i) pos[i] = int32_t(i), rows[i] = int32_t(i);
+    auto out = runner.forward({prompt, pos, seq, rows});
+    ASSERT_TRUE(out.ok()) << out.error().message();
+    ASSERT_TRUE((*mtp)->begin(prompt).ok());
+    ASSERT_TRUE((*mtp)->observe({prompt, 0, out->hidden, E}).ok());
+    std::vector<int32_t> history = prompt;
+    history.push_back(ref->generate(prompt, 1)[0]);
+    const DraftRequest req{history, uint32_t(prompt.size()), k};
+    ASSERT_TRUE((*mtp)->prepare(req).ok());
+    (*mtp)->cancel();
+    auto drafts = (*mtp)->draft(req);
+    ASSERT_TRUE(drafts.ok()) << drafts.error().message();
+    EXPECT_EQ(*drafts, reference_drafts_qwen35_mtp(*ref, history, E, k));
+}
+
 INSTANTIATE_TEST_SUITE_P(Rows, Qwen35MtpRows, ::testing::Values(false, true),
                          [](const auto& p) { return p.param ? "on_device" : "from_host"; });
 
