@@ -15,7 +15,7 @@ using tdm::sdk::Err;
 
 constexpr const char* kPluginName = "dflash";
 
-const char* const kTypes[] = {"dflash", nullptr};
+const char* const kTypes[] = {"dflash", "draft-dflash", nullptr};  // the second: llama.cpp's spelling
 // targets whose forward passes can hand out the input of their layers (z-lab's published
 // heads are for Qwen3 and Llama 3.1)
 const char* const kTargets[] = {"qwen3", "llama", nullptr};

@@ -44,6 +44,9 @@ TEST(DflashCli, synth_writes_a_head_for_a_target_that_run_drafts_with) {
     EXPECT_EQ(spec["tokens"], plain["tokens"]);
     ASSERT_TRUE(spec.contains("speculative")) << spec.dump();
     EXPECT_NE(spec["speculative"].dump().find("dflash"), std::string::npos) << spec["speculative"].dump();
+    // llama.cpp's spelling of the type selects the same head
+    const nlohmann::json spelled = dflash_run_json(target, {"--spec-type", "draft-dflash", "-md", head, "--draft-max", "5"});
+    EXPECT_EQ(spelled["tokens"], plain["tokens"]) << spelled.dump();
 }
 
 }  // namespace
