@@ -138,6 +138,33 @@ std::map<uint32_t, uint64_t> DraftHeadDrafter::rounds_by_vocab() const { return 
 bool DraftHeadDrafter::asks_vocab() const { return head_->opt.auto_vocab && !head_->ignores_vocab; }
 DraftBatcher* DraftHeadDrafter::batcher() { return head_->batched ? head_.get() : nullptr; }
 
+std::unique_ptr<tdm_graph> DraftHead::step_graph(const tdm_batch_desc& b) const {
+    auto g = std::make_unique<tdm_graph>();
+    init_graph_inputs(*g, b, false);
+    g->plugin_abi = entry->plugin->abi;
+    g->plugin_abi_minor = entry->plugin->abi_minor;
+    g->n_embd_target = n_embd_target;
+    g->taps.head_requested = !taps.empty();
+    if (kv)
+        for (uint32_t i = 0; i < kv->n_layers(); ++i) g->kv.push_back(kv->layer(i));
+    g->target_kv.assign(target_kv->n_layers(), nullptr);
+    for (uint32_t i = 0; i < info.n_target_kv_layers; ++i)
+        g->target_kv[info.target_kv_layers[i]] = target_kv->layer(info.target_kv_layers[i]);
+    return g;
+}
+
+Result<TensorId> DraftHead::gather_target_rows(tdm_graph& g, const DeviceWeight* device_rows, uint32_t n,
+                                               TensorId& index) const {
+    index = g.graph.input(DType::I32, {n}, "target_hidden_rows");
+    OpDesc gr;
+    gr.op = TDM_OP_GET_ROWS;
+    gr.in[0] = g.graph.weight(device_rows);
+    gr.in[1] = index;
+    gr.n_in = 2;
+    gr.name = "target_hidden";
+    return g.graph.op(gr);
+}
+
 // The graph of one round for n_seq sequences: a catch-up of n_rows rows (each sequence's
 // run of rows, consecutive; output row i = the last row of sequence i), then k - 1 chained
 // steps of one row per sequence.
@@ -167,18 +194,7 @@ Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint
     c->n_seq = n_seq;
     c->k = k;
     c->vocab = vocab;
-    auto g = std::make_unique<tdm_graph>();
-    tdm_batch_desc b0{sizeof(tdm_batch_desc), n_rows, n_seq, vocab};
-    init_graph_inputs(*g, b0, false);
-    g->plugin_abi = entry->plugin->abi;
-    g->plugin_abi_minor = entry->plugin->abi_minor;
-    g->n_embd_target = n_embd_target;
-    g->taps.head_requested = !taps.empty();
-    if (kv)
-        for (uint32_t i = 0; i < kv->n_layers(); ++i) g->kv.push_back(kv->layer(i));
-    g->target_kv.assign(target_kv->n_layers(), nullptr);
-    for (uint32_t i = 0; i < info.n_target_kv_layers; ++i)
-        g->target_kv[info.target_kv_layers[i]] = target_kv->layer(info.target_kv_layers[i]);
+    auto g = step_graph(tdm_batch_desc{sizeof(tdm_batch_desc), n_rows, n_seq, vocab});
     c->tokens0 = g->tokens;
     c->pos0 = g->positions;
     c->seq0 = g->seq_ids;
@@ -189,17 +205,7 @@ Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint
         c->attn_pos = g->graph.input(DType::I32, {n_rows}, "attn_pos");
         g->graph.set_batch(c->attn_pos, c->seq0);
     }
-    if (device_rows) {
-        // the target rows stay where the verify wrote them: gathered by index
-        c->hidden_index = g->graph.input(DType::I32, {n_rows}, "target_hidden_rows");
-        OpDesc gr;
-        gr.op = TDM_OP_GET_ROWS;
-        gr.in[0] = g->graph.weight(device_rows);
-        gr.in[1] = c->hidden_index;
-        gr.n_in = 2;
-        gr.name = "target_hidden";
-        g->target_hidden = TDM_TRY(g->graph.op(gr));
-    }
+    if (device_rows) g->target_hidden = TDM_TRY(gather_target_rows(*g, device_rows, n_rows, c->hidden_index));
     char err[1024] = {0};
     TensorId prev_hidden = kNoTensor;
     uint32_t width = 0;

@@ -21,33 +21,16 @@ Result<std::unique_ptr<DraftHead::Chain>> DraftHead::block_chain(uint32_t n_ctx,
     c->k = b - 1;
     c->vocab = vocab;
     c->block = b;
-    auto g = std::make_unique<tdm_graph>();
     tdm_batch_desc bd{sizeof(tdm_batch_desc), n, b, vocab};
-    init_graph_inputs(*g, bd, false);
-    g->plugin_abi = entry->plugin->abi;
-    g->plugin_abi_minor = entry->plugin->abi_minor;
-    g->n_embd_target = n_embd_target;
-    g->taps.head_requested = !taps.empty();
+    auto g = step_graph(bd);
     g->taps.target_step = true;  // features(): the context rows' target rows
-    for (uint32_t i = 0; i < kv->n_layers(); ++i) g->kv.push_back(kv->layer(i));
-    g->target_kv.assign(target_kv->n_layers(), nullptr);
-    for (uint32_t i = 0; i < info.n_target_kv_layers; ++i)
-        g->target_kv[info.target_kv_layers[i]] = target_kv->layer(info.target_kv_layers[i]);
     c->tokens0 = g->tokens;
     c->pos0 = g->positions;
     c->seq0 = g->seq_ids;
     c->rows0 = g->output_rows;
     c->key_bound = g->graph.input(DType::I32, {n}, "key_bound");
     if (device_rows) {
-        // the target rows stay where the verify wrote them: gathered by index
-        c->hidden_index = g->graph.input(DType::I32, {n_ctx}, "target_hidden_rows");
-        OpDesc gr;
-        gr.op = TDM_OP_GET_ROWS;
-        gr.in[0] = g->graph.weight(device_rows);
-        gr.in[1] = c->hidden_index;
-        gr.n_in = 2;
-        gr.name = "target_hidden";
-        g->target_hidden = TDM_TRY(g->graph.op(gr));
+        g->target_hidden = TDM_TRY(gather_target_rows(*g, device_rows, n_ctx, c->hidden_index));
     } else {
         // only the context rows have target rows (features() would size them by the batch)
         g->target_hidden = g->graph.input(DType::F32, {n_embd_target, n_ctx}, "target_hidden");

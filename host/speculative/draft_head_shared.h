@@ -63,6 +63,13 @@ public:
     // the head's choice).
     Result<Chain*> chain(uint32_t n_rows, uint32_t n_seq, uint32_t k, const DeviceWeight* device_rows,
                          uint32_t vocab);
+    // A step graph of batch `b` with this head's inputs, its own KV layers and the target's
+    // layers it reads bound: what every round's graph (chain, block, tree level) starts from.
+    std::unique_ptr<tdm_graph> step_graph(const tdm_batch_desc& b) const;
+    // The target rows of `n` rows gathered from `device_rows` by index (the verify's table
+    // stays where it is); `index` gets the index input.
+    Result<TensorId> gather_target_rows(tdm_graph& g, const DeviceWeight* device_rows, uint32_t n,
+                                        TensorId& index) const;
     // A block head's round of n_ctx context rows (draft_head_block.cpp); chain() for it.
     Result<std::unique_ptr<Chain>> block_chain(uint32_t n_ctx, const DeviceWeight* device_rows, uint32_t vocab);
     // Writes a block round's inputs but the context rows' target rows: the context rows

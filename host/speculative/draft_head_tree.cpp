@@ -28,18 +28,8 @@ Result<DraftHead::Level*> DraftHead::level(uint32_t n_rows, uint32_t n_out, bool
     if (auto it = levels.find(key); it != levels.end()) return it->second.get();
     if (levels.size() >= std::max<size_t>(opt.graph_limit, 1)) levels.clear();  // run synchronously: none busy
     auto L = std::make_unique<Level>();
-    auto g = std::make_unique<tdm_graph>();
     tdm_batch_desc b{sizeof(tdm_batch_desc), n_rows, n_out, 0};
-    init_graph_inputs(*g, b, false);
-    g->plugin_abi = entry->plugin->abi;
-    g->plugin_abi_minor = entry->plugin->abi_minor;
-    g->n_embd_target = n_embd_target;
-    g->taps.head_requested = !taps.empty();
-    if (kv)
-        for (uint32_t i = 0; i < kv->n_layers(); ++i) g->kv.push_back(kv->layer(i));
-    g->target_kv.assign(target_kv->n_layers(), nullptr);
-    for (uint32_t i = 0; i < info.n_target_kv_layers; ++i)
-        g->target_kv[info.target_kv_layers[i]] = target_kv->layer(info.target_kv_layers[i]);
+    auto g = step_graph(b);
     L->tokens = g->tokens;
     L->pos = g->positions;
     L->seq = g->seq_ids;
