@@ -399,7 +399,7 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
 Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(vk::Device& device, vk::PipelineManager& pipelines,
                                                               Graph graph, const CompileOptions& options) {
     // Fusion keeps every result bit for bit, but a NaN probe wants each op's own result.
-    if (options.fuse && !options.probe_non_finite && fusion_enabled()) fuse_graph(graph);
+    if (options.fuse && !options.probe_non_finite && fusion_enabled(device.caps())) fuse_graph(graph);
     // not optional: the split layout's results are its two passes' (probes watch them too)
     TDM_TRY(split_attention(graph, device.caps()));
     std::unique_ptr<CompiledGraph> cg(new CompiledGraph(device, std::move(graph)));

@@ -439,9 +439,10 @@ private:
 
 }  // namespace
 
-bool fusion_enabled() {
+bool fusion_enabled(const vk::DeviceCaps& caps) {
     const char* e = std::getenv("TANDEM_FUSE");  // read at every compile: tests compare both ways
-    return !(e && std::string_view(e) == "0");
+    if (e && *e) return std::string_view(e) != "0";
+    return !caps.is_cpu();
 }
 
 uint32_t fuse_graph(Graph& g) { return Fuser(g).run(); }

@@ -21,11 +21,17 @@
 #include <cstdint>
 
 #include "graph/graph.h"
+#include "vk/device.h"
 
 namespace tdm {
 
-// Whether compiled graphs are fused: on unless TANDEM_FUSE=0 (before/after measurements).
-bool fusion_enabled();
+// Whether graphs compiled for this device are fused: on GPUs, where a dispatch and its
+// barrier cost more than the work of a small op; off on CPU devices (lavapipe), where the
+// grouped matmuls and the fused norm/rope/store kernels spread a step's work over fewer,
+// larger workgroups and measured 10% slower decode and prefill (docs/BENCHMARKS.md,
+// "Dispatches per decode step"). TANDEM_FUSE=1 or 0 forces it either way (the tests run
+// the GPUs' fused graphs on lavapipe with it).
+bool fusion_enabled(const vk::DeviceCaps& caps);
 
 // Rewrites g's node list in place; returns how many nodes it removed.
 uint32_t fuse_graph(Graph& g);

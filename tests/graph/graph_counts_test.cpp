@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 
+#include "graph/fusion.h"
 #include "model/runner.h"
 #include "gemma4/synth/gemma4_synth.h"
 #include "glm-ocr/synth/glm_synth.h"
@@ -69,6 +70,8 @@ class SplitAttentionCounts : public test::DeviceTest {};
 
 TEST_P(ModelGraphCounts, decode_and_verify_graphs_stay_within_their_budgets) {
     const CountCase& c = GetParam();
+    // the budgets are the GPUs' graphs, which are fused (lavapipe's default is unfused)
+    const test::ScopedEnv fused("TANDEM_FUSE", "1");
     const std::string path = test::make_temp_dir("counts") + "/m.gguf";
     const Status st = c.synthesize(path);
     ASSERT_TRUE(st.ok()) << st.error().message();
@@ -323,4 +326,28 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace
+
+// Fusion is the GPUs' default and off on CPU devices, where it measured slower
+// (graph/fusion.h); TANDEM_FUSE forces it either way.
+TEST(FusionDefault, on_for_gpus_off_for_cpu_devices_and_forced_by_the_environment) {
+    vk::DeviceCaps gpu, cpu;
+    gpu.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+    cpu.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+    {
+        const test::ScopedEnv unset("TANDEM_FUSE", "");  // empty: as if unset
+        EXPECT_TRUE(fusion_enabled(gpu));
+        EXPECT_FALSE(fusion_enabled(cpu));
+    }
+    {
+        const test::ScopedEnv on("TANDEM_FUSE", "1");
+        EXPECT_TRUE(fusion_enabled(gpu));
+        EXPECT_TRUE(fusion_enabled(cpu));
+    }
+    {
+        const test::ScopedEnv off("TANDEM_FUSE", "0");
+        EXPECT_FALSE(fusion_enabled(gpu));
+        EXPECT_FALSE(fusion_enabled(cpu));
+    }
+}
+
 }  // namespace tdm
