@@ -16,9 +16,10 @@ AttentionLayout attention_layout(const vk::DeviceCaps& caps, const KvLayerBindin
     if (forced == "split") return AttentionLayout::key_splits;
     if (forced == "ks") return AttentionLayout::key_chunks;
     if (forced == "rl" && rl_possible) return AttentionLayout::rows_per_lane;
-    // CPU devices: rl (ks where rl cannot run). GPUs: ks until split has been timed on one
-    // (docs/TUNING.md, "Attention layouts").
-    return rl_possible ? AttentionLayout::rows_per_lane : AttentionLayout::key_chunks;
+    // CPU devices: rl (ks where rl cannot run): a CPU has a few cores, which the batch's
+    // tokens fill without splitting their keys. GPUs: split.
+    if (rl_possible) return AttentionLayout::rows_per_lane;
+    return caps.is_cpu() ? AttentionLayout::key_chunks : AttentionLayout::key_splits;
 }
 
 uint32_t attention_key_splits(uint32_t pos, uint32_t window) {

@@ -4,10 +4,9 @@
 // Layouts: "rl" (shaders/attention_rl.comp: every lane owns up to four tokens of one head;
 // CPU devices, which read through texel views: each key fetched once serves all of them);
 // "ks" (shaders/attention.comp: a workgroup per (kv head, token), lanes over keys, the keys
-// walked in chunks of 256 one after another; GPUs, and CPU devices where rl cannot run);
-// "split" (forced for now, docs/TUNING.md: attention.comp's SPLIT pass, a workgroup per
-// (kv head, token, split of kAttentionSplitKeys keys) over the splits the batch's longest
-// context uses, then
+// walked in chunks of 256 one after another; CPU devices where rl cannot run); "split"
+// (GPUs: attention.comp's SPLIT pass, a workgroup per (kv head, token, split of
+// kAttentionSplitKeys keys) over the splits the batch's longest context uses, then
 // attention_combine.comp merging each token's splits in order; a batch wider than
 // kAttentionSplitMaxTokens folds its splits in one pass with the same arithmetic). In every
 // layout the KV range is cut at fixed absolute boundaries whatever the batch, so a query's
