@@ -3,6 +3,7 @@
 #include "graph/executor.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <map>
 
@@ -234,6 +235,11 @@ Status CompiledGraph::plan(const std::vector<TensorId>& read_on_request) {
         if (staged)
             input_staging_ = TDM_TRY(vk::Buffer::create(device_, jit_stable_size(in_bytes), vk::MemoryKind::host,
                                                         "graph inputs (host copy)"));
+        // an input the host never writes (a step of a draft chain left unused) reads as
+        // zeros, not as whatever the memory held: split attention sizes its grid from the
+        // positions the host sees (graph/split_attention_grid.h)
+        vk::Buffer& host_inputs = input_staging_ ? *input_staging_ : *inputs_;
+        if (host_inputs.mapped()) std::memset(host_inputs.mapped(), 0, host_inputs.size());
     }
     if (out_bytes) {
         outputs_ =
