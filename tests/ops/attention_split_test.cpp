@@ -38,8 +38,7 @@ TEST(AttentionSplitGeometry, splits_follow_positions_and_fill_the_device_as_the_
     KvLayerBinding kv;
     kv.block_size = 16;
     kv.max_blocks = 4096 / 16;
-    EXPECT_EQ(attention_max_splits(kv, 0),
-              16u);  // the first pass's grid depth at capacity 4096
+    EXPECT_EQ(attention_max_splits(kv, 0), 16u);  // the bound of a run's grid at capacity 4096
     EXPECT_EQ(attention_max_splits(kv, 300), 3u);
     kv.max_blocks = 64 / 16;
     EXPECT_EQ(attention_max_splits(kv, 0), 1u);
