@@ -18,13 +18,20 @@
 // RGBA32F views) or as storage buffers (KV_F16 selects packed halves).
 // Dispatch: x = n_kv_head, y = n_tokens.
 //
-// SPLIT (attention_split_*, "split-KV" for GPUs, host/ops/attention_split.cpp): the first
-// pass of two. A token's keys are cut at fixed absolute multiples of SPLIT_KEYS (a
-// multiple of CH); workgroup z handles split (k_begin / SPLIT_KEYS + z) with the same
-// chunk arithmetic, and writes, per query head, its running max m, sum l and unnormalised
-// output instead of the output: [m, l, acc[dv]] at ((t * n_head + h) * max_splits + z) *
-// (dv + 2) from o_off. A workgroup whose split starts past the token's last key exits.
-// attention_combine.comp merges a token's splits in order. Dispatch: z = max_splits.
+// SPLIT (attention_split_*, "split-KV" for GPUs, host/ops/attention_split.cpp): a token's
+// keys are cut at fixed absolute multiples of SPLIT_KEYS (a multiple of CH), and the state
+// (running max m, sum l, unnormalised output acc) of each split is computed from scratch
+// with the chunk arithmetic above. Two modes of the one pipeline, so that a split's state
+// is the same compiled code in both:
+//   fold = 0, the first of two passes: workgroup z computes split (k_begin / SPLIT_KEYS + z)
+//     and writes, per query head, [m, l, acc[dv]] to the partials (split-major: at
+//     ((z * n_tokens + t) * n_head + h) * (dv + 2) from o_off); a workgroup whose split
+//     starts past the token's last key exits. attention_combine.comp merges a token's
+//     splits in order. Dispatch: z = the splits of the batch's longest context (indirect).
+//   fold = 1: one workgroup per (kv head, token) computes the token's splits in order and
+//     merges each into a running state with attention_combine.comp's arithmetic
+//     (split_merge.glsl), keeping the running output in the output row itself: the same
+//     bits as the two passes, for batches too wide to need them. Dispatch: z = 1.
 #version 450
 #include "reduce.glsl"
 layout(local_size_x_id = 0) in;
@@ -58,7 +65,11 @@ vec4 load_v4(uint e) {
 layout(binding = 3, std430) readonly buffer PosBuf { int pos[]; };
 layout(binding = 4, std430) readonly buffer SeqBuf { int seq[]; };
 layout(binding = 5, std430) readonly buffer BtBuf { int bt[]; };
+#ifdef SPLIT
+layout(binding = 6, std430) buffer OBuf { float o_out[]; };  // the fold reads its running output back
+#else
 layout(binding = 6, std430) writeonly buffer OBuf { float o_out[]; };
+#endif
 layout(binding = 7, std430) readonly buffer TreeBuf { int tree[]; };
 
 layout(push_constant) uniform Params {
@@ -71,7 +82,7 @@ layout(push_constant) uniform Params {
     uint t_base;    // attention_rl.comp's; unused here
     uint tree_off;  // kNoTree: no tree input
 #ifdef SPLIT
-    uint max_splits;  // partials per (token, query head) in o_out
+    uint fold;  // 0: write split z's partials; 1: fold every split into the output
 #endif
 } p;
 
@@ -79,28 +90,18 @@ layout(push_constant) uniform Params {
 #include "paged_kv.glsl"
 
 shared float sm_score[G * CH];
-
-void main() {
-    const uint g = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
-    if (t >= p.n_tokens) return;
-    const uint lane = gl_LocalInvocationID.x, LS = gl_WorkGroupSize.x;
-    const uint s = uint(seq[p.seq_off + t]);
-    const uint pq = uint(pos[p.pos_off + t]);
-    const uint k_end = pq + 1;
-    const uint k_begin = (p.window > 0 && pq + 1 > p.window) ? pq + 1 - p.window : 0;
 #ifdef SPLIT
-    const uint split = k_begin / SPLIT_KEYS + gl_WorkGroupID.z;
-    if (split * SPLIT_KEYS >= k_end) return;  // the token's keys end before this split
-    // this workgroup's keys [r_begin, r_end): the split's part of the token's
-    const uint r_begin = max(k_begin, split * SPLIT_KEYS), r_end = min(k_end, (split + 1) * SPLIT_KEYS);
-#else
-    const uint r_begin = k_begin, r_end = k_end;
+#include "split_merge.glsl"
 #endif
-    const uint qb = p.q_off + t * p.q_stride + g * G * p.dk;
-    const uvec3 tr = tree_row(t);
 
-    float m[G], l[G];
-    vec4 acc[G * DV4_PER_LANE];
+// The online softmax state of the keys walked, per query head of the workgroup's kv head.
+float m[G], l[G];
+vec4 acc[G * DV4_PER_LANE];
+
+// Walks the token's keys [r_begin, r_end) in chunks at absolute multiples of CH: the state
+// starts empty (m = -inf, l = 0, acc = 0).
+void walk_keys(uint s, uint g, uint qb, uvec3 tr, uint r_begin, uint r_end) {
+    const uint lane = gl_LocalInvocationID.x, LS = gl_WorkGroupSize.x;
     for (uint j = 0; j < G; ++j) { m[j] = -1.0 / 0.0; l[j] = 0.0; }
     for (uint i = 0; i < G * DV4_PER_LANE; ++i) acc[i] = vec4(0.0);
 
@@ -150,37 +151,84 @@ void main() {
         }
         barrier();  // sm_score is rewritten by the next chunk
     }
+}
+
+void main() {
+    const uint g = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
+    if (t >= p.n_tokens) return;
+    const uint lane = gl_LocalInvocationID.x, LS = gl_WorkGroupSize.x;
+    const uint s = uint(seq[p.seq_off + t]);
+    const uint pq = uint(pos[p.pos_off + t]);
+    const uint k_end = pq + 1;
+    const uint k_begin = (p.window > 0 && pq + 1 > p.window) ? pq + 1 - p.window : 0;
+    const uint qb = p.q_off + t * p.q_stride + g * G * p.dk;
+    const uvec3 tr = tree_row(t);
+    // the output row of query head g * G + j starts at ob + j * dv
+    const uint ob = p.o_off + t * p.o_stride + g * G * p.dv;
 
 #ifdef SPLIT
-    for (uint j = 0; j < G; ++j) {
-        const uint pb = p.o_off + ((t * p.n_head + g * G + j) * p.max_splits + gl_WorkGroupID.z) * (p.dv + 2);
-        if (lane == 0) {
-            o_out[pb] = m[j];
-            o_out[pb + 1] = l[j];
-        }
-        for (uint i = 0; i < DV4_PER_LANE; ++i) {
-            const uint d4 = lane + i * LS;
-            if (4 * d4 < p.dv) {
-                const vec4 v = acc[j * DV4_PER_LANE + i];
-                o_out[pb + 2 + 4 * d4] = v.x;
-                o_out[pb + 3 + 4 * d4] = v.y;
-                o_out[pb + 4 + 4 * d4] = v.z;
-                o_out[pb + 5 + 4 * d4] = v.w;
+    const uint first = k_begin / SPLIT_KEYS, n_splits = pq / SPLIT_KEYS - first + 1;
+    const uint z_begin = p.fold != 0 ? 0 : gl_WorkGroupID.z;
+    if (z_begin >= n_splits) return;  // the token's keys end before this split
+    const uint z_end = p.fold != 0 ? n_splits : z_begin + 1;
+    float run_m[G], run_l[G];  // fold: the state of the splits merged so far
+    for (uint z = z_begin; z < z_end; ++z) {
+        const uint split = first + z;
+        walk_keys(s, g, qb, tr, max(k_begin, split * SPLIT_KEYS), min(k_end, (split + 1) * SPLIT_KEYS));
+        for (uint j = 0; j < G; ++j) {
+            if (p.fold == 0) {
+                const uint pb = p.o_off + ((z * p.n_tokens + t) * p.n_head + g * G + j) * (p.dv + 2);
+                if (lane == 0) {
+                    o_out[pb] = m[j];
+                    o_out[pb + 1] = l[j];
+                }
+                for (uint i = 0; i < DV4_PER_LANE; ++i) {
+                    const uint d4 = lane + i * LS;
+                    if (4 * d4 < p.dv) {
+                        const vec4 v = acc[j * DV4_PER_LANE + i];
+                        o_out[pb + 2 + 4 * d4] = v.x;
+                        o_out[pb + 3 + 4 * d4] = v.y;
+                        o_out[pb + 4 + 4 * d4] = v.z;
+                        o_out[pb + 5 + 4 * d4] = v.w;
+                    }
+                }
+                continue;
+            }
+            // fold: the running output lives in the lane's own elements of the output row
+            SplitWeights w;
+            if (z > 0) {
+                w = split_weights(run_m[j], m[j]);
+                run_l[j] = split_merge(run_l[j], l[j], w);
+                run_m[j] = w.m;
+            } else {
+                run_m[j] = m[j];
+                run_l[j] = l[j];
+            }
+            for (uint i = 0; i < DV4_PER_LANE; ++i) {
+                const uint d4 = lane + i * LS, o = ob + j * p.dv + 4 * d4;
+                if (4 * d4 >= p.dv) continue;
+                vec4 v = acc[j * DV4_PER_LANE + i];
+                if (z > 0) v = split_merge(vec4(o_out[o], o_out[o + 1], o_out[o + 2], o_out[o + 3]), v, w);
+                if (z + 1 == z_end) v *= 1.0 / run_l[j];  // attention_combine.comp's last step
+                o_out[o] = v.x;
+                o_out[o + 1] = v.y;
+                o_out[o + 2] = v.z;
+                o_out[o + 3] = v.w;
             }
         }
     }
 #else
+    walk_keys(s, g, qb, tr, k_begin, k_end);
     for (uint j = 0; j < G; ++j) {
         const float inv = 1.0 / l[j];
-        const uint ob = p.o_off + t * p.o_stride + (g * G + j) * p.dv;
         for (uint i = 0; i < DV4_PER_LANE; ++i) {
             const uint d4 = lane + i * LS;
             if (4 * d4 < p.dv) {
                 const vec4 v = acc[j * DV4_PER_LANE + i] * inv;
-                o_out[ob + 4 * d4] = v.x;
-                o_out[ob + 4 * d4 + 1] = v.y;
-                o_out[ob + 4 * d4 + 2] = v.z;
-                o_out[ob + 4 * d4 + 3] = v.w;
+                o_out[ob + j * p.dv + 4 * d4] = v.x;
+                o_out[ob + j * p.dv + 4 * d4 + 1] = v.y;
+                o_out[ob + j * p.dv + 4 * d4 + 2] = v.z;
+                o_out[ob + j * p.dv + 4 * d4 + 3] = v.w;
             }
         }
     }

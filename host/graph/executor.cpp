@@ -3,6 +3,7 @@
 #include "graph/executor.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <map>
 
@@ -127,7 +128,12 @@ Result<VkBufferView> CompiledGraph::span_view(const vk::BufferSlice& s, VkFormat
     return view;
 }
 
-void* CompiledGraph::input_data(TensorId t) {
+vk::BufferSlice CompiledGraph::split_scratch() const {
+    if (!split_scratch_) return {};
+    return {split_scratch_.get(), 0, split_scratch_->size()};
+}
+
+const void* CompiledGraph::input_data(TensorId t) const {
     TDM_ASSERT(graph_.tensor(t).kind == TensorKind::input);
     // the staging copy has the inputs buffer's layout
     if (input_staging_) return input_staging_->mapped() + storage(t).offset;
@@ -150,16 +156,9 @@ Status CompiledGraph::plan(const std::vector<TensorId>& read_on_request) {
     const auto& nodes = graph_.nodes();
     const size_t n_tensors = graph_.tensor_count();
     std::vector<int> last_use(n_tensors, -1);
-    std::vector<bool> is_output(n_tensors, false), produced(n_tensors, false);
+    std::vector<bool> is_output(n_tensors, false);
     for (TensorId o : graph_.outputs()) is_output[graph_.tensor(o).base] = true;
     for (size_t i = 0; i < nodes.size(); ++i) {
-        // a result written by several nodes (split attention's runs of tokens) lives from
-        // its first writer to its last reader or writer
-        for (TensorId o : nodes[i].results()) {
-            if (o == kNoTensor) continue;
-            if (produced[o]) last_use[o] = std::max(last_use[o], int(i));
-            produced[o] = true;
-        }
         const OpDesc& d = nodes[i].desc;
         for (int k = 0; k < d.n_in; ++k) {
             const TensorId b = graph_.tensor(d.in[k]).base;
@@ -198,13 +197,12 @@ Status CompiledGraph::plan(const std::vector<TensorId>& read_on_request) {
     // activations: first fit by liveness, in node order
     FirstFit ff;
     std::vector<uint64_t> act_off(n_tensors, 0);
-    std::vector<bool> placed(n_tensors, false), was_placed(n_tensors, false);
+    std::vector<bool> placed(n_tensors, false);
     for (size_t i = 0; i < nodes.size(); ++i) {
         for (TensorId o : nodes[i].results()) {
             if (o == kNoTensor) continue;
             const Tensor& x = graph_.tensor(o);
-            if (x.kind != TensorKind::activation || is_output[o] || x.bound || was_placed[o]) continue;
-            was_placed[o] = true;
+            if (x.kind != TensorKind::activation || is_output[o] || x.bound) continue;
             act_off[o] = ff.alloc(tensor_bytes(x));
             placed[o] = true;
             if (last_use[o] < 0) last_use[o] = int(i);  // unused result: dies at once
@@ -237,6 +235,11 @@ Status CompiledGraph::plan(const std::vector<TensorId>& read_on_request) {
         if (staged)
             input_staging_ = TDM_TRY(vk::Buffer::create(device_, jit_stable_size(in_bytes), vk::MemoryKind::host,
                                                         "graph inputs (host copy)"));
+        // an input the host never writes (a step of a draft chain left unused) reads as
+        // zeros, not as whatever the memory held: split attention sizes its grid from the
+        // positions the host sees (graph/split_attention_grid.h)
+        vk::Buffer& host_inputs = input_staging_ ? *input_staging_ : *inputs_;
+        if (host_inputs.mapped()) std::memset(host_inputs.mapped(), 0, host_inputs.size());
     }
     if (out_bytes) {
         outputs_ =
@@ -265,10 +268,13 @@ Status CompiledGraph::plan(const std::vector<TensorId>& read_on_request) {
     return {};
 }
 
-Status CompiledGraph::record(vk::PipelineManager& pipelines) {
+Status CompiledGraph::record() {
+    barriers_ = 0;
+    host_memory_dispatches_ = 0;
+    readback_cb_.reset();
     cb_ = TDM_TRY(vk::CommandBuffer::create(device_));
     TDM_TRY(cb_->begin());
-    RecordContext ctx{device_, pipelines, *cb_, graph_, *this};
+    RecordContext ctx{device_, pipelines_, *cb_, graph_, *this};
 
     // Staged I/O: the host's inputs and block tables are copied to the device first, and
     // one barrier orders the copies before every dispatch.
@@ -297,6 +303,10 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
         return {s.handle(), s.offset, s.offset + s.size, s.buffer->kind() == vk::MemoryKind::host};
     };
     auto range_of = [&](TensorId t) -> Range { return slice_range(storage(t)); };
+    // Graphs submitted before this one may still use the device's shared split scratch:
+    // their use counts as a pending write, so the first pass here waits for it unless a
+    // barrier comes first anyway (a barrier orders all work submitted earlier to the queue).
+    if (split_scratch_ && !copied_in) pending_writes.push_back(slice_range(split_scratch()));
     // A barrier before a dispatch that reads what a pending one writes, or writes what
     // a pending one reads or writes.
     auto order_after_pending = [&](const std::vector<Range>& reads, const std::vector<Range>& writes) {
@@ -345,6 +355,8 @@ Status CompiledGraph::record(vk::PipelineManager& pipelines) {
             reads.push_back(range_of(node.seq_ids));
             if (node.kv_tree != kNoTensor) reads.push_back(range_of(node.kv_tree));
         }
+        if (def->flags & kOpReadsSplitScratch) reads.push_back(slice_range(split_scratch()));
+        if (def->flags & kOpWritesSplitScratch) writes.push_back(slice_range(split_scratch()));
         if (def->flags & kOpReadsStateIo) {
             reads.push_back(range_of(node.seq_ids));
             reads.push_back(range_of(node.state_io));
@@ -400,19 +412,35 @@ Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(vk::Device& device
                                                               Graph graph, const CompileOptions& options) {
     // Fusion keeps every result bit for bit, but a NaN probe wants each op's own result.
     if (options.fuse && !options.probe_non_finite && fusion_enabled(device.caps())) fuse_graph(graph);
-    // not optional: the split layout's results are its two passes' (probes watch them too)
+    // not optional: the split layout's results are its kernels' (probes watch them too)
     TDM_TRY(split_attention(graph, device.caps()));
-    std::unique_ptr<CompiledGraph> cg(new CompiledGraph(device, std::move(graph)));
+    std::unique_ptr<CompiledGraph> cg(new CompiledGraph(device, pipelines, std::move(graph)));
     TDM_TRY(cg->plan(options.read_on_request));
     if (options.probe_non_finite) cg->probes_ = TDM_TRY(FiniteProbes::create(device, cg->graph_));
-    TDM_TRY(cg->record(pipelines));
+    if ((cg->split_grid_ = SplitAttentionGrid::of(cg->graph_))) {
+        cg->split_scratch_owner_ = AttentionScratch::of(device);
+        cg->split_scratch_ = TDM_TRY(cg->split_scratch_owner_->reserve(cg->split_grid_->min_scratch_bytes()));
+    }
+    TDM_TRY(cg->record());
     TDM_LOG_DEBUG("graph", "compiled {} nodes: {} dispatches ({} binding host memory), {} barriers, {} activations",
                   cg->graph_.nodes().size(), cg->dispatch_count(), cg->host_memory_dispatches_, cg->barriers_,
                   vk::format_bytes(cg->activation_bytes_));
     return cg;
 }
 
+Status CompiledGraph::size_split_attention() {
+    split_run_ = split_grid_->prepare(*this);
+    std::shared_ptr<vk::Buffer> scratch = TDM_TRY(split_scratch_owner_->reserve(split_run_.scratch_bytes));
+    if (scratch == split_scratch_) return {};
+    TDM_ASSERT(!cb_->pending());  // the buffer it replaces is not in use by this graph
+    split_scratch_ = std::move(scratch);
+    TDM_LOG_DEBUG("graph", "split attention partials grew to {}: recording again",
+                  vk::format_bytes(split_scratch_->size()));
+    return record();
+}
+
 Status CompiledGraph::submit(bool read_requested) {
+    if (split_grid_) TDM_TRY(size_split_attention());
     if (probes_) probes_->reset();
     read_requested_ = read_requested;
     return cb_->submit(read_requested ? readback_cb_.get() : nullptr);

@@ -2,7 +2,7 @@
 // host/graph/executor.h: turns a Graph into a recorded command buffer and runs it.
 //
 // compile() first fuses op chains (graph/fusion.h, unless CompileOptions::fuse is off)
-// and gives attention in the split layout its two passes (graph/split_attention.h),
+// and gives attention in the split layout its kernels (graph/split_attention.h),
 // then places every activation in one device arena by liveness (a tensor's
 // memory is reused once its last reader has run), gets every pipeline, and
 // records all dispatches with the barriers their read/write hazards need into a
@@ -22,15 +22,22 @@
 // ask fails on lavapipe as it would on a GPU.
 // With CompileOptions::probe_non_finite, every op's f32 result is also scanned for
 // NaN/Inf as the graph runs (graph/finite_probe.h): a debugging aid, off by default.
+// Split attention (graph/split_attention.h) is the one part sized per run: submit() sets
+// its passes' grids from the positions the host wrote (graph/split_attention_grid.h) and,
+// when the run needs more of the device's shared partials than the buffer the graph was
+// recorded with, records the graph again with a larger one (graph/attention_scratch.h).
 #pragma once
 
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "graph/attention_scratch.h"
 #include "graph/finite_probe.h"
 #include "graph/graph.h"
+#include "graph/split_attention_grid.h"
 #include "vk/recorder.h"
 
 namespace tdm {
@@ -57,7 +64,8 @@ public:
     const Graph& graph() const { return graph_; }
 
     // Host memory of an input tensor (elements() * element size bytes).
-    void* input_data(TensorId t);
+    void* input_data(TensorId t) { return const_cast<void*>(std::as_const(*this).input_data(t)); }
+    const void* input_data(TensorId t) const;
     template <class T>
     T* input_as(TensorId t) { return static_cast<T*>(input_data(t)); }
     // Host memory of an output tensor; valid after wait()/run(). Null for an output read
@@ -83,6 +91,12 @@ public:
     // two counts above, so tests may hold a model to a budget of each.
     uint32_t host_memory_dispatch_count() const { return host_memory_dispatches_; }
     GraphCounts counts() const { return {dispatch_count(), barriers_, host_memory_dispatches_}; }
+    // What the last submit()'s split attention passes took (graph/split_attention_grid.h);
+    // zero without split passes. Deterministic for the batch, like the counts.
+    const SplitAttentionRun& split_attention_run() const { return split_run_; }
+    // The device's split attention partials as this graph was recorded with them (for
+    // kernels; empty without split passes).
+    vk::BufferSlice split_scratch() const;
 
     // After wait()/run() of a graph compiled with probe_non_finite: the first op, in
     // execution order, whose result held a NaN or infinity. nullopt without probes.
@@ -98,12 +112,16 @@ public:
     Result<VkBufferView> span_view(const vk::BufferSlice& s, VkFormat format) const;
 
 private:
-    CompiledGraph(vk::Device& d, Graph g) : device_(d), graph_(std::move(g)) {}
+    CompiledGraph(vk::Device& d, vk::PipelineManager& p, Graph g) : device_(d), pipelines_(p), graph_(std::move(g)) {}
     Status plan(const std::vector<TensorId>& read_on_request);
     bool read_on_request(TensorId t) const;
-    Status record(vk::PipelineManager& pipelines);
+    // Records (again, after the split scratch grew) the graph's command buffers.
+    Status record();
+    // Before a run: the split passes' grids, and a scratch large enough for them.
+    Status size_split_attention();
 
     vk::Device& device_;
+    vk::PipelineManager& pipelines_;
     Graph graph_;
     std::unique_ptr<vk::Buffer> activations_, inputs_, outputs_;
     // staged I/O only: what the host writes and reads, copied in and out by the command buffer
@@ -124,6 +142,11 @@ private:
     mutable std::vector<SpanView> span_views_;
     std::unique_ptr<vk::CommandBuffer> cb_;
     std::unique_ptr<FiniteProbes> probes_;  // only with probe_non_finite
+    // split attention: the grids' writer, the device's scratch and the buffer recorded with
+    std::unique_ptr<SplitAttentionGrid> split_grid_;
+    std::shared_ptr<AttentionScratch> split_scratch_owner_;
+    std::shared_ptr<vk::Buffer> split_scratch_;
+    SplitAttentionRun split_run_;
     uint64_t activation_bytes_ = 0;
     uint32_t barriers_ = 0;
     uint32_t host_memory_dispatches_ = 0;

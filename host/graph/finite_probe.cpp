@@ -3,7 +3,6 @@
 #include "graph/finite_probe.h"
 
 #include <cstring>
-#include <vector>
 
 #include "ops/op_def.h"
 #include "ops/record.h"
@@ -14,18 +13,11 @@ Result<std::unique_ptr<FiniteProbes>> FiniteProbes::create(vk::Device& device, c
     std::unique_ptr<FiniteProbes> p(new FiniteProbes());
     const auto& nodes = graph.nodes();
     p->by_node_.resize(nodes.size());
-    // a result several nodes write (split attention's runs of tokens) is whole after the last
-    std::vector<size_t> last_writer(graph.tensor_count(), 0);
-    for (size_t i = 0; i < nodes.size(); ++i)
-        for (TensorId o : nodes[i].results())
-            if (o != kNoTensor) last_writer[o] = i;
     for (size_t i = 0; i < nodes.size(); ++i) {
         const OpDef* def = find_op(nodes[i].desc.op);
         if (!def || !def->record) continue;  // a view: its base was probed where it was written
-        // split attention's partials: the splits past a token's keys hold what was there before
-        if (nodes[i].desc.op == kOpInternalAttentionPartials) continue;
         for (TensorId o : nodes[i].results()) {
-            if (o == kNoTensor || last_writer[o] != i) continue;
+            if (o == kNoTensor) continue;
             const Tensor& t = graph.tensor(o);
             if (t.kind != TensorKind::activation || t.type != DType::F32) continue;
             p->by_node_[i].push_back(uint32_t(p->probes_.size()));

@@ -195,11 +195,6 @@ public:
     // Replaces the node list (graph/fusion.cpp): the same tensors, produced by other
     // nodes; tensors no node produces any more are never placed.
     void replace_nodes(std::vector<Node> nodes);
-    // A new activation for a node that a rewrite before compilation adds (graph/
-    // split_attention.h: the partials of split attention); replace_nodes() sets its producer.
-    Result<TensorId> rewrite_activation(DType type, std::vector<int64_t> ne, std::string name) {
-        return add_activation(type, std::move(ne), -1, std::move(name));
-    }
     const std::vector<TensorId>& outputs() const { return outputs_; }
     const std::vector<TensorId>& inputs() const { return inputs_; }
     TensorId find(std::string_view name) const;  // last tensor with this name

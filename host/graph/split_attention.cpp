@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// host/graph/split_attention.cpp: attention nodes in the split layout become their two
-// passes (graph/split_attention.h).
+// host/graph/split_attention.cpp: attention nodes in the split layout become their split
+// passes or their fold (graph/split_attention.h).
 #include "graph/split_attention.h"
 
-#include <algorithm>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "ops/attention_layout.h"
@@ -13,6 +14,7 @@ namespace tdm {
 
 Result<uint32_t> split_attention(Graph& g, const vk::DeviceCaps& caps) {
     std::vector<Node> out;
+    std::map<std::tuple<TensorId, int32_t, uint32_t>, TensorId> grids;  // by (positions, window, kv heads)
     uint32_t rewritten = 0;
     for (const Node& n : g.nodes()) {
         const KvLayerBinding* kv = n.desc.op == TDM_OP_ATTENTION ? g.tensor(n.desc.in[1]).kv : nullptr;
@@ -20,29 +22,31 @@ Result<uint32_t> split_attention(Graph& g, const vk::DeviceCaps& caps) {
             out.push_back(n);
             continue;
         }
-        const Tensor& q = g.tensor(n.desc.in[0]);
-        const uint32_t n_head = uint32_t(q.ne[1]), n_tok = uint32_t(q.ne[2] * q.ne[3]);
-        const uint32_t max_splits = attention_max_splits(*kv, uint32_t(n.desc.i[0]));
-        const uint32_t run = attention_split_tokens(n_tok, n_head, kv->dv, max_splits);
-        for (uint32_t t0 = 0; t0 < n_tok; t0 += run) {
-            const int64_t count = std::min(run, n_tok - t0);
-            const TensorId part = TDM_TRY(g.rewrite_activation(
-                DType::F32, {int64_t(kv->dv) + 2, max_splits, n_head, count}, n.desc.name + ".partials"));
-            Node partials = n;
-            partials.desc.op = kOpInternalAttentionPartials;
-            partials.desc.i[1] = int32_t(t0);
-            partials.desc.name = n.desc.name + ".partials";
-            partials.out = part;
-            out.push_back(partials);
-            Node combine = n;
-            combine.desc.op = kOpInternalAttentionCombine;
-            combine.desc.in[0] = part;
-            combine.desc.in[1] = kNoTensor;
-            combine.desc.n_in = 1;
-            combine.desc.i[1] = int32_t(t0);
-            out.push_back(combine);
-        }
         ++rewritten;
+        const Tensor& q = g.tensor(n.desc.in[0]);
+        const int64_t n_head = q.ne[1], n_tok = q.ne[2] * q.ne[3];
+        if (n_tok > kAttentionSplitMaxTokens) {
+            Node folded = n;
+            folded.desc.op = kOpInternalAttentionFolded;
+            out.push_back(folded);
+            continue;
+        }
+        TensorId& grid = grids[{n.positions, n.desc.i[0], kv->n_kv_head}];
+        if (!grid) grid = g.input(DType::I32, {3}, n.desc.name + ".split_grid");
+        Node partials = n;
+        partials.desc.op = kOpInternalAttentionPartials;
+        partials.desc.in[2] = grid;
+        partials.desc.n_in = 3;
+        partials.desc.name = n.desc.name + ".partials";
+        partials.out = kNoTensor;  // its result is the device's scratch
+        out.push_back(partials);
+        Node combine = n;
+        combine.desc.op = kOpInternalAttentionCombine;
+        combine.desc.in[0] = grid;
+        combine.desc.in[1] = kNoTensor;
+        combine.desc.n_in = 1;
+        combine.desc.i[1] = int32_t(n_head);
+        out.push_back(combine);
     }
     if (rewritten) g.replace_nodes(std::move(out));
     return rewritten;

@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/graph/split_attention.h: the rewrite that gives attention in the split layout
-// (ops/attention_layout.h: TANDEM_ATTENTION_LAYOUT=split) its two passes before a
-// graph is compiled. Each such attention node becomes, for every run of at most
-// attention_split_tokens() of its tokens, an attention_partials node writing the run's
-// partials (a new activation) and an attention_combine node writing the run's rows of the
-// attention's own result (ops/attention_split.cpp). The executor places the partials and
-// orders the passes like any other nodes: a batch of one run (decode, verify) costs one
-// dispatch and one barrier more than the "ks" layout, each further run about two of each.
+// (ops/attention_layout.h; the GPUs') its kernels before a graph is compiled
+// (ops/attention_split.cpp):
+// - a batch of at most kAttentionSplitMaxTokens rows (decode, verify, a small tree): an
+//   attention_partials node, dispatched indirectly from a grid input {kv heads, tokens,
+//   splits in use} that the host writes before each run (graph/split_attention_grid.h),
+//   writing the partials into the device's shared scratch (graph/attention_scratch.h), then
+//   an attention_combine node writing the attention's result. Nodes with the same
+//   positions, window and kv heads share one grid input. Cost: one dispatch and one barrier
+//   more than the "ks" layout per attention.
+// - a wider batch (a prefill chunk): one attention_folded node, a workgroup per (kv head,
+//   token) folding the token's splits itself: the dispatches and barriers of "ks", no
+//   partials, and the bits of the two passes.
 // Not here: the kernels (ops/attention_split.cpp), the fusions (graph/fusion.h).
 #pragma once
 

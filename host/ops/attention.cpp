@@ -5,7 +5,7 @@
 // window, scale and logit softcap. Three layouts (ops/attention_layout.h); in each the KV
 // range is split at fixed boundaries whatever the batch width (tandem.h invariant 1). This
 // file records "rl" and "ks"; the graph compiler turns attention in the split layout into
-// the two passes of attention_split.cpp. In a tree batch (graph.h, kKvTreeInts) a row reads
+// the kernels of attention_split.cpp (graph/split_attention.h). In a tree batch (graph.h, kKvTreeInts) a row reads
 // its ancestors' keys where the tree stored them.
 #include <algorithm>
 #include <cmath>

@@ -16,14 +16,21 @@ AttentionLayout attention_layout(const vk::DeviceCaps& caps, const KvLayerBindin
     if (forced == "split") return AttentionLayout::key_splits;
     if (forced == "ks") return AttentionLayout::key_chunks;
     if (forced == "rl" && rl_possible) return AttentionLayout::rows_per_lane;
-    // CPU devices: rl (ks where rl cannot run). GPUs: ks until split has been timed on one
-    // (docs/TUNING.md, "Attention layouts": its cost grows with the KV's capacity).
-    return rl_possible ? AttentionLayout::rows_per_lane : AttentionLayout::key_chunks;
+    // CPU devices: rl (ks where rl cannot run): a CPU has a few cores, which the batch's
+    // tokens fill without splitting their keys. GPUs: split.
+    if (rl_possible) return AttentionLayout::rows_per_lane;
+    return caps.is_cpu() ? AttentionLayout::key_chunks : AttentionLayout::key_splits;
 }
 
 uint32_t attention_key_splits(uint32_t pos, uint32_t window) {
     const uint32_t k_begin = window > 0 && pos + 1 > window ? pos + 1 - window : 0;
     return pos / kAttentionSplitKeys - k_begin / kAttentionSplitKeys + 1;
+}
+
+uint32_t attention_splits_in_use(std::span<const int32_t> positions, uint32_t window) {
+    uint32_t splits = 1;
+    for (const int32_t p : positions) splits = std::max(splits, attention_key_splits(uint32_t(std::max(p, 0)), window));
+    return splits;
 }
 
 uint32_t attention_max_splits(const KvLayerBinding& kv, uint32_t window) {
@@ -33,11 +40,6 @@ uint32_t attention_max_splits(const KvLayerBinding& kv, uint32_t window) {
     const uint64_t capacity = uint64_t(kv.max_blocks) * kv.block_size;
     const uint32_t by_capacity = uint32_t((capacity + kAttentionSplitKeys - 1) / kAttentionSplitKeys);
     return std::max<uint32_t>(1, std::min(by_window, by_capacity));
-}
-
-uint32_t attention_split_tokens(uint32_t n_tokens, uint32_t n_head, uint32_t dv, uint32_t max_splits) {
-    const uint64_t per_token = uint64_t(n_head) * max_splits * (dv + 2) * sizeof(float);
-    return uint32_t(std::clamp<uint64_t>(kAttentionPartialBytes / per_token, 1, std::max(n_tokens, 1u)));
 }
 
 }  // namespace tdm

@@ -32,6 +32,9 @@ enum OpFlags : uint32_t {
     kOpReadsBatch = 1u << 0,    // reads the node's batch positions and sequence ids (kv_store, attention)
     kOpReadsStateIo = 1u << 1,  // reads the node's sequence ids and state_io (recurrent-state ops)
     kOpWritesKv = 1u << 2,      // writes input 0's KV layer; its output is that layer (kv_store)
+    // reads / writes the device's split attention partials (graph/attention_scratch.h)
+    kOpReadsSplitScratch = 1u << 3,
+    kOpWritesSplitScratch = 1u << 4,
 };
 
 struct OpDef {
@@ -65,6 +68,7 @@ constexpr tdm_op kOpInternalNormAdd = tdm_op(0x40000005);        // ops/norm_add
 constexpr tdm_op kOpInternalArgmaxSlices = tdm_op(0x40000006);  // ops/argmax.cpp
 constexpr tdm_op kOpInternalAttentionPartials = tdm_op(0x40000007);  // ops/attention_split.cpp
 constexpr tdm_op kOpInternalAttentionCombine = tdm_op(0x40000008);   // (graph/split_attention.cpp)
+constexpr tdm_op kOpInternalAttentionFolded = tdm_op(0x40000009);
 // Columns of a row that one workgroup of argmax's first pass reduces, and the slices of a
 // row of `cols` (argmax_slices' result holds a value and an index per slice and row).
 constexpr uint32_t kArgmaxSlice = 1024;

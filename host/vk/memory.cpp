@@ -79,7 +79,7 @@ Result<std::unique_ptr<Buffer>> Buffer::create(Device& device, uint64_t size, Me
     bci.size = size;
     bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
                 VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+                VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
     bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     TDM_VK_CHECK(f.vkCreateBuffer(device.handle(), &bci, nullptr, &b->buffer_),
                  fmt::format("creating buffer for {} ({})", b->name_, format_bytes(size)));

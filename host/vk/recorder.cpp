@@ -117,6 +117,7 @@ Status CommandBuffer::begin() {
     TDM_VK_CHECK(f.vkBeginCommandBuffer(cb_, &bi), "beginning command buffer");
     labels_.clear();
     groups_.clear();
+    host_grids_.clear();
     note_of_.clear();
     notes_.clear();
     recording_ = true;
@@ -130,9 +131,8 @@ Status CommandBuffer::begin() {
     return {};
 }
 
-void CommandBuffer::record_dispatch(const Pipeline& p, std::span<const Binding> bindings, const void* push,
-                                    uint32_t push_size, uint32_t gx, uint32_t gy, uint32_t gz,
-                                    std::string_view label) {
+void CommandBuffer::bind(const Pipeline& p, std::span<const Binding> bindings, const void* push,
+                         uint32_t push_size) {
     TDM_ASSERT(recording_);
     TDM_ASSERT_MSG(bindings.size() >= p.bindings().size(), p.name().c_str());
     TDM_ASSERT(push_size <= 128);
@@ -160,11 +160,33 @@ void CommandBuffer::record_dispatch(const Pipeline& p, std::span<const Binding> 
     }
     if (n) f.vkCmdPushDescriptorSetKHR(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout(), 0, n, writes);
     if (push_size) f.vkCmdPushConstants(cb_, p.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
-    f.vkCmdDispatch(cb_, gx, gy, gz);
+}
+
+void CommandBuffer::dispatched(const Pipeline& p, std::string_view label, std::array<uint32_t, 3> groups,
+                               const uint32_t* host_grid) {
     labels_.emplace_back(label.empty() ? p.name() : std::string(label));
-    groups_.push_back({gx, gy, gz});
+    groups_.push_back(groups);
+    host_grids_.push_back(host_grid);
     if (device_.profiling() && labels_.size() < query_capacity_)  // query i + 1 ends dispatch i
-        f.vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, uint32_t(labels_.size()));
+        device_.fn().vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_,
+                                         uint32_t(labels_.size()));
+}
+
+void CommandBuffer::record_dispatch(const Pipeline& p, std::span<const Binding> bindings, const void* push,
+                                    uint32_t push_size, uint32_t gx, uint32_t gy, uint32_t gz,
+                                    std::string_view label) {
+    bind(p, bindings, push, push_size);
+    device_.fn().vkCmdDispatch(cb_, gx, gy, gz);
+    dispatched(p, label, {gx, gy, gz}, nullptr);
+}
+
+void CommandBuffer::record_dispatch_indirect(const Pipeline& p, std::span<const Binding> bindings, const void* push,
+                                             uint32_t push_size, const BufferSlice& grid, const uint32_t* host_grid,
+                                             std::string_view label) {
+    TDM_ASSERT(grid.size >= 12 && grid.offset % 4 == 0);
+    bind(p, bindings, push, push_size);
+    device_.fn().vkCmdDispatchIndirect(cb_, grid.handle(), grid.offset);
+    dispatched(p, label, {0, 0, 0}, host_grid);
 }
 
 void CommandBuffer::note_dispatches(uint32_t first, uint32_t end, DispatchNote note) {
@@ -176,13 +198,15 @@ void CommandBuffer::note_dispatches(uint32_t first, uint32_t end, DispatchNote n
 }
 
 void CommandBuffer::record_barrier() {
+    // indirect grids come in with the graph's inputs (graph/split_attention_grid.h)
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                       VK_ACCESS_TRANSFER_WRITE_BIT;
-    device_.fn().vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                                      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
-                                      &mb, 0, nullptr, 0, nullptr);
+                       VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
+    device_.fn().vkCmdPipelineBarrier(
+        cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0,
+        1, &mb, 0, nullptr, 0, nullptr);
 }
 
 void CommandBuffer::record_host_barrier() {
@@ -254,8 +278,8 @@ Status CommandBuffer::wait() {
                 const double ns = double(ts[i + 1] - ts[i]) * period;
                 global_profiler().add(labels_[i], ns);
                 const uint32_t note = i < note_of_.size() ? note_of_[i] : 0;
-                run.push_back({&labels_[i], note ? &notes_[note - 1] : nullptr,
-                               {groups_[i][0], groups_[i][1], groups_[i][2]}, ns});
+                const uint32_t* g = host_grids_[i] ? host_grids_[i] : groups_[i].data();
+                run.push_back({&labels_[i], note ? &notes_[note - 1] : nullptr, {g[0], g[1], g[2]}, ns});
             }
             global_profiler().run_done(run);
         }

@@ -90,7 +90,15 @@ public:
     void record_dispatch(const Pipeline& p, std::span<const Binding> bindings, const void* push,
                          uint32_t push_size, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1,
                          std::string_view label = {});
-    // Makes earlier shader/transfer writes visible to later shader/transfer reads.
+    // A dispatch whose grid the device reads from `grid` (VkDispatchIndirectCommand: three
+    // uint32 workgroup counts) when it runs: a grid the host sets per run in a recorded
+    // buffer. host_grid: the host's copy of those counts, read for per-dispatch profiles
+    // after the run (it must outlive this buffer's runs).
+    void record_dispatch_indirect(const Pipeline& p, std::span<const Binding> bindings, const void* push,
+                                  uint32_t push_size, const BufferSlice& grid, const uint32_t* host_grid,
+                                  std::string_view label = {});
+    // Makes earlier shader/transfer writes visible to later shader/transfer reads (and to
+    // indirect dispatches' grid reads).
     void record_barrier();
     // Makes device writes visible to host reads after wait().
     void record_host_barrier();
@@ -124,9 +132,15 @@ private:
     bool recording_ = false;
     std::vector<std::string> labels_;  // one per dispatch (profiling)
     std::vector<std::array<uint32_t, 3>> groups_;  // one per dispatch
+    std::vector<const uint32_t*> host_grids_;      // one per dispatch: an indirect one's host grid, else null
     std::vector<uint32_t> note_of_;    // per dispatch: index into notes_ + 1, 0 for none
     std::vector<DispatchNote> notes_;
     Status grow_queries(uint32_t n);
+    // Binds the pipeline, its bindings and push constants for the dispatch that follows.
+    void bind(const Pipeline& p, std::span<const Binding> bindings, const void* push, uint32_t push_size);
+    // Books the dispatch just recorded (its label, grid, timestamp).
+    void dispatched(const Pipeline& p, std::string_view label, std::array<uint32_t, 3> groups,
+                    const uint32_t* host_grid);
 };
 
 }  // namespace tdm::vk

@@ -75,6 +75,7 @@ namespace tdm::vk {
     X(vkCmdPushConstants)               \
     X(vkCmdPushDescriptorSetKHR)        \
     X(vkCmdDispatch)                    \
+    X(vkCmdDispatchIndirect)            \
     X(vkCmdPipelineBarrier)             \
     X(vkCmdCopyBuffer)                  \
     X(vkCmdFillBuffer)                  \

@@ -219,34 +219,38 @@ TEST_P(ModelGraphCounts, fused_graphs_give_the_unfused_logits_bit_for_bit) {
 
 // The split attention layout (the GPUs', ops/attention_layout.h) forced on lavapipe: one
 // dispatch (the combine pass) and one barrier per attention more than the "ks" layout, for a
-// decode step and a verify pass alike (either batch is one run of tokens), and no more
-// dispatches binding host memory.
+// decode step and a verify pass alike, and no more dispatches binding host memory. A
+// 512-row prefill chunk folds its splits in one pass per attention: the counts of "ks".
 TEST_F(SplitAttentionCounts, the_split_layout_adds_one_dispatch_and_one_barrier_per_attention) {
     const std::string path = test::make_temp_dir("split_counts") + "/m.gguf";
     const Status st = qwen3_tiny(path);
     ASSERT_TRUE(st.ok()) << st.error().message();
     auto model = Model::load(path, test::build_tree_plugins(), device());
     ASSERT_TRUE(model.ok()) << model.error().message();
-    auto counts = [&](const char* layout, uint32_t rows) {
+    auto counts = [&](const char* layout, uint32_t rows, uint32_t outputs) {
         const test::ScopedEnv env("TANDEM_ATTENTION_LAYOUT", layout);
         KvPoolConfig kc;
         kc.n_ctx = 64;
         auto kv = KvPool::create(device(), (*model)->attention_layers(), kc, "test");
         EXPECT_TRUE(kv.ok()) << kv.error().message();
         Runner runner(**model, **kv, device(), pipelines());
-        auto c = runner.graph_counts(rows, rows);
+        auto c = runner.graph_counts(rows, outputs);
         EXPECT_TRUE(c.ok()) << c.error().message();
         return c.ok() ? *c : GraphCounts{};
     };
     const uint32_t n_attention = uint32_t((*model)->attention_layers().size());
     for (const uint32_t rows : {1u, 4u}) {
-        const GraphCounts ks = counts("ks", rows), split = counts("split", rows);
+        const GraphCounts ks = counts("ks", rows, rows), split = counts("split", rows, rows);
         std::printf("%u rows: ks %u dispatches, %u barriers; split %u, %u\n", rows, ks.dispatches, ks.barriers,
                     split.dispatches, split.barriers);
         EXPECT_EQ(split.dispatches, ks.dispatches + n_attention) << rows << " rows";
         EXPECT_EQ(split.barriers, ks.barriers + n_attention) << rows << " rows";
         EXPECT_EQ(split.host_memory_dispatches, ks.host_memory_dispatches) << rows << " rows";
     }
+    const GraphCounts ks = counts("ks", 512, 1), split = counts("split", 512, 1);
+    EXPECT_EQ(split.dispatches, ks.dispatches) << "a 512-row prefill chunk";
+    EXPECT_EQ(split.barriers, ks.barriers) << "a 512-row prefill chunk";
+    EXPECT_EQ(split.host_memory_dispatches, ks.host_memory_dispatches) << "a 512-row prefill chunk";
 }
 
 // A greedy pass (ForwardInput::read_logits = false) brings back the argmax ids and the

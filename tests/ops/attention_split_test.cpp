@@ -2,14 +2,16 @@
 // tests/ops/attention_split_test.cpp: the split-KV attention layout (GPUs' default,
 // ops/attention_layout.h), forced here with TANDEM_ATTENTION_LAYOUT=split: its geometry,
 // the kernel against the double reference for queries whose keys span 1, 2 and 5 splits
-// (GQA, a sliding window over a ring that has wrapped, softcap, f16 and f32 K/V), and
-// batch invariance, also when a batch is cut into several runs of tokens.
+// (GQA, a sliding window over a ring that has wrapped, softcap, f16 and f32 K/V), batch
+// invariance of the two passes and of the fold a wide batch runs, and the per-run sizing:
+// workgroups and partials follow the context in use, never the KV's capacity.
 // A handful of queries each: the test is about the exactness of the mechanism.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 
+#include "graph/attention_scratch.h"
 #include "ops/attention_layout.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
@@ -36,8 +38,7 @@ TEST(AttentionSplitGeometry, splits_follow_positions_and_fill_the_device_as_the_
     KvLayerBinding kv;
     kv.block_size = 16;
     kv.max_blocks = 4096 / 16;
-    EXPECT_EQ(attention_max_splits(kv, 0),
-              16u);  // the first pass's grid depth at capacity 4096
+    EXPECT_EQ(attention_max_splits(kv, 0), 16u);  // the bound of a run's grid at capacity 4096
     EXPECT_EQ(attention_max_splits(kv, 300), 3u);
     kv.max_blocks = 64 / 16;
     EXPECT_EQ(attention_max_splits(kv, 0), 1u);
@@ -45,11 +46,12 @@ TEST(AttentionSplitGeometry, splits_follow_positions_and_fill_the_device_as_the_
     EXPECT_EQ(attention_max_splits(kv, 300), 3u);
     EXPECT_EQ(attention_max_splits(kv, 256), 2u);
 
-    // a decode or verify batch is one run; a wide prefill over a long context several
-    EXPECT_EQ(attention_split_tokens(4, 16, 128, 16), 4u);
-    const uint32_t run = attention_split_tokens(512, 16, 128, 160);
-    EXPECT_LT(run, 512u);
-    EXPECT_LE(uint64_t(run) * 16 * 160 * 130 * 4, kAttentionPartialBytes);
+    // a run's grid depth: its longest context's splits
+    const std::vector<int32_t> run = {63, 4095, 300};
+    EXPECT_EQ(attention_splits_in_use(run, 0), 16u);
+    EXPECT_EQ(attention_splits_in_use(run, 300), 2u);
+    EXPECT_EQ(attention_splits_in_use(std::vector<int32_t>{0, 63}, 0), 1u);
+    EXPECT_EQ(attention_partial_bytes(4, 16, 128, 16), 4ull * 16 * 16 * 130 * 4);
 }
 
 struct SplitCase {
@@ -132,11 +134,36 @@ TEST_P(AttentionSplit, matches_the_double_reference_and_each_query_alone) {
     EXPECT_LT(ref::nmse(out, ref::attention(q, qpos, kr, vr, {}, p)), 1e-10) << c.name;
 
     const size_t row = size_t(c.n_head) * c.dv;
+    std::vector<std::vector<float>> alone;
     for (int i = 0; i < n_q; ++i) {
-        const auto alone = run(i, 1);
-        EXPECT_TRUE(same_bits_split(out.data() + size_t(i) * row, alone.data(), row))
+        alone.push_back(run(i, 1));
+        EXPECT_TRUE(same_bits_split(out.data() + size_t(i) * row, alone.back().data(), row))
             << c.name << ": the query at " << qpos[size_t(i)] << " differs alone";
     }
+
+    // a batch too wide for the two passes folds each row's splits in one pass: the same
+    // queries, repeated to kAttentionSplitMaxTokens + 1 rows, keep their bits
+    const int n_wide = int(kAttentionSplitMaxTokens) + 1;
+    std::vector<int32_t> wide_pos;
+    std::vector<float> wide_q;
+    const size_t qs = size_t(c.n_head) * c.dk;
+    for (int i = 0; i < n_wide; ++i) {
+        const int src = i % n_q;
+        wide_pos.push_back(qpos[size_t(src)]);
+        wide_q.insert(wide_q.end(), q.begin() + src * qs, q.begin() + (src + 1) * qs);
+    }
+    OpHarness h(device(), pipelines());
+    h.batch(wide_pos, std::vector<int32_t>(size_t(n_wide), 0));
+    const TensorId o = h.op(TDM_OP_ATTENTION, {h.input_f32({c.dk, c.n_head, n_wide}, wide_q, "q"),
+                                               h.graph().kv(&kv->binding)},
+                            {c.window}, {scale, c.softcap});
+    h.run({o});
+    EXPECT_EQ(h.compiled().split_attention_run().workgroups, 0u) << "a wide batch runs no split passes";
+    const auto wide = h.f32(o);
+    for (int i = 0; i < n_wide; ++i)
+        EXPECT_TRUE(same_bits_split(wide.data() + size_t(i) * row, alone[size_t(i % n_q)].data(), row))
+            << c.name << ": row " << i << " of a wide batch (the query at " << wide_pos[size_t(i)]
+            << ") differs from its split passes";
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, AttentionSplit,
@@ -147,22 +174,27 @@ INSTANTIATE_TEST_SUITE_P(Variants, AttentionSplit,
                                            SplitCase{"ring_window", 4, 2, 64, 64, 300, 0, false, true}),
                          [](const auto& p) { return std::string(p.param.name); });
 
-// A layer of a million positions gives every token 4096 splits' partials, so a batch of 8
-// runs its tokens in two pass pairs (attention_split_tokens); each token's bits stay those it
-// gets alone.
-class AttentionSplitRuns : public test::DeviceTest {};
+// The per-run sizing (graph/split_attention_grid.h): a layer whose block table spans a
+// million positions, holding a 64-key context, runs the workgroups and needs the partials of
+// a layer spanning 4096 (one split per kv head and token), with the same bits; as the
+// context grows to 4096 keys, the workgroups and partials grow with it (16 splits). Counts
+// and bytes only: they are deterministic.
+class SplitAttentionSizing : public test::DeviceTest {};
 
-TEST_F(AttentionSplitRuns, a_batch_cut_into_runs_of_tokens_equals_its_queries_alone) {
+TEST_F(SplitAttentionSizing, workgroups_and_partials_follow_the_context_not_the_capacity) {
     const test::ScopedEnv layout("TANDEM_ATTENTION_LAYOUT", "split");
-    const uint32_t n_head = 8, n_kv = 1, d = 64, block = 16, n_blocks = 20, max_blocks = 1u << 16;
-    const int kv_len = int(n_blocks * block), n_q = 8;
-    std::vector<std::vector<int32_t>> lists(1);
-    for (uint32_t b = 0; b < max_blocks; ++b) lists[0].push_back(int32_t((b * 3) % n_blocks));
-    auto kv = test::make_test_kv(device(), n_kv, d, d, block, n_blocks, lists, true);
-    ASSERT_GT(attention_split_tokens(n_q, n_head, d, attention_max_splits(kv->binding, 0)), 1u);
-    ASSERT_LT(attention_split_tokens(n_q, n_head, d, attention_max_splits(kv->binding, 0)), uint32_t(n_q));
-    {
-        const auto k = randn(size_t(kv_len) * n_kv * d, 40), v = randn(size_t(kv_len) * n_kv * d, 41);
+    const uint32_t n_head = 4, n_kv = 2, d = 32, block = 16, n_blocks = 4096 / block;
+    const int kv_len = 4096;
+    // one KV pool, read through block tables of 4096 and of 1M positions (the same blocks
+    // first, the rest pointing anywhere: never read)
+    auto layer = [&](uint32_t max_blocks) {
+        std::vector<std::vector<int32_t>> lists(1);
+        for (uint32_t b = 0; b < max_blocks; ++b) lists[0].push_back(int32_t(b % n_blocks));
+        return test::make_test_kv(device(), n_kv, d, d, block, n_blocks, lists, true);
+    };
+    auto small = layer(n_blocks), large = layer(1u << 16);
+    const auto k = randn(size_t(kv_len) * n_kv * d, 50), v = randn(size_t(kv_len) * n_kv * d, 51);
+    for (auto* kv : {small.get(), large.get()}) {
         OpHarness h(device(), pipelines());
         std::vector<int32_t> pos(static_cast<size_t>(kv_len)), seq(static_cast<size_t>(kv_len), 0);
         for (int i = 0; i < kv_len; ++i) pos[size_t(i)] = i;
@@ -171,25 +203,51 @@ TEST_F(AttentionSplitRuns, a_batch_cut_into_runs_of_tokens_equals_its_queries_al
                                h.input_f32({d, n_kv, kv_len}, v, "v")});
         h.run({});
     }
-    const auto q = randn(size_t(n_q) * n_head * d, 42);
-    auto run = [&](int first, int n) {
-        OpHarness h(device(), pipelines());
-        std::vector<int32_t> pos;
-        for (int i = 0; i < n; ++i) pos.push_back(kv_len - n_q + first + i);
-        h.batch(pos, std::vector<int32_t>(size_t(n), 0));
-        const size_t qs = size_t(n_head) * d;
-        const TensorId o = h.op(
-            TDM_OP_ATTENTION, {h.input_f32({d, n_head, n}, {q.begin() + first * qs, q.begin() + (first + n) * qs}, "q"),
-                               h.graph().kv(&kv->binding)});
-        h.run({o});
-        return h.f32(o);
+    const std::shared_ptr<AttentionScratch> scratch = AttentionScratch::of(device());
+    ASSERT_EQ(scratch->bytes(), 0u) << "no other graph of this device holds partials";
+    const auto q = randn(size_t(n_head) * d, 52);
+    struct Decode {
+        std::vector<float> out;
+        SplitAttentionRun run;
+        uint64_t activation_bytes, scratch_bytes;
     };
-    const auto out = run(0, n_q);
-    const size_t row = size_t(n_head) * d;
-    for (int i = 0; i < n_q; ++i) {
-        const auto alone = run(i, 1);
-        EXPECT_TRUE(same_bits_split(out.data() + size_t(i) * row, alone.data(), row)) << "query " << i;
-    }
+    auto decode = [&](test::TestKvLayer& kv, int32_t position) {
+        OpHarness h(device(), pipelines());
+        h.batch({position}, {0});
+        const TensorId o = h.op(TDM_OP_ATTENTION, {h.input_f32({d, n_head, 1}, q, "q"), h.graph().kv(&kv.binding)});
+        h.run({o});
+        return Decode{h.f32(o), h.compiled().split_attention_run(), h.compiled().activation_bytes(),
+                      scratch->bytes()};
+    };
+    const Decode at64_small = decode(*small, 63), at64_large = decode(*large, 63);
+    EXPECT_EQ(at64_small.run.workgroups, n_kv);  // one split per kv head
+    EXPECT_EQ(at64_large.run.workgroups, at64_small.run.workgroups);
+    EXPECT_EQ(at64_small.run.scratch_bytes, attention_partial_bytes(1, n_head, d, 1));
+    EXPECT_EQ(at64_large.run.scratch_bytes, at64_small.run.scratch_bytes);
+    EXPECT_EQ(at64_large.activation_bytes, at64_small.activation_bytes);
+    EXPECT_EQ(at64_small.scratch_bytes, AttentionScratch::kGranule);
+    EXPECT_EQ(at64_large.scratch_bytes, AttentionScratch::kGranule) << "the partials grew with the capacity";
+    EXPECT_TRUE(same_bits_split(at64_small.out.data(), at64_large.out.data(), at64_small.out.size()));
+
+    // the graph recorded at 64 keys, run again at 4096: its run needs more partials than the
+    // scratch holds, so it grows and the graph records again against it
+    OpHarness grown(device(), pipelines());
+    grown.batch({63}, {0});
+    const TensorId o =
+        grown.op(TDM_OP_ATTENTION, {grown.input_f32({d, n_head, 1}, q, "q"), grown.graph().kv(&large->binding)});
+    grown.run({o});
+    ASSERT_EQ(scratch->bytes(), AttentionScratch::kGranule);
+    grown.compiled().input_as<int32_t>(grown.compiled().graph().batch_positions())[0] = kv_len - 1;
+    grown.rerun();
+    EXPECT_EQ(grown.compiled().split_attention_run().workgroups, uint64_t(n_kv) * 16);
+    EXPECT_EQ(grown.compiled().split_attention_run().scratch_bytes, attention_partial_bytes(1, n_head, d, 16));
+    EXPECT_GT(scratch->bytes(), AttentionScratch::kGranule);
+
+    // the same bits as a graph recorded with the grown scratch at once
+    const Decode at4096 = decode(*large, kv_len - 1);
+    EXPECT_EQ(at4096.run.workgroups, uint64_t(n_kv) * 16);
+    EXPECT_EQ(at4096.activation_bytes, at64_large.activation_bytes);
+    EXPECT_TRUE(same_bits_split(grown.f32(o).data(), at4096.out.data(), at4096.out.size()));
 }
 
 }  // namespace
