@@ -54,15 +54,19 @@ std::string split_text(const std::vector<uint32_t>& v) {
     return "?";
 }
 
-// The splits timed for `type`: `given` (rows x subgroups [x unroll] in the type's layout,
-// the first the reference) if any, else the layout's candidates.
-std::vector<MatmulSplit> tune_candidates(const vk::DeviceCaps& caps, DType type, const std::vector<MatmulSplit>& given) {
+// The splits timed for `type`: `given` (rows x subgroups [x unroll], 0: the default, in the
+// type's layout; the first the reference) if any, else the layout's candidates.
+std::vector<MatmulSplit> tune_candidates(const vk::DeviceCaps& caps, DType type,
+                                         const std::vector<MatmulSplit>& given) {
     if (given.empty()) return matmul_split_candidates(caps, type);
     const MatmulSplit d = default_matmul_split(caps, type);
     std::vector<MatmulSplit> out;
     for (MatmulSplit s : given) {
         s.layout = d.layout;
-        if (d.layout != MatmulLayout::mv) s.unroll = 1;
+        if (d.layout != MatmulLayout::mv)
+            s.unroll = 1;
+        else if (s.unroll == 0)
+            s.unroll = d.unroll;
         if (matmul_split_fits(caps, s) && std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
     }
     return out;

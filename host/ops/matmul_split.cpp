@@ -115,7 +115,7 @@ bool matmul_tunable(const DeviceWeight& w) {
 std::string matmul_split_key(const vk::DeviceCaps& caps, const DeviceWeight& w) {
     const bool texel = caps.prefer_texel_weights && w.has_texel_views();
     const MatmulSplit d = default_matmul_split(caps, w.type());
-    return fmt::format("{} {}x{}", kernel::weight_variant(d.shader(false).c_str(), w.type(), texel), w.rows(), w.cols());
+    return fmt::format("{} {}x{}", kernel::weight_variant(d.shader(false), w.type(), texel), w.rows(), w.cols());
 }
 
 MatmulSplit matmul_split(const vk::DeviceCaps& caps, const vk::WorkSplits& table, const DeviceWeight& w) {
