@@ -24,7 +24,8 @@
 # The steps, each with its own time limit so that one hang does not spend the sitting:
 #   version and devices; models (Qwen3-0.6B shape in Q8_0 and Q4_K, Gemma 4 E2B shape in Q8_0);
 #   bench ops on 31B-sized matrices (21504x5376 and 5376x21504; Q8_0, Q4_K; batch 1 and 4) with
-#   device timestamps, and the device copy bandwidth; bench decode at 64 and 4096 tokens of
+#   device timestamps, and the device copy bandwidth, then again with the older "ks" matmul
+#   layout forced (a GPU's default is "mv"); bench decode at 64 and 4096 tokens of
 #   context, and once with --profile and --profile-json; bench spec at forced acceptance 0.7 and 1.0, k = 3;
 #   `tandem tune` (when the build has it) and the benchmarks again with its table; llama-bench on the same files.
 # Timings only; nothing here is a test.
@@ -43,7 +44,7 @@ while [ $# -gt 0 ]; do
     --llama-bench) llama="$2"; shift 2 ;;
     --bundle) bundle="$2"; shift 2 ;;
     --models) models="$2"; shift 2 ;;
-    -h|--help) sed -n '3,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --*) echo "gpu-sitting: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -152,6 +153,12 @@ step devices 60 "$tandem" devices --output-format json
 # row the kernel's own time from device timestamps, next to the device copy bandwidth.
 for m in "${matrices[@]}"; do
   step "ops-$m" "$limit" "$tandem" bench ops --profile --matrix "$m" --types q8_0,q4_K --batches 1,4 --json
+done
+# The same rows with the "ks" matmul layout forced ("+ks"): on a GPU the rows above run "mv",
+# the mat-vec kernel (docs/TUNING.md, "Matmul layouts"), so the two stand side by side.
+for m in "${matrices[@]}"; do
+  step "ops-$m+ks" "$limit" env TANDEM_MATMUL_LAYOUT=ks "$tandem" bench ops --profile --matrix "$m" --types q8_0,q4_K \
+    --batches 1,4 --json
 done
 
 for f in "$q8" "$q4" "$g4"; do

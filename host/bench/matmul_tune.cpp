@@ -47,6 +47,31 @@ Result<Timed> time_split(vk::Device& device, vk::PipelineManager& pipelines,
     return t;
 }
 
+// A table entry as its split reads: "2x4", "2x4u2".
+std::string split_text(const std::vector<uint32_t>& v) {
+    if (v.size() == 2) return fmt::format("{}x{}", v[0], v[1]);
+    if (v.size() == 3) return fmt::format("{}x{}u{}", v[0], v[1], v[2]);
+    return "?";
+}
+
+// The splits timed for `type`: `given` (rows x subgroups [x unroll], 0: the default, in the
+// type's layout; the first the reference) if any, else the layout's candidates.
+std::vector<MatmulSplit> tune_candidates(const vk::DeviceCaps& caps, DType type,
+                                         const std::vector<MatmulSplit>& given) {
+    if (given.empty()) return matmul_split_candidates(caps, type);
+    const MatmulSplit d = default_matmul_split(caps, type);
+    std::vector<MatmulSplit> out;
+    for (MatmulSplit s : given) {
+        s.layout = d.layout;
+        if (d.layout != MatmulLayout::mv)
+            s.unroll = 1;
+        else if (s.unroll == 0)
+            s.unroll = d.unroll;
+        if (matmul_split_fits(caps, s) && std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+    }
+    return out;
+}
+
 }  // namespace
 
 bool MatmulShape::operator<(const MatmulShape& o) const {
@@ -64,9 +89,6 @@ Result<nlohmann::json> tune_matmuls(vk::Device& device, vk::PipelineManager& pip
                                     std::span<const MatmulShape> shapes, const MatmulTuneOptions& opt) {
     const vk::DeviceCaps& caps = device.caps();
     vk::WorkSplits& table = pipelines.work_splits();
-    const std::vector<MatmulSplit> candidates =
-        opt.candidates.empty() ? matmul_split_candidates(caps) : opt.candidates;
-    const MatmulSplit dflt = default_matmul_split(caps);
     nlohmann::json out;
     out["device"] = caps.name;
     out["timing"] = device.profiling() ? "device timestamps" : "wall clock";
@@ -85,11 +107,13 @@ Result<nlohmann::json> tune_matmuls(vk::Device& device, vk::PipelineManager& pip
         std::vector<std::unique_ptr<DeviceWeight>> weights;
         weights.push_back(TDM_TRY(DeviceWeight::upload(device, arena, "W", shape.type, ne, bytes.data())));
         const std::string key = matmul_split_key(caps, *weights[0]);
+        const MatmulSplit dflt = default_matmul_split(caps, shape.type);
+        const std::vector<MatmulSplit> candidates = tune_candidates(caps, shape.type, opt.candidates);
         nlohmann::json r{{"key", key}, {"type", dtype_name(shape.type)}, {"rows", shape.rows}, {"cols", shape.cols}};
         const std::optional<std::vector<uint32_t>> before = table.find(key);
         if (before && !opt.retune) {
             r["status"] = "cached";
-            r["split"] = before->size() == 2 ? fmt::format("{}x{}", (*before)[0], (*before)[1]) : "?";
+            r["split"] = split_text(*before);
             results.push_back(r);
             if (opt.progress) opt.progress(++done, shapes.size());
             continue;
@@ -107,8 +131,7 @@ Result<nlohmann::json> tune_matmuls(vk::Device& device, vk::PipelineManager& pip
         double best_us = 0, default_us = 0;
         Status failed;
         for (const MatmulSplit& s : candidates) {
-            if (s.rows_per_lane != dflt.rows_per_lane || !matmul_split_fits(caps, s)) continue;
-            table.set(key, {s.rows, s.subgroups});
+            table.set(key, s.table_values());
             auto t = time_split(device, pipelines, weights, x, opt.iterations);
             if (!t.ok()) {
                 failed = t.error();
@@ -136,7 +159,7 @@ Result<nlohmann::json> tune_matmuls(vk::Device& device, vk::PipelineManager& pip
                 table.erase(key);
             return failed.error();
         }
-        table.set(key, {best.rows, best.subgroups});
+        table.set(key, best.table_values());
         r["status"] = "tuned";
         r["split"] = best.to_string();
         r["default_split"] = dflt.to_string();

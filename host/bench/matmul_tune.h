@@ -39,7 +39,9 @@ struct MatmulTuneOptions {
     uint64_t bytes_per_run = 256ull << 20;  // weight bytes one timed run reads
     uint32_t max_copies = 256;              // copies of the matrix at most
     int iterations = 7;                     // timed runs per candidate (the median counts)
-    std::vector<MatmulSplit> candidates;    // empty: matmul_split_candidates(device)
+    // rows x subgroups [x unroll, 0: the layout's default], applied to each shape's layout; empty:
+    // matmul_split_candidates(device, type)
+    std::vector<MatmulSplit> candidates;
     bool retune = false;                    // measure shapes the table already has
     std::function<void(size_t done, size_t total)> progress;  // after each shape
 };

@@ -11,6 +11,7 @@
 #include "common/quant.h"
 #include "graph/executor.h"
 #include "graph/weight.h"
+#include "ops/matmul_split.h"
 
 namespace tdm {
 namespace {
@@ -115,6 +116,9 @@ Result<nlohmann::json> run_op_bench(vk::Device& device, vk::PipelineManager& pip
             nlohmann::json r;
             r["type"] = tname;
             r["batch"] = n;
+            // which kernel and work split ran (docs/TUNING.md): layouts differ by device and type
+            r["kernel"] = matmul_split_key(device.caps(), *w);
+            r["split"] = matmul_split(device.caps(), pipelines.work_splits(), *w).to_string();
             r["ms"] = t * 1e3;
             r["weight_bytes"] = wbytes;
             r["gb_per_s"] = wbytes / t / 1e9;

@@ -580,8 +580,9 @@ const ProgramSpec& program_spec() {
                           "1024x1024,3072x1024); COLS a multiple of 256."},
                          {{"--types"}, K::string, "LIST", "Weight types of the --matrix or default shapes.",
                           "q8_0,q4_K"},
-                         {{"--splits"}, K::string, "LIST", "Only these splits, ROWSxSUBGROUPS (e.g. 1x4,2x4); the "
-                          "first is the reference the others must match."},
+                         {{"--splits"}, K::string, "LIST", "Only these splits, ROWSxSUBGROUPS[uUNROLL] (e.g. "
+                          "1x4,2x4u2; the unroll counts in the mv layout only); the first is the reference the "
+                          "others must match."},
                          {{"--retune"}, K::flag, "", "Measure shapes the table already has."},
                          ranged({{"--iterations"}, K::integer, "N", "Timed runs per split (median).", "7"}, 1,
                                 1000)}}};

@@ -2,6 +2,7 @@
 // host/cli/cmd_tune.cpp: `tandem tune`: measure the fastest matmul work split per weight
 // shape on this device and keep it in the device's work-split table
 // (bench/matmul_tune.h). Also: the automatic tuning at a model's first load on a GPU.
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -50,20 +51,23 @@ Result<std::vector<MatmulShape>> shapes_from_options(const ParsedArgs& a) {
     return out;
 }
 
+// --splits ROWSxSUBGROUPS[uUNROLL],...: the layout is each shape's own (the unroll counts in
+// "mv" only; without one, "mv" takes its default; 0 here stands for that).
 Result<std::vector<MatmulSplit>> splits_from_option(const ParsedArgs& a, const vk::DeviceCaps& caps) {
     std::vector<MatmulSplit> out;
     const auto s = a.get_string("splits");
     if (!s) return out;
-    const MatmulSplit d = default_matmul_split(caps);
     std::istringstream in(*s);
     for (std::string one; std::getline(in, one, ',');) {
-        unsigned rows = 0, groups = 0;
-        char x = 0, extra = 0;
-        MatmulSplit m{d.rows_per_lane, 0, 0};
-        if (std::sscanf(one.c_str(), "%u%c%u%c", &rows, &x, &groups, &extra) == 3 && x == 'x') m = {d.rows_per_lane, rows, groups};
-        if (!matmul_split_fits(caps, m))
-            return Error::format("--splits '{}': give ROWSxSUBGROUPS[,...] with 1-16 rows and a workgroup of at most "
-                                 "{} lanes (e.g. 1x4,2x4)", one, caps.max_workgroup_invocations);
+        unsigned rows = 0, groups = 0, unroll = 0;
+        char x = 0, u = 0, extra = 0;
+        const int n = std::sscanf(one.c_str(), "%u%c%u%c%u%c", &rows, &x, &groups, &u, &unroll, &extra);
+        MatmulSplit m{MatmulLayout::mv, 0, 0, 0};
+        if ((n == 3 || (n == 5 && u == 'u' && unroll > 0)) && x == 'x') m = {MatmulLayout::mv, rows, groups, unroll};
+        if (!matmul_split_fits(caps, {m.layout, m.rows, m.subgroups, std::max(1u, m.unroll)}))
+            return Error::format("--splits '{}': give ROWSxSUBGROUPS[uUNROLL][,...] with 1-16 rows, an unroll of 1-8 "
+                                 "and a workgroup of at most {} lanes (e.g. 1x4,2x4u2)", one,
+                                 caps.max_workgroup_invocations);
         out.push_back(m);
     }
     return out;

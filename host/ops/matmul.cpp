@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // host/ops/matmul.cpp: TDM_OP_MATMUL, y [M, n] = x [K, n] W^T (+ add), W a
-// weight of any type. Two layouts (measured in docs/perf-notes/lavapipe-matmul.md; env overrides
-// are for experiments and for tests that run both on one device):
+// weight of any type. Three layouts (matmul_split.h says which device and type gets which;
+// env overrides are for experiments and for tests that run all of them on one device):
+//  "mv" (shaders/matmul_mv.comp): the GPUs' mat-vec kernel: lanes stride over K, one or
+//      two rows per subgroup, a few subgroups per workgroup, loads issued ahead, the
+//      block scale applied once per block.
 //  "ks" (shaders/matmul.comp): lanes stride over K, R rows per subgroup, several
-//      subgroups per workgroup: coalesced loads, the layout for GPUs.
+//      subgroups per workgroup: the GPUs' layout for the types "mv" does not cover.
 //  "rl" (shaders/matmul_rl.comp): every lane owns R whole rows, x at a uniform
 //      address, no cross-lane reduction: 1.2-2x faster on lavapipe, where a
-//      lane is a SIMD slot of one CPU thread and gathers cost the same anyway.
-// Both reduce each output element in one fixed order whatever n is (tandem.h
+//      lane is a SIMD slot of one CPU thread and gathers cost the same anyway
+//      (docs/perf-notes/lavapipe-matmul.md).
+// Each reduces each output element in one fixed order whatever n is (tandem.h
 // invariant 1). One dispatch per row chunk of the weight.
 #include <algorithm>
 
@@ -19,6 +23,7 @@ namespace {
 
 using namespace kernel;
 
+// "matmul_mv" is not required: a type without it runs "ks" (matmul_split.h).
 const char* const kMatmulShaders[] = {"matmul", "matmul_rl", nullptr};
 
 Status validate_matmul(OpContext& c) {
@@ -51,11 +56,9 @@ Status record_matmul(RecordContext& c, const Node& n, const std::string& detail_
     const uint32_t nt = N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : 8;
     const uint32_t sg = std::max<uint32_t>(1, c.device.caps().subgroup_size);
     const MatmulSplit lay = matmul_split(c.device.caps(), c.pipelines.work_splits(), w);
-    const uint32_t ls = sg * lay.subgroups;
-    const uint32_t rows_per_group = lay.rows_per_lane ? ls * lay.rows : lay.rows * lay.subgroups;
     const vk::Pipeline* p =
-        TDM_TRY(c.pipelines.get(weight_variant(lay.rows_per_lane ? "matmul_rl" : "matmul", w.type(), texel),
-                                {ls, nt, lay.rows}));
+        TDM_TRY(c.pipelines.get(weight_variant(lay.shader(false), w.type(), texel), lay.spec(sg, nt)));
+    const uint32_t rows_per_group = lay.rows_per_workgroup(sg);
     const vk::Binding bx = texel ? vk::Binding::texel(TDM_TRY(c.compiled.texel_view(d.in[1]))) : storage(c, d.in[1]);
     return record_matmul_dispatches(c, n, *p, bx, texel, rows_per_group, label);
 }

@@ -2,8 +2,8 @@
 // host/ops/matmul_group.cpp: the host-internal grouped matmul, y_j [M_j, n] = x [K, n]
 // W_j^T for two or three weights of one type and width that read the same x (a layer's
 // q, k and v projections, or gate and up), which host/graph/fusion.cpp forms from
-// separate TDM_OP_MATMULs. One dispatch of the GROUP variant of matmul.comp or
-// matmul_rl.comp (include/matmul_group.glsl) when the weights' planes lie in one buffer
+// separate TDM_OP_MATMULs. One dispatch of the GROUP variant of matmul_mv.comp, matmul.comp
+// or matmul_rl.comp (include/matmul_group.glsl) when the weights' planes lie in one buffer
 // each and their matmuls split rows alike; otherwise each weight's own dispatches, as
 // TDM_OP_MATMUL records them. Either way every row is the ungrouped matmul's sum.
 // OpDesc: in[0] = x, in[1..n_in-1] = the weights; outputs out, out2, out3 in that order.
@@ -60,8 +60,7 @@ Status record_matmul_group(RecordContext& c, const Node& n, const std::string& d
     const uint32_t N = uint32_t(x.rows());
     const uint32_t nt = N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : 8;  // tokens per pass, as matmul.cpp
     const uint32_t sg = std::max<uint32_t>(1, c.device.caps().subgroup_size);
-    const uint32_t ls = sg * lay.subgroups;
-    const uint32_t rows_per_group = lay.rows_per_lane ? ls * lay.rows : lay.rows * lay.subgroups;
+    const uint32_t rows_per_group = lay.rows_per_workgroup(sg);
     const vk::Binding bx = texel ? vk::Binding::texel(TDM_TRY(c.compiled.texel_view(d.in[0]))) : storage(c, d.in[0]);
 
     // the spans the one dispatch binds: main planes, scale planes, results
@@ -83,8 +82,8 @@ Status record_matmul_group(RecordContext& c, const Node& n, const std::string& d
         grouped = main_span && scale_span && y_span;
     }
     if (!grouped) {  // each weight as TDM_OP_MATMUL records it
-        const vk::Pipeline* p = TDM_TRY(
-            c.pipelines.get(weight_variant(lay.rows_per_lane ? "matmul_rl" : "matmul", w0.type(), texel), {ls, nt, lay.rows}));
+        const vk::Pipeline* p =
+            TDM_TRY(c.pipelines.get(weight_variant(lay.shader(false), w0.type(), texel), lay.spec(sg, nt)));
         for (int j = 0; j < n_w; ++j) {
             Node one;
             one.desc.op = TDM_OP_MATMUL;
@@ -97,8 +96,8 @@ Status record_matmul_group(RecordContext& c, const Node& n, const std::string& d
         return {};
     }
 
-    const vk::Pipeline* p = TDM_TRY(c.pipelines.get(
-        weight_variant(lay.rows_per_lane ? "matmul_rl_group" : "matmul_group", w0.type(), texel), {ls, nt, lay.rows}));
+    const vk::Pipeline* p =
+        TDM_TRY(c.pipelines.get(weight_variant(lay.shader(true), w0.type(), texel), lay.spec(sg, nt)));
     struct {
         uint32_t K, N, x_off, x_stride;
         uint32_t seg_group[3], seg_M[3], seg_w[3], seg_s[3], seg_y[3], seg_y_stride[3];

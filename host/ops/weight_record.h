@@ -19,7 +19,7 @@ inline std::string weight_variant(std::string_view family, DType t, bool texel) 
     return fmt::format("{}_{}_{}", family, dtype_name(t), texel ? "tex" : "buf");
 }
 
-// The dispatches of a matmul kernel (matmul.comp, matmul_rl.comp, matmul_q8_rl.comp: one
+// The dispatches of a matmul kernel (matmul_mv.comp, matmul.comp, matmul_rl.comp, matmul_q8_rl.comp: one
 // push-constant block and binding order): one per row chunk of the weight, node n's input 1
 // bound as `x` (binding 2, and again as binding 5 for the kernels that read it twice),
 // `rows_per_group` output rows per workgroup. Defined in matmul.cpp.

@@ -139,7 +139,9 @@ const uint TEX = 9, QS = 1;   // header, qs[128]
 const uint TEX = 11, QS = 3;  // header, qh[32], qs[128]
 #endif
 const uint UNIT = 64, PIECES = 2;
-void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
+// The piece's quants q (0..15, or 0..31 for Q5_K) and its sub-block scale d1 and min m1
+// (w = d1 * q - m1): lets a matmul apply them once per piece (matmul_mv.comp).
+float k4_raw_piece(uint row, uint u, uint pc, out vec4 q[8], out float m1) {
     const uint b = u / 4, c = u % 4, j = 2 * c + pc;  // j: sub-block
     const uint tpr = (p.K / 256) * TEX, base = b * TEX;  // texels per row, the block's first
     const uvec4 h = load_row_w(W_OFF, row, tpr, base);
@@ -152,29 +154,35 @@ void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
         sc = (byte_of(h, 8 + j) & 15u) | ((byte_of(h, j) >> 6) << 4);
         m = (byte_of(h, 8 + j) >> 4) | ((byte_of(h, 4 + j) >> 6) << 4);
     }
-    const float d1 = d * float(sc), m1 = dmin * float(m);
+    m1 = dmin * float(m);
     const uvec4 qa = load_row_w(W_OFF, row, tpr, base + QS + 2 * c);
     const uvec4 qb = load_row_w(W_OFF, row, tpr, base + QS + 2 * c + 1);
 #if defined(WTYPE_Q5_K)
     const uvec4 qh0 = load_row_w(W_OFF, row, tpr, base + 1), qh1 = load_row_w(W_OFF, row, tpr, base + 2);
 #endif
     [[unroll]] for (uint i = 0; i < 4; ++i) {
-        vec4 va = pc == 0 ? lo4(qa[i]) : hi4(qa[i]);
-        vec4 vb = pc == 0 ? lo4(qb[i]) : hi4(qb[i]);
+        q[i] = pc == 0 ? lo4(qa[i]) : hi4(qa[i]);
+        q[4 + i] = pc == 0 ? lo4(qb[i]) : hi4(qb[i]);
 #if defined(WTYPE_Q5_K)
         const uint wa = qh0[i] >> j, wb = qh1[i] >> j;  // bit j of qh[l]
-        va += 16.0 * vec4(uvec4(wa, wa >> 8, wa >> 16, wa >> 24) & 1u);
-        vb += 16.0 * vec4(uvec4(wb, wb >> 8, wb >> 16, wb >> 24) & 1u);
+        q[i] += 16.0 * vec4(uvec4(wa, wa >> 8, wa >> 16, wa >> 24) & 1u);
+        q[4 + i] += 16.0 * vec4(uvec4(wb, wb >> 8, wb >> 16, wb >> 24) & 1u);
 #endif
-        w[i] = d1 * va - m1;
-        w[4 + i] = d1 * vb - m1;
     }
+    return d * float(sc);
+}
+void dequant_piece(uint row, uint u, uint pc, out vec4 w[8]) {
+    float m1;
+    const float d1 = k4_raw_piece(row, u, pc, w, m1);
+    [[unroll]] for (uint i = 0; i < 8; ++i) w[i] = d1 * w[i] - m1;
 }
 #elif defined(WTYPE_Q6_K)
 // unit = 128 weights: half hh of super-block b (u = 2b + hh); piece g = 0..3.
 // Main plane per block: ql[128] (texels 0-7), qh[64] (8-11), scales[16] (12).
 const uint TEX = 13, UNIT = 128, PIECES = 4;
-void dequant_piece(uint row, uint u, uint g, out vec4 w[8]) {
+// The piece's quants q - 32 (-32..31) and the scales of its two 16-weight halves
+// (w[0..3] = da * q[0..3], w[4..7] = db * q[4..7]): lets a matmul apply them once per half.
+vec2 q6_raw_piece(uint row, uint u, uint g, out vec4 q[8]) {
     const uint b = u / 2, hh = u % 2;
     const uint nb = p.K / 256, tpr = nb * TEX, base = b * TEX;  // texels per row, the block's first
     const float d = load_row_scale(S_OFF, row, nb, b);
@@ -192,8 +200,16 @@ void dequant_piece(uint row, uint u, uint g, out vec4 w[8]) {
         const uint ha = qh0[i] >> (2 * g), hb = qh1[i] >> (2 * g);
         const vec4 hia = vec4(uvec4(ha, ha >> 8, ha >> 16, ha >> 24) & 3u);
         const vec4 hib = vec4(uvec4(hb, hb >> 8, hb >> 16, hb >> 24) & 3u);
-        w[i] = da * (la + 16.0 * hia - 32.0);
-        w[4 + i] = db * (lb + 16.0 * hib - 32.0);
+        q[i] = la + 16.0 * hia - 32.0;
+        q[4 + i] = lb + 16.0 * hib - 32.0;
+    }
+    return vec2(da, db);
+}
+void dequant_piece(uint row, uint u, uint g, out vec4 w[8]) {
+    const vec2 s = q6_raw_piece(row, u, g, w);
+    [[unroll]] for (uint i = 0; i < 4; ++i) {
+        w[i] = s.x * w[i];
+        w[4 + i] = s.y * w[4 + i];
     }
 }
 #else

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/cli/tune_cli_test.cpp: `tandem tune` times the matmul work splits of the shapes it
 // is given, keeps the fastest in the device's table beside the pipeline cache, reports
-// them (text or JSON), skips shapes already tuned unless --retune, and refuses bad
-// shapes and splits with a message naming them.
+// them (text or JSON), skips shapes already tuned unless --retune, keeps the "mv" layout's
+// unroll, and refuses bad shapes and splits with a message naming them.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -65,6 +65,25 @@ TEST_F(TuneCli, tunes_a_shape_keeps_it_and_skips_it_next_time) {
     const CliRun text = tune({"--matrix", "96x256", "--types", "q8_0"});
     ASSERT_EQ(text.status, 0) << text.err;
     EXPECT_NE(text.out.find("tuned before; --retune measures again"), std::string::npos) << text.out;
+}
+
+TEST_F(TuneCli, an_mv_split_keeps_its_unroll_and_a_split_without_one_takes_the_default) {
+    // the GPUs' layout, forced on the test device
+    const CliRun r = tandem({"tune", "--matrix", "96x256", "--types", "q8_0", "--splits", "2x2u4,1x4", "--iterations",
+                             "1", "--json"},
+                            "TANDEM_LOG=off TANDEM_MATMUL_LAYOUT=mv XDG_CACHE_HOME=" + quote(cache_));
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["shapes"].size(), 1u) << r.out;
+    const auto& s = j["shapes"][0];
+    const std::string key = s["key"];
+    EXPECT_EQ(key.rfind("matmul_mv_q8_0_", 0), 0u) << key;
+    ASSERT_EQ(s["candidates"].size(), 2u) << s;
+    EXPECT_EQ(s["candidates"][0]["split"], "2x2u4");
+    EXPECT_EQ(s["candidates"][1]["split"], "1x4u2");
+    const std::string table = test::read_file(table_path());
+    const std::string line = s["split"] == "2x2u4" ? " 2 2 4\n" : " 1 4 2\n";
+    EXPECT_NE(table.find(key + line), std::string::npos) << table;
 }
 
 TEST_F(TuneCli, a_model_gives_the_shapes_of_its_matrices) {

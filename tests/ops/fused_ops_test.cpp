@@ -249,7 +249,8 @@ TEST_P(MatmulGroup, three_weights_of_one_input_equal_three_matmuls_bit_for_bit_i
 
 INSTANTIATE_TEST_SUITE_P(Types, MatmulGroup,
                          ::testing::Values(std::make_tuple(DType::Q8_0, "rl"), std::make_tuple(DType::Q8_0, "ks"),
-                                           std::make_tuple(DType::F16, "rl"), std::make_tuple(DType::Q4_K, "rl")),
+                                           std::make_tuple(DType::F16, "rl"), std::make_tuple(DType::Q4_K, "rl"),
+                                           std::make_tuple(DType::Q8_0, "mv")),
                          [](const auto& p) {
                              return std::string(dtype_name(std::get<0>(p.param))) + "_" + std::get<1>(p.param);
                          });

@@ -222,6 +222,33 @@ TEST_F(Spec, split_attention_keeps_speculative_output_exact) {
     }
 }
 
+// The GPUs' mat-vec matmul layout ("mv", forced here on lavapipe): greedy speculative
+// output is plain output, so decode and verify passes (batch widths 1 and 4), including the
+// grouped q/k/v and gate/up matmuls and the fused residual adds, compute the same bits. Three
+// short prompts: a check of the mechanism.
+TEST_F(Spec, mv_matmul_layout_keeps_speculative_output_exact) {
+    const test::ScopedEnv layout("TANDEM_MATMUL_LAYOUT", "mv");
+    const Pair p = make_pair(DType::Q8_0, 0.0f, 23);
+    Loaded t = load_spec(p.target);
+    Runner runner(*t.model, *t.kv, device(), pipelines());
+    const int seq = *t.kv->add_sequence();
+    for (int i = 0; i < 3; ++i) {
+        const auto prompt = random_prompt_spec(5000 + uint64_t(i), 12, 400);
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+        auto plain = generate(runner, nullptr, seq, prompt, greedy_spec(24), {});
+        ASSERT_TRUE(plain.ok()) << plain.error().message();
+        ForcedDrafter forced(plain->tokens, prompt.size(), 0.7, t.model->info().n_vocab, 11 + uint64_t(i));
+        Drafter* chain[] = {&forced};
+        SpecParams sp;
+        sp.draft_max = 3;
+        ASSERT_TRUE(t.kv->truncate(seq, 0).ok());
+        auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_spec(24), chain, sp, {});
+        ASSERT_TRUE(spec.ok()) << spec.error().message();
+        ASSERT_EQ(spec->gen.tokens, plain->tokens) << "prompt " << i;
+        EXPECT_GT(spec->stats.accepted, 0u);
+    }
+}
+
 TEST_F(Spec, forced_drafter_is_exact_and_its_acceptance_follows_A) {
     const Pair p = make_pair(DType::F32, 0.0f, 3);
     Loaded t = load_spec(p.target);
