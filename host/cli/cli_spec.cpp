@@ -163,7 +163,8 @@ OptionGroup speculative_options() {
                  "head's HF directory with --spec-type dflash.", "", "", false, false, "model-draft"},
                 {{"--mtp-head"}, K::string, "FILE", "An MTP/NextN head shipped as its own file (speculative type "
                  "mtp); by default the head is read from the target's own file."},
-                {{"--spec-type"}, K::string, "LIST", "Drafters to use, comma-separated, asked in order: draft, "
+                {{"--spec-type"}, K::string, "LIST", "Drafters to use, comma-separated, in order of preference (the goodput "
+                 "controller asks first the one measured to pay best; --spec-fixed: in this order): draft, "
                  "ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache, mtp (also nextn, draft-mtp), "
                  "or one a plugin registers. `tandem plugins` lists them. none: plain decoding (turns off tandem "
                  "chat's default, the model's own draft head)."},

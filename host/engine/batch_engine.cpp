@@ -174,10 +174,8 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
         if (tokenizer_) s.stream.emplace(*tokenizer_);
         s.stop = StopRule{tokenizer_, s.req.params.ignore_eog, s.req.params.stop_tokens};
         if (s.req.params.constraint) s.constraint = s.req.params.constraint->clone();
-        const ChainedDrafter* opener = first_on(s.chain);
-        const DrafterKind kind = opener ? opener->drafter->kind() : DrafterKind::head;
-        s.tune = GoodputController(std::max(1, s.req.spec.draft_max), kGoodputProbeInterval, kind,
-                                   history_of(s).find(kind));
+        // a controller per drafter, each of its kind, once the chain is built (start_drafters)
+        s.tune = ChainGoodput(std::max(1, s.req.spec.draft_max), &history_of(s));
         // trees by measurement under the goodput controller; with fixed k, whenever asked for
         s.tree_choice = TreeChoice(runner_.device().caps().is_cpu(), !s.req.spec.auto_k);
         s.result.stop_reason = StopReason::length;
@@ -325,6 +323,7 @@ void BatchEngine::start_drafters(Session& s, Slot& slot, uint32_t n_cached) {
         if (!b.ok()) s.turn_off(link, b.error());
     }
     forget_slot();
+    s.tune.meet(s.chain);
 }
 
 void BatchEngine::preempt(Session& s) {
@@ -353,7 +352,7 @@ void BatchEngine::finish(Session& s, StopReason reason, std::string error) {
     s.done = true;
     if (s.req.spec.auto_k && !s.chain.empty()) {
         s.result.spec.controller = s.tune.report();
-        history_of(s).absorb(s.tune.kind(), s.tune.learned());
+        s.tune.teach(history_of(s));
     }
     const double now = steady_now_ms();
     // a first token means a finished prefill, even if a preemption gave its KV back since

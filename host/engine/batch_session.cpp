@@ -33,7 +33,7 @@ int BatchEngine::decide_k(Session& s, bool cap_only) const {
     if (kv.n_states() > 0) k = std::min<int>(k, int(kv.config().n_checkpoints) - 2);
     k = std::max(0, k);
     if (s.req.spec.auto_k && !cap_only) {
-        const int chosen = s.tune.choose(k);
+        const int chosen = s.tune.choose(s.chain, k, s.pos());
         // draft_min is a limit of the controller too: a shorter proposal would be dropped
         k = chosen > 0 ? std::min(k, std::max(chosen, s.req.spec.draft_min)) : 0;
     }
@@ -74,12 +74,15 @@ void BatchEngine::plan_drafts(std::span<Session* const> part) {
         ++decoding;
         if (!s->req.spec.auto_k) continue;
         auto_sessions.push_back(s);
-        uint32_t cap = uint32_t(std::max(0, decide_k(*s, /*cap_only=*/true)));
+        const int own_cap = std::max(0, decide_k(*s, /*cap_only=*/true));
+        s->tune.rank(s->chain, own_cap, s->pos());  // the drafter whose estimates plan its drafts
+        const GoodputController& lead = s->tune.planner();
+        uint32_t cap = uint32_t(own_cap);
         if (s->skip_next) cap = 0;  // its skip streak asks for a plain step: no rows for it
         if (cap < uint32_t(std::max(1, s->req.spec.draft_min))) cap = 0;  // a shorter proposal is dropped
         std::vector<double> reach;
-        for (uint32_t j = 1; j <= cap; ++j) reach.push_back(s->tune.reach(int(j)));
-        cand.push_back({cap, s->tune.acceptance(), s->draft_ms_per_token, std::move(reach)});
+        for (uint32_t j = 1; j <= cap; ++j) reach.push_back(lead.reach(int(j)));
+        cand.push_back({cap, lead.acceptance(), s->draft_ms_per_token, std::move(reach)});
     }
     if (auto_sessions.size() < 2) return;
     base_outputs = std::max(base_outputs, 1u);  // a pass always reads back one row
@@ -108,7 +111,7 @@ void BatchEngine::prepare_batches(std::span<Session* const> part) {
     std::vector<std::pair<DraftBatcher*, std::vector<std::pair<Drafter*, DraftRequest>>>> groups;
     for (Session* s : part) {
         if (s->k <= 0 || s->prepared >= 0) continue;
-        const ChainedDrafter* first = first_on(s->chain);
+        const ChainedDrafter* first = s->opener();
         if (!first) continue;
         Drafter* d = first->drafter;
         DraftBatcher* b = d->batcher();
@@ -137,7 +140,8 @@ Proposal BatchEngine::draft(Session& s, int k) {
     if (k <= 0) return {};
     DraftRequest req{std::span<const int32_t>(s.history), s.pos(), uint32_t(k), s.slot->seq};
     req.tree = tree_shape(s, k);
-    const ChainedDrafter* opener = first_on(s.chain);
+    if (s.req.spec.auto_k) s.tune.rank(s.chain, k, s.pos());  // ranked already when k was chosen
+    const ChainedDrafter* opener = s.opener();
     s.tree_chosen = req.tree.nodes > 1 && opener && opener->drafter->grows_trees();
     if (s.tree_chosen && !s.tree_choice.choose(req.tree.nodes)) {
         // the chain of as many rows as the tree (tree_choice.h compares equal budgets)
@@ -146,7 +150,10 @@ Proposal BatchEngine::draft(Session& s, int k) {
         ++s.result.spec.tree_chains_chosen;
     }
     const double t0 = steady_now_ms();
-    Proposal out = propose(s.chain, s.result.spec, req, s.req.spec.draft_min, runner_.model().info().n_vocab);
+    const uint32_t n_vocab = runner_.model().info().n_vocab;
+    // under the goodput controller the drafters are asked in its order, each for its own length
+    Proposal out = s.req.spec.auto_k ? propose_ranked(s.tune, s.chain, s.result.spec, req, s.req.spec.draft_min, n_vocab)
+                                     : propose(s.chain, s.result.spec, req, s.req.spec.draft_min, n_vocab);
     if (s.prepared >= 0 && !s.chain[size_t(s.prepared)].on) s.chain[size_t(s.prepared)].drafter->cancel();
     s.prepared = -1;
     // a draft the constraint forbids would be rejected anyway: it and the rest are not verified
@@ -184,18 +191,15 @@ void BatchEngine::prepare_next(Session& s) {
     s.next_k = decide_k(s);
     s.prepared = -1;
     if (s.next_k <= 0) return;
-    for (size_t i = 0; i < s.chain.size(); ++i) {
-        ChainedDrafter& d = s.chain[i];
-        if (!d.on) continue;
-        if (d.drafter->grows_trees() && tree_shape(s, s.next_k).nodes > 1) return;  // a tree is grown when asked
-        const DraftRequest req{std::span<const int32_t>(s.history), s.pos(), uint32_t(s.next_k), s.slot->seq};
-        if (auto p = d.drafter->prepare(req); !p.ok()) {
-            s.turn_off(d, p.error());
-            return;
-        }
-        s.prepared = int(i);
+    ChainedDrafter* d = s.opener();
+    if (!d) return;
+    if (d->drafter->grows_trees() && tree_shape(s, s.next_k).nodes > 1) return;  // a tree is grown when asked
+    const DraftRequest req{std::span<const int32_t>(s.history), s.pos(), uint32_t(s.next_k), s.slot->seq};
+    if (auto p = d->drafter->prepare(req); !p.ok()) {
+        s.turn_off(*d, p.error());
         return;
     }
+    s.prepared = int(d - s.chain.data());
 }
 
 // ---------------------------------------------------------------- after the pass
@@ -369,7 +373,8 @@ void BatchEngine::count_round(Session& s, const RoundResult& round, bool first_t
     // the positions a tree reached (its depth) stand for a chain's drafts
     const uint32_t nd = s.proposal.tree() ? tree_of(s.proposal, 0).max_depth() : round.drafted, m = round.accepted;
     // the draft the constraint cut was rejected there, if the target took every draft before it
-    if (s.cut_at >= 0 && uint32_t(s.cut_at) == nd && m == nd) s.tune.observe_cut(s.cut_at);
+    if (s.cut_at >= 0 && uint32_t(s.cut_at) == nd && m == nd && s.proposal.winner >= 0)
+        s.tune.observe_cut(s.chain[size_t(s.proposal.winner)].stat, s.cut_at);
     s.cut_at = -1;
     if (nd > 0) {
         tally(s.chain, spec, round, pass_ms);
@@ -381,10 +386,11 @@ void BatchEngine::count_round(Session& s, const RoundResult& round, bool first_t
         }
         for (uint32_t i = 0; i < nd; ++i) ++stats_.drafted_at[i];
         for (uint32_t i = 0; i < m; ++i) ++stats_.accepted_at[i];
+        const size_t winner = s.chain[size_t(round.winner)].stat;
         if (s.proposal.tree())
-            s.tune.observe_tree_round(int(nd), int(s.proposal.drafts.size()) + 1, int(m), pass_ms);
+            s.tune.observe_tree_round(winner, int(nd), int(s.proposal.drafts.size()) + 1, int(m), pass_ms);
         else
-            s.tune.observe_round(int(nd), int(m), s.draft_ms, pass_ms);
+            s.tune.observe_round(winner, int(nd), int(m), s.draft_ms, pass_ms);
         if (s.tree_chosen)
             s.tree_choice.observe(s.proposal.tree(), uint32_t(s.proposal.drafts.size()) + 1, m + 1, pass_ms);
         s.zero_streak = m == 0 ? s.zero_streak + 1 : 0;

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "engine/batch_engine.h"
+#include "speculative/chain_goodput.h"
 #include "speculative/constrained_round.h"
 #include "speculative/tree_choice.h"
 
@@ -30,7 +31,7 @@ struct BatchEngine::Session {
     // the chain this admission uses (ChainedDrafter::shared: the index in shared_)
     std::vector<ChainedDrafter> chain;
     std::vector<Drafter*> stat_drafters;  // result.spec.drafters[i] is this drafter's
-    GoodputController tune{1};
+    ChainGoodput tune;  // which drafter to ask and its length (auto_k; met in start_drafters)
     TreeChoice tree_choice;  // this round: a tree or a chain of as many rows (tree_choice.h)
     bool tree_chosen = false;  // this round's proposal went through tree_choice
     int planned_k = -1;              // this pass's drafts from plan_drafts(); -1: its own choice
@@ -69,6 +70,15 @@ struct BatchEngine::Session {
     // constraint's masks, logprobs, a logits sink. A greedy session needs only the argmax.
     bool reads_logits() const {
         return !greedy || constraint || req.logits_sink || req.logprobs >= 0 || scores_prompt();
+    }
+
+    // The drafter asked first this round: the goodput controller's first (chain_goodput.h,
+    // after it ranked the round), with fixed k the chain's first still on.
+    ChainedDrafter* opener() {
+        if (req.spec.auto_k)
+            for (size_t i : tune.order())
+                if (chain[i].on) return &chain[i];
+        return first_on(chain);
     }
 
     DrafterStats& stats_of(const ChainedDrafter& d) { return result.spec.drafters[d.stat]; }

@@ -101,8 +101,9 @@ struct SpecResult {
     SpecStats stats;
 };
 
-// Generates like generate(), speculatively. `drafters` are asked in order each round (a
-// chain); each gets begin/accept for every round.
+// Generates like generate(), speculatively. `drafters` are a chain: asked in order each round
+// with fixed k, in the goodput controller's order under it (speculative/chain_goodput.h);
+// each gets begin/accept for every round.
 Result<SpecResult> generate_speculative(Runner& target, const Tokenizer* tokenizer, int seq,
                                         std::span<const int32_t> prompt, const GenerateParams& params,
                                         std::span<Drafter* const> drafters, const SpecParams& spec,

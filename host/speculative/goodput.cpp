@@ -170,36 +170,47 @@ bool GoodputController::any_k_pays() const {
     return false;
 }
 
-int GoodputController::choose(int k_cap) {
+GoodputOffer GoodputController::offer(int k_cap) const {
+    using Why = GoodputOffer::Why;
     k_cap = std::min(k_cap, k_max_);
-    if (k_cap <= 0) return 0;  // nothing may be drafted: not the controller's choice
+    if (k_cap <= 0) return {};  // nothing may be drafted: not the controller's choice
+    if (!started_) return {kind_ == DrafterKind::ngram ? k_cap : std::min(kHeadStartK, k_cap), 1.0, Why::first};
+    if (plain_ms_ == 0) return {0, 1.0, Why::calibrating};  // plain steps measure the baseline
+    if (off_)
+        return plain_since_probe_ >= probe_after_ ? GoodputOffer{1, predicted_speedup(1), Why::probe}
+                                                  : GoodputOffer{0, 1.0, Why::off};
     int k = 0;
-    if (!started_) {
-        started_ = true;
-        k = kind_ == DrafterKind::ngram ? k_cap : std::min(kHeadStartK, k_cap);
-    } else if (plain_ms_ == 0) {
-        k = 0;  // calibrate: plain steps measure the baseline
-    } else if (off_) {
-        if (plain_since_probe_ >= probe_after_) {
-            plain_since_probe_ = 0;
-            probing_ = true;
-            ++report_.probes;
-            k = 1;
+    double best_s = min_gain(1);
+    for (int j = 1; j <= k_cap; ++j) {
+        const double s = predicted_speedup(j);
+        if (s > best_s) {
+            best_s = s;
+            k = j;
         }
-    } else {
-        double best_s = min_gain(1);
-        for (int j = 1; j <= k_cap; ++j) {
-            const double s = predicted_speedup(j);
-            if (s > best_s) {
-                best_s = s;
-                k = j;
-            }
-        }
-        if (k == 0 && any_k_pays()) k = 1;
-        if (k == 0) off_ = true;
     }
-    planned(k);
-    return k;
+    if (k == 0 && any_k_pays()) k = 1;
+    return {k, k > 0 ? predicted_speedup(k) : 1.0, Why::measured};
+}
+
+int GoodputController::choose(int k_cap) {
+    using Why = GoodputOffer::Why;
+    const GoodputOffer o = offer(k_cap);
+    switch (o.why) {
+    case Why::nothing: return 0;
+    case Why::first: started_ = true; break;
+    case Why::probe:
+        plain_since_probe_ = 0;
+        probing_ = true;
+        ++report_.probes;
+        break;
+    case Why::measured:
+        if (o.k == 0) off_ = true;
+        break;
+    case Why::calibrating:
+    case Why::off: break;
+    }
+    planned(o.k);
+    return o.k;
 }
 
 void GoodputController::planned(int k) {
@@ -226,6 +237,14 @@ void GoodputController::observe_plain(double ms) {
     if (!started_ && !off_) return;
     // The sequence moves on without drafts: old evidence weighs less, so that a probe after
     // a long pause speaks for the text as it is now.
+    decay();
+    if (off_) ++plain_since_probe_;
+}
+
+void GoodputController::observe_elsewhere(int k, double verify_ms) {
+    if (k >= 1 && k <= k_max_ && rounds_at_[size_t(k)]++ > 0)
+        verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
+    if (!started_ && !off_) return;
     decay();
     if (off_) ++plain_since_probe_;
 }

@@ -34,8 +34,11 @@
 // Many sequences in one pass: the engine plans the pass as a whole with allocate_drafts
 // (batch_budget.h), which weighs each sequence's drafts by reach() and the pass cost at
 // the current width, with the same min_gain(): one mechanism, seen from the whole step.
-// Not here: the pass cost table (batch_budget.h), which drafter of a chain proposes (the
-// first still on: round.h).
+// A chain of drafters has one controller per drafter (chain_goodput.h), which ranks them by
+// what each offers (offer()) and tells those not asked that a round went by without them
+// (observe_elsewhere()).
+// Not here: the pass cost table (batch_budget.h), which drafter of a chain is asked
+// (chain_goodput.h).
 #pragma once
 
 #include <cstdint>
@@ -58,6 +61,21 @@ double min_gain(uint32_t sequences_in_pass);
 // Plain steps after drafting was switched off before the first probe.
 constexpr int kGoodputProbeInterval = 8;
 
+// What a controller would choose now (GoodputController::offer), and why.
+struct GoodputOffer {
+    enum class Why {
+        nothing,      // nothing may be drafted (k_cap 0)
+        first,        // no measurement yet: the kind's first length
+        calibrating,  // the plain step's time is not known yet: a plain step
+        off,          // drafting is off and no probe is due: a plain step
+        probe,        // drafting is off and a probe is due: k = 1
+        measured,     // the length with the best expected speedup (0: none pays)
+    };
+    int k = 0;
+    double speedup = 1.0;  // predicted for k (1 for a plain step, and before any measurement)
+    Why why = Why::nothing;
+};
+
 class GoodputController {
 public:
     // `history`: what earlier sequences of drafters of `kind` learned (null: none).
@@ -66,7 +84,14 @@ public:
 
     // The draft length to try this round (0 = plain step); k_cap bounds it.
     int choose(int k_cap);
+    // What choose(k_cap) would answer now, without choosing (a chain ranks its drafters by it).
+    GoodputOffer offer(int k_cap) const;
     void observe_plain(double ms);
+    // A round of this sequence verified another drafter's drafts (a chain: chain_goodput.h):
+    // the target's cost of a verify of k + 1 rows is this drafter's too, and the sequence
+    // moved on without its drafts, as after a plain step (its evidence decays, a probe
+    // comes nearer); its acceptance is neither credited nor blamed.
+    void observe_elsewhere(int k, double verify_ms);
     // A verified round of k drafts, `accepted` of them accepted.
     void observe_round(int k, int accepted, double draft_ms, double verify_ms);
     // A verified tree round: `depth` levels, `rows` verify rows (nodes), `accepted` levels

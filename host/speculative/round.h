@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/speculative/round.h: the speculative round, the one home of speculative decoding.
 //
-// Per round: drafters are asked in order until one proposes up to k tokens (propose);
+// Per round: drafters are asked in order until one proposes up to k tokens (propose; under
+// the goodput controller in its order, each for its own length: chain_goodput.h);
 // the target runs [last, d1..dk] in ONE batched pass (positions pos..pos+k); the longest
 // prefix of drafts the target agrees with is accepted (greedy: its argmax; sampling: the
 // rejection rule of Leviathan et al. 2023 with the sampler's exact distributions), plus
@@ -31,8 +32,9 @@
 // and calls the same steps.
 // Under a token constraint (a grammar), the proposal is cut and the rows masked before
 // verify sees them (constrained_round.h).
-// Not here: choosing k (goodput.h, batch_budget.h), the drafters themselves (drafter.h
-// and its implementations), sessions, scheduling and delivery (engine/).
+// Not here: choosing k and the drafter (goodput.h, chain_goodput.h, batch_budget.h), the
+// drafters themselves (drafter.h and its implementations), sessions, scheduling and delivery
+// (engine/).
 #pragma once
 
 #include <cstdint>
