@@ -6,7 +6,8 @@
 //     context, the block's entries dropped), equal the independent reference's
 //     (dflash_reference.h), which computes every block from scratch with a non-causal block;
 //     also when the prompt is caught up in several graphs;
-//   - the GGUF and HF copies of the same head draft the same tokens;
+//   - the GGUF and HF copies of the same head draft the same tokens, and so does a GGUF that
+//     carries the target's tables as its own;
 //   - greedy speculative output with it equals plain greedy output.
 // The models are tiny and the prompts few (5): these check a mechanism, not a distribution,
 // and the program stays within CI's time budget.
@@ -139,6 +140,11 @@ TEST_F(DflashEndToEnd, drafts_equal_the_reference_over_rounds_with_rollback) {
         << "the GGUF head against the reference";
     EXPECT_FALSE(from_hf.empty());
     EXPECT_EQ(from_gguf, from_hf) << "the GGUF and HF copies of one head drafted differently";
+    // its own token_embd / output (here the target's values) replace the borrowed ones
+    Tokens from_own;
+    check_rounds_against_reference(
+        t, test::dflash::with_target_tables(dir + "/head.gguf", t.path, dir + "/head-own.gguf"), 11, &from_own);
+    EXPECT_EQ(from_own, from_hf) << "a GGUF head with its own tables";
 }
 
 // Greedy speculative output with the head at `head_path` equals plain greedy output on 5 prompts.

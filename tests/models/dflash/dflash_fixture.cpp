@@ -7,10 +7,12 @@
 #include <fstream>
 
 #include "dflash/synth/dflash_synth.h"
+#include "formats/gguf.h"
 #include "llama/synth/llama_synth.h"
 #include "qwen-nextn/synth/qwen3_synth.h"
 #include "support/device_fixture.h"
 #include "support/plugin_registry.h"
+#include "writers/gguf_writer.h"
 
 namespace tdm::test::dflash {
 
@@ -86,6 +88,25 @@ std::string write_gguf_head(const std::string& target, const std::string& path, 
     const Status st = synth::synth_dflash_gguf(path, *shape, head_options());
     EXPECT_TRUE(st.ok()) << st.error().message();
     return path;
+}
+
+std::string with_target_tables(const std::string& head, const std::string& target, const std::string& out) {
+    auto h = GgufFile::open(head);
+    auto t = GgufFile::open(target);
+    EXPECT_TRUE(h.ok() && t.ok());
+    if (!h.ok() || !t.ok()) return "";
+    GgufWriter w;
+    for (const GgufKV& kv : (*h)->kvs()) w.add_value(kv.key, kv.value);
+    auto copy = [&](const GgufFile& f, const GgufTensorInfo& ti) {
+        EXPECT_TRUE(
+            w.add_tensor(ti.name, ti.type, std::vector<int64_t>(ti.ne, ti.ne + ti.n_dims), f.tensor_data(ti), ti.nbytes)
+                .ok());
+    };
+    for (const GgufTensorInfo& ti : (*h)->tensors()) copy(**h, ti);
+    for (const GgufTensorInfo& ti : (*t)->tensors())
+        if (ti.name == "token_embd.weight" || ti.name == "output.weight") copy(**t, ti);
+    EXPECT_TRUE(w.write_file(out).ok());
+    return out;
 }
 
 Result<std::unique_ptr<DraftHeadDrafter>> make_head(const Target& t, const std::string& head) {

@@ -37,6 +37,9 @@ std::string write_head(const std::string& target, const std::string& dir, int32_
 // shape first (a head for another target). Its path.
 std::string write_gguf_head(const std::string& target, const std::string& path, int32_t block = 8,
                             const std::function<void(synth::DflashShape&)>& edit = nullptr);
+// The GGUF head at `head` with the target's token_embd.weight and output.weight (when it has
+// one) added as its own tables, written to `out`. Its path.
+std::string with_target_tables(const std::string& head, const std::string& target, const std::string& out);
 // The head at `head` on `t`, created and loaded.
 Result<std::unique_ptr<DraftHeadDrafter>> make_head(const Target& t, const std::string& head);
 
