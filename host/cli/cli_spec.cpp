@@ -456,9 +456,9 @@ const ProgramSpec& program_spec() {
                           {{"-o", "--output"}, K::string, "PATH", "Output GGUF file (or directory with --format hf).",
                            "", "", true},
                           {{"--type"}, K::string, "TYPE", "Matrix type: f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_K, q5_K, q6_K "
-                           "(gemma4, glm4, llama: bf16 with --format hf; gemma4-assistant: bf16).", "q8_0"},
-                          {{"--format"}, K::string, "FMT", "gguf, or hf (safetensors directory; f32/f16/bf16 only).",
-                           "gguf"},
+                           "(gemma4, glm4, llama, eagle3, dflash: bf16 with --format hf; gemma4-assistant: bf16).", "q8_0"},
+                          {{"--format"}, K::string, "FMT", "gguf, or hf (safetensors directory; f32/f16/bf16 only). "
+                           "dflash: hf unless given.", "gguf"},
                           ranged({{"--seed"}, K::integer, "N", "Seed of the weights.", "1"}, 0, kInt64Max),
                           {{"--tied"}, K::boolean, "BOOL", "Tie the LM head to the token embedding (default: the "
                            "preset's)."},

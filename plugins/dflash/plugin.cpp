@@ -19,8 +19,8 @@ const char* const kTypes[] = {"dflash", "draft-dflash", nullptr};  // the second
 // targets whose forward passes can hand out the input of their layers (z-lab's published
 // heads are for Qwen3 and Llama 3.1)
 const char* const kTargets[] = {"qwen3", "llama", nullptr};
-// GGUF general.architecture of files claiming to hold a DFlash head: refused by name in create
-// (the head is read from its HF directory: --spec-type dflash -md DIR)
+// GGUF general.architecture of files holding a DFlash head: llama.cpp's "dflash" is read;
+// "dflash-draft" (a fork's layout) is refused by name in create
 const char* const kFiles[] = {"dflash", "dflash-draft", nullptr};
 
 constexpr tdm_draft_head_desc kHead = DraftHeadDesc("dflash")
@@ -39,8 +39,8 @@ tdm_status init(const tdm_host_api* api, tdm_registry* reg, char* err, size_t er
 
 constexpr tdm_plugin_api kPlugin = tdm::sdk::PluginApi(kPluginName)
                                        .version("0.1.0")
-                                       .description("the DFlash block draft head (z-lab's HF layout) for Qwen3 and "
-                                                    "Llama targets")
+                                       .description("the DFlash block draft head (z-lab's HF layout, llama.cpp's "
+                                                    "GGUF) for Qwen3 and Llama targets")
                                        .init(init);
 
 }  // namespace

@@ -2,7 +2,7 @@
 // plugins/dflash/head/dflash.h: the DFlash block draft head (docs/models/dflash.md): its
 // hyper-parameters, weights and the callbacks of its tdm_draft_head_desc (plugin.cpp registers
 // them), for z-lab's HF layout (config.json with dflash_config; layers.N.*, fc, hidden_norm,
-// norm).
+// norm) and llama.cpp's GGUF architecture "dflash" (blk.N.*, fc, enc.output_norm, output_norm).
 //
 // The head reads the states after a few target layers through extension
 // tdm.target_features, projects them once per token (ctx = hidden_norm(fc(taps))), and drafts
@@ -37,7 +37,9 @@ struct DflashHparams {
     int32_t mask_token = -1;
     float rope_theta = 10000.0f;
     float rms_eps = 1e-6f;
-    std::vector<uint32_t> target_layers;  // HF layer ids l: the head reads hidden_states[l + 1]
+    // the target layers whose input the head reads: HF's ids l + 1 (hidden_states[l + 1], the
+    // output of layer l), the GGUF's dflash.target_layers as they are
+    std::vector<uint32_t> tap_layers;
 };
 
 struct DflashLayer {
@@ -57,16 +59,17 @@ struct DflashLayer {
 struct DflashHead {
     const tdm_host_api* host = nullptr;
     const tdm_ext_target_features* features = nullptr;
+    bool hf = false;  // z-lab's HF directory, else llama.cpp's GGUF
     DflashHparams hp;
-    std::string prefix;  // "" or "model." before every tensor name
+    std::string prefix;  // HF: "" or "model." before every tensor name
     std::vector<tdm_attention_layer> own;  // one KV layer per draft layer
     std::vector<tdm_feature_tap> taps;
     std::vector<DflashLayer> layers;
     const tdm_weight* fc = nullptr;           // [k*H, H]
     const tdm_weight* hidden_norm = nullptr;  // [H]
     const tdm_weight* output_norm = nullptr;  // norm [H]
-    const tdm_weight* tok_embd = nullptr;     // the target's [H, V]
-    const tdm_weight* output = nullptr;       // the target's LM head [H, V]
+    const tdm_weight* tok_embd = nullptr;     // [H, V]: the GGUF's own, else the target's
+    const tdm_weight* output = nullptr;       // LM head [H, V]: the GGUF's own, else the target's
 };
 
 tdm_status dflash_require_ops(const tdm::sdk::Host& host, tdm::sdk::Err err);  // step.cpp

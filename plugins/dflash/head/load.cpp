@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// plugins/dflash/head/load.cpp: the head's tensors (z-lab's HF names), the target's token
-// table and LM head (through tdm.target_weights, shared, not copied), and the checks against
-// the target that need its weights: the width of its states and tables, its vocabulary.
+// plugins/dflash/head/load.cpp: the head's tensors (z-lab's HF names or llama.cpp's GGUF
+// names), the target's token table and LM head (through tdm.target_weights, shared, not
+// copied) unless a GGUF carries its own, and the checks against the target that need its
+// weights: the width of its states and tables, its vocabulary.
 // Not here: the checks that need only the head's file (hparams.cpp).
 #include <tandem/ext/target_weights.h>
 
@@ -15,21 +16,25 @@ using tdm::sdk::TensorName;
 
 constexpr uint32_t F32 = TDM_WEIGHT_F32;
 
-// HF names only: no GGUF layout is read
-constexpr TensorName kFc = {nullptr, "fc.weight"};
-constexpr TensorName kHiddenNorm = {nullptr, "hidden_norm.weight", F32};
-constexpr TensorName kOutNorm = {nullptr, "norm.weight", F32};
-constexpr TensorName kAttnNorm = {nullptr, "input_layernorm.weight", F32};
-constexpr TensorName kWq = {nullptr, "self_attn.q_proj.weight"};
-constexpr TensorName kWk = {nullptr, "self_attn.k_proj.weight"};
-constexpr TensorName kWv = {nullptr, "self_attn.v_proj.weight"};
-constexpr TensorName kWo = {nullptr, "self_attn.o_proj.weight"};
-constexpr TensorName kQNorm = {nullptr, "self_attn.q_norm.weight", F32};
-constexpr TensorName kKNorm = {nullptr, "self_attn.k_norm.weight", F32};
-constexpr TensorName kFfnNorm = {nullptr, "post_attention_layernorm.weight", F32};
-constexpr TensorName kGate = {nullptr, "mlp.gate_proj.weight"};
-constexpr TensorName kUp = {nullptr, "mlp.up_proj.weight"};
-constexpr TensorName kDown = {nullptr, "mlp.down_proj.weight"};
+// top level ({GGUF, HF}; HF names after the file's prefix)
+constexpr TensorName kFc = {"fc.weight", "fc.weight"};
+constexpr TensorName kHiddenNorm = {"enc.output_norm.weight", "hidden_norm.weight", F32};
+constexpr TensorName kOutNorm = {"output_norm.weight", "norm.weight", F32};
+// a GGUF's own tables (llama.cpp loads them when present; z-lab's heads have none)
+constexpr TensorName kTokEmbd = {"token_embd.weight", nullptr};
+constexpr TensorName kOutput = {"output.weight", nullptr};
+// each layer (after blk.N. / layers.N.)
+constexpr TensorName kAttnNorm = {"attn_norm.weight", "input_layernorm.weight", F32};
+constexpr TensorName kWq = {"attn_q.weight", "self_attn.q_proj.weight"};
+constexpr TensorName kWk = {"attn_k.weight", "self_attn.k_proj.weight"};
+constexpr TensorName kWv = {"attn_v.weight", "self_attn.v_proj.weight"};
+constexpr TensorName kWo = {"attn_output.weight", "self_attn.o_proj.weight"};
+constexpr TensorName kQNorm = {"attn_q_norm.weight", "self_attn.q_norm.weight", F32};
+constexpr TensorName kKNorm = {"attn_k_norm.weight", "self_attn.k_norm.weight", F32};
+constexpr TensorName kFfnNorm = {"ffn_norm.weight", "post_attention_layernorm.weight", F32};
+constexpr TensorName kGate = {"ffn_gate.weight", "mlp.gate_proj.weight"};
+constexpr TensorName kUp = {"ffn_up.weight", "mlp.up_proj.weight"};
+constexpr TensorName kDown = {"ffn_down.weight", "mlp.down_proj.weight"};
 
 // The target's embedding and LM head, by whichever name its layout gave them; checked
 // against the head's width and the file's vocabulary.
@@ -72,15 +77,24 @@ tdm_status dflash_load(void* head, tdm_loader* loader, char* err, size_t err_siz
         const DflashHparams& hp = h->hp;
         TDM_SDK_TRY(target_tables(*h, loader, e));
         const tdm::sdk::WeightLoader L =
-            tdm::sdk::WeightLoader(h->host, loader, true, e).with_prefix("", h->prefix.c_str());
-        const int64_t H = hp.n_embd, F = hp.n_ff, D = hp.head_dim;
+            tdm::sdk::WeightLoader(h->host, loader, h->hf, e).with_prefix("", h->prefix.c_str());
+        const int64_t H = hp.n_embd, F = hp.n_ff, D = hp.head_dim, V = hp.n_vocab;
+        if (!h->hf) {  // own tables replace the target's, at the target's shape
+            const tdm_weight* own = nullptr;
+            TDM_SDK_TRY(L.get_optional(kTokEmbd, {H, V}, &own));
+            if (own) h->tok_embd = own;
+            own = nullptr;
+            TDM_SDK_TRY(L.get_optional(kOutput, {H, V}, &own));
+            if (own) h->output = own;
+        }
         const int64_t q_dim = int64_t(hp.n_head) * D, kv_dim = int64_t(hp.n_head_kv) * D;
         TDM_SDK_TRY(L.get(kFc, {int64_t(h->taps.size()) * H, H}, &h->fc));
         TDM_SDK_TRY(L.get(kHiddenNorm, {H}, &h->hidden_norm));
         TDM_SDK_TRY(L.get(kOutNorm, {H}, &h->output_norm));
         h->layers.assign(hp.n_layer, DflashLayer{});
-        const tdm::sdk::WeightLoader layers = tdm::sdk::WeightLoader(h->host, loader, true, e)
-                                                  .with_prefix("", h->prefix.empty() ? "layers.%d." : "model.layers.%d.");
+        const tdm::sdk::WeightLoader layers =
+            tdm::sdk::WeightLoader(h->host, loader, h->hf, e)
+                .with_prefix("blk.%d.", h->prefix.empty() ? "layers.%d." : "model.layers.%d.");
         for (uint32_t il = 0; il < hp.n_layer; ++il) {
             const tdm::sdk::WeightLoader Ll = layers.at_layer(int(il));
             DflashLayer& l = h->layers[il];

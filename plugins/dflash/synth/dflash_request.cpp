@@ -13,7 +13,7 @@
 namespace tdm::synth {
 namespace {
 
-constexpr std::string_view kKnown[] = {"target", "type", "seed", "layers", "block-size"};
+constexpr std::string_view kKnown[] = {"target", "format", "type", "seed", "layers", "block-size"};
 
 template <typename T>
 Result<T> parse_number(std::string_view name, const std::string& text) {
@@ -43,16 +43,24 @@ Result<std::string> synthesize_dflash_request(std::string_view arch, const std::
         auto it = opts.find(name);
         return it == opts.end() ? dflt : it->second;
     };
+    const std::string format = get("format", "hf");
+    if (format != "gguf" && format != "hf") return Error::format("synth: unknown format '{}' (hf, gguf)", format);
     DflashSynthOptions o;
-    const std::string tname = get("type", "bf16");
-    if (!parse_dtype(tname, &o.weight_type) || !(o.weight_type == DType::F32 || o.weight_type == DType::F16 ||
-                                                 o.weight_type == DType::BF16))
-        return Error::format("synth: --type '{}': a DFlash head is written as HF safetensors (f32, f16, bf16)", tname);
+    const std::string tname = get("type", format == "hf" ? "bf16" : "q8_0");
+    if (!parse_dtype(tname, &o.weight_type))
+        return Error::format("synth: unknown type '{}' (f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_K, q5_K, q6_K)",
+                             tname);
+    if (format == "hf" && !(o.weight_type == DType::F32 || o.weight_type == DType::F16 || o.weight_type == DType::BF16))
+        return Error::format("synth: --type '{}': an HF head holds f32, f16 or bf16 weights (--format gguf for {})",
+                             tname, tname);
     o.seed = TDM_TRY(parse_number<uint64_t>("seed", get("seed", "1")));
     const int32_t layers = TDM_TRY(parse_number<int32_t>("layers", get("layers", "2")));
     const int32_t block = TDM_TRY(parse_number<int32_t>("block-size", get("block-size", "16")));
     const DflashShape s = TDM_TRY(dflash_shape_for_target(get("target", ""), layers, block));
-    TDM_TRY(synth_dflash_hf(output, s, o));
+    if (format == "gguf")
+        TDM_TRY(synth_dflash_gguf(output, s, o));
+    else
+        TDM_TRY(synth_dflash_hf(output, s, o));
     return fmt::format("wrote {}: dflash head for {} ({} layers, n_embd {}, target layers {}, block {}, mask token {}), {}",
                        output, get("target", ""), s.n_layer, s.n_embd, fmt::join(s.target_layers, ","), s.block_size,
                        s.mask_token, tname);

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // plugins/dflash/synth/dflash_synth.h: synthetic DFlash heads whose shapes match a given
 // target (GGUF or HF directory), in z-lab's HF layout (config.json with dflash_config,
-// model.safetensors with layers.N.*, fc, hidden_norm, norm; no embedding, no LM head: the
-// target's), and the request that `tandem synth --arch dflash` makes.
+// model.safetensors with layers.N.*, fc, hidden_norm, norm) or llama.cpp's GGUF architecture
+// "dflash" (blk.N.*, fc, enc.output_norm, output_norm), the same weights in both; no
+// embedding, no LM head (the target's); and the request that `tandem synth --arch dflash`
+// makes.
 //
 // Options of a request:
 //   target      the target model whose shapes the head follows (required)
-//   type        f32, f16 or bf16 (default)
+//   format      hf (default: a directory) or gguf (a file)
+//   type        f32, f16, bf16 (the HF default); GGUF also q8_0 (its default) and the other
+//               GGUF types the synthesizers write
 //   seed        seed of the weights (1)
 //   layers      draft layers (2)
 //   block-size  rows per block (16)
@@ -54,10 +58,11 @@ struct DflashSynthOptions {
 // default spreads over it (one layer: L / 2; n: round(1 + i (L - 4) / (n - 1))).
 Result<DflashShape> dflash_shape_for_target(const std::string& target, int32_t n_layer, int32_t block_size);
 
-// The head's parameters (HF names and shapes, value recipes).
+// The head's parameters (GGUF and HF names, shapes, value recipes).
 std::vector<SynthParam> dflash_params(const DflashShape& s);
 
 Status synth_dflash_hf(const std::string& dir, const DflashShape& s, const DflashSynthOptions& o);
+Status synth_dflash_gguf(const std::string& path, const DflashShape& s, const DflashSynthOptions& o);
 
 Result<std::string> synthesize_dflash_request(std::string_view arch, const std::string& output,
                                               const std::vector<std::pair<std::string, std::string>>& options);

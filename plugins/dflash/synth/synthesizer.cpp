@@ -21,7 +21,7 @@ tdm_status synthesize(const tdm_synth_request* request, char* message, size_t me
 const tdm_synthesizer_api kApi = {
     sizeof(tdm_synthesizer_api),
     "dflash",
-    "synthetic DFlash draft heads shaped for a given target, in z-lab's HF layout",
+    "synthetic DFlash draft heads shaped for a given target, in z-lab's HF layout or llama.cpp's GGUF",
     kArchs,
     synthesize,
 };

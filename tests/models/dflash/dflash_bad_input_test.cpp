@@ -3,14 +3,16 @@
 // and files that are not heads, are refused when the head is created or loaded, each with a
 // message naming the problem: another hidden size, target layers the target does not have, a
 // head for a deeper target, a config without block_size or mask token, a mask token outside
-// the vocabulary, a GGUF file (no GGUF layout is read). Also: a head whose config lists no
-// target layers gets z-lab's default spread.
+// the vocabulary, a GGUF that holds no head; in llama.cpp's GGUF layout: another hidden size,
+// another vocabulary, target layers the target does not have, no fc, a fork's architecture.
+// Also: a head whose config lists no target layers gets z-lab's default spread.
 #include <gtest/gtest.h>
 
 #include "dflash_fixture.h"
 #include "model/feature_taps.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
+#include "support/gguf_edit.h"
 
 namespace tdm {
 namespace {
@@ -30,6 +32,12 @@ protected:
     // The message of attaching a head whose config.json `edit` changed ("" when it loads).
     static std::string refusal(const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
         const std::string head = test::dflash::write_head(target_->path, dir_ + "/" + name, 8, edit);
+        auto d = test::dflash::make_head(*target_, head);
+        return d.ok() ? std::string() : d.error().message();
+    }
+    // The message of attaching a GGUF head whose shape `edit` changed ("" when it loads).
+    static std::string gguf_refusal(const std::string& name, const std::function<void(synth::DflashShape&)>& edit) {
+        const std::string head = test::dflash::write_gguf_head(target_->path, dir_ + "/" + name + ".gguf", 8, edit);
         auto d = test::dflash::make_head(*target_, head);
         return d.ok() ? std::string() : d.error().message();
     }
@@ -70,11 +78,46 @@ TEST_F(DflashBadInput, a_config_without_block_or_mask_token_is_refused) {
     EXPECT_NE(m.find("holds no DFlash head"), std::string::npos) << m;
 }
 
-TEST_F(DflashBadInput, a_gguf_file_is_refused_naming_its_architecture) {
+TEST_F(DflashBadInput, a_gguf_that_holds_no_head_is_refused_naming_its_architecture) {
     ASSERT_TRUE(target_->model);
     auto d = test::dflash::make_head(*target_, target_->path);
     ASSERT_FALSE(d.ok());
-    EXPECT_NE(d.error().message().find("a GGUF file (architecture 'qwen3')"), std::string::npos)
+    EXPECT_NE(d.error().message().find("holds no DFlash head (not a dflash GGUF; its architecture is 'qwen3')"),
+              std::string::npos)
+        << d.error().message();
+}
+
+TEST_F(DflashBadInput, a_gguf_head_for_another_target_is_refused_naming_both_values) {
+    ASSERT_TRUE(target_->model);
+    ASSERT_EQ(gguf_refusal("gguf-good", nullptr), "");
+    std::string m = gguf_refusal("gguf-wide", [](synth::DflashShape& s) { s.n_embd *= 2; });
+    EXPECT_NE(m.find("the head is 128 wide"), std::string::npos) << m;
+    EXPECT_NE(m.find("the target's are 64 wide"), std::string::npos) << m;
+    m = gguf_refusal("gguf-vocab", [](synth::DflashShape& s) { s.n_vocab *= 2; });
+    EXPECT_NE(m.find("the head is for a vocabulary of 1024 tokens, the target's has 512"), std::string::npos) << m;
+    // HF ids 1 and 9: dflash.target_layers 2 and 10, beyond the 5-layer target
+    m = gguf_refusal("gguf-deep", [](synth::DflashShape& s) { s.target_layers = {1, 9}; });
+    EXPECT_NE(m.find("asks for"), std::string::npos) << m;
+    EXPECT_NE(m.find("provides layers 0..5"), std::string::npos) << m;
+}
+
+TEST_F(DflashBadInput, a_gguf_head_without_fc_or_of_a_fork_layout_is_refused) {
+    ASSERT_TRUE(target_->model);
+    const std::string head = test::dflash::write_gguf_head(target_->path, dir_ + "/gguf-src.gguf");
+    test::GgufEdit drop;
+    drop.drop_tensor = "fc.weight";
+    ASSERT_TRUE(test::copy_gguf_with_edit(head, dir_ + "/gguf-no-fc.gguf", drop).ok());
+    auto d = test::dflash::make_head(*target_, dir_ + "/gguf-no-fc.gguf");
+    ASSERT_FALSE(d.ok());
+    EXPECT_NE(d.error().message().find("fc.weight"), std::string::npos) << d.error().message();
+    test::GgufEdit fork;
+    fork.set_key = "general.architecture";
+    fork.set_value = "dflash-draft";
+    ASSERT_TRUE(test::copy_gguf_with_edit(head, dir_ + "/gguf-fork.gguf", fork).ok());
+    d = test::dflash::make_head(*target_, dir_ + "/gguf-fork.gguf");
+    ASSERT_FALSE(d.ok());
+    EXPECT_NE(d.error().message().find("architecture 'dflash-draft' (a llama.cpp fork's layout) is not read"),
+              std::string::npos)
         << d.error().message();
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/models/dflash/dflash_cli_test.cpp: DFlash through the built `tandem`: `tandem synth
-// --arch dflash --target FILE` writes a head shaped for the target (HF layout), and `tandem
-// run --spec-type dflash -md DIR` drafts with it, printing plain greedy decoding's tokens.
+// --arch dflash --target FILE [--format gguf]` writes a head shaped for the target (HF layout,
+// or llama.cpp's GGUF), and `tandem run --spec-type dflash -md DIR` drafts with it, printing
+// plain greedy decoding's tokens; a GGUF head's architecture selects it (`-md FILE` alone).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -47,6 +48,14 @@ TEST(DflashCli, synth_writes_a_head_for_a_target_that_run_drafts_with) {
     // llama.cpp's spelling of the type selects the same head
     const nlohmann::json spelled = dflash_run_json(target, {"--spec-type", "draft-dflash", "-md", head, "--draft-max", "5"});
     EXPECT_EQ(spelled["tokens"], plain["tokens"]) << spelled.dump();
+
+    r = tandem({"synth", "--arch", "dflash", "--target", target, "--format", "gguf", "--type", "f16", "-o",
+                dir + "/head.gguf"},
+               kDflashEnv);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const nlohmann::json from_gguf = dflash_run_json(target, {"-md", dir + "/head.gguf", "--draft-max", "5"});
+    EXPECT_EQ(from_gguf["tokens"], plain["tokens"]) << from_gguf.dump();
+    EXPECT_NE(from_gguf["speculative"].dump().find("dflash"), std::string::npos) << from_gguf.dump();
 }
 
 }  // namespace

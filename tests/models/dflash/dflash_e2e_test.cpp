@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/models/dflash/dflash_e2e_test.cpp: the DFlash head through the dflash plugin and the
-// host's block rounds (tandem/ext/block_draft.h) on a tiny Qwen3 target, heads written by the
-// dflash synthesizer:
+// host's block rounds (tandem/ext/block_draft.h) on tiny Qwen3 and Llama targets, heads written
+// by the dflash synthesizer in z-lab's HF layout and llama.cpp's GGUF layout:
 //   - its drafts, after rounds that accepted 0..3 drafts (its KV rolled back to the committed
 //     context, the block's entries dropped), equal the independent reference's
 //     (dflash_reference.h), which computes every block from scratch with a non-causal block;
 //     also when the prompt is caught up in several graphs;
+//   - the GGUF and HF copies of the same head draft the same tokens, and so does a GGUF that
+//     carries the target's tables as its own;
 //   - greedy speculative output with it equals plain greedy output.
-// The model is tiny and the prompts few (5): these check a mechanism, not a distribution, and
-// the program stays within CI's time budget.
+// The models are tiny and the prompts few (5): these check a mechanism, not a distribution,
+// and the program stays within CI's time budget.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -42,8 +44,10 @@ Tokens e2e_prompt(uint64_t seed, size_t n) {
 
 // Rounds by hand: each asks the head for a block of drafts, checks them against the reference,
 // then verifies oracle drafts whose (m+1)-th is wrong, so that m are accepted and the head's KV
-// rolls back past the rest. Returns how many drafts were compared.
-int check_rounds_against_reference(Target& t, const std::string& head_path, size_t prompt_len) {
+// rolls back past the rest. Returns how many drafts were compared; every draft of every round
+// goes to *drafted when given.
+int check_rounds_against_reference(Target& t, const std::string& head_path, size_t prompt_len,
+                                   Tokens* drafted = nullptr) {
     auto ref = test::DflashReference::open(head_path, t.path);
     EXPECT_TRUE(ref.ok()) << ref.error().message();
     auto head = test::dflash::make_head(t, head_path);
@@ -88,6 +92,7 @@ int check_rounds_against_reference(Target& t, const std::string& head_path, size
         EXPECT_TRUE(drafts.ok()) << drafts.error().message();
         if (!drafts.ok()) return compared;
         EXPECT_EQ(drafts->size(), size_t(b - 1));
+        if (drafted) drafted->insert(drafted->end(), drafts->begin(), drafts->end());
         const test::DflashBlock want = ref->block(history[p], int32_t(p), taps);
         for (size_t i = 0; i < drafts->size() && i < want.tokens.size(); ++i) {
             if (want.margins[i] < 1e-3f) continue;  // a near tie: f32 may pick either
@@ -124,16 +129,27 @@ TEST_F(DflashEndToEnd, drafts_equal_the_reference_over_rounds_with_rollback) {
     Target t = test::dflash::load_target(dir);
     ASSERT_TRUE(t.model && t.kv);
     const std::string head = test::dflash::write_head(t.path, dir + "/head");
-    EXPECT_GE(check_rounds_against_reference(t, head, 11), 20) << "too many near ties to compare the drafts";
+    Tokens from_hf, from_gguf;
+    EXPECT_GE(check_rounds_against_reference(t, head, 11, &from_hf), 20) << "too many near ties to compare the drafts";
     // a prompt longer than one catch-up graph (64 rows): caught up in chunks, then the block
     EXPECT_GE(check_rounds_against_reference(t, head, 70), 20) << "too many near ties to compare the drafts";
+    // the same head as llama.cpp's GGUF: the reference's drafts, and exactly the HF copy's
+    EXPECT_GE(
+        check_rounds_against_reference(t, test::dflash::write_gguf_head(t.path, dir + "/head.gguf"), 11, &from_gguf),
+        20)
+        << "the GGUF head against the reference";
+    EXPECT_FALSE(from_hf.empty());
+    EXPECT_EQ(from_gguf, from_hf) << "the GGUF and HF copies of one head drafted differently";
+    // its own token_embd / output (here the target's values) replace the borrowed ones
+    Tokens from_own;
+    check_rounds_against_reference(
+        t, test::dflash::with_target_tables(dir + "/head.gguf", t.path, dir + "/head-own.gguf"), 11, &from_own);
+    EXPECT_EQ(from_own, from_hf) << "a GGUF head with its own tables";
 }
 
-TEST_F(DflashEndToEnd, greedy_speculative_output_equals_plain_greedy) {
-    const std::string dir = test::make_temp_dir("dflash-spec");
-    Target t = test::dflash::load_target(dir);
-    ASSERT_TRUE(t.model && t.kv);
-    auto head = test::dflash::make_head(t, test::dflash::write_head(t.path, dir + "/head"));
+// Greedy speculative output with the head at `head_path` equals plain greedy output on 5 prompts.
+void check_greedy_equals_plain(Target& t, const std::string& head_path) {
+    auto head = test::dflash::make_head(t, head_path);
     ASSERT_TRUE(head.ok()) << head.error().message();
     Runner runner(*t.model, *t.kv, test::test_device(), test::test_pipelines());
     runner.set_hidden_point((*head)->hidden_point());
@@ -151,10 +167,30 @@ TEST_F(DflashEndToEnd, greedy_speculative_output_equals_plain_greedy) {
         auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_params(16), chain, sp, {});
         t.kv->free_sequence(seq);
         ASSERT_TRUE(spec.ok()) << spec.error().message();
-        EXPECT_EQ(spec->gen.tokens, plain->tokens) << "prompt " << i;
+        EXPECT_EQ(spec->gen.tokens, plain->tokens) << head_path << ", prompt " << i;
         drafted += spec->stats.drafted;
     }
-    EXPECT_GT(drafted, 0u) << "the head never drafted";
+    EXPECT_GT(drafted, 0u) << head_path << ": the head never drafted";
+}
+
+TEST_F(DflashEndToEnd, greedy_speculative_output_equals_plain_greedy) {
+    const std::string dir = test::make_temp_dir("dflash-spec");
+    Target t = test::dflash::load_target(dir);
+    ASSERT_TRUE(t.model && t.kv);
+    check_greedy_equals_plain(t, test::dflash::write_head(t.path, dir + "/head"));
+}
+
+// The head on a Llama 3.x target, in both layouts: drafts over rounds as the reference's, and
+// greedy speculative output as plain greedy output.
+TEST_F(DflashEndToEnd, on_a_llama_target_both_layouts_draft_as_the_reference_and_keep_greedy_output) {
+    const std::string dir = test::make_temp_dir("dflash-llama");
+    Target t = test::dflash::load_target(dir, 256, test::dflash::TargetArch::llama);
+    ASSERT_TRUE(t.model && t.kv);
+    for (const std::string& head :
+         {test::dflash::write_head(t.path, dir + "/head"), test::dflash::write_gguf_head(t.path, dir + "/head.gguf")}) {
+        EXPECT_GE(check_rounds_against_reference(t, head, 11), 20) << head;
+        check_greedy_equals_plain(t, head);
+    }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "common/fp16.h"
 #include "common/quant.h"
+#include "formats/gguf.h"
 
 #include <nlohmann/json.hpp>
 
@@ -69,25 +70,54 @@ void round_f16(Vec& x) {
 
 }  // namespace
 
-Result<DflashReference> DflashReference::open(const std::string& head_dir, const std::string& target_path) {
-    DflashReference r;
-    r.head_ = TDM_TRY(ModelSource::open(head_dir));
-    r.target_ = TDM_TRY(ModelSource::open(target_path));
-    const ModelSource& h = *r.head_;
+namespace {
+
+// The head's hyper-parameters from z-lab's config.json.
+Status read_hf_hparams(const ModelSource& h, DflashRefHparams* hp) {
     const nlohmann::json* c = h.hf_config();
     if (!c) return Error::format("{}: no config.json", h.path());
+    hp->n_layer = (*c)["num_hidden_layers"].get<int64_t>();
+    hp->n_embd = (*c)["hidden_size"].get<int64_t>();
+    hp->n_head = (*c)["num_attention_heads"].get<int64_t>();
+    hp->n_head_kv = (*c)["num_key_value_heads"].get<int64_t>();
+    hp->head_dim = c->value("head_dim", hp->n_embd / hp->n_head);
+    hp->n_ff = (*c)["intermediate_size"].get<int64_t>();
+    hp->rope_theta = (*c)["rope_theta"].get<double>();
+    hp->rms_eps = (*c)["rms_norm_eps"].get<double>();
+    hp->block_size = (*c)["block_size"].get<int64_t>();
+    hp->mask_token = (*c)["dflash_config"]["mask_token_id"].get<int64_t>();
+    hp->target_layers = (*c)["dflash_config"]["target_layer_ids"].get<std::vector<int64_t>>();
+    return {};
+}
+
+// The same from llama.cpp's dflash.* keys; its target_layers name the tapped layers' inputs.
+Status read_gguf_hparams(const ModelSource& h, DflashRefHparams* hp) {
+    const GgufFile* g = h.gguf();
+    if (!g) return Error::format("{}: not a GGUF file", h.path());
+    hp->n_layer = TDM_TRY(g->get_int("dflash.block_count"));
+    hp->n_embd = TDM_TRY(g->get_int("dflash.embedding_length"));
+    hp->n_head = TDM_TRY(g->get_int("dflash.attention.head_count"));
+    hp->n_head_kv = TDM_TRY(g->get_int("dflash.attention.head_count_kv"));
+    hp->head_dim = TDM_TRY(g->get_int_or("dflash.attention.key_length", hp->n_embd / hp->n_head));
+    hp->n_ff = TDM_TRY(g->get_int("dflash.feed_forward_length"));
+    hp->rope_theta = TDM_TRY(g->get_float("dflash.rope.freq_base"));
+    hp->rms_eps = TDM_TRY(g->get_float("dflash.attention.layer_norm_rms_epsilon"));
+    hp->block_size = TDM_TRY(g->get_int_or("dflash.block_size", 16));
+    hp->mask_token = TDM_TRY(g->get_int("tokenizer.ggml.mask_token_id"));
+    for (int64_t l : TDM_TRY(g->get_int_array("dflash.target_layers"))) hp->target_layers.push_back(l - 1);
+    return {};
+}
+
+}  // namespace
+
+Result<DflashReference> DflashReference::open(const std::string& head_path, const std::string& target_path) {
+    DflashReference r;
+    r.head_ = TDM_TRY(ModelSource::open(head_path));
+    r.target_ = TDM_TRY(ModelSource::open(target_path));
+    const ModelSource& h = *r.head_;
+    const bool hf = h.format() == SourceFormat::safetensors;
     DflashRefHparams& hp = r.hp_;
-    hp.n_layer = (*c)["num_hidden_layers"].get<int64_t>();
-    hp.n_embd = (*c)["hidden_size"].get<int64_t>();
-    hp.n_head = (*c)["num_attention_heads"].get<int64_t>();
-    hp.n_head_kv = (*c)["num_key_value_heads"].get<int64_t>();
-    hp.head_dim = c->value("head_dim", hp.n_embd / hp.n_head);
-    hp.n_ff = (*c)["intermediate_size"].get<int64_t>();
-    hp.rope_theta = (*c)["rope_theta"].get<double>();
-    hp.rms_eps = (*c)["rms_norm_eps"].get<double>();
-    hp.block_size = (*c)["block_size"].get<int64_t>();
-    hp.mask_token = (*c)["dflash_config"]["mask_token_id"].get<int64_t>();
-    hp.target_layers = (*c)["dflash_config"]["target_layer_ids"].get<std::vector<int64_t>>();
+    TDM_TRY(hf ? read_hf_hparams(h, &hp) : read_gguf_hparams(h, &hp));
     const ModelSource& t = *r.target_;
     const SourceTensor* te = t.find("token_embd.weight");
     if (!te) return Error::format("{}: no token_embd.weight", t.path());
@@ -95,23 +125,30 @@ Result<DflashReference> DflashReference::open(const std::string& head_dir, const
     const int64_t H = hp.n_embd, D = hp.head_dim, F = hp.n_ff, Q = hp.n_head * D, KV = hp.n_head_kv * D;
     r.embd_ = TDM_TRY(ref_tensor(t, "token_embd.weight", hp.n_vocab * H));
     r.output_ = t.find("output.weight") ? TDM_TRY(ref_tensor(t, "output.weight", hp.n_vocab * H)) : r.embd_;
-    r.fc_ = TDM_TRY(ref_tensor(h, "fc.weight", H * int64_t(hp.target_layers.size()) * H));
-    r.hidden_norm_ = TDM_TRY(ref_tensor(h, "hidden_norm.weight", H));
-    r.out_norm_ = TDM_TRY(ref_tensor(h, "norm.weight", H));
+    // {GGUF name, HF name}: the same row-major matrices in both (no q/k permutation)
+    auto get = [&](const char* gguf, const char* hf_name, int64_t n) {
+        return ref_tensor(h, hf ? hf_name : gguf, n);
+    };
+    r.fc_ = TDM_TRY(get("fc.weight", "fc.weight", H * int64_t(hp.target_layers.size()) * H));
+    r.hidden_norm_ = TDM_TRY(get("enc.output_norm.weight", "hidden_norm.weight", H));
+    r.out_norm_ = TDM_TRY(get("output_norm.weight", "norm.weight", H));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
-        const std::string p = "layers." + std::to_string(il) + ".";
+        const std::string g = "blk." + std::to_string(il) + ".", p = "layers." + std::to_string(il) + ".";
+        auto layer = [&](const char* gguf, const char* hf_name, int64_t n) {
+            return get((g + gguf).c_str(), (p + hf_name).c_str(), n);
+        };
         Layer L;
-        L.attn_norm = TDM_TRY(ref_tensor(h, p + "input_layernorm.weight", H));
-        L.wq = TDM_TRY(ref_tensor(h, p + "self_attn.q_proj.weight", Q * H));
-        L.wk = TDM_TRY(ref_tensor(h, p + "self_attn.k_proj.weight", KV * H));
-        L.wv = TDM_TRY(ref_tensor(h, p + "self_attn.v_proj.weight", KV * H));
-        L.wo = TDM_TRY(ref_tensor(h, p + "self_attn.o_proj.weight", H * Q));
-        L.q_norm = TDM_TRY(ref_tensor(h, p + "self_attn.q_norm.weight", D));
-        L.k_norm = TDM_TRY(ref_tensor(h, p + "self_attn.k_norm.weight", D));
-        L.ffn_norm = TDM_TRY(ref_tensor(h, p + "post_attention_layernorm.weight", H));
-        L.gate = TDM_TRY(ref_tensor(h, p + "mlp.gate_proj.weight", F * H));
-        L.up = TDM_TRY(ref_tensor(h, p + "mlp.up_proj.weight", F * H));
-        L.down = TDM_TRY(ref_tensor(h, p + "mlp.down_proj.weight", H * F));
+        L.attn_norm = TDM_TRY(layer("attn_norm.weight", "input_layernorm.weight", H));
+        L.wq = TDM_TRY(layer("attn_q.weight", "self_attn.q_proj.weight", Q * H));
+        L.wk = TDM_TRY(layer("attn_k.weight", "self_attn.k_proj.weight", KV * H));
+        L.wv = TDM_TRY(layer("attn_v.weight", "self_attn.v_proj.weight", KV * H));
+        L.wo = TDM_TRY(layer("attn_output.weight", "self_attn.o_proj.weight", H * Q));
+        L.q_norm = TDM_TRY(layer("attn_q_norm.weight", "self_attn.q_norm.weight", D));
+        L.k_norm = TDM_TRY(layer("attn_k_norm.weight", "self_attn.k_norm.weight", D));
+        L.ffn_norm = TDM_TRY(layer("ffn_norm.weight", "post_attention_layernorm.weight", H));
+        L.gate = TDM_TRY(layer("ffn_gate.weight", "mlp.gate_proj.weight", F * H));
+        L.up = TDM_TRY(layer("ffn_up.weight", "mlp.up_proj.weight", F * H));
+        L.down = TDM_TRY(layer("ffn_down.weight", "mlp.down_proj.weight", H * F));
         r.layers_.push_back(std::move(L));
     }
     return r;

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // tests/models/dflash/dflash_reference.h: an independent plain C++ reference of one DFlash
 // draft block (docs/models/dflash.md §1-2), written from the math, never from the plugin's or
-// the host's code. It reads the head's HF directory and the target's token embedding and LM
-// head from the target's file through ModelSource, and computes each block from scratch: every
+// the host's code. It reads the head (z-lab's HF directory or llama.cpp's GGUF) and the
+// target's token embedding and LM head from the target's file through ModelSource, and computes each block from scratch: every
 // context row (fc, hidden_norm) as keys and values only, the b block rows (the newest token,
 // then the mask token) as queries over all context rows and the whole block, not causally.
 // Loops and double sums; K and V rounded through f16 as the runtime's KV cache stores them.
 // Not here: the target's forward pass (the taps are inputs), a cache, anything fast.
 //
-//   auto ref = TDM_TRY(DflashReference::open(head_dir, target_path));
+//   auto ref = TDM_TRY(DflashReference::open(head_path, target_path));
 //   DflashBlock b = ref.block(newest_token, p, taps);  // taps[j]: the target's taps at j < p
 #pragma once
 
@@ -36,7 +36,7 @@ struct DflashBlock {
 
 class DflashReference {
 public:
-    static Result<DflashReference> open(const std::string& head_dir, const std::string& target_path);
+    static Result<DflashReference> open(const std::string& head_path, const std::string& target_path);
 
     const DflashRefHparams& hparams() const { return hp_; }
     // The block at position p whose row 0 holds `token`; taps[j] (j < p) holds the target's
