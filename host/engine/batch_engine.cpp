@@ -103,7 +103,8 @@ BatchEngine::Slot* BatchEngine::choose_slot(const Session& s, uint32_t* n_cached
         // (resumable_prefix keeps the last token of what it is given to be run)
         const std::span<const int32_t> text =
             std::span<const int32_t>(s.history).first(std::min<size_t>(s.history.size(), size_t(text_prefix(s)) + 1));
-        const uint32_t len = reuse(s) ? resumable_prefix(runner_.kv(), slot.seq, slot.tokens, text) : 0;
+        uint32_t len = reuse(s) ? resumable_prefix(runner_.kv(), slot.seq, slot.tokens, text) : 0;
+        if (!heads_resume(s, &slot, len)) len = 0;
         // the longest shared prefix; among equals the slot idle longest (least to lose)
         if (!best || len > best_len || (len == best_len && slot.last_used < best->last_used)) {
             best = &slot;
@@ -112,6 +113,18 @@ BatchEngine::Slot* BatchEngine::choose_slot(const Session& s, uint32_t* n_cached
     }
     *n_cached = best_len;
     return best;
+}
+
+bool BatchEngine::heads_resume(const Session& s, const Slot* slot, uint32_t n_cached) const {
+    for (const DrafterSlot& ds : s.req.drafters) {
+        const Drafter* d = ds.owned.get();
+        if (!n_cached || !d || d->hidden_point() == TDM_HIDDEN_NONE || d->can_resume(n_cached)) continue;
+        const bool kept = slot && std::any_of(slot->kept.begin(), slot->kept.end(), [&](const auto& k) {
+            return k && k->name() == d->name() && k->hidden_point() == d->hidden_point() && k->can_resume(n_cached);
+        });
+        if (!kept) return false;
+    }
+    return true;
 }
 
 std::span<const int32_t> BatchEngine::kv_tokens(const Slot& slot) const {
@@ -222,7 +235,7 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
         for (const Slot& other : slots_) {
             if (&other == slot) continue;
             const uint32_t m = std::min(shared_prefix(kv_tokens(other), s.history), cap) / bs * bs;
-            if (m > best) {
+            if (m > best && heads_resume(s, nullptr, m)) {  // no head of its own saw another slot's rows
                 best = m;
                 src = &other;
             }

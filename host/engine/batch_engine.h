@@ -203,6 +203,12 @@ private:
     std::span<const int32_t> kv_tokens(const Slot& slot) const;
     // Whether the session may resume a slot's KV or share another's blocks (the prefix cache).
     bool reuse(const Session& s) const;
+    // Whether each of the session's own drafters fed by the target's hidden rows can start
+    // after n_cached rows it did not compute: a fresh one has seen no rows, the slot's kept
+    // one (start_drafters takes it over) those of the slot's last request. Resuming where
+    // one cannot would leave it off for the whole request (a head picked by a request after
+    // a plain one on the same prefix), so such a session computes its prompt instead.
+    bool heads_resume(const Session& s, const Slot* slot, uint32_t n_cached) const;
     // The prompt tokens before a session's first image row: what may be reused or shared.
     static uint32_t text_prefix(const Session& s);
     bool make_room(uint32_t blocks, const Slot* keep);
