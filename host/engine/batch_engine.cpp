@@ -364,6 +364,7 @@ void BatchEngine::preempt(Session& s) {
 void BatchEngine::finish(Session& s, StopReason reason, std::string error) {
     if (s.done) return;
     s.done = true;
+    if (scorer_) scorer_->forget(&s);  // scores still due are no one's now
     if (s.req.spec.auto_k && !s.chain.empty()) {
         s.result.spec.controller = s.tune.report();
         history_of(s).absorb(s.tune.kind(), s.tune.learned());
@@ -531,6 +532,7 @@ bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
 }
 
 bool BatchEngine::step() {
+    take_prompt_scores();
     // sessions cancelled from outside end now; waiting ones never start
     for (auto& s : active_)
         if (s->req.cancel && s->req.cancel->load()) finish(*s, StopReason::cancelled);
@@ -558,9 +560,15 @@ bool BatchEngine::step() {
     // every session runs in every pass, or they take turns
     std::vector<Session*> part;
     if (runner_.model().batches_sequences()) {
-        for (auto& s : active_) part.push_back(s.get());
+        for (auto& s : active_)
+            if (!awaits_scores(*s)) part.push_back(s.get());
     } else {
-        part.push_back(active_[next_single_++ % active_.size()].get());
+        for (size_t n = 0; n < active_.size() && part.empty(); ++n)
+            if (Session* s = active_[next_single_++ % active_.size()].get(); !awaits_scores(*s)) part.push_back(s);
+    }
+    if (part.empty()) {  // every session waits for its prompt's scores: nothing else to do
+        scorer_->wait_for_one();
+        return true;
     }
     plan_drafts(part);
     KvPool& kv = runner_.kv();
@@ -579,7 +587,12 @@ bool BatchEngine::step() {
             // A recompute after preemption stops one row short: its next token then comes
             // from a decode step with drafts, as it would have without the preemption.
             s->chunk = std::min(remaining - (s->result.tokens.empty() ? 0 : 1), options_.n_batch);
-            if (s->scores_prompt()) s->chunk = std::min(s->chunk, kScoredPromptRows);
+            if (s->scores_prompt()) {
+                s->chunk = std::min(s->chunk, kScoredPromptRows);
+                // its last token runs alone, once every row before it is scored: the first
+                // token then follows the prompt's logprobs without this thread waiting
+                s->chunk = std::min(s->chunk, uint32_t(s->history.size()) - 1 - s->n_kv);
+            }
             // the prompt cache's pause: the KV then holds all of the prompt but its last token
             const uint32_t pause = uint32_t(s->history.size()) - 1;
             if (s->req.on_prefix && s->result.tokens.empty() && s->n_kv < pause)
