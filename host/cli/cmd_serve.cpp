@@ -111,6 +111,7 @@ Status cmd_serve(App& app) {
     setup.chat_template = std::move(tmpl);
     setup.drafters = chain.order;
     setup.per_request = chain.fresh;
+    setup.drafter_types = chain.types;
     setup.spec = spec_params(cfg);
     setup.defaults.max_tokens = a.has("n-predict") ? int32_t(*a.get_int("n-predict")) : -1;
     setup.defaults.sampling = sampler_params(cfg);

@@ -103,7 +103,8 @@ BatchEngine::Slot* BatchEngine::choose_slot(const Session& s, uint32_t* n_cached
         // (resumable_prefix keeps the last token of what it is given to be run)
         const std::span<const int32_t> text =
             std::span<const int32_t>(s.history).first(std::min<size_t>(s.history.size(), size_t(text_prefix(s)) + 1));
-        const uint32_t len = reuse(s) ? resumable_prefix(runner_.kv(), slot.seq, slot.tokens, text) : 0;
+        uint32_t len = reuse(s) ? resumable_prefix(runner_.kv(), slot.seq, slot.tokens, text) : 0;
+        if (!heads_resume(s, &slot, len)) len = 0;
         // the longest shared prefix; among equals the slot idle longest (least to lose)
         if (!best || len > best_len || (len == best_len && slot.last_used < best->last_used)) {
             best = &slot;
@@ -112,6 +113,18 @@ BatchEngine::Slot* BatchEngine::choose_slot(const Session& s, uint32_t* n_cached
     }
     *n_cached = best_len;
     return best;
+}
+
+bool BatchEngine::heads_resume(const Session& s, const Slot* slot, uint32_t n_cached) const {
+    for (const DrafterSlot& ds : s.req.drafters) {
+        const Drafter* d = ds.owned.get();
+        if (!n_cached || !d || d->hidden_point() == TDM_HIDDEN_NONE || d->can_resume(n_cached)) continue;
+        const bool kept = slot && std::any_of(slot->kept.begin(), slot->kept.end(), [&](const auto& k) {
+            return k && k->name() == d->name() && k->hidden_point() == d->hidden_point() && k->can_resume(n_cached);
+        });
+        if (!kept) return false;
+    }
+    return true;
 }
 
 std::span<const int32_t> BatchEngine::kv_tokens(const Slot& slot) const {
@@ -220,7 +233,7 @@ bool BatchEngine::admit(std::unique_ptr<Session>& sp) {
         for (const Slot& other : slots_) {
             if (&other == slot) continue;
             const uint32_t m = std::min(shared_prefix(kv_tokens(other), s.history), cap) / bs * bs;
-            if (m > best) {
+            if (m > best && heads_resume(s, nullptr, m)) {  // no head of its own saw another slot's rows
                 best = m;
                 src = &other;
             }
@@ -350,6 +363,7 @@ void BatchEngine::preempt(Session& s) {
 void BatchEngine::finish(Session& s, StopReason reason, std::string error) {
     if (s.done) return;
     s.done = true;
+    if (scorer_) scorer_->forget(&s);  // scores still due are no one's now
     if (s.req.spec.auto_k && !s.chain.empty()) {
         s.result.spec.controller = s.tune.report();
         s.tune.teach(history_of(s));
@@ -517,6 +531,7 @@ bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
 }
 
 bool BatchEngine::step() {
+    take_prompt_scores();
     // sessions cancelled from outside end now; waiting ones never start
     for (auto& s : active_)
         if (s->req.cancel && s->req.cancel->load()) finish(*s, StopReason::cancelled);
@@ -544,9 +559,15 @@ bool BatchEngine::step() {
     // every session runs in every pass, or they take turns
     std::vector<Session*> part;
     if (runner_.model().batches_sequences()) {
-        for (auto& s : active_) part.push_back(s.get());
+        for (auto& s : active_)
+            if (!awaits_scores(*s)) part.push_back(s.get());
     } else {
-        part.push_back(active_[next_single_++ % active_.size()].get());
+        for (size_t n = 0; n < active_.size() && part.empty(); ++n)
+            if (Session* s = active_[next_single_++ % active_.size()].get(); !awaits_scores(*s)) part.push_back(s);
+    }
+    if (part.empty()) {  // every session waits for its prompt's scores: nothing else to do
+        scorer_->wait_for_one();
+        return true;
     }
     plan_drafts(part);
     KvPool& kv = runner_.kv();
@@ -565,7 +586,12 @@ bool BatchEngine::step() {
             // A recompute after preemption stops one row short: its next token then comes
             // from a decode step with drafts, as it would have without the preemption.
             s->chunk = std::min(remaining - (s->result.tokens.empty() ? 0 : 1), options_.n_batch);
-            if (s->scores_prompt()) s->chunk = std::min(s->chunk, kScoredPromptRows);
+            if (s->scores_prompt()) {
+                s->chunk = std::min(s->chunk, kScoredPromptRows);
+                // its last token runs alone, once every row before it is scored: the first
+                // token then follows the prompt's logprobs without this thread waiting
+                s->chunk = std::min(s->chunk, uint32_t(s->history.size()) - 1 - s->n_kv);
+            }
             // the prompt cache's pause: the KV then holds all of the prompt but its last token
             const uint32_t pause = uint32_t(s->history.size()) - 1;
             if (s->req.on_prefix && s->result.tokens.empty() && s->n_kv < pause)

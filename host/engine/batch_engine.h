@@ -56,6 +56,7 @@
 
 #include "engine/generate.h"
 #include "engine/prompt_images.h"
+#include "engine/prompt_scorer.h"
 #include "engine/token_logprobs.h"
 #include "model/runner.h"
 #include "sampling/sampler.h"
@@ -107,8 +108,9 @@ struct SessionRequest {
     // -1: none; n >= 0: the prompt's tokens' logprobs too (completions' "echo" with
     // "logprobs"): each token's given the tokens before it, with the n most likely tokens
     // there, through on_prompt_logprob in prompt order (positions 1 .. prompt size - 1:
-    // nothing predicts the first), as each prompt chunk's pass ends, all before the first
-    // generated token. Such a session computes its whole prompt, resuming no slot's KV and
+    // nothing predicts the first), on the engine thread as the worker that reduces each
+    // chunk's rows (engine/prompt_scorer.h) hands them back, all before the first generated
+    // token. Such a session computes its whole prompt, resuming no slot's KV and
     // sharing no other slot's blocks, since rows taken from the KV have no logits; its KV is
     // still left for later requests to resume.
     int32_t prompt_logprobs = -1;
@@ -182,6 +184,10 @@ public:
     uint32_t kv_blocks_free() const;
     uint32_t kv_blocks_total() const;
     uint32_t kv_blocks_shared() const;
+    // For tests: hold the worker that scores prompts (engine/prompt_scorer.h) or let it go
+    // on, so that a test can count what other sessions do while a prompt waits for its
+    // scores. While held, a step in which only such sessions could run waits for ever.
+    void hold_prompt_scoring(bool held);
 
 private:
     struct Session;
@@ -203,6 +209,12 @@ private:
     std::span<const int32_t> kv_tokens(const Slot& slot) const;
     // Whether the session may resume a slot's KV or share another's blocks (the prefix cache).
     bool reuse(const Session& s) const;
+    // Whether each of the session's own drafters fed by the target's hidden rows can start
+    // after n_cached rows it did not compute: a fresh one has seen no rows, the slot's kept
+    // one (start_drafters takes it over) those of the slot's last request. Resuming where
+    // one cannot would leave it off for the whole request (a head picked by a request after
+    // a plain one on the same prefix), so such a session computes its prompt instead.
+    bool heads_resume(const Session& s, const Slot* slot, uint32_t n_cached) const;
     // The prompt tokens before a session's first image row: what may be reused or shared.
     static uint32_t text_prefix(const Session& s);
     bool make_room(uint32_t blocks, const Slot* keep);
@@ -260,6 +272,12 @@ private:
     bool pass(std::span<Session* const> run, bool device_rows = true);
     // Appends a token to the session; false once it must stop (the reason is set).
     bool record(Session& s, int32_t tok, uint32_t logits_row);
+    // Prompt logprobs (batch_prompt_scores.cpp): the chunk's rows that are due go to the
+    // scorer; the scores finished so far go to their sessions' callbacks; a session waits
+    // (runs no rows) while its scores lag too far behind, or before its first token.
+    void submit_prompt_rows(Session& s, const float* rows, uint32_t n_rows);
+    void take_prompt_scores();
+    bool awaits_scores(const Session& s) const;
 
     Runner& runner_;
     const Tokenizer* tokenizer_;
@@ -281,6 +299,9 @@ private:
     // when the front end keeps its own across engines).
     GoodputHistory history_;
     GoodputHistory& history_of(const Session& s);
+    // Reduces prompt rows to their logprobs off this thread; made at the first scored prompt.
+    std::unique_ptr<PromptScorer> scorer_;
+    bool scorer_held_ = false;
 };
 
 }  // namespace tdm

@@ -14,6 +14,7 @@ namespace tdm {
 
 int BatchEngine::decide_k(Session& s, bool cap_only) const {
     if (!any_on(s.chain)) return 0;  // every drafter failed
+    if (s.scores_prompt()) return 0;  // the prompt's round: its last token runs alone, undrafted
     if (s.planned_k >= 0) {  // the batch's budget decided (batch_budget.h)
         const int k = s.skip_next ? 0 : s.planned_k;
         s.skip_next = false;
@@ -304,17 +305,7 @@ uint32_t BatchEngine::sink_prompt_logits(Session& s, const ForwardOutput& out, u
     const auto row = [&](uint32_t i) { return out.logits + size_t(out0 + i) * n_vocab; };
     if (s.req.logits_all && s.req.logits_sink)
         for (uint32_t i = 0; i < s.chunk; ++i) s.req.logits_sink(row(i), n_vocab);
-    // Row i (position n_kv + i) predicts the prompt token after it; reduced here to what the
-    // response keeps, so that no row outlives its pass.
-    if (s.scores_prompt())
-        for (uint32_t i = 0; i < s.chunk; ++i) {
-            const uint32_t next = s.n_kv + i + 1;
-            if (next >= s.req.prompt.size()) break;  // the last row predicts the first generated token
-            if (next < s.prompt_scored) continue;
-            const TokenLogprobs lp = token_logprobs(row(i), n_vocab, s.req.prompt[next], uint32_t(s.req.prompt_logprobs));
-            s.prompt_scored = next + 1;
-            if (s.req.on_prompt_logprob) s.req.on_prompt_logprob(next, s.req.prompt[next], lp);
-        }
+    if (s.scores_prompt()) submit_prompt_rows(s, row(0), s.chunk);
     return out0 + s.chunk - 1;  // the chunk's last row: the first token's logits
 }
 

@@ -18,11 +18,19 @@ TokenLogprobs token_logprobs(const float* logits, uint32_t n_vocab, int32_t toke
     lp.logprob = float(double(logits[token]) - log_z);
     n_top = std::min(n_top, n_vocab);
     if (n_top) {
-        std::vector<int32_t> ids(n_vocab);
-        for (uint32_t i = 0; i < n_vocab; ++i) ids[i] = int32_t(i);
+        // One pass keeping the n_top best so far, best first (n_top is small: OpenAI allows
+        // 20), instead of sorting an index of the whole vocabulary per row. The order is
+        // total (ties by lower id), so these are the n_top a full sort would give.
         const auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-        std::partial_sort(ids.begin(), ids.begin() + n_top, ids.end(), better);
-        for (uint32_t i = 0; i < n_top; ++i) lp.top.emplace_back(ids[i], float(double(logits[ids[i]]) - log_z));
+        std::vector<int32_t> best;
+        best.reserve(n_top);
+        for (uint32_t i = 0; i < n_vocab; ++i) {
+            const auto id = int32_t(i);
+            if (best.size() == n_top && !better(id, best.back())) continue;
+            if (best.size() == n_top) best.pop_back();
+            best.insert(std::upper_bound(best.begin(), best.end(), id, better), id);
+        }
+        for (int32_t id : best) lp.top.emplace_back(id, float(double(logits[id]) - log_z));
     }
     return lp;
 }

@@ -12,10 +12,11 @@ std::vector<Drafter*> shared_drafters(std::span<Drafter* const> order, std::span
 }
 
 Result<std::vector<DrafterSlot>> request_drafters(std::span<Drafter* const> order,
-                                                  std::span<const DrafterFactory> fresh, std::string_view only) {
+                                                  std::span<const DrafterFactory> fresh,
+                                                  std::span<const size_t> picks) {
     std::vector<DrafterSlot> out;
-    for (size_t i = 0; i < order.size(); ++i) {
-        if (!only.empty() && !same_spec_type(order[i]->name(), only)) continue;
+    for (size_t n = 0; n < (picks.empty() ? order.size() : picks.size()); ++n) {
+        const size_t i = picks.empty() ? n : picks[n];
         DrafterSlot ds;
         if (i < fresh.size() && fresh[i])
             ds.owned = TDM_TRY(fresh[i]());

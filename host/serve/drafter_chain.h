@@ -12,7 +12,7 @@
 #include <functional>
 #include <memory>
 #include <span>
-#include <string_view>
+#include <string>
 #include <vector>
 
 #include "engine/batch_engine.h"
@@ -31,16 +31,20 @@ struct DrafterChain {
     // plugins' n-gram drafters, which rebuild from tokens; draft heads, on the same head), or
     // null (one sequence each: draft models). `tandem serve` gives each request its own.
     std::vector<DrafterFactory> fresh;
+    // Per drafter of `order`: the names a server's request may pick it by besides its own
+    // (serve/drafter_choice.h): a head's every spec type, "draft" for what -md loaded.
+    std::vector<std::vector<std::string>> types;
     bool empty() const { return order.empty(); }
 };
 
 // For the batching engine (engine/batch_engine.h), given a chain's `order` and `fresh`: the
 // drafters it shares between requests (those without a factory), and one request's chain
-// (its own drafter where there is a factory, else the shared one); a non-empty `only`
-// keeps the drafter of that name alone.
+// (its own drafter where there is a factory, else the shared one); a non-empty `picks`
+// keeps those drafters of `order` alone, in that order (serve/drafter_choice.h).
 std::vector<Drafter*> shared_drafters(std::span<Drafter* const> order, std::span<const DrafterFactory> fresh);
 Result<std::vector<DrafterSlot>> request_drafters(std::span<Drafter* const> order,
-                                                  std::span<const DrafterFactory> fresh, std::string_view only = {});
+                                                  std::span<const DrafterFactory> fresh,
+                                                  std::span<const size_t> picks = {});
 
 // The target hidden state the chain's drafters read (TDM_HIDDEN_NONE: none; they agree,
 // or BatchEngine::create refuses them).

@@ -50,13 +50,34 @@ Result<std::unique_ptr<DraftHeadDrafter>> make_draft_head(DrafterHost& host, con
 }
 
 // A draft head joins the chain with a factory: each further sequence gets a drafter of
-// its own on the same head (weights, graphs and KV pool shared).
-void add_head(DrafterChain& chain, std::unique_ptr<DraftHeadDrafter> head) {
+// its own on the same head (weights, graphs and KV pool shared). A server's request picks
+// it by any of its spec types, and by "draft" when it came from -md (`from_md`).
+void add_head(DrafterChain& chain, std::unique_ptr<DraftHeadDrafter> head, const DraftHeadEntry& h,
+              bool from_md = false) {
     DraftHeadDrafter* proto = head.get();
     chain.owned.push_back(std::move(head));
     chain.order.push_back(proto);
     chain.fresh.resize(chain.order.size() - 1);
     chain.fresh.push_back([proto]() -> Result<std::unique_ptr<Drafter>> { return std::unique_ptr<Drafter>(proto->another()); });
+    chain.types.resize(chain.order.size() - 1);
+    chain.types.push_back(h.spec_types);
+    if (from_md) chain.types.back().push_back("draft");
+}
+
+// One target pass computes one hidden output (the Runner's hidden point): heads that read
+// different target states (an MTP head's hidden state, an EAGLE-3 head's taps) cannot
+// both draft, so such a chain is refused here rather than one of them never drafting.
+Status check_one_hidden_point(const DrafterChain& chain) {
+    const Drafter* first = nullptr;
+    for (const Drafter* d : chain.order) {
+        if (d->hidden_point() == TDM_HIDDEN_NONE) continue;
+        if (!first) first = d;
+        else if (d->hidden_point() != first->hidden_point())
+            return Error::format("the draft heads {} and {} read different target states, and a target pass computes "
+                                 "one: load one of them (with n-gram drafters beside it if you like)",
+                                 spec_type_key(first->name()), spec_type_key(d->name()));
+    }
+    return {};
 }
 
 }  // namespace
@@ -95,7 +116,8 @@ Result<DrafterChain> make_drafters(DrafterHost& host, const Model& target, const
             if (const DraftHeadEntry* h = reg->find_draft_head_source(md_arch, target.arch().desc->name)) {
                 const std::string head_type = h->spec_types.empty() ? h->desc->name : h->spec_types[0];
                 add_head(chain, TDM_TRY_CTX(make_draft_head(host, *h, head_type, target, target_kv, options, sequences, md),
-                                            fmt::format("-md {}", cfg.model.draft_path)));
+                                            fmt::format("-md {}", cfg.model.draft_path)),
+                         *h, true);
                 continue;
             }
             if (reg->is_draft_head_source(md_arch))
@@ -112,6 +134,8 @@ Result<DrafterChain> make_drafters(DrafterHost& host, const Model& target, const
             vk::Device* dev = TDM_TRY(host.device());
             vk::PipelineManager* pm = TDM_TRY(host.pipelines());
             chain.owned.push_back(std::make_unique<DraftModelDrafter>(std::move(dm), std::move(kv), *dev, *pm));
+            chain.types.resize(chain.order.size());
+            chain.types.push_back({"draft"});
         } else if (const DraftHeadEntry* h = reg->find_draft_head(type, target.arch().desc->name)) {
             // a head that lives in a file of its own (source_archs) reads it from -md FILE: an
             // EAGLE-3 head's HF directory says model_type "llama", so only its type selects it
@@ -120,12 +144,15 @@ Result<DrafterChain> make_drafters(DrafterHost& host, const Model& target, const
                 md = TDM_TRY_CTX(ModelSource::open(cfg.model.draft_path), "-md");
             if (md)
                 add_head(chain, TDM_TRY_CTX(make_draft_head(host, *h, type, target, target_kv, options, sequences, md),
-                                            fmt::format("-md {}", cfg.model.draft_path)));
+                                            fmt::format("-md {}", cfg.model.draft_path)),
+                         *h, true);
             else
-                add_head(chain, TDM_TRY(make_draft_head(host, *h, type, target, target_kv, options, sequences)));
+                add_head(chain, TDM_TRY(make_draft_head(host, *h, type, target, target_kv, options, sequences)), *h);
             continue;
         } else if (const DrafterEntry* e = reg->find_drafter(type)) {
             chain.owned.push_back(TDM_TRY(PluginDrafter::create(*e, options)));
+            chain.types.resize(chain.order.size());
+            chain.types.push_back(e->spec_types);
             chain.fresh.resize(chain.order.size());
             chain.fresh.push_back([e, options]() -> Result<std::unique_ptr<Drafter>> {
                 return std::unique_ptr<Drafter>(TDM_TRY(PluginDrafter::create(*e, options)));
@@ -154,11 +181,13 @@ Result<DrafterChain> make_drafters(DrafterHost& host, const Model& target, const
                 TDM_LOG_INFO("spec", "no {} head: {}", h.desc->name, d.error().message());
                 continue;
             }
-            add_head(chain, std::move(d).value());
+            add_head(chain, std::move(d).value(), h);
             break;
         }
     }
     chain.fresh.resize(chain.order.size());
+    chain.types.resize(chain.order.size());
+    TDM_TRY(check_one_hidden_point(chain));
     return chain;
 }
 

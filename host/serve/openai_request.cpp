@@ -445,7 +445,7 @@ void read_speculative(Fields& f, GenerationRequest& out) {
     if (!spec->is_object()) return f.wrong_type("speculative", "an object like {\"type\": \"mtp\", \"draft_max\": 4, \"fixed\": false}", *spec);
     Fields sf(*spec, "speculative.");
     SpeculativeChoice choice;
-    choice.type = sf.string("type", 64).value_or("");
+    choice.type = sf.string("type", 256).value_or("");  // a chain names several: "ngram-simple,eagle3"
     if (sf.get("type") && choice.type.empty() && !sf.failed())
         sf.fail("type", "'speculative.type' is empty: name a drafter of this server (such as mtp or ngram-simple), or "
                         "none");

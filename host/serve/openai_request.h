@@ -84,7 +84,7 @@ struct ToolChoice {
 // "draft_max": 4, "fixed": true, "draft_tree": "4,3,12"}); the server's configuration gives
 // the defaults.
 struct SpeculativeChoice {
-    std::string type;                  // a --spec-type name; "" = the server's default; "none" = off
+    std::string type;  // --spec-type names, comma-separated; "" = the server's default; "none" = off
     std::optional<uint32_t> draft_max;  // the controller's limit (the length itself when fixed); 0 = off
     std::optional<bool> fixed;         // true: draft draft_max every round; false: the goodput controller
     // Draft trees for this request ("STEPS,TOPK,NODES" or {steps, topk, nodes}; "none":

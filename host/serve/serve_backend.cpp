@@ -3,6 +3,7 @@
 #include "serve/serve_backend.h"
 
 #include "serve/constraint_request.h"
+#include "serve/drafter_choice.h"
 #include "serve/request_channel.h"
 #include "serve/tool_call_grammar.h"
 
@@ -231,19 +232,9 @@ ApiResult<Job> ServeBackend::prepare(GenerationRequest request) const {
         if (uint32_t(id) >= n_vocab)
             return ApiError::invalid(fmt::format("logit_bias.{}", id),
                                      fmt::format("token {} is outside the vocabulary of {} tokens", id, n_vocab));
-    if (request.speculative && !request.speculative->type.empty() && request.speculative->type != "none") {
-        const auto& d = setup_.drafters;
-        const bool loaded = std::any_of(d.begin(), d.end(),
-                                        [&](Drafter* x) { return same_spec_type(x->name(), request.speculative->type); });
-        if (!loaded) {
-            std::string names;
-            for (Drafter* x : d) names += (names.empty() ? "" : ", ") + spec_type_key(x->name());
-            return ApiError::invalid("speculative.type",
-                                     fmt::format("drafter '{}' is not loaded in this server ({})",
-                                                 request.speculative->type,
-                                                 names.empty() ? "it runs without drafters" : "loaded: " + names));
-        }
-    }
+    if (request.speculative && !request.speculative->type.empty() && request.speculative->type != "none")
+        if (auto picks = choose_drafters(setup_.drafters, setup_.drafter_types, request.speculative->type); !picks.ok())
+            return ApiError::invalid("speculative.type", picks.error().message());
     if (auto gp = generate_params(request); !gp.ok()) return gp.error();
     auto constraint = build_constraint(request.constraint, setup_.constraints);
     if (!constraint.ok()) return constraint.error();
@@ -297,7 +288,10 @@ ApiResult<std::string> ServeBackend::detokenize(const DetokenizeRequest& request
 
 Result<std::vector<DrafterSlot>> ServeBackend::drafters_for(const GenerationRequest& r) const {
     if (!speculate(r)) return std::vector<DrafterSlot>{};
-    return request_drafters(setup_.drafters, setup_.per_request, r.speculative ? r.speculative->type : std::string());
+    std::vector<size_t> picks;  // empty: the whole chain
+    if (r.speculative && !r.speculative->type.empty())
+        picks = TDM_TRY(choose_drafters(setup_.drafters, setup_.drafter_types, r.speculative->type));
+    return request_drafters(setup_.drafters, setup_.per_request, picks);
 }
 
 void ServeBackend::submit(std::vector<Arrival> arrivals) {

@@ -61,6 +61,9 @@ public:
         // from tokens, such as the n-gram ones), or null: that one drafter is shared, and
         // serves one request at a time (a draft model, an MTP head).
         std::vector<DrafterFactory> per_request;
+        // Per drafter of the chain: the names a request's speculative.type may pick it by
+        // besides its own (DrafterChain::types).
+        std::vector<std::vector<std::string>> drafter_types;
         SpecParams spec;
         BatchEngineOptions engine;
         GenerateParams defaults;  // sampling, n_batch, max_tokens (-1: to the end of the context), ignore_eog

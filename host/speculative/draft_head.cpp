@@ -112,10 +112,17 @@ Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHe
     tdm_loader loader{h->weights.get(), h->source.get(), &target.weight_store()};
     if (entry.desc->load(h->head, &loader, err, sizeof err) != TDM_OK)
         return Error::format("loading draft head {}: {}", entry.desc->name, plugin_message(err, sizeof err, "failed"));
-    if (!h->stateless())
+    if (!h->stateless()) {
+        // A block's rows sit at p .. p + b - 1 whatever p is: the block's length is the head's
+        // (tdm.block_draft), so near the end of the context it cannot be cut short. Room for
+        // one block past the context lets the head draft up to the last token instead of
+        // failing its reservation there (and being turned off).
+        KvPoolConfig kv_config = opt.kv;
+        kv_config.n_ctx += h->block_size;
         h->kv = TDM_TRY(KvPool::create(
-            device, std::span<const tdm_attention_layer>(h->info.own_layers, h->info.n_own_layers), opt.kv,
+            device, std::span<const tdm_attention_layer>(h->info.own_layers, h->info.n_own_layers), kv_config,
             "draft head KV"));
+    }
     return std::unique_ptr<DraftHeadDrafter>(new DraftHeadDrafter(std::move(h)));
 }
 

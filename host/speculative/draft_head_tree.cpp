@@ -23,6 +23,25 @@
 
 namespace tdm {
 
+namespace {
+
+// The KV entries a tree of `shape` writes: the root's and one per expanded node, at most.
+uint32_t tree_kv_slots(const TreeShape& shape) {
+    return std::min(kKvTreeMaxNodes, 1 + (std::max(shape.steps, 1u) - 1) * std::max(shape.topk, 1u));
+}
+
+// `shape`, with fewer levels where the head's KV has room for fewer than its slots (near the
+// end of the context): a shorter tree drafts on where a refused reservation would have
+// turned the head off for the rest of the request. `room` >= 1: the root's entry, at p - 1,
+// fits whenever the target can still run p.
+TreeShape tree_within_room(TreeShape shape, uint32_t room) {
+    if (tree_kv_slots(shape) <= room) return shape;
+    shape.steps = 1 + (std::max(room, 1u) - 1) / std::max(shape.topk, 1u);
+    return shape;
+}
+
+}  // namespace
+
 Result<DraftHead::Level*> DraftHead::level(uint32_t n_rows, uint32_t n_out, bool from_draft) {
     const auto key = std::make_tuple(n_rows, n_out, from_draft);
     if (auto it = levels.find(key); it != levels.end()) return it->second.get();
@@ -83,7 +102,8 @@ Result<DraftHead::Level*> DraftHead::level(uint32_t n_rows, uint32_t n_out, bool
 Result<DraftTree> DraftHead::grow(DraftHeadDrafter& d, const DraftRequest& req) {
     const bool st = stateless();
     const uint32_t p = req.pos;
-    TreeGrowth growth(req.history.back(), req.tree);
+    const TreeShape shape = st ? req.tree : tree_within_room(req.tree, kv->capacity_tokens() - (p - 1));
+    TreeGrowth growth(req.history.back(), shape);
     // the next hidden each expanded node's children read: [expansion slot][hidden width]
     std::vector<float> next_hidden;
     uint32_t hidden_width = 0;
@@ -96,12 +116,7 @@ Result<DraftTree> DraftHead::grow(DraftHeadDrafter& d, const DraftRequest& req) 
             c.max = std::min({req.max, std::max(req.tree.steps, 1u), std::max(req.tree.nodes, 2u) - 1});
             return DraftTree::chain(req.history.back(), TDM_TRY(d.draft(c)));
         }
-        if (!st) {
-            // the root's entry and one per expanded node, at most
-            const uint32_t slots = std::min(kKvTreeMaxNodes, 1 + (std::max(req.tree.steps, 1u) - 1) *
-                                                                     std::max(req.tree.topk, 1u));
-            TDM_TRY(kv->reserve(d.seq_, p - 1 + slots));
-        }
+        if (!st) TDM_TRY(kv->reserve(d.seq_, p - 1 + tree_kv_slots(shape)));
         CompiledGraph& cg = *L->cg;
         for (uint32_t i = 0; i < count; ++i) {
             // as a chain's first step (DraftHead::submit)

@@ -5,7 +5,9 @@
 // gives it, and the logprob the same token got when it was generated there; a prompt whose
 // tokens a slot's KV already holds is computed whole all the same (no row comes from the
 // prefix cache) and scores the same twice, and its KV is left for plain requests to resume;
-// a prefill preempted half way reports each position once, with the same values.
+// a prefill preempted half way reports each position once, with the same values; while the
+// scorer is held, another session decodes to its end (counted in steps) and the scored one
+// waits, then gets the same logprobs and tokens as alone.
 // A few short prompts on the tiny synthetic Qwen3: the test is about the mechanism's exactness.
 #include <gtest/gtest.h>
 
@@ -225,6 +227,87 @@ TEST_F(PromptLogprobsTest, a_session_preempted_in_its_prefill_reports_each_posit
         EXPECT_EQ(preempted.positions[i], alone.positions[i]);
         EXPECT_EQ(preempted.prompt[i].logprob, alone.prompt[i].logprob) << "position " << i + 1;
         EXPECT_EQ(top_ids(preempted.prompt[i]), top_ids(alone.prompt[i])) << "position " << i + 1;
+    }
+}
+
+TEST_F(PromptLogprobsTest, another_session_decodes_while_a_long_prompt_waits_for_its_scores) {
+    auto m = Model::load(scoring_model(), test::build_tree_plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    auto kv = scoring_pool(**m);
+    ASSERT_TRUE(kv);
+    Runner runner(**m, *kv, device(), pipelines());
+    BatchEngineOptions o;
+    o.n_batch = 8;  // the scored prompt takes several chunks
+    auto e = BatchEngine::create(runner, nullptr, o);
+    ASSERT_TRUE(e.ok()) << e.error().message();
+    const std::vector<int32_t> prompt = some_prompt(21, 60);
+    const Scored alone = run_session(**e, prompt, 3, true, false);
+    ASSERT_EQ(alone.prompt.size(), prompt.size() - 1);
+
+    // the scorer does nothing while held: the scored session runs ahead of its scores by a
+    // bounded backlog and then waits, and the other one decodes each step all the same
+    (*e)->hold_prompt_scoring(true);
+    constexpr int kDecoded = 20;
+    int decoded = 0;
+    bool decoder_done = false;
+    SessionRequest other;
+    other.prompt = some_prompt(22, 6);
+    other.params.max_tokens = kDecoded;
+    other.params.ignore_eog = true;
+    other.on_token = [&](int32_t tok, std::string_view, const TokenLogprobs*) {
+        decoded += tok >= 0;
+        return true;
+    };
+    other.on_done = [&](const SessionResult&) { decoder_done = true; };
+    (*e)->add(std::move(other));
+
+    Scored held;
+    bool scored_done = false;
+    SessionRequest r;
+    r.prompt = prompt;
+    r.params.max_tokens = 3;
+    r.params.sampling.temperature = 0;
+    r.params.ignore_eog = true;
+    r.logprobs = int32_t(kTop);
+    r.prompt_logprobs = int32_t(kTop);
+    r.on_prompt_logprob = [&](uint32_t pos, int32_t token, const TokenLogprobs& lp) {
+        held.positions.emplace_back(pos, token);
+        held.prompt.push_back(lp);
+    };
+    r.on_token = [&](int32_t tok, std::string_view, const TokenLogprobs* lp) {
+        // every prompt logprob comes before the first generated token
+        EXPECT_EQ(held.prompt.size(), prompt.size() - 1);
+        if (tok >= 0 && lp) held.generated.push_back(*lp);
+        return true;
+    };
+    r.on_done = [&](const SessionResult& res) {
+        held.result = res;
+        scored_done = true;
+    };
+    (*e)->add(std::move(r));
+    int steps = 0;
+    while (!decoder_done && steps < 1000) {
+        ASSERT_TRUE((*e)->step());
+        ++steps;
+    }
+    EXPECT_TRUE(decoder_done);
+    EXPECT_EQ(decoded, kDecoded);
+    EXPECT_GE(steps, kDecoded);
+    EXPECT_TRUE(held.prompt.empty()) << "scores came while the scorer was held";
+    EXPECT_FALSE(scored_done);
+    EXPECT_TRUE(held.generated.empty());
+
+    (*e)->hold_prompt_scoring(false);
+    for (int guard = 0; guard < 10000 && (*e)->step(); ++guard) {
+    }
+    ASSERT_TRUE(scored_done);
+    EXPECT_EQ(held.result.tokens, alone.result.tokens);
+    ASSERT_EQ(held.prompt.size(), alone.prompt.size());
+    for (size_t i = 0; i < alone.prompt.size(); ++i) {
+        EXPECT_EQ(held.positions[i], alone.positions[i]);
+        // the chunks shared passes with the other session's rows this time
+        EXPECT_NEAR(held.prompt[i].logprob, alone.prompt[i].logprob, 1e-5) << "position " << i + 1;
+        EXPECT_EQ(top_ids(held.prompt[i]), top_ids(alone.prompt[i])) << "position " << i + 1;
     }
 }
 
