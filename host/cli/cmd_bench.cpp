@@ -376,6 +376,12 @@ Status bench_spec(App& app) {
             ForcedDrafter half(ref.tokens, p.size(), 0.5, model->info().n_vocab, seed, chain.order[0]);
             Drafter* order[] = {&half};
             TDM_TRY(generate_speculative(runner, nullptr, seq, p, wg, order, sp, {}));
+            // a forced drafter asks its head for chains, so a head that grows trees
+            // (--draft-tree) builds its level graphs only in a run of its own
+            if (!force && sp.tree.nodes > 1 && chain.order[0]->grows_trees()) {
+                TDM_TRY(kv->truncate(seq, 0));
+                TDM_TRY(generate_speculative(runner, nullptr, seq, p, wg, chain.order, sp, {}));
+            }
         }
         TDM_TRY(kv->truncate(seq, 0));
     }
