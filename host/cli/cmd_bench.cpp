@@ -376,6 +376,12 @@ Status bench_spec(App& app) {
             ForcedDrafter half(ref.tokens, p.size(), 0.5, model->info().n_vocab, seed, chain.order[0]);
             Drafter* order[] = {&half};
             TDM_TRY(generate_speculative(runner, nullptr, seq, p, wg, order, sp, {}));
+            // a forced drafter asks its head for chains, so a head that grows trees
+            // (--draft-tree) builds its level graphs only in a run of its own
+            if (!force && sp.tree.nodes > 1 && chain.order[0]->grows_trees()) {
+                TDM_TRY(kv->truncate(seq, 0));
+                TDM_TRY(generate_speculative(runner, nullptr, seq, p, wg, chain.order, sp, {}));
+            }
         }
         TDM_TRY(kv->truncate(seq, 0));
     }
@@ -484,6 +490,12 @@ Status bench_spec(App& app) {
     j["speedup_decode"] = spec_dec_ms > 0 ? plain_dec_ms / spec_dec_ms : 0;
     j["verify_ms_per_round"] = t_verify;
     j["verify_over_decode"] = t_plain_step > 0 ? t_verify / t_plain_step : 0;
+    // drafting cost over a plain step: per drafted token (a head's chained step) and per
+    // round (a block drafter's one pass, which drafts the whole round)
+    const double draft_per_token = total.drafted ? total.draft_ms / double(total.drafted) : 0;
+    const double draft_per_round = total.rounds ? total.draft_ms / double(total.rounds) : 0;
+    j["draft_token_over_decode"] = t_plain_step > 0 ? draft_per_token / t_plain_step : 0;
+    j["draft_round_over_decode"] = t_plain_step > 0 ? draft_per_round / t_plain_step : 0;
     j["spec"] = total.json();
     if (head) j["draft_vocab_rounds"] = vocab_rounds_json(head->rounds_by_vocab(), vocab_before);
     j["per_prompt"] = prompts;
@@ -498,6 +510,8 @@ Status bench_spec(App& app) {
                     j["spec_tokens_per_s"].get<double>());
         std::printf("speedup_e2e=%.3f speedup_decode=%.3f verify/decode=%.3f\n", j["speedup_e2e"].get<double>(),
                     j["speedup_decode"].get<double>(), j["verify_over_decode"].get<double>());
+        std::printf("draft/decode: %.3f per drafted token, %.3f per round\n", j["draft_token_over_decode"].get<double>(),
+                    j["draft_round_over_decode"].get<double>());
         std::printf("%s", total.report().c_str());
         if (head) std::printf("draft vocabulary per round: %s\n", j["draft_vocab_rounds"].dump().c_str());
     }
