@@ -41,6 +41,7 @@ layout(constant_id = 3) const uint DV4_PER_LANE = 1; // ceil(dv / 4 / local_size
 #ifdef SPLIT
 layout(constant_id = 4) const uint SPLIT_KEYS = 256;  // keys per split, a multiple of CH
 #endif
+#define KV_TREE_CONSTANT_ID 5  // include/kv_tree.glsl (4 is SPLIT_KEYS)
 
 const uint CH = 256;
 

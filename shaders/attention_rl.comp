@@ -27,6 +27,7 @@ layout(constant_id = 2) const uint DK4 = 16;          // dk / 4
 layout(constant_id = 3) const uint DV4 = 16;          // dv / 4
 layout(constant_id = 4) const uint CH = 8;            // keys per chunk (set from dk and dv alone)
 layout(constant_id = 5) const uint QL = 4;            // tokens per lane
+#define KV_TREE_CONSTANT_ID 6                               // include/kv_tree.glsl
 
 layout(binding = 0, std430) readonly buffer QBuf { float q[]; };
 layout(binding = 1) uniform samplerBuffer k_tex;

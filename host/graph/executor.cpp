@@ -269,6 +269,13 @@ Status CompiledGraph::plan(const std::vector<TensorId>& read_on_request) {
 }
 
 Status CompiledGraph::record() {
+    recorded_scratch_ = nullptr;
+    TDM_TRY(record_commands());
+    recorded_scratch_ = split_scratch_.get();
+    return {};
+}
+
+Status CompiledGraph::record_commands() {
     barriers_ = 0;
     host_memory_dispatches_ = 0;
     readback_cb_.reset();
@@ -431,11 +438,11 @@ Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(vk::Device& device
 Status CompiledGraph::size_split_attention() {
     split_run_ = split_grid_->prepare(*this);
     std::shared_ptr<vk::Buffer> scratch = TDM_TRY(split_scratch_owner_->reserve(split_run_.scratch_bytes));
-    if (scratch == split_scratch_) return {};
-    TDM_ASSERT(!cb_->pending());  // the buffer it replaces is not in use by this graph
+    if (scratch == split_scratch_ && recorded_scratch_ == split_scratch_.get()) return {};
+    TDM_ASSERT(!cb_ || !cb_->pending());  // the buffer it replaces is not in use by this graph
     split_scratch_ = std::move(scratch);
-    TDM_LOG_DEBUG("graph", "split attention partials grew to {}: recording again",
-                  vk::format_bytes(split_scratch_->size()));
+    TDM_LOG_DEBUG("graph", "split attention partials at {}: recording again", vk::format_bytes(split_scratch_->size()));
+    // a failed record leaves recorded_scratch_ null: the next submit records again
     return record();
 }
 

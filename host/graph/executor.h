@@ -115,8 +115,11 @@ private:
     CompiledGraph(vk::Device& d, vk::PipelineManager& p, Graph g) : device_(d), pipelines_(p), graph_(std::move(g)) {}
     Status plan(const std::vector<TensorId>& read_on_request);
     bool read_on_request(TensorId t) const;
-    // Records (again, after the split scratch grew) the graph's command buffers.
+    // Records (again, after the split scratch grew) the graph's command buffers. A failure
+    // leaves the graph marked unrecorded, so the next submit records again instead of running
+    // half-recorded commands or ones that name a released scratch.
     Status record();
+    Status record_commands();  // record()'s work
     // Before a run: the split passes' grids, and a scratch large enough for them.
     Status size_split_attention();
 
@@ -146,6 +149,7 @@ private:
     std::unique_ptr<SplitAttentionGrid> split_grid_;
     std::shared_ptr<AttentionScratch> split_scratch_owner_;
     std::shared_ptr<vk::Buffer> split_scratch_;
+    const vk::Buffer* recorded_scratch_ = nullptr;  // the scratch cb_ was last recorded with, if it succeeded
     SplitAttentionRun split_run_;
     uint64_t activation_bytes_ = 0;
     uint32_t barriers_ = 0;

@@ -68,6 +68,7 @@ Status record_attention(RecordContext& c, const Node& n, const std::string& labe
     const uint32_t G = n_head / kv.n_kv_head;
     const bool texel = act_texel(c) && kv.k_view && kv.v_view;
     const TensorId pos = n.positions, seq = n.seq_ids;
+    const uint32_t tree = kv_tree_pipeline(c, n);  // constant 6 (rl) or 5: kv_tree.glsl
     const uint32_t n_tok = uint32_t(q.ne[2] * q.ne[3]);
     struct {
         uint32_t n_tokens, n_head, n_kv_head, dk, dv, q_off, q_stride, o_off, o_stride, pos_off, seq_off, block_size,
@@ -92,14 +93,15 @@ Status record_attention(RecordContext& c, const Node& n, const std::string& labe
         const uint32_t dk4 = kv.dk / 4, dv4 = kv.dv / 4, ql = rl_tokens_per_lane(dk4, dv4);
         const uint32_t slots = lane_slots(G);
         const vk::Pipeline* p = TDM_TRY(
-            c.pipelines.get("attention_rl", {slots * G, G, dk4, dv4, lane_keys_per_chunk(dk4, dv4), ql}));
+            c.pipelines.get("attention_rl", {slots * G, G, dk4, dv4, lane_keys_per_chunk(dk4, dv4), ql, tree}));
         dispatch_query_blocks(c, *p, bindings, pc, pc.t_base, n_tok, slots * ql, kv.n_kv_head, label);
         return {};
     }
     const uint32_t ls = std::max<uint32_t>(32, c.device.caps().subgroup_size);
     const uint32_t dv4 = div_up(kv.dv / 4, ls);
     const vk::Pipeline* p =
-        TDM_TRY(c.pipelines.get(texel ? "attention_tex" : "attention_buf", {ls, G, kv.f16 ? 1u : 0u, dv4}));
+        TDM_TRY(c.pipelines.get(texel ? "attention_tex" : "attention_buf",
+                                {ls, G, kv.f16 ? 1u : 0u, dv4, kAttentionSplitKeys, tree}));
     dispatch(c, *p, bindings, pc, kv.n_kv_head, n_tok, label);
     return {};
 }

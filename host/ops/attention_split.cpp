@@ -96,7 +96,7 @@ Result<SplitKernel> split_kernel(RecordContext& c, const Node& n, bool fold) {
     const uint32_t ls = std::max<uint32_t>(32, c.device.caps().subgroup_size);
     k.pipeline = TDM_TRY(c.pipelines.get(texel ? "attention_split_tex" : "attention_split_buf",
                                          {ls, n_head / kv.n_kv_head, kv.f16 ? 1u : 0u, div_up(kv.dv / 4, ls),
-                                          kAttentionSplitKeys}));
+                                          kAttentionSplitKeys, kv_tree_pipeline(c, n)}));
     return k;
 }
 
