@@ -92,7 +92,8 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (cl("spec-fixed")) c.speculative.fixed = true;
     if (cl("spec-trace")) c.speculative.trace = *a.get_string("spec-trace");
     if (cl("mtp-hidden")) c.speculative.mtp_hidden = *a.get_string("mtp-hidden");
-    if (cl("draft-vocab")) c.speculative.draft_vocab = *a.get_string("draft-vocab");
+    // `tandem synth --draft-vocab N` sizes an EAGLE-3 head's vocabulary; it is no run setting
+    if (a.command() != "synth" && cl("draft-vocab")) c.speculative.draft_vocab = *a.get_string("draft-vocab");
     if (cl("draft-tree")) c.speculative.draft_tree = *a.get_string("draft-tree");
     if (cl("spec-ngram-size-n")) c.speculative.ngram_size_n = int(*a.get_int("spec-ngram-size-n"));
     if (cl("spec-ngram-size-m")) c.speculative.ngram_size_m = int(*a.get_int("spec-ngram-size-m"));

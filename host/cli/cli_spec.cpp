@@ -472,6 +472,10 @@ const ProgramSpec& program_spec() {
                           ranged({{"--block-size"}, K::integer, "N", "dflash: rows per draft block (2 to 64; default "
                                   "16)."},
                                  2, 64),
+                          // text, as the run option of this name is (one id, one type); the synthesizer reads N
+                          {{"--draft-vocab"}, K::string, "N", "eagle3: rows of the head's draft vocabulary (its LM "
+                           "head and d2t), drawn from the target's ids by the seed: a multiple of 4 up to the "
+                           "target's vocabulary (published heads map about 32,000). Default: half the target's."},
                           {{"--vision"}, K::boolean, "BOOL", "glm4: include GLM-OCR's vision tower at the preset's "
                            "size, and the image tokens in the vocabulary. HF: model.visual.*, vision_config and "
                            "preprocessor_config.json in the directory; GGUF: llama.cpp's mmproj file "

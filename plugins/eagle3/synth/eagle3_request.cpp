@@ -11,11 +11,12 @@
 
 #include <charconv>
 #include <map>
+#include <optional>
 
 namespace tdm::synth {
 namespace {
 
-constexpr std::string_view kKnown[] = {"target", "format", "type", "seed", "rope-scaling"};
+constexpr std::string_view kKnown[] = {"target", "format", "type", "seed", "rope-scaling", "draft-vocab"};
 
 using Options = std::map<std::string, std::string, std::less<>>;
 
@@ -54,7 +55,16 @@ Result<std::string> synthesize_eagle3_request(std::string_view arch, const std::
     auto [end, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), o.seed);
     if (ec != std::errc() || end != seed.data() + seed.size() || seed.empty())
         return Error::format("synth: --seed: '{}' is not an integer", seed);
-    Eagle3Shape s = TDM_TRY(eagle3_shape_for_target(get("target", "")));
+    std::optional<int64_t> n_vocab_draft;  // default: half the target's
+    if (auto it = opts.find("draft-vocab"); it != opts.end()) {
+        const std::string& text = it->second;
+        int64_t v = 0;
+        auto [vend, vec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (vec != std::errc() || vend != text.data() + text.size() || text.empty())
+            return Error::format("synth: --draft-vocab: '{}' is not an integer", text);
+        n_vocab_draft = v;
+    }
+    Eagle3Shape s = TDM_TRY(eagle3_shape_for_target(get("target", ""), n_vocab_draft));
     const std::string scaling = get("rope-scaling", "false");
     if (scaling != "true" && scaling != "false")
         return Error::format("synth: --rope-scaling: '{}' is not a boolean (true or false)", scaling);

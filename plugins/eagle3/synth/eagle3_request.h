@@ -10,6 +10,8 @@
 //   seed     seed of the weights and of the draft vocabulary (1)
 //   rope-scaling  llama3 rope scaling as Llama 3.1 heads have it (rope_freqs.weight /
 //            rope_scaling) (false)
+//   draft-vocab  rows of the draft vocabulary (lm_head, d2t): a multiple of 4 up to the
+//            target's vocabulary (half the target's, rounded down to a multiple of 4)
 #pragma once
 
 #include "common/error.h"

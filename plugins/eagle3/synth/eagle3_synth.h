@@ -52,8 +52,11 @@ struct Eagle3SynthOptions {
 // The head for the target model at `target` (GGUF file or HF directory of an attention
 // target): the target's width, heads, MLP width, RoPE base and vocabulary; the input of
 // layers {2, L/2, L-3} (vLLM's default) for targets of 6 or more layers, else {0, L/2, L-1}
-// without repeats; a draft vocabulary of half the target's (rounded down to a multiple of 4).
-Result<Eagle3Shape> eagle3_shape_for_target(const std::string& target);
+// without repeats; a draft vocabulary of `n_vocab_draft` ids (a multiple of 4 up to the
+// target's vocabulary; published heads map about 32K), by default half the target's (rounded
+// down to a multiple of 4).
+Result<Eagle3Shape> eagle3_shape_for_target(const std::string& target,
+                                            std::optional<int64_t> n_vocab_draft = std::nullopt);
 
 // The GGUF's rope_freqs.weight: one divisor per rotated pair (all 1 without scaling).
 std::vector<float> eagle3_rope_freqs(const Eagle3Shape& s);

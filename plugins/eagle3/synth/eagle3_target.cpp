@@ -23,7 +23,7 @@ uint64_t splitmix64(uint64_t x) {
 
 }  // namespace
 
-Result<Eagle3Shape> eagle3_shape_for_target(const std::string& target) {
+Result<Eagle3Shape> eagle3_shape_for_target(const std::string& target, std::optional<int64_t> n_vocab_draft) {
     if (target.empty())
         return Error("synth: --arch eagle3 needs --target FILE, the model the head drafts for (its shapes follow it)");
     const SynthTargetShape k = TDM_TRY(read_synth_target(target, "eagle3 synth"));
@@ -39,7 +39,11 @@ Result<Eagle3Shape> eagle3_shape_for_target(const std::string& target) {
     s.head_dim = int32_t(k.head_dim);
     s.n_ff = int32_t(k.n_ff);
     s.n_vocab = int32_t(k.n_vocab);
-    s.n_vocab_draft = std::max<int32_t>(4, int32_t(k.n_vocab / 2) / 4 * 4);
+    if (n_vocab_draft && (*n_vocab_draft < 4 || *n_vocab_draft % 4 || *n_vocab_draft > k.n_vocab))
+        return Error::format("synth: --draft-vocab {}: the draft vocabulary is a multiple of 4 from 4 to the "
+                             "target's vocabulary, {} tokens in {}",
+                             *n_vocab_draft, k.n_vocab, target);
+    s.n_vocab_draft = n_vocab_draft ? int32_t(*n_vocab_draft) : std::max<int32_t>(4, int32_t(k.n_vocab / 2) / 4 * 4);
     s.rope_theta = float(k.rope_theta);
     s.rms_eps = float(k.rms_eps);
     const int32_t L = int32_t(k.n_layer);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/models/eagle3/eagle3_cli_test.cpp: EAGLE-3 through the built `tandem`: `tandem synth
-// --arch eagle3 --target FILE` writes a head shaped for the target in both layouts, and `tandem
-// run` drafts with it (a GGUF head found by its architecture with -md alone, an HF head with
-// --spec-type draft-eagle3 -md DIR, llama.cpp's spelling of eagle3), printing plain greedy
-// decoding's tokens.
+// --arch eagle3 --target FILE` writes a head shaped for the target in both layouts (the HF one
+// with its own --draft-vocab), and `tandem run` drafts with it (a GGUF head found by its
+// architecture with -md alone, an HF head with --spec-type draft-eagle3 -md DIR, llama.cpp's
+// spelling of eagle3), printing plain greedy decoding's tokens.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -35,8 +35,15 @@ TEST(Eagle3Cli, synth_writes_heads_for_a_target_that_run_drafts_with) {
     r = tandem({"synth", "--arch", "eagle3", "--target", target, "-o", gguf}, kEagle3Env);
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_TRUE(r.has("eagle3 head for " + target + " (n_embd 64, target layers 0,2,3)")) << r.err;
-    r = tandem({"synth", "--arch", "eagle3", "--target", target, "--format", "hf", "-o", hf}, kEagle3Env);
+    // the HF head with a draft vocabulary of its own size (a published head's is about 32K)
+    r = tandem({"synth", "--arch", "eagle3", "--target", target, "--format", "hf", "--draft-vocab", "96", "-o", hf},
+               kEagle3Env);
     ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(r.has("draft vocabulary 96 of 512")) << r.err;
+    r = tandem({"synth", "--arch", "eagle3", "--target", target, "--draft-vocab", "98", "-o", dir + "/x.gguf"},
+               kEagle3Env);
+    EXPECT_NE(r.status, 0);
+    EXPECT_TRUE(r.has("--draft-vocab 98: the draft vocabulary is a multiple of 4")) << r.err;
     r = tandem({"synth", "--arch", "eagle3", "-o", dir + "/x.gguf"}, kEagle3Env);
     EXPECT_NE(r.status, 0);
     EXPECT_TRUE(r.has("--target")) << r.err;

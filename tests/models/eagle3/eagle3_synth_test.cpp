@@ -6,7 +6,9 @@
 //     offsets in HF (with t2d marking the same ids);
 //   - the GGUF and HF copies of one head give the reference the same states and drafts, with
 //     and without llama3 rope scaling (which changes them);
-//   - the request refuses a missing target and options it does not take.
+//   - the request refuses a missing target and options it does not take;
+//   - --draft-vocab N writes N rows of lm_head and d2t in both layouts, which the reference
+//     loads; an N that is no multiple of 4 in 4..vocabulary is refused.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -141,6 +143,42 @@ TEST(Eagle3Synth, the_request_needs_a_target_and_refuses_other_options) {
     auto ok = synth::synthesize_eagle3_request("eagle3", dir + "/h", {{"target", target}, {"format", "hf"}});
     ASSERT_TRUE(ok.ok()) << ok.error().message();
     EXPECT_NE(ok->find("draft vocabulary 256 of 512"), std::string::npos) << *ok;
+}
+
+TEST(Eagle3Synth, draft_vocab_sets_the_rows_of_lm_head_and_d2t) {
+    const std::string dir = test::make_temp_dir("eagle3-draft-vocab");
+    const std::string target = test::eagle3::write_target(Target::qwen3, dir);
+    for (const char* format : {"gguf", "hf"}) {
+        const std::string head = dir + "/h-" + format;
+        auto r = synth::synthesize_eagle3_request(
+            "eagle3", head, {{"target", target}, {"format", format}, {"type", "f16"}, {"draft-vocab", "64"}});
+        ASSERT_TRUE(r.ok()) << r.error().message();
+        EXPECT_NE(r->find("draft vocabulary 64 of 512"), std::string::npos) << *r;
+        auto src = ModelSource::open(head);
+        ASSERT_TRUE(src.ok()) << src.error().message();
+        const SourceTensor* lm = (*src)->find(std::string(format) == "hf" ? "lm_head.weight" : "output.weight");
+        ASSERT_TRUE(lm) << format;
+        EXPECT_EQ(lm->ne[1], 64) << format;
+        EXPECT_EQ(lm->ne[0], 64) << format;  // n_embd
+        EXPECT_EQ(int64s(**src, "d2t").size(), 64u) << format;
+        auto ref = test::Eagle3Reference::open(head, target);
+        ASSERT_TRUE(ref.ok()) << ref.error().message();
+        EXPECT_EQ(ref->hparams().n_vocab_draft, 64) << format;
+    }
+    // the whole vocabulary is a draft vocabulary too
+    auto whole = synth::eagle3_shape_for_target(target, 512);
+    ASSERT_TRUE(whole.ok()) << whole.error().message();
+    EXPECT_EQ(whole->n_vocab_draft, 512);
+    for (const char* bad : {"30", "0", "-4", "516", "many"}) {
+        auto r = synth::synthesize_eagle3_request("eagle3", dir + "/bad.gguf", {{"target", target}, {"draft-vocab", bad}});
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_NE(r.error().message().find("--draft-vocab"), std::string::npos) << r.error().message();
+    }
+    auto bad = synth::synthesize_eagle3_request("eagle3", dir + "/bad.gguf", {{"target", target}, {"draft-vocab", "516"}});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error().message().find("a multiple of 4 from 4 to the target's vocabulary, 512 tokens"),
+              std::string::npos)
+        << bad.error().message();
 }
 
 }  // namespace
