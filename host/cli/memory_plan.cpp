@@ -208,7 +208,7 @@ Status check_memory_fits(App& app, const std::string& model_path, const RunShape
             draft_src = std::move(d).value();
             // a file that holds a draft head alone drafts as that head (make_drafters)
             if (const DraftHeadEntry* h =
-                    reg->find_draft_head_source(draft_src->architecture(), probe->arch->desc->name)) {
+                    reg->find_draft_head_source(draft_src->architecture_names(), probe->arch->desc->name)) {
                 TDM_TRY(add_draft_head(&plan, config, *h, **src, probe->n_ctx_train, shape.head_sequences,
                                        std::move(draft_src)));
                 continue;

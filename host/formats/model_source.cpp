@@ -79,6 +79,13 @@ Result<std::unique_ptr<ModelSource>> ModelSource::open(const std::string& path) 
         }
         m->add_safetensors_tensors();
     }
+    if (!m->architecture_.empty()) m->architecture_names_.push_back(m->architecture_);
+    if (const nlohmann::json* cfg = m->hf_config()) {
+        auto names = cfg->find("architectures");
+        if (names != cfg->end() && names->is_array())
+            for (const nlohmann::json& n : *names)
+                if (n.is_string() && !n.get_ref<const std::string&>().empty()) m->architecture_names_.push_back(n);
+    }
     for (size_t i = 0; i < m->tensors_.size(); ++i) m->index_.emplace(m->tensors_[i].name, i);
     return m;
 }

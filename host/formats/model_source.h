@@ -51,6 +51,10 @@ public:
     // top-level one, also for multimodal wrappers that nest a text_config). "" when
     // the file does not say.
     std::string architecture() const { return architecture_; }
+    // The names a draft head's file may go by: architecture(), then for safetensors each string
+    // of config.json "architectures". A head's HF directory often says model_type "llama" and
+    // names itself only there (EAGLE-3's LlamaForCausalLMEagle3, DFlash's DFlashDraftModel).
+    const std::vector<std::string>& architecture_names() const { return architecture_names_; }
 
     const std::vector<SourceTensor>& tensors() const { return tensors_; }
     const SourceTensor* find(std::string_view name) const;  // nullptr if absent
@@ -73,6 +77,7 @@ private:
     SourceFormat format_ = SourceFormat::gguf;
     std::string path_;
     std::string architecture_;
+    std::vector<std::string> architecture_names_;
     std::unique_ptr<GgufFile> gguf_;
     std::unique_ptr<SafetensorsModel> st_;
     std::vector<SourceTensor> tensors_;

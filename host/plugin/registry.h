@@ -17,6 +17,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -117,6 +118,10 @@ public:
     // The first head whose own files have architecture `source_arch`, whatever its targets.
     const DraftHeadEntry* find_draft_head_source(std::string_view source_arch) const;
     bool is_draft_head_source(std::string_view source_arch) const;
+    // The same over every name a file goes by (ModelSource::architecture_names()), first first.
+    const DraftHeadEntry* find_draft_head_source(std::span<const std::string> source_names,
+                                                 std::string_view target_arch) const;
+    const DraftHeadEntry* find_draft_head_source(std::span<const std::string> source_names) const;
     // The encoder that feeds models of architecture `target_arch` (tdm_arch_desc.name).
     const EncoderEntry* find_encoder(std::string_view target_arch) const;
 

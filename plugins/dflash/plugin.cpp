@@ -19,9 +19,10 @@ const char* const kTypes[] = {"dflash", "draft-dflash", nullptr};  // the second
 // targets whose forward passes can hand out the input of their layers (z-lab's published
 // heads are for Qwen3 and Llama 3.1)
 const char* const kTargets[] = {"qwen3", "llama", nullptr};
-// GGUF general.architecture of files holding a DFlash head: llama.cpp's "dflash" is read;
-// "dflash-draft" (a fork's layout) is refused by name in create
-const char* const kFiles[] = {"dflash", "dflash-draft", nullptr};
+// The names of files holding a DFlash head: GGUF general.architecture "dflash" (llama.cpp's,
+// read) and "dflash-draft" (a fork's layout, refused by name in create); z-lab's HF config
+// names "DFlashDraftModel" in "architectures" (its model_type is the target's)
+const char* const kFiles[] = {"dflash", "dflash-draft", "DFlashDraftModel", nullptr};
 
 constexpr tdm_draft_head_desc kHead = DraftHeadDesc("dflash")
                                           .spec_types(kTypes)

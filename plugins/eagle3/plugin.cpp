@@ -22,7 +22,9 @@ const char* const kTypes[] = {"eagle3", "draft-eagle3", nullptr};
 const char* const kTargets[] = {"llama", "qwen3", "qwen35", "qwen35moe", "glm4", nullptr};
 // GGUF general.architecture of a file holding the head alone (HF heads say "llama": they are
 // attached with --spec-type eagle3 -md DIR)
-const char* const kFiles[] = {"eagle3", nullptr};
+// GGUF general.architecture, and the HF "architectures" names of the EAGLE authors' and
+// SpecForge's heads (model_type "llama") and of speculators' configs
+const char* const kFiles[] = {"eagle3", "LlamaForCausalLMEagle3", "Eagle3Speculator", nullptr};
 
 constexpr tdm_draft_head_desc kHead = DraftHeadDesc("eagle3")
                                           .spec_types(kTypes)

@@ -2,7 +2,8 @@
 // tests/models/dflash/dflash_cli_test.cpp: DFlash through the built `tandem`: `tandem synth
 // --arch dflash --target FILE [--format gguf]` writes a head shaped for the target (HF layout,
 // or llama.cpp's GGUF), and `tandem run --spec-type dflash -md DIR` drafts with it, printing
-// plain greedy decoding's tokens; a GGUF head's architecture selects it (`-md FILE` alone).
+// plain greedy decoding's tokens; a GGUF head's architecture, or the DFlashDraftModel an HF
+// head's config names, selects it (`-md FILE` alone).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -48,6 +49,10 @@ TEST(DflashCli, synth_writes_a_head_for_a_target_that_run_drafts_with) {
     // llama.cpp's spelling of the type selects the same head
     const nlohmann::json spelled = dflash_run_json(target, {"--spec-type", "draft-dflash", "-md", head, "--draft-max", "5"});
     EXPECT_EQ(spelled["tokens"], plain["tokens"]) << spelled.dump();
+    // the HF directory alone: its config's "architectures" names DFlashDraftModel
+    const nlohmann::json by_name = dflash_run_json(target, {"-md", head, "--draft-max", "5"});
+    EXPECT_EQ(by_name["tokens"], plain["tokens"]) << by_name.dump();
+    EXPECT_NE(by_name["speculative"].dump().find("dflash"), std::string::npos) << by_name.dump();
 
     r = tandem({"synth", "--arch", "dflash", "--target", target, "--format", "gguf", "--type", "f16", "-o",
                 dir + "/head.gguf"},

@@ -2,8 +2,9 @@
 // tests/models/eagle3/eagle3_cli_test.cpp: EAGLE-3 through the built `tandem`: `tandem synth
 // --arch eagle3 --target FILE` writes a head shaped for the target in both layouts (the HF one
 // with its own --draft-vocab), and `tandem run` drafts with it (a GGUF head found by its
-// architecture with -md alone, an HF head with --spec-type draft-eagle3 -md DIR, llama.cpp's
-// spelling of eagle3), printing plain greedy decoding's tokens.
+// architecture with -md alone, an HF head by its config's "architectures" with -md alone or by
+// --spec-type draft-eagle3 -md DIR, llama.cpp's spelling of eagle3), printing plain greedy
+// decoding's tokens; the HF head passed as the model is refused as a drafter.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -50,9 +51,11 @@ TEST(Eagle3Cli, synth_writes_heads_for_a_target_that_run_drafts_with) {
 
     const nlohmann::json plain = eagle3_run_json(target, {});
     ASSERT_TRUE(plain.contains("tokens"));
-    // the GGUF by its architecture; the HF directory by its type, in llama.cpp's spelling
+    // the GGUF by its architecture; the HF directory (model_type "llama") by the name in its
+    // "architectures", or by its type in llama.cpp's spelling
     for (const std::vector<std::string>& how :
-         {std::vector<std::string>{"-md", gguf}, std::vector<std::string>{"--spec-type", "draft-eagle3", "-md", hf}}) {
+         {std::vector<std::string>{"-md", gguf}, std::vector<std::string>{"-md", hf},
+          std::vector<std::string>{"--spec-type", "draft-eagle3", "-md", hf}}) {
         const nlohmann::json spec = eagle3_run_json(target, [&] {
             std::vector<std::string> a = how;
             a.insert(a.end(), {"--draft-max", "3"});
@@ -63,6 +66,9 @@ TEST(Eagle3Cli, synth_writes_heads_for_a_target_that_run_drafts_with) {
         ASSERT_TRUE(spec.contains("speculative")) << spec.dump();
         EXPECT_NE(spec["speculative"].dump().find("eagle3"), std::string::npos) << spec["speculative"].dump();
     }
+    r = tandem({"run", "-m", hf, "-p", "hi", "-n", "2"}, kEagle3Env);
+    EXPECT_NE(r.status, 0);
+    EXPECT_TRUE(r.has("'LlamaForCausalLMEagle3' is a drafter, not a model: pass it with -md")) << r.err;
 }
 
 }  // namespace
