@@ -376,6 +376,15 @@ Status bench_spec(App& app) {
             ForcedDrafter half(ref.tokens, p.size(), 0.5, model->info().n_vocab, seed, chain.order[0]);
             Drafter* order[] = {&half};
             TDM_TRY(generate_speculative(runner, nullptr, seq, p, wg, order, sp, {}));
+            // a block head with a graph per (context rows, draft count): also the rounds after
+            // no draft and after every draft was accepted, down to the last rounds' counts
+            if (auto* h = dynamic_cast<DraftHeadDrafter*>(chain.order[0]); h && h->graph_per_draft_count())
+                for (double acceptance : {0.0, 1.0}) {
+                    TDM_TRY(kv->truncate(seq, 0));
+                    ForcedDrafter edge(ref.tokens, p.size(), acceptance, model->info().n_vocab, seed, h);
+                    Drafter* edge_order[] = {&edge};
+                    TDM_TRY(generate_speculative(runner, nullptr, seq, p, wg, edge_order, sp, {}));
+                }
             // a forced drafter asks its head for chains, so a head that grows trees
             // (--draft-tree) builds its level graphs only in a run of its own
             if (!force && sp.tree.nodes > 1 && chain.order[0]->grows_trees()) {

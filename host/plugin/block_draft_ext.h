@@ -11,14 +11,16 @@
 
 namespace tdm {
 
-// Extension "tdm.block_draft" version 1.
-const tdm_ext_block_draft* block_draft_extension();
+// Extension "tdm.block_draft": the table of `version` (1 or 2; version 1's lacks
+// declare_drafted_rows and says so in its struct_size).
+const tdm_ext_block_draft* block_draft_extension(uint32_t version);
 
 // What a head's create declared through declare().
 struct DeclaredBlock {
     bool declared = false;
     uint32_t size = 0;
     int32_t mask_token = 0;
+    bool drafted_rows = false;  // declare_drafted_rows() [version 2]: outputs for the drafts only
 };
 
 // While one lives, declare() calls with `info` on this thread are recorded in result.

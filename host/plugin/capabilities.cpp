@@ -35,51 +35,63 @@ bool has_weight_kernels(const OpDef& op, DType type) {
 
 struct Extension {
     const char* name;
-    uint32_t version;
-    const void* (*table)();
+    uint32_t version;                      // the newest this host offers
+    const void* (*table)(uint32_t version);  // the table of a version 1 .. `version`
 };
 const Extension kExtensions[] = {
-    {TDM_EXT_CUSTOM_OP, TDM_EXT_CUSTOM_OP_VERSION, [] { return static_cast<const void*>(custom_op_extension()); }},
+    {TDM_EXT_CUSTOM_OP, TDM_EXT_CUSTOM_OP_VERSION, [](uint32_t) { return static_cast<const void*>(custom_op_extension()); }},
     {TDM_EXT_TARGET_WEIGHTS, TDM_EXT_TARGET_WEIGHTS_VERSION,
-     [] { return static_cast<const void*>(target_weights_extension()); }},
-    {TDM_EXT_HOST_ROWS, TDM_EXT_HOST_ROWS_VERSION, [] { return static_cast<const void*>(host_rows_extension()); }},
-    {TDM_EXT_ENCODER, TDM_EXT_ENCODER_VERSION, [] { return static_cast<const void*>(encoder_extension()); }},
+     [](uint32_t) { return static_cast<const void*>(target_weights_extension()); }},
+    {TDM_EXT_HOST_ROWS, TDM_EXT_HOST_ROWS_VERSION, [](uint32_t) { return static_cast<const void*>(host_rows_extension()); }},
+    {TDM_EXT_ENCODER, TDM_EXT_ENCODER_VERSION, [](uint32_t) { return static_cast<const void*>(encoder_extension()); }},
     // a flag a draft head may set (speculative/draft_head.h drafts its sequences in one graph)
     {TDM_EXT_BATCHED_DRAFT, TDM_EXT_BATCHED_DRAFT_VERSION,
-     [] {
+     [](uint32_t) {
          static const tdm_ext_batched_draft ext{sizeof(tdm_ext_batched_draft), 256};
          return static_cast<const void*>(&ext);
      }},
     {TDM_EXT_TARGET_FEATURES, TDM_EXT_TARGET_FEATURES_VERSION,
-     [] { return static_cast<const void*>(target_features_extension()); }},
-    // a head that drafts a block per round (speculative/draft_head.cpp)
+     [](uint32_t) { return static_cast<const void*>(target_features_extension()); }},
+    // a head that drafts a block per round (speculative/draft_head.cpp); version 2: the
+    // block's outputs for the drafted rows only
     {TDM_EXT_BLOCK_DRAFT, TDM_EXT_BLOCK_DRAFT_VERSION,
-     [] { return static_cast<const void*>(block_draft_extension()); }},
+     [](uint32_t version) { return static_cast<const void*>(block_draft_extension(version)); }},
     // a draftless drafter that lists several continuations (speculative/plugin_drafter.cpp)
     {TDM_EXT_DRAFTER_BRANCHES, TDM_EXT_DRAFTER_BRANCHES_VERSION,
-     [] { return static_cast<const void*>(drafter_branches_extension()); }},
+     [](uint32_t) { return static_cast<const void*>(drafter_branches_extension()); }},
 };
 
-// TANDEM_HIDE_EXTENSIONS=a,b: this host answers as one without those extensions, so that
-// a plugin author can run the fallback a plugin keeps for older hosts.
-bool hidden_by_environment(std::string_view name) {
+// TANDEM_HIDE_EXTENSIONS=a,b@N: this host answers as one without extension a and with
+// version N of b at most, so that a plugin author can run the fallback a plugin keeps for
+// older hosts. The version `name` is offered at: e.version, or lower, 0 when hidden.
+uint32_t offered_version(const Extension& e) {
     const char* env = std::getenv("TANDEM_HIDE_EXTENSIONS");
-    if (!env) return false;
+    if (!env) return e.version;
     std::string_view list(env);
     while (!list.empty()) {
         const size_t comma = list.find(',');
-        if (list.substr(0, comma) == name) return true;
+        const std::string_view item = list.substr(0, comma);
+        const size_t at = item.find('@');
+        if (item.substr(0, at) == e.name) {
+            if (at == std::string_view::npos) return 0;
+            uint32_t cap = 0;
+            for (char ch : item.substr(at + 1)) {
+                if (ch < '0' || ch > '9') return 0;  // not a version: hidden
+                cap = std::min<uint32_t>(cap * 10 + uint32_t(ch - '0'), e.version);
+            }
+            return std::min(cap, e.version);
+        }
         if (comma == std::string_view::npos) break;
         list.remove_prefix(comma + 1);
     }
-    return false;
+    return e.version;
 }
 
 std::string offered_extensions() {
     std::string s;
     for (const Extension& e : kExtensions)
-        if (!hidden_by_environment(e.name))
-            s += fmt::format("{}{} version {}", s.empty() ? "" : ", ", e.name, e.version);
+        if (const uint32_t v = offered_version(e))
+            s += fmt::format("{}{} version {}", s.empty() ? "" : ", ", e.name, v);
     return s;
 }
 
@@ -140,23 +152,25 @@ tdm_status query_weight_type(tdm_dtype type, uint32_t op) {
 }
 
 const void* find_extension(std::string_view name, uint32_t min_version, uint32_t* version) {
-    if (hidden_by_environment(name)) {
-        set_last_error(TDM_ERR_NOT_FOUND,
-                       fmt::format("extension '{}' is hidden by TANDEM_HIDE_EXTENSIONS (this host answers as "
-                                   "one without it)",
-                                   name));
-        return nullptr;
-    }
     for (const Extension& e : kExtensions) {
         if (name != e.name) continue;
-        if (e.version < min_version) {
-            set_last_error(TDM_ERR_UNSUPPORTED, fmt::format("extension '{}' version {} or later asked for, this host "
-                                                            "offers version {}",
-                                                            name, min_version, e.version));
+        const uint32_t offered = offered_version(e);
+        if (offered == 0) {
+            set_last_error(TDM_ERR_NOT_FOUND,
+                           fmt::format("extension '{}' is hidden by TANDEM_HIDE_EXTENSIONS (this host answers as "
+                                       "one without it)",
+                                       name));
             return nullptr;
         }
-        if (version) *version = e.version;
-        return e.table();
+        if (offered < min_version) {
+            set_last_error(TDM_ERR_UNSUPPORTED,
+                           fmt::format("extension '{}' version {} or later asked for, this host offers version {}{}",
+                                       name, min_version, offered,
+                                       offered < e.version ? " (TANDEM_HIDE_EXTENSIONS holds back the newer ones)" : ""));
+            return nullptr;
+        }
+        if (version) *version = offered;
+        return e.table(offered);
     }
     set_last_error(TDM_ERR_NOT_FOUND, fmt::format("this host offers no extension '{}' (it offers {})", name,
                                                   offered_extensions()));

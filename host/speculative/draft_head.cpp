@@ -86,6 +86,7 @@ Result<std::unique_ptr<DraftHeadDrafter>> DraftHeadDrafter::create(const DraftHe
                                  entry.desc->name, block.mask_token, h->n_vocab);
         h->block_size = block.size;
         h->mask_token = block.mask_token;
+        h->drafted_rows = block.drafted_rows;
     }
     h->batched = (flags & TDM_DRAFT_HEAD_BATCHED) && opt.batch;
     if (!h->taps.empty()) {
@@ -141,6 +142,7 @@ uint64_t DraftHeadDrafter::rows_read_from_host() const { return head_->rows_from
 uint64_t DraftHeadDrafter::kv_bytes() const { return head_->kv ? head_->kv->device_bytes() : 0; }
 uint64_t DraftHeadDrafter::batched_graphs() const { return head_->batched_graphs; }
 size_t DraftHeadDrafter::cached_graphs() const { return head_->chains.size(); }
+bool DraftHeadDrafter::graph_per_draft_count() const { return head_->block_size && head_->drafted_rows; }
 std::map<uint32_t, uint64_t> DraftHeadDrafter::rounds_by_vocab() const { return head_->rounds_by_vocab; }
 bool DraftHeadDrafter::asks_vocab() const { return head_->opt.auto_vocab && !head_->ignores_vocab; }
 DraftBatcher* DraftHeadDrafter::batcher() { return head_->batched ? head_.get() : nullptr; }
@@ -190,7 +192,7 @@ Result<DraftHead::Chain*> DraftHead::chain(uint32_t n_rows, uint32_t n_seq, uint
         chains.erase(lru);
     }
     if (block_size) {
-        auto b = TDM_TRY(block_chain(n_rows, device_rows, vocab));
+        auto b = TDM_TRY(block_chain(n_rows, k, device_rows, vocab));
         Chain* out = b.get();
         out->last_used = ++chain_uses;
         chains.emplace(key, std::move(b));
@@ -339,9 +341,10 @@ void DraftHead::settle(DraftHeadDrafter::Run& r) {
     r.status = c.cg->wait();
     if (r.status.ok()) r.status = check_finite(c);
     if (!r.status.ok()) return;
-    if (c.block) {  // the picks of block rows 1 .. b-1 (row 0's is the known token)
+    if (c.block) {  // the picks of block rows 1 .. k (row 0's is the known token)
         const int32_t* ids = c.cg->output_as<int32_t>(c.ids[0]);
-        r.tokens.assign(ids + 1, ids + c.block);
+        const uint32_t skip = c.drafted_rows ? 0 : 1;  // outputs for the drafted rows only, or every row
+        r.tokens.assign(ids + skip, ids + skip + c.k);
         return;
     }
     r.tokens.resize(size_t(c.k) * c.n_seq);
@@ -417,7 +420,9 @@ Result<std::shared_ptr<DraftHeadDrafter::Run>> DraftHead::submit(std::span<Draft
                     d.row_on_device(first[s] + count[s] - 1, &row);
         table = d.device_rows_;
     }
-    if (block_size) k = block_size;  // a block drafts b - 1 whatever the request's count
+    // a block drafts b - 1 whatever the request's count, or (drafted_rows) as many as the
+    // request asks, up to b - 1, through a graph of its own
+    if (block_size) k = drafted_rows ? std::min(k, block_size - 1) : block_size;
     Chain* c = TDM_TRY(chain_for(n_rows, n_seq, k, on_device ? table : nullptr, round_vocab(reqs)));
     ++rounds_by_vocab[c->width];
     if (busy(*c)) settle(*c->last);  // its drafters take their tokens from the run's copy

@@ -122,6 +122,10 @@ public:
     // Graphs that drafted several sequences at once, since the head was made.
     uint64_t batched_graphs() const;
     size_t cached_graphs() const;  // compiled rounds the head keeps
+    // A block head that takes outputs for the drafted rows only (tandem/ext/block_draft.h
+    // version 2): its rounds compile a graph per (context rows, draft count), so a warm-up
+    // visits the counts it will time.
+    bool graph_per_draft_count() const;
     // Draft rounds by the width of their draft logits (0: every id, or a head that picks
     // its own tokens), since the head was made.
     std::map<uint32_t, uint64_t> rounds_by_vocab() const;

@@ -2,26 +2,39 @@
 // host/speculative/draft_head_block.cpp: the round of a block draft head (tandem/ext/
 // block_draft.h, DFlash): ONE step over the context rows the head has not seen (their
 // target rows, for its KV) and a block of b rows at p .. p+b-1 (the newest token, then
-// the mask token) whose attention sees the whole block; the picks of block rows 1..b-1
-// are the drafts. The block's KV entries are dropped with the rest after the round
-// (DraftHeadDrafter::accept truncates to the committed positions).
+// the mask token) whose attention sees the whole block; the picks of block rows 1..k
+// are the drafts. Its output rows are every block row, or only block rows 1..k for a head
+// that declared drafted rows (version 2): a graph per (context rows, k) then. The block's
+// KV entries are dropped with the rest after the round (DraftHeadDrafter::accept
+// truncates to the committed positions).
 // Not here: chained heads' rounds and the submission (draft_head.cpp).
+#include <algorithm>
+
 #include "plugin/abi_structs.h"
 #include "plugin/handles.h"
 #include "speculative/draft_head_shared.h"
 
 namespace tdm {
+namespace {
 
-Result<std::unique_ptr<DraftHead::Chain>> DraftHead::block_chain(uint32_t n_ctx, const DeviceWeight* device_rows,
-                                                                 uint32_t vocab) {
+const char* rows_meant(bool drafted_rows) {
+    return drafted_rows ? "the drafted block rows, declare_drafted_rows()" : "every block row";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DraftHead::Chain>> DraftHead::block_chain(uint32_t n_ctx, uint32_t k,
+                                                                 const DeviceWeight* device_rows, uint32_t vocab) {
     const uint32_t b = block_size, n = n_ctx + b;
     auto c = std::make_unique<Chain>();
     c->n_rows = n_ctx;
     c->n_seq = 1;
-    c->k = b - 1;
+    c->k = drafted_rows ? std::clamp<uint32_t>(k, 1, b - 1) : b - 1;
     c->vocab = vocab;
     c->block = b;
-    tdm_batch_desc bd{sizeof(tdm_batch_desc), n, b, vocab};
+    c->drafted_rows = drafted_rows;
+    const uint32_t n_out = drafted_rows ? c->k : b;  // the drafts only, or every block row
+    tdm_batch_desc bd{sizeof(tdm_batch_desc), n, n_out, vocab};
     auto g = step_graph(bd);
     g->taps.target_step = true;  // features(): the context rows' target rows
     c->tokens0 = g->tokens;
@@ -47,17 +60,22 @@ Result<std::unique_ptr<DraftHead::Chain>> DraftHead::block_chain(uint32_t n_ctx,
     c->pos4.push_back(g->positions4);
     g->graph.bound_attention(c->pos0, c->key_bound);
     if (const TensorId chosen = g->outputs[TDM_OUTPUT_DRAFT_TOKENS]) {
-        if (g->graph.tensor(chosen).elements() != int64_t(b))
-            return Error::format("draft head {}: TDM_OUTPUT_DRAFT_TOKENS must hold one token id per block row ({})",
-                                 entry->desc->name, b);
+        if (g->graph.tensor(chosen).elements() != int64_t(n_out))
+            return Error::format("draft head {}: TDM_OUTPUT_DRAFT_TOKENS must hold one token id per output row ({}: {}); "
+                                 "it holds {}",
+                                 entry->desc->name, n_out, rows_meant(drafted_rows),
+                                 g->graph.tensor(chosen).elements());
         c->ids.push_back(chosen);
         c->width = 0;
     } else {
         const TensorId logits = g->outputs[TDM_OUTPUT_LOGITS];
         if (!logits || g->graph.tensor(logits).cols() > int64_t(n_vocab) ||
-            g->graph.tensor(logits).rows() != int64_t(b))
-            return Error::format("draft head {}: block logits must be [n <= {}, {}] (one row per block row)",
-                                 entry->desc->name, n_vocab, b);
+            g->graph.tensor(logits).rows() != int64_t(n_out))
+            return Error::format("draft head {}: block logits must be [n <= {}, {}] (one row per output row: {}){}",
+                                 entry->desc->name, n_vocab, n_out, rows_meant(drafted_rows),
+                                 logits ? fmt::format("; they are [{}, {}]", g->graph.tensor(logits).cols(),
+                                                      g->graph.tensor(logits).rows())
+                                        : std::string("; it set none"));
         const auto cols = uint32_t(g->graph.tensor(logits).cols());
         c->width = cols == n_vocab ? 0 : cols;
         OpDesc am;
@@ -79,6 +97,8 @@ void DraftHead::fill_block(Chain& c, std::span<const int32_t> history, uint32_t 
                            int32_t seq) const {
     CompiledGraph& cg = *c.cg;
     const uint32_t m = c.n_rows, b = c.block;
+    const uint32_t first_out = c.drafted_rows ? m + 1 : m;  // the drafts (block rows 1..k), or every block row
+    const uint32_t n_out = c.drafted_rows ? c.k : b;
     int32_t* tok = cg.input_as<int32_t>(c.tokens0);
     int32_t* pos = cg.input_as<int32_t>(c.pos0);
     int32_t* sq = cg.input_as<int32_t>(c.seq0);
@@ -91,8 +111,8 @@ void DraftHead::fill_block(Chain& c, std::span<const int32_t> history, uint32_t 
         pos[i] = int32_t(at);
         sq[i] = seq;
         bound[i] = ctx ? int32_t(at) : int32_t(p + b - 1);  // a block row sees the whole block
-        if (!ctx) rows[i - m] = int32_t(i);
     }
+    for (uint32_t j = 0; j < n_out; ++j) rows[j] = int32_t(first_out + j);
     if (c.pos4[0]) {
         int32_t* p4 = cg.input_as<int32_t>(c.pos4[0]);
         for (uint32_t i = 0; i < m + b; ++i) {

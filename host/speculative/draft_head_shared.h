@@ -35,8 +35,10 @@ public:
         std::vector<TensorId> ids;    // per step: one token per sequence (argmax or the head's choice)
         TensorId attn_pos = 0;        // constant-position heads: the attention's causal bound, p - 1
         // A block head's round (draft_head_block.cpp): n_rows context rows, then `block` rows
-        // whose attention bound is key_bound; ids[0] holds one pick per block row.
+        // whose attention bound is key_bound; ids[0] holds one pick per output row: every
+        // block row, or (drafted_rows) block rows 1 .. k only.
         uint32_t block = 0;
+        bool drafted_rows = false;
         TensorId key_bound = 0;
         std::shared_ptr<DraftHeadDrafter::Run> last;  // the last submission
         uint64_t last_used = 0;
@@ -70,8 +72,10 @@ public:
     // stays where it is); `index` gets the index input.
     Result<TensorId> gather_target_rows(tdm_graph& g, const DeviceWeight* device_rows, uint32_t n,
                                         TensorId& index) const;
-    // A block head's round of n_ctx context rows (draft_head_block.cpp); chain() for it.
-    Result<std::unique_ptr<Chain>> block_chain(uint32_t n_ctx, const DeviceWeight* device_rows, uint32_t vocab);
+    // A block head's round of n_ctx context rows drafting k tokens (draft_head_block.cpp);
+    // chain() for it.
+    Result<std::unique_ptr<Chain>> block_chain(uint32_t n_ctx, uint32_t k, const DeviceWeight* device_rows,
+                                               uint32_t vocab);
     // Writes a block round's inputs but the context rows' target rows: the context rows
     // [first, p) of `history` and the block at p (draft_head_block.cpp).
     void fill_block(Chain& c, std::span<const int32_t> history, uint32_t first, uint32_t p, int32_t seq) const;
@@ -120,6 +124,9 @@ public:
     // TDM_DRAFT_HEAD_BLOCK (tandem/ext/block_draft.h): rows per block (0: a chained head)
     uint32_t block_size = 0;
     int32_t mask_token = 0;
+    // declare_drafted_rows() (block_draft.h version 2): its block steps give outputs for the
+    // drafted rows only, so a round's graph is compiled per draft count
+    bool drafted_rows = false;
     // Compiled rounds by shape. A server's rounds come in many shapes (the catch-up rows of
     // all its requests): past opt.graph_limit the least recently used idle one goes.
     std::map<std::tuple<uint32_t, uint32_t, uint32_t, const DeviceWeight*, uint32_t>, std::unique_ptr<Chain>> chains;

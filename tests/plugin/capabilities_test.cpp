@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <tandem/ext/target_weights.h>
 
+#include <tandem/ext/block_draft.h>
 #include <tandem/ext/custom_op.h>
 
 #include <cstring>
@@ -207,7 +208,7 @@ TEST(GetExtension, unknown_names_and_newer_versions_are_refused_naming_what_exis
     EXPECT_EQ(host().get_extension("tdm.kv_read", 1, &version), nullptr);
     EXPECT_NE(last_error().find("no extension 'tdm.kv_read' (it offers tdm.custom_op version 1, tdm.target_weights "
                                 "version 1, tdm.host_rows version 1, tdm.encoder version 1, tdm.batched_draft version 1, "
-                                "tdm.target_features version 1, tdm.block_draft version 1, "
+                                "tdm.target_features version 1, tdm.block_draft version 2, "
                                 "tdm.drafter_branches version 1)"),
               std::string::npos)
         << last_error();
@@ -228,6 +229,16 @@ TEST(GetExtension, extensions_named_in_TANDEM_HIDE_EXTENSIONS_are_not_offered) {
     {
         const test::ScopedEnv hide("TANDEM_HIDE_EXTENSIONS", "tdm.host_row");  // whole names only
         EXPECT_NE(host().get_extension(TDM_EXT_HOST_ROWS, 1, nullptr), nullptr) << last_error();
+    }
+    {
+        // name@N: offered at version N at most (0, or no number: hidden)
+        const test::ScopedEnv hide("TANDEM_HIDE_EXTENSIONS", "tdm.block_draft@1,tdm.host_rows@0");
+        uint32_t version = 0;
+        EXPECT_NE(host().get_extension(TDM_EXT_BLOCK_DRAFT, 1, &version), nullptr) << last_error();
+        EXPECT_EQ(version, 1u);
+        EXPECT_EQ(host().get_extension(TDM_EXT_HOST_ROWS, 1, nullptr), nullptr);
+        EXPECT_EQ(host().get_extension("tdm.nothing", 1, nullptr), nullptr);
+        EXPECT_NE(last_error().find("tdm.block_draft version 1"), std::string::npos) << last_error();
     }
     EXPECT_NE(host().get_extension(TDM_EXT_HOST_ROWS, 1, nullptr), nullptr) << last_error();
 }

@@ -64,6 +64,9 @@ struct DflashHead {
     std::string prefix;  // HF: "" or "model." before every tensor name
     std::vector<tdm_attention_layer> own;  // one KV layer per draft layer
     std::vector<tdm_feature_tap> taps;
+    // tdm.block_draft version 2: a step's outputs are the drafted block rows only (else every
+    // block row's)
+    bool drafted_rows = false;
     std::vector<DflashLayer> layers;
     const tdm_weight* fc = nullptr;           // [k*H, H]
     const tdm_weight* hidden_norm = nullptr;  // [H]

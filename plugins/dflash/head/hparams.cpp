@@ -230,8 +230,9 @@ tdm_status dflash_create(const tdm_host_api* host, const tdm_model_source* src, 
         if (h->hf) h->prefix = r.has_tensor("fc.weight") ? "" : "model.";
         h->features = static_cast<const tdm_ext_target_features*>(
             host->get_extension(TDM_EXT_TARGET_FEATURES, TDM_EXT_TARGET_FEATURES_VERSION, nullptr));
+        uint32_t block_version = 0;
         const auto* block = static_cast<const tdm_ext_block_draft*>(
-            host->get_extension(TDM_EXT_BLOCK_DRAFT, TDM_EXT_BLOCK_DRAFT_VERSION, nullptr));
+            host->get_extension(TDM_EXT_BLOCK_DRAFT, 1, &block_version));
         if (!h->features || !block)
             return e.fail(TDM_ERR_UNSUPPORTED, "dflash: the host lacks extension %s: %s",
                           h->features ? TDM_EXT_BLOCK_DRAFT : TDM_EXT_TARGET_FEATURES, host->last_error());
@@ -249,6 +250,15 @@ tdm_status dflash_create(const tdm_host_api* host, const tdm_model_source* src, 
                           host->last_error());
         if (block->declare(info, h->hp.block_size, h->hp.mask_token) != TDM_OK)
             return e.fail(TDM_ERR_BAD_MODEL, "%s: dflash: the block was refused: %s", r.path(), host->last_error());
+        // version 2: the norm and LM head for the drafted rows only (a version 1 host gets
+        // every block row's)
+        if (block_version >= 2 && TDM_HAS_MEMBER(block, tdm_ext_block_draft, declare_drafted_rows) &&
+            block->declare_drafted_rows) {
+            if (block->declare_drafted_rows(info) != TDM_OK)
+                return e.fail(TDM_ERR_BAD_MODEL, "%s: dflash: drafted rows only were refused: %s", r.path(),
+                              host->last_error());
+            h->drafted_rows = true;
+        }
         *out = h.release();
         return TDM_OK;
     });

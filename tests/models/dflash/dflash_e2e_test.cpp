@@ -8,7 +8,11 @@
 //     also when the prompt is caught up in several graphs;
 //   - the GGUF and HF copies of the same head draft the same tokens, and so does a GGUF that
 //     carries the target's tables as its own;
-//   - greedy speculative output with it equals plain greedy output.
+//   - greedy speculative output with it equals plain greedy output;
+//   - all of it at several draft counts (1, 3, b - 1, ...): the plugin takes outputs for the
+//     drafted rows only (tdm.block_draft version 2), and a head on a host that answers with
+//     version 1 (TANDEM_HIDE_EXTENSIONS=tdm.block_draft@1) gets every block row's and drafts
+//     the same.
 // The models are tiny and the prompts few (5): these check a mechanism, not a distribution,
 // and the program stays within CI's time budget.
 #include <gtest/gtest.h>
@@ -42,10 +46,10 @@ Tokens e2e_prompt(uint64_t seed, size_t n) {
     return p;
 }
 
-// Rounds by hand: each asks the head for a block of drafts, checks them against the reference,
-// then verifies oracle drafts whose (m+1)-th is wrong, so that m are accepted and the head's KV
-// rolls back past the rest. Returns how many drafts were compared; every draft of every round
-// goes to *drafted when given.
+// Rounds by hand: each asks the head for some drafts (1, 3, b - 1, ...), checks them against the
+// reference, then verifies oracle drafts whose (m+1)-th is wrong, so that m are accepted and the
+// head's KV rolls back past the rest. Returns how many drafts were compared; every draft of every
+// round goes to *drafted when given.
 int check_rounds_against_reference(Target& t, const std::string& head_path, size_t prompt_len,
                                    Tokens* drafted = nullptr) {
     auto ref = test::DflashReference::open(head_path, t.path);
@@ -86,12 +90,14 @@ int check_rounds_against_reference(Target& t, const std::string& head_path, size
     history.push_back(truth[g++]);
     int compared = 0;
     constexpr uint32_t k = 3;  // oracle tokens verified per round
-    for (uint32_t m : {2u, 0u, 3u, 1u, 3u}) {
+    // (accepted, drafts asked): the drafts asked are the rows the block step outputs
+    const std::pair<uint32_t, uint32_t> rounds[] = {{2, b - 1}, {0, 1}, {3, 3}, {1, b - 1}, {3, 2}};
+    for (const auto& [m, asked] : rounds) {
         const uint32_t p = uint32_t(history.size() - 1);
-        auto drafts = (*head)->draft({history, p, b - 1, seq});
+        auto drafts = (*head)->draft({history, p, asked, seq});
         EXPECT_TRUE(drafts.ok()) << drafts.error().message();
         if (!drafts.ok()) return compared;
-        EXPECT_EQ(drafts->size(), size_t(b - 1));
+        EXPECT_EQ(drafts->size(), size_t(asked));
         if (drafted) drafted->insert(drafted->end(), drafts->begin(), drafts->end());
         const test::DflashBlock want = ref->block(history[p], int32_t(p), taps);
         for (size_t i = 0; i < drafts->size() && i < want.tokens.size(); ++i) {
@@ -162,7 +168,8 @@ void check_greedy_equals_plain(Target& t, const std::string& head_path) {
         ASSERT_TRUE(plain.ok()) << plain.error().message();
         Drafter* chain[] = {head->get()};
         SpecParams sp;
-        sp.draft_max = 2 + 2 * i;  // fewer than the block's 7 drafts, and more
+        const int draft_max[] = {1, 3, 7, 2, 10};  // k = 1, 3, b - 1 of the block of 8, and more
+        sp.draft_max = draft_max[i];
         seq = *t.kv->add_sequence();
         auto spec = generate_speculative(runner, nullptr, seq, prompt, greedy_params(16), chain, sp, {});
         t.kv->free_sequence(seq);
@@ -178,6 +185,29 @@ TEST_F(DflashEndToEnd, greedy_speculative_output_equals_plain_greedy) {
     Target t = test::dflash::load_target(dir);
     ASSERT_TRUE(t.model && t.kv);
     check_greedy_equals_plain(t, test::dflash::write_head(t.path, dir + "/head"));
+}
+
+// A head on a host that answers tdm.block_draft version 1 (as a head built against version 1
+// meets every host): its block steps output every block row, one graph per context length, and
+// it still drafts as the reference and keeps greedy output.
+TEST_F(DflashEndToEnd, on_a_version_1_host_the_head_outputs_every_block_row_and_drafts_the_same) {
+    const std::string dir = test::make_temp_dir("dflash-v1");
+    Target t = test::dflash::load_target(dir);
+    ASSERT_TRUE(t.model && t.kv);
+    const std::string head = test::dflash::write_head(t.path, dir + "/head");
+    {
+        auto h = test::dflash::make_head(t, head);
+        ASSERT_TRUE(h.ok()) << h.error().message();
+        EXPECT_TRUE((*h)->graph_per_draft_count()) << "the plugin takes version 2 where the host offers it";
+    }
+    const test::ScopedEnv v1("TANDEM_HIDE_EXTENSIONS", "tdm.block_draft@1");
+    {
+        auto h = test::dflash::make_head(t, head);
+        ASSERT_TRUE(h.ok()) << h.error().message();
+        EXPECT_FALSE((*h)->graph_per_draft_count()) << "a version 1 host: every block row is an output";
+    }
+    EXPECT_GE(check_rounds_against_reference(t, head, 11), 20) << "too many near ties to compare the drafts";
+    check_greedy_equals_plain(t, head);
 }
 
 // The head on a Llama 3.x target, in both layouts: drafts over rounds as the reference's, and

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* tandem/ext/block_draft.h: extension "tdm.block_draft", version 1 (ABI 3).
+/* tandem/ext/block_draft.h: extension "tdm.block_draft", version 2 (ABI 3).
+ * "[version 2]" marks what version 2 added to version 1.
  *
  * A block draft head (DFlash) drafts a whole block of tokens in one pass
  * instead of chaining one-token steps: its rows are the newest token followed
@@ -7,9 +8,12 @@
  * the block attends to every other one (not causally). The head says so in its
  * create, after filling *info, and only when the host offers this extension:
  *
+ *     uint32_t version = 0;
  *     const tdm_ext_block_draft* bd =
- *         host->get_extension(TDM_EXT_BLOCK_DRAFT, 1, NULL);
+ *         host->get_extension(TDM_EXT_BLOCK_DRAFT, 1, &version);
  *     if (!bd || bd->declare(info, block_size, mask_token) != TDM_OK) ... fail
+ *     if (version >= 2 && TDM_HAS_MEMBER(bd, tdm_ext_block_draft, declare_drafted_rows)
+ *         && bd->declare_drafted_rows(info) != TDM_OK) ... fail
  *
  * declare() sets TDM_DRAFT_HEAD_BLOCK in info->flags (a host without the
  * extension refuses the flag). Such a head has a KV of its own and reads target
@@ -32,6 +36,19 @@
  * row per block row; the host drafts the picks of block rows 1 .. b-1 (at most
  * the round's draft count, the first ones) and ignores row 0's.
  *
+ * [version 2] Drafted rows only. A head that calls declare_drafted_rows() after
+ * declare() (a host that offers version 2 has it; check the version get_extension
+ * reports and TDM_HAS_MEMBER) gets its block steps with batch->n_outputs = n,
+ * 1 <= n <= b - 1, the round's draft count, and TDM_INPUT_OUTPUT_ROWS listing
+ * block rows m+1 .. m+n (the drafts, ascending); the step's outputs have one row
+ * per listed row (n logits rows, or n token ids), row i the pick of block row
+ * m+1+i. The block is still b rows (n_tokens = m + b, the block the last b rows
+ * of the batch): the head runs its layers on all of them, as they attend to each
+ * other, and only what follows them (its final norm, its LM head) on the listed
+ * rows. The host compiles a step per (m, n) and caches them; a long catch-up's
+ * graphs have n = 1. A head that does not call it (one built against version 1)
+ * gets b output rows as above.
+ *
  * Attention in this step is bounded per row, not by the row's position: every
  * TDM_OP_ATTENTION the step builds lets a context row see keys up to its own
  * position (causal) and a block row see keys up to p + b - 1, so a block row
@@ -52,7 +69,7 @@ extern "C" {
 #endif
 
 #define TDM_EXT_BLOCK_DRAFT "tdm.block_draft"
-#define TDM_EXT_BLOCK_DRAFT_VERSION 1u
+#define TDM_EXT_BLOCK_DRAFT_VERSION 2u
 
 /* tdm_draft_head_info.flags: the head drafts blocks (above); set by declare().
  * Valid only on a host that offers tdm.block_draft. */
@@ -68,6 +85,10 @@ typedef struct tdm_ext_block_draft {
      * vocabulary). `info` is the pointer its create was passed; called once per
      * create. [callback: a draft head's create] */
     tdm_status (*declare)(tdm_draft_head_info* info, uint32_t block_size, int32_t mask_token);
+    /* [version 2] Head: its block steps compute outputs for the drafted rows only
+     * (above). `info` is the pointer declare() was given; call it after declare(),
+     * at most once per create. [callback: a draft head's create] */
+    tdm_status (*declare_drafted_rows)(tdm_draft_head_info* info);
 } tdm_ext_block_draft;
 
 #ifdef __cplusplus
