@@ -181,7 +181,7 @@ OptionGroup speculative_options() {
                 {{"--spec-auto"}, K::flag, "", "Without --spec-type, draft with the head the model carries "
                  "(MTP/NextN) if it has one. The draft length is the goodput controller's, as by default: "
                  "each round it drafts as far as measured acceptance and cost say pays (a draft head starts "
-                 "at 3, an n-gram drafter at its match), and stops drafting when it does not."},
+                 "with a trial of 1, an n-gram drafter at its match), and stops drafting when it does not."},
                 {{"--spec-fixed"}, K::flag, "", "Draft --draft-max tokens every round instead of letting the "
                  "goodput controller choose (experiments, sweeps of the draft length)."},
                 one_of({{"--mtp-hidden"}, K::string, "WHICH", "MTP heads: the target hidden they read: post-norm "

@@ -324,8 +324,8 @@ Status bench_spec(App& app) {
     gp.ignore_eog = true;
     gp.n_batch = uint32_t(cfg.model.n_batch);
     SpecParams sp = spec_params(cfg);
-    // the prompts (and the warm-up) share what the goodput controller learned, as a server's
-    // requests do (speculative/goodput_history.h)
+    // the prompts share what the goodput controller learned, as a server's requests do
+    // (speculative/goodput_history.h); of the warm-up, only the costs
     sp.history = std::make_shared<GoodputHistory>();
     // with --force-acceptance, a given drafter still runs (its cost is measured)
     // but its tokens are replaced so that acceptance follows A
@@ -391,6 +391,8 @@ Status bench_spec(App& app) {
                 TDM_TRY(kv->truncate(seq, 0));
                 TDM_TRY(generate_speculative(runner, nullptr, seq, p, wg, chain.order, sp, {}));
             }
+            // its drafts were forced to acceptance 1/2: no prior for the prompts' drafter
+            sp.history->forget_acceptance();
         }
         TDM_TRY(kv->truncate(seq, 0));
     }

@@ -19,15 +19,27 @@ constexpr double kPriorWeight = 2.0;  // the kind's prior, in drafts, before it 
 // The engine's history as a prior: it has seen this server's text, so it weighs more than the
 // kind's guess, but still decays away within the first ten or so rounds of the sequence.
 constexpr double kHistoryPriorWeight = 4.0;
-constexpr int kHeadStartK = 3;    // a draft head's first length (llama.cpp's default too)
+// A draft head's first length without history: one draft. Where the head does not agree with
+// its target (acceptance 0) the trial costs a draft and a verify row, half a plain step on a
+// CPU device against about 2 steps at k = 3 (a 4-row verify costs two plain steps on lavapipe),
+// 8% of a 24-token reply; where it agrees, the controller lengthens from the data.
+constexpr int kHeadStartK = 1;
 constexpr int kMaxBackOff = 32;   // a probe interval grows to at most 32x the first
 // Drafting is switched off only when no length pays even with each position's acceptance one
 // standard error above its estimate: at a moderate acceptance (0.5-0.7) a few rejections in a
 // row would otherwise switch it off for a probe interval or longer. Not after a streak of
 // rounds whose first draft was rejected, so that a drafter that stopped agreeing is still
-// stopped within a few rounds.
+// stopped within a few rounds. And only for a drafter that has shown it agrees (a draft
+// accepted in this sequence or in its kind's history): a first trial that missed is no
+// evidence of a moderate acceptance, and at acceptance 0 two more trials cost a plain step
+// on a CPU device.
 constexpr double kOptimism = 1.0;
 constexpr int kMissesBeforeDoubt = 3;
+// The share of the time probes may cost while drafting is off: the first wait is at least the
+// probe's extra cost (its draft and the verify row, over a plain step) over this share, so that
+// where a probe costs half a plain step (lavapipe) it comes after 25 plain steps, not 8, and
+// where it costs nearly nothing (a GPU) the probe interval rules.
+constexpr double kProbeShare = 0.02;
 
 double ema(double old, double x) { return old == 0 ? x : old + kEma * (x - old); }
 
@@ -59,6 +71,7 @@ GoodputController::GoodputController(int k_max, int probe_interval, DrafterKind 
 
 void GoodputController::start_from(const GoodputMemory& h) {
     const double tried = h.tried_total();
+    agreed_ = h.hit_total() > 0;
     if (tried > 0) {  // a few drafts of the kind's prior keep a short history from being all of it
         prior_rate_ = (h.hit_total() + kShrink * prior_acceptance(kind_)) / (tried + kShrink);
         prior_ = kHistoryPriorWeight;
@@ -67,11 +80,12 @@ void GoodputController::start_from(const GoodputMemory& h) {
             prior_at_[j] = (h.hit[j] + kShrink * prior_rate_) / (h.tried[j] + kShrink);
     }
     if (h.plain_ms <= 0) return;
-    // the device's costs are known: no first round at the kind's length, no calibration,
-    // and the graphs of the widths measured are built
+    // the device's costs are known: no calibration, and the graphs of the widths measured
+    // are built; with the kind's acceptance too, no first round at the kind's length (a
+    // history of costs alone, a benchmark's warm-up with forced drafts, still has it)
     plain_ms_ = h.plain_ms;
     plain_seen_ = 2;
-    started_ = true;
+    started_ = tried > 0;
     draft_ms_per_token_ = h.draft_ms_per_token;
     for (size_t k = 1; k < verify_ms_.size() && k < h.verify_ms.size(); ++k)
         if (h.verify_ms[k] > 0) {
@@ -164,7 +178,7 @@ double GoodputController::speedup(int k, double optimism) const {
 }
 
 bool GoodputController::any_k_pays() const {
-    const double optimism = first_misses_ < kMissesBeforeDoubt ? kOptimism : 0.0;
+    const double optimism = agreed_ && first_misses_ < kMissesBeforeDoubt ? kOptimism : 0.0;
     for (int j = 1; j <= k_max_; ++j)
         if (speedup(j, optimism) > min_gain(1)) return true;
     return false;
@@ -177,7 +191,7 @@ GoodputOffer GoodputController::offer(int k_cap) const {
     if (!started_) return {kind_ == DrafterKind::ngram ? k_cap : std::min(kHeadStartK, k_cap), 1.0, Why::first};
     if (plain_ms_ == 0) return {0, 1.0, Why::calibrating};  // plain steps measure the baseline
     if (off_)
-        return plain_since_probe_ >= probe_after_ ? GoodputOffer{1, predicted_speedup(1), Why::probe}
+        return plain_since_probe_ >= probe_wait() ? GoodputOffer{1, predicted_speedup(1), Why::probe}
                                                   : GoodputOffer{0, 1.0, Why::off};
     int k = 0;
     double best_s = min_gain(1);
@@ -257,6 +271,19 @@ void GoodputController::decay() {
     prior_ *= kDecay;
 }
 
+int GoodputController::probe_wait() const {
+    // a drafter that agreed (in this sequence or its history) is probed at the back-off's
+    // pace: its text may come back soon, and a probe that finds it is worth more
+    if (plain_ms_ <= 0 || agreed_) return probe_after_;
+    // a probe's cost: measured, or the first trial's (graph builds included: an upper bound)
+    const double probe_ms = verify_ms_[1] > 0 && draft_ms_per_token_ > 0 ? verify_ms_[1] + draft_ms_per_token_
+                            : trial_ms_ > 0                             ? trial_ms_
+                                                                        : verify_estimate(1) + draft_ms_per_token_;
+    const double extra = (probe_ms - plain_ms_) / plain_ms_;
+    const double by_cost = std::ceil(std::max(0.0, extra) / kProbeShare);
+    return std::max(probe_after_, int(std::min(by_cost, double(probe_interval_ * kMaxBackOff))));
+}
+
 void GoodputController::probe_failed() {
     probe_after_ = std::min(probe_after_ * 2, probe_interval_ * kMaxBackOff);
 }
@@ -264,6 +291,7 @@ void GoodputController::probe_failed() {
 void GoodputController::observe_round(int k, int accepted, double draft_ms, double verify_ms) {
     if (k <= 0 || k > k_max_) return;
     started_ = true;
+    if (k == 1 && rounds_at_[1] == 0) trial_ms_ = draft_ms + verify_ms;
     if (rounds_at_[size_t(k)]++ > 0) {
         verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
         draft_ms_per_token_ = ema(draft_ms_per_token_, draft_ms / k);
@@ -292,6 +320,7 @@ void GoodputController::count_acceptance(int k, int accepted, bool for_history) 
         hit_[size_t(j)] += 1;
         if (for_history) seen_hit_[size_t(j)] += 1;
     }
+    if (accepted > 0) agreed_ = true;
     first_misses_ = accepted == 0 ? first_misses_ + 1 : 0;
     const bool pays = any_k_pays();
     if (probing_) {

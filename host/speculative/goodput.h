@@ -12,24 +12,28 @@
 // step time, the verify time per width and the draft time per token, and picks the k with
 // the best E(k) * T_plain / (T_draft(k) + T_verify(k)), if that beats a plain step by
 // min_gain(). When none does, drafting is switched off (unless one would with each p_j one
-// standard error higher and the last rounds did not all miss their first draft: then k = 1,
-// since at a moderate acceptance a few rejections in a row are chance) and probed again
-// with k = 1 after `probe_interval` plain steps; a probe that does not turn drafting back on doubles the
-// interval (up to 32x), so a drafter that never agrees costs about a percent of
-// the steps, while text that becomes predictable (code, quotes, JSON) gets drafts back.
+// standard error higher, the drafter has agreed before (a draft accepted in this sequence
+// or in its kind's history) and the last rounds did not all miss their first draft: then
+// k = 1, since at a moderate acceptance a few rejections in a row are chance) and probed
+// again with k = 1 after `probe_interval` plain steps (for a drafter that never agreed, after
+// as many as keep the probes' extra cost, a draft and a verify row over a plain step, to 2%
+// of the time, if that is more); a probe that does not turn drafting back on doubles the
+// interval (up to 32x), so a drafter that never agrees costs about a percent of the steps,
+// while text that becomes predictable (code, quotes, JSON) gets drafts back.
 //
 // Before any measurement the drafter's kind gives the first length: a draft head (MTP,
-// NextN, an assistant, a draft model) starts at 3, an n-gram drafter at the cap (its
-// matched length decides; it drafts nothing it did not match). Then two plain steps
-// calibrate the baseline (the first only builds graphs) and measurements decide. The
-// first round of each k and the first plain step count only for acceptance: their time
-// usually includes building graphs.
+// NextN, an assistant, a draft model) starts at 1 (a trial that costs little where the
+// head never agrees), an n-gram drafter at the cap (its matched length decides; it drafts
+// nothing it did not match). Then two plain steps calibrate the baseline (the first only
+// builds graphs) and measurements decide. The first round of each k and the first plain
+// step count only for acceptance: their time usually includes building graphs.
 //
 // A server's sequences (a benchmark's prompts) start from what the engine's earlier
 // sequences of the same drafter kind learned (goodput_history.h): each position's acceptance
 // as a prior (decaying with the sequence's own data, as the kind's fixed prior does), and
 // the measured costs, so that neither the kind's first length nor the calibrating plain
 // steps are paid again; a kind whose history says drafting does not pay starts off, probing.
+// A history of costs alone (GoodputHistory::forget_acceptance) spares the calibration only.
 //
 // Many sequences in one pass: the engine plans the pass as a whole with allocate_drafts
 // (batch_budget.h), which weighs each sequence's drafts by reach() and the pass cost at
@@ -135,6 +139,7 @@ private:
     double speedup(int k, double optimism) const;
     bool any_k_pays() const;
     void probe_failed();
+    int probe_wait() const;  // plain steps before a probe: the back-off, at least the cost's
     void start_from(const GoodputMemory& history);
     void decay();
     int k_max_, probe_interval_, probe_after_;
@@ -144,6 +149,7 @@ private:
     std::vector<int> rounds_at_;          // rounds seen per k: the first is a warm-up (graph builds)
     int plain_seen_ = 0;
     double draft_ms_per_token_ = 0;       // EMA
+    double trial_ms_ = 0;                 // the first round of k = 1, graph builds included
     std::vector<double> tried_, hit_;     // decayed counts per position (index j-1)
     std::vector<double> seen_tried_, seen_hit_;  // the same, not decayed (learned())
     double prior_;                        // decayed weight of the prior (kind's or history's)
@@ -151,6 +157,7 @@ private:
     std::vector<double> prior_at_;        // the history's acceptance per position (empty: none)
     int plain_since_probe_ = 0, starved_ = 0;
     int first_misses_ = 0;                // rounds in a row whose first draft was rejected
+    bool agreed_ = false;                 // a draft accepted, in this sequence or the history
     bool off_ = false, probing_ = false, started_ = false;
     ControllerStats report_;
 };

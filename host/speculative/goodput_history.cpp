@@ -45,4 +45,11 @@ void GoodputHistory::absorb(DrafterKind kind, const GoodputMemory& seq) {
         if (seq.verify_ms[k] > 0) m.verify_ms[k] = seq.verify_ms[k];
 }
 
+void GoodputHistory::forget_acceptance() {
+    for (auto& [kind, m] : by_kind_) {
+        m.tried.clear();
+        m.hit.clear();
+    }
+}
+
 }  // namespace tdm

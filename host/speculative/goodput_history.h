@@ -39,6 +39,9 @@ public:
     const GoodputMemory* find(DrafterKind kind) const;
     // Folds in what one sequence learned (GoodputController::learned()).
     void absorb(DrafterKind kind, const GoodputMemory& seq);
+    // Keeps the costs and drops the acceptance of every kind: after a warm-up whose drafts
+    // were forced (bench spec), whose acceptance says nothing of the drafter's.
+    void forget_acceptance();
 
 private:
     std::map<DrafterKind, GoodputMemory> by_kind_;
