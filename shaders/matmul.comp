@@ -20,7 +20,8 @@
 // indexed by loop counters into per-lane scalar loops; texel fetches are vector
 // gathers), and through a storage buffer elsewhere.
 //
-// Dispatch: x = ceil(M / (R * subgroups per workgroup)) (wrapped into y beyond 65535). Variants:
+// Dispatch: x = ceil(M / (R * subgroups per workgroup)) (wrapped into y beyond 65535), with
+// the device's reported subgroup size fixed in full subgroups (host/vk/pipeline.h). Variants:
 // matmul_<wtype>_<tex|buf>, wtype in f32 f16 bf16 q8_0 q4_0 q5_0 q5_1 q4_K q5_K q6_K.
 // GROUP (matmul_group_<wtype>_<tex|buf>): up to three weights in one dispatch
 // (include/matmul_group.glsl).

@@ -34,7 +34,9 @@
 // The sums differ from ks's and rl's (the scale is factored out, the lane's units are
 // split per piece): a layout is chosen per device and weight type, never per batch.
 //
-// Dispatch: x = ceil(M / (R * subgroups per workgroup)) (wrapped into y beyond 65535).
+// Dispatch: x = ceil(M / (R * subgroups per workgroup)) (wrapped into y beyond 65535). The
+// pipeline fixes the device's reported subgroup size in full subgroups (host/vk/pipeline.h):
+// gl_NumSubgroups and LS are what the host divided the rows by, on every driver.
 // Variants: matmul_mv_<wtype>_<tex|buf> and matmul_mv_group_<wtype>_<tex|buf>
 // (include/matmul_group.glsl), wtype in f32 f16 bf16 q8_0 q4_0 q5_0 q5_1 q4_K q5_K q6_K.
 // The tex variants exist so that tests can force this layout on lavapipe.

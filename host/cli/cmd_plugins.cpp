@@ -128,6 +128,7 @@ Status cmd_devices(App& app) {
                            {"fp16", c.support_fp16_arithmetic}, {"int8", c.support_int8_arithmetic},
                            {"storage_16bit", c.support_storage_16bit}, {"storage_8bit", c.support_storage_8bit},
                            {"subgroup_size", c.subgroup_size}, {"subgroup_arithmetic", c.support_subgroup_arithmetic},
+                           {"subgroup_size_fixable", c.subgroup_size_fixable},
                            {"integer_dot_product", c.support_integer_dot_product},
                            {"integer_dot_product_accelerated", c.integer_dot_product_accelerated},
                            {"cooperative_matrix", c.support_cooperative_matrix},
@@ -144,11 +145,12 @@ Status cmd_devices(App& app) {
         std::printf("%s[%u] %s (%s, Vulkan %s, %s)\n", int(c.index) == chosen ? "* " : "  ", c.index, c.name.c_str(),
                     c.type_name.c_str(), vk::version_string(c.api_version).c_str(), c.driver_name.c_str());
         if (!c.unsuitable_reason.empty()) std::printf("      unsuitable: %s\n", c.unsuitable_reason.c_str());
-        std::printf("      fp16 %s, int8 %s, 16/8-bit storage %s/%s, subgroup %u (arithmetic %s), integer dot %s%s, "
-                    "cooperative matrix %s\n",
+        std::printf("      fp16 %s, int8 %s, 16/8-bit storage %s/%s, subgroup %u (arithmetic %s, fixable %s), "
+                    "integer dot %s%s, cooperative matrix %s\n",
                     c.support_fp16_arithmetic ? "yes" : "no", c.support_int8_arithmetic ? "yes" : "no",
                     c.support_storage_16bit ? "yes" : "no", c.support_storage_8bit ? "yes" : "no", c.subgroup_size,
-                    c.support_subgroup_arithmetic ? "yes" : "no", c.support_integer_dot_product ? "yes" : "no",
+                    c.support_subgroup_arithmetic ? "yes" : "no", c.subgroup_size_fixable ? "yes" : "no",
+                    c.support_integer_dot_product ? "yes" : "no",
                     c.integer_dot_product_accelerated ? " (accelerated)" : "",
                     c.support_cooperative_matrix ? "yes" : "no");
         std::printf("      max storage buffer %s, max texel buffer %llu elements, memory %s, weights via %s buffers\n",

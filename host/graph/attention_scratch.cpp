@@ -23,10 +23,10 @@ std::shared_ptr<AttentionScratch> AttentionScratch::of(vk::Device& device) {
     return scratch;
 }
 
-Result<std::shared_ptr<vk::Buffer>> AttentionScratch::reserve(uint64_t bytes) {
+Result<AttentionScratch::Lease> AttentionScratch::reserve(uint64_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     const uint64_t have = buffer_ ? buffer_->size() : 0;
-    if (buffer_ && have >= bytes) return buffer_;
+    if (buffer_ && have >= bytes) return Lease{buffer_, generation_};
     // every pass binds the whole buffer
     const uint64_t limit = device_.caps().max_storage_buffer_range;
     if (limit && bytes > limit)
@@ -36,9 +36,15 @@ Result<std::shared_ptr<vk::Buffer>> AttentionScratch::reserve(uint64_t bytes) {
     const uint64_t want = std::max(bytes, have + have / 2);
     uint64_t size = std::max<uint64_t>(1, (want + kGranule - 1) / kGranule) * kGranule;
     if (limit) size = std::max(bytes, std::min(size, limit));
-    buffer_ = std::shared_ptr<vk::Buffer>(
-        TDM_TRY(vk::Buffer::create(device_, size, vk::MemoryKind::device, "split attention partials")));
-    return buffer_;
+    std::unique_ptr<vk::Buffer> created =
+        TDM_TRY(vk::Buffer::create(device_, size, vk::MemoryKind::device, "split attention partials"));
+    *live_ += size;
+    // the old buffer goes with the last graph in flight that holds it (graph/executor.h)
+    buffer_ = std::shared_ptr<vk::Buffer>(created.release(), [live = live_, size](vk::Buffer* b) {
+        *live -= size;
+        delete b;
+    });
+    return Lease{buffer_, ++generation_};
 }
 
 uint64_t AttentionScratch::bytes() const {

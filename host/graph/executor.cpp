@@ -129,8 +129,9 @@ Result<VkBufferView> CompiledGraph::span_view(const vk::BufferSlice& s, VkFormat
 }
 
 vk::BufferSlice CompiledGraph::split_scratch() const {
-    if (!split_scratch_) return {};
-    return {split_scratch_.get(), 0, split_scratch_->size()};
+    vk::Buffer* b = split_scratch_.buffer.get();
+    if (!b) return {};
+    return {b, 0, b->size()};
 }
 
 const void* CompiledGraph::input_data(TensorId t) const {
@@ -269,9 +270,9 @@ Status CompiledGraph::plan(const std::vector<TensorId>& read_on_request) {
 }
 
 Status CompiledGraph::record() {
-    recorded_scratch_ = nullptr;
+    recorded_generation_ = 0;
     TDM_TRY(record_commands());
-    recorded_scratch_ = split_scratch_.get();
+    recorded_generation_ = split_scratch_.generation;
     return {};
 }
 
@@ -313,7 +314,7 @@ Status CompiledGraph::record_commands() {
     // Graphs submitted before this one may still use the device's shared split scratch:
     // their use counts as a pending write, so the first pass here waits for it unless a
     // barrier comes first anyway (a barrier orders all work submitted earlier to the queue).
-    if (split_scratch_ && !copied_in) pending_writes.push_back(slice_range(split_scratch()));
+    if (split_scratch_.buffer && !copied_in) pending_writes.push_back(slice_range(split_scratch()));
     // A barrier before a dispatch that reads what a pending one writes, or writes what
     // a pending one reads or writes.
     auto order_after_pending = [&](const std::vector<Range>& reads, const std::vector<Range>& writes) {
@@ -429,6 +430,7 @@ Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(vk::Device& device
         cg->split_scratch_ = TDM_TRY(cg->split_scratch_owner_->reserve(cg->split_grid_->min_scratch_bytes()));
     }
     TDM_TRY(cg->record());
+    cg->split_scratch_.buffer.reset();  // idle: submit() takes it again
     TDM_LOG_DEBUG("graph", "compiled {} nodes: {} dispatches ({} binding host memory), {} barriers, {} activations",
                   cg->graph_.nodes().size(), cg->dispatch_count(), cg->host_memory_dispatches_, cg->barriers_,
                   vk::format_bytes(cg->activation_bytes_));
@@ -437,20 +439,31 @@ Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(vk::Device& device
 
 Status CompiledGraph::size_split_attention() {
     split_run_ = split_grid_->prepare(*this);
-    std::shared_ptr<vk::Buffer> scratch = TDM_TRY(split_scratch_owner_->reserve(split_run_.scratch_bytes));
-    if (scratch == split_scratch_ && recorded_scratch_ == split_scratch_.get()) return {};
-    TDM_ASSERT(!cb_ || !cb_->pending());  // the buffer it replaces is not in use by this graph
-    split_scratch_ = std::move(scratch);
-    TDM_LOG_DEBUG("graph", "split attention partials at {}: recording again", vk::format_bytes(split_scratch_->size()));
-    // a failed record leaves recorded_scratch_ null: the next submit records again
+    TDM_ASSERT(!cb_ || !cb_->pending());  // the buffer it may replace is not in use by this graph
+    // held until wait(): the buffer the run's commands name lives while they may run
+    split_scratch_ = TDM_TRY(split_scratch_owner_->reserve(split_run_.scratch_bytes));
+    if (split_scratch_.generation == recorded_generation_) return {};
+    TDM_LOG_DEBUG("graph", "split attention partials at {}: recording again",
+                  vk::format_bytes(split_scratch_.buffer->size()));
+    // a failed record leaves recorded_generation_ 0: the next submit records again
     return record();
 }
 
 Status CompiledGraph::submit(bool read_requested) {
-    if (split_grid_) TDM_TRY(size_split_attention());
-    if (probes_) probes_->reset();
-    read_requested_ = read_requested;
-    return cb_->submit(read_requested ? readback_cb_.get() : nullptr);
+    Status st = split_grid_ ? size_split_attention() : Status{};
+    if (st.ok()) {
+        if (probes_) probes_->reset();
+        read_requested_ = read_requested;
+        st = cb_->submit(read_requested ? readback_cb_.get() : nullptr);
+    }
+    if (!st.ok()) split_scratch_.buffer.reset();  // nothing in flight holds it
+    return st;
+}
+
+Status CompiledGraph::wait() {
+    Status st = cb_->wait();
+    split_scratch_.buffer.reset();  // idle: a replaced buffer is freed with its last holder
+    return st;
 }
 
 std::optional<ProbedTensor> CompiledGraph::first_non_finite() const {

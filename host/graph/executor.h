@@ -26,6 +26,8 @@
 // its passes' grids from the positions the host wrote (graph/split_attention_grid.h) and,
 // when the run needs more of the device's shared partials than the buffer the graph was
 // recorded with, records the graph again with a larger one (graph/attention_scratch.h).
+// A graph holds that buffer only from submit() to wait(): an idle graph pins no memory,
+// and records again when the device's partials were replaced while it was idle.
 #pragma once
 
 #include <memory>
@@ -76,7 +78,7 @@ public:
 
     // read_requested: also bring back the outputs of CompileOptions::read_on_request.
     Status submit(bool read_requested = true);
-    Status wait() { return cb_->wait(); }
+    Status wait();
     Status run(bool read_requested = true) {
         TDM_TRY(submit(read_requested));
         return wait();
@@ -94,8 +96,8 @@ public:
     // What the last submit()'s split attention passes took (graph/split_attention_grid.h);
     // zero without split passes. Deterministic for the batch, like the counts.
     const SplitAttentionRun& split_attention_run() const { return split_run_; }
-    // The device's split attention partials as this graph was recorded with them (for
-    // kernels; empty without split passes).
+    // The device's split attention partials this graph records and runs with (for kernels
+    // as they record; empty without split passes, and while the graph is idle).
     vk::BufferSlice split_scratch() const;
 
     // After wait()/run() of a graph compiled with probe_non_finite: the first op, in
@@ -145,11 +147,12 @@ private:
     mutable std::vector<SpanView> span_views_;
     std::unique_ptr<vk::CommandBuffer> cb_;
     std::unique_ptr<FiniteProbes> probes_;  // only with probe_non_finite
-    // split attention: the grids' writer, the device's scratch and the buffer recorded with
+    // split attention: the grids' writer, the device's scratch, the buffer held while
+    // recording or in flight (null while idle) and the generation cb_ was recorded with
     std::unique_ptr<SplitAttentionGrid> split_grid_;
     std::shared_ptr<AttentionScratch> split_scratch_owner_;
-    std::shared_ptr<vk::Buffer> split_scratch_;
-    const vk::Buffer* recorded_scratch_ = nullptr;  // the scratch cb_ was last recorded with, if it succeeded
+    AttentionScratch::Lease split_scratch_;
+    uint64_t recorded_generation_ = 0;  // 0: cb_ is not recorded against any (a failed record)
     SplitAttentionRun split_run_;
     uint64_t activation_bytes_ = 0;
     uint32_t barriers_ = 0;

@@ -25,7 +25,12 @@ Result<uint32_t> split_attention(Graph& g, const vk::DeviceCaps& caps) {
         ++rewritten;
         const Tensor& q = g.tensor(n.desc.in[0]);
         const int64_t n_head = q.ne[1], n_tok = q.ne[2] * q.ne[3];
-        if (n_tok > kAttentionSplitMaxTokens) {
+        // the partials of the deepest run this node can have (every row at the end of the
+        // layer's capacity or window) must fit what one pass binds, or a later run would fail
+        const uint64_t worst = attention_partial_bytes(uint32_t(n_tok), uint32_t(n_head), kv->dv,
+                                                       attention_max_splits(*kv, uint32_t(n.desc.i[0])));
+        const bool partials_fit = caps.max_storage_buffer_range == 0 || worst <= caps.max_storage_buffer_range;
+        if (n_tok > kAttentionSplitMaxTokens || !partials_fit) {
             Node folded = n;
             folded.desc.op = kOpInternalAttentionFolded;
             out.push_back(folded);

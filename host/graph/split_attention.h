@@ -9,9 +9,12 @@
 //   an attention_combine node writing the attention's result. Nodes with the same
 //   positions, window and kv heads share one grid input. Cost: one dispatch and one barrier
 //   more than the "ks" layout per attention.
-// - a wider batch (a prefill chunk): one attention_folded node, a workgroup per (kv head,
-//   token) folding the token's splits itself: the dispatches and barriers of "ks", no
-//   partials, and the bits of the two passes.
+// - a wider batch (a prefill chunk), or one whose partials at the layer's capacity or
+//   window (tokens x query heads x splits x (dv + 2) floats) would exceed what the device
+//   binds at once (maxStorageBufferRange): one attention_folded node, a workgroup per (kv
+//   head, token) folding the token's splits itself: the dispatches and barriers of "ks",
+//   no partials, and the bits of the two passes. Chosen when the graph is compiled, from
+//   its worst case, so that no later run fails for want of partials.
 // Not here: the kernels (ops/attention_split.cpp), the fusions (graph/fusion.h).
 #pragma once
 

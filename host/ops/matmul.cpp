@@ -56,8 +56,7 @@ Status record_matmul(RecordContext& c, const Node& n, const std::string& detail_
     const uint32_t nt = N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : 8;
     const uint32_t sg = std::max<uint32_t>(1, c.device.caps().subgroup_size);
     const MatmulSplit lay = matmul_split(c.device.caps(), c.pipelines.work_splits(), w);
-    const vk::Pipeline* p =
-        TDM_TRY(c.pipelines.get(weight_variant(lay.shader(false), w.type(), texel), lay.spec(sg, nt)));
+    const vk::Pipeline* p = TDM_TRY(matmul_pipeline(c.pipelines, c.device.caps(), lay, w.type(), texel, false, nt));
     const uint32_t rows_per_group = lay.rows_per_workgroup(sg);
     const vk::Binding bx = texel ? vk::Binding::texel(TDM_TRY(c.compiled.texel_view(d.in[1]))) : storage(c, d.in[1]);
     return record_matmul_dispatches(c, n, *p, bx, texel, rows_per_group, label);

@@ -82,8 +82,7 @@ Status record_matmul_group(RecordContext& c, const Node& n, const std::string& d
         grouped = main_span && scale_span && y_span;
     }
     if (!grouped) {  // each weight as TDM_OP_MATMUL records it
-        const vk::Pipeline* p =
-            TDM_TRY(c.pipelines.get(weight_variant(lay.shader(false), w0.type(), texel), lay.spec(sg, nt)));
+        const vk::Pipeline* p = TDM_TRY(matmul_pipeline(c.pipelines, caps, lay, w0.type(), texel, false, nt));
         for (int j = 0; j < n_w; ++j) {
             Node one;
             one.desc.op = TDM_OP_MATMUL;
@@ -96,8 +95,7 @@ Status record_matmul_group(RecordContext& c, const Node& n, const std::string& d
         return {};
     }
 
-    const vk::Pipeline* p =
-        TDM_TRY(c.pipelines.get(weight_variant(lay.shader(true), w0.type(), texel), lay.spec(sg, nt)));
+    const vk::Pipeline* p = TDM_TRY(matmul_pipeline(c.pipelines, caps, lay, w0.type(), texel, true, nt));
     struct {
         uint32_t K, N, x_off, x_stride;
         uint32_t seg_group[3], seg_M[3], seg_w[3], seg_s[3], seg_y[3], seg_y_stride[3];

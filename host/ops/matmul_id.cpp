@@ -72,7 +72,8 @@ Status record_matmul_id(RecordContext& c, const Node& n, const std::string&) {
     const bool texel = act_texel(c) && w.has_texel_views();
     const uint32_t sg = std::max<uint32_t>(1, c.device.caps().subgroup_size);
     const vk::Pipeline* p =
-        TDM_TRY(c.pipelines.get(weight_variant("matmul_id", w.type(), texel), {sg * kSubgroups, kRows}));
+        TDM_TRY(c.pipelines.get(weight_variant("matmul_id", w.type(), texel), {sg * kSubgroups, kRows},
+                                vk::SubgroupShape::device_size));  // rows counted in subgroups
     const vk::Binding bx = texel ? vk::Binding::texel(TDM_TRY(c.compiled.texel_view(d.in[1]))) : storage(c, d.in[1]);
     const std::string label = fmt::format("matmul_id_{}", dtype_name(w.type()));
     struct {

@@ -41,6 +41,18 @@ std::vector<uint32_t> MatmulSplit::spec(uint32_t subgroup_size, uint32_t tokens_
     return s;
 }
 
+vk::SubgroupShape MatmulSplit::subgroup_shape() const {
+    return layout == MatmulLayout::rl ? vk::SubgroupShape::any : vk::SubgroupShape::device_size;
+}
+
+Result<const vk::Pipeline*> matmul_pipeline(vk::PipelineManager& pipelines, const vk::DeviceCaps& caps,
+                                            const MatmulSplit& s, DType type, bool texel, bool group,
+                                            uint32_t tokens_per_pass) {
+    const uint32_t sg = std::max<uint32_t>(1, caps.subgroup_size);
+    return pipelines.get(kernel::weight_variant(s.shader(group), type, texel), s.spec(sg, tokens_per_pass),
+                         s.subgroup_shape());
+}
+
 std::vector<uint32_t> MatmulSplit::table_values() const {
     if (layout == MatmulLayout::mv) return {rows, subgroups, unroll};
     return {rows, subgroups};
@@ -52,6 +64,9 @@ MatmulLayout matmul_layout(const vk::DeviceCaps& caps, DType type) {
     if (forced == "rl") return MatmulLayout::rl;
     if (forced == "ks") return MatmulLayout::ks;
     if (forced != "mv" && caps.is_cpu()) return MatmulLayout::rl;
+    // "mv" and "ks" need the subgroup size they divide by (matmul_split.h); forced, they
+    // fail on such a device with a message naming it
+    if (forced != "mv" && !caps.subgroup_size_fixable) return MatmulLayout::rl;
     return has_mv_kernel(type) ? MatmulLayout::mv : MatmulLayout::ks;
 }
 
@@ -63,20 +78,28 @@ MatmulLayout matmul_layout(const vk::DeviceCaps& caps, DType type) {
 // lane, so a 1024-row matrix runs in 256 workgroups (64 or 128 lanes each) and R = 2 rows
 // share each fetched piece of x; `tandem tune` finds a better one per shape on a GPU.
 MatmulSplit default_matmul_split(const vk::DeviceCaps& caps, DType type) {
+    MatmulSplit s{MatmulLayout::ks, 8, 8, 1};
     switch (matmul_layout(caps, type)) {
         case MatmulLayout::rl: return {MatmulLayout::rl, 8, 1, 1};
-        case MatmulLayout::mv: return {MatmulLayout::mv, 2, 2, 2};
+        case MatmulLayout::mv: s = {MatmulLayout::mv, 2, 2, 2}; break;
         case MatmulLayout::ks: break;
     }
-    return {MatmulLayout::ks, 8, 8, 1};
+    // within what a fixed subgroup size allows (the rows' bits are the same for any count)
+    if (caps.max_compute_workgroup_subgroups) s.subgroups = std::min(s.subgroups, caps.max_compute_workgroup_subgroups);
+    return s;
 }
 
 bool matmul_split_fits(const vk::DeviceCaps& caps, const MatmulSplit& s) {
     const uint32_t sg = std::max<uint32_t>(1, caps.subgroup_size);
     const uint32_t max_inv = caps.max_workgroup_invocations ? caps.max_workgroup_invocations : 256;
     const uint32_t max_unroll = s.layout == MatmulLayout::mv ? 8 : 1;
-    return s.rows >= 1 && s.rows <= 16 && s.subgroups >= 1 && sg * s.subgroups <= max_inv && s.unroll >= 1 &&
-           s.unroll <= max_unroll;
+    // a fixed subgroup size bounds the subgroups of a workgroup
+    const uint32_t max_subgroups = s.subgroup_shape() == vk::SubgroupShape::device_size &&
+                                           caps.max_compute_workgroup_subgroups
+                                       ? caps.max_compute_workgroup_subgroups
+                                       : UINT32_MAX;
+    return s.rows >= 1 && s.rows <= 16 && s.subgroups >= 1 && s.subgroups <= max_subgroups &&
+           sg * s.subgroups <= max_inv && s.unroll >= 1 && s.unroll <= max_unroll;
 }
 
 std::vector<MatmulSplit> matmul_split_candidates(const vk::DeviceCaps& caps, DType type) {

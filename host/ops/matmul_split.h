@@ -17,6 +17,10 @@
 // Which split a matmul uses: TANDEM_MATMUL_ROWS / TANDEM_MATMUL_SUBGROUPS /
 // TANDEM_MATMUL_UNROLL if set (experiments), else the table's entry for the weight's shape,
 // else the layout's default.
+// "mv" and "ks" count their rows in subgroups and stride a row's units over a subgroup's
+// lanes, both by the device's reported subgroup size, so their pipelines fix that size in
+// full subgroups (vk/pipeline.h, SubgroupShape); a GPU that cannot fix it runs "rl", whose
+// rows and sums do not depend on subgroups (a layout is still a function of the device).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +29,7 @@
 
 #include "graph/weight.h"
 #include "vk/device.h"
+#include "vk/pipeline.h"
 #include "vk/work_splits.h"
 
 namespace tdm {
@@ -47,10 +52,13 @@ struct MatmulSplit {
     std::vector<uint32_t> spec(uint32_t subgroup_size, uint32_t tokens_per_pass) const;
     // The values a work-split table keeps: rows, subgroups[, unroll].
     std::vector<uint32_t> table_values() const;
+    // How the kernel's lanes must form subgroups: the device's size, whole, in "mv" and "ks".
+    vk::SubgroupShape subgroup_shape() const;
 };
 
 // The layout a matmul of `type` uses on this device: TANDEM_MATMUL_LAYOUT=rl|ks|mv if set,
-// else "rl" on CPU devices, "mv" elsewhere; "ks" where the type has no "mv" kernel.
+// else "rl" on CPU devices and on devices that cannot fix their subgroup size, "mv"
+// elsewhere; "ks" where the type has no "mv" kernel.
 MatmulLayout matmul_layout(const vk::DeviceCaps& caps, DType type);
 // The layout's default split for `type` on this device.
 MatmulSplit default_matmul_split(const vk::DeviceCaps& caps, DType type);
@@ -62,6 +70,11 @@ std::vector<MatmulSplit> matmul_split_candidates(const vk::DeviceCaps& caps, DTy
 std::string matmul_split_key(const vk::DeviceCaps& caps, const DeviceWeight& w);
 // The split a matmul of `w` uses on this device (see the top of this file).
 MatmulSplit matmul_split(const vk::DeviceCaps& caps, const vk::WorkSplits& table, const DeviceWeight& w);
+// The pipeline of split `s`'s kernel for weights of `type` (group: the GROUP variant of up to
+// three weights) at `tokens_per_pass` tokens, with the subgroups the split counts on.
+Result<const vk::Pipeline*> matmul_pipeline(vk::PipelineManager& pipelines, const vk::DeviceCaps& caps,
+                                            const MatmulSplit& s, DType type, bool texel, bool group,
+                                            uint32_t tokens_per_pass);
 // Whether a weight is one TDM_OP_MATMUL reads as a whole matrix (2-D, a matmul type).
 bool matmul_tunable(const DeviceWeight& w);
 

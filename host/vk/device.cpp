@@ -155,6 +155,11 @@ DeviceCaps probe_device(const Instance& instance, VkPhysicalDevice pd, uint32_t 
     if (v13) {
         c.support_integer_dot_product = f13.shaderIntegerDotProduct;
         c.support_subgroup_size_control = f13.subgroupSizeControl && f13.computeFullSubgroups;
+        c.max_compute_workgroup_subgroups = sgc.maxComputeWorkgroupSubgroups;
+        const uint32_t n = c.subgroup_size;
+        c.subgroup_size_fixable = c.support_subgroup_size_control &&
+                                  (sgc.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 && n > 0 &&
+                                  (n & (n - 1)) == 0 && n >= c.subgroup_min_size && n <= c.subgroup_max_size;
     }
 
     // queue with compute and timestamps

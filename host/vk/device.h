@@ -48,6 +48,13 @@ struct DeviceCaps {
     bool support_subgroup_basic = false, support_subgroup_arithmetic = false;
     bool support_subgroup_shuffle = false, support_subgroup_ballot = false;
     bool support_subgroup_size_control = false;
+    uint32_t max_compute_workgroup_subgroups = 0;  // with a required subgroup size; 0: unknown
+    // A compute pipeline can be made to run exactly subgroup_size lanes per subgroup, every
+    // subgroup full (Vulkan 1.3's subgroup size control with compute among its
+    // requiredSubgroupSizeStages). Without it a driver may pick another size per pipeline
+    // (AMD wave32/64, Intel 8/16/32): kernels whose work split counts subgroups need it
+    // (vk/pipeline.h, SubgroupShape).
+    bool subgroup_size_fixable = false;
 
     // extensions we use
     bool support_push_descriptor = false;

@@ -230,15 +230,39 @@ PipelineManager::~PipelineManager() {
     if (cache_) f.vkDestroyPipelineCache(device_.handle(), cache_, nullptr);
 }
 
-Result<const Pipeline*> PipelineManager::get(std::string_view name, const std::vector<uint32_t>& spec) {
+Result<uint32_t> required_subgroup_size(const DeviceCaps& caps, SubgroupShape shape, uint32_t local_size,
+                                        std::string_view shader) {
+    if (shape == SubgroupShape::any) return 0u;
+    const uint32_t n = caps.subgroup_size;
+    if (!caps.subgroup_size_fixable)
+        return Error::format("{} divides its work by subgroups of {} lanes, but {} cannot fix the subgroup size of a "
+                             "compute pipeline (it lacks Vulkan 1.3's subgroupSizeControl and computeFullSubgroups for "
+                             "compute shaders), so the driver could run another size",
+                             shader, n, caps.name);
+    if (local_size == 0 || local_size % n != 0)
+        return Error::format("internal: {} asks for whole subgroups of {} lanes in a workgroup of {}", shader, n,
+                             local_size);
+    if (caps.max_compute_workgroup_subgroups && local_size / n > caps.max_compute_workgroup_subgroups)
+        return Error::format("{}: a workgroup of {} subgroups is more than the {} that {} runs with a fixed subgroup "
+                             "size",
+                             shader, local_size / n, caps.max_compute_workgroup_subgroups, caps.name);
+    return n;
+}
+
+Result<const Pipeline*> PipelineManager::get(std::string_view name, const std::vector<uint32_t>& spec,
+                                             SubgroupShape shape) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (auto it = pipelines_.find(std::make_pair(std::string(name), spec)); it != pipelines_.end())
-        return it->second.get();
+    // a fixed subgroup size makes another pipeline of the same shader and constants
+    std::string key(name);
+    if (shape == SubgroupShape::device_size) key += "#full-subgroups";
+    if (auto it = pipelines_.find(std::make_pair(key, spec)); it != pipelines_.end()) return it->second.get();
     const ShaderBlob* blob = find_shader(name);
     if (!blob) return Error::format("internal: no embedded shader named '{}'", name);
+    const uint32_t subgroup_size =
+        TDM_TRY(required_subgroup_size(device_.caps(), shape, spec.empty() ? 1 : spec[0], name));
     ShaderBindings bindings = TDM_TRY_CTX(reflect_bindings(blob->code, blob->words), fmt::format("shader {}", name));
-    return create(std::string(name), name, std::span<const uint32_t>(blob->code, blob->words), "main",
-                  std::move(bindings), 128, spec);
+    return create(std::move(key), name, std::span<const uint32_t>(blob->code, blob->words), "main",
+                  std::move(bindings), 128, spec, subgroup_size);
 }
 
 Result<const Pipeline*> PipelineManager::get_module(const ShaderModule& m, const std::vector<uint32_t>& spec) {
@@ -252,10 +276,11 @@ Result<const Pipeline*> PipelineManager::get_module(const ShaderModule& m, const
 Result<const Pipeline*> PipelineManager::create(std::string key, std::string_view name,
                                                  std::span<const uint32_t> code, const char* entry_point,
                                                  ShaderBindings bindings, uint32_t push_bytes,
-                                                 const std::vector<uint32_t>& spec) {
+                                                 const std::vector<uint32_t>& spec, uint32_t subgroup_size) {
     auto p = std::make_unique<Pipeline>();
     p->bindings_ = std::move(bindings);
     p->local_size_ = spec.empty() ? 1 : spec[0];
+    p->required_subgroup_size_ = subgroup_size;
     p->name_ = std::string(name);
     const DeviceFuncs& f = device_.fn();
     VkDevice dev = device_.handle();
@@ -311,6 +336,16 @@ Result<const Pipeline*> PipelineManager::create(std::string key, std::string_vie
     ci.stage.module = module;
     ci.stage.pName = entry_point;
     ci.stage.pSpecializationInfo = spec.empty() ? nullptr : &si;
+    // Unless the size is fixed and subgroups full, a driver may compile for a narrower SIMD
+    // width and launch subgroups of the reported size with lanes inactive (or, with SPIR-V
+    // 1.6, another size): a work split that counts subgroups and lanes would skip rows or units.
+    VkPipelineShaderStageRequiredSubgroupSizeCreateInfo required{
+        VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
+    if (subgroup_size) {
+        required.requiredSubgroupSize = subgroup_size;
+        ci.stage.pNext = &required;
+        ci.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+    }
     ci.layout = p->layout_;
     // The debug log shows what creation costs: most drivers compile here (lavapipe compiles with
     // LLVM at the first dispatch instead), and their disk caches make later runs quick.

@@ -6,6 +6,10 @@
 // host-side layout cannot drift apart. Sizes known when the pipeline is created
 // are specialization constants (constant_id i <- values[i]; id 0 is the
 // workgroup size by convention); per-dispatch values are push constants.
+// A kernel whose work split counts subgroups (gl_NumSubgroups, gl_SubgroupSize: the
+// matmuls' "mv" and "ks" layouts, matmul_id) asks for SubgroupShape::device_size: its
+// pipeline runs exactly the device's reported subgroup size in full subgroups, the size
+// the host divided the work by, whatever size the driver would have picked.
 // A VkPipelineCache is kept in $XDG_CACHE_HOME/tandem (zstd-compressed) so the
 // driver's JIT work is reused across runs. SPIR-V the host did not embed (a
 // plugin's custom op) goes through the same path with a layout given by its
@@ -36,6 +40,17 @@ const ShaderBlob* find_shader(std::string_view name);
 size_t shader_count();
 const ShaderBlob& shader_at(size_t i);
 
+// How a pipeline's lanes must be grouped into subgroups.
+enum class SubgroupShape : uint8_t {
+    any,          // the driver's choice: the kernel's results and coverage do not depend on it
+    device_size,  // DeviceCaps::subgroup_size lanes per subgroup, every subgroup full
+};
+
+// The subgroup size a pipeline of `shader` with a workgroup of `local_size` lanes must be
+// created with (0: the driver's choice), or why this device cannot run it so.
+Result<uint32_t> required_subgroup_size(const DeviceCaps& caps, SubgroupShape shape, uint32_t local_size,
+                                        std::string_view shader);
+
 struct ShaderBindings {
     // index = binding number (set 0); VK_DESCRIPTOR_TYPE_MAX_ENUM = not used by this variant
     std::vector<VkDescriptorType> types;
@@ -50,6 +65,8 @@ public:
     VkPipelineLayout layout() const { return layout_; }
     const std::vector<VkDescriptorType>& bindings() const { return bindings_.types; }
     uint32_t local_size() const { return local_size_; }
+    // The subgroup size it was created to run with, in full subgroups; 0: the driver's choice.
+    uint32_t required_subgroup_size() const { return required_subgroup_size_; }
 
 private:
     friend class PipelineManager;
@@ -59,6 +76,7 @@ private:
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     ShaderBindings bindings_;
     uint32_t local_size_ = 1;
+    uint32_t required_subgroup_size_ = 0;
 };
 
 // SPIR-V from outside the host (a plugin's custom op), with its layout: storage
@@ -82,8 +100,10 @@ public:
     PipelineManager& operator=(const PipelineManager&) = delete;
 
     // Returns a pipeline for shader `name` with specialization constants
-    // `spec` (spec[0] = workgroup size). Pipelines are created once and kept.
-    Result<const Pipeline*> get(std::string_view name, const std::vector<uint32_t>& spec);
+    // `spec` (spec[0] = workgroup size) and subgroups of `shape`. Pipelines are created
+    // once and kept.
+    Result<const Pipeline*> get(std::string_view name, const std::vector<uint32_t>& spec,
+                                SubgroupShape shape = SubgroupShape::any);
     // The same for a module the host did not embed, compiled at first use and
     // kept under m.key and spec.
     Result<const Pipeline*> get_module(const ShaderModule& m, const std::vector<uint32_t>& spec);
@@ -100,7 +120,7 @@ private:
     // Creates and keeps a pipeline (mutex_ held).
     Result<const Pipeline*> create(std::string key, std::string_view name, std::span<const uint32_t> code,
                                    const char* entry_point, ShaderBindings bindings, uint32_t push_bytes,
-                                   const std::vector<uint32_t>& spec);
+                                   const std::vector<uint32_t>& spec, uint32_t subgroup_size = 0);
 
     Device& device_;
     VkPipelineCache cache_ = VK_NULL_HANDLE;

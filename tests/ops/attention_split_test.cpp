@@ -4,15 +4,19 @@
 // the kernel against the double reference for queries whose keys span 1, 2 and 5 splits
 // (GQA, a sliding window over a ring that has wrapped, softcap, f16 and f32 K/V), batch
 // invariance of the two passes and of the fold a wide batch runs, and the per-run sizing:
-// workgroups and partials follow the context in use, never the KV's capacity.
+// workgroups and partials follow the context in use, never the KV's capacity; idle graphs
+// hold no partials; a layer whose partials could exceed what a pass binds is folded.
 // A handful of queries each: the test is about the exactness of the mechanism.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "graph/attention_scratch.h"
+#include "graph/split_attention.h"
 #include "ops/attention_layout.h"
+#include "ops/op_def.h"
 #include "support/device_fixture.h"
 #include "support/fixtures.h"
 #include "support/op_harness.h"
@@ -248,6 +252,105 @@ TEST_F(SplitAttentionSizing, workgroups_and_partials_follow_the_context_not_the_
     EXPECT_EQ(at4096.run.workgroups, uint64_t(n_kv) * 16);
     EXPECT_EQ(at4096.activation_bytes, at64_large.activation_bytes);
     EXPECT_TRUE(same_bits_split(grown.f32(o).data(), at4096.out.data(), at4096.out.size()));
+}
+
+// An idle graph holds no partials (graph/attention_scratch.h): when another graph's run grows
+// them, the buffer the idle one was recorded with is freed at once, and the idle graph records
+// again before its next run, with the same bits; a graph in flight keeps its buffer until its
+// wait. And the grid follows each run's own positions: a graph run 3 splits deep, then with
+// its rows back at 63 keys, runs one split per (kv head, token) again. Bytes and workgroups
+// only: they are deterministic.
+TEST_F(SplitAttentionSizing, an_idle_graph_frees_the_partials_it_was_recorded_with_once_they_grow) {
+    const test::ScopedEnv layout("TANDEM_ATTENTION_LAYOUT", "split");
+    const uint32_t n_head = 4, n_kv = 2, d = 32, block = 16;
+    const int kv_len = 3 * int(kAttentionSplitKeys);
+    const uint32_t n_blocks = uint32_t(kv_len) / block;
+    std::vector<std::vector<int32_t>> lists(1);
+    for (uint32_t b = 0; b < n_blocks; ++b) lists[0].push_back(int32_t(b));
+    auto kv = test::make_test_kv(device(), n_kv, d, d, block, n_blocks, lists, true);
+    {
+        OpHarness h(device(), pipelines());
+        std::vector<int32_t> pos(static_cast<size_t>(kv_len)), seq(static_cast<size_t>(kv_len), 0);
+        for (int i = 0; i < kv_len; ++i) pos[size_t(i)] = i;
+        h.batch(pos, seq);
+        const size_t n = size_t(kv_len) * n_kv * d;
+        h.op(TDM_OP_KV_STORE, {h.graph().kv(&kv->binding), h.input_f32({d, n_kv, kv_len}, randn(n, 60), "k"),
+                               h.input_f32({d, n_kv, kv_len}, randn(n, 61), "v")});
+        h.run({});
+    }
+    const std::shared_ptr<AttentionScratch> scratch = AttentionScratch::of(device());
+    ASSERT_EQ(scratch->live_bytes(), 0u) << "no other graph of this device holds partials";
+    const auto q = randn(size_t(16) * n_head * d, 62);
+    // n rows of sequence 0, all at `position`
+    auto attend = [&](OpHarness& h, int n, int32_t position) {
+        h.batch(std::vector<int32_t>(size_t(n), position), std::vector<int32_t>(size_t(n), 0));
+        const TensorId qn = h.input_f32({d, n_head, n}, {q.begin(), q.begin() + size_t(n) * n_head * d}, "q");
+        const TensorId o = h.op(TDM_OP_ATTENTION, {qn, h.graph().kv(&kv->binding)});
+        h.run({o});
+        return o;
+    };
+    OpHarness idle(device(), pipelines());
+    const TensorId idle_out = attend(idle, 1, 63);
+    const std::vector<float> before = idle.f32(idle_out);
+    ASSERT_EQ(scratch->live_bytes(), AttentionScratch::kGranule);
+
+    OpHarness deep(device(), pipelines());
+    attend(deep, 4, kv_len - 1);
+    const uint64_t grown = scratch->bytes();
+    ASSERT_GE(grown, attention_partial_bytes(4, n_head, d, 3));
+    ASSERT_GT(grown, AttentionScratch::kGranule);
+    EXPECT_EQ(scratch->live_bytes(), grown) << "the idle graph still holds the partials it was recorded with";
+
+    idle.rerun();  // records again against the grown buffer
+    EXPECT_TRUE(same_bits_split(idle.f32(idle_out).data(), before.data(), before.size()));
+    EXPECT_EQ(scratch->live_bytes(), grown);
+
+    CompiledGraph& in_flight = idle.compiled();
+    ASSERT_TRUE(in_flight.submit().ok());
+    OpHarness deeper(device(), pipelines());
+    attend(deeper, 16, kv_len - 1);
+    const uint64_t regrown = scratch->bytes();
+    ASSERT_GT(regrown, grown);
+    EXPECT_EQ(scratch->live_bytes(), grown + regrown) << "the partials of a graph in flight were freed";
+    ASSERT_TRUE(in_flight.wait().ok());
+    EXPECT_EQ(scratch->live_bytes(), regrown);
+
+    int32_t* pos = deep.compiled().input_as<int32_t>(deep.compiled().graph().batch_positions());
+    std::fill(pos, pos + 4, 63);
+    deep.rerun();
+    EXPECT_EQ(deep.compiled().split_attention_run().workgroups, uint64_t(n_kv) * 4) << "a grid from an earlier run";
+    EXPECT_EQ(deep.compiled().split_attention_run().scratch_bytes, attention_partial_bytes(4, n_head, d, 1));
+}
+
+// The partials a layer can need at its capacity (every row at its end) must fit what one pass
+// binds (maxStorageBufferRange), or a run deep into the context would fail: the compiler folds
+// such a layer's attention from the start (graph/split_attention.h), with the bits of the two
+// passes (AttentionSplit above). Lavapipe binds 128 MiB; the limit is lowered on a copy of its
+// capabilities, which is what the rewrite reads.
+TEST_F(SplitAttentionSizing, a_layer_whose_partials_could_exceed_what_one_pass_binds_folds_when_compiled) {
+    const test::ScopedEnv layout("TANDEM_ATTENTION_LAYOUT", "split");
+    const uint32_t n_head = 4, n_kv = 2, d = 32, block = 16, n_tok = 4;
+    std::vector<std::vector<int32_t>> lists(1);
+    for (uint32_t b = 0; b < (1u << 16); ++b) lists[0].push_back(int32_t(b % 4));  // 1M positions, 4 blocks
+    auto kv = test::make_test_kv(device(), n_kv, d, d, block, 4, lists, true);
+    const uint64_t worst = attention_partial_bytes(n_tok, n_head, d, attention_max_splits(kv->binding, 0));
+    ASSERT_LE(worst, device().caps().max_storage_buffer_range);
+    auto rewritten_to = [&](uint64_t limit) {
+        OpHarness h(device(), pipelines());
+        h.batch({60, 61, 62, 63}, {0, 0, 0, 0});
+        h.op(TDM_OP_ATTENTION, {h.input_f32({d, n_head, n_tok}, randn(size_t(n_tok) * n_head * d, 70), "q"),
+                                h.graph().kv(&kv->binding)});
+        vk::DeviceCaps caps = device().caps();
+        caps.max_storage_buffer_range = limit;
+        Graph g = h.graph();
+        EXPECT_EQ(*split_attention(g, caps), 1u);
+        std::vector<tdm_op> ops;
+        for (const Node& n : g.nodes())
+            if (n.desc.op != TDM_OP_KV_STORE) ops.push_back(n.desc.op);
+        return ops;
+    };
+    EXPECT_EQ(rewritten_to(worst), (std::vector<tdm_op>{kOpInternalAttentionPartials, kOpInternalAttentionCombine}));
+    EXPECT_EQ(rewritten_to(worst - 1), std::vector<tdm_op>{kOpInternalAttentionFolded});
 }
 
 }  // namespace

@@ -86,6 +86,7 @@ TEST(MatmulMvSplit, is_a_gpus_default_and_runs_a_1024_row_matrix_in_256_workgrou
     vk::DeviceCaps gpu;
     gpu.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
     gpu.subgroup_size = 32;
+    gpu.subgroup_size_fixable = true;  // as every Vulkan 1.3 GPU (matmul_subgroup_size_test.cpp)
     gpu.max_workgroup_invocations = 1024;
     for (const DType t : {DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16}) {
         const MatmulSplit s = default_matmul_split(gpu, t);
