@@ -9,6 +9,7 @@
 // Dispatch: x = ceil(cols / local_size), y = rows (<= 65535 per dispatch slice).
 #version 450
 #include "op_codes.h"
+#include "glu.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint OP = 0;
 
@@ -26,10 +27,6 @@ layout(push_constant) uniform Params {
     float s;
 } p;
 
-float gelu_tanh(float v) {
-    const float k = 0.7978845608028654;  // sqrt(2/pi)
-    return 0.5 * v * (1.0 + tanh(k * (v + 0.044715 * v * v * v)));
-}
 // erfc with a relative error below 1.2e-7 everywhere (the Chebyshev fit of Numerical
 // Recipes' erfcc): GLSL has no erf, and GELU's tail for negative inputs needs erfc's
 // relative accuracy, which 1 + erf would lose.
@@ -41,7 +38,6 @@ float erfc_approx(float z) {
     return z >= 0.0 ? r : 2.0 - r;
 }
 float gelu_erf(float v) { return 0.5 * v * erfc_approx(-v * 0.7071067811865476); }
-float silu(float v) { return v / (1.0 + exp(-v)); }
 float softplus(float v) { return v > 20.0 ? v : log(1.0 + exp(v)); }
 
 void main() {
@@ -67,8 +63,8 @@ void main() {
         case TDM_EW_SIGMOID: v = 1.0 / (1.0 + exp(-va)); break;
         case TDM_EW_SOFTPLUS: v = softplus(va); break;
         case TDM_EW_EXP: v = exp(va); break;
-        case TDM_EW_SWIGLU: v = silu(va) * vb; break;
-        case TDM_EW_GEGLU: v = gelu_tanh(va) * vb; break;
+        case TDM_EW_SWIGLU:
+        case TDM_EW_GEGLU: v = glu(OP, va, vb); break;
         case TDM_EW_COPY: v = va; break;
         case TDM_EW_NEG: v = -va; break;
         case TDM_EW_ADD_SCALAR: v = va + p.s; break;

@@ -39,10 +39,15 @@
 // gl_NumSubgroups and LS are what the host divided the rows by, on every driver.
 // Variants: matmul_mv_<wtype>_<tex|buf> and matmul_mv_group_<wtype>_<tex|buf>
 // (include/matmul_group.glsl), wtype in f32 f16 bf16 q8_0 q4_0 q5_0 q5_1 q4_K q5_K q6_K.
+// matmul_mv_glu_<wtype>_<tex|buf> (GROUP and GLU; host/ops/matmul_glu.cpp): a gate and an
+// up weight, a subgroup accumulating its R rows of each with the code above (so each row is
+// the sum the matmul gives, bit for bit) and writing act(gate) * up with the function the
+// glu op uses (include/glu.glsl): the GLU dispatch and the gate and up results disappear.
 // The tex variants exist so that tests can force this layout on lavapipe.
 #version 450
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
+#include "glu.glsl"
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #extension GL_KHR_shader_subgroup_basic : enable
 
@@ -50,6 +55,13 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint NT = 8;  // tokens per pass
 layout(constant_id = 2) const uint R = 1;   // rows per subgroup
 layout(constant_id = 3) const uint U = 2;   // units in flight per lane
+#ifdef GLU
+layout(constant_id = 4) const uint GLU_OP = TDM_EW_SWIGLU;  // or TDM_EW_GEGLU (include/op_codes.h)
+const uint WEIGHTS = 2;  // a subgroup's R rows of the gate weight, then the same R rows of up
+#else
+const uint WEIGHTS = 1;
+#endif
+const uint RW = R * WEIGHTS;  // rows a subgroup accumulates
 
 #define W_BINDING 0
 #define S_BINDING 1
@@ -68,6 +80,15 @@ layout(binding = 4, std430) readonly buffer ABuf { float add[]; };
 
 #include "dequant_mv.glsl"
 
+// Accumulated row r (< RW) of the subgroup: the weight it reads is selected (GLU: gate rows
+// first, then up rows) and its row index returned, clamped in bounds.
+uint weight_row(uint row0, uint r) {
+#ifdef GLU
+    mv_weight = r / R;
+#endif
+    return min(row0 + r % R, MROWS - 1);
+}
+
 void main() {
     const uint group = enter_segment(gl_WorkGroupID.x + gl_WorkGroupID.y * 65535u);
     const uint row0 = (group * gl_NumSubgroups + gl_SubgroupID) * R;
@@ -77,19 +98,19 @@ void main() {
 
     for (uint t0 = 0; t0 < p.N; t0 += NT) {
         const uint nt = min(NT, p.N - t0);
-        float acc[PIECES][R * NT];  // per piece index: the lane's units in ascending order
+        float acc[PIECES][RW * NT];  // per piece index: the lane's units in ascending order
         [[unroll]] for (uint pc = 0; pc < PIECES; ++pc)
-            [[unroll]] for (uint i = 0; i < R * NT; ++i) acc[pc][i] = 0.0;
+            [[unroll]] for (uint i = 0; i < RW * NT; ++i) acc[pc][i] = 0.0;
 
         for (uint u0 = lane; u0 < units; u0 += U * LS) {
             [[unroll]] for (uint pc = 0; pc < PIECES; ++pc) {
                 // every load of the U units first; a unit past the row's end loads the last
                 // one again (in bounds) and is not added
-                vec4 q[U][R][8];
-                vec4 s[U][R];
+                vec4 q[U][RW][8];
+                vec4 s[U][RW];
                 [[unroll]] for (uint i = 0; i < U; ++i) {
                     const uint u = min(u0 + i * LS, units - 1);
-                    [[unroll]] for (uint r = 0; r < R; ++r) s[i][r] = mv_piece(min(row0 + r, MROWS - 1), u, pc, q[i][r]);
+                    [[unroll]] for (uint r = 0; r < RW; ++r) s[i][r] = mv_piece(weight_row(row0, r), u, pc, q[i][r]);
                 }
                 [[unroll]] for (uint i = 0; i < U; ++i) {
                     const uint u = u0 + i * LS;
@@ -99,7 +120,7 @@ void main() {
                             if (t < nt) {
                                 vec4 xv[8];
                                 [[unroll]] for (uint j = 0; j < 8; ++j) xv[j] = X4(t, k0 + 4 * j);
-                                [[unroll]] for (uint r = 0; r < R; ++r) acc[pc][r * NT + t] += mv_dot(q[i][r], s[i][r], xv);
+                                [[unroll]] for (uint r = 0; r < RW; ++r) acc[pc][r * NT + t] += mv_dot(q[i][r], s[i][r], xv);
                             }
                         }
                     }
@@ -107,15 +128,15 @@ void main() {
             }
         }
         [[unroll]] for (uint pc = 1; pc < PIECES; ++pc)
-            [[unroll]] for (uint i = 0; i < R * NT; ++i) acc[0][i] += acc[pc][i];
+            [[unroll]] for (uint i = 0; i < RW * NT; ++i) acc[0][i] += acc[pc][i];
 #ifdef PLAIN_TAIL
         for (uint k = units * UNIT + 4 * lane; k < p.K; k += 4 * LS) {  // a partial last unit (plain types)
-            vec4 w4[R];
-            [[unroll]] for (uint r = 0; r < R; ++r) w4[r] = dequant4(min(row0 + r, MROWS - 1), k);
+            vec4 w4[RW];
+            [[unroll]] for (uint r = 0; r < RW; ++r) w4[r] = dequant4(weight_row(row0, r), k);
             [[unroll]] for (uint t = 0; t < NT; ++t) {
                 if (t < nt) {
                     const vec4 xv = X4(t, k);
-                    [[unroll]] for (uint r = 0; r < R; ++r) acc[0][r * NT + t] += dot(w4[r], xv);
+                    [[unroll]] for (uint r = 0; r < RW; ++r) acc[0][r * NT + t] += dot(w4[r], xv);
                 }
             }
         }
@@ -125,6 +146,10 @@ void main() {
             [[unroll]] for (uint t = 0; t < NT; ++t) {
                 if (t < nt) {
                     const float v = subgroupAdd(acc[0][r * NT + t]);
+#ifdef GLU
+                    const float up = subgroupAdd(acc[0][(R + r) * NT + t]);
+                    if (lane == 0 && row0 + r < MROWS) y[Y_OFF + (t0 + t) * Y_STRIDE + row0 + r] = glu(GLU_OP, v, up);
+#else
                     if (lane == 0 && row0 + r < MROWS) {
                         float o = v;
 #ifndef GROUP
@@ -132,6 +157,7 @@ void main() {
 #endif
                         y[Y_OFF + (t0 + t) * Y_STRIDE + row0 + r] = o;
                     }
+#endif
                 }
             }
         }

@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "graph/fusion.h"
+#include "graph/fusion_glu.h"
 #include "graph/split_attention.h"
 #include "graph/weight.h"
 #include "ops/op_def.h"
@@ -419,7 +420,10 @@ Status CompiledGraph::record_commands() {
 Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(vk::Device& device, vk::PipelineManager& pipelines,
                                                               Graph graph, const CompileOptions& options) {
     // Fusion keeps every result bit for bit, but a NaN probe wants each op's own result.
-    if (options.fuse && !options.probe_non_finite && fusion_enabled(device.caps())) fuse_graph(graph);
+    if (options.fuse && !options.probe_non_finite && fusion_enabled(device.caps())) {
+        fuse_graph(graph);
+        fuse_glu_epilogues(graph, device.caps());
+    }
     // not optional: the split layout's results are its kernels' (probes watch them too)
     TDM_TRY(split_attention(graph, device.caps()));
     std::unique_ptr<CompiledGraph> cg(new CompiledGraph(device, pipelines, std::move(graph)));

@@ -39,8 +39,8 @@ uint64_t Runner::matmul_weight_bytes() const {
     std::set<const DeviceWeight*> seen;
     uint64_t n = 0;
     for (const Node& node : g.nodes()) {
-        // a fused matmul_group (graph/fusion.h) reads the weights after its input x
-        const bool group = node.desc.op == kOpInternalMatmulGroup;
+        // a fused matmul_group or matmul_glu (graph/fusion.h) reads the weights after its input x
+        const bool group = node.desc.op == kOpInternalMatmulGroup || node.desc.op == kOpInternalMatmulGlu;
         if (node.desc.op != TDM_OP_MATMUL && node.desc.op != kOpInternalMatmulQ8 && !group) continue;
         for (int k = group ? 1 : 0; k < (group ? node.desc.n_in : 1); ++k) {
             const DeviceWeight* w = g.tensor(node.desc.in[k]).weight;

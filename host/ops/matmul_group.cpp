@@ -7,27 +7,18 @@
 // each and their matmuls split rows alike; otherwise each weight's own dispatches, as
 // TDM_OP_MATMUL records them. Either way every row is the ungrouped matmul's sum.
 // OpDesc: in[0] = x, in[1..n_in-1] = the weights; outputs out, out2, out3 in that order.
-// Not here: the plain matmul (matmul.cpp), the pattern matching (graph/fusion.cpp).
+// Not here: the plain matmul (matmul.cpp), gate and up with the GLU epilogue
+// (matmul_glu.cpp), the pattern matching (graph/fusion.cpp).
 #include <algorithm>
 #include <array>
 
+#include "ops/matmul_glu.h"
 #include "ops/matmul_split.h"
 #include "ops/weight_record.h"
 
 namespace tdm {
-namespace {
 
-using namespace kernel;
-
-constexpr int kMaxGroupWeights = 3;
-
-Status validate_matmul_group(OpContext& c) {
-    return Error::coded(TDM_ERR_UNSUPPORTED, "{}: formed by the graph's fusion pass only", c.op());
-}
-
-// The smallest slice of one buffer covering all of `parts`, or an empty slice when they
-// lie in different buffers or the span exceeds `limit` bytes.
-vk::BufferSlice span_of(const std::vector<vk::BufferSlice>& parts, uint64_t limit) {
+vk::BufferSlice kernel::buffer_span(const std::vector<vk::BufferSlice>& parts, uint64_t limit) {
     vk::BufferSlice s = parts[0];
     uint64_t end = s.offset + s.size;
     for (const vk::BufferSlice& p : parts) {
@@ -38,6 +29,16 @@ vk::BufferSlice span_of(const std::vector<vk::BufferSlice>& parts, uint64_t limi
     s.size = end - s.offset;
     if (s.size > limit) return {};
     return s;
+}
+
+namespace {
+
+using namespace kernel;
+
+constexpr int kMaxGroupWeights = 3;
+
+Status validate_matmul_group(OpContext& c) {
+    return Error::coded(TDM_ERR_UNSUPPORTED, "{}: formed by the graph's fusion pass only", c.op());
 }
 
 Status record_matmul_group(RecordContext& c, const Node& n, const std::string& detail_label) {
@@ -76,9 +77,9 @@ Status record_matmul_group(RecordContext& c, const Node& n, const std::string& d
     const uint64_t scale_limit = texel ? caps.max_texel_buffer_elements * 2 : caps.max_storage_buffer_range;
     vk::BufferSlice main_span, scale_span, y_span;
     if (grouped) {
-        main_span = span_of(mains, main_limit);
-        scale_span = span_of(scales, scale_limit);
-        y_span = span_of(ys, caps.max_storage_buffer_range);
+        main_span = buffer_span(mains, main_limit);
+        scale_span = buffer_span(scales, scale_limit);
+        y_span = buffer_span(ys, caps.max_storage_buffer_range);
         grouped = main_span && scale_span && y_span;
     }
     if (!grouped) {  // each weight as TDM_OP_MATMUL records it

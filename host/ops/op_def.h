@@ -69,6 +69,7 @@ constexpr tdm_op kOpInternalArgmaxSlices = tdm_op(0x40000006);  // ops/argmax.cp
 constexpr tdm_op kOpInternalAttentionPartials = tdm_op(0x40000007);  // ops/attention_split.cpp
 constexpr tdm_op kOpInternalAttentionCombine = tdm_op(0x40000008);   // (graph/split_attention.cpp)
 constexpr tdm_op kOpInternalAttentionFolded = tdm_op(0x40000009);
+constexpr tdm_op kOpInternalMatmulGlu = tdm_op(0x4000000A);  // ops/matmul_glu.cpp (graph/fusion_glu.cpp)
 // Columns of a row that one workgroup of argmax's first pass reduces, and the slices of a
 // row of `cols` (argmax_slices' result holds a value and an index per slice and row).
 constexpr uint32_t kArgmaxSlice = 1024;

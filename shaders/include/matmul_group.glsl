@@ -9,11 +9,25 @@
 // workgroup runs one segment with the ungrouped kernel's code, so every row is the sum a
 // single matmul gives, bit for bit. Defines MROWS, Y_OFF, Y_STRIDE (and W_OFF, S_OFF for
 // dequant.glsl) and enter_segment(group) -> the workgroup's index within its segment.
+// GROUP with GLU: a gate and an up weight whose results meet in act(gate) * up, below.
 #ifdef GROUP
 layout(push_constant) uniform Params {
     uint K, N, x_off, x_stride;
     uint seg_group[3], seg_M[3], seg_w[3], seg_s[3], seg_y[3], seg_y_stride[3];
 } p;
+#ifdef GLU
+// GLU (matmul_mv.comp only): segment 0 is the gate weight and segment 1 the up weight, of
+// equal rows; every workgroup computes its rows of both (the segments share workgroups,
+// seg_group is unused) and writes act(gate) * up where segment 0's result goes. The
+// kernel sets mv_weight to the segment whose planes the next weight loads read.
+uint mv_weight = 0u;
+#define MROWS p.seg_M[0]
+#define Y_OFF p.seg_y[0]
+#define Y_STRIDE p.seg_y_stride[0]
+#define W_OFF p.seg_w[mv_weight]
+#define S_OFF p.seg_s[mv_weight]
+uint enter_segment(uint group) { return group; }
+#else
 // The segment of this workgroup. Recomputed where used rather than kept in private
 // variables: built from workgroup ids and push constants it stays a uniform scalar that
 // the compiler hoists, as the plain kernel's push constants are.
@@ -27,6 +41,7 @@ uint segment() {
 #define W_OFF p.seg_w[segment()]
 #define S_OFF p.seg_s[segment()]
 uint enter_segment(uint group) { return group - p.seg_group[segment()]; }
+#endif
 #else
 layout(push_constant) uniform Params {
     uint K;         // columns

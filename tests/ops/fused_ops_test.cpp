@@ -3,7 +3,8 @@
 // against a double reference, against the unfused chain it replaces bit for bit (the same
 // graph compiled with CompileOptions::fuse off), and batch-invariant: norm_rope (query heads
 // normed and rotated), norm_rope_store (key and value heads normed, rotated and stored
-// beside the queries) and matmul_group (q, k and v of one input in one dispatch). The
+// beside the queries), matmul_group (q, k and v of one input in one dispatch) and
+// matmul_glu (gate, up and the glu that reads them in one dispatch). The
 // fused graphs must also record fewer dispatches, or the pass did not fire.
 // A few shapes each: the exactness of a mechanism, not a sweep (the test time budget).
 // To add a case: a row in the case lists below.
@@ -254,6 +255,70 @@ INSTANTIATE_TEST_SUITE_P(Types, MatmulGroup,
                          [](const auto& p) {
                              return std::string(dtype_name(std::get<0>(p.param))) + "_" + std::get<1>(p.param);
                          });
+
+// ----------------------------------------------------------------------------- matmul_glu
+
+class MatmulGlu : public test::DeviceTest, public ::testing::WithParamInterface<std::tuple<DType, tdm_glu>> {};
+
+// Gate and up matmuls of one input and the glu that reads them, in the "mv" layout (the
+// GPUs', forced here): one matmul_glu dispatch whose result is the three ops' bits, for a
+// batch of 5 and each token alone (batch invariance), and near the double reference.
+TEST_P(MatmulGlu, gate_up_and_glu_equal_the_unfused_ops_bit_for_bit_in_one_dispatch) {
+    const DType t = std::get<0>(GetParam());
+    const tdm_glu kind = std::get<1>(GetParam());
+    const test::ScopedEnv layout("TANDEM_MATMUL_LAYOUT", "mv");
+    const bool plain = t == DType::F32 || t == DType::F16 || t == DType::BF16;
+    const int64_t K = plain ? 264 : 256;  // 264: the plain types' partial last unit too
+    const int64_t M = 77;                 // not a multiple of any workgroup's rows
+    const auto gf = randn(size_t(K * M), 71, 0.1f), uf = randn(size_t(K * M), 72, 0.1f);
+    const auto wg = quantize_matrix(t, gf.data(), M, K), wu = quantize_matrix(t, uf.data(), M, K);
+    const int n = 5;
+    const auto x = randn(size_t(K * n), 81);
+    auto run = [&](int tokens, const float* xs, bool fuse, uint32_t* dispatches) {
+        OpHarness h(device(), pipelines());
+        const TensorId tx = h.input_f32({K, tokens}, std::vector<float>(xs, xs + K * tokens), "x");
+        const TensorId g = h.op(TDM_OP_MATMUL, {h.weight(t, K, M, wg), tx});
+        const TensorId u = h.op(TDM_OP_MATMUL, {h.weight(t, K, M, wu), tx});
+        const TensorId y = h.op(TDM_OP_GLU, {g, u}, {kind});
+        h.run({y}, fused(fuse));
+        if (dispatches) *dispatches = h.compiled().dispatch_count();
+        return h.f32(y);
+    };
+    const std::string what = fmt::format("{} {}", dtype_name(t), kind == TDM_GLU_GEGLU ? "geglu" : "swiglu");
+    uint32_t d_fused = 0, d_plain = 0;
+    const auto got = run(n, x.data(), true, &d_fused), unfused = run(n, x.data(), false, &d_plain);
+    EXPECT_TRUE(same_bits_fused(got, unfused)) << what;
+    EXPECT_EQ(d_fused, 1u) << what;
+    EXPECT_EQ(d_plain, 3u) << what;
+    std::vector<float> gate, up;
+    for (int tok = 0; tok < n; ++tok) {
+        const std::span<const float> xt(x.data() + tok * K, size_t(K));
+        const auto gr = ref::matmul(xt, t, wg, M, K), ur = ref::matmul(xt, t, wu, M, K);
+        gate.insert(gate.end(), gr.begin(), gr.end());
+        up.insert(up.end(), ur.begin(), ur.end());
+    }
+    EXPECT_LT(ref::nmse(got, kind == TDM_GLU_GEGLU ? ref::geglu(gate, up) : ref::swiglu(gate, up)), 1e-10) << what;
+    for (int tok : {0, n - 1}) {
+        const auto one = run(1, x.data() + tok * K, true, nullptr);
+        EXPECT_EQ(std::memcmp(one.data(), got.data() + tok * M, size_t(M) * sizeof(float)), 0)
+            << what << ", token " << tok;
+    }
+}
+
+// Every weight type the "mv" layout has with SwiGLU (Qwen3, Qwen3.5, Llama, GLM); GeGLU
+// (Gemma 4) on two of them: the epilogue differs in its function only.
+INSTANTIATE_TEST_SUITE_P(
+    Types, MatmulGlu,
+    ::testing::Values(std::make_tuple(DType::F32, TDM_GLU_SWIGLU), std::make_tuple(DType::F16, TDM_GLU_SWIGLU),
+                      std::make_tuple(DType::BF16, TDM_GLU_SWIGLU), std::make_tuple(DType::Q8_0, TDM_GLU_SWIGLU),
+                      std::make_tuple(DType::Q4_0, TDM_GLU_SWIGLU), std::make_tuple(DType::Q5_0, TDM_GLU_SWIGLU),
+                      std::make_tuple(DType::Q5_1, TDM_GLU_SWIGLU), std::make_tuple(DType::Q4_K, TDM_GLU_SWIGLU),
+                      std::make_tuple(DType::Q5_K, TDM_GLU_SWIGLU), std::make_tuple(DType::Q6_K, TDM_GLU_SWIGLU),
+                      std::make_tuple(DType::Q8_0, TDM_GLU_GEGLU), std::make_tuple(DType::Q4_K, TDM_GLU_GEGLU)),
+    [](const auto& p) {
+        return std::string(dtype_name(std::get<0>(p.param))) +
+               (std::get<1>(p.param) == TDM_GLU_GEGLU ? "_geglu" : "_swiglu");
+    });
 
 // ----------------------------------------------------------------------------- norm_add, geglu
 

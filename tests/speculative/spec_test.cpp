@@ -224,8 +224,8 @@ TEST_F(Spec, split_attention_keeps_speculative_output_exact) {
 
 // The GPUs' mat-vec matmul layout ("mv", forced here on lavapipe): greedy speculative
 // output is plain output, so decode and verify passes (batch widths 1 and 4), including the
-// grouped q/k/v and gate/up matmuls and the fused residual adds, compute the same bits. Three
-// short prompts: a check of the mechanism.
+// grouped q/k/v matmuls, gate/up with the GLU epilogue (graph/fusion_glu.h) and the fused
+// residual adds, compute the same bits. Three short prompts: a check of the mechanism.
 TEST_F(Spec, mv_matmul_layout_keeps_speculative_output_exact) {
     const test::ScopedEnv layout("TANDEM_MATMUL_LAYOUT", "mv");
     const Pair p = make_pair(DType::Q8_0, 0.0f, 23);
