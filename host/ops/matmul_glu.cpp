@@ -57,7 +57,9 @@ Status record_matmul_glu(RecordContext& c, const Node& n, const std::string& det
     const uint32_t sg = std::max<uint32_t>(1, caps.subgroup_size);
     std::vector<uint32_t> spec = lay.spec(sg, nt);
     spec.push_back(uint32_t(d.i[0]));  // GLU_OP
-    const vk::Pipeline* p = TDM_TRY(c.pipelines.get(weight_variant("matmul_mv_glu", gate.type(), spans->texel), spec));
+    // the kernel divides its rows by the subgroup size, as "mv" does (vk::SubgroupShape)
+    const vk::Pipeline* p = TDM_TRY(
+        c.pipelines.get(weight_variant("matmul_mv_glu", gate.type(), spans->texel), spec, lay.subgroup_shape()));
 
     struct {
         uint32_t K, N, x_off, x_stride;
