@@ -137,16 +137,17 @@ def main():
         p("## Speculative decoding, forced acceptance (bench spec)")
         p()
         p("| run | matched | acceptance | tokens/target pass | plain TPOT ms | spec TPOT ms | speedup (decode) | "
-          "verify/decode |")
-        p("|---|---|---|---|---|---|---|---|")
+          "verify/decode | draft step/target step | draft pass/target step |")
+        p("|---|---|---|---|---|---|---|---|---|---|")
         for name, j in spec:
             if not j:
-                p(f"| {name} | (step failed) | | | | | | |")
+                p(f"| {name} | (step failed) | | | | | | | | |")
                 continue
             p(f"| {name} | {j.get('matched', '-')} | {fmt(j.get('acceptance_rate'))} | "
               f"{fmt(j.get('tokens_per_target_pass'))} | {fmt(j.get('plain_tpot_ms'), 3)} | "
               f"{fmt(j.get('spec_tpot_ms'), 3)} | {fmt(j.get('speedup_decode'))} | "
-              f"{fmt(j.get('verify_over_decode'))} |")
+              f"{fmt(j.get('verify_over_decode'))} | {fmt(j.get('draft_token_over_decode'), 3)} | "
+              f"{fmt(j.get('draft_round_over_decode'), 3)} |")
         p()
 
     # ---- where one decode step's time goes: the last pass of the profiled run

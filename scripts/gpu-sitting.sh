@@ -26,7 +26,8 @@
 #   bench ops on 31B-sized matrices (21504x5376 and 5376x21504; Q8_0, Q4_K; batch 1 and 4) with
 #   device timestamps, and the device copy bandwidth, then again with the older "ks" matmul
 #   layout forced (a GPU's default is "mv"); bench decode at 64 and 4096 tokens of
-#   context, and once with --profile and --profile-json; bench spec at forced acceptance 0.7 and 1.0, k = 3;
+#   context, and once with --profile and --profile-json; bench spec at forced acceptance 0.7 and 1.0, k = 3,
+#   with the model's own drafter and with synthesized EAGLE-3 and DFlash heads;
 #   `tandem tune` (when the build has it) and the benchmarks again with its table; llama-bench on the same files.
 # Timings only; nothing here is a test.
 set -euo pipefail
@@ -195,6 +196,24 @@ if [ -s "$q8" ]; then
     --prompts 2 --gen-tokens "$spec_gen" --prompt-len 32 -c 512 --no-tune --json
   step "spec-a0.5-tree7,2,8" "$limit" "$tandem" bench spec -m "$q8" --force-acceptance 0.5 --spec-fixed --draft-max 7 \
     --draft-tree 7,2,8 --prompts 2 --gen-tokens "$spec_gen" --prompt-len 32 -c 512 --no-tune --json
+  # EAGLE-3 (a published head's 32K draft vocabulary; the tiny target's is smaller) and DFlash
+  # heads shaped for the target: what a draft step and a block pass cost against a target step
+  # (issue 41's goals: at most 0.10 per drafted token, 0.3 per block pass)
+  e3="$models/$(basename "$q8" .gguf)-eagle3.gguf"; df="$models/$(basename "$q8" .gguf)-dflash.gguf"
+  if [ "$quick" = 1 ]; then  # the tiny target: its half vocabulary, and too few layers for DFlash
+    synth "$(basename "$e3")" "$limit" --arch eagle3 --target "$q8"
+  else
+    synth "$(basename "$e3")" "$limit" --arch eagle3 --target "$q8" --draft-vocab 32000
+    synth "$(basename "$df")" "$limit" --arch dflash --target "$q8" --format gguf
+  fi
+  for a in 0.7 1.0; do
+    for head in "$e3" "$df"; do
+      [ -s "$head" ] || continue
+      kind="${head##*-}"
+      step "spec-${kind%.gguf}-a$a-k3" "$limit" "$tandem" bench spec -m "$q8" -md "$head" --force-acceptance "$a" \
+        --spec-fixed --draft-max 3 --prompts 2 --gen-tokens "$spec_gen" --prompt-len 32 -c 512 --no-tune --json
+    done
+  done
 fi
 
 # Per-device tuning (`tandem tune`, docs/TUNING.md) when this build has it: the fastest work
