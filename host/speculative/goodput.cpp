@@ -40,6 +40,11 @@ constexpr int kMissesBeforeDoubt = 3;
 // where a probe costs half a plain step (lavapipe) it comes after 25 plain steps, not 8, and
 // where it costs nearly nothing (a GPU) the probe interval rules.
 constexpr double kProbeShare = 0.02;
+// Until a probe has been timed warm, its cost is the first trial's, which includes building the
+// head's and the verify's graphs: on a GPU that can be several plain steps, so the wait it
+// implies is capped at this many probe intervals (a good head whose first trial missed gets
+// its second chance within 32 steps, not 256).
+constexpr int kTrialWaitIntervals = 4;
 
 double ema(double old, double x) { return old == 0 ? x : old + kEma * (x - old); }
 
@@ -238,7 +243,7 @@ void GoodputController::planned(int k) {
 }
 
 bool GoodputController::probe_when_starved() {
-    if (++starved_ < probe_after_) return false;
+    if (++starved_ < probe_wait()) return false;
     starved_ = 0;
     probing_ = true;
     ++report_.probes;
@@ -275,13 +280,16 @@ int GoodputController::probe_wait() const {
     // a drafter that agreed (in this sequence or its history) is probed at the back-off's
     // pace: its text may come back soon, and a probe that finds it is worth more
     if (plain_ms_ <= 0 || agreed_) return probe_after_;
-    // a probe's cost: measured, or the first trial's (graph builds included: an upper bound)
-    const double probe_ms = verify_ms_[1] > 0 && draft_ms_per_token_ > 0 ? verify_ms_[1] + draft_ms_per_token_
-                            : trial_ms_ > 0                             ? trial_ms_
-                                                                        : verify_estimate(1) + draft_ms_per_token_;
+    // a probe's cost: measured, or the first trial's (graph builds included: an upper bound,
+    // so the wait it gives is capped)
+    const bool measured = verify_ms_[1] > 0 && draft_ms_per_token_ > 0;
+    const double probe_ms = measured         ? verify_ms_[1] + draft_ms_per_token_
+                            : trial_ms_ > 0 ? trial_ms_
+                                            : verify_estimate(1) + draft_ms_per_token_;
     const double extra = (probe_ms - plain_ms_) / plain_ms_;
     const double by_cost = std::ceil(std::max(0.0, extra) / kProbeShare);
-    return std::max(probe_after_, int(std::min(by_cost, double(probe_interval_ * kMaxBackOff))));
+    const int cap = probe_interval_ * (measured || trial_ms_ <= 0 ? kMaxBackOff : kTrialWaitIntervals);
+    return std::max(probe_after_, int(std::min(by_cost, double(cap))));
 }
 
 void GoodputController::probe_failed() {

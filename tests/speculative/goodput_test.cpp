@@ -432,6 +432,30 @@ TEST(GoodputController, a_dear_probe_waits_until_it_costs_2_percent_of_the_time)
     EXPECT_EQ(cheap_gaps.front(), 2 + kGoodputProbeInterval) << "two calibrating plain steps, then the interval";
 }
 
+// A first trial that missed on a GPU, where building the head's and the verify's graphs made it
+// cost 5 plain steps: that cost is no probe's, so the next chance comes within 4 probe
+// intervals (32 steps), not the 200 the trial's time would ask for.
+TEST(GoodputController, a_first_trial_slowed_by_graph_builds_waits_at_most_four_intervals) {
+    GoodputController t(8, kGoodputProbeInterval, DrafterKind::head);
+    int plain = 0, rounds = 0;
+    for (int i = 0; i < 200 && rounds < 2; ++i) {
+        const int k = t.choose(8);
+        if (k == 0) {
+            t.observe_plain(10.0);
+            ++plain;
+            continue;
+        }
+        if (rounds++ == 0) {
+            t.observe_round(k, 0, 20.0 * k, 40.0);  // the trial, graph builds included
+            plain = 0;
+        }
+    }
+    ASSERT_EQ(rounds, 2) << "no probe after the missed trial";
+    // the trial came first, so two calibrating plain steps follow it, then the wait
+    EXPECT_GE(plain, 2 + kGoodputProbeInterval);
+    EXPECT_LE(plain, 2 + 4 * kGoodputProbeInterval);
+}
+
 // A history of costs alone (a benchmark's warm-up, whose drafts were forced): the device's
 // costs spare the calibrating plain steps, but the first trial is still the kind's.
 TEST(GoodputController, a_history_of_costs_alone_spares_the_calibration_not_the_first_trial) {
