@@ -18,6 +18,11 @@
 #include "speculative/draft_head_shared.h"
 
 namespace tdm {
+uint32_t block_drafted_rows(uint32_t k, uint32_t block_size) {
+    uint32_t n = 1;
+    while (n < k) n = n < 4 ? n + 1 : (n & (n - 1)) == 0 ? n + n / 2 : n / 3 * 4;
+    return std::min(n, block_size - 1);
+}
 
 DraftHead::~DraftHead() {
     for (auto& [key, c] : chains)
@@ -420,9 +425,9 @@ Result<std::shared_ptr<DraftHeadDrafter::Run>> DraftHead::submit(std::span<Draft
                     d.row_on_device(first[s] + count[s] - 1, &row);
         table = d.device_rows_;
     }
-    // a block drafts b - 1 whatever the request's count, or (drafted_rows) as many as the
-    // request asks, up to b - 1, through a graph of its own
-    if (block_size) k = drafted_rows ? std::min(k, block_size - 1) : block_size;
+    // a block drafts b - 1 whatever the request's count, or (drafted_rows) about as many as
+    // the request asks, up to b - 1, through a graph of its own
+    if (block_size) k = drafted_rows ? block_drafted_rows(k, block_size) : block_size;
     Chain* c = TDM_TRY(chain_for(n_rows, n_seq, k, on_device ? table : nullptr, round_vocab(reqs)));
     ++rounds_by_vocab[c->width];
     if (busy(*c)) settle(*c->last);  // its drafters take their tokens from the run's copy

@@ -74,6 +74,13 @@ struct DraftHeadOptions {
 
 class DraftHead;
 
+// The drafted rows a version-2 block graph (tandem/ext/block_draft.h) computes for a request of
+// k drafts: k rounded up to 1, 2, 3, 4, 6, 8, 12, 16, 24, ... and at most b - 1. Graphs are kept
+// per (context rows, drafted rows); a controller that moves k between 5 and 9 would otherwise
+// keep dozens of shapes and evict and rebuild them every few rounds. The extra rows' picks are
+// dropped (a sequence keeps its request's count), so the drafts are the same.
+uint32_t block_drafted_rows(uint32_t k, uint32_t block_size);
+
 class DraftHeadDrafter : public Drafter {
 public:
     // `source` holds the head's weights: the target's own file (shared, mapped

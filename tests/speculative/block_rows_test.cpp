@@ -19,6 +19,17 @@ namespace {
 
 constexpr int64_t kBlockRowsEmbd = 64;
 
+// Draft counts share a few graph shapes: 5 drafts compute 6 rows, 7 compute 8, never more than
+// b - 1, and 1 to 4 their own count (the LM-head row counts tests/models/dflash/ checks).
+TEST(BlockDraftedRows, draft_counts_round_up_to_a_few_graph_shapes) {
+    std::vector<uint32_t> rows;
+    for (uint32_t k = 1; k <= 15; ++k) rows.push_back(block_drafted_rows(k, 16));
+    EXPECT_EQ(rows, (std::vector<uint32_t>{1, 2, 3, 4, 6, 6, 8, 8, 12, 12, 12, 12, 15, 15, 15}));
+    EXPECT_EQ(block_drafted_rows(20, 64), 24u);
+    EXPECT_EQ(block_drafted_rows(40, 6), 5u);
+    for (uint32_t k = 1; k <= 63; ++k) EXPECT_GE(block_drafted_rows(k, 64), k);
+}
+
 const std::string& block_rows_model_path() {
     static const std::string path = [] {
         const std::string p = test::make_temp_dir("block-rows") + "/m.gguf";
