@@ -84,15 +84,16 @@ std::vector<int32_t> hf_stop_ids(const ModelSource& src, const std::filesystem::
 Result<const ArchEntry*> find_architecture(const ModelSource& src, const Registry& registry) {
     const std::string arch = src.architecture();
     const bool gguf = src.format() == SourceFormat::gguf;
-    if (arch.empty() && gguf)
-        return Error::format("{}: the file does not name its architecture (no general.architecture)", src.path());
-    if (arch.empty()) return hf_architecture_error(src);
-    // a head's HF directory may say model_type "llama" and name itself only in "architectures"
+    // a head's HF directory may say model_type "llama" (or nothing) and name itself only in
+    // "architectures"
     for (const std::string& name : src.architecture_names())
         if (registry.is_draft_head_source(name))
             return Error::format("{}: '{}' is a drafter, not a model: pass it with -md (--model-draft) beside its "
                                  "target model (-m)",
                                  src.path(), name);
+    if (arch.empty() && gguf)
+        return Error::format("{}: the file does not name its architecture (no general.architecture)", src.path());
+    if (arch.empty()) return hf_architecture_error(src);
     const ArchEntry* e = gguf ? registry.find_arch_gguf(arch) : registry.find_arch_hf(arch);
     if (!e)
         return Error::format("{}: unknown architecture '{}'; loaded plugins: {}", src.path(), arch,

@@ -71,9 +71,13 @@ Status record_matmul_id(RecordContext& c, const Node& n, const std::string&) {
     const uint32_t n_used = uint32_t(ids.ne[0]), pairs = uint32_t(ids.rows()) * n_used;
     const bool texel = act_texel(c) && w.has_texel_views();
     const uint32_t sg = std::max<uint32_t>(1, c.device.caps().subgroup_size);
+    // Rows are counted in subgroups, so the size is fixed where the device can fix it. Where it
+    // cannot, the driver's choice is taken, as before sizes could be fixed: mixture-of-experts
+    // models have no other kernel, and refusing them would be worse than the risk.
+    const vk::SubgroupShape shape =
+        c.device.caps().subgroup_size_fixable ? vk::SubgroupShape::device_size : vk::SubgroupShape::any;
     const vk::Pipeline* p =
-        TDM_TRY(c.pipelines.get(weight_variant("matmul_id", w.type(), texel), {sg * kSubgroups, kRows},
-                                vk::SubgroupShape::device_size));  // rows counted in subgroups
+        TDM_TRY(c.pipelines.get(weight_variant("matmul_id", w.type(), texel), {sg * kSubgroups, kRows}, shape));
     const vk::Binding bx = texel ? vk::Binding::texel(TDM_TRY(c.compiled.texel_view(d.in[1]))) : storage(c, d.in[1]);
     const std::string label = fmt::format("matmul_id_{}", dtype_name(w.type()));
     struct {

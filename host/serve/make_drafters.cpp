@@ -112,7 +112,6 @@ Result<DrafterChain> make_drafters(DrafterHost& host, const Model& target, const
                 return Error("speculative type 'draft' needs a draft model: -md FILE (--model-draft)");
             // a file that holds a draft head alone (a Gemma 4 assistant) drafts as that head
             std::shared_ptr<const ModelSource> md(TDM_TRY_CTX(ModelSource::open(cfg.model.draft_path), "-md"));
-            const std::string& md_arch = md->architecture();
             if (const DraftHeadEntry* h = reg->find_draft_head_source(md->architecture_names(), target.arch().desc->name)) {
                 const std::string head_type = h->spec_types.empty() ? h->desc->name : h->spec_types[0];
                 add_head(chain, TDM_TRY_CTX(make_draft_head(host, *h, head_type, target, target_kv, options, sequences, md),
@@ -120,9 +119,12 @@ Result<DrafterChain> make_drafters(DrafterHost& host, const Model& target, const
                          *h, true);
                 continue;
             }
-            if (const DraftHeadEntry* other = reg->find_draft_head_source(md->architecture_names()))
-                return Error::format("-md {}: a {} head ({}) drafts for other architectures than this model's ({})",
-                                     cfg.model.draft_path, other->desc->name, md_arch, target.arch().desc->name);
+            for (const std::string& name : md->architecture_names())
+                if (const DraftHeadEntry* other = reg->find_draft_head_source(name))
+                    return Error::format("-md {}: a {} head ('{}') drafts for {}, not for this model's architecture "
+                                         "({})",
+                                         cfg.model.draft_path, other->desc->name, name,
+                                         fmt::join(other->target_archs, ", "), target.arch().desc->name);
             md.reset();
             auto dm = TDM_TRY_CTX(host.load_model(cfg.model.draft_path), "loading the draft model");
             if (target.tokenizer() && dm->tokenizer())

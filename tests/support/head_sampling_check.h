@@ -28,7 +28,10 @@ struct HeadSamplingCounts {
 // drafts outside the target's top 4 nearly always, so the rejection rule would only ever
 // reject a token of probability 0: the head does all its work (taps, its KV rolled back with
 // each rejection) inside a forced drafter (speculative/forced_drafter.h) that proposes the
-// target's greedy continuation instead, accepted often and rejected often.
+// target's greedy continuation instead, accepted often and rejected often. So this checks the
+// rejection rule with the head's side effects in the loop, not the head's own drafts: a head
+// whose logits were wrong would still pass here (its drafts are checked by the greedy
+// exactness and reference tests).
 HeadSamplingCounts sample_with_head(Runner& runner, KvPool& kv, std::span<const int32_t> prompt, Drafter& head,
                                     uint32_t n_vocab, int runs);
 

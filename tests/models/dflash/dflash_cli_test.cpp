@@ -83,6 +83,17 @@ TEST(DflashCli, synth_writes_a_head_for_a_target_that_run_drafts_with) {
     const nlohmann::json by_name = dflash_run_json(target, {"-md", head, "--draft-max", "5"});
     EXPECT_EQ(by_name["tokens"], plain["tokens"]) << by_name.dump();
     EXPECT_NE(by_name["speculative"].dump().find("dflash"), std::string::npos) << by_name.dump();
+    // found by that name, it is refused as a model and beside a target it cannot draft for
+    r = tandem({"run", "-m", head, "-p", "hi", "-n", "2"}, kDflashEnv);
+    EXPECT_NE(r.status, 0);
+    EXPECT_TRUE(r.has("'DFlashDraftModel' is a drafter, not a model: pass it with -md")) << r.err;
+    r = tandem({"synth", "--arch", "qwen35", "--preset", "tiny", "-o", dir + "/q35.gguf"}, kDflashEnv);
+    ASSERT_EQ(r.status, 0) << r.err;
+    r = tandem({"run", "-m", dir + "/q35.gguf", "-md", head, "-p", "hi", "-n", "2"}, kDflashEnv);
+    EXPECT_NE(r.status, 0);
+    EXPECT_TRUE(r.has("a dflash head ('DFlashDraftModel') drafts for qwen3, llama, not for this model's "
+                      "architecture (qwen35)"))
+        << r.err;
 
     // the block graph's LM head: 3 rows at 3 drafts a round (fewer in the last rounds, when
     // fewer tokens are left), not the block's 6; all 6 on a host that answers with version 1
