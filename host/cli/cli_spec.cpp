@@ -159,8 +159,8 @@ OptionGroup speculative_options() {
             {
                 {{"-md", "--model-draft", "--draft-model"}, K::string, "FILE", "A small draft model with the same "
                  "vocabulary (speculative type `draft`), or a drafter's own file such as a Gemma 4 assistant or "
-                 "an EAGLE-3 head (drafts as that head; an HF EAGLE-3 directory needs --spec-type eagle3), or a DFlash "
-                 "head's HF directory with --spec-type dflash.", "", "", false, false, "model-draft"},
+                 "an EAGLE-3 or DFlash head, GGUF or HF directory (drafts as that head, found by the file's "
+                 "architecture; name it with --spec-type eagle3|dflash if the directory's config.json does not).", "", "", false, false, "model-draft"},
                 {{"--mtp-head"}, K::string, "FILE", "An MTP/NextN head shipped as its own file (speculative type "
                  "mtp); by default the head is read from the target's own file."},
                 {{"--spec-type"}, K::string, "LIST", "Drafters to use, comma-separated, in order of preference (the goodput "
