@@ -12,46 +12,12 @@
 #include <string_view>
 #include <vector>
 
+#include "graph/fusion_uses.h"
 #include "graph/weight.h"
 #include "ops/norm_rope.h"
 
 namespace tdm {
 namespace {
-
-// Who reads what: readers per storage owner (a view's reads count for its base), and
-// the tensors a fused op must keep (graph outputs, caller-bound storage).
-class Uses {
-public:
-    explicit Uses(const Graph& g) : g_(g), readers_(g.tensor_count(), 0), producer_(g.tensor_count(), -1) {
-        const auto& nodes = g.nodes();
-        for (size_t i = 0; i < nodes.size(); ++i) {
-            const OpDesc& d = nodes[i].desc;
-            for (int k = 0; k < d.n_in; ++k) ++readers_[g.tensor(d.in[k]).base];
-            for (TensorId t : {nodes[i].positions, nodes[i].seq_ids, nodes[i].state_io, nodes[i].kv_tree})
-                if (t != kNoTensor) ++readers_[g.tensor(t).base];
-            for (TensorId o : nodes[i].results())
-                if (o != kNoTensor) producer_[o] = int(i);
-        }
-        for (TensorId o : g.outputs()) readers_[g.tensor(o).base] += 2;  // never fused away
-        for (TensorId t = 1; t < g.tensor_count(); ++t)
-            if (g.tensor(t).bound) readers_[t] += 2;
-    }
-    // The node producing t as its first output, or -1.
-    int producer(TensorId t) const { return t < producer_.size() ? producer_[t] : -1; }
-    // t is an activation read once, by `reader` directly (not through a view).
-    bool read_only_by(TensorId t, const Node& reader) const {
-        const Tensor& x = g_.tensor(t);
-        if (x.kind != TensorKind::activation || x.base != t || readers_[t] != 1) return false;
-        for (int k = 0; k < reader.desc.n_in; ++k)
-            if (reader.desc.in[k] == t) return true;
-        return false;
-    }
-
-private:
-    const Graph& g_;
-    std::vector<int> readers_;
-    std::vector<int> producer_;
-};
 
 bool is_weight(const Graph& g, TensorId t) { return g.tensor(t).kind == TensorKind::weight; }
 
@@ -72,7 +38,7 @@ bool foldable_norm(const Graph& g, const Node& n) {
     return g.tensor(n.desc.in[0]).type == DType::F32;
 }
 
-bool match_head_chain(const Graph& g, const Uses& u, int rope, HeadChain* c) {
+bool match_head_chain(const Graph& g, const FusionUses& u, int rope, HeadChain* c) {
     const Node& r = g.nodes()[size_t(rope)];
     if (r.desc.op != TDM_OP_ROPE) return false;
     if (r.desc.n_in == 3 && !is_weight(g, r.desc.in[2])) return false;
@@ -432,7 +398,7 @@ private:
     void remove(int i) { removed_[size_t(i)] = true; }
 
     Graph& g_;
-    Uses u_;
+    FusionUses u_;
     std::vector<bool> removed_;
     std::vector<std::optional<Node>> replaced_;
 };

@@ -288,12 +288,6 @@ const DraftHeadEntry* Registry::find_draft_head_source(std::span<const std::stri
     return nullptr;
 }
 
-const DraftHeadEntry* Registry::find_draft_head_source(std::span<const std::string> source_names) const {
-    for (const std::string& name : source_names)
-        if (const DraftHeadEntry* h = find_draft_head_source(name)) return h;
-    return nullptr;
-}
-
 bool Registry::is_draft_head_source(std::string_view source_arch) const {
     return find_draft_head_source(source_arch) != nullptr;
 }

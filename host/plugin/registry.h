@@ -121,7 +121,6 @@ public:
     // The same over every name a file goes by (ModelSource::architecture_names()), first first.
     const DraftHeadEntry* find_draft_head_source(std::span<const std::string> source_names,
                                                  std::string_view target_arch) const;
-    const DraftHeadEntry* find_draft_head_source(std::span<const std::string> source_names) const;
     // The encoder that feeds models of architecture `target_arch` (tdm_arch_desc.name).
     const EncoderEntry* find_encoder(std::string_view target_arch) const;
 
