@@ -109,6 +109,36 @@ TEST_F(SdkWeights, optional_tensors_may_be_absent_and_required_ones_fail_with_th
     EXPECT_EQ(w, nullptr);
 }
 
+// tdm.weight_transforms' load: records its bits, then loads as the fake host does.
+uint32_t g_transforms = 0;
+tdm_status fake_load_transformed(tdm_loader* l, const tdm_weight_request* r, uint32_t transforms,
+                                 const tdm_weight** out) {
+    g_transforms = transforms;
+    return sdk_test::fake_host_api().load_weight(l, r, out);
+}
+
+TEST_F(SdkWeights, transformed_loads_reach_the_extension_with_their_bits_and_need_it) {
+    const tdm_ext_weight_transforms ext = {sizeof ext, fake_load_transformed};
+    const TensorName kD2t = {"d2t", "d2t", TDM_WEIGHT_F32};
+    const uint32_t both = TDM_WEIGHT_TRANSFORM_ADD_INDEX | TDM_WEIGHT_TRANSFORM_ELEMENT_ROWS;
+    EXPECT_EQ(loader(true).request(kD2t, {96}).load_transformed(&ext, both, &w), TDM_OK);
+    EXPECT_NE(w, nullptr);
+    EXPECT_EQ(g_transforms, both);
+    ASSERT_EQ(fake().loads.size(), 1u);
+    EXPECT_EQ(fake().loads[0].name, "d2t");
+    EXPECT_EQ(fake().loads[0].n_dims, 1u);
+    EXPECT_EQ(fake().loads[0].ne[0], 96);
+    EXPECT_EQ(fake().loads[0].flags, uint32_t(TDM_WEIGHT_F32));
+    // a host without the extension would not apply them: refused, the host not asked
+    EXPECT_EQ(loader(true).request(kD2t, {96}).load_transformed(nullptr, both, &w), TDM_ERR_INVALID_ARGUMENT);
+    EXPECT_STREQ(err, "weight d2t: transforms asked of a host without tdm.weight_transforms");
+    EXPECT_EQ(w, nullptr);
+    EXPECT_EQ(fake().loads.size(), 1u);
+    fake().load_fail["d2t"] = {TDM_ERR_UNSUPPORTED, "transform bits 0x4 are unknown to this host"};
+    EXPECT_EQ(loader(true).request(kD2t, {96}).load_transformed(&ext, 4, &w), TDM_ERR_UNSUPPORTED);
+    EXPECT_STREQ(err, "transform bits 0x4 are unknown to this host");
+}
+
 TEST_F(SdkWeights, malformed_names_and_shapes_are_refused_before_the_host_is_asked) {
     EXPECT_EQ(loader(false).get(kWq, {64}, &w), TDM_ERR_INVALID_ARGUMENT) << "%d without a layer";
     EXPECT_STREQ(err, "weight name 'blk.%d.attn_q.weight' needs a layer index (use at_layer())");

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "../ext/host_rows.h"
+#include "../ext/weight_transforms.h"
 #include "../tandem.h"
 #include "status.hpp"
 
@@ -200,10 +201,27 @@ public:
     tdm_status load_token_table(const tdm_ext_host_rows* ext, const tdm_weight** out) const noexcept {
         return load_via(ext ? ext->load : host_->load_weight, out);
     }
+    // Loads a vector through extension tdm.weight_transforms with `transforms`
+    // (tdm_weight_transform bits) applied by the host. `ext` must be the host's
+    // table: a host without the extension would not apply them, so the caller
+    // keeps its own path for NULL (TDM_ERR_INVALID_ARGUMENT here).
+    tdm_status load_transformed(const tdm_ext_weight_transforms* ext, std::uint32_t transforms,
+                                const tdm_weight** out) const noexcept {
+        if (!ext) {
+            *out = nullptr;
+            return err_.fail(TDM_ERR_INVALID_ARGUMENT, "weight %s: transforms asked of a host without %s", name_,
+                             TDM_EXT_WEIGHT_TRANSFORMS);
+        }
+        return load_via(
+            [ext, transforms](tdm_loader* l, const tdm_weight_request* r, const tdm_weight** o) {
+                return ext->load(l, r, transforms, o);
+            },
+            out);
+    }
 
 private:
-    tdm_status load_via(tdm_status (*fn)(tdm_loader*, const tdm_weight_request*, const tdm_weight**),
-                        const tdm_weight** out) const noexcept {
+    template <class Load>
+    tdm_status load_via(Load fn, const tdm_weight** out) const noexcept {
         *out = nullptr;
         switch (name_error_) {
         case NameError::ok: break;
