@@ -2,9 +2,12 @@
 // host/model/weight_store.cpp
 #include "model/weight_store.h"
 
+#include <tandem/ext/weight_transforms.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 
@@ -12,6 +15,7 @@
 #include "common/log.h"
 #include "common/quant.h"
 #include "model/weight_check.h"
+#include "ops/limits.h"
 
 namespace tdm {
 
@@ -253,6 +257,73 @@ Result<const DeviceWeight*> WeightStore::load(const ModelSource& src, const tdm_
         if (req.slab_rows == 0 || (slab_rows_read_[t] += req.slab_rows) >= slab) src.release_pages(*t);
         source_bytes_ += req.slab_rows > 0 ? t->nbytes / uint64_t(slab) * uint64_t(req.slab_rows) : t->nbytes;
     }
+    bytes_ += w->device_bytes();
+    weights_.push_back(std::move(w));
+    if (progress_) progress_(source_bytes_);
+    return weights_.back().get();
+}
+
+Result<const DeviceWeight*> WeightStore::load_vector(const ModelSource& src, const tdm_weight_request& req_in,
+                                                     uint32_t transforms) {
+    if (req_in.struct_size < kRequestV1Base || !req_in.name)
+        return Error("load_weight: malformed request (struct_size or name)");
+    tdm_weight_request req{};
+    std::memcpy(&req, &req_in, std::min<size_t>(req_in.struct_size, sizeof req));
+    constexpr uint32_t kKnown = TDM_WEIGHT_TRANSFORM_ADD_INDEX | TDM_WEIGHT_TRANSFORM_ELEMENT_ROWS;
+    if (transforms & ~kKnown)
+        return Error::coded(TDM_ERR_UNSUPPORTED,
+                            "tdm.weight_transforms load '{}': transform bits {:#x} are unknown to this host (it knows "
+                            "ADD_INDEX 0x1 and ELEMENT_ROWS 0x2)",
+                            req.name, transforms & ~kKnown);
+    if (req.n_dims != 1 || req.n_parts || req.slab_rows || req.row_perm || req.col_perm ||
+        (req.flags & ~uint32_t(TDM_WEIGHT_OPTIONAL | TDM_WEIGHT_F32)))
+        return Error::coded(TDM_ERR_INVALID_ARGUMENT,
+                            "tdm.weight_transforms load '{}': the request must be a vector (n_dims 1) without parts, "
+                            "slab, permutations or flags other than TDM_WEIGHT_OPTIONAL and TDM_WEIGHT_F32",
+                            req.name);
+    const SourceTensor* t = src.find(req.name);
+    if (!t) {
+        if (req.flags & TDM_WEIGHT_OPTIONAL) return static_cast<const DeviceWeight*>(nullptr);
+        return Error::format("{}: missing tensor '{}'", src.path(), req.name);
+    }
+    TDM_TRY(check_shape(src, *t, req));
+    TDM_TRY(check_type(src, *t, true));
+    const bool integer = is_integer(t->type);
+    if (integer) TDM_TRY(check_integers_exact(src, *t));
+    if (check_weights_ && checked_.insert(t).second) TDM_TRY(check_weights_finite(src.path(), *t));
+    const int64_t n = t->ne[0];
+    std::vector<float> v(static_cast<size_t>(n));
+    dequantize_row(static_cast<DType>(t->type), t->data, v.data(), n);
+    if (transforms & TDM_WEIGHT_TRANSFORM_ADD_INDEX) {
+        constexpr int64_t kExact = int64_t(1) << 24;  // integers f32 holds exactly
+        if (n > kExact)
+            return Error::format("{}: tensor '{}' has {} elements: past 2^24 f32 cannot hold each index exactly",
+                                 src.path(), t->name, n);
+        for (int64_t i = 0; i < n; ++i) {
+            // integer sources stay exact, as the ids they are; a float source gets f32's sum
+            if (integer && std::abs(int64_t(v[size_t(i)]) + i) > kExact)
+                return Error::format("{}: integer tensor '{}' holds {} at element {}; with its index added, {} is "
+                                     "more than f32 can hold exactly",
+                                     src.path(), t->name, int64_t(v[size_t(i)]), i, int64_t(v[size_t(i)]) + i);
+            v[size_t(i)] += float(i);
+        }
+    }
+    int64_t ne[4] = {n, 1, 1, 1};
+    if (transforms & TDM_WEIGHT_TRANSFORM_ELEMENT_ROWS) {
+        // row i = (v[i], 0, ...): the narrowest row get_rows reads, whole 16-byte texels
+        constexpr int64_t W = kGetRowsWidthMultiple;
+        static_assert(W * sizeof(float) % kWeightRowAlignBytes == 0);
+        std::vector<float> rows(size_t(W * n), 0.0f);
+        for (int64_t i = 0; i < n; ++i) rows[size_t(i * W)] = v[size_t(i)];
+        v = std::move(rows);
+        ne[0] = W;
+        ne[1] = n;
+    }
+    auto w = TDM_TRY_CTX(DeviceWeight::upload(device_, arena_, req.name, DType::F32, ne,
+                                              reinterpret_cast<const uint8_t*>(v.data()), upload_),
+                         fmt::format("loading {}", req.name));
+    src.release_pages(*t);
+    source_bytes_ += t->nbytes;
     bytes_ += w->device_bytes();
     weights_.push_back(std::move(w));
     if (progress_) progress_(source_bytes_);

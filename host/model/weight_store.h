@@ -2,7 +2,8 @@
 // host/model/weight_store.h: the weights of one model (or draft head) on the
 // device, loaded on a plugin's request with the transforms of the ABI
 // (tdm_weight_request): shape check, f32 conversion, 1+w, -exp(w), row and
-// column permutations — each applied once, here. Source pages are dropped from
+// column permutations, and tdm.weight_transforms' vector transforms — each
+// applied once, here. Source pages are dropped from
 // RSS after upload, so weights never sit twice in host memory.
 #pragma once
 
@@ -32,6 +33,10 @@ public:
     // A 2-D table read only by token rows (tdm.host_rows): in device memory as load()
     // puts it, or kept in host memory (the source's mapping) when the policy says so.
     Result<const DeviceWeight*> load_token_table(const ModelSource& src, const tdm_weight_request& req);
+    // A vector (a 1-D request) as f32 with the transforms of tdm.weight_transforms
+    // (tdm_weight_transform bits: + the element index, one row per element) applied once.
+    Result<const DeviceWeight*> load_vector(const ModelSource& src, const tdm_weight_request& req,
+                                            uint32_t transforms);
     // A weight of values computed by the plugin (tdm.encoder load_f32): F32 [ne0, ne1], copied.
     Result<const DeviceWeight*> add_f32(std::string name, std::span<const float> values, int64_t ne0, int64_t ne1);
     // Where load_token_table puts a table: always in host memory, never, or when it is

@@ -59,6 +59,9 @@ const Extension kExtensions[] = {
     // a draftless drafter that lists several continuations (speculative/plugin_drafter.cpp)
     {TDM_EXT_DRAFTER_BRANCHES, TDM_EXT_DRAFTER_BRANCHES_VERSION,
      [](uint32_t) { return static_cast<const void*>(drafter_branches_extension()); }},
+    // vector transforms applied once at load (model/weight_store.cpp load_vector)
+    {TDM_EXT_WEIGHT_TRANSFORMS, TDM_EXT_WEIGHT_TRANSFORMS_VERSION,
+     [](uint32_t) { return static_cast<const void*>(weight_transforms_extension()); }},
 };
 
 // TANDEM_HIDE_EXTENSIONS=a,b@N: this host answers as one without extension a and with

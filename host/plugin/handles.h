@@ -6,8 +6,10 @@
 #include <tandem/ext/encoder.h>
 #include <tandem/ext/host_rows.h>
 #include <tandem/ext/target_weights.h>
+#include <tandem/ext/weight_transforms.h>
 #include <tandem/tandem.h>
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -90,6 +92,16 @@ const tdm_ext_target_weights* target_weights_extension();
 const tdm_ext_host_rows* host_rows_extension();
 // Extension "tdm.encoder" (tandem/ext/encoder.h; plugin/encoder_ext.cpp).
 const tdm_ext_encoder* encoder_extension();
+// Extension "tdm.weight_transforms" (tandem/ext/weight_transforms.h; plugin/weight_transforms_ext.cpp).
+const tdm_ext_weight_transforms* weight_transforms_extension();
+
+// Loads a plugin's weight request with `load` (WeightStore::load or a variant of it) after
+// copying its names within bounds, and answers as load_weight does: *out, or a status (the
+// store's error code, else one read from its message) with last_error() set.
+using StoreLoad =
+    std::function<Result<const DeviceWeight*>(WeightStore&, const ModelSource&, const tdm_weight_request&)>;
+tdm_status load_plugin_weight(tdm_loader* loader, const tdm_weight_request* req, const tdm_weight** out,
+                              const StoreLoad& load);
 
 // Sets the calling thread's last error (read by tdm_host_api.last_error).
 tdm_status set_last_error(tdm_status st, std::string message);

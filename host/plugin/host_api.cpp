@@ -308,35 +308,44 @@ tdm_status bounded_weight_request(const tdm_weight_request* in, tdm_weight_reque
     return TDM_OK;
 }
 
-tdm_status load_weight_as(tdm_loader* loader, const tdm_weight_request* plugin_req, const tdm_weight** out,
-                          bool token_table) {
+}  // namespace
+
+tdm_status load_plugin_weight(tdm_loader* loader, const tdm_weight_request* plugin_req, const tdm_weight** out,
+                              const StoreLoad& load) {
     if (!loader || !plugin_req || !out) return set_last_error(TDM_ERR_INVALID_ARGUMENT, "load_weight: null argument");
     // The store reads the request's tensor names: hand it bounded copies.
     tdm_weight_request req_copy;
     std::vector<std::string> names;
     std::vector<const char*> parts;
     if (tdm_status st = bounded_weight_request(plugin_req, &req_copy, &names, &parts); st != TDM_OK) return st;
-    const tdm_weight_request* req = &req_copy;
-    auto r = token_table ? loader->store->load_token_table(*loader->src, *req) : loader->store->load(*loader->src, *req);
+    auto r = load(*loader->store, *loader->src, req_copy);
     if (!r.ok()) {
-        const std::string& m = r.error().message();
-        const tdm_status st = m.find("missing tensor") != std::string::npos ? TDM_ERR_NOT_FOUND
-                              : m.find("shape") != std::string::npos          ? TDM_ERR_SHAPE
-                              : m.find("does not support") != std::string::npos ? TDM_ERR_UNSUPPORTED
+        const Error& e = r.error();
+        const std::string& m = e.message();
+        const tdm_status st = e.code()                                              ? tdm_status(e.code())
+                              : m.find("missing tensor") != std::string::npos       ? TDM_ERR_NOT_FOUND
+                              : m.find("shape") != std::string::npos                ? TDM_ERR_SHAPE
+                              : m.find("does not support") != std::string::npos     ? TDM_ERR_UNSUPPORTED
                               : m.find("out of device memory") != std::string::npos ? TDM_ERR_OUT_OF_MEMORY
-                                                                                      : TDM_ERR_BAD_MODEL;
+                                                                                    : TDM_ERR_BAD_MODEL;
         return set_last_error(st, m);
     }
     *out = to_handle(*r);
     return TDM_OK;
 }
 
+namespace {
+
 tdm_status api_load_weight(tdm_loader* loader, const tdm_weight_request* req, const tdm_weight** out) {
-    return load_weight_as(loader, req, out, false);
+    return load_plugin_weight(loader, req, out, [](WeightStore& s, const ModelSource& src, const tdm_weight_request& r) {
+        return s.load(src, r);
+    });
 }
 
 tdm_status api_load_token_table(tdm_loader* loader, const tdm_weight_request* req, const tdm_weight** out) {
-    return load_weight_as(loader, req, out, true);
+    return load_plugin_weight(loader, req, out, [](WeightStore& s, const ModelSource& src, const tdm_weight_request& r) {
+        return s.load_token_table(src, r);
+    });
 }
 
 

@@ -209,7 +209,7 @@ TEST(GetExtension, unknown_names_and_newer_versions_are_refused_naming_what_exis
     EXPECT_NE(last_error().find("no extension 'tdm.kv_read' (it offers tdm.custom_op version 1, tdm.target_weights "
                                 "version 1, tdm.host_rows version 1, tdm.encoder version 1, tdm.batched_draft version 1, "
                                 "tdm.target_features version 1, tdm.block_draft version 2, "
-                                "tdm.drafter_branches version 1)"),
+                                "tdm.drafter_branches version 1, tdm.weight_transforms version 1)"),
               std::string::npos)
         << last_error();
     EXPECT_EQ(host().get_extension(nullptr, 1, &version), nullptr);
