@@ -15,6 +15,7 @@
 
 #include <tandem/cpp/tandem.hpp>
 #include <tandem/ext/target_features.h>
+#include <tandem/ext/weight_transforms.h>
 #include <tandem/graph.h>
 #include <tandem/tandem.h>
 
@@ -78,7 +79,11 @@ struct Eagle3Head {
     const tdm_weight* output = nullptr;       // [H, Vd]: its own, or the target's (Vd = V)
     const tdm_weight* rope_freqs = nullptr;   // GGUF llama3 scaling: [D/2] (optional)
     std::vector<float> rope_divisors;         // HF llama3 scaling: one per rotated pair, else empty
-    const tdm_weight* d2t = nullptr;          // [Vd] as exact f32 (D2tForm)
+    // d2t, as the step reads it: with tdm.weight_transforms the table of target ids, row j =
+    // (the target id of draft id j, 0, 0, 0) [4, Vd], whichever form the file stores
+    // (d2t_rows); from a host without it the vector as stored [Vd], exact f32 (D2tForm)
+    const tdm_weight* d2t = nullptr;
+    bool d2t_rows = false;
 };
 
 tdm_status eagle3_require_ops(const tdm::sdk::Host& host, tdm::sdk::Err err);  // step.cpp

@@ -64,6 +64,20 @@ tdm_status target_tables(const Eagle3Head& h, tdm_loader* loader, TargetTables* 
     return TDM_OK;
 }
 
+// d2t as the table of target ids by draft id that the step reads with one get_rows: the host
+// turns either stored form into it while loading (tdm.weight_transforms: an HF head's offsets
+// plus their draft ids, one row per id). A host without the extension gets the vector as
+// stored, and the step builds the table from it in every graph (step.cpp, draft_token).
+tdm_status load_d2t(Eagle3Head* h, const tdm::sdk::WeightLoader& L, int64_t Vd) {
+    const auto* wt = static_cast<const tdm_ext_weight_transforms*>(
+        h->host->get_extension(TDM_EXT_WEIGHT_TRANSFORMS, 1, nullptr));
+    h->d2t_rows = wt != nullptr;
+    if (!wt) return L.get(kD2t, {Vd}, &h->d2t);
+    uint32_t transforms = TDM_WEIGHT_TRANSFORM_ELEMENT_ROWS;
+    if (h->hp.d2t == D2tForm::offset) transforms |= TDM_WEIGHT_TRANSFORM_ADD_INDEX;
+    return L.request(kD2t, {Vd}).load_transformed(wt, transforms, &h->d2t);
+}
+
 // The head against its target: every message names both values.
 tdm_status check_target(const Eagle3Head& h, const TargetTables& t, bool own_embd, bool own_output, Err err) {
     const Eagle3Hparams& hp = h.hp;
@@ -107,7 +121,7 @@ tdm_status eagle3_load(void* head, tdm_loader* loader, char* err, size_t err_siz
         hp.n_vocab_draft = uint32_t(own_output ? Vd : t.n_vocab);
         TDM_SDK_TRY(L.get(kFc, {int64_t(h->taps.size()) * Ht, H}, &h->fc));
         TDM_SDK_TRY(L.get(kOutNorm, {H}, &h->output_norm));
-        if (hp.d2t != D2tForm::none) TDM_SDK_TRY(L.get(kD2t, {Vd}, &h->d2t));
+        if (hp.d2t != D2tForm::none) TDM_SDK_TRY(load_d2t(h, L, Vd));
         if (!h->hf) TDM_SDK_TRY(L.get_optional(kRopeFreqs, {D / 2}, &h->rope_freqs));
         const tdm::sdk::WeightLoader Ll = tdm::sdk::WeightLoader(h->host, loader, h->hf, e)
                                               .with_prefix(h->names.layer_prefix.c_str(), h->names.layer_prefix.c_str());

@@ -36,26 +36,36 @@ tdm_status eagle3_require_ops(const tdm::sdk::Host& host, tdm::sdk::Err err) {
 
 namespace {
 
-// The target id of each row's best draft id j, as I32 [n]. The ops take no constants and do
-// no integer arithmetic, so the table of target ids is built as an f32 activation: zeros
-// (x - x of the logits); for the offset form plus 0, 1, ..., Vd-1 (by doubling: [a; a + m]);
-// plus d2t (a small weight); read at j (select_rows) and rounded to i32. Every value is an
-// integer below 2^24, so all of it is exact.
+// The target id of each row's best draft id j, as I32 [n]. With the host's load transforms
+// (load.cpp, load_d2t) d2t is the table of target ids by draft id: one get_rows reads row j,
+// whose first column is the id. Without them the table is built here as an f32 activation,
+// since the ops take no constants and do no integer arithmetic: zeros (x - x of the logits);
+// for the offset form plus 0, 1, ..., Vd-1 (by doubling: [a; a + m]); plus d2t (a small
+// weight); read at j (select_rows). Every value is an integer below 2^24, so both are exact
+// and give the same ids.
 tdm_tensor draft_token(tdm_builder* b, const Eagle3Head& h, tdm_tensor logits, int32_t n) {
-    const int32_t Vd = int32_t(h.hp.n_vocab_draft);
     const tdm_tensor best = tdm_argmax(b, logits, "draft_id");
-    const tdm_tensor row0 = tdm_view_cols(b, tdm_reshape(b, logits, int64_t(Vd) * n, 1, 1, 1), 0, Vd, "d2t_src");
-    const tdm_tensor zr[2] = {row0, row0};
-    const tdm_tensor zeros = tdm_emit(b, TDM_OP_SUB, zr, 2, NULL, 0, NULL, 0, "d2t_zero");
-    tdm_tensor base = zeros;
-    if (h.hp.d2t == D2tForm::offset) {
-        tdm_tensor iota = tdm_view_cols(b, zeros, 0, 1, "iota");
-        for (int32_t m = 1; m < Vd; m *= 2)
-            iota = tdm_concat(b, iota, tdm_unary_op(b, TDM_UNARY_ADD_SCALAR, iota, float(m), "iota_hi"), "iota");
-        base = tdm_view_cols(b, iota, 0, Vd, "iota");
+    tdm_tensor id{};
+    if (h.d2t_rows) {
+        const tdm_tensor in[2] = {tdm_weight_tensor(b, h.d2t), best};
+        const tdm_tensor rows = tdm_emit(b, TDM_OP_GET_ROWS, in, 2, NULL, 0, NULL, 0, "target_id_rows");
+        id = tdm_view_cols(b, rows, 0, 1, "draft_token_f");
+    } else {
+        const int32_t Vd = int32_t(h.hp.n_vocab_draft);
+        const tdm_tensor row0 =
+            tdm_view_cols(b, tdm_reshape(b, logits, int64_t(Vd) * n, 1, 1, 1), 0, Vd, "d2t_src");
+        const tdm_tensor zr[2] = {row0, row0};
+        const tdm_tensor zeros = tdm_emit(b, TDM_OP_SUB, zr, 2, NULL, 0, NULL, 0, "d2t_zero");
+        tdm_tensor base = zeros;
+        if (h.hp.d2t == D2tForm::offset) {
+            tdm_tensor iota = tdm_view_cols(b, zeros, 0, 1, "iota");
+            for (int32_t m = 1; m < Vd; m *= 2)
+                iota = tdm_concat(b, iota, tdm_unary_op(b, TDM_UNARY_ADD_SCALAR, iota, float(m), "iota_hi"), "iota");
+            base = tdm_view_cols(b, iota, 0, Vd, "iota");
+        }
+        const tdm_tensor table = tdm_add(b, base, tdm_weight_tensor(b, h.d2t), "target_ids");
+        id = tdm_select_rows(b, tdm_reshape(b, table, 1, Vd, 1, 1), best, "draft_token_f");
     }
-    const tdm_tensor table = tdm_add(b, base, tdm_weight_tensor(b, h.d2t), "target_ids");
-    tdm_tensor id = tdm_select_rows(b, tdm_reshape(b, table, 1, Vd, 1, 1), best, "draft_token_f");
     const int32_t to_i32 = TDM_DTYPE_I32;
     return tdm_emit(b, TDM_OP_CAST, &id, 1, &to_i32, 1, NULL, 0, "draft_token");
 }

@@ -4,6 +4,8 @@
 //   - its drafts, after rounds that accepted 0..3 drafts (its own KV rolled back), equal the
 //     independent reference's (eagle3_reference.h) fed the same target taps; the GGUF and HF
 //     forms of one head draft the same tokens, also with llama3 rope scaling;
+//   - on a host without tdm.weight_transforms (TANDEM_HIDE_EXTENSIONS), whose head builds its
+//     d2t table in every step, it drafts the same tokens;
 //   - greedy speculative output with it equals plain greedy output; asked for trees
 //     (--draft-tree), a head with a draft vocabulary drafts chains
 //     (tests/support/tree_drafter_check.h checks each round).
@@ -12,6 +14,8 @@
 #include <gtest/gtest.h>
 
 #include <random>
+
+#include <tandem/ext/weight_transforms.h>
 
 #include "eagle3_reference.h"
 #include "eagle3_targets.h"
@@ -180,6 +184,24 @@ TEST_F(Eagle3EndToEnd, drafts_equal_the_reference_in_both_layouts) {
                                                                   "llama, scaled hf head");
     EXPECT_EQ(lg.size(), 7u);
     EXPECT_EQ(lg, lh) << "the GGUF and HF forms of one scaled head draft differently";
+}
+
+// A host without tdm.weight_transforms loads d2t as stored and the head's step builds the table
+// of target ids itself (the offset form's iota included): the same drafts, in both layouts, as
+// the table the host built at load.
+TEST_F(Eagle3EndToEnd, on_a_host_without_load_transforms_the_step_builds_d2t_and_drafts_the_same) {
+    const std::string dir = test::make_temp_dir("eagle3-old-host");
+    E2eTarget q = load_e2e_target(Target::qwen3, dir);
+    ASSERT_TRUE(q.model && q.kv);
+    const std::string gguf = test::eagle3::write_head(q.path, false, dir), hf = test::eagle3::write_head(q.path, true, dir);
+    const std::vector<Tokens> loaded = check_rounds_against_reference(q, hf, "qwen3, hf head, d2t transformed at load");
+    const test::ScopedEnv hide("TANDEM_HIDE_EXTENSIONS", TDM_EXT_WEIGHT_TRANSFORMS);
+    const std::vector<Tokens> hf_step = check_rounds_against_reference(q, hf, "qwen3, hf head, d2t built by its step");
+    const std::vector<Tokens> gguf_step =
+        check_rounds_against_reference(q, gguf, "qwen3, gguf head, d2t built by its step");
+    EXPECT_EQ(loaded.size(), 7u);
+    EXPECT_EQ(hf_step, loaded);
+    EXPECT_EQ(gguf_step, loaded);
 }
 
 TEST_F(Eagle3EndToEnd, greedy_speculative_output_equals_plain_greedy) {
