@@ -106,7 +106,8 @@ void main() {
                     if (lane == 0 && row0 + r < MROWS) {
                         float o = v;
 #ifndef GROUP
-                        if (p.fuse_add != 0u) o += add[p.add_off + (t0 + t) * p.add_stride + row0 + r];
+                        if (p.epilogue == TDM_MATMUL_EPILOGUE_ADD)
+                            o += add[p.add_off + (t0 + t) * p.add_stride + row0 + r];
 #endif
                         y[Y_OFF + (t0 + t) * Y_STRIDE + row0 + r] = o;
                     }

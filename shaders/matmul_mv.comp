@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// matmul_mv.comp: y[t][r] = sum_k W[r][k] * x[t][k] (+ add[t][r]), layout "mv": the
-// mat-vec kernel for GPUs (decode and verify batches of N tokens). Same bindings, push
-// constants and GROUP variants as matmul.comp; the host picks the layout
+// matmul_mv.comp: y[t][r] = sum_k W[r][k] * x[t][k] (+ add[t][r], or act(sum) * add[t][r]),
+// layout "mv": the mat-vec kernel for GPUs (decode and verify batches of N tokens). Same
+// bindings, push constants and GROUP variants as matmul.comp; the host picks the layout
 // (host/ops/matmul_split.h).
 //
 // Shape of the work, and why:
@@ -43,6 +43,10 @@
 // up weight, a subgroup accumulating its R rows of each with the code above (so each row is
 // the sum the matmul gives, bit for bit) and writing act(gate) * up with the function the
 // glu op uses (include/glu.glsl): the GLU dispatch and the gate and up results disappear.
+// The plain variants' gated epilogues (push constant epilogue, include/op_codes.h;
+// host/ops/matmul_act_mul.cpp) write act(sum) * e, e a tensor of y's shape bound as add,
+// with that function too: Gemma 4's gelu_tanh(W_gate x) * (per-layer input) in the
+// matmul's own pipeline (only a push constant differs), so the sum is the plain matmul's.
 // The tex variants exist so that tests can force this layout on lavapipe.
 #version 450
 #extension GL_EXT_control_flow_attributes : enable
@@ -153,7 +157,10 @@ void main() {
                     if (lane == 0 && row0 + r < MROWS) {
                         float o = v;
 #ifndef GROUP
-                        if (p.fuse_add != 0u) o += add[p.add_off + (t0 + t) * p.add_stride + row0 + r];
+                        const uint e = p.add_off + (t0 + t) * p.add_stride + row0 + r;
+                        if (p.epilogue == TDM_MATMUL_EPILOGUE_ADD) o += add[e];
+                        else if (p.epilogue != TDM_MATMUL_EPILOGUE_NONE)
+                            o = glu(p.epilogue == TDM_MATMUL_EPILOGUE_GEGLU ? TDM_EW_GEGLU : TDM_EW_SWIGLU, o, add[e]);
 #endif
                         y[Y_OFF + (t0 + t) * Y_STRIDE + row0 + r] = o;
                     }

@@ -15,8 +15,9 @@
 //   rms_norm -> add [-> mul by a one-element weight] [-> rms_norm of the sum]: a post-norm
 //   residual step (Gemma 4) in one ops/norm_add.cpp dispatch;
 //   unary gelu_tanh -> mul as glu geglu (one elementwise dispatch).
-// Not here: the gate/up group and its glu as one matmul with a GLU epilogue (fusion_glu.h,
-// which runs after this pass and needs the device's matmul layout), the fused kernels
+// Not here: the gate/up group and its glu, or a matmul and the glu that gates its result
+// (Gemma 4's per-layer input), as one matmul with a GLU epilogue (fusion_glu.h, which runs
+// after this pass and needs the device's matmul layout), the fused kernels
 // (host/ops/), memory planning and recording (executor.h).
 #pragma once
 

@@ -41,7 +41,9 @@ uint64_t Runner::matmul_weight_bytes() const {
     for (const Node& node : g.nodes()) {
         // a fused matmul_group or matmul_glu (graph/fusion.h) reads the weights after its input x
         const bool group = node.desc.op == kOpInternalMatmulGroup || node.desc.op == kOpInternalMatmulGlu;
-        if (node.desc.op != TDM_OP_MATMUL && node.desc.op != kOpInternalMatmulQ8 && !group) continue;
+        const bool plain = node.desc.op == TDM_OP_MATMUL || node.desc.op == kOpInternalMatmulQ8 ||
+                           node.desc.op == kOpInternalMatmulActMul;
+        if (!plain && !group) continue;
         for (int k = group ? 1 : 0; k < (group ? node.desc.n_in : 1); ++k) {
             const DeviceWeight* w = g.tensor(node.desc.in[k]).weight;
             if (seen.insert(w).second) n += w->device_bytes();

@@ -15,6 +15,7 @@
 // invariant 1). One dispatch per row chunk of the weight.
 #include <algorithm>
 
+#include "op_codes.h"
 #include "ops/matmul_split.h"
 #include "ops/weight_record.h"
 
@@ -46,10 +47,18 @@ Status validate_matmul(OpContext& c) {
 }
 
 Status record_matmul(RecordContext& c, const Node& n, const std::string& detail_label) {
+    const DeviceWeight& w = *tensor(c, n.desc.in[0]).weight;
+    const std::string label = profile_detail() ? detail_label : fmt::format("matmul_{}", dtype_name(w.type()));
+    const uint32_t epilogue = n.desc.n_in == 3 ? TDM_MATMUL_EPILOGUE_ADD : TDM_MATMUL_EPILOGUE_NONE;
+    return record_matmul_op(c, n, epilogue, label);
+}
+
+}  // namespace
+
+Status kernel::record_matmul_op(RecordContext& c, const Node& n, uint32_t epilogue, const std::string& label) {
     const OpDesc& d = n.desc;
     const DeviceWeight& w = *tensor(c, d.in[0]).weight;
     const Tensor& x = tensor(c, d.in[1]);
-    const std::string label = profile_detail() ? detail_label : fmt::format("matmul_{}", dtype_name(w.type()));
     const bool texel = act_texel(c) && w.has_texel_views();
     const uint32_t N = uint32_t(x.rows());
     // Tokens per pass: the smallest variant covering the batch (see matmul.comp).
@@ -59,20 +68,19 @@ Status record_matmul(RecordContext& c, const Node& n, const std::string& detail_
     const vk::Pipeline* p = TDM_TRY(matmul_pipeline(c.pipelines, c.device.caps(), lay, w.type(), texel, false, nt));
     const uint32_t rows_per_group = lay.rows_per_workgroup(sg);
     const vk::Binding bx = texel ? vk::Binding::texel(TDM_TRY(c.compiled.texel_view(d.in[1]))) : storage(c, d.in[1]);
-    return record_matmul_dispatches(c, n, *p, bx, texel, rows_per_group, label);
+    return record_matmul_dispatches(c, n, *p, bx, texel, rows_per_group, epilogue, label);
 }
 
-}  // namespace
-
 Status kernel::record_matmul_dispatches(RecordContext& c, const Node& n, const vk::Pipeline& p, vk::Binding x,
-                                        bool texel, uint32_t rows_per_group, const std::string& label) {
+                                        bool texel, uint32_t rows_per_group, uint32_t epilogue,
+                                        const std::string& label) {
     const OpDesc& d = n.desc;
     const DeviceWeight& w = *tensor(c, d.in[0]).weight;
-    const bool fuse_add = d.n_in == 3;
+    const bool operand = epilogue != TDM_MATMUL_EPILOGUE_NONE;  // input 2: the epilogue's e
     struct {
-        uint32_t K, M, N, x_off, x_stride, y_off, y_stride, w_off, s_off, add_off, add_stride, fuse_add;
+        uint32_t K, M, N, x_off, x_stride, y_off, y_stride, w_off, s_off, add_off, add_stride, epilogue;
     } pc{};
-    pc.fuse_add = fuse_add ? 1 : 0;
+    pc.epilogue = epilogue;
     for (const WeightChunk& ch : w.chunks()) {
         pc.K = uint32_t(w.cols());
         pc.M = uint32_t(ch.n_rows);
@@ -81,14 +89,14 @@ Status kernel::record_matmul_dispatches(RecordContext& c, const Node& n, const v
         pc.x_stride = stride(c, d.in[1]);
         pc.y_off = off(c, n.out) + uint32_t(ch.row_begin);
         pc.y_stride = stride(c, n.out);
-        if (fuse_add) {
+        if (operand) {
             pc.add_off = off(c, d.in[2]) + uint32_t(ch.row_begin);
             pc.add_stride = stride(c, d.in[2]);
         }
         vk::Binding bw, bs;
         weight_bindings(ch, texel, &bw, &bs);
         const uint32_t groups = div_up(ch.n_rows, rows_per_group);
-        dispatch(c, p, {bw, bs, x, storage(c, n.out), fuse_add ? storage(c, d.in[2]) : storage(c, d.in[1]), x}, pc,
+        dispatch(c, p, {bw, bs, x, storage(c, n.out), operand ? storage(c, d.in[2]) : storage(c, d.in[1]), x}, pc,
                  std::min(groups, kMaxGroups), div_up(groups, kMaxGroups), label);
     }
     return {};

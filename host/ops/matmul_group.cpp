@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 
+#include "op_codes.h"
 #include "ops/matmul_glu.h"
 #include "ops/matmul_split.h"
 #include "ops/weight_record.h"
@@ -91,7 +92,7 @@ Status record_matmul_group(RecordContext& c, const Node& n, const std::string& d
             one.desc.in[1] = d.in[0];
             one.desc.n_in = 2;
             one.out = outs[size_t(j)];
-            TDM_TRY(record_matmul_dispatches(c, one, *p, bx, texel, rows_per_group, label));
+            TDM_TRY(record_matmul_dispatches(c, one, *p, bx, texel, rows_per_group, TDM_MATMUL_EPILOGUE_NONE, label));
         }
         return {};
     }

@@ -9,6 +9,7 @@
 // Both are batch-invariant: a row's result never depends on the other rows.
 #include <algorithm>
 
+#include "op_codes.h"
 #include "ops/weight_record.h"
 
 namespace tdm {
@@ -76,7 +77,8 @@ Status record_matmul_q8(RecordContext& c, const Node& n, const std::string& deta
     const uint32_t rows_per_lane = 4, rows_per_group = ls * rows_per_lane;
     const vk::Pipeline* p = TDM_TRY(
         c.pipelines.get(texel ? "matmul_q8_rl_tex" : "matmul_q8_rl_buf", {ls, nt, rows_per_lane}));
-    return record_matmul_dispatches(c, n, *p, storage(c, d.in[1]), texel, rows_per_group, label);
+    const uint32_t epilogue = d.n_in == 3 ? TDM_MATMUL_EPILOGUE_ADD : TDM_MATMUL_EPILOGUE_NONE;
+    return record_matmul_dispatches(c, n, *p, storage(c, d.in[1]), texel, rows_per_group, epilogue, label);
 }
 
 }  // namespace

@@ -70,6 +70,7 @@ constexpr tdm_op kOpInternalAttentionPartials = tdm_op(0x40000007);  // ops/atte
 constexpr tdm_op kOpInternalAttentionCombine = tdm_op(0x40000008);   // (graph/split_attention.cpp)
 constexpr tdm_op kOpInternalAttentionFolded = tdm_op(0x40000009);
 constexpr tdm_op kOpInternalMatmulGlu = tdm_op(0x4000000A);  // ops/matmul_glu.cpp (graph/fusion_glu.cpp)
+constexpr tdm_op kOpInternalMatmulActMul = tdm_op(0x4000000B);  // ops/matmul_act_mul.cpp (graph/fusion_glu.cpp)
 // Columns of a row that one workgroup of argmax's first pass reduces, and the slices of a
 // row of `cols` (argmax_slices' result holds a value and an index per slice and row).
 constexpr uint32_t kArgmaxSlice = 1024;

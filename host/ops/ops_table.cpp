@@ -19,7 +19,7 @@ namespace tdm {
 TDM_OP_LIST(TDM_OP_DECLARE_)
 #undef TDM_OP_DECLARE_
 extern const OpDef kOpQuantizeQ8, kOpMatmulQ8, kOpNormRope, kOpNormRopeStore, kOpMatmulGroup, kOpNormAdd,
-    kOpArgmaxSlices, kOpAttentionPartials, kOpAttentionCombine, kOpAttentionFolded, kOpMatmulGlu;
+    kOpArgmaxSlices, kOpAttentionPartials, kOpAttentionCombine, kOpAttentionFolded, kOpMatmulGlu, kOpMatmulActMul;
 
 // The list and ops.h's enum name the same codes.
 #define TDM_OP_CHECK_CODE_(code, NAME, name, abi, minor) \
@@ -73,7 +73,7 @@ const std::array<const OpDef*, kCodeLimit>& by_code() {
 const OpDef* const kInternalOps[] = {&kOpQuantizeQ8,  &kOpMatmulQ8,          &kOpNormRope,
                                      &kOpNormRopeStore, &kOpMatmulGroup,   &kOpNormAdd,
                                      &kOpArgmaxSlices, &kOpAttentionPartials, &kOpAttentionCombine,
-                                     &kOpAttentionFolded, &kOpMatmulGlu};
+                                     &kOpAttentionFolded, &kOpMatmulGlu, &kOpMatmulActMul};
 
 const OpDef* find_public_op(uint32_t code) { return code < kCodeLimit ? by_code()[code] : nullptr; }
 

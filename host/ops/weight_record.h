@@ -19,12 +19,18 @@ inline std::string weight_variant(std::string_view family, DType t, bool texel) 
     return fmt::format("{}_{}_{}", family, dtype_name(t), texel ? "tex" : "buf");
 }
 
+// TDM_OP_MATMUL's recording of node n (in[0] = W, in[1] = x) with `epilogue`, a
+// TDM_MATMUL_EPILOGUE_* code: the kernel of the weight type's layout and split
+// (matmul_split.h), then record_matmul_dispatches. Defined in matmul.cpp.
+Status record_matmul_op(RecordContext& c, const Node& n, uint32_t epilogue, const std::string& label);
+
 // The dispatches of a matmul kernel (matmul_mv.comp, matmul.comp, matmul_rl.comp, matmul_q8_rl.comp: one
 // push-constant block and binding order): one per row chunk of the weight, node n's input 1
 // bound as `x` (binding 2, and again as binding 5 for the kernels that read it twice),
-// `rows_per_group` output rows per workgroup. Defined in matmul.cpp.
+// `rows_per_group` output rows per workgroup, `epilogue` a TDM_MATMUL_EPILOGUE_* code
+// (shaders/include/op_codes.h) whose operand, if any, is node n's input 2. Defined in matmul.cpp.
 Status record_matmul_dispatches(RecordContext& c, const Node& n, const vk::Pipeline& p, vk::Binding x, bool texel,
-                                uint32_t rows_per_group, const std::string& label);
+                                uint32_t rows_per_group, uint32_t epilogue, const std::string& label);
 
 // The weight's main and scale planes of one row chunk (a weight without a
 // scale plane binds its main plane twice).

@@ -10,6 +10,7 @@
 // single matmul gives, bit for bit. Defines MROWS, Y_OFF, Y_STRIDE (and W_OFF, S_OFF for
 // dequant.glsl) and enter_segment(group) -> the workgroup's index within its segment.
 // GROUP with GLU: a gate and an up weight whose results meet in act(gate) * up, below.
+#include "op_codes.h"
 #ifdef GROUP
 layout(push_constant) uniform Params {
     uint K, N, x_off, x_stride;
@@ -55,10 +56,11 @@ layout(push_constant) uniform Params {
     uint s_off;     // element offset of row 0 in the scale plane
     uint add_off;
     uint add_stride;
-    // 1: y = W x + add. A push constant, not a specialization constant: it only touches the
-    // final store, and as a constant it doubled the variants LLVM compiles on a CPU device
-    // (a q6_K variant for 8 tokens takes seconds).
-    uint fuse_add;
+    // TDM_MATMUL_EPILOGUE_* (include/op_codes.h): ADD is y = W x + add; the gated ones
+    // (matmul_mv.comp only) y = act(W x) * add. A push constant, not a specialization
+    // constant: it only touches the final store, and as a constant it doubled the variants
+    // LLVM compiles on a CPU device (a q6_K variant for 8 tokens takes seconds).
+    uint epilogue;
 } p;
 #define MROWS p.M
 #define Y_OFF p.y_off

@@ -35,4 +35,13 @@
 #define TDM_NORM_GATED_RMS 2  // rms(x) * w * silu(z)
 #define TDM_NORM_LAYER 3      // (x - mean) * rsqrt(var + eps) * w + b (b in z's binding when WMODE is 3)
 
+// The matmul kernels' push constant `epilogue` (include/matmul_group.glsl): what becomes of
+// a row's sum y before it is stored, e being the tensor bound as `add` (element [t][r]).
+// The gated ones are matmul_mv.comp's only (host/ops/matmul_act_mul.cpp), computed with the
+// glu op's own function (include/glu.glsl).
+#define TDM_MATMUL_EPILOGUE_NONE 0
+#define TDM_MATMUL_EPILOGUE_ADD 1     // y + e
+#define TDM_MATMUL_EPILOGUE_SWIGLU 2  // silu(y) * e
+#define TDM_MATMUL_EPILOGUE_GEGLU 3   // gelu_tanh(y) * e
+
 #endif  // TANDEM_OP_CODES_H

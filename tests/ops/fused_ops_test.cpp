@@ -3,8 +3,9 @@
 // against a double reference, against the unfused chain it replaces bit for bit (the same
 // graph compiled with CompileOptions::fuse off), and batch-invariant: norm_rope (query heads
 // normed and rotated), norm_rope_store (key and value heads normed, rotated and stored
-// beside the queries), matmul_group (q, k and v of one input in one dispatch) and
-// matmul_glu (gate, up and the glu that reads them in one dispatch). The
+// beside the queries), matmul_group (q, k and v of one input in one dispatch),
+// matmul_glu (gate, up and the glu that reads them in one dispatch) and matmul_act_mul (a
+// matmul and the gated product of its result with another tensor in one dispatch). The
 // fused graphs must also record fewer dispatches, or the pass did not fire.
 // A few shapes each: the exactness of a mechanism, not a sweep (the test time budget).
 // To add a case: a row in the case lists below.
@@ -315,6 +316,74 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple(DType::Q5_1, TDM_GLU_SWIGLU), std::make_tuple(DType::Q4_K, TDM_GLU_SWIGLU),
                       std::make_tuple(DType::Q5_K, TDM_GLU_SWIGLU), std::make_tuple(DType::Q6_K, TDM_GLU_SWIGLU),
                       std::make_tuple(DType::Q8_0, TDM_GLU_GEGLU), std::make_tuple(DType::Q4_K, TDM_GLU_GEGLU)),
+    [](const auto& p) {
+        return std::string(dtype_name(std::get<0>(p.param))) +
+               (std::get<1>(p.param) == TDM_GLU_GEGLU ? "_geglu" : "_swiglu");
+    });
+
+// ----------------------------------------------------------------------------- matmul_act_mul
+
+class MatmulActMul : public test::DeviceTest, public ::testing::WithParamInterface<std::tuple<DType, tdm_glu>> {};
+
+// A matmul whose result only a glu reads, as its gate, the glu's other input e a view of a
+// wider tensor (Gemma 4's per-layer input gate: gelu_tanh(W x) times the layer's columns of
+// the per-layer embedding, written as a unary gelu and a mul, which fuse_graph makes a geglu;
+// SwiGLU as a glu op), in the "mv" layout (the GPUs', forced here): one matmul_act_mul
+// dispatch whose result is the unfused ops' bits, near the double reference, and for 1, 2 and
+// 4 tokens the first rows of the 8-token result (every tokens-per-pass variant).
+TEST_P(MatmulActMul, matmul_and_its_gated_product_equal_the_unfused_ops_bit_for_bit_in_one_dispatch) {
+    const DType t = std::get<0>(GetParam());
+    const tdm_glu kind = std::get<1>(GetParam());
+    const test::ScopedEnv layout("TANDEM_MATMUL_LAYOUT", "mv");
+    const bool plain = t == DType::F32 || t == DType::F16 || t == DType::BF16;
+    const int64_t K = plain ? 264 : 256;  // 264: the plain types' partial last unit too
+    const int64_t M = 77;                 // not a multiple of any workgroup's rows
+    const int64_t E = 3 * M;              // e is columns [M, 2M) of an [E, n] tensor
+    const auto wf = randn(size_t(K * M), 61, 0.1f);
+    const auto wq = quantize_matrix(t, wf.data(), M, K);
+    const int n = 8;
+    const auto x = randn(size_t(K * n), 62), ewide = randn(size_t(E * n), 63);
+    auto run = [&](int tokens, bool fuse, uint32_t* dispatches) {
+        OpHarness h(device(), pipelines());
+        const TensorId tx = h.input_f32({K, tokens}, std::vector<float>(x.begin(), x.begin() + K * tokens), "x");
+        const std::vector<float> ew(ewide.begin(), ewide.begin() + E * tokens);
+        const TensorId te = h.op(TDM_OP_VIEW_COLS, {h.input_f32({E, tokens}, ew, "e")}, {int32_t(M), int32_t(M)});
+        const TensorId g = h.op(TDM_OP_MATMUL, {h.weight(t, K, M, wq), tx});
+        const TensorId y = kind == TDM_GLU_GEGLU
+                               ? h.op(TDM_OP_MUL, {h.op(TDM_OP_UNARY, {g}, {TDM_UNARY_GELU_TANH}), te})
+                               : h.op(TDM_OP_GLU, {g, te}, {kind});
+        h.run({y}, fused(fuse));
+        if (dispatches) *dispatches = h.compiled().dispatch_count();
+        return h.f32(y);
+    };
+    const std::string what = fmt::format("{} {}", dtype_name(t), kind == TDM_GLU_GEGLU ? "gelu, mul" : "swiglu");
+    uint32_t d_fused = 0, d_plain = 0;
+    const auto got = run(n, true, &d_fused), unfused = run(n, false, &d_plain);
+    EXPECT_TRUE(same_bits_fused(got, unfused)) << what;
+    EXPECT_EQ(d_fused, 1u) << what;
+    EXPECT_EQ(d_plain, kind == TDM_GLU_GEGLU ? 3u : 2u) << what;
+    std::vector<float> gate, e;
+    for (int tok = 0; tok < n; ++tok) {
+        const auto gr = ref::matmul(std::span<const float>(x.data() + tok * K, size_t(K)), t, wq, M, K);
+        gate.insert(gate.end(), gr.begin(), gr.end());
+        e.insert(e.end(), ewide.begin() + tok * E + M, ewide.begin() + tok * E + 2 * M);
+    }
+    EXPECT_LT(ref::nmse(got, kind == TDM_GLU_GEGLU ? ref::geglu(gate, e) : ref::swiglu(gate, e)), 1e-10) << what;
+    for (int tokens : {1, 2, 4}) {
+        const auto fewer = run(tokens, true, nullptr);
+        EXPECT_EQ(std::memcmp(fewer.data(), got.data(), fewer.size() * sizeof(float)), 0)
+            << what << ", " << tokens << " tokens";
+    }
+}
+
+// GeGLU (Gemma 4's per-layer input) on a plain type and the quantized unit shapes; SwiGLU on
+// two: the epilogue differs in its function only.
+INSTANTIATE_TEST_SUITE_P(
+    Types, MatmulActMul,
+    ::testing::Values(std::make_tuple(DType::F32, TDM_GLU_GEGLU), std::make_tuple(DType::BF16, TDM_GLU_GEGLU),
+                      std::make_tuple(DType::Q8_0, TDM_GLU_GEGLU), std::make_tuple(DType::Q4_K, TDM_GLU_GEGLU),
+                      std::make_tuple(DType::Q6_K, TDM_GLU_GEGLU), std::make_tuple(DType::F16, TDM_GLU_SWIGLU),
+                      std::make_tuple(DType::Q5_0, TDM_GLU_SWIGLU)),
     [](const auto& p) {
         return std::string(dtype_name(std::get<0>(p.param))) +
                (std::get<1>(p.param) == TDM_GLU_GEGLU ? "_geglu" : "_swiglu");
