@@ -246,6 +246,16 @@ bool KvPool::can_truncate(int seq, uint32_t n_tokens) const {
     return false;
 }
 
+uint32_t checkpoints_that_fit(std::span<const tdm_recurrent_state> states, uint32_t n_seq, uint64_t max_binding,
+                              uint32_t want) {
+    uint64_t fit = want;
+    for (const tdm_recurrent_state& st : states) {
+        const uint64_t per_checkpoint = uint64_t(std::max(1u, n_seq)) * st.n_f32 * 4;
+        if (per_checkpoint > 0) fit = std::min(fit, max_binding / per_checkpoint);
+    }
+    return fit < 2 ? 0 : uint32_t(fit);
+}
+
 Result<StatePlan> KvPool::plan_states(int seq, uint32_t first_pos, uint32_t n) const {
     StatePlan p;
     p.first_pos = first_pos;

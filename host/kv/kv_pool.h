@@ -44,6 +44,12 @@
 
 namespace tdm {
 
+// The most recurrent-state checkpoints per sequence, up to `want`, with which every state of
+// n_seq sequences fits one binding of `max_binding` bytes (KvPool::create refuses more);
+// `want` when the model has no recurrent state, 0 when not even 2 fit.
+uint32_t checkpoints_that_fit(std::span<const tdm_recurrent_state> states, uint32_t n_seq, uint64_t max_binding,
+                              uint32_t want);
+
 // Where a forward pass reads and writes the recurrent states of its sequence.
 struct StatePlan {
     int32_t read = 0;             // checkpoint holding the state before the batch

@@ -241,11 +241,23 @@ Status Runner::submit(const ForwardInput& in) {
                              "states take one sequence per batch",
                              model_.arch().desc->name);
     if (kv_.n_states() > 0) {
+        // A sequence returns to the state after a row whose logits were read (a verify's
+        // accepted drafts end at one) or after its segment, never to one inside a prompt
+        // chunk: those rows write no checkpoint. A speculative pool has room for a verify's
+        // checkpoints, and without this a prompt chunk would fill them all, each a copy of
+        // every recurrent state (some 19 MiB a row for Qwen3.5-0.8B; 15% of a 16-row prefill on
+        // lavapipe).
+        std::vector<char> returnable(n, 0);
+        for (int32_t r : in.output_rows)
+            if (r >= 0 && uint32_t(r) < n) returnable[size_t(r)] = 1;
         for (const Span& s : spans) {
             for (uint32_t i = 1; i < s.rows; ++i)
                 if (in.positions[s.row0 + i] != in.positions[s.row0] + int32_t(i))
                     return Error("forward: a model with recurrent state needs consecutive positions");
-            plans.push_back(TDM_TRY(kv_.plan_states(s.seq, uint32_t(in.positions[s.row0]), s.rows)));
+            StatePlan plan = TDM_TRY(kv_.plan_states(s.seq, uint32_t(in.positions[s.row0]), s.rows));
+            for (uint32_t i = 0; i + 1 < s.rows; ++i)
+                if (!returnable[s.row0 + i]) plan.write[i] = -1;
+            plans.push_back(std::move(plan));
         }
     }
     // A refusal here may leave blocks reserved for the sequences before it; they are

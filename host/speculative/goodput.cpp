@@ -245,10 +245,12 @@ void GoodputController::planned(int k) {
 }
 
 bool GoodputController::probe_when_starved() {
-    // the back-off only, not probe_wait()'s cost floor: in a batch a probe row costs what a
-    // row costs at the batch's width, not a solo verify (tests/speculative/ngram_tree_test.cpp
-    // measured n-gram drafters probed too rarely to find their cycles with the floor)
-    if (++starved_ < probe_after_) return false;
+    // The same wait as alone, probe_wait(): the back-off, and for a head that never agreed the
+    // cost floor (n-gram drafters are exempt there). In a batch this controller's timings are
+    // the batch's passes, so the floor weighs what a probe adds to everyone's pass: without
+    // it, a head that never agreed probed every 8th pass at 4 streams of Qwen3.5-0.8B on
+    // lavapipe, the probe rows and the head's step costing every stream 5-8% (docs/BENCHMARKS.md).
+    if (++starved_ < probe_wait()) return false;
     starved_ = 0;
     probing_ = true;
     ++report_.probes;

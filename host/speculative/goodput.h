@@ -114,7 +114,7 @@ public:
     // Records a draft length chosen for this sequence by the batch's plan (allocate_drafts).
     void planned(int k);
     // In a batched pass whose plan gave this sequence no drafts: whether it should probe now
-    // (the back-off as alone, without the solo cost floor). Call once per such pass.
+    // (the same wait as alone; its timings are then the batch's passes). Call once per such pass.
     bool probe_when_starved();
 
     double acceptance() const;            // the pooled per-draft acceptance

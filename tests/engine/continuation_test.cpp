@@ -3,8 +3,8 @@
 // already holds (chat turns, a restored prompt cache) gives the same tokens and
 // logits as running the whole prompt fresh, for attention-only Qwen3 and the
 // Qwen3.5 hybrid (recurrent-state checkpoints), plainly and with the MTP head
-// (which keeps its own KV and the target's hidden rows across turns). Also:
-// cancellation before and during generation.
+// (which keeps its own KV and the target's hidden rows across turns); which rows of a
+// pass leave a recurrent-state checkpoint. Also: cancellation before and during generation.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -167,6 +167,25 @@ TEST_F(Continuation, hybrid_state_cannot_be_cut_between_checkpoints_so_it_starts
     EXPECT_EQ(resumable_prefix(*t.kv, seq, kv_tokens, b), 0u);
     // the whole of what it holds (and longer) can still be resumed
     EXPECT_EQ(resumable_prefix(*t.kv, seq, kv_tokens, concat(kv_tokens, std::vector<int32_t>{5})), kv_tokens.size());
+}
+
+// A speculative pool has a checkpoint for every row of a verify, but a sequence returns only
+// to the state after a row whose logits were read or after its batch: a prompt chunk's rows
+// before its last write none (each would copy every recurrent state), a verify's rows each one.
+TEST_F(Continuation, hybrid_state_is_checkpointed_after_rows_with_logits_and_at_a_batch_end) {
+    Target t = load(qwen35_model_continuation(), 8);
+    ASSERT_TRUE(t.kv);
+    Runner runner(*t.model, *t.kv, test::test_device(), test::test_pipelines());
+    const int seq = *t.kv->add_sequence();
+    const std::vector<int32_t> chunk = {1, 2, 3, 4, 5}, chunk_pos = {0, 1, 2, 3, 4};
+    const int32_t last = 4;
+    ASSERT_TRUE(runner.forward({chunk, chunk_pos, seq, std::span<const int32_t>(&last, 1)}).ok());
+    for (uint32_t n = 1; n < 5; ++n) EXPECT_FALSE(t.kv->can_truncate(seq, n)) << "inside the chunk: " << n;
+    EXPECT_TRUE(t.kv->can_truncate(seq, 5));
+    const std::vector<int32_t> verify = {6, 7, 8}, verify_pos = {5, 6, 7}, rows = {0, 1, 2};
+    ASSERT_TRUE(runner.forward({verify, verify_pos, seq, rows}).ok());
+    for (uint32_t n = 5; n <= 8; ++n) EXPECT_TRUE(t.kv->can_truncate(seq, n)) << "a verify's row: " << n;
+    EXPECT_FALSE(t.kv->can_truncate(seq, 3));
 }
 
 TEST_F(Continuation, qwen35_mtp_speculation_resumes_the_head_across_turns_and_equals_plain_decoding) {

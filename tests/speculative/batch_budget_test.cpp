@@ -3,10 +3,13 @@
 // (speculative/batch_budget.h): the cost model recovers a + b * rows and keeps what each
 // shape measured; drafts go where they raise the expected tokens per millisecond, best
 // first, and nowhere when rows cost more than they bring, including when the next row
-// starts a new tile of a kernel (a step in the pass time).
+// starts a new tile of a kernel (a step in the pass time). A sequence the plan gives no
+// drafts probes on its controller's own schedule, the cost floor included.
 #include <gtest/gtest.h>
 
 #include "speculative/batch_budget.h"
+#include "speculative/goodput.h"
+#include "speculative/goodput_history.h"
 
 namespace tdm {
 namespace {
@@ -96,6 +99,48 @@ TEST(BatchBudget, drafts_never_exceed_a_cap_and_drafting_time_counts) {
     EXPECT_GE(allocate_drafts(m, 2, 2, 2, fair)[0], 1u);
     std::vector<DraftCandidate> slow = {{2, 0.9, 80}, {6, 0.9, 80}};
     for (uint32_t x : allocate_drafts(m, 2, 2, 2, slow)) EXPECT_EQ(x, 0u);
+}
+
+// A head that never agrees (Qwen3.5-0.8B's random-weight MTP head), 4 streams in one pass
+// on lavapipe: a pass of 4 rows 480 ms; one in which the streams probe (a draft each, in
+// step, as after a shared start) 960 ms, and the head's step 70 ms. Each stream's
+// controller starts from what a warm-up taught (its drafts missed, the plain step's cost).
+// A stream the plan starves probes when its controller would alone, so the probes wait
+// until they cost 2% of the time: 2 probe passes in 64, where the back-off alone took 3
+// (passes 8, 25 and 58), each costing every stream more than a pass.
+TEST(BatchBudget, a_starved_head_that_never_agreed_probes_when_alone_it_would) {
+    GoodputMemory warm_up;
+    warm_up.tried = {4};
+    warm_up.hit = {0};
+    warm_up.plain_ms = 480;
+    constexpr double kPlainPass = 480, kProbePass = 960, kHeadStep = 70;
+    constexpr int kPasses = 64;
+    std::vector<int> alone, starved;
+    GoodputController solo(16, kGoodputProbeInterval, DrafterKind::head, &warm_up);
+    for (int pass = 0; pass < kPasses; ++pass) {
+        if (solo.choose(16) > 0) {
+            alone.push_back(pass);
+            solo.observe_round(1, 0, kHeadStep, kProbePass);
+        } else {
+            solo.observe_plain(kPlainPass);
+        }
+    }
+    GoodputController batched(16, kGoodputProbeInterval, DrafterKind::head, &warm_up);
+    for (int pass = 0; pass < kPasses; ++pass) {
+        batched.planned(0);
+        if (batched.probe_when_starved()) {
+            starved.push_back(pass);
+            batched.observe_round(1, 0, kHeadStep, kProbePass);
+        } else {
+            batched.observe_plain(kPlainPass);
+        }
+    }
+    ASSERT_EQ(starved.size(), alone.size());
+    EXPECT_EQ(starved.size(), 2u);
+    // alone, a probe follows `wait` plain steps; starved, it is the `wait`-th pass without drafts
+    EXPECT_EQ(starved[0] + 1, alone[0]);
+    EXPECT_EQ(starved[1] - starved[0] + 1, alone[1] - alone[0]);
+    EXPECT_GE(starved[0], 2 * kGoodputProbeInterval - 4) << "the first waits for the guessed cost, not the interval";
 }
 
 }  // namespace
