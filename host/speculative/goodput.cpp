@@ -25,14 +25,15 @@ constexpr double kHistoryPriorWeight = 4.0;
 // 8% of a 24-token reply; where it agrees, the controller lengthens from the data.
 constexpr int kHeadStartK = 1;
 constexpr int kMaxBackOff = 32;   // a probe interval grows to at most 32x the first
-// Drafting is switched off only when no length pays even with each position's acceptance one
-// standard error above its estimate: at a moderate acceptance (0.5-0.7) a few rejections in a
-// row would otherwise switch it off for a probe interval or longer. Not after a streak of
-// rounds whose first draft was rejected, so that a drafter that stopped agreeing is still
-// stopped within a few rounds. And only for a drafter that has shown it agrees (a draft
-// accepted in this sequence or in its kind's history): a first trial that missed is no
-// evidence of a moderate acceptance, and at acceptance 0 two more trials cost a plain step
-// on a CPU device.
+// Drafting is switched off only when no length pays even with each position's acceptance
+// raised by the benefit of the doubt: at a moderate acceptance (0.5-0.7) a few rejections in
+// a row would otherwise switch it off for a probe interval or longer. The doubt is one
+// standard error (kOptimism) where a rejected draft costs nothing, less as it costs more
+// (GoodputController::optimism). Not after a streak of rounds whose first draft was rejected,
+// so that a drafter that stopped agreeing is still stopped within a few rounds. And only for
+// a drafter that has shown it agrees (a draft accepted in this sequence or in its kind's
+// history): a first trial that missed is no evidence of a moderate acceptance, and at
+// acceptance 0 two more trials cost a plain step on a CPU device.
 constexpr double kOptimism = 1.0;
 constexpr int kMissesBeforeDoubt = 3;
 // The share of the time probes may cost while drafting is off: the first wait is at least the
@@ -182,12 +183,26 @@ double GoodputController::speedup(int k, double optimism) const {
     return cost > 0 ? expected_tokens(k, optimism) * plain / cost : 1.0;
 }
 
+double GoodputController::miss_cost() const {
+    if (plain_ms_ <= 0) return 0.0;
+    return (verify_estimate(1) + draft_ms_per_token_ - plain_ms_) / plain_ms_;
+}
+
+double GoodputController::optimism() const {
+    // A round of one draft, against the plain steps of the same time: rejected, it loses
+    // m = miss_cost() plain steps; accepted, it gains 1 - m (two tokens for 1 + m steps). The
+    // benefit of the doubt bets rounds on the estimate being low, so it is taken in the
+    // share of that one-token spread which an accepted draft wins: whole where a miss is
+    // free, none where even an accepted draft cannot pay for its round.
+    return kOptimism * std::clamp(1.0 - miss_cost(), 0.0, 1.0);
+}
+
 bool GoodputController::any_k_pays() const {
     // an n-gram drafter needs no proof of agreement: it drafts only where its table matches
     const bool shown = agreed_ || kind_ == DrafterKind::ngram;
-    const double optimism = shown && first_misses_ < kMissesBeforeDoubt ? kOptimism : 0.0;
+    const double doubt = shown && first_misses_ < kMissesBeforeDoubt ? optimism() : 0.0;
     for (int j = 1; j <= k_max_; ++j)
-        if (speedup(j, optimism) > min_gain(1)) return true;
+        if (speedup(j, doubt) > min_gain(1)) return true;
     return false;
 }
 
