@@ -46,6 +46,16 @@ constexpr double kProbeShare = 0.02;
 // implies is capped at this many probe intervals (a good head whose first trial missed gets
 // its second chance within 32 steps, not 256).
 constexpr int kTrialWaitIntervals = 4;
+// Only a plain step measures a plain step, and a controller that drafts every round takes
+// none: a baseline that came out too high makes every length look better than it is, is
+// never corrected, and keeps a moderate acceptance drafting at a loss (on lavapipe a
+// baseline of about 2.3 plain steps from `bench spec`'s warm-up, handed on by the history,
+// kept A = 0.5 drafting every round of 4 prompts). So after this many rounds without a
+// plain step one is taken; one that finds the estimate right doubles the wait, up to 16x.
+constexpr int kRemeasureRounds = 16;
+constexpr int kMaxRemeasureBackOff = 16;
+// A re-measured plain step within this share of the estimate finds it right.
+constexpr double kRemeasureTolerance = 0.1;
 
 double ema(double old, double x) { return old == 0 ? x : old + kEma * (x - old); }
 
@@ -70,7 +80,8 @@ GoodputController::GoodputController(int k_max, int probe_interval, DrafterKind 
       seen_tried_(size_t(k_max_), 0.0),
       seen_hit_(size_t(k_max_), 0.0),
       prior_(kPriorWeight),
-      prior_rate_(prior_acceptance(kind)) {
+      prior_rate_(prior_acceptance(kind)),
+      remeasure_after_(kRemeasureRounds) {
     report_.on = true;
     if (history) start_from(*history);
 }
@@ -212,6 +223,7 @@ GoodputOffer GoodputController::offer(int k_cap) const {
     if (k_cap <= 0) return {};  // nothing may be drafted: not the controller's choice
     if (!started_) return {kind_ == DrafterKind::ngram ? k_cap : std::min(kHeadStartK, k_cap), 1.0, Why::first};
     if (plain_ms_ == 0) return {0, 1.0, Why::calibrating};  // plain steps measure the baseline
+    if (rounds_since_plain_ >= remeasure_after_) return {0, 1.0, Why::calibrating};  // and re-measure it
     if (off_)
         return plain_since_probe_ >= probe_wait() ? GoodputOffer{1, predicted_speedup(1), Why::probe}
                                                   : GoodputOffer{0, 1.0, Why::off};
@@ -242,7 +254,7 @@ int GoodputController::choose(int k_cap) {
     case Why::measured:
         if (o.k == 0) off_ = true;
         break;
-    case Why::calibrating:
+    case Why::calibrating: remeasuring_ = rounds_since_plain_ >= remeasure_after_; break;
     case Why::off: break;
     }
     planned(o.k);
@@ -271,6 +283,16 @@ bool GoodputController::probe_when_starved() {
 }
 
 void GoodputController::observe_plain(double ms) {
+    rounds_since_plain_ = 0;
+    if (remeasuring_) {
+        remeasuring_ = false;
+        const bool right = std::abs(ms - plain_ms_) <= kRemeasureTolerance * plain_ms_;
+        remeasure_after_ = right ? std::min(remeasure_after_ * 2, kRemeasureRounds * kMaxRemeasureBackOff)
+                                 : kRemeasureRounds;
+        // a step's time is slowed by what else runs, never sped up: a sample under the
+        // estimate is the step as it is
+        if (ms < plain_ms_) plain_ms_ = ms;
+    }
     if (plain_seen_++ > 0) plain_ms_ = ema(plain_ms_, ms);
     report_.plain_ms = plain_ms_;
     if (!started_ && !off_) return;
@@ -281,6 +303,7 @@ void GoodputController::observe_plain(double ms) {
 }
 
 void GoodputController::observe_elsewhere(int k, double verify_ms) {
+    ++rounds_since_plain_;
     if (k >= 1 && k <= k_max_ && rounds_at_[size_t(k)]++ > 0)
         verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
     if (!started_ && !off_) return;
@@ -321,6 +344,7 @@ void GoodputController::probe_failed() {
 void GoodputController::observe_round(int k, int accepted, double draft_ms, double verify_ms) {
     if (k <= 0 || k > k_max_) return;
     started_ = true;
+    ++rounds_since_plain_;
     if (k == 1 && rounds_at_[1] == 0) trial_ms_ = draft_ms + verify_ms;
     if (rounds_at_[size_t(k)]++ > 0) {
         verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
@@ -332,6 +356,7 @@ void GoodputController::observe_round(int k, int accepted, double draft_ms, doub
 void GoodputController::observe_tree_round(int depth, int rows, int accepted, double verify_ms) {
     if (depth <= 0 || depth > k_max_) return;
     started_ = true;
+    ++rounds_since_plain_;
     const int width = std::clamp(rows - 1, 1, k_max_);
     if (rounds_at_[size_t(width)]++ > 0) verify_ms_[size_t(width)] = ema(verify_ms_[size_t(width)], verify_ms);
     count_acceptance(depth, accepted, false);

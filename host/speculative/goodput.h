@@ -36,7 +36,11 @@
 // head never agrees), an n-gram drafter at the cap (its matched length decides; it drafts
 // nothing it did not match). Then two plain steps calibrate the baseline (the first only
 // builds graphs) and measurements decide. The first round of each k and the first plain
-// step count only for acceptance: their time usually includes building graphs.
+// step count only for acceptance: their time usually includes building graphs. Only a plain
+// step measures the plain step, and one too high makes every length look better than it is
+// and keeps drafting on, so after 16 rounds without a plain step one re-measures it (a time
+// under the estimate replaces it: a step is slowed by what else runs, never sped up); one
+// that finds the estimate right doubles that wait, up to 256 rounds.
 //
 // A server's sequences (a benchmark's prompts) start from what the engine's earlier
 // sequences of the same drafter kind learned (goodput_history.h): each position's acceptance
@@ -80,7 +84,7 @@ struct GoodputOffer {
     enum class Why {
         nothing,      // nothing may be drafted (k_cap 0)
         first,        // no measurement yet: the kind's first length
-        calibrating,  // the plain step's time is not known yet: a plain step
+        calibrating,  // the plain step's time is not known yet, or is due to be re-measured: a plain step
         off,          // drafting is off and no probe is due: a plain step
         probe,        // drafting is off and a probe is due: k = 1
         measured,     // the length with the best expected speedup (0: none pays)
@@ -171,6 +175,9 @@ private:
     double prior_rate_;                   // the prior's pooled acceptance
     std::vector<double> prior_at_;        // the history's acceptance per position (empty: none)
     int plain_since_probe_ = 0, starved_ = 0;
+    int rounds_since_plain_ = 0;          // verified rounds (any drafter's) since the last plain step
+    int remeasure_after_;                 // rounds without a plain step before one re-measures it
+    bool remeasuring_ = false;            // this plain step was taken to re-measure the baseline
     int first_misses_ = 0;                // rounds in a row whose first draft was rejected
     bool agreed_ = false;                 // a draft accepted, in this sequence or the history
     bool off_ = false, probing_ = false, started_ = false;

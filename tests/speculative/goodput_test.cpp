@@ -520,7 +520,8 @@ TEST(GoodputController, at_a_dear_miss_and_moderate_acceptance_the_doubt_keeps_f
 }
 
 // A GPU: a draft and a verify row cost 5% of a plain step each. At acceptance 0.5-0.7 every
-// length up to 3 or 4 pays, and once settled the controller never stops drafting.
+// length up to 3 or 4 pays, and once settled the controller never stops drafting: its only
+// plain steps re-measure the baseline, ever more rarely (after 16, 32, 64, ... rounds).
 TEST(GoodputController, at_a_cheap_miss_and_moderate_acceptance_it_keeps_drafting) {
     for (double p : {0.5, 0.6, 0.7})
         for (uint64_t seed : {1, 2, 3}) {
@@ -538,9 +539,38 @@ TEST(GoodputController, at_a_cheap_miss_and_moderate_acceptance_it_keeps_draftin
                 t.observe_round(k, d.accepted(k, p), 0.5 * k, 10.0 * (1.0 + 0.05 * k));
             }
             EXPECT_EQ(late_off, 0) << "acceptance " << p << ", seed " << seed;
-            EXPECT_EQ(late_plain, 0) << "acceptance " << p << ", seed " << seed;
+            EXPECT_LE(late_plain, 3) << "acceptance " << p << ", seed " << seed;
             EXPECT_GT(t.optimism(), 0.85);
         }
+}
+
+// A baseline handed on too high (a slow plain step in a benchmark's warm-up: 24 ms where a
+// step costs 10) makes k = 1 at acceptance 0.5 look like a 2x gain where it loses 6%: a
+// controller that drafts every round never sees the plain step that would say so. After 16
+// rounds it takes one, believes the faster time, and stops drafting.
+TEST(GoodputController, a_baseline_measured_too_high_is_measured_again) {
+    GoodputMemory stale;
+    stale.tried = {20.0};
+    stale.hit = {10.0};
+    stale.plain_ms = 24.0;
+    stale.verify_ms = {0.0, 13.0};
+    stale.draft_ms_per_token = 3.0;
+    GoodputController t(1, kGoodputProbeInterval, DrafterKind::head, &stale);
+    EXPECT_GT(t.predicted_speedup(1), 2.0);
+    Draws d;
+    int first_plain = -1;
+    for (int i = 0; i < 20; ++i) {
+        const int k = t.choose(1);
+        if (k == 0) {
+            t.observe_plain(10.0);
+            if (first_plain < 0) first_plain = i;
+            continue;
+        }
+        t.observe_round(k, d.accepted(k, 0.5), 3.0, 13.0);
+    }
+    EXPECT_EQ(first_plain, 16) << "the first plain step re-measures the baseline after 16 rounds";
+    EXPECT_LT(t.predicted_speedup(1), 1.0);
+    EXPECT_TRUE(t.off());
 }
 
 // A history of costs alone (a benchmark's warm-up, whose drafts were forced): the device's
