@@ -59,6 +59,17 @@ constexpr double kRemeasureTolerance = 0.1;
 
 double ema(double old, double x) { return old == 0 ? x : old + kEma * (x - old); }
 
+// A round went by without a plain step. A re-measure that was due got the round instead
+// (another drafter of a chain drafted, or a batch's plan gave drafts): it waits another
+// period rather than keep its drafter out of the rounds until every other one is due too.
+void count_round_without_plain(int& rounds_since_plain, int remeasure_after, bool& remeasuring) {
+    if (remeasuring || rounds_since_plain >= remeasure_after) {
+        remeasuring = false;
+        rounds_since_plain = 0;
+    }
+    ++rounds_since_plain;
+}
+
 // An unmeasured drafter's acceptance: half for a head (what a head trained with its target
 // agrees on in running text is 0.5 to 0.8; a random or foreign one 0), a little more for an
 // n-gram match, which drafts only where the history repeats.
@@ -283,8 +294,11 @@ bool GoodputController::probe_when_starved() {
 }
 
 void GoodputController::observe_plain(double ms) {
+    // due: this controller chose the step to re-measure, or (a chain, whose members share the
+    // plain step) it was due and another member chose it
+    const bool due = remeasuring_ || rounds_since_plain_ >= remeasure_after_;
     rounds_since_plain_ = 0;
-    if (remeasuring_) {
+    if (due) {
         remeasuring_ = false;
         const bool right = std::abs(ms - plain_ms_) <= kRemeasureTolerance * plain_ms_;
         remeasure_after_ = right ? std::min(remeasure_after_ * 2, kRemeasureRounds * kMaxRemeasureBackOff)
@@ -303,7 +317,7 @@ void GoodputController::observe_plain(double ms) {
 }
 
 void GoodputController::observe_elsewhere(int k, double verify_ms) {
-    ++rounds_since_plain_;
+    count_round_without_plain(rounds_since_plain_, remeasure_after_, remeasuring_);
     if (k >= 1 && k <= k_max_ && rounds_at_[size_t(k)]++ > 0)
         verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
     if (!started_ && !off_) return;
@@ -344,7 +358,7 @@ void GoodputController::probe_failed() {
 void GoodputController::observe_round(int k, int accepted, double draft_ms, double verify_ms) {
     if (k <= 0 || k > k_max_) return;
     started_ = true;
-    ++rounds_since_plain_;
+    count_round_without_plain(rounds_since_plain_, remeasure_after_, remeasuring_);
     if (k == 1 && rounds_at_[1] == 0) trial_ms_ = draft_ms + verify_ms;
     if (rounds_at_[size_t(k)]++ > 0) {
         verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
@@ -356,7 +370,7 @@ void GoodputController::observe_round(int k, int accepted, double draft_ms, doub
 void GoodputController::observe_tree_round(int depth, int rows, int accepted, double verify_ms) {
     if (depth <= 0 || depth > k_max_) return;
     started_ = true;
-    ++rounds_since_plain_;
+    count_round_without_plain(rounds_since_plain_, remeasure_after_, remeasuring_);
     const int width = std::clamp(rows - 1, 1, k_max_);
     if (rounds_at_[size_t(width)]++ > 0) verify_ms_[size_t(width)] = ema(verify_ms_[size_t(width)], verify_ms);
     count_acceptance(depth, accepted, false);
