@@ -25,14 +25,15 @@ constexpr double kHistoryPriorWeight = 4.0;
 // 8% of a 24-token reply; where it agrees, the controller lengthens from the data.
 constexpr int kHeadStartK = 1;
 constexpr int kMaxBackOff = 32;   // a probe interval grows to at most 32x the first
-// Drafting is switched off only when no length pays even with each position's acceptance one
-// standard error above its estimate: at a moderate acceptance (0.5-0.7) a few rejections in a
-// row would otherwise switch it off for a probe interval or longer. Not after a streak of
-// rounds whose first draft was rejected, so that a drafter that stopped agreeing is still
-// stopped within a few rounds. And only for a drafter that has shown it agrees (a draft
-// accepted in this sequence or in its kind's history): a first trial that missed is no
-// evidence of a moderate acceptance, and at acceptance 0 two more trials cost a plain step
-// on a CPU device.
+// Drafting is switched off only when no length pays even with each position's acceptance
+// raised by the benefit of the doubt: at a moderate acceptance (0.5-0.7) a few rejections in
+// a row would otherwise switch it off for a probe interval or longer. The doubt is one
+// standard error (kOptimism) where a rejected draft costs nothing, less as it costs more
+// (GoodputController::optimism). Not after a streak of rounds whose first draft was rejected,
+// so that a drafter that stopped agreeing is still stopped within a few rounds. And only for
+// a drafter that has shown it agrees (a draft accepted in this sequence or in its kind's
+// history): a first trial that missed is no evidence of a moderate acceptance, and at
+// acceptance 0 two more trials cost a plain step on a CPU device.
 constexpr double kOptimism = 1.0;
 constexpr int kMissesBeforeDoubt = 3;
 // The share of the time probes may cost while drafting is off: the first wait is at least the
@@ -45,8 +46,29 @@ constexpr double kProbeShare = 0.02;
 // implies is capped at this many probe intervals (a good head whose first trial missed gets
 // its second chance within 32 steps, not 256).
 constexpr int kTrialWaitIntervals = 4;
+// Only a plain step measures a plain step, and a controller that drafts every round takes
+// none: a baseline that came out too high makes every length look better than it is, is
+// never corrected, and keeps a moderate acceptance drafting at a loss (on lavapipe a
+// baseline of about 2.3 plain steps from `bench spec`'s warm-up, handed on by the history,
+// kept A = 0.5 drafting every round of 4 prompts). So after this many rounds without a
+// plain step one is taken; one that finds the estimate right doubles the wait, up to 16x.
+constexpr int kRemeasureRounds = 16;
+constexpr int kMaxRemeasureBackOff = 16;
+// A re-measured plain step within this share of the estimate finds it right.
+constexpr double kRemeasureTolerance = 0.1;
 
 double ema(double old, double x) { return old == 0 ? x : old + kEma * (x - old); }
+
+// A round went by without a plain step. A re-measure that was due got the round instead
+// (another drafter of a chain drafted, or a batch's plan gave drafts): it waits another
+// period rather than keep its drafter out of the rounds until every other one is due too.
+void count_round_without_plain(int& rounds_since_plain, int remeasure_after, bool& remeasuring) {
+    if (remeasuring || rounds_since_plain >= remeasure_after) {
+        remeasuring = false;
+        rounds_since_plain = 0;
+    }
+    ++rounds_since_plain;
+}
 
 // An unmeasured drafter's acceptance: half for a head (what a head trained with its target
 // agrees on in running text is 0.5 to 0.8; a random or foreign one 0), a little more for an
@@ -69,7 +91,8 @@ GoodputController::GoodputController(int k_max, int probe_interval, DrafterKind 
       seen_tried_(size_t(k_max_), 0.0),
       seen_hit_(size_t(k_max_), 0.0),
       prior_(kPriorWeight),
-      prior_rate_(prior_acceptance(kind)) {
+      prior_rate_(prior_acceptance(kind)),
+      remeasure_after_(kRemeasureRounds) {
     report_.on = true;
     if (history) start_from(*history);
 }
@@ -182,12 +205,26 @@ double GoodputController::speedup(int k, double optimism) const {
     return cost > 0 ? expected_tokens(k, optimism) * plain / cost : 1.0;
 }
 
+double GoodputController::miss_cost() const {
+    if (plain_ms_ <= 0) return 0.0;
+    return (verify_estimate(1) + draft_ms_per_token_ - plain_ms_) / plain_ms_;
+}
+
+double GoodputController::optimism() const {
+    // A round of one draft, against the plain steps of the same time: rejected, it loses
+    // m = miss_cost() plain steps; accepted, it gains 1 - m (two tokens for 1 + m steps). The
+    // benefit of the doubt bets rounds on the estimate being low, so it is taken in the
+    // share of that one-token spread which an accepted draft wins: whole where a miss is
+    // free, none where even an accepted draft cannot pay for its round.
+    return kOptimism * std::clamp(1.0 - miss_cost(), 0.0, 1.0);
+}
+
 bool GoodputController::any_k_pays() const {
     // an n-gram drafter needs no proof of agreement: it drafts only where its table matches
     const bool shown = agreed_ || kind_ == DrafterKind::ngram;
-    const double optimism = shown && first_misses_ < kMissesBeforeDoubt ? kOptimism : 0.0;
+    const double doubt = shown && first_misses_ < kMissesBeforeDoubt ? optimism() : 0.0;
     for (int j = 1; j <= k_max_; ++j)
-        if (speedup(j, optimism) > min_gain(1)) return true;
+        if (speedup(j, doubt) > min_gain(1)) return true;
     return false;
 }
 
@@ -197,6 +234,7 @@ GoodputOffer GoodputController::offer(int k_cap) const {
     if (k_cap <= 0) return {};  // nothing may be drafted: not the controller's choice
     if (!started_) return {kind_ == DrafterKind::ngram ? k_cap : std::min(kHeadStartK, k_cap), 1.0, Why::first};
     if (plain_ms_ == 0) return {0, 1.0, Why::calibrating};  // plain steps measure the baseline
+    if (rounds_since_plain_ >= remeasure_after_) return {0, 1.0, Why::calibrating};  // and re-measure it
     if (off_)
         return plain_since_probe_ >= probe_wait() ? GoodputOffer{1, predicted_speedup(1), Why::probe}
                                                   : GoodputOffer{0, 1.0, Why::off};
@@ -227,7 +265,7 @@ int GoodputController::choose(int k_cap) {
     case Why::measured:
         if (o.k == 0) off_ = true;
         break;
-    case Why::calibrating:
+    case Why::calibrating: remeasuring_ = rounds_since_plain_ >= remeasure_after_; break;
     case Why::off: break;
     }
     planned(o.k);
@@ -258,6 +296,19 @@ bool GoodputController::probe_when_starved() {
 }
 
 void GoodputController::observe_plain(double ms) {
+    // due: this controller chose the step to re-measure, or (a chain, whose members share the
+    // plain step) it was due and another member chose it
+    const bool due = remeasuring_ || rounds_since_plain_ >= remeasure_after_;
+    rounds_since_plain_ = 0;
+    if (due) {
+        remeasuring_ = false;
+        const bool right = std::abs(ms - plain_ms_) <= kRemeasureTolerance * plain_ms_;
+        remeasure_after_ = right ? std::min(remeasure_after_ * 2, kRemeasureRounds * kMaxRemeasureBackOff)
+                                 : kRemeasureRounds;
+        // a step's time is slowed by what else runs, never sped up: a sample under the
+        // estimate is the step as it is
+        if (ms < plain_ms_) plain_ms_ = ms;
+    }
     if (plain_seen_++ > 0) plain_ms_ = ema(plain_ms_, ms);
     report_.plain_ms = plain_ms_;
     if (!started_ && !off_) return;
@@ -268,6 +319,7 @@ void GoodputController::observe_plain(double ms) {
 }
 
 void GoodputController::observe_elsewhere(int k, double verify_ms) {
+    count_round_without_plain(rounds_since_plain_, remeasure_after_, remeasuring_);
     if (k >= 1 && k <= k_max_ && rounds_at_[size_t(k)]++ > 0)
         verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
     if (!started_ && !off_) return;
@@ -308,6 +360,7 @@ void GoodputController::probe_failed() {
 void GoodputController::observe_round(int k, int accepted, double draft_ms, double verify_ms) {
     if (k <= 0 || k > k_max_) return;
     started_ = true;
+    count_round_without_plain(rounds_since_plain_, remeasure_after_, remeasuring_);
     if (k == 1 && rounds_at_[1] == 0) trial_ms_ = draft_ms + verify_ms;
     if (rounds_at_[size_t(k)]++ > 0) {
         verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
@@ -319,6 +372,7 @@ void GoodputController::observe_round(int k, int accepted, double draft_ms, doub
 void GoodputController::observe_tree_round(int depth, int rows, int accepted, double verify_ms) {
     if (depth <= 0 || depth > k_max_) return;
     started_ = true;
+    count_round_without_plain(rounds_since_plain_, remeasure_after_, remeasuring_);
     const int width = std::clamp(rows - 1, 1, k_max_);
     if (rounds_at_[size_t(width)]++ > 0) verify_ms_[size_t(width)] = ema(verify_ms_[size_t(width)], verify_ms);
     count_acceptance(depth, accepted, false);

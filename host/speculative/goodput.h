@@ -11,22 +11,36 @@
 // which starts at a prior from the drafter's kind that decays with the data), the plain
 // step time, the verify time per width and the draft time per token, and picks the k with
 // the best E(k) * T_plain / (T_draft(k) + T_verify(k)), if that beats a plain step by
-// min_gain(). When none does, drafting is switched off (unless one would with each p_j one
-// standard error higher, the drafter has agreed before (a draft accepted in this sequence
-// or in its kind's history) and the last rounds did not all miss their first draft: then
-// k = 1, since at a moderate acceptance a few rejections in a row are chance) and probed
+// min_gain(). When none does, drafting is switched off (unless one would with each p_j raised
+// by the benefit of the doubt, the drafter has agreed before (a draft accepted in this
+// sequence or in its kind's history) and the last rounds did not all miss their first draft:
+// then k = 1, since at a moderate acceptance a few rejections in a row are chance) and probed
 // again with k = 1 after `probe_interval` plain steps (for a drafter that never agreed, after
 // as many as keep the probes' extra cost, a draft and a verify row over a plain step, to 2%
 // of the time, if that is more); a probe that does not turn drafting back on doubles the
 // interval (up to 32x), so a drafter that never agrees costs about a percent of the steps,
 // while text that becomes predictable (code, quotes, JSON) gets drafts back.
 //
+// The benefit of the doubt is an exploration bonus, paid for in rejected drafts. A round of
+// one draft costs 1 + m plain steps: rejected, it loses m (the miss cost) against plain
+// decoding; accepted, it gains 1 - m. So the doubt is (1 - m) standard errors of p_j
+// (optimism()): nearly one where a miss costs little (a GPU, where a draft and a verify row
+// cost a few percent of a step: m ~ 0.05-0.1), a third where it costs much (lavapipe, m ~
+// 0.6-0.7: there k = 1 breaks even at an acceptance of about 0.65, a good acceptance gains a
+// few percent and a moderate one loses 10%, so rounds kept on the doubt lost more than the
+// probes, which turn drafting back on after 8 plain steps, would have forgone), none where
+// even an accepted draft cannot pay for its round (m >= 1).
+//
 // Before any measurement the drafter's kind gives the first length: a draft head (MTP,
 // NextN, an assistant, a draft model) starts at 1 (a trial that costs little where the
 // head never agrees), an n-gram drafter at the cap (its matched length decides; it drafts
 // nothing it did not match). Then two plain steps calibrate the baseline (the first only
 // builds graphs) and measurements decide. The first round of each k and the first plain
-// step count only for acceptance: their time usually includes building graphs.
+// step count only for acceptance: their time usually includes building graphs. Only a plain
+// step measures the plain step, and one too high makes every length look better than it is
+// and keeps drafting on, so after 16 rounds without a plain step one re-measures it (a time
+// under the estimate replaces it: a step is slowed by what else runs, never sped up); one
+// that finds the estimate right doubles that wait, up to 256 rounds.
 //
 // A server's sequences (a benchmark's prompts) start from what the engine's earlier
 // sequences of the same drafter kind learned (goodput_history.h): each position's acceptance
@@ -70,7 +84,7 @@ struct GoodputOffer {
     enum class Why {
         nothing,      // nothing may be drafted (k_cap 0)
         first,        // no measurement yet: the kind's first length
-        calibrating,  // the plain step's time is not known yet: a plain step
+        calibrating,  // the plain step's time is not known yet, or is due to be re-measured: a plain step
         off,          // drafting is off and no probe is due: a plain step
         probe,        // drafting is off and a probe is due: k = 1
         measured,     // the length with the best expected speedup (0: none pays)
@@ -122,6 +136,11 @@ public:
     double reach(int j) const;            // p_1 * ... * p_j: the chance draft j is accepted
     double expected_tokens(int k) const;  // E(k)
     double predicted_speedup(int k) const;
+    // What a round of one rejected draft costs over a plain step, in plain steps (its draft
+    // and its verify of 2 rows, less the plain step): m above. 0 before the plain step is known.
+    double miss_cost() const;
+    // The benefit of the doubt, in standard errors of each p_j: (1 - m), within [0, 1].
+    double optimism() const;
     bool off() const { return off_; }
     const ControllerStats& report() const { return report_; }
     DrafterKind kind() const { return kind_; }
@@ -156,6 +175,9 @@ private:
     double prior_rate_;                   // the prior's pooled acceptance
     std::vector<double> prior_at_;        // the history's acceptance per position (empty: none)
     int plain_since_probe_ = 0, starved_ = 0;
+    int rounds_since_plain_ = 0;          // verified rounds (any drafter's) since the last plain step
+    int remeasure_after_;                 // rounds without a plain step before one re-measures it
+    bool remeasuring_ = false;            // this plain step was taken to re-measure the baseline
     int first_misses_ = 0;                // rounds in a row whose first draft was rejected
     bool agreed_ = false;                 // a draft accepted, in this sequence or the history
     bool off_ = false, probing_ = false, started_ = false;
