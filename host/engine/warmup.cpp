@@ -62,9 +62,14 @@ Result<WarmupReport> warm_up(Runner& runner, std::span<Drafter* const> drafters,
     WarmupReport report;
     KvPool& kv = runner.kv();
     std::vector<Drafter*> heads;
-    for (Drafter* d : drafters)
+    bool ngram = false;
+    for (Drafter* d : drafters) {
         if (d->kind() == DrafterKind::head) heads.push_back(d);
-    std::vector<uint32_t> widths = drafters.empty() ? std::vector<uint32_t>{} : warmup_verify_widths(spec.draft_max);
+        ngram = ngram || d->kind() == DrafterKind::ngram;
+    }
+    // A head's rounds start at the speculative generation's width; an n-gram drafter's
+    // widths are its matches' lengths, any of them in the first round.
+    const std::vector<uint32_t> widths = ngram ? warmup_verify_widths(spec.draft_max) : std::vector<uint32_t>{};
 
     // Room in the context for the prompt, the tokens generated and the widest verify after them.
     const int32_t gen_tokens = heads.empty() ? kPlainTokens : kSpeculativeTokens;
@@ -99,7 +104,8 @@ Result<WarmupReport> warm_up(Runner& runner, std::span<Drafter* const> drafters,
     }
 
     // Verify passes of the widths above, under the hidden state the drafters read (the
-    // engine left it set), each from the same position.
+    // engine left it set: a chain of n-gram drafters and a head reads the head's), each from
+    // the same position.
     for (uint32_t w : widths) {
         if (n_kv + w > kv.capacity_tokens()) break;
         std::vector<int32_t> tokens(w, prompt[0]), positions(w), rows(w);

@@ -18,10 +18,13 @@
 //    (the prompt's catch-up, a draft) and the first round's verify (the controller's first
 //    length for a head is 1, so 2 rows; fixed k: draft_max + 1), then plain steps under
 //    their hidden state (the decode step as a speculative run records it);
-//  - any drafter: one verify pass (every row's logits) of 2, 4 and 8 rows (at most
-//    draft_max + 1), so that no matmul variant is left to compile for any verify width
-//    (an n-gram drafter's widths are its matches' lengths, up to draft_max + 1); a width in
-//    between then builds only its graph, from compiled pipelines, the first time.
+//  - an n-gram drafter in the chain: one verify pass (every row's logits) of 2, 4 and 8 rows
+//    (at most draft_max + 1): its first round's width is its match's length, anything up to
+//    draft_max + 1, so no matmul variant is left to compile for any width; a width in
+//    between then builds only its graph, from compiled pipelines, the first time. Not for
+//    heads alone: their first round is the one above, and they reach longer drafts only
+//    after drafts were accepted, when the drafts pay for a first use; each extra pass of
+//    the 0.8B shape costs 0.3-0.5 s of load on lavapipe.
 // N-gram drafters (kind ngram) do not run: they look tokens up on the host (nothing to
 // compile), and some keep what they saw beyond a sequence (ngram-mod's pool, shared by the
 // process; ngram-cache's file, saved at finish()), which a warm-up must not feed.

@@ -144,7 +144,7 @@ TEST_F(Warmup, qwen35_with_mtp_leaves_no_kv_and_no_head_state_and_the_run_is_unc
     auto report = warm_up(runner, chain, sp, warmup_greedy_sampling(), 16);
     ASSERT_TRUE(report.ok()) << report.error().message();
     EXPECT_EQ(report->drafters, 1u);
-    EXPECT_EQ(report->verify_widths, (std::vector<uint32_t>{2, 4}));
+    EXPECT_TRUE(report->verify_widths.empty()) << "a head alone: its first round is the generation's";
     EXPECT_EQ(report->prompt_tokens, 8u);
     EXPECT_GT(runner.cached_graphs(), 0u);
     // the target: every block free, and its one sequence slot available again
