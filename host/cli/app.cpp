@@ -55,6 +55,7 @@ Result<Config> merged_config(const ParsedArgs& a) {
     if (cl("no-chat")) c.model.chat = false;
     if (cl("chat-template")) c.model.chat_template = *a.get_string("chat-template");
     if (cl("no-check-weights")) c.model.check_weights = false;
+    if (a.knows("no-warmup") && cl("no-warmup")) c.model.warmup = false;
     if (cl("host-rows")) c.model.host_rows = *a.get_string("host-rows");
     if (cl("host-rows-share")) c.model.host_rows_share = float(*a.get_number("host-rows-share"));
     if (cl("int8-matmul")) c.model.int8_matmul = *a.get_string("int8-matmul");

@@ -151,6 +151,10 @@ OptionGroup generation_options(OptionSpec n_predict = ranged({{"-n", "--n-predic
                 ranged({{"-s", "--seed"}, K::integer, "N", "Random seed; -1 = random (the seed used is printed).",
                         "-1"},
                        -1, kInt64Max),
+                {{"--no-warmup"}, K::flag, "", "Skip the warm-up at load: a few untimed passes on a scratch "
+                 "sequence (the decode step; with drafters their first round, and for n-gram drafters verify "
+                 "passes of 2, 4 and 8 rows) that compile what the first tokens would otherwise wait for. The output is the same "
+                 "either way; its time is reported (warmup_ms)."},
             }};
 }
 

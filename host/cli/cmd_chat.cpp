@@ -18,6 +18,7 @@
 #include "cli/prompt.h"
 #include "cli/interrupt.h"
 #include "cli/progress.h"
+#include "cli/warmup_option.h"
 #include "serve/generation_settings.h"
 #include "serve/make_drafters.h"
 
@@ -64,9 +65,10 @@ std::string stats_text(const ChatSession& s) {
     return out;
 }
 
-nlohmann::json stats_json(const ChatSession& s) {
+nlohmann::json stats_json(const ChatSession& s, const std::optional<WarmupReport>& warmup) {
     const SessionTotals& t = s.totals();
-    nlohmann::json j = {{"replies", t.turns},
+    nlohmann::json j = {{"warmup_ms", warmup_ms(warmup)},
+                        {"replies", t.turns},
                         {"prompt_tokens", t.prompt_tokens},
                         {"cached_tokens", t.cached_tokens},
                         {"generated_tokens", t.generated_tokens},
@@ -109,6 +111,8 @@ Status cmd_chat(App& app) {
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());
     Runner runner(*model, *kv, *dev, *pm);
     DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv, /*carried_head_by_default=*/true));
+    // before the session takes its sequence: the warm-up's is freed again
+    const std::optional<WarmupReport> warmup = TDM_TRY(warm_up_if_on(app, runner, chain.order, sampler_params(cfg)));
 
     ChatSession::Setup setup;
     setup.runner = &runner;
@@ -129,6 +133,7 @@ Status cmd_chat(App& app) {
         std::fprintf(stderr, "speculative decoding: %s%s\n", names.c_str(),
                      default_head ? " (the model's draft head; --spec-type none turns it off)" : "");
     }
+    if (!json) std::fprintf(stderr, "%s\n", warmup_line(warmup).c_str());
     if (terminal)
         std::fprintf(stderr,
                      "chat with %s (template %s, context %u tokens). /help lists the commands; Ctrl-C stops a "
@@ -153,7 +158,7 @@ Status cmd_chat(App& app) {
     commands.add({{"/stats"}, "", "tokens, timings and speculative statistics of the session so far",
                   [&](std::string_view) -> Result<CommandOutcome> {
                       said = stats_text(session);
-                      said_json = stats_json(session);
+                      said_json = stats_json(session, warmup);
                       return CommandOutcome::keep_going;
                   }});
     commands.add({{"/save"}, "FILE", "save the conversation and its KV state (for /load, here or later)",

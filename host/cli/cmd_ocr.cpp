@@ -19,6 +19,7 @@
 #include "cli/image_prompt.h"
 #include "cli/interrupt.h"
 #include "cli/memory_plan.h"
+#include "cli/warmup_option.h"
 #include "engine/generate.h"
 #include "serve/generation_settings.h"
 #include "serve/make_drafters.h"
@@ -106,6 +107,10 @@ Status cmd_ocr(App& app) {
     vk::PipelineManager* pm = TDM_TRY(app.pipelines());
     DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv));
     Runner runner(*model, *kv, *dev, *pm);
+    SamplerParams sampling = sampler_params(cfg);
+    if (!a.has("temp")) sampling.temperature = 0.0f;  // GLM-OCR decodes greedily
+    // the text decode step and the drafters' first round (a page's image rows are its own)
+    const std::optional<WarmupReport> warmup = TDM_TRY(warm_up_if_on(app, runner, chain.order, sampling));
     const int seq = TDM_TRY(kv->add_sequence());
 
     std::FILE* out_file = stdout;
@@ -119,8 +124,7 @@ Status cmd_ocr(App& app) {
 
     GenerateParams base;
     base.max_tokens = int32_t(a.get_int("n-predict").value_or(-1));
-    base.sampling = sampler_params(cfg);
-    if (!a.has("temp")) base.sampling.temperature = 0.0f;  // GLM-OCR decodes greedily
+    base.sampling = sampling;
     base.n_batch = uint32_t(cfg.model.n_batch);
     base.ignore_eog = a.flag("ignore-eos");
     InterruptScope interrupt;
@@ -199,8 +203,10 @@ Status cmd_ocr(App& app) {
         j["pages"] = nlohmann::json::array();
         for (const PageResult& r : results) j["pages"].push_back(r.json());
         j["failed"] = failed;
+        j["warmup_ms"] = warmup_ms(warmup);
         out.write(j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     } else {
+        std::fprintf(stderr, "%s\n", warmup_line(warmup).c_str());
         for (const PageResult& r : results) {
             if (!r.error.empty()) continue;
             std::fprintf(stderr,

@@ -2,7 +2,8 @@
 // host/cli/cmd_run.cpp: `tandem run`: generate from a prompt, plain or
 // speculative; text or JSON output; --dump-logits; --prompt-cache; --image FILE (a model
 // with an image encoder: the images before the prompt text in one chat turn); --grammar and
-// --json-schema (the output constraint, built by serve/constraint_factory.h).
+// --json-schema (the output constraint, built by serve/constraint_factory.h); the warm-up at
+// load (cli/warmup_option.h; --no-warmup), timed apart from load_ms (warmup_ms).
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "cli/progress.h"
 #include "cli/prompt.h"
 #include "cli/prompt_cache.h"
+#include "cli/warmup_option.h"
 #include "engine/generate.h"
 #include "serve/constraint_factory.h"
 #include "serve/generation_settings.h"
@@ -76,7 +78,6 @@ Status cmd_run(App& app) {
         prompt = TDM_TRY(prompt_tokens(a, cfg, *model));
     }
     Runner runner(*model, *kv, *dev, *pm);
-    const int seq = TDM_TRY(kv->add_sequence());
 
     gp.max_tokens = int32_t(a.get_int("n-predict").value_or(128));
     gp.sampling = sampler_params(cfg);
@@ -103,6 +104,9 @@ Status cmd_run(App& app) {
         std::fflush(stdout);
     };
     DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv));
+    // before the run takes its sequence: the warm-up's is freed again
+    const std::optional<WarmupReport> warmup = TDM_TRY(warm_up_if_on(app, runner, chain.order, gp.sampling));
+    const int seq = TDM_TRY(kv->add_sequence());
     std::optional<PromptCache> cache;
     if (auto path = a.get_string("prompt-cache")) {
         cache.emplace(*path, a.flag("prompt-cache-ro"));
@@ -134,6 +138,7 @@ Status cmd_run(App& app) {
         j["text"] = r.text;
         j["stop_reason"] = to_string(r.stop_reason);
         j["timings"] = {{"load_ms", load_ms},
+                        {"warmup_ms", warmup_ms(warmup)},
                         {"prefill_ms", r.stats.prefill_ms},
                         {"decode_ms", r.stats.decode_ms},
                         {"prefill_tokens_per_s", r.stats.prefill_tps()},
@@ -156,6 +161,7 @@ Status cmd_run(App& app) {
                      r.stats.decode_ms, r.stats.decode_tps(), std::string(to_string(r.stop_reason)).c_str());
         if (spec) std::fprintf(stderr, "%s", spec->report().c_str());
         if (cache) std::fprintf(stderr, "%s", cache->report().summary().c_str());
+        std::fprintf(stderr, "%s\n", warmup_line(warmup).c_str());
     }
     if (r.stop_reason == StopReason::cancelled) app.set_exit_code(kInterruptedExitCode);
     return {};

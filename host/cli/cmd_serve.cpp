@@ -13,6 +13,7 @@
 #include "cli/image_prompt.h"
 #include "cli/memory_plan.h"
 #include "cli/prompt.h"
+#include "cli/warmup_option.h"
 #include "serve/generation_settings.h"
 #include "serve/http_server.h"
 #include "serve/make_drafters.h"
@@ -90,6 +91,9 @@ Status cmd_serve(App& app) {
     Runner runner(*model, *kv, *dev, *pm);
     // a draft head keeps a sequence of its KV per request that drafts with it
     DrafterChain chain = TDM_TRY(make_drafters(app, *model, *kv, /*carried_head_by_default=*/true, parallel + 1));
+    // before the backend takes the KV's sequences and before the server listens, so that the
+    // first requests do not compile what every request runs
+    const std::optional<WarmupReport> warmup = TDM_TRY(warm_up_if_on(app, runner, chain.order, sampler_params(cfg)));
     // image_url parts need the model's image encoder (GLM-OCR's tower, or --mmproj); a model
     // without one serves text, and a request with images is told why
     std::unique_ptr<Encoder> encoder;
@@ -138,10 +142,10 @@ Status cmd_serve(App& app) {
     std::string names;
     for (Drafter* d : chain.order) names += (names.empty() ? "" : ", ") + d->name();
     const std::string image_note = encoder ? fmt::format(", images: {}", encoder->name()) : "";
-    std::fprintf(stderr, "serve: model '%s', %u slots of %u tokens, speculative decoding: %s%s%s\n",
+    std::fprintf(stderr, "serve: model '%s', %u slots of %u tokens, speculative decoding: %s%s%s; %s\n",
                  backend->model_id().c_str(), backend->parallel(), backend->context_tokens(),
                  names.empty() ? "off" : names.c_str(), image_note.c_str(),
-                 opts.api_key.empty() ? "" : ", API key required");
+                 opts.api_key.empty() ? "" : ", API key required", warmup_line(warmup).c_str());
     std::printf("listening on http://%s:%d\n", opts.host.c_str(), http.port());
     std::fflush(stdout);
 

@@ -51,6 +51,8 @@ struct ModelConfig {
     bool chat = false;          // interactive chat (conversation) mode
     std::string chat_template;  // built-in template name; "" = detect from the model
     bool check_weights = true;  // refuse weights holding NaN or infinity at load
+    // Untimed passes at load that compile what the first tokens would (engine/warmup.h)
+    bool warmup = true;
     // Tables read only by token rows (Gemma 4's per-layer embeddings) in host memory:
     // "auto" (a CPU device, or a table of at least host_rows_share of device memory), "on", "off"
     std::string host_rows = "auto";

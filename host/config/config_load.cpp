@@ -252,6 +252,7 @@ void read_model(SectionReader& r, Config& c) {
     r.boolean("chat", &c.model.chat);
     r.string("chat_template", &c.model.chat_template);
     r.boolean("check_weights", &c.model.check_weights);
+    r.boolean("warmup", &c.model.warmup);
     r.string("host_rows", &c.model.host_rows);
     r.number("host_rows_share", &c.model.host_rows_share);
     r.string("int8_matmul", &c.model.int8_matmul);

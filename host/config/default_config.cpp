@@ -59,6 +59,11 @@ std::string_view default_config_text() {
 # Refuse weights that hold NaN or infinity when the model loads (a damaged file would
 # otherwise generate nonsense); false skips the scan.
 # check_weights = true
+# Before the first token (`tandem run`, `chat`, `serve`, `ocr`), run a few untimed passes
+# on a scratch sequence that is then freed, so that compiling the decode step's and the
+# first speculative round's pipelines and graphs is paid at load, not by the first reply
+# (--no-warmup turns it off; the output is the same either way).
+# warmup = true
 # Where tables read only by token rows live (Gemma 4 E2B/E4B's per-layer embeddings,
 # 2.3 GiB in Q8_0): "on" keeps them in host memory and uploads the rows of each batch,
 # "off" puts them in device memory, "auto" keeps them in host memory on a CPU device and

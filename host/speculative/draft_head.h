@@ -115,6 +115,8 @@ public:
     Result<DraftTree> draft_tree(const DraftRequest& req) override;
     Status accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) override;
     void cancel() override;
+    // Frees its sequence of the head's KV and the rows it held.
+    void forget() override;
     // The shared head, when it drafts several sequences in one graph.
     DraftBatcher* batcher() override;
 

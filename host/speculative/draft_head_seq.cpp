@@ -14,6 +14,17 @@ DraftHeadDrafter::~DraftHeadDrafter() {
     if (head_->kv && seq_ >= 0) head_->kv->free_sequence(seq_);
 }
 
+void DraftHeadDrafter::forget() {
+    cancel();
+    if (head_->kv && seq_ >= 0) head_->kv->free_sequence(seq_);
+    seq_ = -1;
+    n_past_ = 0;
+    hidden_first_ = 0;
+    hidden_ = {};
+    device_rows_ = nullptr;
+    device_first_ = device_n_ = device_row0_ = 0;
+}
+
 Status DraftHeadDrafter::begin(std::span<const int32_t> prompt) {
     if (pending_) cancel();
     if (head_->kv) {

@@ -136,6 +136,16 @@ void DraftModelDrafter::cancel() {
         TDM_LOG_WARN("spec", "draft model rollback after a cancelled draft: {}", st.error().message());
 }
 
+void DraftModelDrafter::forget() {
+    cancel();
+    if (seq_ >= 0) kv_->free_sequence(seq_);
+    seq_ = -1;
+    n_past_ = 0;
+    seen_ = {};
+    last_pos_ = 0;
+    drafted_ = 0;
+}
+
 Status check_vocab_compatible(const Tokenizer& target, const Tokenizer& draft) {
     const Vocab& t = target.vocab();
     const Vocab& d = draft.vocab();

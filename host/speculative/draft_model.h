@@ -37,6 +37,8 @@ public:
     Result<DraftTree> draft_tree(const DraftRequest& req) override;
     Status accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) override;
     void cancel() override;
+    // Frees its sequence of the draft model's KV and the history it kept.
+    void forget() override;
 
     const Model& model() const { return *model_; }
 

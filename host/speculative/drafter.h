@@ -9,7 +9,7 @@
 // round prepare(req) (may start device work and return at once: the depth-2
 // overlap), draft(req) with the same request (finishes and returns the
 // proposal), and accept() with the verification result. cancel() drops prepared
-// work (the sequence ended); finish() ends the sequence.
+// work (the sequence ended); finish() ends the sequence; forget() drops its state.
 #pragma once
 
 #include <cstdint>
@@ -132,6 +132,12 @@ public:
     virtual Status accept(std::span<const int32_t> history, uint32_t n_drafted, uint32_t n_accepted) = 0;
     virtual void cancel() {}
     virtual Status finish() { return {}; }
+    // Drops everything this drafter holds of its sequence (its own KV, the target rows it
+    // kept, prepared work), as if it had never begun one; the next sequence starts with
+    // begin() (or load_state()). What it compiled stays. For the warm-up at load
+    // (engine/warmup.h), whose sequence must leave nothing behind. Drafters that keep no
+    // sequence state beyond what begin() rebuilds need not override it.
+    virtual void forget() { cancel(); }
     // Where this drafter's drafts may be batched with other sequences' (null: alone).
     virtual DraftBatcher* batcher() { return nullptr; }
 };

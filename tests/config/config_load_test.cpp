@@ -351,7 +351,7 @@ TEST(ConfigLoad, the_server_section_loads_and_its_ranges_are_checked) {
 
 TEST(ConfigLoad, config_keys_lists_each_section_key_once) {
     const std::vector<std::string> keys = config_keys();
-    EXPECT_EQ(keys.size(), 5u + 14u + 7u + 10u + 14u + 2u + 1u + 14u + 5u);
+    EXPECT_EQ(keys.size(), 5u + 15u + 7u + 10u + 14u + 2u + 1u + 14u + 5u);
     EXPECT_EQ(keys.front(), "device.select");
     EXPECT_NE(std::find(keys.begin(), keys.end(), "speculative.auto"), keys.end());
     std::vector<std::string> sorted = keys;

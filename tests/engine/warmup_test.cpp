@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/engine/warmup_test.cpp: the warm-up at load (engine/warmup.h) leaves nothing behind but
+// compiled graphs: the target's KV pool has every block free and its one sequence slot
+// available, the MTP head's KV (one sequence) is free for another drafter, and a run after it
+// gives the tokens and, under fixed k, the rounds of a run without it (Qwen3.5: recurrent
+// states and the MTP head; Qwen3 plain). N-gram drafters are not run, and the verify widths
+// fit the smallest context. Also which verify widths it runs for a draft_max.
+#include <gtest/gtest.h>
+
+#include "engine/generate.h"
+#include "engine/warmup.h"
+#include "qwen-nextn/synth/qwen35_synth.h"
+#include "qwen-nextn/synth/qwen3_synth.h"
+#include "speculative/draft_head.h"
+#include "support/device_fixture.h"
+#include "support/fixtures.h"
+#include "support/plugin_registry.h"
+
+namespace tdm {
+namespace {
+
+constexpr int kWarmupDraftMax = 3;
+
+struct WarmupTarget {
+    std::unique_ptr<Model> model;
+    std::unique_ptr<KvPool> kv;
+};
+
+// One sequence slot, as `tandem run` makes it: the warm-up must give it back.
+WarmupTarget load_warmup(const std::string& path, uint32_t n_ctx = 128) {
+    WarmupTarget t;
+    auto m = Model::load(path, test::build_tree_plugins(), test::test_device());
+    EXPECT_TRUE(m.ok()) << m.error().message();
+    if (!m.ok()) return t;
+    t.model = std::move(m).value();
+    KvPoolConfig kc;
+    kc.n_ctx = n_ctx;
+    kc.n_seq_max = 1;
+    kc.n_checkpoints = kWarmupDraftMax + 2;
+    auto kv = KvPool::create(test::test_device(), t.model->attention_layers(), kc, "test", t.model->recurrent_states());
+    EXPECT_TRUE(kv.ok()) << kv.error().message();
+    if (kv.ok()) t.kv = std::move(kv).value();
+    return t;
+}
+
+std::string qwen35_model_warmup() {
+    static const std::string path = [] {
+        auto shape = synth::qwen35_preset("tiny");
+        synth::Qwen35SynthOptions o;
+        o.weight_type = DType::Q8_0;
+        o.seed = 23;
+        o.mtp = true;
+        const std::string p = test::make_temp_dir("warmup") + "/q35.gguf";
+        EXPECT_TRUE(shape.ok() && synth::synth_qwen35_gguf(p, *shape, o).ok());
+        return p;
+    }();
+    return path;
+}
+
+std::string qwen3_model_warmup() {
+    static const std::string path = [] {
+        auto shape = synth::qwen3_preset("tiny");
+        synth::Qwen3SynthOptions o;
+        o.weight_type = DType::F16;
+        const std::string p = test::make_temp_dir("warmup") + "/q3.gguf";
+        EXPECT_TRUE(shape.ok() && synth::synth_qwen3_gguf(p, *shape, o).ok());
+        return p;
+    }();
+    return path;
+}
+
+GenerateParams greedy_warmup(int n) {
+    GenerateParams gp;
+    gp.max_tokens = n;
+    gp.sampling.temperature = 0;
+    gp.ignore_eog = true;
+    gp.n_batch = 16;
+    return gp;
+}
+
+SamplerParams warmup_greedy_sampling() {
+    SamplerParams s;
+    s.temperature = 0;
+    return s;
+}
+
+std::unique_ptr<DraftHeadDrafter> warmup_mtp_head(const WarmupTarget& t) {
+    const DraftHeadEntry* e = test::build_tree_plugins().find_draft_head("mtp", t.model->arch().desc->name);
+    EXPECT_NE(e, nullptr);
+    if (!e) return nullptr;
+    DraftHeadOptions o;
+    o.kv.n_ctx = 128;  // one sequence (n_seq_max 1)
+    auto h = DraftHeadDrafter::create(*e, "mtp", t.model->shared_source(), *t.model, *t.kv, test::test_device(),
+                                      test::test_pipelines(), o);
+    EXPECT_TRUE(h.ok()) << h.error().message();
+    return h.ok() ? std::move(h).value() : nullptr;
+}
+
+// A speculative run of fixed k on the pool's one sequence, which it then gives back.
+SpecResult warmup_spec_run(Runner& runner, Drafter* head, std::span<const int32_t> prompt) {
+    const int seq = *runner.kv().add_sequence();
+    Drafter* chain[] = {head};
+    SpecParams sp;
+    sp.draft_max = kWarmupDraftMax;
+    auto r = generate_speculative(runner, nullptr, seq, prompt, greedy_warmup(12), chain, sp, {});
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    runner.kv().free_sequence(seq);
+    return r.ok() ? std::move(r).value() : SpecResult{};
+}
+
+class Warmup : public test::DeviceTest {};
+
+TEST_F(Warmup, verify_widths_cover_each_matmul_variant_up_to_draft_max_plus_one) {
+    EXPECT_EQ(warmup_verify_widths(0), std::vector<uint32_t>{});
+    EXPECT_EQ(warmup_verify_widths(1), (std::vector<uint32_t>{2}));
+    EXPECT_EQ(warmup_verify_widths(2), (std::vector<uint32_t>{2, 3}));
+    EXPECT_EQ(warmup_verify_widths(3), (std::vector<uint32_t>{2, 4}));
+    EXPECT_EQ(warmup_verify_widths(6), (std::vector<uint32_t>{2, 4, 7}));
+    EXPECT_EQ(warmup_verify_widths(16), (std::vector<uint32_t>{2, 4, 8}));
+}
+
+TEST_F(Warmup, qwen35_with_mtp_leaves_no_kv_and_no_head_state_and_the_run_is_unchanged) {
+    const std::vector<int32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3};
+    // without the warm-up: a process of its own (model, pool, head)
+    SpecResult cold;
+    {
+        WarmupTarget t = load_warmup(qwen35_model_warmup());
+        ASSERT_TRUE(t.kv);
+        Runner runner(*t.model, *t.kv, test::test_device(), test::test_pipelines());
+        auto head = warmup_mtp_head(t);
+        ASSERT_TRUE(head);
+        cold = warmup_spec_run(runner, head.get(), prompt);
+    }
+    WarmupTarget t = load_warmup(qwen35_model_warmup());
+    ASSERT_TRUE(t.kv);
+    Runner runner(*t.model, *t.kv, test::test_device(), test::test_pipelines());
+    auto head = warmup_mtp_head(t);
+    ASSERT_TRUE(head);
+    const uint32_t free_before = t.kv->free_blocks();
+    Drafter* chain[] = {head.get()};
+    SpecParams sp;
+    sp.draft_max = kWarmupDraftMax;
+    sp.auto_k = true;  // the front ends' default: the head's first round drafts 1
+    auto report = warm_up(runner, chain, sp, warmup_greedy_sampling(), 16);
+    ASSERT_TRUE(report.ok()) << report.error().message();
+    EXPECT_EQ(report->drafters, 1u);
+    EXPECT_TRUE(report->verify_widths.empty()) << "a head alone: its first round is the generation's";
+    EXPECT_EQ(report->prompt_tokens, 8u);
+    EXPECT_GT(runner.cached_graphs(), 0u);
+    // the target: every block free, and its one sequence slot available again
+    EXPECT_EQ(t.kv->free_blocks(), free_before);
+    EXPECT_EQ(t.kv->free_blocks(), t.kv->n_blocks());
+    auto seq = t.kv->add_sequence();
+    ASSERT_TRUE(seq.ok()) << seq.error().message();
+    EXPECT_EQ(t.kv->state_length(*seq), 0u);
+    t.kv->free_sequence(*seq);
+    // the head: its KV's one sequence is free for another drafter of it
+    std::unique_ptr<DraftHeadDrafter> other = head->another();
+    EXPECT_TRUE(other->begin(prompt).ok()) << "the warm-up's drafter kept its sequence of the head's KV";
+    other.reset();
+    // and the run after it is the run without it, round for round
+    const SpecResult warm = warmup_spec_run(runner, head.get(), prompt);
+    EXPECT_EQ(warm.gen.tokens, cold.gen.tokens);
+    EXPECT_EQ(warm.stats.rounds, cold.stats.rounds);
+    EXPECT_EQ(warm.stats.drafted, cold.stats.drafted);
+    EXPECT_EQ(warm.stats.accepted, cold.stats.accepted);
+    EXPECT_GT(warm.stats.drafted, 0u);
+    // exact: the plain tokens
+    const int s = *t.kv->add_sequence();
+    auto plain = generate(runner, nullptr, s, prompt, greedy_warmup(12), {});
+    ASSERT_TRUE(plain.ok()) << plain.error().message();
+    EXPECT_EQ(warm.gen.tokens, plain->tokens);
+}
+
+TEST_F(Warmup, plain_qwen3_runs_the_decode_step_only_and_gives_the_sequence_back) {
+    WarmupTarget t = load_warmup(qwen3_model_warmup());
+    ASSERT_TRUE(t.kv);
+    Runner runner(*t.model, *t.kv, test::test_device(), test::test_pipelines());
+    const std::vector<int32_t> prompt = {1, 17, 300, 42, 42, 9};
+    const int seq0 = *t.kv->add_sequence();
+    auto before = generate(runner, nullptr, seq0, prompt, greedy_warmup(8), {});
+    ASSERT_TRUE(before.ok()) << before.error().message();
+    t.kv->free_sequence(seq0);
+    const size_t graphs = runner.cached_graphs();
+
+    auto report = warm_up(runner, {}, SpecParams{}, warmup_greedy_sampling(), 16);
+    ASSERT_TRUE(report.ok()) << report.error().message();
+    EXPECT_EQ(report->drafters, 0u);
+    EXPECT_TRUE(report->verify_widths.empty());
+    // its prefill of 8 rows is a graph of its own; the decode step's was there already
+    EXPECT_EQ(runner.cached_graphs(), graphs + 1);
+    EXPECT_EQ(t.kv->free_blocks(), t.kv->n_blocks());
+    const int seq = *t.kv->add_sequence();
+    auto after = generate(runner, nullptr, seq, prompt, greedy_warmup(8), {});
+    ASSERT_TRUE(after.ok()) << after.error().message();
+    EXPECT_EQ(after->tokens, before->tokens);
+}
+
+// An n-gram drafter's stand-in: host-side, never asked by the warm-up.
+class WarmupCountingNgramDrafter : public Drafter {
+public:
+    const std::string& name() const override { return name_; }
+    DrafterKind kind() const override { return DrafterKind::ngram; }
+    Status begin(std::span<const int32_t>) override {
+        ++calls;
+        return {};
+    }
+    Result<std::vector<int32_t>> draft(const DraftRequest&) override {
+        ++calls;
+        return std::vector<int32_t>{};
+    }
+    Status accept(std::span<const int32_t>, uint32_t, uint32_t) override {
+        ++calls;
+        return {};
+    }
+    int calls = 0;
+
+private:
+    std::string name_ = "counting";
+};
+
+TEST_F(Warmup, ngram_drafters_are_not_run_and_the_verify_widths_fit_the_smallest_context) {
+    WarmupTarget t = load_warmup(qwen3_model_warmup(), 16);
+    ASSERT_TRUE(t.kv);
+    ASSERT_EQ(t.kv->capacity_tokens(), 16u);
+    Runner runner(*t.model, *t.kv, test::test_device(), test::test_pipelines());
+    WarmupCountingNgramDrafter ngram;
+    Drafter* chain[] = {&ngram};
+    SpecParams sp;
+    sp.draft_max = 16;
+    auto report = warm_up(runner, chain, sp, warmup_greedy_sampling(), 16);
+    ASSERT_TRUE(report.ok()) << report.error().message();
+    EXPECT_EQ(ngram.calls, 0);
+    EXPECT_EQ(report->drafters, 0u);
+    // 16 tokens: a prompt of 16 - 2 - 8 + 1 = 7, 8 in the KV after 2 generated, room for 8 rows
+    EXPECT_EQ(report->prompt_tokens, 7u);
+    EXPECT_EQ(report->verify_widths, (std::vector<uint32_t>{2, 4, 8}));
+    EXPECT_EQ(t.kv->free_blocks(), t.kv->n_blocks());
+}
+
+}  // namespace
+}  // namespace tdm
