@@ -15,6 +15,7 @@
 #version 450
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
+#include "op_codes.h"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint NT = 8;        // tokens per pass
@@ -30,7 +31,7 @@ layout(binding = 5, std430) readonly buffer XsBuf { float xs[]; };  // the same 
 
 layout(push_constant) uniform Params {
     uint K, M, N, x_off, x_stride, y_off, y_stride, w_off, s_off, add_off, add_stride;
-    uint fuse_add;  // 1: y = W x + add (see matmul.comp)
+    uint epilogue;  // TDM_MATMUL_EPILOGUE_*: only ADD (y = W x + add) reaches this kernel
 } p;
 
 int dot4x8(uint a, uint b) {
@@ -74,7 +75,7 @@ void main() {
             [[unroll]] for (uint t = 0; t < NT; ++t) {
                 if (t < nt && row0 + r < p.M) {
                     float o = acc[r * NT + t];
-                    if (p.fuse_add != 0u) o += add[p.add_off + (t0 + t) * p.add_stride + row0 + r];
+                    if (p.epilogue == TDM_MATMUL_EPILOGUE_ADD) o += add[p.add_off + (t0 + t) * p.add_stride + row0 + r];
                     y[p.y_off + (t0 + t) * p.y_stride + row0 + r] = o;
                 }
             }

@@ -226,24 +226,22 @@ KvPoolConfig kv_config(const Config& config, uint32_t n_ctx_train, bool speculat
     return kc;
 }
 
+void fit_checkpoints(KvPoolConfig& kc, std::span<const tdm_recurrent_state> states, bool speculative,
+                     uint64_t max_binding) {
+    if (!speculative) return;
+    const uint32_t fit = checkpoints_that_fit(states, kc.n_seq_max, max_binding, kc.n_checkpoints);
+    if (fit >= 3 && fit < kc.n_checkpoints) kc.n_checkpoints = fit;
+}
+
 Result<std::unique_ptr<KvPool>> App::make_kv(const Model& model, bool speculative, uint32_t n_seq) {
     vk::Device* dev = TDM_TRY(device());
     KvPoolConfig kc = kv_config(config_, model.info().n_ctx_train, speculative, n_seq);
-    // A speculative pool wants a checkpoint per row of the longest verify, which for many
-    // sequences of a hybrid model can be more than one binding holds (Qwen3.5-0.8B at 8
-    // streams on lavapipe: 144 of 128 MiB). Fewer checkpoints only shorten the drafts
-    // (BatchEngine::decide_k caps them at n_checkpoints - 2), so take what fits, if that
-    // leaves a draft.
-    if (speculative) {
-        const uint32_t fit = checkpoints_that_fit(model.recurrent_states(), n_seq, dev->caps().max_storage_buffer_range,
-                                                  kc.n_checkpoints);
-        if (fit >= 3 && fit < kc.n_checkpoints) {
-            TDM_LOG_INFO("kv", "{} sequences: {} recurrent-state checkpoints fit one binding, not {}: at most {} drafts "
-                         "per round",
-                         n_seq, fit, kc.n_checkpoints, fit - 2);
-            kc.n_checkpoints = fit;
-        }
-    }
+    const uint32_t wanted = kc.n_checkpoints;
+    fit_checkpoints(kc, model.recurrent_states(), speculative, dev->caps().max_storage_buffer_range);
+    if (kc.n_checkpoints < wanted)
+        TDM_LOG_INFO("kv", "{} sequences: {} recurrent-state checkpoints fit one binding, not {}: at most {} drafts "
+                     "per round",
+                     n_seq, kc.n_checkpoints, wanted, kc.n_checkpoints - 2);
     return KvPool::create(*dev, model.attention_layers(), kc, "KV cache of " + model.source().path(),
                           model.recurrent_states());
 }

@@ -65,6 +65,13 @@ private:
 // The KV pool make_kv creates for a model of this trained length (also used to plan memory
 // before the model is loaded).
 KvPoolConfig kv_config(const Config& config, uint32_t n_ctx_train, bool speculative, uint32_t n_seq = 1);
+// A speculative pool wants a checkpoint per row of the longest verify, which for many
+// sequences of a hybrid model can be more than one binding of `max_binding` bytes holds
+// (Qwen3.5-0.8B at 8 streams on lavapipe: 144 of 128 MiB). Fewer checkpoints only shorten
+// the drafts (BatchEngine::decide_k caps them at n_checkpoints - 2), so `kc` keeps what fits,
+// if that leaves a draft. make_kv and the memory plan both size the pool this way.
+void fit_checkpoints(KvPoolConfig& kc, std::span<const tdm_recurrent_state> states, bool speculative,
+                     uint64_t max_binding);
 
 // Reads the config file (--config or the default search) and applies the
 // command-line options on top.

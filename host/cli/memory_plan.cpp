@@ -45,7 +45,7 @@ uint64_t weight_bytes(const ModelSource& src) {
 
 // The weights, KV cache and recurrent states of one model, as make_kv would size them.
 void add_model(MemoryPlan* plan, const Config& config, const ModelSource& src, const ArchProbe& probe,
-               bool speculative, uint32_t sequences) {
+               bool speculative, uint32_t sequences, uint64_t max_binding) {
     const std::string name = file_name(src.path());
     const uint64_t weights = weight_bytes(src);
     plan->items.push_back({"weights of " + name, [weights](uint32_t) { return weights; }});
@@ -55,7 +55,9 @@ void add_model(MemoryPlan* plan, const Config& config, const ModelSource& src, c
     plan->items.push_back({"KV cache of " + name, [=, &config](uint32_t n_ctx) {
                                Config c = config;
                                c.model.n_ctx = int(n_ctx);
-                               return kv_pool_bytes(layers, states, kv_config(c, n_ctx_train, speculative, sequences));
+                               KvPoolConfig kc = kv_config(c, n_ctx_train, speculative, sequences);
+                               fit_checkpoints(kc, states, speculative, max_binding);
+                               return kv_pool_bytes(layers, states, kc);
                            }});
 }
 
@@ -199,7 +201,9 @@ Status check_memory_fits(App& app, const std::string& model_path, const RunShape
     plan.n_ctx = uint32_t(config.model.n_ctx);
     plan.sequences = shape.sequences;
     plan.kv_by_memory = config.model.kv_memory > 0;
-    add_model(&plan, config, **src, *probe, shape.speculative, shape.sequences);
+    vk::Device* dev = TDM_TRY(app.device());
+    const uint64_t max_binding = dev->caps().max_storage_buffer_range;
+    add_model(&plan, config, **src, *probe, shape.speculative, shape.sequences, max_binding);
     std::unique_ptr<ModelSource> draft_src;
     for (const std::string& type : spec_types(config)) {
         if (type == "draft" && !config.model.draft_path.empty() && !draft_src) {
@@ -214,7 +218,7 @@ Status check_memory_fits(App& app, const std::string& model_path, const RunShape
                 continue;
             }
             auto dp = probe_architecture(*draft_src, *reg);
-            if (dp.ok()) add_model(&plan, config, *draft_src, *dp, true, 1);  // one sequence (make_drafters.cpp)
+            if (dp.ok()) add_model(&plan, config, *draft_src, *dp, true, 1, max_binding);  // one sequence (make_drafters.cpp)
         } else if (const DraftHeadEntry* h = reg->find_draft_head(type, probe->arch->desc->name)) {
             // a head in a file of its own reads -md FILE (make_drafters)
             std::unique_ptr<ModelSource> own;
@@ -235,7 +239,6 @@ Status check_memory_fits(App& app, const std::string& model_path, const RunShape
             if (TDM_TRY(add_draft_head(&plan, config, h, **src, probe->n_ctx_train, shape.head_sequences))) break;
         }
     }
-    vk::Device* dev = TDM_TRY(app.device());
     return check_memory_plan(plan, device_memory_budget(*dev));
 }
 

@@ -14,7 +14,8 @@
 namespace tdm::cli {
 
 // The warm-up for the run that follows (drafters: its chain, empty for plain decoding;
-// sampling: its sampler settings), or nothing when it is turned off.
+// sampling: its sampler settings), or nothing when it is turned off. A warm-up that fails
+// is logged as a warning and reported (WarmupReport::failed); the command goes on.
 Result<std::optional<WarmupReport>> warm_up_if_on(const App& app, Runner& runner,
                                                   std::span<Drafter* const> drafters,
                                                   const SamplerParams& sampling);

@@ -526,6 +526,7 @@ bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
         return false;
     }
     if (!device_rows) out->hidden_on_device = nullptr;
+    pass_sequences_ = run.size();
     for (size_t i = 0; i < run.size(); ++i) settle(*run[i], *out, row0[i], out0[i], pass_ms);
     return true;
 }

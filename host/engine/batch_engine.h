@@ -302,6 +302,7 @@ private:
     // Reduces prompt rows to their logprobs off this thread; made at the first scored prompt.
     std::unique_ptr<PromptScorer> scorer_;
     bool scorer_held_ = false;
+    size_t pass_sequences_ = 0;  // sequences in the pass being settled
 };
 
 }  // namespace tdm

@@ -392,7 +392,7 @@ void BatchEngine::count_round(Session& s, const RoundResult& round, bool first_t
     } else if (!first_token) {
         spec.plain_steps++;
         spec.plain_ms += pass_ms;
-        s.tune.observe_plain(pass_ms);
+        s.tune.observe_plain(pass_ms, pass_sequences_ == 1);
     }
 }
 

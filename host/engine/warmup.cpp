@@ -107,7 +107,9 @@ Result<WarmupReport> warm_up(Runner& runner, std::span<Drafter* const> drafters,
     // engine left it set: a chain of n-gram drafters and a head reads the head's), each from
     // the same position.
     for (uint32_t w : widths) {
-        if (n_kv + w > kv.capacity_tokens()) break;
+        // as the engine, never a verify at the last position, nor wider than the rings hold
+        if (n_kv + w >= kv.capacity_tokens()) break;
+        if (kv.has_rings() && w > kv.config().rows_max) break;
         std::vector<int32_t> tokens(w, prompt[0]), positions(w), rows(w);
         for (uint32_t r = 0; r < w; ++r) {
             positions[r] = int32_t(n_kv + r);

@@ -33,11 +33,12 @@
 // KV blocks and recurrent states), each drafter that ran forgets its sequence
 // (Drafter::forget), the goodput controller learns into a history of the warm-up's own
 // (SpecParams::history), and no trace is written. Greedy output is thus the same with and
-// without it (tests/cli/warmup_test.cpp).
+// without it (tests/cli/warmup_cli_test.cpp, tests/engine/warmup_test.cpp).
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "model/runner.h"
@@ -52,6 +53,7 @@ struct WarmupReport {
     uint32_t prompt_tokens = 0;  // of the scratch prompt
     uint32_t drafters = 0;       // drafters that ran (kind head)
     std::vector<uint32_t> verify_widths;  // rows of the explicit verify passes
+    std::string failed;  // why it stopped early (the command goes on without it); empty: it ran whole
 };
 
 // The verify widths the warm-up runs for drafts of at most `draft_max` tokens: 2, 4 and 8,

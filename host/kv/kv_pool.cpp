@@ -253,6 +253,7 @@ uint32_t checkpoints_that_fit(std::span<const tdm_recurrent_state> states, uint3
         const uint64_t per_checkpoint = uint64_t(std::max(1u, n_seq)) * st.n_f32 * 4;
         if (per_checkpoint > 0) fit = std::min(fit, max_binding / per_checkpoint);
     }
+    if (states.empty()) return want;
     return fit < 2 ? 0 : uint32_t(fit);
 }
 

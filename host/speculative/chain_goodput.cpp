@@ -172,8 +172,8 @@ bool ChainGoodput::probe_when_starved() {
     return p && p->tune.probe_when_starved();
 }
 
-void ChainGoodput::observe_plain(double ms) {
-    for (Member& m : members_) m.tune.observe_plain(ms);
+void ChainGoodput::observe_plain(double ms, bool alone) {
+    for (Member& m : members_) m.tune.observe_plain(ms, alone);
 }
 
 void ChainGoodput::passed_over(size_t winner, int k, double verify_ms) {

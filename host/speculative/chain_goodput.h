@@ -64,7 +64,7 @@ public:
     void planned(int k);
     bool probe_when_starved();
 
-    void observe_plain(double ms);
+    void observe_plain(double ms, bool alone = true);  // GoodputController::observe_plain
     // A verified round: the drafter whose drafts these were is the one whose statistics entry
     // (ChainedDrafter::stat) is `winner`.
     void observe_round(size_t winner, int k, int accepted, double draft_ms, double verify_ms);

@@ -55,6 +55,9 @@ public:
     void cancel() override {
         if (inner_) inner_->cancel();
     }
+    void forget() override {
+        if (inner_) inner_->forget();
+    }
     Status finish() override { return inner_ ? inner_->finish() : Status{}; }
 
 private:

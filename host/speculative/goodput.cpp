@@ -295,11 +295,14 @@ bool GoodputController::probe_when_starved() {
     return true;
 }
 
-void GoodputController::observe_plain(double ms) {
+void GoodputController::observe_plain(double ms, bool alone) {
     // due: this controller chose the step to re-measure, or (a chain, whose members share the
-    // plain step) it was due and another member chose it
-    const bool due = remeasuring_ || rounds_since_plain_ >= remeasure_after_;
+    // plain step) it was due and another member chose it. A batch's pass is no plain step of
+    // this sequence's: its time moves with the other rows, so keeping its minimum would drag
+    // the baseline down and the tolerance would hold the wait at its shortest.
+    const bool due = alone && (remeasuring_ || rounds_since_plain_ >= remeasure_after_);
     rounds_since_plain_ = 0;
+    if (!alone) remeasuring_ = false;
     if (due) {
         remeasuring_ = false;
         const bool right = std::abs(ms - plain_ms_) <= kRemeasureTolerance * plain_ms_;

@@ -104,7 +104,10 @@ public:
     int choose(int k_cap);
     // What choose(k_cap) would answer now, without choosing (a chain ranks its drafters by it).
     GoodputOffer offer(int k_cap) const;
-    void observe_plain(double ms);
+    // A plain step of this sequence. `alone`: the pass ran this sequence only, so its time is
+    // a plain step's (in a batch it is the batch's pass, which other sequences' rows make
+    // dearer or cheaper): only such a step re-measures the baseline.
+    void observe_plain(double ms, bool alone = true);
     // A round of this sequence verified another drafter's drafts (a chain: chain_goodput.h):
     // the target's cost of a verify of k + 1 rows is this drafter's too, and the sequence
     // moved on without its drafts, as after a plain step (its evidence decays, a probe
