@@ -573,6 +573,29 @@ TEST(GoodputController, a_baseline_measured_too_high_is_measured_again) {
     EXPECT_TRUE(t.off());
 }
 
+// In a batch a sequence's "plain step" is the batch's pass, whose time moves with the other
+// sequences' rows: such a pass is no re-measure (its minimum would drag the baseline down).
+TEST(GoodputController, a_batched_pass_does_not_re_measure_the_baseline) {
+    GoodputMemory h;
+    h.tried = {20.0};
+    h.hit = {10.0};
+    h.plain_ms = 24.0;
+    h.verify_ms = {0.0, 13.0};
+    h.draft_ms_per_token = 3.0;
+    GoodputController batched(1, kGoodputProbeInterval, DrafterKind::head, &h);
+    GoodputController alone(1, kGoodputProbeInterval, DrafterKind::head, &h);
+    for (int i = 0; i < 16; ++i) {
+        batched.observe_round(1, 1, 3.0, 13.0);
+        alone.observe_round(1, 1, 3.0, 13.0);
+    }
+    batched.observe_plain(5.0, /*alone=*/false);
+    alone.observe_plain(5.0, /*alone=*/true);
+    // alone: the faster time replaces the estimate, then the step's sample is averaged in
+    EXPECT_DOUBLE_EQ(alone.report().plain_ms, 5.0);
+    // batched: only the ordinary average, 24 + 0.2 (5 - 24)
+    EXPECT_NEAR(batched.report().plain_ms, 24.0 + 0.2 * (5.0 - 24.0), 1e-9);
+}
+
 // A history of costs alone (a benchmark's warm-up, whose drafts were forced): the device's
 // costs spare the calibrating plain steps, but the first trial is still the kind's.
 TEST(GoodputController, a_history_of_costs_alone_spares_the_calibration_not_the_first_trial) {
