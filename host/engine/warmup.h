@@ -10,11 +10,12 @@
 // draft graph is built then too. Without a warm-up the first speculative round of a
 // reply, and the first decode step of a plain one, pay for it inside the timed decode.
 //
-// What it runs, untimed, on a scratch sequence of the target's KV, for a prompt of a few
-// synthetic ids:
-//  - no drafter: a plain generation of 2 tokens (the prefill graph, the decode step's);
+// What it runs, untimed, on a scratch sequence of the target's KV, for a prompt of one
+// synthetic id (its prefill is the decode step's one-row graph; a prompt's own prefill
+// compiles its variant in its own time, as without the warm-up):
+//  - no drafter: that prefill, the decode step's graph;
 //  - drafters that run on the device (kind head: draft heads, draft models): a speculative
-//    generation of a few tokens with them, under the run's SpecParams: their first graphs
+//    generation of 3 tokens with them, under the run's SpecParams: their first graphs
 //    (the prompt's catch-up, a draft) and the first round's verify (the controller's first
 //    length for a head is 1, so 2 rows; fixed k: draft_max + 1), then plain steps under
 //    their hidden state (the decode step as a speculative run records it);
