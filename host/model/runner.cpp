@@ -247,16 +247,14 @@ Status Runner::submit(const ForwardInput& in) {
         // checkpoints, and without this a prompt chunk would fill them all, each a copy of
         // every recurrent state (some 19 MiB a row for Qwen3.5-0.8B; 15% of a 16-row prefill on
         // lavapipe).
-        std::vector<char> returnable(n, 0);
-        for (int32_t r : in.output_rows)
-            if (r >= 0 && uint32_t(r) < n) returnable[size_t(r)] = 1;
         for (const Span& s : spans) {
             for (uint32_t i = 1; i < s.rows; ++i)
                 if (in.positions[s.row0 + i] != in.positions[s.row0] + int32_t(i))
                     return Error("forward: a model with recurrent state needs consecutive positions");
             StatePlan plan = TDM_TRY(kv_.plan_states(s.seq, uint32_t(in.positions[s.row0]), s.rows));
             for (uint32_t i = 0; i + 1 < s.rows; ++i)
-                if (!returnable[s.row0 + i]) plan.write[i] = -1;
+                if (!std::binary_search(in.output_rows.begin(), in.output_rows.end(), int32_t(s.row0 + i)))
+                    plan.write[i] = -1;  // output_rows are ascending (ForwardInput)
             plans.push_back(std::move(plan));
         }
     }
