@@ -519,6 +519,12 @@ bool BatchEngine::pass(std::span<Session* const> run, bool device_rows) {
     if (out.ok()) cost_.observe(uint32_t(tokens.size()), uint32_t(outputs.size()), pass_ms);
     ++stats_.steps;
     stats_.rows += tokens.size();
+    if (log_level() <= LogLevel::debug) {  // one line per pass: what a slow pass carried
+        size_t drafts = 0;
+        for (const Session* s : run) drafts += s->proposal.drafts.size();
+        TDM_LOG_DEBUG("serve", "pass {}: {} rows of {} sequences ({} drafts), {} outputs, {:.1f} ms", stats_.steps,
+                      tokens.size(), run.size(), drafts, outputs.size(), pass_ms);
+    }
     if (!out.ok()) {
         TDM_LOG_ERROR("serve", "a forward pass of {} rows of {} sessions failed: {}", tokens.size(), run.size(),
                       out.error().message());

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/log.h"
 #include "engine/batch_session.h"
 
 namespace tdm {
@@ -166,6 +167,8 @@ Proposal BatchEngine::draft(Session& s, int k) {
             s.cut_at = int(out.drafts.size());
         }
     s.draft_ms = steady_now_ms() - t0;
+    TDM_LOG_DEBUG("spec", "sequence {} at {}: asked {} drafts, got {} in {:.1f} ms", s.slot->seq, s.pos(), k,
+                  out.drafts.size(), s.draft_ms);
     s.result.spec.draft_ms += s.draft_ms;
     const double per_token = s.draft_ms / double(std::max<size_t>(1, out.drafts.size()));
     s.draft_ms_per_token = s.draft_ms_per_token == 0 ? per_token : 0.8 * s.draft_ms_per_token + 0.2 * per_token;

@@ -257,7 +257,8 @@ uint32_t checkpoints_that_fit(std::span<const tdm_recurrent_state> states, uint3
     return fit < 2 ? 0 : uint32_t(fit);
 }
 
-Result<StatePlan> KvPool::plan_states(int seq, uint32_t first_pos, uint32_t n) const {
+Result<StatePlan> KvPool::plan_states(int seq, uint32_t first_pos, uint32_t n,
+                                      const std::function<bool(uint32_t row)>& checkpointed) const {
     StatePlan p;
     p.first_pos = first_pos;
     p.read = cur_[seq];
@@ -266,12 +267,18 @@ Result<StatePlan> KvPool::plan_states(int seq, uint32_t first_pos, uint32_t n) c
         return Error::format("{}: the recurrent state of sequence {} has seen {} tokens but the batch starts at "
                              "position {} (states cannot skip or repeat positions)",
                              name_, seq, have, first_pos);
-    const int32_t S = int32_t(config_.n_checkpoints);
+    const uint32_t S = config_.n_checkpoints;
     p.write.assign(n, -1);
-    if (int32_t(n) + 1 <= S) {
-        for (uint32_t i = 0; i < n; ++i) p.write[i] = (p.read + 1 + int32_t(i)) % S;
-    } else {
-        p.write[n - 1] = (p.read + 1) % S;  // a long prefill chunk: only its final state
+    if (n == 0) return p;
+    const auto wanted = [&](uint32_t i) { return i + 1 == n || !checkpointed || checkpointed(i); };
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < n; ++i) count += wanted(i);
+    const bool all_fit = count + 1 <= S;  // beside the checkpoint the batch reads
+    int32_t next = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        if (!(i + 1 == n || (all_fit && wanted(i)))) continue;  // a long prefill chunk: its final state only
+        if (next == p.read) ++next;
+        p.write[i] = next++;
     }
     return p;
 }

@@ -17,7 +17,8 @@
 // block first copies it (copy-on-write), so neither sequence sees the other's rows.
 // Recurrent states (Gated DeltaNet conv and SSM states) live here too, with
 // n_checkpoints slots per sequence: a batch writes the state after each row
-// into the next slots, and truncation selects the slot of that length.
+// into a slot of its own (the lowest ones besides the slot it reads: plan_states),
+// and truncation selects the slot of that length.
 // Not here: the scheduler (which lengths to keep).
 //
 // Ring invariant. A windowed layer of window W must hold, for a sequence of
@@ -124,9 +125,17 @@ public:
     };
     Status move_rows(int seq, std::span<const RowMove> moves);
 
-    // Recurrent states: a batch of n rows at positions first_pos.. of `seq`.
+    // Recurrent states: a batch of n rows at positions first_pos.. of `seq`, writing a
+    // checkpoint after each row for which `checkpointed(i)` holds (all rows when empty) and
+    // after its last; when those do not fit beside the one it reads, after its last only.
+    // It takes the lowest checkpoints other than the one it reads, so a sequence decoding
+    // without drafts alternates between checkpoints 0 and 1 and the rest of a speculative
+    // pool's (one per verify row) is written only by verifies: pages never written are never
+    // faulted in (lavapipe's device memory is the process's; in this machine's VM a fault
+    // costs some 5 us, and 16 sequences of Qwen3.5-0.8B write 300 MB of states per pass).
     // Fails if the current checkpoint is not at length first_pos.
-    Result<StatePlan> plan_states(int seq, uint32_t first_pos, uint32_t n) const;
+    Result<StatePlan> plan_states(int seq, uint32_t first_pos, uint32_t n,
+                                  const std::function<bool(uint32_t row)>& checkpointed = {}) const;
     void commit_states(int seq, const StatePlan& plan);
     // Undoes commit_states after the pass failed: the checkpoint it read is current
     // again, and those it was writing hold nothing.

@@ -251,11 +251,10 @@ Status Runner::submit(const ForwardInput& in) {
             for (uint32_t i = 1; i < s.rows; ++i)
                 if (in.positions[s.row0 + i] != in.positions[s.row0] + int32_t(i))
                     return Error("forward: a model with recurrent state needs consecutive positions");
-            StatePlan plan = TDM_TRY(kv_.plan_states(s.seq, uint32_t(in.positions[s.row0]), s.rows));
-            for (uint32_t i = 0; i + 1 < s.rows; ++i)
-                if (!std::binary_search(in.output_rows.begin(), in.output_rows.end(), int32_t(s.row0 + i)))
-                    plan.write[i] = -1;  // output_rows are ascending (ForwardInput)
-            plans.push_back(std::move(plan));
+            const auto has_logits = [&](uint32_t i) {  // output_rows are ascending (ForwardInput)
+                return std::binary_search(in.output_rows.begin(), in.output_rows.end(), int32_t(s.row0 + i));
+            };
+            plans.push_back(TDM_TRY(kv_.plan_states(s.seq, uint32_t(in.positions[s.row0]), s.rows, has_logits)));
         }
     }
     // A refusal here may leave blocks reserved for the sequences before it; they are

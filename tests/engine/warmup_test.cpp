@@ -3,10 +3,14 @@
 // compiled graphs: the target's KV pool has every block free and its one sequence slot
 // available, the MTP head's KV (one sequence) is free for another drafter, and a run after it
 // gives the tokens and, under fixed k, the rounds of a run without it (Qwen3.5: recurrent
-// states and the MTP head; Qwen3 plain). N-gram drafters are not run, and the verify widths
-// fit the smallest context. Also which verify widths it runs for a draft_max.
+// states and the MTP head; Qwen3 plain). With a server's pool of several slots and a head, every
+// slot and head sequence is free and clean after it. N-gram drafters are not run, and the verify
+// widths fit the smallest context. Also which verify widths it runs for a draft_max.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "engine/batch_engine.h"
 #include "engine/generate.h"
 #include "engine/warmup.h"
 #include "qwen-nextn/synth/qwen35_synth.h"
@@ -26,8 +30,9 @@ struct WarmupTarget {
     std::unique_ptr<KvPool> kv;
 };
 
-// One sequence slot, as `tandem run` makes it: the warm-up must give it back.
-WarmupTarget load_warmup(const std::string& path, uint32_t n_ctx = 128) {
+// One sequence slot, as `tandem run` makes it, or a server's n_seq (`serve --parallel`): the
+// warm-up must give its scratch sequence back.
+WarmupTarget load_warmup(const std::string& path, uint32_t n_ctx = 128, uint32_t n_seq = 1) {
     WarmupTarget t;
     auto m = Model::load(path, test::build_tree_plugins(), test::test_device());
     EXPECT_TRUE(m.ok()) << m.error().message();
@@ -35,7 +40,7 @@ WarmupTarget load_warmup(const std::string& path, uint32_t n_ctx = 128) {
     t.model = std::move(m).value();
     KvPoolConfig kc;
     kc.n_ctx = n_ctx;
-    kc.n_seq_max = 1;
+    kc.n_seq_max = n_seq;
     kc.n_checkpoints = kWarmupDraftMax + 2;
     auto kv = KvPool::create(test::test_device(), t.model->attention_layers(), kc, "test", t.model->recurrent_states());
     EXPECT_TRUE(kv.ok()) << kv.error().message();
@@ -84,12 +89,13 @@ SamplerParams warmup_greedy_sampling() {
     return s;
 }
 
-std::unique_ptr<DraftHeadDrafter> warmup_mtp_head(const WarmupTarget& t) {
+std::unique_ptr<DraftHeadDrafter> warmup_mtp_head(const WarmupTarget& t, uint32_t n_seq = 1) {
     const DraftHeadEntry* e = test::build_tree_plugins().find_draft_head("mtp", t.model->arch().desc->name);
     EXPECT_NE(e, nullptr);
     if (!e) return nullptr;
     DraftHeadOptions o;
-    o.kv.n_ctx = 128;  // one sequence (n_seq_max 1)
+    o.kv.n_ctx = 128;
+    o.kv.n_seq_max = n_seq;  // drafters at once: one for `run`, parallel + 1 for `serve`
     auto h = DraftHeadDrafter::create(*e, "mtp", t.model->shared_source(), *t.model, *t.kv, test::test_device(),
                                       test::test_pipelines(), o);
     EXPECT_TRUE(h.ok()) << h.error().message();
@@ -195,6 +201,93 @@ TEST_F(Warmup, plain_qwen3_runs_the_decode_step_only_and_gives_the_sequence_back
     auto after = generate(runner, nullptr, seq, prompt, greedy_warmup(8), {});
     ASSERT_TRUE(after.ok()) << after.error().message();
     EXPECT_EQ(after->tokens, before->tokens);
+}
+
+// `tandem serve --parallel 4` with its default MTP head: the warm-up runs on a scratch
+// sequence before the engine takes the pool's sequences as slots (cmd_serve.cpp), so every
+// slot must then be there and clean: each of the 4 sequences, every KV block free, each
+// slot's recurrent state at length 0 and zero, and all parallel + 1 sequences of the head's
+// KV free for the requests' drafters. Four requests at once then give plain decoding's tokens.
+TEST_F(Warmup, every_server_slot_and_head_sequence_is_free_and_clean_after_it) {
+    constexpr uint32_t kParallel = 4;
+    WarmupTarget t = load_warmup(qwen35_model_warmup(), 128, kParallel);
+    ASSERT_TRUE(t.kv);
+    Runner runner(*t.model, *t.kv, test::test_device(), test::test_pipelines());
+    auto head = warmup_mtp_head(t, kParallel + 1);
+    ASSERT_TRUE(head);
+    Drafter* chain[] = {head.get()};
+    SpecParams sp;
+    sp.draft_max = kWarmupDraftMax;
+    sp.auto_k = true;
+    auto report = warm_up(runner, chain, sp, warmup_greedy_sampling(), 16);
+    ASSERT_TRUE(report.ok()) << report.error().message();
+    EXPECT_EQ(report->drafters, 1u);
+
+    BatchEngineOptions eo;
+    eo.n_batch = 16;
+    eo.hidden_point = head->hidden_point();
+    auto engine = BatchEngine::create(runner, nullptr, eo);
+    ASSERT_TRUE(engine.ok()) << engine.error().message();
+    EXPECT_EQ((*engine)->slots(), kParallel) << "the warm-up kept a sequence of the pool";
+    EXPECT_EQ((*engine)->kv_blocks_free(), (*engine)->kv_blocks_total());
+    for (int seq = 0; seq < int(kParallel); ++seq) {
+        EXPECT_EQ(t.kv->state_length(seq), 0u) << "slot " << seq;
+        EXPECT_EQ(t.kv->reserved_tokens(seq), 0u) << "slot " << seq;
+        for (uint32_t i = 0; i < t.kv->n_states(); ++i) {
+            auto st = t.kv->read_state(seq, i);
+            ASSERT_TRUE(st.ok()) << st.error().message();
+            EXPECT_TRUE(std::all_of(st->begin(), st->end(), [](float v) { return v == 0.0f; }))
+                << "slot " << seq << ", recurrent state " << i << " holds the warm-up's";
+        }
+    }
+    // the head's KV: every sequence free, and no more than that
+    const std::vector<int32_t> probe = {5, 7, 11};
+    {
+        std::vector<std::unique_ptr<DraftHeadDrafter>> held;
+        for (uint32_t i = 0; i < kParallel + 1; ++i) {
+            held.push_back(head->another());
+            EXPECT_TRUE(held.back()->begin(probe).ok()) << "head sequence " << i << " is still taken";
+        }
+        EXPECT_FALSE(head->another()->begin(probe).ok()) << "the head's KV holds more sequences than asked";
+    }
+
+    // four requests at once, each with its own drafter of the head and its drafts in the same
+    // passes: plain decoding's tokens
+    const std::vector<std::vector<int32_t>> prompts = {{3, 1, 4, 1, 5}, {9, 2, 6, 5, 3, 5}, {8, 9, 7}, {2, 7, 1, 8, 2}};
+    std::vector<std::vector<int32_t>> want(prompts.size());
+    {
+        WarmupTarget ref = load_warmup(qwen35_model_warmup());
+        ASSERT_TRUE(ref.kv);
+        Runner plain(*ref.model, *ref.kv, test::test_device(), test::test_pipelines());
+        const int seq = *ref.kv->add_sequence();
+        for (size_t i = 0; i < prompts.size(); ++i) {
+            ASSERT_TRUE(ref.kv->truncate(seq, 0).ok());
+            auto r = generate(plain, nullptr, seq, prompts[i], greedy_warmup(10), {});
+            ASSERT_TRUE(r.ok()) << r.error().message();
+            want[i] = r->tokens;
+        }
+    }
+    std::vector<SessionResult> got(prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        SessionRequest r;
+        r.prompt = prompts[i];
+        r.params = greedy_warmup(10);
+        r.spec.draft_max = kWarmupDraftMax;  // fixed k: every round drafts, whatever the controller would
+        DrafterSlot ds;
+        ds.owned = head->another();
+        r.drafters.push_back(std::move(ds));
+        r.on_done = [&got, i](const SessionResult& res) { got[i] = res; };
+        (*engine)->add(std::move(r));
+    }
+    while ((*engine)->step()) {
+    }
+    uint64_t drafted = 0;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        EXPECT_TRUE(got[i].error.empty()) << got[i].error;
+        EXPECT_EQ(got[i].tokens, want[i]) << "request " << i;
+        drafted += got[i].spec.drafted;
+    }
+    EXPECT_GT(drafted, 0u) << "no request drafted with the head";
 }
 
 // An n-gram drafter's stand-in: host-side, never asked by the warm-up.
