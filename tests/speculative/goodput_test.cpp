@@ -12,9 +12,7 @@
 // of the doubt that keeps drafting through chance rejections shrinks as a rejected draft
 // costs more: where k = 1 breaks even at an acceptance of about 0.6 (lavapipe) a moderate
 // acceptance is not drafted on the doubt, where a miss costs little (a GPU) it drafts on.
-// Over 3600 steps with lavapipe's costs, an acceptance of 0.5 drafts little more than its
-// probes (one accepted probe after a pause no longer turns drafting on), and text that turns
-// predictable still gets drafts back after a run of accepted probes.
+// goodput_moderate_test.cpp has the long sequences at a moderate acceptance.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,9 +20,12 @@
 #include "speculative/batch_budget.h"
 #include "speculative/goodput.h"
 #include "speculative/goodput_history.h"
+#include "support/goodput_sim.h"
 
 namespace tdm {
 namespace {
+
+using goodput_sim::Draws;
 
 // One simulated run: plain step 10 ms, a verify pass of k+1 tokens
 // 10 * (1 + verify_per_draft * k) ms, no draft cost; `accept(k)` drafts accepted.
@@ -98,20 +99,6 @@ TEST(GoodputController, the_first_round_of_each_length_does_not_count_for_timing
     t.observe_round(2, 2, 0.0, 12.0);
     EXPECT_GT(t.predicted_speedup(2), 1.5);
 }
-
-// Deterministic draws: draft j is accepted with probability p (given the ones before it).
-struct Draws {
-    uint64_t state = 12345;
-    double next() {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        return double(state >> 11) / double(1ull << 53);
-    }
-    int accepted(int k, double p) {
-        int m = 0;
-        while (m < k && next() < p) ++m;
-        return m;
-    }
-};
 
 TEST(GoodputController, with_acceptance_0_stops_within_a_few_rounds_and_probes_a_few_percent_of_steps) {
     GoodputController t(16);  // the default probe interval
@@ -625,142 +612,6 @@ TEST(GoodputController, a_history_of_costs_alone_spares_the_calibration_not_the_
     EXPECT_EQ(t.choose(8), 1) << "the kind's first trial";
     t.observe_round(1, 1, 0.5, 10.5);
     EXPECT_GT(t.choose(8), 0) << "no calibrating plain step: the costs are known";
-}
-
-// The costs of Qwen3.5-0.8B (Q8_0) with its MTP head on lavapipe in `bench spec`, in plain
-// steps of 10: a verify of k + 1 rows 10 (1 + 0.41 k) (2 rows: 1.41 steps), a draft 2.8 per
-// token. A round of one draft costs 1.69 steps: k = 1 breaks even near an acceptance of 0.69.
-// A GPU: a verify row 5% of a step, a draft 0.5 (a miss costs 0.1).
-struct SimCosts {
-    double verify_per_draft, draft_ms;
-};
-constexpr SimCosts kLavapipeMtp{0.41, 2.8}, kGpuMtp{0.05, 0.5};
-
-// A simulated decode of `steps` passes (plain steps or rounds) at acceptance `p(i)` (step i):
-// the rounds drafted, the plain steps, the tokens and the time against plain decoding.
-struct SimRun {
-    int rounds = 0, plain = 0, late_plain = 0, late_off = 0;
-    double tokens = 0, ms = 0;
-    double speedup() const { return tokens * 10.0 / ms; }
-};
-template <class P>
-SimRun simulate_costs(GoodputController& t, SimCosts c, int steps, uint64_t seed, P p, int late_from = 0) {
-    Draws d{seed};
-    SimRun r;
-    for (int i = 0; i < steps; ++i) {
-        const int k = t.choose(16);
-        if (i >= late_from) r.late_off += t.off();
-        if (k == 0) {
-            t.observe_plain(10.0);
-            ++r.plain;
-            r.late_plain += i >= late_from;
-            r.tokens += 1;
-            r.ms += 10.0;
-            continue;
-        }
-        const int a = d.accepted(k, p(i));
-        const double verify = 10.0 * (1.0 + c.verify_per_draft * k);
-        t.observe_round(k, a, c.draft_ms * k, verify);
-        ++r.rounds;
-        r.tokens += a + 1;
-        r.ms += verify + c.draft_ms * k;
-    }
-    return r;
-}
-
-// At acceptance 0.5 on lavapipe every round loses (1.5 tokens for 1.69 steps). Evidence that
-// decayed to a draft or two over a few plain steps let one accepted probe lift the estimate
-// over break-even and buy several losing rounds: about 300 rounds in 3600 steps, 4% slower
-// than plain. Under the evidence floor a hit moves it a fifth of the way: the rounds left are
-// probes, and the few a run of hits buys.
-TEST(GoodputController, at_acceptance_0_5_on_lavapipe_few_rounds_are_drafted_at_a_loss) {
-    for (uint64_t seed : {1, 2, 3}) {
-        GoodputController t(16, kGoodputProbeInterval, DrafterKind::head);
-        const SimRun r = simulate_costs(t, kLavapipeMtp, 3600, seed, [](int) { return 0.5; });
-        EXPECT_LE(r.rounds, 200) << "seed " << seed;
-        EXPECT_GE(r.speedup(), 0.985) << "seed " << seed << ": simulated time against plain";
-    }
-}
-
-// The case the floor is for: drafting went off at a moderate acceptance, three probes missed
-// (the back-off grew to 64 plain steps), and the fourth's one draft was accepted. Without the
-// floor that one draft was nearly all the evidence left and turned drafting back on (at k = 16
-// in a longer simulation); with it the estimate moves a little and drafting stays off.
-TEST(GoodputController, one_accepted_probe_after_a_long_pause_does_not_turn_drafting_on) {
-    GoodputController t(16, kGoodputProbeInterval, DrafterKind::head);
-    t.observe_plain(10.0);
-    t.observe_plain(10.0);
-    for (int i = 0; i < 20; ++i) t.observe_round(1, i % 2, kLavapipeMtp.draft_ms, 14.1);  // acceptance 0.5
-    ASSERT_EQ(t.choose(16), 0) << "k = 1 loses at 0.5";
-    ASSERT_TRUE(t.off());
-    int gap = 0;
-    for (int probes = 0; probes < 4 && gap < 1000;) {
-        if (t.choose(16) == 0) {
-            t.observe_plain(10.0);
-            ++gap;
-            continue;
-        }
-        if (++probes < 4) {
-            t.observe_round(1, 0, kLavapipeMtp.draft_ms, 14.1);
-            gap = 0;
-        }
-    }
-    ASSERT_EQ(gap, 8 * kGoodputProbeInterval) << "the fourth probe waited out the back-off";
-    t.observe_round(1, 1, kLavapipeMtp.draft_ms, 14.1);
-    EXPECT_TRUE(t.off());
-    EXPECT_LT(t.acceptance_at(1), 0.6);
-    EXPECT_EQ(t.choose(16), 0);
-}
-
-// A head that never agrees, on lavapipe, over a long sequence: the first trial and the probes,
-// backing off, under 1% of the steps.
-TEST(GoodputController, at_acceptance_0_on_lavapipe_only_probes_are_drafted) {
-    for (uint64_t seed : {1, 2, 3}) {
-        GoodputController t(16, kGoodputProbeInterval, DrafterKind::head);
-        const SimRun r = simulate_costs(t, kLavapipeMtp, 3600, seed, [](int) { return 0.0; });
-        EXPECT_LE(r.rounds, 20) << "seed " << seed;
-        EXPECT_TRUE(t.off());
-    }
-}
-
-// A GPU at acceptance 0.7 over a long sequence: every length up to several pays, and the
-// floor changes nothing there: it drafts throughout, its only plain steps re-measures of the
-// baseline (after 16, 32, ... rounds, then every 256: 17 in 3600 steps).
-TEST(GoodputController, at_acceptance_0_7_on_a_gpu_keeps_drafting_over_a_long_sequence) {
-    for (uint64_t seed : {1, 2, 3}) {
-        GoodputController t(16, kGoodputProbeInterval, DrafterKind::head);
-        const SimRun r = simulate_costs(t, kGpuMtp, 3600, seed, [](int) { return 0.7; }, 100);
-        EXPECT_EQ(r.late_off, 0) << "seed " << seed;
-        EXPECT_LE(r.late_plain, 20) << "seed " << seed;
-        EXPECT_GT(r.speedup(), 1.8) << "seed " << seed;
-    }
-}
-
-// The floor keeps old evidence from vanishing, so on lavapipe, where k = 1 needs 0.69, text
-// that turns predictable must be found by a run of accepted probes: each hit brings the next
-// probe to the first interval, and drafting comes back within the back-off reached while off
-// (256 plain steps at most) and a few intervals more.
-TEST(GoodputController, on_lavapipe_text_that_turns_predictable_gets_drafts_back) {
-    for (double before : {0.0, 0.45})
-        for (uint64_t seed : {1, 2, 3}) {
-            GoodputController t(16, kGoodputProbeInterval, DrafterKind::head);
-            const auto p = [&](int i) { return i < 1500 ? before : 0.95; };
-            simulate_costs(t, kLavapipeMtp, 1500, seed, p);
-            ASSERT_TRUE(t.off()) << "acceptance " << before << ", seed " << seed;
-            int back_at = -1;
-            Draws d{seed + 100};
-            for (int i = 0; i < 600 && back_at < 0; ++i) {
-                const int k = t.choose(16);
-                if (k == 0) {
-                    t.observe_plain(10.0);
-                    continue;
-                }
-                t.observe_round(k, d.accepted(k, 0.95), kLavapipeMtp.draft_ms * k, 10.0 * (1.0 + 0.41 * k));
-                if (!t.off()) back_at = i;
-            }
-            ASSERT_GE(back_at, 0) << "acceptance " << before << ", seed " << seed;
-            EXPECT_LE(back_at, 256 + 8 * kGoodputProbeInterval) << "acceptance " << before << ", seed " << seed;
-        }
 }
 
 }  // namespace
