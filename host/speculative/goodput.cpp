@@ -117,6 +117,10 @@ void GoodputController::start_from(const GoodputMemory& h) {
         for (size_t j = 0; j < prior_at_.size() && j < h.tried.size() && j < h.hit.size(); ++j)
             prior_at_[j] = (h.hit[j] + kShrink * prior_rate_) / (h.tried[j] + kShrink);
     }
+    // a width an earlier sequence ran has its graphs built: this sequence's first round there
+    // (a head's trial, a probe) is timed, and hands its cost on
+    for (size_t k = 1; k < rounds_at_.size() && k < h.built.size(); ++k)
+        if (h.built[k]) rounds_at_[k] = std::max(rounds_at_[k], 1);
     if (h.plain_ms <= 0) return;
     // the device's costs are known: no calibration, and the graphs of the widths measured
     // are built; with the kind's acceptance too, no first round at the kind's length (a
@@ -140,6 +144,8 @@ GoodputMemory GoodputController::learned() const {
     m.plain_ms = plain_ms_;
     m.verify_ms = verify_ms_;
     m.draft_ms_per_token = draft_ms_per_token_;
+    m.built.assign(rounds_at_.size(), false);
+    for (size_t k = 1; k < rounds_at_.size(); ++k) m.built[k] = rounds_at_[k] > 0;
     return m;
 }
 

@@ -12,7 +12,8 @@
 // of the doubt that keeps drafting through chance rejections shrinks as a rejected draft
 // costs more: where k = 1 breaks even at an acceptance of about 0.6 (lavapipe) a moderate
 // acceptance is not drafted on the doubt, where a miss costs little (a GPU) it drafts on.
-// goodput_moderate_test.cpp has the long sequences at a moderate acceptance.
+// A request's warm first round hands its cost on to the next (goodput_moderate_test.cpp has
+// the long sequences at a moderate acceptance).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -425,6 +426,46 @@ TEST(GoodputController, a_dear_probe_waits_until_it_costs_2_percent_of_the_time)
     const std::vector<int> cheap_gaps = gaps(cheap, [](int k) { return 10.0 * (1.0 + 0.02 * k); }, 0.5);
     ASSERT_GE(cheap_gaps.size(), 2u);
     EXPECT_EQ(cheap_gaps.front(), 2 + kGoodputProbeInterval) << "two calibrating plain steps, then the interval";
+}
+
+// A server's requests with a head that never agrees, on lavapipe: 24 tokens each. The first
+// request's trial builds the verify's graphs and is not timed, and the second probes after 13
+// plain steps, priced by the guess (a verify of 2 rows at 1.25 plain steps, a free draft).
+// That probe is its first round at width 1, but a warm one (the history says a round ran
+// there): it is timed and its cost handed on, so the requests after it wait for their probes
+// as long as the measured cost asks (25 plain steps for 2%): none within their 24 tokens.
+// Before, every request's one round was its first at that width, no cost was ever handed on,
+// and every request probed after 13 steps.
+TEST(GoodputController, a_warm_first_round_hands_its_cost_to_the_next_sequences) {
+    GoodputHistory history;
+    LavapipeQwen35 cost;  // one engine: each width's graphs are built once
+    std::vector<int> first_gap;
+    for (int seq = 0; seq < 4; ++seq) {
+        GoodputController t(8, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head));
+        int plain = 0, gap = -1;
+        for (int n = 0; n < 24; ++n) {
+            const int k = t.choose(8);
+            const double verify = cost.verify(k);
+            if (k == 0) {
+                t.observe_plain(verify);
+                ++plain;
+                continue;
+            }
+            if (gap < 0) gap = plain;
+            t.observe_round(k, 0, 57.0 * k, verify);
+        }
+        first_gap.push_back(gap);
+        history.absorb(DrafterKind::head, t.learned());
+    }
+    const GoodputMemory* h = history.find(DrafterKind::head);
+    ASSERT_NE(h, nullptr);
+    ASSERT_GT(h->verify_ms.size(), 1u);
+    EXPECT_NEAR(h->verify_ms[1], 245.0 * 1.26, 1.0) << "the warm verify of 2 rows, handed on";
+    EXPECT_NEAR(h->draft_ms_per_token, 57.0, 1.0);
+    EXPECT_EQ(first_gap[0], 0) << "the kind's first trial";
+    EXPECT_EQ(first_gap[1], 13) << "the probe priced by the guess";
+    EXPECT_EQ(first_gap[2], -1) << "no probe within 24 tokens";
+    EXPECT_EQ(first_gap[3], -1) << "no probe within 24 tokens";
 }
 
 // A first trial that missed on a GPU, where building the head's and the verify's graphs made it
