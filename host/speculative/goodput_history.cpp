@@ -55,4 +55,9 @@ void GoodputHistory::forget_acceptance() {
     }
 }
 
+void GoodputHistory::set_plain_ms(double ms) {
+    if (ms <= 0) return;
+    for (auto& [kind, m] : by_kind_) m.plain_ms = ms;
+}
+
 }  // namespace tdm

@@ -47,6 +47,10 @@ public:
     // Keeps the costs and drops the acceptance of every kind: after a warm-up whose drafts
     // were forced (bench spec), whose acceptance says nothing of the drafter's.
     void forget_acceptance();
+    // Sets the plain step of every kind held: one measured over many warm plain steps (a
+    // benchmark's warm-up decode) is a better baseline than the few plain steps a speculative
+    // sequence's controller chose to take.
+    void set_plain_ms(double ms);
 
 private:
     std::map<DrafterKind, GoodputMemory> by_kind_;

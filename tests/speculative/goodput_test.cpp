@@ -611,6 +611,33 @@ TEST(GoodputController, a_baseline_measured_too_high_is_measured_again) {
     EXPECT_TRUE(t.off());
 }
 
+// `bench spec`'s warm-up hands on the plain step of its reference decode (many warm plain
+// steps), not its speculative sequence's estimate, which can rest on one slow sample: every
+// kind's estimate is replaced, the verify and draft costs kept, and a controller starting
+// from it prices a rejected draft at what it costs (0.6 plain steps, not a third of a step won).
+TEST(GoodputController, a_plain_step_measured_apart_replaces_the_warm_up_estimate) {
+    GoodputHistory history;
+    const GoodputMemory warm_up = history_with_a_baseline_too_high();
+    history.absorb(DrafterKind::head, warm_up);
+    history.absorb(DrafterKind::ngram, warm_up);
+    history.forget_acceptance();
+    {
+        GoodputController stale(1, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head));
+        EXPECT_LT(stale.miss_cost(), 0.0) << "(13 + 3 - 24) / 24: a miss looks like a gain";
+    }
+    history.set_plain_ms(10.0);
+    history.set_plain_ms(0.0);  // no measurement: nothing changes
+    for (DrafterKind kind : {DrafterKind::head, DrafterKind::ngram}) {
+        const GoodputMemory* m = history.find(kind);
+        ASSERT_NE(m, nullptr);
+        EXPECT_EQ(m->plain_ms, 10.0);
+        EXPECT_EQ(m->verify_ms[1], 13.0);
+        EXPECT_EQ(m->draft_ms_per_token, 3.0);
+    }
+    GoodputController t(1, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head));
+    EXPECT_NEAR(t.miss_cost(), 0.6, 1e-9);
+}
+
 // In a batch a sequence's "plain step" is the batch's pass, whose time moves with the other
 // sequences' rows: such a pass is no re-measure (its minimum would drag the baseline down).
 TEST(GoodputController, a_batched_pass_does_not_re_measure_the_baseline) {
