@@ -393,6 +393,14 @@ Status bench_spec(App& app) {
             }
             // its drafts were forced to acceptance 1/2: no prior for the prompts' drafter
             sp.history->forget_acceptance();
+            // The plain step it hands on is its controller's estimate from the few plain
+            // steps it chose: the calibrating ones right after the first round, then at most
+            // one per 16 rounds while drafting pays. One slow sample there (on lavapipe the
+            // history once handed on 2.3 plain steps) makes every length look better than it
+            // is to every prompt. The reference decode above took 6 * draft_max warm plain
+            // steps (its graphs built by the first generate): their mean is the baseline.
+            if (ref.stats.n_generated > 1)
+                sp.history->set_plain_ms(ref.stats.decode_ms / double(ref.stats.n_generated - 1));
         }
         TDM_TRY(kv->truncate(seq, 0));
     }

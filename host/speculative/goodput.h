@@ -17,9 +17,15 @@
 // then k = 1, since at a moderate acceptance a few rejections in a row are chance) and probed
 // again with k = 1 after `probe_interval` plain steps (for a drafter that never agreed, after
 // as many as keep the probes' extra cost, a draft and a verify row over a plain step, to 2%
-// of the time, if that is more); a probe that does not turn drafting back on doubles the
-// interval (up to 32x), so a drafter that never agrees costs about a percent of the steps,
-// while text that becomes predictable (code, quotes, JSON) gets drafts back.
+// of the time, if that is more); a probe whose draft is rejected doubles the interval (up to
+// 32x), so a drafter that never agrees costs about a percent of the steps, while one whose
+// draft is accepted brings the next back to the first interval, so that text that becomes
+// predictable (code, quotes, JSON) gets drafts back after a run of accepted probes.
+//
+// The acceptance counts decay (about a 10-round window, per round and per plain step) so
+// that a change of regime is followed, but the sequence's own evidence never below 4 drafts
+// (each position's rate kept): one accepted probe after a pause moves the estimate a fifth of
+// the way to 1 instead of to nearly 1, which at a moderate acceptance bought rounds that lose.
 //
 // The benefit of the doubt is an exploration bonus, paid for in rejected drafts. A round of
 // one draft costs 1 + m plain steps: rejected, it loses m (the miss cost) against plain
@@ -47,6 +53,9 @@
 // as a prior (decaying with the sequence's own data, as the kind's fixed prior does), and
 // the measured costs, so that neither the kind's first length nor the calibrating plain
 // steps are paid again; a kind whose history says drafting does not pay starts off, probing.
+// A width an earlier sequence ran has its graphs built, so the first round there is timed
+// (a never-agreeing head's trial or probe hands its cost on instead of leaving every later
+// sequence to price its probes by the guess).
 // A history of costs alone (GoodputHistory::forget_acceptance) spares the calibration only.
 //
 // Many sequences in one pass: the engine plans the pass as a whole with allocate_drafts

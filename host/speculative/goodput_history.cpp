@@ -43,6 +43,9 @@ void GoodputHistory::absorb(DrafterKind kind, const GoodputMemory& seq) {
     if (m.verify_ms.size() < seq.verify_ms.size()) m.verify_ms.resize(seq.verify_ms.size(), 0.0);
     for (size_t k = 0; k < seq.verify_ms.size(); ++k)
         if (seq.verify_ms[k] > 0) m.verify_ms[k] = seq.verify_ms[k];
+    if (m.built.size() < seq.built.size()) m.built.resize(seq.built.size(), false);
+    for (size_t k = 0; k < seq.built.size(); ++k)
+        if (seq.built[k]) m.built[k] = true;
 }
 
 void GoodputHistory::forget_acceptance() {
@@ -50,6 +53,11 @@ void GoodputHistory::forget_acceptance() {
         m.tried.clear();
         m.hit.clear();
     }
+}
+
+void GoodputHistory::set_plain_ms(double ms) {
+    if (ms <= 0) return;
+    for (auto& [kind, m] : by_kind_) m.plain_ms = ms;
 }
 
 }  // namespace tdm

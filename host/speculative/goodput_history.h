@@ -7,9 +7,9 @@
 //
 // Kept per drafter kind: the drafts tried and accepted at each position, decayed by sequence
 // (the newest sequences weigh most, and the counts are capped so that the server's text of a
-// while ago does not outvote what it serves now), and the newest cost estimates (the plain
-// step, the verify per width, the draft per token), which are the device's and the target's
-// rather than the text's.
+// while ago does not outvote what it serves now), the newest cost estimates (the plain step,
+// the verify per width, the draft per token), which are the device's and the target's rather
+// than the text's, and the widths whose graphs a round has built.
 //
 // Not thread-safe: the engine's thread folds its sequences in as they end (BatchEngine::finish).
 // Not here: how a controller uses it (GoodputController's constructor).
@@ -28,6 +28,11 @@ struct GoodputMemory {
     double plain_ms = 0;              // a plain step, 0 = unmeasured
     std::vector<double> verify_ms;    // a verify of k + 1 rows (index k), 0 = unmeasured
     double draft_ms_per_token = 0;
+    // Widths (index k) of which a round has run on this engine, so that their graphs are built
+    // and a later sequence's first round there is timed like any other. Without it a sequence
+    // whose one round is its first at that width (a head that never agrees: its trial) hands
+    // on no cost, and every later sequence prices its probes by the guess.
+    std::vector<bool> built;
 
     double tried_total() const;
     double hit_total() const;
@@ -42,6 +47,10 @@ public:
     // Keeps the costs and drops the acceptance of every kind: after a warm-up whose drafts
     // were forced (bench spec), whose acceptance says nothing of the drafter's.
     void forget_acceptance();
+    // Sets the plain step of every kind held: one measured over many warm plain steps (a
+    // benchmark's warm-up decode) is a better baseline than the few plain steps a speculative
+    // sequence's controller chose to take.
+    void set_plain_ms(double ms);
 
 private:
     std::map<DrafterKind, GoodputMemory> by_kind_;

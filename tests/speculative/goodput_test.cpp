@@ -12,6 +12,8 @@
 // of the doubt that keeps drafting through chance rejections shrinks as a rejected draft
 // costs more: where k = 1 breaks even at an acceptance of about 0.6 (lavapipe) a moderate
 // acceptance is not drafted on the doubt, where a miss costs little (a GPU) it drafts on.
+// A request's warm first round hands its cost on to the next (goodput_moderate_test.cpp has
+// the long sequences at a moderate acceptance).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,9 +21,12 @@
 #include "speculative/batch_budget.h"
 #include "speculative/goodput.h"
 #include "speculative/goodput_history.h"
+#include "support/goodput_sim.h"
 
 namespace tdm {
 namespace {
+
+using goodput_sim::Draws;
 
 // One simulated run: plain step 10 ms, a verify pass of k+1 tokens
 // 10 * (1 + verify_per_draft * k) ms, no draft cost; `accept(k)` drafts accepted.
@@ -95,20 +100,6 @@ TEST(GoodputController, the_first_round_of_each_length_does_not_count_for_timing
     t.observe_round(2, 2, 0.0, 12.0);
     EXPECT_GT(t.predicted_speedup(2), 1.5);
 }
-
-// Deterministic draws: draft j is accepted with probability p (given the ones before it).
-struct Draws {
-    uint64_t state = 12345;
-    double next() {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        return double(state >> 11) / double(1ull << 53);
-    }
-    int accepted(int k, double p) {
-        int m = 0;
-        while (m < k && next() < p) ++m;
-        return m;
-    }
-};
 
 TEST(GoodputController, with_acceptance_0_stops_within_a_few_rounds_and_probes_a_few_percent_of_steps) {
     GoodputController t(16);  // the default probe interval
@@ -437,6 +428,46 @@ TEST(GoodputController, a_dear_probe_waits_until_it_costs_2_percent_of_the_time)
     EXPECT_EQ(cheap_gaps.front(), 2 + kGoodputProbeInterval) << "two calibrating plain steps, then the interval";
 }
 
+// A server's requests with a head that never agrees, on lavapipe: 24 tokens each. The first
+// request's trial builds the verify's graphs and is not timed, and the second probes after 13
+// plain steps, priced by the guess (a verify of 2 rows at 1.25 plain steps, a free draft).
+// That probe is its first round at width 1, but a warm one (the history says a round ran
+// there): it is timed and its cost handed on, so the requests after it wait for their probes
+// as long as the measured cost asks (25 plain steps for 2%): none within their 24 tokens.
+// Before, every request's one round was its first at that width, no cost was ever handed on,
+// and every request probed after 13 steps.
+TEST(GoodputController, a_warm_first_round_hands_its_cost_to_the_next_sequences) {
+    GoodputHistory history;
+    LavapipeQwen35 cost;  // one engine: each width's graphs are built once
+    std::vector<int> first_gap;
+    for (int seq = 0; seq < 4; ++seq) {
+        GoodputController t(8, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head));
+        int plain = 0, gap = -1;
+        for (int n = 0; n < 24; ++n) {
+            const int k = t.choose(8);
+            const double verify = cost.verify(k);
+            if (k == 0) {
+                t.observe_plain(verify);
+                ++plain;
+                continue;
+            }
+            if (gap < 0) gap = plain;
+            t.observe_round(k, 0, 57.0 * k, verify);
+        }
+        first_gap.push_back(gap);
+        history.absorb(DrafterKind::head, t.learned());
+    }
+    const GoodputMemory* h = history.find(DrafterKind::head);
+    ASSERT_NE(h, nullptr);
+    ASSERT_GT(h->verify_ms.size(), 1u);
+    EXPECT_NEAR(h->verify_ms[1], 245.0 * 1.26, 1.0) << "the warm verify of 2 rows, handed on";
+    EXPECT_NEAR(h->draft_ms_per_token, 57.0, 1.0);
+    EXPECT_EQ(first_gap[0], 0) << "the kind's first trial";
+    EXPECT_EQ(first_gap[1], 13) << "the probe priced by the guess";
+    EXPECT_EQ(first_gap[2], -1) << "no probe within 24 tokens";
+    EXPECT_EQ(first_gap[3], -1) << "no probe within 24 tokens";
+}
+
 // A first trial that missed on a GPU, where building the head's and the verify's graphs made it
 // cost 5 plain steps: that cost is no probe's, so the next chance comes within 4 probe
 // intervals (32 steps), not the 200 the trial's time would ask for.
@@ -578,6 +609,33 @@ TEST(GoodputController, a_baseline_measured_too_high_is_measured_again) {
     EXPECT_EQ(first_plain, 16) << "the first plain step re-measures the baseline after 16 rounds";
     EXPECT_LT(t.predicted_speedup(1), 1.0);
     EXPECT_TRUE(t.off());
+}
+
+// `bench spec`'s warm-up hands on the plain step of its reference decode (many warm plain
+// steps), not its speculative sequence's estimate, which can rest on one slow sample: every
+// kind's estimate is replaced, the verify and draft costs kept, and a controller starting
+// from it prices a rejected draft at what it costs (0.6 plain steps, not a third of a step won).
+TEST(GoodputController, a_plain_step_measured_apart_replaces_the_warm_up_estimate) {
+    GoodputHistory history;
+    const GoodputMemory warm_up = history_with_a_baseline_too_high();
+    history.absorb(DrafterKind::head, warm_up);
+    history.absorb(DrafterKind::ngram, warm_up);
+    history.forget_acceptance();
+    {
+        GoodputController stale(1, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head));
+        EXPECT_LT(stale.miss_cost(), 0.0) << "(13 + 3 - 24) / 24: a miss looks like a gain";
+    }
+    history.set_plain_ms(10.0);
+    history.set_plain_ms(0.0);  // no measurement: nothing changes
+    for (DrafterKind kind : {DrafterKind::head, DrafterKind::ngram}) {
+        const GoodputMemory* m = history.find(kind);
+        ASSERT_NE(m, nullptr);
+        EXPECT_EQ(m->plain_ms, 10.0);
+        EXPECT_EQ(m->verify_ms[1], 13.0);
+        EXPECT_EQ(m->draft_ms_per_token, 3.0);
+    }
+    GoodputController t(1, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head));
+    EXPECT_NEAR(t.miss_cost(), 0.6, 1e-9);
 }
 
 // In a batch a sequence's "plain step" is the batch's pass, whose time moves with the other
