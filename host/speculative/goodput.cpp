@@ -361,11 +361,9 @@ void GoodputController::decay() {
 }
 
 int GoodputController::probe_wait() const {
-    // a drafter that agreed (in this sequence or its history) is probed at the back-off's
-    // pace: its text may come back soon, and a probe that finds it is worth more
     // An n-gram drafter's probe drafts only where its table matches, at no drafting cost, and
     // its matches come and go with the text: the back-off's pace is its own.
-    if (plain_ms_ <= 0 || agreed_ || kind_ == DrafterKind::ngram) return probe_after_;
+    if (plain_ms_ <= 0 || kind_ == DrafterKind::ngram) return probe_after_;
     // a probe's cost: measured, or the first trial's (graph builds included: an upper bound,
     // so the wait it gives is capped)
     const bool measured = verify_ms_[1] > 0 && draft_ms_per_token_ > 0;
@@ -373,7 +371,15 @@ int GoodputController::probe_wait() const {
                             : trial_ms_ > 0 ? trial_ms_
                                             : verify_estimate(1) + draft_ms_per_token_;
     const double extra = (probe_ms - plain_ms_) / plain_ms_;
-    const double by_cost = std::ceil(std::max(0.0, extra) / kProbeShare);
+    // A drafter that agreed (in this sequence or its history) may find its text back at the
+    // next probe, and an accepted probe wins a token: what a probe is expected to lose is its
+    // extra cost less its acceptance, and the probes keep that to kProbeShare of the time.
+    // Where a miss costs little (a GPU) the back-off rules; on lavapipe, where a probe costs
+    // about a plain step more (the head catches up on the rows it skipped), an acceptance of
+    // 0.3 spaces them by some 35 plain steps: at the back-off's 8-16, two probes per 32-token
+    // prompt cost 4% (docs/BENCHMARKS.md, issue 40). One that never agreed wins nothing.
+    const double loss = agreed_ ? extra - acceptance_at(1) : extra;
+    const double by_cost = std::ceil(std::max(0.0, loss) / kProbeShare);
     const int cap = probe_interval_ * (measured || trial_ms_ <= 0 ? kMaxBackOff : kTrialWaitIntervals);
     return std::max(probe_after_, int(std::min(by_cost, double(cap))));
 }

@@ -15,9 +15,10 @@
 // by the benefit of the doubt, the drafter has agreed before (a draft accepted in this
 // sequence or in its kind's history) and the last rounds did not all miss their first draft:
 // then k = 1, since at a moderate acceptance a few rejections in a row are chance) and probed
-// again with k = 1 after `probe_interval` plain steps (for a drafter that never agreed, after
-// as many as keep the probes' extra cost, a draft and a verify row over a plain step, to 2%
-// of the time, if that is more); a probe whose draft is rejected doubles the interval (up to
+// again with k = 1 after `probe_interval` plain steps, or after as many as keep what the
+// probes are expected to lose to 2% of the time, if that is more (a probe's extra cost, a
+// draft and a verify row over a plain step, less its acceptance where the drafter agreed
+// before: an accepted probe wins a token); a probe whose draft is rejected doubles the interval (up to
 // 32x), so a drafter that never agrees costs about a percent of the steps, while one whose
 // draft is accepted brings the next back to the first interval, so that text that becomes
 // predictable (code, quotes, JSON) gets drafts back after a run of accepted probes.
@@ -170,7 +171,7 @@ private:
     double speedup(int k, double optimism) const;
     bool any_k_pays() const;
     void probe_failed();
-    int probe_wait() const;  // plain steps before a probe: the back-off, at least the cost's
+    int probe_wait() const;  // plain steps before a probe: the back-off, at least the expected loss's
     void start_from(const GoodputMemory& history);
     void decay();
     int k_max_, probe_interval_, probe_after_;
