@@ -121,6 +121,7 @@ Result<std::unique_ptr<KvPool>> KvPool::create(vk::Device& device, std::span<con
     }
     pool->cur_.assign(config.n_seq_max, 0);
     pool->ckpt_len_.assign(config.n_seq_max, std::vector<uint32_t>(config.n_checkpoints, kNoLength));
+    pool->keep_from_.assign(config.n_seq_max, kNoLength);
     pool->free_.reserve(pool->n_blocks_);
     pool->refs_.assign(pool->n_blocks_, 0);
     for (uint32_t i = pool->n_blocks_; i-- > 0;) pool->free_.push_back(i);  // pop_back gives 0, 1, 2, ...
@@ -138,6 +139,7 @@ KvPool::~KvPool() {
 
 Status KvPool::zero_states(int seq) {
     cur_[seq] = 0;
+    keep_from_[size_t(seq)] = kNoLength;
     std::fill(ckpt_len_[seq].begin(), ckpt_len_[seq].end(), kNoLength);
     ckpt_len_[seq][0] = 0;
     for (const StateBinding& sb : states_) {
@@ -267,21 +269,35 @@ Result<StatePlan> KvPool::plan_states(int seq, uint32_t first_pos, uint32_t n,
         return Error::format("{}: the recurrent state of sequence {} has seen {} tokens but the batch starts at "
                              "position {} (states cannot skip or repeat positions)",
                              name_, seq, have, first_pos);
-    const uint32_t S = config_.n_checkpoints;
     p.write.assign(n, -1);
     if (n == 0) return p;
+    // the checkpoints it may write: not the one it reads, nor one whose length is kept
+    std::vector<int32_t> free;
+    for (uint32_t c = 0; c < config_.n_checkpoints; ++c) {
+        const uint32_t len = ckpt_len_[seq][c];
+        if (int32_t(c) != p.read && (len == kNoLength || len < keep_from_[seq])) free.push_back(int32_t(c));
+    }
+    if (free.empty())
+        return Error::format("{}: every recurrent-state checkpoint of sequence {} holds a state kept for a rollback "
+                             "(lengths from {} on): none is left for the batch at position {}",
+                             name_, seq, keep_from_[seq], first_pos);
     const auto wanted = [&](uint32_t i) { return i + 1 == n || !checkpointed || checkpointed(i); };
     uint32_t count = 0;
     for (uint32_t i = 0; i < n; ++i) count += wanted(i);
-    const bool all_fit = count + 1 <= S;  // beside the checkpoint the batch reads
-    int32_t next = 0;
+    const bool all_fit = count <= free.size();
+    size_t next = 0;
     for (uint32_t i = 0; i < n; ++i) {
         if (!(i + 1 == n || (all_fit && wanted(i)))) continue;  // a long prefill chunk: its final state only
-        if (next == p.read) ++next;
-        p.write[i] = next++;
+        p.write[i] = free[next++];
     }
     return p;
 }
+
+void KvPool::keep_states_from(int seq, uint32_t length) {
+    if (seq >= 0 && size_t(seq) < keep_from_.size()) keep_from_[size_t(seq)] = length;
+}
+
+void KvPool::release_states(int seq) { keep_states_from(seq, kNoLength); }
 
 void KvPool::commit_states(int seq, const StatePlan& p) {
     for (size_t i = 0; i < p.write.size(); ++i)

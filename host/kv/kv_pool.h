@@ -136,6 +136,12 @@ public:
     // Fails if the current checkpoint is not at length first_pos.
     Result<StatePlan> plan_states(int seq, uint32_t first_pos, uint32_t n,
                                   const std::function<bool(uint32_t row)>& checkpointed = {}) const;
+    // Until release_states(seq), plan_states writes over no checkpoint of `seq` holding a
+    // length >= `length`: for a caller that may roll back over several passes (a draft
+    // model drafts a token a pass and returns to any of them), where the lowest checkpoints
+    // would otherwise be taken again by the next pass. truncate(seq, 0) releases them too.
+    void keep_states_from(int seq, uint32_t length);
+    void release_states(int seq);
     void commit_states(int seq, const StatePlan& plan);
     // Undoes commit_states after the pass failed: the checkpoint it read is current
     // again, and those it was writing hold nothing.
@@ -211,6 +217,7 @@ private:
     std::vector<StateBinding> states_;
     uint64_t state_bytes_ = 0;
     std::vector<int32_t> cur_;                     // per sequence: current checkpoint
+    std::vector<uint32_t> keep_from_;              // per sequence: lengths plan_states keeps (keep_states_from)
     std::vector<std::vector<uint32_t>> ckpt_len_;  // per sequence, per checkpoint: length (kNoLength: invalid)
     Status zero_states(int seq);
 };

@@ -68,6 +68,9 @@ Status DraftModelDrafter::submit_catch_up(const DraftRequest& req, bool logits) 
     if (req.history.size() != size_t(req.pos) + 1)
         return Error("draft model: the history does not end at the request position");
     if (n_past_ > req.pos) n_past_ = req.pos;  // never happens in order; keeps the invariant
+    // a model with recurrent state rolls back to any of this round's passes (accept()), each
+    // a checkpoint of its own: the pool must not take them again for the next pass
+    kv_->keep_states_from(seq_, req.pos + 1);
     // far behind (other drafters made the last rounds): what a pass cannot hold goes first
     const uint32_t limit = max_rows(req.pos + 1);
     while (req.pos + 1 - n_past_ > limit) {
@@ -125,7 +128,9 @@ Status DraftModelDrafter::accept(std::span<const int32_t> history, uint32_t n_dr
     drafted_ = 0;
     n_past_ = std::min<uint32_t>(n_past_, uint32_t(history.size()) - 1);
     seen_.assign(history.begin(), history.end());
-    return kv_->truncate(seq_, n_past_);
+    const Status st = kv_->truncate(seq_, n_past_);
+    kv_->release_states(seq_);
+    return st;
 }
 
 void DraftModelDrafter::cancel() {
@@ -134,6 +139,7 @@ void DraftModelDrafter::cancel() {
     (void)runner_->wait();  // the pass wrote positions >= n_past_: forget them
     if (auto st = kv_->truncate(seq_, n_past_); !st.ok())
         TDM_LOG_WARN("spec", "draft model rollback after a cancelled draft: {}", st.error().message());
+    kv_->release_states(seq_);
 }
 
 void DraftModelDrafter::forget() {

@@ -46,10 +46,11 @@ constexpr int kMaxBackOff = 32;   // a probe interval grows to at most 32x the f
 // acceptance 0 two more trials cost a plain step on a CPU device.
 constexpr double kOptimism = 1.0;
 constexpr int kMissesBeforeDoubt = 3;
-// The share of the time probes may cost while drafting is off: the first wait is at least the
-// probe's extra cost (its draft and the verify row, over a plain step) over this share, so that
-// where a probe costs half a plain step (lavapipe) it comes after 25 plain steps, not 8, and
-// where it costs nearly nothing (a GPU) the probe interval rules.
+// The share of the time probes may be expected to lose while drafting is off: the wait is at
+// least a probe's expected loss (its draft and the verify row over a plain step, less the
+// token an accepted one wins where the drafter agreed before) over this share, so that where a
+// probe costs half a plain step (lavapipe, a head that never agreed) it comes after 25 plain
+// steps, not 8, and where it costs nearly nothing (a GPU) the probe interval rules.
 constexpr double kProbeShare = 0.02;
 // Until a probe has been timed warm, its cost is the first trial's, which includes building the
 // head's and the verify's graphs: on a GPU that can be several plain steps, so the wait it
@@ -157,7 +158,9 @@ double GoodputController::acceptance() const {
         hit += hit_[j];
         tried += tried_[j];
     }
-    return (hit + prior_ * prior_rate_) / (tried + prior_);
+    // the prior decays without bound: a chain member never asked for thousands of steps
+    // would otherwise divide 0 by 0
+    return tried + prior_ > 0 ? (hit + prior_ * prior_rate_) / (tried + prior_) : prior_rate_;
 }
 
 double GoodputController::acceptance_at(int j) const {
@@ -299,8 +302,8 @@ void GoodputController::planned(int k) {
 }
 
 bool GoodputController::probe_when_starved() {
-    // The same wait as alone, probe_wait(): the back-off, and for a head that never agreed the
-    // cost floor (n-gram drafters are exempt there). In a batch this controller's timings are
+    // The same wait as alone, probe_wait(): the back-off, and the expected loss's floor
+    // (n-gram drafters are exempt there). In a batch this controller's timings are
     // the batch's passes, so the floor weighs what a probe adds to everyone's pass: without
     // it, a head that never agreed probed every 8th pass at 4 streams of Qwen3.5-0.8B on
     // lavapipe, the probe rows and the head's step costing every stream 5-8% (docs/BENCHMARKS.md).

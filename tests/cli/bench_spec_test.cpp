@@ -2,9 +2,13 @@
 // tests/cli/bench_spec_test.cpp: `tandem bench spec` with an EAGLE-3 head under forced
 // acceptance on the tiny synthetic Qwen3: the head still drafts (its cost is measured), the
 // output matches plain decoding, and the JSON carries the drafting cost over a plain step
-// per drafted token and per round. Timings are checked for consistency, never for speed.
+// per drafted token and per round; and a draft model with recurrent state under forced
+// acceptance keeps drafting. Timings are checked for consistency, never for speed.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include <string>
+#include <utility>
 
 #include "cli/cli_models.h"
 #include "cli/cli_run.h"
@@ -37,6 +41,35 @@ TEST(BenchSpec, a_forced_head_reports_its_draft_cost_per_token_and_per_round) {
     EXPECT_NEAR(per_round, per_token * double(drafted) / double(rounds), 1e-9 * per_round);
     const double plain_tpot = j["plain_tpot_ms"], draft_ms = s["draft_ms"];
     EXPECT_NEAR(per_token * plain_tpot, draft_ms / double(drafted), 1e-9 * draft_ms);
+}
+
+// A draft model with recurrent state (Qwen3.5's Gated DeltaNet layers) drafts a token a pass
+// and rolls back to any of them when the target rejects a draft: each pass's state must keep a
+// checkpoint of its own (KvPool::keep_states_from). When plain steps began taking the lowest
+// checkpoints again, the first rejection could not roll back and the drafter was switched off.
+TEST(BenchSpec, a_recurrent_draft_model_rolls_back_to_any_drafted_length_and_keeps_drafting) {
+    const std::string dir = test::make_temp_dir("bench-spec-recurrent-draft");
+    const std::string target = dir + "/target.gguf", draft = dir + "/draft.gguf";
+    for (const auto& [file, seed] : {std::pair{target, "1"}, std::pair{draft, "2"}}) {
+        const CliRun s = tandem({"synth", "--arch", "qwen35", "--preset", "tiny", "--type", "q8_0", "--mtp", "false",
+                                 "--seed", seed, "-o", file});
+        ASSERT_EQ(s.status, 0) << s.err;
+    }
+    const CliRun r = tandem({"bench", "spec", "-m", target, "-md", draft, "--force-acceptance", "0.5", "--spec-fixed",
+                             "--draft-max", "4", "--prompts", "2", "--gen-tokens", "24", "-c", "128", "--json"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json j = json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r.out;
+    EXPECT_TRUE(j["matched"].get<bool>());
+    const json& s = j["spec"];
+    ASSERT_EQ(s["drafters"].size(), 1u);
+    EXPECT_EQ(s["drafters"][0]["failure"].get<std::string>(), "") << r.err;
+    const uint64_t rounds = s["rounds"], plain = s["plain_steps"], accepted = s["accepted_tokens"],
+                   drafted = s["drafted_tokens"];
+    EXPECT_LE(plain, 2u) << "a plain step per prompt at most (its last token): the drafter was not switched off";
+    EXPECT_GE(rounds, 2u * 24 / 5) << "a round per pass, at most 5 tokens each";
+    EXPECT_GT(accepted, 0u);
+    EXPECT_LT(accepted, drafted) << "drafts were rejected, so rounds rolled back inside the drafted passes";
 }
 
 }  // namespace

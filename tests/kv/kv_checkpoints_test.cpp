@@ -80,7 +80,7 @@ TEST_F(KvCheckpointPlans, plain_steps_alternate_between_two_checkpoints) {
     EXPECT_TRUE(pool->can_truncate(seq, 24)) << "the state before the last step";
 }
 
-TEST_F(KvCheckpointPlans, a_verify_writes_the_lowest_free_checkpoints_and_rolls_back_to_any_of_its_rows) {
+TEST_F(KvCheckpointPlans, a_verify_writes_the_lowest_checkpoints_but_the_one_it_reads_and_rolls_back_to_any_of_its_rows) {
     run(3);  // prefill: checkpoints 1, 2, 3 (each row's logits read), the current one 3
     EXPECT_EQ(pool->state_length(seq), 3u);
     // a verify of 4 rows from checkpoint 3: 0, 1, 2, 4
@@ -100,6 +100,36 @@ TEST_F(KvCheckpointPlans, a_batch_whose_checkpoints_do_not_fit_writes_its_last_r
     EXPECT_EQ(p.write, (std::vector<int32_t>{-1, -1, -1, -1, -1, -1, -1, 1}));
     // 7 fit beside it
     EXPECT_EQ(run(7).write, (std::vector<int32_t>{0, 2, 3, 4, 5, 6, 7}));
+}
+
+// A draft model drafts a token a pass and rolls back to any of them (draft_model.cpp): with the
+// lowest checkpoints taken again by each one-row pass, only the last two lengths were left and
+// a rejected first draft could not roll back at all. Kept from the round's first length on,
+// each pass takes a checkpoint of its own.
+TEST_F(KvCheckpointPlans, a_caller_keeping_its_lengths_rolls_back_to_any_of_its_passes) {
+    run(3);
+    for (bool keep : {false, true}) {
+        const uint32_t from = pool->state_length(seq);
+        if (keep) pool->keep_states_from(seq, from + 1);
+        for (int pass = 0; pass < 4; ++pass) run(1);  // the catch-up row and three drafts
+        bool all = true;
+        for (uint32_t len = from + 1; len <= from + 4; ++len) all = all && pool->can_truncate(seq, len);
+        EXPECT_EQ(all, keep) << (keep ? "a kept length was written over" : "the plans kept more than two lengths");
+        if (keep) {
+            ASSERT_TRUE(pool->truncate(seq, from + 1).ok()) << "the first draft rejected";
+        }
+        pool->release_states(seq);
+        if (!keep) {
+            ASSERT_TRUE(pool->truncate(seq, from + 3).ok()) << "the state before the last pass";
+        }
+    }
+    // every checkpoint kept: the next pass has none to write, and says so
+    ASSERT_TRUE(pool->truncate(seq, 0).ok());
+    run(7);  // checkpoints 1..7 (0 holds the empty state)
+    pool->keep_states_from(seq, 0);
+    auto plan = pool->plan_states(seq, pool->state_length(seq), 1);
+    ASSERT_FALSE(plan.ok());
+    EXPECT_NE(plan.error().message().find("kept for a rollback"), std::string::npos) << plan.error().message();
 }
 
 }  // namespace
