@@ -272,23 +272,26 @@ Result<StatePlan> KvPool::plan_states(int seq, uint32_t first_pos, uint32_t n,
     p.write.assign(n, -1);
     if (n == 0) return p;
     // the checkpoints it may write: not the one it reads, nor one whose length is kept
-    std::vector<int32_t> free;
-    for (uint32_t c = 0; c < config_.n_checkpoints; ++c) {
-        const uint32_t len = ckpt_len_[seq][c];
-        if (int32_t(c) != p.read && (len == kNoLength || len < keep_from_[seq])) free.push_back(int32_t(c));
-    }
-    if (free.empty())
+    const int32_t S = int32_t(config_.n_checkpoints);
+    const auto writable = [&](int32_t c) {
+        const uint32_t len = ckpt_len_[seq][size_t(c)];
+        return c != p.read && (len == kNoLength || len < keep_from_[seq]);
+    };
+    uint32_t n_free = 0;
+    for (int32_t c = 0; c < S; ++c) n_free += writable(c);
+    if (n_free == 0)
         return Error::format("{}: every recurrent-state checkpoint of sequence {} holds a state kept for a rollback "
                              "(lengths from {} on): none is left for the batch at position {}",
                              name_, seq, keep_from_[seq], first_pos);
     const auto wanted = [&](uint32_t i) { return i + 1 == n || !checkpointed || checkpointed(i); };
     uint32_t count = 0;
     for (uint32_t i = 0; i < n; ++i) count += wanted(i);
-    const bool all_fit = count <= free.size();
-    size_t next = 0;
+    const bool all_fit = count <= n_free;
+    int32_t next = -1;  // the lowest writable checkpoint after the last one taken
     for (uint32_t i = 0; i < n; ++i) {
         if (!(i + 1 == n || (all_fit && wanted(i)))) continue;  // a long prefill chunk: its final state only
-        p.write[i] = free[next++];
+        do ++next; while (!writable(next));
+        p.write[i] = next;
     }
     return p;
 }

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "speculative/chain_goodput.h"
+#include "support/goodput_sim.h"
 #include "speculative/goodput_history.h"
 
 namespace tdm {
@@ -29,19 +30,6 @@ private:
     DrafterKind kind_;
 };
 
-// Deterministic draws (as in goodput_test.cpp).
-struct AcceptanceDraws {
-    uint64_t state = 12345;
-    double next() {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        return double(state >> 11) / double(1ull << 53);
-    }
-    int accepted(int k, double p) {
-        int m = 0;
-        while (m < k && next() < p) ++m;
-        return m;
-    }
-};
 
 // What one simulated drafter does: its drafts are accepted with `acceptance` per position
 // (given the ones before), it has a proposal with probability `proposes` (an n-gram match),
@@ -55,7 +43,7 @@ struct Sim {
     std::vector<std::unique_ptr<SimDrafter>> drafters;
     std::vector<ChainedDrafter> chain;
     ChainGoodput tune{8, nullptr};
-    AcceptanceDraws draws;
+    goodput_sim::Draws draws;
     uint32_t pos = 64;
     std::vector<uint64_t> asked, won;  // per drafter
 
@@ -191,7 +179,7 @@ TEST(ChainGoodput, an_outranked_drafter_that_becomes_the_better_one_is_found_aga
 TEST(ChainGoodput, one_drafter_alone_is_exactly_its_controller) {
     Sim sim({DrafterKind::head});
     GoodputController alone(8);
-    AcceptanceDraws d;
+    goodput_sim::Draws d;
     for (int i = 0; i < 300; ++i) {
         const double p = i < 150 ? 0.8 : 0.0;
         const int k = sim.tune.choose(sim.chain, 8, sim.pos);
