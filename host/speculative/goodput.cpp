@@ -122,6 +122,7 @@ void GoodputController::start_from(const GoodputMemory& h) {
     // (a head's trial, a probe) is timed, and hands its cost on
     for (size_t k = 1; k < rounds_at_.size() && k < h.built.size(); ++k)
         if (h.built[k]) rounds_at_[k] = std::max(rounds_at_[k], 1);
+    if (h.trial_ms > 0 && trial_ms_ == 0) trial_ms_ = h.trial_ms;  // the probe's cost until one is timed warm
     if (h.plain_ms <= 0) return;
     // the device's costs are known: no calibration, and the graphs of the widths measured
     // are built; with the kind's acceptance too, no first round at the kind's length (a
@@ -145,6 +146,7 @@ GoodputMemory GoodputController::learned() const {
     m.plain_ms = plain_ms_;
     m.verify_ms = verify_ms_;
     m.draft_ms_per_token = draft_ms_per_token_;
+    m.trial_ms = trial_ms_;
     m.built.assign(rounds_at_.size(), false);
     for (size_t k = 1; k < rounds_at_.size(); ++k) m.built[k] = rounds_at_[k] > 0;
     return m;

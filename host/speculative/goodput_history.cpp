@@ -29,17 +29,24 @@ const GoodputMemory* GoodputHistory::find(DrafterKind kind) const {
 
 void GoodputHistory::absorb(DrafterKind kind, const GoodputMemory& seq) {
     GoodputMemory& m = by_kind_[kind];
-    fold(m.tried, seq.tried);
-    fold(m.hit, seq.hit);
-    m.hit.resize(m.tried.size(), 0.0);
-    if (!m.tried.empty() && m.tried[0] > kMaxFirstDrafts) {
-        const double scale = kMaxFirstDrafts / m.tried[0];
-        for (double& x : m.tried) x *= scale;
-        for (double& x : m.hit) x *= scale;
+    // A sequence that drafted nothing (its drafter off from its start, no probe due) says
+    // nothing of the acceptance, so it does not age what the others saw: else a few of them
+    // decayed a never-agreeing head's one rejected trial until the guess of the kind's prior
+    // showed through and the next sequence drafted again.
+    if (seq.tried_total() > 0) {
+        fold(m.tried, seq.tried);
+        fold(m.hit, seq.hit);
+        m.hit.resize(m.tried.size(), 0.0);
+        if (!m.tried.empty() && m.tried[0] > kMaxFirstDrafts) {
+            const double scale = kMaxFirstDrafts / m.tried[0];
+            for (double& x : m.tried) x *= scale;
+            for (double& x : m.hit) x *= scale;
+        }
     }
     // costs: the newest measurement of each (already an average within its sequence)
     if (seq.plain_ms > 0) m.plain_ms = seq.plain_ms;
     if (seq.draft_ms_per_token > 0) m.draft_ms_per_token = seq.draft_ms_per_token;
+    if (seq.trial_ms > 0) m.trial_ms = seq.trial_ms;
     if (m.verify_ms.size() < seq.verify_ms.size()) m.verify_ms.resize(seq.verify_ms.size(), 0.0);
     for (size_t k = 0; k < seq.verify_ms.size(); ++k)
         if (seq.verify_ms[k] > 0) m.verify_ms[k] = seq.verify_ms[k];

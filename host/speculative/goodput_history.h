@@ -6,10 +6,10 @@
 // to calibrate, a few percent of a short reply each time.
 //
 // Kept per drafter kind: the drafts tried and accepted at each position, decayed by sequence
-// (the newest sequences weigh most, and the counts are capped so that the server's text of a
+// that drafted (the newest sequences weigh most, and the counts are capped so that the server's text of a
 // while ago does not outvote what it serves now), the newest cost estimates (the plain step,
 // the verify per width, the draft per token), which are the device's and the target's rather
-// than the text's, and the widths whose graphs a round has built.
+// than the text's, the first trial's cost, and the widths whose graphs a round has built.
 //
 // Not thread-safe: the engine's thread folds its sequences in as they end (BatchEngine::finish).
 // Not here: how a controller uses it (GoodputController's constructor).
@@ -28,6 +28,14 @@ struct GoodputMemory {
     double plain_ms = 0;              // a plain step, 0 = unmeasured
     std::vector<double> verify_ms;    // a verify of k + 1 rows (index k), 0 = unmeasured
     double draft_ms_per_token = 0;
+    // The first round of one draft of a sequence that had no cost of it yet (a head's trial),
+    // graph builds included, 0 = none: until a warm round at width 1 is measured, what a probe
+    // is known to cost. Without it the sequences after a never-agreeing head's trial priced
+    // their probes by the guess (a verify of 2 rows at 1.25 plain steps, a free draft): at 8
+    // streams of Qwen3.5-0.8B on lavapipe, where a probe of every stream nearly doubles a pass
+    // and the head catches up on the rows it skipped (2.3 passes in all), the whole batch
+    // probed together after 13 passes, 3-4% of a 32-token reply.
+    double trial_ms = 0;
     // Widths (index k) of which a round has run on this engine, so that their graphs are built
     // and a later sequence's first round there is timed like any other. Without it a sequence
     // whose one round is its first at that width (a head that never agrees: its trial) hands
