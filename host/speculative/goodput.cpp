@@ -17,8 +17,10 @@ constexpr double kDecay = 0.9;    // per round or plain step, of the acceptance 
 constexpr double kShrink = 2.0;
 constexpr double kPriorWeight = 2.0;  // the kind's prior, in drafts, before it decays
 // The engine's history as a prior: it has seen this server's text, so it weighs more than the
-// kind's guess, but still decays away within the first ten or so rounds of the sequence.
+// kind's guess (4 drafts), and up to 16 where its sequences agree with each other
+// (GoodputMemory::prior_weight), but still decays away within the first ten or twenty rounds.
 constexpr double kHistoryPriorWeight = 4.0;
+constexpr double kMaxHistoryPriorWeight = 16.0;
 // The decay stops at this many drafts of the sequence's own evidence (their rates per
 // position kept). Without a floor, 8-16 plain steps off left a draft or two of evidence, and
 // one accepted probe lifted an acceptance of 0.45 to about 0.75: on lavapipe, where k = 1
@@ -113,7 +115,7 @@ void GoodputController::start_from(const GoodputMemory& h) {
     agreed_ = h.hit_total() > 0;
     if (tried > 0) {  // a few drafts of the kind's prior keep a short history from being all of it
         prior_rate_ = (h.hit_total() + kShrink * prior_acceptance(kind_)) / (tried + kShrink);
-        prior_ = kHistoryPriorWeight;
+        prior_ = h.prior_weight(kHistoryPriorWeight, kMaxHistoryPriorWeight);
         prior_at_.assign(size_t(k_max_), prior_rate_);
         for (size_t j = 0; j < prior_at_.size() && j < h.tried.size() && j < h.hit.size(); ++j)
             prior_at_[j] = (h.hit[j] + kShrink * prior_rate_) / (h.tried[j] + kShrink);

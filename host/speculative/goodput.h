@@ -51,7 +51,8 @@
 //
 // A server's sequences (a benchmark's prompts) start from what the engine's earlier
 // sequences of the same drafter kind learned (goodput_history.h): each position's acceptance
-// as a prior (decaying with the sequence's own data, as the kind's fixed prior does), and
+// as a prior (weighing 4 to 16 drafts, as much as those sequences agree with each other, and
+// decaying with the sequence's own data, as the kind's fixed prior does), and
 // the measured costs, so that neither the kind's first length nor the calibrating plain
 // steps are paid again; a kind whose history says drafting does not pay starts off, probing.
 // A width an earlier sequence ran has its graphs built, so the first round there is timed

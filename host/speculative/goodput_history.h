@@ -41,9 +41,16 @@ struct GoodputMemory {
     // whose one round is its first at that width (a head that never agrees: its trial) hands
     // on no cost, and every later sequence prices its probes by the guess.
     std::vector<bool> built;
+    // How far the sequences that drafted agree on the first draft's acceptance: decayed sums
+    // over them of 1, their rate, its square and 1 / their drafts (history only; a sequence's
+    // own contribution leaves them 0).
+    double seqs = 0, seq_rate = 0, seq_rate_sq = 0, seq_inv_drafts = 0;
 
     double tried_total() const;
     double hit_total() const;
+    // What the history weighs as a new sequence's prior, in drafts: as much as its sequences
+    // agree (prior_weight_for in goodput_history.cpp), between `least` and `most`.
+    double prior_weight(double least, double most) const;
 };
 
 class GoodputHistory {
