@@ -8,14 +8,23 @@ namespace tdm {
 
 ForcedDrafter::ForcedDrafter(std::vector<int32_t> reference, size_t prompt_len, double acceptance, uint32_t n_vocab,
                              uint64_t seed, Drafter* inner)
-    : ref_(std::move(reference)), prompt_len_(prompt_len), a_(acceptance), n_vocab_(n_vocab), rng_(seed),
-      inner_(inner) {
+    : ref_(std::move(reference)), prompt_len_(prompt_len), a_(acceptance), n_vocab_(n_vocab), seed_(seed),
+      rng_(seed), inner_(inner) {
     if (inner_) name_ = "forced " + inner_->name();
 }
 
 Status ForcedDrafter::begin(std::span<const int32_t> prompt) {
     if (prompt.size() != prompt_len_) return Error("forced drafter: a different prompt than the reference run's");
     return inner_ ? inner_->begin(prompt) : Status{};
+}
+
+bool ForcedDrafter::right_at(size_t position) const {
+    // splitmix64 of the seed and the position: a fixed draw per position of the output
+    uint64_t z = seed_ + 0x9e3779b97f4a7c15ull * (uint64_t(position) + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return double(z >> 11) * 0x1.0p-53 < a_;
 }
 
 Result<std::vector<int32_t>> ForcedDrafter::draft(const DraftRequest& req) {
@@ -26,7 +35,7 @@ Result<std::vector<int32_t>> ForcedDrafter::draft(const DraftRequest& req) {
     std::vector<int32_t> out;
     bool right = true;
     for (uint32_t i = 0; i < n && g + i < ref_.size(); ++i) {
-        right = right && this->right();
+        right = right && right_at(g + i);
         const int32_t t = ref_[g + i];
         out.push_back(right ? t : other_than(t));
     }
