@@ -36,6 +36,15 @@ constexpr double kMinEvidence = 4.0;
 // CPU device against about 2 steps at k = 3 (a 4-row verify costs two plain steps on lavapipe),
 // 8% of a 24-token reply; where it agrees, the controller lengthens from the data.
 constexpr int kHeadStartK = 1;
+// What a history must hold, in drafts (decayed by sequence: two sequences' trials hold 1.7),
+// before a new sequence takes its acceptance for a verdict, unless one was accepted. The first
+// sequence's trial alone decided for every later one: at a forced acceptance of 0.7 it missed
+// 30% of the time, and then every prompt of `bench spec` (every short request of a server)
+// started off, never having agreed, and waited past its end for a probe (fixed draws at
+// 4 prompts of 32 tokens: 1 round in 124 steps, 0.995x, against 1.09x at fixed k = 1). A
+// second sequence's trial makes that 9%, for one more trial per engine where a head never
+// agrees (about half a plain step on lavapipe).
+constexpr double kVerdictDrafts = 1.5;
 constexpr int kMaxBackOff = 32;   // a probe interval grows to at most 32x the first
 // Drafting is switched off only when no length pays even with each position's acceptance
 // raised by the benefit of the doubt: at a moderate acceptance (0.5-0.7) a few rejections in
@@ -113,7 +122,10 @@ GoodputController::GoodputController(int k_max, int probe_interval, DrafterKind 
 void GoodputController::start_from(const GoodputMemory& h) {
     const double tried = h.tried_total();
     agreed_ = h.hit_total() > 0;
-    if (tried > 0) {  // a few drafts of the kind's prior keep a short history from being all of it
+    // One rejected draft is no verdict on a kind (kVerdictDrafts): without another, this
+    // sequence makes its own trial, as if the history held costs alone.
+    const bool verdict = agreed_ || tried >= kVerdictDrafts;
+    if (verdict) {  // a few drafts of the kind's prior keep a short history from being all of it
         prior_rate_ = (h.hit_total() + kShrink * prior_acceptance(kind_)) / (tried + kShrink);
         prior_ = h.prior_weight(kHistoryPriorWeight, kMaxHistoryPriorWeight);
         prior_at_.assign(size_t(k_max_), prior_rate_);
@@ -131,7 +143,7 @@ void GoodputController::start_from(const GoodputMemory& h) {
     // history of costs alone, a benchmark's warm-up with forced drafts, still has it)
     plain_ms_ = h.plain_ms;
     plain_seen_ = 2;
-    started_ = tried > 0;
+    started_ = verdict;
     draft_ms_per_token_ = h.draft_ms_per_token;
     for (size_t k = 1; k < verify_ms_.size() && k < h.verify_ms.size(); ++k)
         if (h.verify_ms[k] > 0) {
