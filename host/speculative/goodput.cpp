@@ -25,11 +25,11 @@ constexpr double kMaxHistoryPriorWeight = 16.0;
 // position kept). Without a floor, 8-16 plain steps off left a draft or two of evidence, and
 // one accepted probe lifted an acceptance of 0.45 to about 0.75: on lavapipe, where k = 1
 // breaks even near 0.65, that bought several losing rounds per probe (in a simulation of
-// 3600 steps at 0.5, 300 rounds; a hit after 64 plain steps chose k = 16). With 4, the
-// history prior's weight (the sequence's evidence never weighs less than the history it
-// replaced), one hit moves the estimate a fifth of the way to 1 (0.45 to 0.56): it takes
-// a run of hits, which probes at the first interval (count_acceptance) find within a few
-// intervals when the text does turn predictable.
+// 3600 steps at 0.5, 300 rounds; a hit after 64 plain steps chose k = 16). With 4 (the
+// history prior's least weight; a prior of more has decayed below it within a probe
+// interval or two off), one hit moves the estimate a fifth of the way to 1 (0.45 to 0.56):
+// it takes a run of hits, which probes at the first interval (count_acceptance) find within
+// a few intervals when the text does turn predictable.
 constexpr double kMinEvidence = 4.0;
 // A draft head's first length without history: one draft. Where the head does not agree with
 // its target (acceptance 0) the trial costs a draft and a verify row, half a plain step on a
@@ -43,7 +43,8 @@ constexpr int kHeadStartK = 1;
 // started off, never having agreed, and waited past its end for a probe (fixed draws at
 // 4 prompts of 32 tokens: 1 round in 124 steps, 0.995x, against 1.09x at fixed k = 1). A
 // second sequence's trial makes that 9%, for one more trial per engine where a head never
-// agrees (about half a plain step on lavapipe).
+// agrees and requests come one after another (about half a plain step on lavapipe; requests
+// that start together before two trials have ended each make theirs).
 constexpr double kVerdictDrafts = 1.5;
 constexpr int kMaxBackOff = 32;   // a probe interval grows to at most 32x the first
 // Drafting is switched off only when no length pays even with each position's acceptance
@@ -383,10 +384,13 @@ int GoodputController::probe_wait() const {
     // An n-gram drafter's probe drafts only where its table matches, at no drafting cost, and
     // its matches come and go with the text: the back-off's pace is its own.
     if (plain_ms_ <= 0 || kind_ == DrafterKind::ngram) return probe_after_;
-    // a probe's cost: measured, or the first trial's (graph builds included: an upper bound,
-    // so the wait it gives is capped)
-    const bool measured = verify_ms_[1] > 0 && draft_ms_per_token_ > 0;
-    const double probe_ms = measured         ? verify_ms_[1] + draft_ms_per_token_
+    // a probe's cost: measured (a verify of 2 rows, else interpolated from the widths timed
+    // warm), or the first trial's (graph builds included: an upper bound, so the wait it gives
+    // is capped), or the guess
+    bool warm = false;
+    for (size_t k = 1; k < verify_ms_.size(); ++k) warm = warm || verify_ms_[k] > 0;
+    const bool measured = warm && draft_ms_per_token_ > 0;
+    const double probe_ms = measured         ? verify_estimate(1) + draft_ms_per_token_
                             : trial_ms_ > 0 ? trial_ms_
                                             : verify_estimate(1) + draft_ms_per_token_;
     const double extra = (probe_ms - plain_ms_) / plain_ms_;

@@ -55,9 +55,11 @@
 // decaying with the sequence's own data, as the kind's fixed prior does), and
 // the measured costs, so that neither the kind's first length nor the calibrating plain
 // steps are paid again; a kind whose history says drafting does not pay starts off, probing.
-// A width an earlier sequence ran has its graphs built, so the first round there is timed
-// (a never-agreeing head's trial or probe hands its cost on instead of leaving every later
-// sequence to price its probes by the guess).
+// One rejected draft is no such verdict: a history of fewer than 1.5 drafts, none accepted,
+// leaves the sequence to make its own trial. A width an earlier sequence ran has its graphs
+// built, so the first round there is timed (a never-agreeing head's trial or probe hands
+// its cost on instead of leaving every later sequence to price its probes by the guess);
+// until one is, the first trial's time prices the probes.
 // A history of costs alone (GoodputHistory::forget_acceptance) spares the calibration only.
 //
 // Many sequences in one pass: the engine plans the pass as a whole with allocate_drafts

@@ -35,8 +35,11 @@ double GoodputMemory::hit_total() const { return std::accumulate(hit.begin(), hi
 // row at the start of a sequence do not outvote what the sequences before saw (at 0.7 on
 // lavapipe, where k = 1 breaks even near 0.55-0.6, they switched drafting off for a probe
 // interval or more in about one sequence of four); where they differ (prose after code) it
-// weighs `least` and the sequence's own drafts soon decide. Before two sequences, `least`.
+// weighs `least` and the sequence's own drafts soon decide. Before two sequences, `least`;
+// never more than the first drafts the history holds (two sequences of two drafts each, both
+// accepted, agree perfectly but are worth 3.4 drafts, not 16).
 double GoodputMemory::prior_weight(double least, double most) const {
+    most = std::max(least, std::min(most, tried.empty() ? 0.0 : tried[0]));
     if (seqs < 1.5) return least;
     const double mean = seq_rate / seqs;
     const double spread = mean * (1.0 - mean);

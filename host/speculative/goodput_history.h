@@ -6,10 +6,11 @@
 // to calibrate, a few percent of a short reply each time.
 //
 // Kept per drafter kind: the drafts tried and accepted at each position, decayed by sequence
-// that drafted (the newest sequences weigh most, and the counts are capped so that the server's text of a
-// while ago does not outvote what it serves now), the newest cost estimates (the plain step,
-// the verify per width, the draft per token), which are the device's and the target's rather
-// than the text's, the first trial's cost, and the widths whose graphs a round has built.
+// that drafted (the newest sequences weigh most, and the counts are capped so that the
+// server's text of a while ago does not outvote what it serves now), how far those
+// sequences agree, the newest cost estimates (the plain step, the verify per width, the
+// draft per token), which are the device's and the target's rather than the text's, the
+// first trial's cost, and the widths whose graphs a round has built.
 //
 // Not thread-safe: the engine's thread folds its sequences in as they end (BatchEngine::finish).
 // Not here: how a controller uses it (GoodputController's constructor).
@@ -49,7 +50,7 @@ struct GoodputMemory {
     double tried_total() const;
     double hit_total() const;
     // What the history weighs as a new sequence's prior, in drafts: as much as its sequences
-    // agree (prior_weight_for in goodput_history.cpp), between `least` and `most`.
+    // agree, between `least` and `most`, and never more than the first drafts it holds.
     double prior_weight(double least, double most) const;
 };
 

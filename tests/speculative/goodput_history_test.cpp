@@ -43,6 +43,8 @@ TEST(GoodputHistory, weighs_as_much_as_its_sequences_agree) {
     const double w = some.find(DrafterKind::head)->prior_weight(4, 16);
     EXPECT_GT(w, 4.0) << "rates 0.5-0.9: a little more than chance";
     EXPECT_LT(w, 16.0);
+    const GoodputHistory few = history_of({{2, 2}, {2, 2}});
+    EXPECT_DOUBLE_EQ(few.find(DrafterKind::head)->prior_weight(4, 16), 4.0) << "agreeing, but worth 3.4 drafts";
     const GoodputHistory one = history_of({{20, 14}});
     EXPECT_DOUBLE_EQ(one.find(DrafterKind::head)->prior_weight(4, 16), 4.0) << "one sequence says nothing of agreement";
     // a sequence of one draft says nothing of its rate, one of none nothing at all
@@ -55,8 +57,8 @@ TEST(GoodputHistory, weighs_as_much_as_its_sequences_agree) {
 
 // Three rounds whose one draft is rejected, at the start of a sequence: where the sequences
 // before agreed on 0.7 (k = 1 breaks even at 0.5 here) drafting goes on; where they differed,
-// as often at 0.9 as at 0.3, the same rejections switch it off. With the history's weight fixed
-// at 4 drafts, both switched off.
+// as often at 0.5 as at 0.9 (a higher mean), the same rejections switch it off. With the
+// history's weight fixed at 4 drafts, both switched off; at 16, neither did.
 TEST(GoodputHistory, rejections_at_the_start_outvote_a_history_only_as_far_as_it_disagrees) {
     const auto after_three_misses = [](const GoodputHistory& h) {
         GoodputController t(8, kGoodputProbeInterval, DrafterKind::head, h.find(DrafterKind::head));
@@ -67,7 +69,9 @@ TEST(GoodputHistory, rejections_at_the_start_outvote_a_history_only_as_far_as_it
         return t.choose(8) > 0;
     };
     EXPECT_TRUE(after_three_misses(history_of({{20, 14}, {20, 13}, {20, 15}, {20, 14}})));
-    EXPECT_FALSE(after_three_misses(history_of({{20, 18}, {20, 6}, {20, 18}, {20, 6}})));
+    const GoodputHistory differ = history_of({{20, 10}, {20, 18}, {20, 10}, {20, 18}});
+    EXPECT_DOUBLE_EQ(differ.find(DrafterKind::head)->prior_weight(4, 16), 4.0);
+    EXPECT_FALSE(after_three_misses(differ));
 }
 
 }  // namespace

@@ -461,6 +461,7 @@ TEST(GoodputController, two_trials_make_a_verdict_and_a_warm_first_round_hands_i
         const GoodputMemory* h = history.find(DrafterKind::head);
         ASSERT_NE(h, nullptr);
         EXPECT_EQ(h->hit_total(), 0.0);
+        EXPECT_NEAR(h->trial_ms, 57.0 + 245.0 * 1.26 + 60.0, 1.0) << "the first trial, graph builds included";
         if (seq < 4) {
             EXPECT_NEAR(h->tried_total(), seq == 0 ? 1.0 : 1.7, 1e-9) << "the trials' verdict, after request " << seq;
         }
@@ -485,17 +486,34 @@ TEST(GoodputController, a_first_trials_cost_prices_the_probes_until_a_warm_one_i
     h.hit = {0.0};
     h.plain_ms = 245.0;
     h.built = {false, true};
-    const auto first_probe = [](const GoodputMemory& m) {
+    // the plain steps before each of the first two probes; the first probe's round is warm
+    // (the history says width 1 ran) and timed: 1.49 plain steps, the 2% rule's 25 steps
+    const auto probe_gaps = [](const GoodputMemory& m) {
         GoodputController t(8, kGoodputProbeInterval, DrafterKind::head, &m);
-        for (int n = 0; n < 100; ++n) {
-            if (t.choose(8) > 0) return n;
+        std::vector<int> gaps;
+        int plain = 0;
+        for (int n = 0; n < 200 && gaps.size() < 2; ++n) {
+            if (t.choose(8) > 0) {
+                gaps.push_back(plain);
+                plain = 0;
+                t.observe_round(1, 0, 57.0, 245.0 * 1.26);
+                continue;
+            }
             t.observe_plain(245.0);
+            ++plain;
         }
-        return -1;
+        return gaps;
     };
-    EXPECT_EQ(first_probe(h), 13) << "priced by the guess";
+    EXPECT_EQ(probe_gaps(h), (std::vector<int>{13, 25})) << "priced by the guess, then measured";
     h.trial_ms = 57.0 + 245.0 * 1.26 + 60.0;
-    EXPECT_EQ(first_probe(h), 4 * kGoodputProbeInterval) << "priced by the trial (1.74 plain steps), capped";
+    EXPECT_EQ(probe_gaps(h), (std::vector<int>{4 * kGoodputProbeInterval, 25}))
+        << "priced by the trial (1.74 plain steps), capped; then measured";
+    // a history with a warm verify at another width prices the probe from it, not the trial:
+    // 3 rows at 2 plain steps, so 2 rows at 4/3 of one; with the draft a probe is 0.57 plain
+    // steps dearer than a plain step, and 29 plain steps keep that to 2% of the time
+    h.verify_ms = {0.0, 0.0, 490.0};
+    h.draft_ms_per_token = 57.0;
+    EXPECT_EQ(probe_gaps(h).front(), 29) << "interpolated from the warm width 2";
 }
 
 // A first trial that missed on a GPU, where building the head's and the verify's graphs made it
