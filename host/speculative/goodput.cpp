@@ -387,12 +387,9 @@ int GoodputController::probe_wait() const {
     // a probe's cost: measured (a verify of 2 rows, else interpolated from the widths timed
     // warm), or the first trial's (graph builds included: an upper bound, so the wait it gives
     // is capped), or the guess
-    bool warm = false;
-    for (size_t k = 1; k < verify_ms_.size(); ++k) warm = warm || verify_ms_[k] > 0;
-    const bool measured = warm && draft_ms_per_token_ > 0;
-    const double probe_ms = measured         ? verify_estimate(1) + draft_ms_per_token_
-                            : trial_ms_ > 0 ? trial_ms_
-                                            : verify_estimate(1) + draft_ms_per_token_;
+    const bool measured = draft_ms_per_token_ > 0 &&
+                          std::any_of(verify_ms_.begin() + 1, verify_ms_.end(), [](double ms) { return ms > 0; });
+    const double probe_ms = !measured && trial_ms_ > 0 ? trial_ms_ : verify_estimate(1) + draft_ms_per_token_;
     const double extra = (probe_ms - plain_ms_) / plain_ms_;
     // A drafter that agreed (in this sequence or its history) may find its text back at the
     // next probe, and an accepted probe wins a token: what a probe is expected to lose is its

@@ -30,8 +30,8 @@ struct GoodputMemory {
     std::vector<double> verify_ms;    // a verify of k + 1 rows (index k), 0 = unmeasured
     double draft_ms_per_token = 0;
     // The first round of one draft of a sequence that had no cost of it yet (a head's trial),
-    // graph builds included, 0 = none: until a warm round at width 1 is measured, what a probe
-    // is known to cost. Without it the sequences after a never-agreeing head's trial priced
+    // graph builds included, 0 = none: until a warm round at some width is measured, what a
+    // probe is known to cost. Without it the sequences after a never-agreeing head's trial priced
     // their probes by the guess (a verify of 2 rows at 1.25 plain steps, a free draft): at 8
     // streams of Qwen3.5-0.8B on lavapipe, where a probe of every stream nearly doubles a pass
     // and the head catches up on the rows it skipped (2.3 passes in all), the whole batch
