@@ -397,6 +397,14 @@ void BatchEngine::count_round(Session& s, const RoundResult& round, bool first_t
         spec.plain_ms += pass_ms;
         s.tune.observe_plain(pass_ms, pass_sequences_ == 1);
     }
+    if (s.req.spec.auto_k && log_level() <= LogLevel::debug) {  // what the controller now believes
+        const GoodputController& c = s.tune.planner();
+        TDM_LOG_DEBUG("spec", "sequence {} at {}: {} in {:.1f} ms; controller: p1 {:.3f}, plain {:.1f} ms, "
+                      "miss cost {:.3f}, speedup(1) {:.3f}, {}", s.slot->seq, s.pos(),
+                      nd > 0 ? fmt::format("{} of {} drafts accepted", m, nd) : std::string("plain step"), pass_ms,
+                      c.acceptance_at(1), c.report().plain_ms, c.miss_cost(), c.predicted_speedup(1),
+                      c.off() ? "off" : "on");
+    }
 }
 
 bool BatchEngine::commit(Session& s, const RoundResult& round, bool first_token) {
