@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace tdm {
 namespace {
@@ -50,7 +51,7 @@ constexpr int kMaxBackOff = 32;   // a probe interval grows to at most 32x the f
 // Drafting is switched off only when no length pays even with each position's acceptance
 // raised by the benefit of the doubt: at a moderate acceptance (0.5-0.7) a few rejections in
 // a row would otherwise switch it off for a probe interval or longer. The doubt is one
-// standard error (kOptimism) where a rejected draft costs nothing, less as it costs more
+// standard error (kOptimism) where an accepted draft can pay for its round
 // (GoodputController::optimism). Not after a streak of rounds whose first draft was rejected,
 // so that a drafter that stopped agreeing is still stopped within a few rounds. And only for
 // a drafter that has shown it agrees (a draft accepted in this sequence or in its kind's
@@ -138,6 +139,9 @@ void GoodputController::start_from(const GoodputMemory& h) {
     for (size_t k = 1; k < rounds_at_.size() && k < h.built.size(); ++k)
         if (h.built[k]) rounds_at_[k] = std::max(rounds_at_[k], 1);
     if (h.trial_ms > 0 && trial_ms_ == 0) trial_ms_ = h.trial_ms;  // the probe's cost until one is timed warm
+    // the kind's probing goes on where the sequences before left it, if this one starts off
+    plain_since_probe_ = int(std::min(h.off_steps, double(probe_interval_ * kMaxBackOff)));
+    if (h.probe_after > 0) probe_after_ = std::clamp(h.probe_after, probe_interval_, probe_interval_ * kMaxBackOff);
     if (h.plain_ms <= 0) return;
     // the device's costs are known: no calibration, and the graphs of the widths measured
     // are built; with the kind's acceptance too, no first round at the kind's length (a
@@ -146,6 +150,8 @@ void GoodputController::start_from(const GoodputMemory& h) {
     plain_seen_ = 2;
     started_ = verdict;
     draft_ms_per_token_ = h.draft_ms_per_token;
+    resume_ms_ = h.resume_draft_ms;
+    resume_measured_ = resume_ms_ > 0;
     for (size_t k = 1; k < verify_ms_.size() && k < h.verify_ms.size(); ++k)
         if (h.verify_ms[k] > 0) {
             verify_ms_[k] = h.verify_ms[k];
@@ -161,7 +167,10 @@ GoodputMemory GoodputController::learned() const {
     m.plain_ms = plain_ms_;
     m.verify_ms = verify_ms_;
     m.draft_ms_per_token = draft_ms_per_token_;
+    m.resume_draft_ms = resume_ms_;
     m.trial_ms = trial_ms_;
+    m.off_steps = off_ ? plain_since_probe_ : 0;
+    m.probe_after = probe_after_;
     m.built.assign(rounds_at_.size(), false);
     for (size_t k = 1; k < rounds_at_.size(); ++k) m.built[k] = rounds_at_[k] > 0;
     return m;
@@ -247,12 +256,10 @@ double GoodputController::miss_cost() const {
 }
 
 double GoodputController::optimism() const {
-    // A round of one draft, against the plain steps of the same time: rejected, it loses
-    // m = miss_cost() plain steps; accepted, it gains 1 - m (two tokens for 1 + m steps). The
-    // benefit of the doubt bets rounds on the estimate being low, so it is taken in the
-    // share of that one-token spread which an accepted draft wins: whole where a miss is
-    // free, none where even an accepted draft cannot pay for its round.
-    return kOptimism * std::clamp(1.0 - miss_cost(), 0.0, 1.0);
+    // A round of one draft costs 1 + m plain steps (m = miss_cost()): accepted, it gains
+    // 1 - m against plain decoding. Where that is nothing (m >= 1) no acceptance makes a
+    // round pay, and there is nothing to find out.
+    return miss_cost() < 1.0 ? kOptimism : 0.0;
 }
 
 bool GoodputController::any_k_pays() const {
@@ -292,7 +299,10 @@ int GoodputController::choose(int k_cap) {
     const GoodputOffer o = offer(k_cap);
     switch (o.why) {
     case Why::nothing: return 0;
-    case Why::first: started_ = true; break;
+    case Why::first:  // the trial finds out what a probe would
+        started_ = true;
+        plain_since_probe_ = 0;
+        break;
     case Why::probe:
         plain_since_probe_ = 0;
         probing_ = true;
@@ -337,6 +347,7 @@ void GoodputController::observe_plain(double ms, bool alone) {
     // this sequence's: its time moves with the other rows, so keeping its minimum would drag
     // the baseline down and the tolerance would hold the wait at its shortest.
     const bool due = alone && (remeasuring_ || rounds_since_plain_ >= remeasure_after_);
+    previous_ = Previous::plain;
     rounds_since_plain_ = 0;
     if (!alone) remeasuring_ = false;
     if (due) {
@@ -344,9 +355,12 @@ void GoodputController::observe_plain(double ms, bool alone) {
         const bool right = std::abs(ms - plain_ms_) <= kRemeasureTolerance * plain_ms_;
         remeasure_after_ = right ? std::min(remeasure_after_ * 2, kRemeasureRounds * kMaxRemeasureBackOff)
                                  : kRemeasureRounds;
-        // a step's time is slowed by what else runs, never sped up: a sample under the
-        // estimate is the step as it is
-        if (ms < plain_ms_) plain_ms_ = ms;
+        // One far under the estimate is the step as it is (the estimate was handed on too
+        // high, or taken in a slow stretch). One within the tolerance is averaged like any
+        // other: kept as the estimate, one fast sample set the baseline against the verify's
+        // average (on lavapipe, a prompt's last step at 181 ms against 197 moved the miss cost
+        // from 0.66 to 0.81 and switched the next prompt's drafting off after one rejection).
+        if (ms < plain_ms_ * (1.0 - kRemeasureTolerance)) plain_ms_ = ms;
     }
     if (plain_seen_++ > 0) plain_ms_ = ema(plain_ms_, ms);
     report_.plain_ms = plain_ms_;
@@ -359,6 +373,7 @@ void GoodputController::observe_plain(double ms, bool alone) {
 
 void GoodputController::observe_elsewhere(int k, double verify_ms) {
     count_round_without_plain(rounds_since_plain_, remeasure_after_, remeasuring_);
+    previous_ = Previous::plain;  // this drafter's head did not see the round's rows
     if (k >= 1 && k <= k_max_ && rounds_at_[size_t(k)]++ > 0)
         verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
     if (!started_ && !off_) return;
@@ -387,9 +402,10 @@ int GoodputController::probe_wait() const {
     // a probe's cost: measured (a verify of 2 rows, else interpolated from the widths timed
     // warm), or the first trial's (graph builds included: an upper bound, so the wait it gives
     // is capped), or the guess
-    const bool measured = draft_ms_per_token_ > 0 &&
+    const double probe_draft_ms = resume_ms_ > 0 ? resume_ms_ : draft_ms_per_token_;
+    const bool measured = probe_draft_ms > 0 &&
                           std::any_of(verify_ms_.begin() + 1, verify_ms_.end(), [](double ms) { return ms > 0; });
-    const double probe_ms = !measured && trial_ms_ > 0 ? trial_ms_ : verify_estimate(1) + draft_ms_per_token_;
+    const double probe_ms = !measured && trial_ms_ > 0 ? trial_ms_ : verify_estimate(1) + probe_draft_ms;
     const double extra = (probe_ms - plain_ms_) / plain_ms_;
     // A drafter that agreed (in this sequence or its history) may find its text back at the
     // next probe, and an accepted probe wins a token: what a probe is expected to lose is its
@@ -412,10 +428,19 @@ void GoodputController::observe_round(int k, int accepted, double draft_ms, doub
     if (k <= 0 || k > k_max_) return;
     started_ = true;
     count_round_without_plain(rounds_since_plain_, remeasure_after_, remeasuring_);
+    const Previous previous = std::exchange(previous_, Previous::round);
     if (k == 1 && rounds_at_[1] == 0) trial_ms_ = draft_ms + verify_ms;
     if (rounds_at_[size_t(k)]++ > 0) {
         verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
-        draft_ms_per_token_ = ema(draft_ms_per_token_, draft_ms / k);
+        const double per_token = draft_ms / k;
+        if (previous == Previous::round) {
+            draft_ms_per_token_ = ema(draft_ms_per_token_, per_token);
+        } else if (previous == Previous::plain) {
+            resume_ms_ = resume_measured_ ? ema(resume_ms_, per_token) : per_token;
+            resume_measured_ = true;
+        } else if (!resume_measured_) {
+            resume_ms_ = ema(resume_ms_, per_token);
+        }
     }
     count_acceptance(k, accepted, true);
 }
@@ -423,6 +448,7 @@ void GoodputController::observe_round(int k, int accepted, double draft_ms, doub
 void GoodputController::observe_tree_round(int depth, int rows, int accepted, double verify_ms) {
     if (depth <= 0 || depth > k_max_) return;
     started_ = true;
+    previous_ = Previous::round;
     count_round_without_plain(rounds_since_plain_, remeasure_after_, remeasuring_);
     const int width = std::clamp(rows - 1, 1, k_max_);
     if (rounds_at_[size_t(width)]++ > 0) verify_ms_[size_t(width)] = ema(verify_ms_[size_t(width)], verify_ms);
@@ -443,6 +469,7 @@ void GoodputController::count_acceptance(int k, int accepted, bool for_history) 
         if (for_history) seen_hit_[size_t(j)] += 1;
     }
     if (accepted > 0) agreed_ = true;
+    plain_since_probe_ = 0;  // a round finds out what a probe would
     first_misses_ = accepted == 0 ? first_misses_ + 1 : 0;
     const bool pays = any_k_pays();
     if (probing_) {

@@ -28,15 +28,17 @@
 // (each position's rate kept): one accepted probe after a pause moves the estimate a fifth of
 // the way to 1 instead of to nearly 1, which at a moderate acceptance bought rounds that lose.
 //
-// The benefit of the doubt is an exploration bonus, paid for in rejected drafts. A round of
-// one draft costs 1 + m plain steps: rejected, it loses m (the miss cost) against plain
-// decoding; accepted, it gains 1 - m. So the doubt is (1 - m) standard errors of p_j
-// (optimism()): nearly one where a miss costs little (a GPU, where a draft and a verify row
-// cost a few percent of a step: m ~ 0.05-0.1), a third where it costs much (lavapipe, m ~
-// 0.6-0.7: there k = 1 breaks even at an acceptance of about 0.65, a good acceptance gains a
-// few percent and a moderate one loses 10%, so rounds kept on the doubt lost more than the
-// probes, which turn drafting back on after 8 plain steps, would have forgone), none where
-// even an accepted draft cannot pay for its round (m >= 1).
+// The benefit of the doubt is an exploration bonus, paid for in rejected drafts: one
+// standard error of p_j (optimism()), wherever an accepted draft can pay for its round (a
+// round of one draft costs 1 + m plain steps, m the miss cost: accepted, it gains 1 - m).
+// A short run of rejections at a rate near break-even then does not end drafting that pays,
+// and the rounds it bets where the rate is below break-even buy the evidence that stops them
+// (with the streak of first misses). It was scaled by 1 - m for a while (a third of a
+// standard error on lavapipe), when decayed evidence could fall to a draft or two and the
+// doubt kept 215 rounds in 3600 steps at an acceptance of 0.5; under the evidence floor a
+// whole standard error keeps about 50 there, and a simulation of `bench spec` (4 prompts of
+// 32 tokens, lavapipe's costs, timing noise) puts the default at 96% of fixed k = 1 at 0.7
+// instead of 95%, 0.2-0.6% slower at 0.3-0.65 (docs/perf-notes/goodput-controller.md).
 //
 // Before any measurement the drafter's kind gives the first length: a draft head (MTP,
 // NextN, an assistant, a draft model) starts at 1 (a trial that costs little where the
@@ -46,8 +48,8 @@
 // step count only for acceptance: their time usually includes building graphs. Only a plain
 // step measures the plain step, and one too high makes every length look better than it is
 // and keeps drafting on, so after 16 rounds without a plain step one re-measures it (a time
-// under the estimate replaces it: a step is slowed by what else runs, never sped up); one
-// that finds the estimate right doubles that wait, up to 256 rounds.
+// more than 10% under the estimate replaces it, one within 10% is averaged in, as a verify's
+// time is); one that finds the estimate right doubles that wait, up to 256 rounds.
 //
 // A server's sequences (a benchmark's prompts) start from what the engine's earlier
 // sequences of the same drafter kind learned (goodput_history.h): each position's acceptance
@@ -155,7 +157,7 @@ public:
     // What a round of one rejected draft costs over a plain step, in plain steps (its draft
     // and its verify of 2 rows, less the plain step): m above. 0 before the plain step is known.
     double miss_cost() const;
-    // The benefit of the doubt, in standard errors of each p_j: (1 - m), within [0, 1].
+    // The benefit of the doubt, in standard errors of each p_j: 1, or 0 where m >= 1.
     double optimism() const;
     bool off() const { return off_; }
     const ControllerStats& report() const { return report_; }
@@ -183,7 +185,23 @@ private:
     std::vector<double> verify_ms_;       // EMA per width k (index k), 0 = unmeasured
     std::vector<int> rounds_at_;          // rounds seen per k: the first is a warm-up (graph builds)
     int plain_seen_ = 0;
-    double draft_ms_per_token_ = 0;       // EMA
+    // A draft head catches up on the rows it has not seen before it drafts: after a round of
+    // its own, that round's one or two; after plain steps, all of them. So only a round right
+    // after one of its own measures what a draft costs while drafting is on; one after plain
+    // steps (a probe) measures what turning it back on costs. On lavapipe a Qwen3.5-0.8B MTP
+    // draft took 41 ms after a round and 80-150 ms after 8-35 plain steps: folded into one
+    // estimate, those made a round of one draft look 1.9 plain steps dear instead of 1.6, which
+    // at a forced acceptance of 0.7 (k = 1 breaking even at 0.63) switched drafting off.
+    // Until a round follows a round, what a draft costs is unknown (0): the catch-ups are no
+    // bound worth having (after 35 plain steps of `bench spec`'s warm-up, 95-150 ms, which
+    // kept every later prompt from drafting the second round that would have measured it).
+    enum class Previous { prompt, plain, round };
+    Previous previous_ = Previous::prompt;  // this sequence's pass before the next round
+    double draft_ms_per_token_ = 0;       // EMA of rounds right after one of this drafter's
+    // EMA of the draft time per token of rounds after plain steps: what a probe drafts. Until
+    // one is measured, the first round's after the prompt (its catch-up is the prompt's).
+    double resume_ms_ = 0;
+    bool resume_measured_ = false;        // resume_ms_ is from a round after plain steps
     double trial_ms_ = 0;                 // the first round of k = 1, graph builds included
     std::vector<double> tried_, hit_;     // decayed counts per position (index j-1)
     std::vector<double> seen_tried_, seen_hit_;  // the same, not decayed (learned())

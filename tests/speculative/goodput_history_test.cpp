@@ -74,5 +74,20 @@ TEST(GoodputHistory, rejections_at_the_start_outvote_a_history_only_as_far_as_it
     EXPECT_FALSE(after_three_misses(differ));
 }
 
+// A sequence that drafted only after plain steps (its probes) hands on what a probe drafts, a
+// head's catch-up included, and leaves the draft's cost measured right after a round as it was.
+TEST(GoodputHistory, a_probes_catch_up_is_handed_on_apart_from_a_drafts_cost) {
+    GoodputHistory h;
+    GoodputMemory probes = sequence(2, 1);
+    probes.draft_ms_per_token = 0.0;
+    probes.resume_draft_ms = 6.0;
+    h.absorb(DrafterKind::head, sequence(4, 3));
+    h.absorb(DrafterKind::head, probes);
+    EXPECT_DOUBLE_EQ(h.find(DrafterKind::head)->draft_ms_per_token, 2.0);
+    EXPECT_DOUBLE_EQ(h.find(DrafterKind::head)->resume_draft_ms, 6.0);
+    GoodputController t(8, kGoodputProbeInterval, DrafterKind::head, h.find(DrafterKind::head));
+    EXPECT_NEAR(t.miss_cost(), 0.5, 1e-9) << "a verify of 2 rows at 13 and a draft at 2, against 10";
+}
+
 }  // namespace
 }  // namespace tdm

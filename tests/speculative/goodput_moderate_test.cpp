@@ -25,13 +25,14 @@ using goodput_sim::SimRun;
 // decayed to a draft or two over a few plain steps let one accepted probe lift the estimate
 // over break-even and buy several losing rounds: about 300 rounds in 3600 steps, 4% slower
 // than plain. Under the evidence floor a hit moves it a fifth of the way: the rounds left are
-// probes, and the few a run of hits buys.
+// probes, the few a run of hits buys and those the benefit of the doubt bets (a standard
+// error over 4-6 drafts of evidence is about 0.2): 200-310 rounds, within 2% of plain.
 TEST(GoodputController, at_acceptance_0_5_on_lavapipe_few_rounds_are_drafted_at_a_loss) {
     for (uint64_t seed : {1, 2, 3}) {
         GoodputController t(16, kGoodputProbeInterval, DrafterKind::head);
         const SimRun r = simulate_costs(t, kLavapipeMtp, 3600, seed, [](int) { return 0.5; });
-        EXPECT_LE(r.rounds, 200) << "seed " << seed;
-        EXPECT_GE(r.speedup(), 0.985) << "seed " << seed << ": simulated time against plain";
+        EXPECT_LE(r.rounds, 360) << "seed " << seed;
+        EXPECT_GE(r.speedup(), 0.98) << "seed " << seed << ": simulated time against plain";
     }
 }
 

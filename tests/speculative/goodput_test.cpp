@@ -432,12 +432,15 @@ TEST(GoodputController, a_dear_probe_waits_until_it_costs_2_percent_of_the_time)
 // of 64. One rejected trial is no verdict on the kind (at a forced acceptance of 0.7 the first
 // trial missed 30% of the time and then every later request started off): the second request
 // makes its own trial. That one is a warm first round at width 1 (the history says a round ran
-// there): it is timed and hands its cost on, so the requests after it wait for their probes as
-// long as the measured cost asks (25 plain steps for 2%): none within 24 tokens, the long one
-// after 25. Before, every request's one round was its first at that width, no cost was ever
-// handed on, and every request probed after 13 steps, priced by the guess. The requests that
-// drafted nothing leave the history's acceptance as it was, so the two trials' verdict does
-// not age into the kind's guess (which drafted again by the third request).
+// there): it is timed and hands its cost on, so the requests after it probe as the measured
+// cost asks (after 25 plain steps for 2%), then as the back-off does (16, 32, ...), counting
+// the plain steps of the requests before: the third request probes after 2 of its own steps
+// (23 came after the second's trial), the fourth after 4, the long one after 13 (32 in all).
+// Before, every request's one round was its first at that width, no cost was ever handed on,
+// and every request probed after 13 steps, priced by the guess; and before the count went on
+// across requests, none shorter than the wait ever probed, so a head whose first trials
+// missed by chance never drafted again. The requests that did not draft leave the history's
+// acceptance as it was, so the two trials' verdict does not age into the kind's guess.
 TEST(GoodputController, two_trials_make_a_verdict_and_a_warm_first_round_hands_its_cost_on) {
     GoodputHistory history;
     LavapipeQwen35 cost;  // one engine: each width's graphs are built once
@@ -462,16 +465,17 @@ TEST(GoodputController, two_trials_make_a_verdict_and_a_warm_first_round_hands_i
         ASSERT_NE(h, nullptr);
         EXPECT_EQ(h->hit_total(), 0.0);
         EXPECT_NEAR(h->trial_ms, 57.0 + 245.0 * 1.26 + 60.0, 1.0) << "the first trial, graph builds included";
-        if (seq < 4) {
+        if (seq < 2) {
             EXPECT_NEAR(h->tried_total(), seq == 0 ? 1.0 : 1.7, 1e-9) << "the trials' verdict, after request " << seq;
         }
     }
-    EXPECT_EQ(first_gap, (std::vector<int>{0, 0, -1, -1, 25}))
-        << "two trials, then probes priced by the measured cost";
+    EXPECT_EQ(first_gap, (std::vector<int>{0, 0, 2, 4, 13}))
+        << "two trials, then probes priced by the measured cost and backed off, across requests";
     const GoodputMemory* h = history.find(DrafterKind::head);
     ASSERT_GT(h->verify_ms.size(), 1u);
     EXPECT_NEAR(h->verify_ms[1], 245.0 * 1.26, 1.0) << "the warm verify of 2 rows, handed on";
-    EXPECT_NEAR(h->draft_ms_per_token, 57.0, 1.0);
+    EXPECT_NEAR(h->resume_draft_ms, 57.0, 1.0) << "a probe's draft: the warm trial's, after its prompt";
+    EXPECT_EQ(h->draft_ms_per_token, 0.0) << "no round followed a round";
 }
 
 // Where every trial was a first round at its width (a batch's first wave, each request's trial
@@ -552,50 +556,93 @@ GoodputController after_two_rounds(double verify2, double draft) {
     return t;
 }
 
-// The doubt is (1 - m) standard errors, m what a round whose one draft is rejected costs over
-// a plain step: nearly whole on a GPU, 0.4 where a draft and a verify of 2 rows cost 1.6 plain
-// steps, none where a round of one draft costs 2 plain steps or more.
-TEST(GoodputController, the_benefit_of_the_doubt_shrinks_as_a_rejected_draft_costs_more) {
+// The doubt is one standard error wherever an accepted draft can pay for its round: on a GPU
+// (a round of one draft costs 1.1 plain steps) as on lavapipe (1.6), none where a round of one
+// draft costs 2 plain steps or more.
+TEST(GoodputController, the_benefit_of_the_doubt_is_one_standard_error_where_an_accepted_draft_pays) {
     const GoodputController gpu = after_two_rounds(10.5, 0.5), cpu = after_two_rounds(13.0, 3.0),
                             dear = after_two_rounds(16.0, 5.0);
     EXPECT_NEAR(gpu.miss_cost(), 0.1, 1e-9);
-    EXPECT_NEAR(gpu.optimism(), 0.9, 1e-9);
+    EXPECT_EQ(gpu.optimism(), 1.0);
     EXPECT_NEAR(cpu.miss_cost(), 0.6, 1e-9);
-    EXPECT_NEAR(cpu.optimism(), 0.4, 1e-9);
+    EXPECT_EQ(cpu.optimism(), 1.0);
     EXPECT_NEAR(dear.miss_cost(), 1.1, 1e-9);
     EXPECT_EQ(dear.optimism(), 0.0);
 }
 
 // Issue 40 at acceptance 0.4-0.5 on a CPU device: a verify of 2 rows costs 1.3 plain steps and
-// a draft 0.3, so k = 1 yields 1.4-1.5 tokens for 1.6 steps: it loses. Once a draft was
-// accepted, a full standard error of doubt kept k = 1 through runs of misses (215 rounds in
-// these 3600 steps, up to 9 in a row, where the point estimate said drafting loses); the doubt
-// scaled by the miss cost keeps a few, one at a time. Rounds the estimate itself chose (after
-// a lucky streak or a probe that hit) are not the doubt's and are not counted.
-TEST(GoodputController, at_a_dear_miss_and_moderate_acceptance_the_doubt_keeps_few_rounds) {
+// a draft 0.3, so k = 1 yields 1.4-1.5 tokens for 1.6 steps: it loses 6-12% a round. The doubt
+// bets rounds on the estimate being low; what stops the bet is the evidence it buys and the
+// streak of first misses (three). Before the floor under decayed evidence (4 drafts) a full
+// standard error kept 215 rounds in these 3600 steps, up to 9 in a row, and was scaled down by
+// the miss cost; with the floor it keeps about 50, a few in a row, and the simulated time
+// stays within 2% of plain decoding. Rounds the estimate itself chose (after a lucky streak or
+// a probe that hit) are not the doubt's and are not counted.
+TEST(GoodputController, at_a_dear_miss_and_moderate_acceptance_the_doubt_costs_little) {
     int on_doubt = 0, longest = 0;
     for (double p : {0.4, 0.45, 0.5})
         for (uint64_t seed : {1, 2, 3}) {
             GoodputController t(16, kGoodputProbeInterval, DrafterKind::head);
             Draws d{seed};
             int streak = 0;
+            double tokens = 0, ms = 0;
             for (int i = 0; i < 400; ++i) {
                 const GoodputOffer o = t.offer(16);
                 const int k = t.choose(16);
                 if (k == 0) {
                     t.observe_plain(10.0);
                     streak = 0;
+                    tokens += 1;
+                    ms += 10.0;
                     continue;
                 }
                 const bool doubt = o.why == GoodputOffer::Why::measured && o.speedup <= min_gain(1);
                 on_doubt += doubt;
                 streak = doubt ? streak + 1 : 0;
                 longest = std::max(longest, streak);
-                t.observe_round(k, d.accepted(k, p), 3.0 * k, 10.0 * (1.0 + 0.3 * k));
+                const int a = d.accepted(k, p);
+                t.observe_round(k, a, 3.0 * k, 10.0 * (1.0 + 0.3 * k));
+                tokens += a + 1;
+                ms += 3.0 * k + 10.0 * (1.0 + 0.3 * k);
             }
+            EXPECT_GE(tokens * 10.0 / ms, 0.97) << "acceptance " << p << ", seed " << seed << ": against plain";
         }
-    EXPECT_LE(on_doubt, 40) << "rounds drafted on the doubt, in 9 runs of 400 steps";
-    EXPECT_LE(longest, 2) << "rounds in a row drafted on the doubt";
+    EXPECT_LE(on_doubt, 90) << "rounds drafted on the doubt, in 9 runs of 400 steps";
+    EXPECT_LE(longest, 6) << "rounds in a row drafted on the doubt";
+}
+
+// A draft head catches up on the rows it skipped before it drafts: a round right after one of
+// its own drafts at 3 ms, one after 8 plain steps at 9 (Qwen3.5-0.8B's MTP head on lavapipe:
+// 41 ms against 80-110). The first is what a draft costs while drafting is on, the second what
+// turning it back on costs: folded into one average the probes' catch-ups made a round of one
+// draft look 0.72 plain steps dearer than a plain step instead of 0.6, which at a forced
+// acceptance of 0.7 (k = 1 breaking even near 0.63) switched drafting off.
+TEST(GoodputController, a_heads_catch_up_after_plain_steps_prices_the_probe_not_the_drafts) {
+    GoodputController t(8, kGoodputProbeInterval, DrafterKind::head);
+    t.observe_plain(10.0);
+    t.observe_plain(10.0);
+    t.observe_round(1, 1, 9.0, 13.0);  // the first at its width: graph builds, not timed
+    t.observe_round(1, 1, 3.0, 13.0);
+    for (int i = 0; i < 8; ++i) t.observe_plain(10.0);
+    t.observe_round(1, 1, 9.0, 13.0);
+    EXPECT_NEAR(t.miss_cost(), 0.6, 1e-9);
+    const GoodputMemory m = t.learned();
+    EXPECT_DOUBLE_EQ(m.draft_ms_per_token, 3.0);
+    EXPECT_DOUBLE_EQ(m.resume_draft_ms, 9.0) << "what a probe drafts";
+
+    // Until a round follows a round, what a draft costs is unknown: the catch-ups are no
+    // measure of it, and taken for one (95-150 ms after `bench spec`'s warm-up) they kept
+    // every later prompt from drafting the second round that would have measured it.
+    GoodputController u(8, kGoodputProbeInterval, DrafterKind::head);
+    u.observe_plain(10.0);
+    u.observe_plain(10.0);
+    u.observe_round(1, 0, 9.0, 13.0);
+    for (int i = 0; i < 8; ++i) u.observe_plain(10.0);
+    u.observe_round(1, 1, 9.0, 13.0);
+    EXPECT_NEAR(u.miss_cost(), 0.3, 1e-9);
+    EXPECT_EQ(u.learned().draft_ms_per_token, 0.0);
+    u.observe_round(1, 1, 3.0, 13.0);
+    EXPECT_NEAR(u.miss_cost(), 0.6, 1e-9);
 }
 
 // A GPU: a draft and a verify row cost 5% of a plain step each. At acceptance 0.5-0.7 every
