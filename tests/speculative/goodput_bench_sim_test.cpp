@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/speculative/goodput_bench_sim_test.cpp: issue 40's goals for `bench spec`, in a
+// simulation of what the controller meets on lavapipe that the plain cost tables leave out:
+// timing noise (a few percent per pass, and one pass in 25 slowed by 20-100%), a draft head
+// that catches up on the rows it skipped (its draft after plain steps costs more than after a
+// round), a warm-up whose forced drafts at 1/2 hand on costs alone, and draws fixed per output
+// position, as `--force-acceptance` draws them. The default (no flag) must stay within 3% of
+// plain decoding at every acceptance and reach 95% of fixed k = 1 at 0.7, in expectation over
+// many seeds: a single real run spreads by more than those margins, so this is where the
+// design is held to them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+
+#include "speculative/goodput.h"
+#include "speculative/goodput_history.h"
+
+namespace tdm {
+namespace {
+
+// Qwen3.5-0.8B with its MTP head on lavapipe, in plain steps of 10 ms: a verify of k + 1 rows
+// 10 (1 + 0.35 k), a draft 2.3 per token right after a round, plus the catch-up: 1.05 after the
+// prompt, 1.2 + 0.06 per skipped row after plain steps (measured: 41 ms after a round, 55-74 after
+// a 16-token prompt, 80-150 after 8-35 plain steps, against a plain step of 175-180).
+struct NoisyLavapipe {
+    std::mt19937_64 rng;
+    double noise() {
+        std::normal_distribution<double> jitter(0.0, 0.04);
+        std::uniform_real_distribution<double> u(0.0, 1.0);
+        double f = std::exp(jitter(rng));
+        if (u(rng) < 0.04) f *= 1.2 + 0.8 * u(rng);
+        return f;
+    }
+};
+
+bool accepted_at(uint64_t seed, int position, double acceptance) {
+    uint64_t z = seed * 0x9E3779B97F4A7C15ull + uint64_t(position) * 0xBF58476D1CE4E5B9ull;
+    z ^= z >> 31;
+    z *= 0x94D049BB133111EBull;
+    z ^= z >> 29;
+    return double(z >> 11) / double(1ull << 53) < acceptance;
+}
+
+struct Decoded {
+    double tokens = 0, ms = 0;
+};
+
+// One sequence of `gen` tokens: under `controller`, or at a fixed length (0: plain decoding).
+Decoded decode(GoodputController* controller, int fixed_k, uint64_t seed, double acceptance, int gen,
+               NoisyLavapipe& machine) {
+    Decoded d;
+    int position = 0, skipped = 0;
+    bool after_prompt = true;
+    while (d.tokens < gen) {
+        const int k = controller ? controller->choose(16) : fixed_k;
+        if (k == 0) {
+            const double ms = 10.0 * machine.noise();
+            if (controller) controller->observe_plain(ms);
+            d.ms += ms;
+            d.tokens += 1;
+            ++position;
+            ++skipped;
+            continue;
+        }
+        int a = 0;
+        while (a < k && accepted_at(seed, position + a, acceptance)) ++a;
+        const double catch_up = after_prompt ? 1.05 : skipped > 0 ? 1.2 + 0.06 * skipped : 0.0;
+        const double draft = (2.3 * k + catch_up) * machine.noise(), verify = 10.0 * (1.0 + 0.35 * k) * machine.noise();
+        if (controller) controller->observe_round(k, a, draft, verify);
+        d.ms += draft + verify;
+        d.tokens += a + 1;
+        position += a + 1;
+        after_prompt = false;
+        skipped = 0;
+    }
+    return d;
+}
+
+struct Ratios {
+    double default_vs_plain = 0, default_vs_fixed = 0;
+};
+
+// `bench spec --force-acceptance A --prompts 4 --gen-tokens 32`, over `reps` seeds: the mean of
+// each run's default / plain and default / fixed k = 1.
+Ratios simulate_bench_spec(double acceptance, int reps) {
+    Ratios r;
+    for (int rep = 0; rep < reps; ++rep) {
+        NoisyLavapipe machine{std::mt19937_64(uint64_t(rep) * 7 + 3)};
+        GoodputHistory history;
+        {  // the warm-up: forced drafts at 1/2, 96 tokens; its costs alone are handed on
+            GoodputController warm(16, kGoodputProbeInterval, DrafterKind::head);
+            decode(&warm, 0, 1000000 + uint64_t(rep), 0.5, 96, machine);
+            history.absorb(DrafterKind::head, warm.learned());
+            history.forget_acceptance();
+            history.set_plain_ms(10.0);
+        }
+        Decoded spec, fixed, plain;
+        for (uint64_t prompt = 0; prompt < 4; ++prompt) {
+            const uint64_t seed = uint64_t(rep) * 100 + prompt + 1;
+            GoodputController c(16, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head));
+            const Decoded s = decode(&c, 0, seed, acceptance, 32, machine);
+            history.absorb(DrafterKind::head, c.learned());
+            const Decoded f = decode(nullptr, 1, seed, acceptance, 32, machine);
+            const Decoded p = decode(nullptr, 0, seed, acceptance, 32, machine);
+            spec.tokens += s.tokens;
+            spec.ms += s.ms;
+            fixed.tokens += f.tokens;
+            fixed.ms += f.ms;
+            plain.tokens += p.tokens;
+            plain.ms += p.ms;
+        }
+        const double s = spec.tokens / spec.ms, f = fixed.tokens / fixed.ms, p = plain.tokens / plain.ms;
+        r.default_vs_plain += s / p / reps;
+        r.default_vs_fixed += s / f / reps;
+    }
+    return r;
+}
+
+TEST(GoodputBenchSim, the_default_stays_within_3_percent_of_plain_at_every_acceptance) {
+    for (double a : {0.0, 0.3, 0.5, 0.6, 0.7, 0.9})
+        EXPECT_GE(simulate_bench_spec(a, 100).default_vs_plain, 0.97) << "forced acceptance " << a;
+}
+
+// At 0.7 a round of one draft (1.58 plain steps) beats plain by 7%: k = 1 breaks even at 0.63.
+// Before the catch-ups were told apart from the drafts, the doubt was a whole standard error and
+// a re-measured plain step averaged in, this simulation gave 94.9% (now about 96.5%); real runs
+// on lavapipe spread 90-100% a pair.
+TEST(GoodputBenchSim, at_0_7_the_default_reaches_95_percent_of_fixed_k_1) {
+    EXPECT_GE(simulate_bench_spec(0.7, 200).default_vs_fixed, 0.955);
+}
+
+}  // namespace
+}  // namespace tdm
