@@ -151,7 +151,7 @@ void GoodputController::start_from(const GoodputMemory& h) {
     started_ = verdict;
     draft_ms_per_token_ = h.draft_ms_per_token;
     resume_ms_ = h.resume_draft_ms;
-    resume_measured_ = resume_ms_ > 0;
+    resume_measured_ = h.resume_measured;
     for (size_t k = 1; k < verify_ms_.size() && k < h.verify_ms.size(); ++k)
         if (h.verify_ms[k] > 0) {
             verify_ms_[k] = h.verify_ms[k];
@@ -169,8 +169,11 @@ GoodputMemory GoodputController::learned() const {
     m.draft_ms_per_token = draft_ms_per_token_;
     m.resume_draft_ms = resume_ms_;
     m.trial_ms = trial_ms_;
+    // the count includes what this sequence started from, so the history takes it, not adds it;
+    // a sequence that ends drafting hands on neither (its back-off is stale once it pays)
     m.off_steps = off_ ? plain_since_probe_ : 0;
-    m.probe_after = probe_after_;
+    m.probe_after = off_ ? probe_after_ : 0;
+    m.resume_measured = resume_measured_;
     m.built.assign(rounds_at_.size(), false);
     for (size_t k = 1; k < rounds_at_.size(); ++k) m.built[k] = rounds_at_[k] > 0;
     return m;
@@ -373,7 +376,8 @@ void GoodputController::observe_plain(double ms, bool alone) {
 
 void GoodputController::observe_elsewhere(int k, double verify_ms) {
     count_round_without_plain(rounds_since_plain_, remeasure_after_, remeasuring_);
-    previous_ = Previous::plain;  // this drafter's head did not see the round's rows
+    // this drafter's head catches up on that round's rows as on those of one of its own
+    previous_ = Previous::round;
     if (k >= 1 && k <= k_max_ && rounds_at_[size_t(k)]++ > 0)
         verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
     if (!started_ && !off_) return;
@@ -432,14 +436,15 @@ void GoodputController::observe_round(int k, int accepted, double draft_ms, doub
     if (k == 1 && rounds_at_[1] == 0) trial_ms_ = draft_ms + verify_ms;
     if (rounds_at_[size_t(k)]++ > 0) {
         verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
-        const double per_token = draft_ms / k;
+        // a catch-up is a round's cost, not a draft's: only a round of one draft (a probe's
+        // length) says what a probe drafts
         if (previous == Previous::round) {
-            draft_ms_per_token_ = ema(draft_ms_per_token_, per_token);
-        } else if (previous == Previous::plain) {
-            resume_ms_ = resume_measured_ ? ema(resume_ms_, per_token) : per_token;
+            draft_ms_per_token_ = ema(draft_ms_per_token_, draft_ms / k);
+        } else if (k == 1 && previous == Previous::plain) {
+            resume_ms_ = resume_measured_ ? ema(resume_ms_, draft_ms) : draft_ms;
             resume_measured_ = true;
-        } else if (!resume_measured_) {
-            resume_ms_ = ema(resume_ms_, per_token);
+        } else if (k == 1 && !resume_measured_) {
+            resume_ms_ = ema(resume_ms_, draft_ms);
         }
     }
     count_acceptance(k, accepted, true);

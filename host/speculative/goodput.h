@@ -198,8 +198,8 @@ private:
     enum class Previous { prompt, plain, round };
     Previous previous_ = Previous::prompt;  // this sequence's pass before the next round
     double draft_ms_per_token_ = 0;       // EMA of rounds right after one of this drafter's
-    // EMA of the draft time per token of rounds after plain steps: what a probe drafts. Until
-    // one is measured, the first round's after the prompt (its catch-up is the prompt's).
+    // EMA of the draft time of rounds of one draft after plain steps: what a probe drafts.
+    // Until one is measured, those after the prompt (their catch-up is the prompt's).
     double resume_ms_ = 0;
     bool resume_measured_ = false;        // resume_ms_ is from a round after plain steps
     double trial_ms_ = 0;                 // the first round of k = 1, graph builds included

@@ -77,14 +77,16 @@ void GoodputHistory::absorb(DrafterKind kind, const GoodputMemory& seq) {
             for (double& x : m.hit) x *= scale;
         }
     }
-    // a sequence that drafted (a trial, a probe, rounds) restarts the count, one that did not
-    // adds its plain steps to it
-    m.off_steps = seq.tried_total() > 0 ? seq.off_steps : m.off_steps + seq.off_steps;
-    if (seq.probe_after > 0) m.probe_after = seq.probe_after;
+    // the newest sequence's probing (its count includes what it started from)
+    m.off_steps = seq.off_steps;
+    m.probe_after = seq.probe_after;
     // costs: the newest measurement of each (already an average within its sequence)
     if (seq.plain_ms > 0) m.plain_ms = seq.plain_ms;
     if (seq.draft_ms_per_token > 0) m.draft_ms_per_token = seq.draft_ms_per_token;
-    if (seq.resume_draft_ms > 0) m.resume_draft_ms = seq.resume_draft_ms;
+    if (seq.resume_draft_ms > 0 && (seq.resume_measured || !m.resume_measured)) {
+        m.resume_draft_ms = seq.resume_draft_ms;
+        m.resume_measured = seq.resume_measured;
+    }
     if (seq.trial_ms > 0) m.trial_ms = seq.trial_ms;
     if (m.verify_ms.size() < seq.verify_ms.size()) m.verify_ms.resize(seq.verify_ms.size(), 0.0);
     for (size_t k = 0; k < seq.verify_ms.size(); ++k)

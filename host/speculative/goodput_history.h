@@ -29,9 +29,11 @@ struct GoodputMemory {
     double plain_ms = 0;              // a plain step, 0 = unmeasured
     std::vector<double> verify_ms;    // a verify of k + 1 rows (index k), 0 = unmeasured
     // A draft per token, in rounds right after one of the drafter's own, 0 = unmeasured; and
-    // in rounds after plain steps (what a probe drafts), a head's catch-up included.
+    // the draft of a round of one after plain steps (what a probe drafts), a head's catch-up
+    // included (resume_measured), or until one is, after the prompt.
     double draft_ms_per_token = 0;
     double resume_draft_ms = 0;
+    bool resume_measured = false;
     // The first round of one draft of a sequence that had no cost of it yet (a head's trial),
     // graph builds included, 0 = none: until a warm round at some width is measured, what a
     // probe is known to cost. Without it the sequences after a never-agreeing head's trial priced
@@ -45,11 +47,14 @@ struct GoodputMemory {
     // whose one round is its first at that width (a head that never agrees: its trial) hands
     // on no cost, and every later sequence prices its probes by the guess.
     std::vector<bool> built;
-    // The kind's probing while its sequences are off: the plain steps taken off since the
-    // last probe (or round), summed over sequences that ended without one, and the back-off
-    // (plain steps between probes, 0 = the first interval). Without them every short
-    // sequence counted from 0 and a request shorter than the wait never probed: a server of
-    // 32-token replies whose head's first trials missed never drafted again.
+    // The kind's probing while its sequences are off, from the newest sequence that ended
+    // off: the plain steps since its last probe or round (including those it started from),
+    // and its back-off (plain steps between probes); 0 and 0 after one that ended drafting.
+    // Without them every short sequence counted from 0 and a request shorter than the wait
+    // never probed: a server of 32-token replies whose head's first trials missed never
+    // drafted again. A batched pass's plan counts each sequence's own starved passes instead
+    // (GoodputController::probe_when_starved): sequences admitted together would otherwise
+    // all probe in the same pass.
     double off_steps = 0;
     int probe_after = 0;
     // How far the sequences that drafted agree on the first draft's acceptance: decayed sums
