@@ -18,14 +18,16 @@ Status ForcedDrafter::begin(std::span<const int32_t> prompt) {
     return inner_ ? inner_->begin(prompt) : Status{};
 }
 
-bool ForcedDrafter::right_at(size_t position) const {
+double forced_draw(uint64_t seed, size_t position) {
     // splitmix64 of the seed and the position: a fixed draw per position of the output
-    uint64_t z = seed_ + 0x9e3779b97f4a7c15ull * (uint64_t(position) + 1);
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull * (uint64_t(position) + 1);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
-    return double(z >> 11) * 0x1.0p-53 < a_;
+    return double(z >> 11) * 0x1.0p-53;
 }
+
+bool ForcedDrafter::right_at(size_t position) const { return forced_draw(seed_, position) < a_; }
 
 Result<std::vector<int32_t>> ForcedDrafter::draft(const DraftRequest& req) {
     // history = prompt + g emitted tokens; the target's next token is ref[g]

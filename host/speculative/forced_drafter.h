@@ -35,6 +35,11 @@
 
 namespace tdm {
 
+// The draw in [0, 1) that decides whether a chain's draft of output position `position` is
+// right (below A): one per position and seed, whatever the draft lengths. Simulations of
+// `bench spec` draw from it too.
+double forced_draw(uint64_t seed, size_t position);
+
 class ForcedDrafter : public Drafter {
 public:
     // reference: the tokens plain decoding generated after `prompt_len` prompt tokens.

@@ -384,6 +384,24 @@ double decode_ms(GoodputController& t, Cost& cost, int tokens, Accept accept, in
     return ms;
 }
 
+// One request of `passes` passes whose head never agrees: the plain steps before each of its
+// rounds, then those after its last (the last element).
+std::vector<int> request_with_a_head_that_never_agrees(GoodputController& t, LavapipeQwen35& cost, int passes) {
+    std::vector<int> plain_runs{0};
+    for (int n = 0; n < passes; ++n) {
+        const int k = t.choose(8);
+        const double verify = cost.verify(k);
+        if (k == 0) {
+            t.observe_plain(verify);
+            ++plain_runs.back();
+            continue;
+        }
+        plain_runs.push_back(0);
+        t.observe_round(k, 0, 57.0 * k, verify);
+    }
+    return plain_runs;
+}
+
 // Issue 40's worst case: `tandem run -n 24` with a head that never agrees, no history. One
 // trial of one draft, and no probe within the reply: under 3% slower than plain decoding.
 TEST(GoodputController, a_head_that_never_agrees_costs_under_3_percent_of_a_24_token_reply) {
@@ -447,19 +465,8 @@ TEST(GoodputController, two_trials_make_a_verdict_and_a_warm_first_round_hands_i
     std::vector<int> first_gap;
     for (int seq = 0; seq < 5; ++seq) {
         GoodputController t(8, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head));
-        int plain = 0, gap = -1;
-        for (int n = 0; n < (seq < 4 ? 24 : 64); ++n) {
-            const int k = t.choose(8);
-            const double verify = cost.verify(k);
-            if (k == 0) {
-                t.observe_plain(verify);
-                ++plain;
-                continue;
-            }
-            if (gap < 0) gap = plain;
-            t.observe_round(k, 0, 57.0 * k, verify);
-        }
-        first_gap.push_back(gap);
+        const std::vector<int> runs = request_with_a_head_that_never_agrees(t, cost, seq < 4 ? 24 : 64);
+        first_gap.push_back(runs.size() > 1 ? runs[0] : -1);
         history.absorb(DrafterKind::head, t.learned());
         const GoodputMemory* h = history.find(DrafterKind::head);
         ASSERT_NE(h, nullptr);
@@ -740,18 +747,13 @@ TEST(GoodputController, short_requests_probe_as_one_long_sequence_would) {
     int since = 0;
     for (int seq = 0; seq < 24; ++seq) {
         GoodputController t(8, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head));
-        for (int n = 0; n < 10; ++n) {
-            const int k = t.choose(8);
-            const double verify = cost.verify(k);
-            if (k == 0) {
-                t.observe_plain(verify);
-                ++since;
-                continue;
-            }
+        const std::vector<int> runs = request_with_a_head_that_never_agrees(t, cost, 10);
+        for (size_t r = 0; r + 1 < runs.size(); ++r) {
+            since += runs[r];
             if (seq >= 2) gaps.push_back(since);  // the first two are the trials
             since = 0;
-            t.observe_round(k, 0, 57.0 * k, verify);
         }
+        since += runs.back();
         history.absorb(DrafterKind::head, t.learned());
     }
     ASSERT_GE(gaps.size(), 3u) << "probes across requests of 10 tokens";
