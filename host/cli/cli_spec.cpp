@@ -542,6 +542,9 @@ const ProgramSpec& program_spec() {
                           {{"--force-acceptance"}, K::number, "A", "Spec benchmark: drafts are the target's own "
                            "future tokens, each accepted with probability A. With a drafter (--spec-type mtp, -md) "
                            "that drafter still runs and is timed; only its tokens are replaced."},
+                          {{"--bracket"}, K::flag, "", "Spec benchmark: run each prompt's plain decode again "
+                           "after its speculative run and compare with the mean of the two (a machine whose speed "
+                           "drifts then biases no pair; a third more time)."},
                           ranged({{"--seed"}, K::integer, "N", "Seed of the benchmark prompts.", "1"}, 0, kInt64Max),
                           {{"--concurrency"}, K::string, "LIST", "Serve benchmark: clients at once, per run.",
                            "1,4,8,16"},

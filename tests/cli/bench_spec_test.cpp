@@ -72,5 +72,46 @@ TEST(BenchSpec, a_recurrent_draft_model_rolls_back_to_any_drafted_length_and_kee
     EXPECT_LT(accepted, drafted) << "drafts were rejected, so rounds rolled back inside the drafted passes";
 }
 
+// --bracket runs each prompt's plain decode again after its speculative run: the pair is
+// compared with the mean of the two, whose per-token times the prompt reports.
+TEST(BenchSpec, bracket_compares_with_the_mean_of_a_plain_run_before_and_after) {
+    const std::string dir = test::make_temp_dir("bench-spec-bracket");
+    const std::string& target = cli_test_model(dir, "qwen3");
+    CliRun r = tandem({"bench", "spec", "-m", target, "--force-acceptance", "0.5", "--bracket", "--prompts", "2",
+                       "--prompt-len", "8", "--gen-tokens", "6", "-c", "128", "--json"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json j = json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r.out;
+    EXPECT_TRUE(j["matched"].get<bool>());
+    EXPECT_TRUE(j["bracket"].get<bool>());
+    ASSERT_EQ(j["per_prompt"].size(), 2u);
+    double plain_sum = 0;
+    for (const json& p : j["per_prompt"]) {
+        ASSERT_TRUE(p.contains("plain_tpot_ms_before") && p.contains("plain_tpot_ms_after")) << p.dump();
+        const double before = p["plain_tpot_ms_before"], after = p["plain_tpot_ms_after"], mean = p["plain_tpot_ms"];
+        EXPECT_GT(before, 0);
+        EXPECT_GT(after, 0);
+        EXPECT_NEAR(mean, 0.5 * (before + after), 1e-9 * mean);
+        const double spec = p["spec_tpot_ms"], speedup = p["speedup_decode"];
+        EXPECT_NEAR(speedup, mean / spec, 1e-9 * speedup) << "the same tokens both ways: the ratio of per-token times";
+        plain_sum += mean;
+    }
+    EXPECT_NEAR(j["plain_tpot_ms"].get<double>(), plain_sum / 2, 1e-9 * plain_sum) << "equal token counts";
+
+    // unbracketed, a prompt reports one plain run
+    r = tandem({"bench", "spec", "-m", target, "--force-acceptance", "0.5", "--prompts", "1", "--prompt-len", "8",
+                "--gen-tokens", "4", "-c", "128", "--json"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json u = json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(u.is_object()) << r.out;
+    EXPECT_FALSE(u["bracket"].get<bool>());
+    EXPECT_FALSE(u["per_prompt"][0].contains("plain_tpot_ms_before"));
+
+    // the other benchmarks have no speculative run to bracket
+    r = tandem({"bench", "decode", "-m", target, "--bracket"});
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("--bracket"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace tdm
