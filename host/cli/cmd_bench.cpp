@@ -443,7 +443,9 @@ Status bench_spec(App& app) {
             matched = matched && after.tokens == plain.tokens;  // greedy decoding twice: the same tokens
             pe = 0.5 * (pe + after.stats.prefill_ms + after.stats.decode_ms);
             plain_dec = 0.5 * (plain_dec + after.stats.decode_ms);
-            const auto tpot = [](const GenerateResult& g) { return g.stats.decode_ms / std::max<size_t>(1, g.tokens.size()); };
+            const auto tpot = [](const GenerateResult& g) {
+                return g.stats.decode_ms / double(std::max<size_t>(1, g.tokens.size()));
+            };
             bracket_j = {{"plain_tpot_ms_before", tpot(plain)}, {"plain_tpot_ms_after", tpot(after)}};
         }
         all_matched = all_matched && matched;

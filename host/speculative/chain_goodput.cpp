@@ -227,7 +227,12 @@ ControllerStats ChainGoodput::report() const {
 void ChainGoodput::teach(GoodputHistory& history) const {
     for (const Member& m : members_) {
         const GoodputMemory learned = m.tune.learned();
-        if (members_.size() == 1 || learned.tried_total() > 0) history.absorb(m.tune.kind(), learned);
+        // One never asked leaves the history alone (its costs and acceptance are stale or
+        // none), but one that is off hands on its count toward the next probe: else a member
+        // switched off in an earlier sequence, outranked in every short one after, counted
+        // from the same start in each and never probed again.
+        if (members_.size() == 1 || learned.tried_total() > 0 || learned.off_steps > 0)
+            history.absorb(m.tune.kind(), learned);
     }
 }
 

@@ -75,7 +75,8 @@ public:
     double predicted_speedup(int k) const;  // of the drafter ranked first
     ControllerStats report() const;
     // Hands what each drafter's controller learned to the engine's history (by kind): one
-    // that never drafted in a chain adds nothing.
+    // that never drafted in a chain adds nothing, unless it is off and counting plain steps
+    // toward its next probe (that count goes on in the next sequence).
     void teach(GoodputHistory& history) const;
     // The controller of the drafter whose statistics entry is `stat` (null: not met).
     const GoodputController* controller(size_t stat) const {

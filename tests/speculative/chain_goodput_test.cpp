@@ -42,12 +42,12 @@ struct Behaviour {
 struct Sim {
     std::vector<std::unique_ptr<SimDrafter>> drafters;
     std::vector<ChainedDrafter> chain;
-    ChainGoodput tune{8, nullptr};
+    ChainGoodput tune;
     goodput_sim::Draws draws;
     uint32_t pos = 64;
     std::vector<uint64_t> asked, won;  // per drafter
 
-    explicit Sim(std::vector<DrafterKind> kinds) {
+    explicit Sim(std::vector<DrafterKind> kinds, const GoodputHistory* history = nullptr) : tune(8, history) {
         for (size_t i = 0; i < kinds.size(); ++i) {
             drafters.push_back(std::make_unique<SimDrafter>("d" + std::to_string(i), kinds[i]));
             chain.push_back(ChainedDrafter{.drafter = drafters.back().get(), .on = true, .stat = i});
@@ -234,6 +234,47 @@ TEST(ChainGoodput, each_drafter_starts_from_its_kinds_history_and_teaches_it_onl
     idle.tune.teach(fresh);
     EXPECT_NE(fresh.find(DrafterKind::ngram), nullptr);
     EXPECT_EQ(fresh.find(DrafterKind::head), nullptr);
+}
+
+// A head switched off in an earlier sequence (it never agreed), outranked by an n-gram drafter
+// that drafts every round of a short request, is never asked: it hands on its count toward
+// the next probe all the same, so that requests shorter than the wait still probe it in turn.
+TEST(ChainGoodput, a_member_off_and_never_asked_hands_on_its_count_toward_the_next_probe) {
+    GoodputHistory history;
+    GoodputMemory off;
+    off.tried = {2.0};  // two trials, both rejected: a verdict
+    off.hit = {0.0};
+    off.plain_ms = Sim::verify(0);
+    off.verify_ms = {0.0, Sim::verify(1)};
+    off.draft_ms_per_token = 1.0;
+    off.resume_draft_ms = 1.0;
+    off.resume_measured = true;
+    off.off_steps = 2;
+    off.probe_after = kGoodputProbeInterval;
+    history.absorb(DrafterKind::head, off);
+    const std::vector<Behaviour> b = {{0.9, 1.0, 0.0}, {0.0, 1.0, 1.0}};
+    Sim sim({DrafterKind::ngram, DrafterKind::head}, &history);
+    for (int i = 0; i < 5; ++i) sim.step(b);  // the n-gram drafter's rounds, and its plain steps measuring the baseline
+    EXPECT_GT(sim.won[0], 0u);
+    EXPECT_EQ(sim.asked[1], 0u) << "the head is off, its probe not due (a wait of 10 steps)";
+    ASSERT_TRUE(sim.tune.controller(1)->off());
+    sim.tune.teach(history);
+    const GoodputMemory* head = history.find(DrafterKind::head);
+    ASSERT_NE(head, nullptr);
+    EXPECT_EQ(head->off_steps, 7.0) << "the 2 it started from and the 5 rounds it sat out";
+    EXPECT_EQ(head->probe_after, kGoodputProbeInterval);
+    EXPECT_EQ(head->tried_total(), 2.0) << "no drafts: the acceptance is not aged";
+
+    // the next request's head goes on from there: its probe comes at the wait (10 or 11 plain
+    // steps: a probe's loss, 0.2 of a step, over 2%) less the 7 handed on; from 2, 8 rounds in
+    Sim next({DrafterKind::ngram, DrafterKind::head}, &history);
+    int probed_at = -1;
+    for (int i = 0; i < 12 && probed_at < 0; ++i) {
+        next.step(b);
+        if (next.asked[1] > 0) probed_at = i;
+    }
+    EXPECT_GE(probed_at, 2);
+    EXPECT_LE(probed_at, 4);
 }
 
 }  // namespace
