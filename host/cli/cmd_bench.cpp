@@ -545,7 +545,8 @@ Status bench_spec(App& app) {
     if (a.flag("json")) {
         std::printf("%s\n", j.dump(2).c_str());
     } else {
-        std::printf("prompts=%d matched=%s\n", n_prompts, all_matched ? "true" : "false");
+        std::printf("prompts=%d matched=%s%s\n", n_prompts, all_matched ? "true" : "false",
+                    bracket ? " (plain: the mean of a run before and one after each speculative run)" : "");
         std::printf("acceptance_rate=%.4f mean_accepted_length=%.3f tokens_per_target_pass=%.3f\n",
                     total.acceptance_rate(), total.mean_accepted_length(), total.tokens_per_target_pass());
         std::printf("plain: tpot %.2f ms, %.2f tok/s | spec: tpot %.2f ms, %.2f tok/s\n", t_plain_step,

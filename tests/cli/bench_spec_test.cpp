@@ -107,6 +107,12 @@ TEST(BenchSpec, bracket_compares_with_the_mean_of_a_plain_run_before_and_after) 
     EXPECT_FALSE(u["bracket"].get<bool>());
     EXPECT_FALSE(u["per_prompt"][0].contains("plain_tpot_ms_before"));
 
+    // the summary for people says what the plain figure is
+    r = tandem({"bench", "spec", "-m", target, "--force-acceptance", "0.5", "--bracket", "--prompts", "1",
+                "--prompt-len", "8", "--gen-tokens", "4", "-c", "128"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("matched=true (plain: the mean of a run before and one after"), std::string::npos) << r.out;
+
     // the other benchmarks have no speculative run to bracket
     r = tandem({"bench", "decode", "-m", target, "--bracket"});
     EXPECT_NE(r.status, 0);
