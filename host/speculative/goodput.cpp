@@ -282,7 +282,7 @@ GoodputOffer GoodputController::offer(int k_cap) const {
     if (plain_ms_ == 0) return {0, 1.0, Why::calibrating};  // plain steps measure the baseline
     if (rounds_since_plain_ >= remeasure_after_) return {0, 1.0, Why::calibrating};  // and re-measure it
     if (off_)
-        return plain_since_probe_ >= probe_wait() ? GoodputOffer{1, predicted_speedup(1), Why::probe}
+        return plain_since_probe_ >= wait_for_probe() ? GoodputOffer{1, predicted_speedup(1), Why::probe}
                                                   : GoodputOffer{0, 1.0, Why::off};
     int k = 0;
     double best_s = min_gain(1);
@@ -305,9 +305,11 @@ int GoodputController::choose(int k_cap) {
     case Why::first:  // the trial finds out what a probe would
         started_ = true;
         plain_since_probe_ = 0;
+        latched_wait_ = -1;
         break;
     case Why::probe:
         plain_since_probe_ = 0;
+        latched_wait_ = -1;
         probing_ = true;
         ++report_.probes;
         break;
@@ -337,7 +339,7 @@ bool GoodputController::probe_when_starved() {
     // the batch's passes, so the floor weighs what a probe adds to everyone's pass: without
     // it, a head that never agreed probed every 8th pass at 4 streams of Qwen3.5-0.8B on
     // lavapipe, the probe rows and the head's step costing every stream 5-8% (docs/BENCHMARKS.md).
-    if (++starved_ < probe_wait()) return false;
+    if (++starved_ < wait_for_probe()) return false;
     starved_ = 0;
     probing_ = true;
     ++report_.probes;
@@ -372,6 +374,7 @@ void GoodputController::observe_plain(double ms, bool alone) {
     // a long pause speaks for the text as it is now.
     decay();
     if (off_) ++plain_since_probe_;
+    latch_wait();
 }
 
 void GoodputController::observe_elsewhere(int k, double verify_ms) {
@@ -383,7 +386,21 @@ void GoodputController::observe_elsewhere(int k, double verify_ms) {
     if (!started_ && !off_) return;
     decay();
     if (off_) ++plain_since_probe_;
+    latch_wait();
 }
+
+// The wait before the next probe is priced once, at the first step off after a probe or a
+// round, not again at every step: priced at every step it was the least of many noisy prices.
+// A slow stretch raises the plain step's estimate within a step or two while the verify's
+// stays where the last round left it, so the miss looks cheap for as long as it lasts: on
+// lavapipe two plain steps of 551 and 669 ms (against 410) moved the Gemma 4 assistant's miss
+// cost from 0.43 to 0.22, and its probe came 12 steps after a trial instead of 21, itself in
+// the slow stretch (a verify of 792 ms).
+void GoodputController::latch_wait() {
+    if (off_ && latched_wait_ < 0 && plain_ms_ > 0) latched_wait_ = probe_wait();
+}
+
+int GoodputController::wait_for_probe() const { return latched_wait_ > 0 ? latched_wait_ : probe_wait(); }
 
 void GoodputController::decay() {
     // the prior decays away (a drafter that never agrees tends to 0); the sequence's own
@@ -426,6 +443,7 @@ int GoodputController::probe_wait() const {
 
 void GoodputController::probe_failed() {
     probe_after_ = std::min(probe_after_ * 2, probe_interval_ * kMaxBackOff);
+    latched_wait_ = -1;
 }
 
 void GoodputController::observe_round(int k, int accepted, double draft_ms, double verify_ms) {
@@ -475,6 +493,7 @@ void GoodputController::count_acceptance(int k, int accepted, bool for_history) 
     }
     if (accepted > 0) agreed_ = true;
     plain_since_probe_ = 0;  // a round finds out what a probe would
+    latched_wait_ = -1;
     first_misses_ = accepted == 0 ? first_misses_ + 1 : 0;
     const bool pays = any_k_pays();
     if (probing_) {
@@ -502,6 +521,7 @@ void GoodputController::observe_cut(int position) {
         probing_ = false;
         if (any_k_pays()) probe_after_ = probe_interval_;
         else probe_failed();
+        latched_wait_ = -1;
     }
 }
 

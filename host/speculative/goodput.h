@@ -176,6 +176,8 @@ private:
     double speedup(int k, double optimism) const;
     bool any_k_pays() const;
     void probe_failed();
+    int wait_for_probe() const;  // probe_wait() as priced at the first step off (latch_wait)
+    void latch_wait();
     int probe_wait() const;  // plain steps before a probe: the back-off, at least the expected loss's
     void start_from(const GoodputMemory& history);
     void decay();
@@ -209,6 +211,7 @@ private:
     double prior_rate_;                   // the prior's pooled acceptance
     std::vector<double> prior_at_;        // the history's acceptance per position (empty: none)
     int plain_since_probe_ = 0, starved_ = 0;
+    int latched_wait_ = -1;               // the wait priced at the first step off, -1 = not yet
     int rounds_since_plain_ = 0;          // verified rounds (any drafter's) since the last plain step
     int remeasure_after_;                 // rounds without a plain step before one re-measures it
     bool remeasuring_ = false;            // this plain step was taken to re-measure the baseline

@@ -446,6 +446,33 @@ TEST(GoodputController, a_dear_probe_waits_until_it_costs_2_percent_of_the_time)
     EXPECT_EQ(cheap_gaps.front(), 2 + kGoodputProbeInterval) << "two calibrating plain steps, then the interval";
 }
 
+// The wait before a probe is priced at the first step off, not at every step: a slow stretch
+// raises the plain step's estimate within a step or two while the verify's stays where the last
+// round left it, and priced anew at every step the miss looked cheap and the probe came early,
+// itself in the slow stretch (on lavapipe, the Gemma 4 assistant's probe 12 steps after a
+// trial instead of 21). Here: a plain step of 410 ms, a verify of 2 rows 540, a probe's draft
+// 24, so a probe is 0.376 plain steps dearer and 19 steps keep that to 2%; after two steps of
+// 551 and 669 ms (the 11th and 12th) the estimate of 484 ms would price it at 9, and the probe
+// would come at the 12th.
+TEST(GoodputController, a_slow_stretch_does_not_bring_the_probe_forward) {
+    GoodputMemory h;
+    h.tried = {2.0};  // two rejected trials: a verdict, drafting starts off
+    h.hit = {0.0};
+    h.plain_ms = 410.0;
+    h.verify_ms = {0.0, 540.0};
+    h.resume_draft_ms = 24.0;
+    h.resume_measured = true;
+    GoodputController t(8, kGoodputProbeInterval, DrafterKind::head, &h);
+    int plain = 0;
+    for (int n = 0; n < 40; ++n) {
+        if (t.choose(8) > 0) break;
+        t.observe_plain(plain == 10 ? 551.0 : plain == 11 ? 669.0 : 410.0);
+        ++plain;
+    }
+    EXPECT_TRUE(t.off());
+    EXPECT_EQ(plain, 19) << "plain steps before the probe";
+}
+
 // A server's requests with a head that never agrees, on lavapipe: four of 24 tokens, then one
 // of 64. One rejected trial is no verdict on the kind (at a forced acceptance of 0.7 the first
 // trial missed 30% of the time and then every later request started off): the second request
