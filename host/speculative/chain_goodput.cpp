@@ -225,14 +225,28 @@ ControllerStats ChainGoodput::report() const {
 }
 
 void ChainGoodput::teach(GoodputHistory& history) const {
+    const auto drafted = [&](DrafterKind kind) {
+        return std::any_of(members_.begin(), members_.end(), [&](const Member& o) {
+            return o.tune.kind() == kind && o.tune.learned().tried_total() > 0;
+        });
+    };
     for (const Member& m : members_) {
         const GoodputMemory learned = m.tune.learned();
-        // One never asked leaves the history alone (its costs and acceptance are stale or
-        // none), but one that is off hands on its count toward the next probe: else a member
-        // switched off in an earlier sequence, outranked in every short one after, counted
-        // from the same start in each and never probed again.
-        if (members_.size() == 1 || learned.tried_total() > 0 || learned.off_steps > 0)
+        if (members_.size() == 1 || learned.tried_total() > 0) {
             history.absorb(m.tune.kind(), learned);
+            continue;
+        }
+        // One never asked leaves the history's costs and acceptance alone (its own are the
+        // history's as it started, stale if other sequences taught it since), but one that is
+        // off hands on its count toward the next probe: else a member switched off in an
+        // earlier sequence, outranked in every short one after, counted from the same start in
+        // each and never probed again. Not over a member of its kind that drafted: that one's
+        // count is the kind's.
+        if (learned.off_steps <= 0 || drafted(m.tune.kind())) continue;
+        GoodputMemory count;
+        count.off_steps = learned.off_steps;
+        count.probe_after = learned.probe_after;
+        history.absorb(m.tune.kind(), count);
     }
 }
 

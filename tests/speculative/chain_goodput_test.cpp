@@ -254,6 +254,11 @@ TEST(ChainGoodput, a_member_off_and_never_asked_hands_on_its_count_toward_the_ne
     history.absorb(DrafterKind::head, off);
     const std::vector<Behaviour> b = {{0.9, 1.0, 0.0}, {0.0, 1.0, 1.0}};
     Sim sim({DrafterKind::ngram, DrafterKind::head}, &history);
+    // meanwhile another request of the kind measured a dearer draft: the head, which started
+    // from the history before it, must not hand its stale copy back
+    GoodputMemory other;
+    other.draft_ms_per_token = 3.0;
+    history.absorb(DrafterKind::head, other);
     for (int i = 0; i < 5; ++i) sim.step(b);  // the n-gram drafter's rounds, and its plain steps measuring the baseline
     EXPECT_GT(sim.won[0], 0u);
     EXPECT_EQ(sim.asked[1], 0u) << "the head is off, its probe not due (a wait of 10 steps)";
@@ -264,6 +269,7 @@ TEST(ChainGoodput, a_member_off_and_never_asked_hands_on_its_count_toward_the_ne
     EXPECT_EQ(head->off_steps, 7.0) << "the 2 it started from and the 5 rounds it sat out";
     EXPECT_EQ(head->probe_after, kGoodputProbeInterval);
     EXPECT_EQ(head->tried_total(), 2.0) << "no drafts: the acceptance is not aged";
+    EXPECT_EQ(head->draft_ms_per_token, 3.0) << "nor the costs replaced by the head's copy of the older history";
 
     // the next request's head goes on from there: its probe comes at the wait (10 or 11 plain
     // steps: a probe's loss, 0.2 of a step, over 2%) less the 7 handed on; from 2, 8 rounds in
