@@ -434,6 +434,9 @@ Status bench_spec(App& app) {
             order = {forced.get()};
         }
         const SpecResult sr = TDM_TRY(generate_speculative(runner, nullptr, seq, prompt, gp, order, sp, {}));
+        const auto tpot = [](const GenerateResult& g) {
+            return g.stats.decode_ms / double(std::max<size_t>(1, g.tokens.size()));
+        };
         bool matched = sr.gen.tokens == plain.tokens;
         double pe = plain.stats.prefill_ms + plain.stats.decode_ms, plain_dec = plain.stats.decode_ms;
         nlohmann::json bracket_j;
@@ -443,9 +446,6 @@ Status bench_spec(App& app) {
             matched = matched && after.tokens == plain.tokens;  // greedy decoding twice: the same tokens
             pe = 0.5 * (pe + after.stats.prefill_ms + after.stats.decode_ms);
             plain_dec = 0.5 * (plain_dec + after.stats.decode_ms);
-            const auto tpot = [](const GenerateResult& g) {
-                return g.stats.decode_ms / double(std::max<size_t>(1, g.tokens.size()));
-            };
             bracket_j = {{"plain_tpot_ms_before", tpot(plain)}, {"plain_tpot_ms_after", tpot(after)}};
         }
         all_matched = all_matched && matched;
@@ -499,7 +499,7 @@ Status bench_spec(App& app) {
                              {"acceptance_rate", sr.stats.acceptance_rate()},
                              {"tokens_per_target_pass", sr.stats.tokens_per_target_pass()},
                              {"plain_tpot_ms", plain_dec / double(std::max<size_t>(1, plain.tokens.size()))},
-                             {"spec_tpot_ms", sr.gen.stats.decode_ms / std::max<size_t>(1, sr.gen.tokens.size())},
+                             {"spec_tpot_ms", tpot(sr.gen)},
                              {"speedup_e2e", se > 0 ? pe / se : 0},
                              {"speedup_decode", sr.gen.stats.decode_ms > 0 ? plain_dec / sr.gen.stats.decode_ms : 0}};
         if (bracket) pj.update(bracket_j);

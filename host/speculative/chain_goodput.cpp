@@ -225,13 +225,16 @@ ControllerStats ChainGoodput::report() const {
 }
 
 void ChainGoodput::teach(GoodputHistory& history) const {
+    std::vector<GoodputMemory> learned_by;
+    for (const Member& m : members_) learned_by.push_back(m.tune.learned());
     const auto drafted = [&](DrafterKind kind) {
-        return std::any_of(members_.begin(), members_.end(), [&](const Member& o) {
-            return o.tune.kind() == kind && o.tune.learned().tried_total() > 0;
-        });
+        for (size_t i = 0; i < members_.size(); ++i)
+            if (members_[i].tune.kind() == kind && learned_by[i].tried_total() > 0) return true;
+        return false;
     };
-    for (const Member& m : members_) {
-        const GoodputMemory learned = m.tune.learned();
+    for (size_t i = 0; i < members_.size(); ++i) {
+        const Member& m = members_[i];
+        const GoodputMemory& learned = learned_by[i];
         if (members_.size() == 1 || learned.tried_total() > 0) {
             history.absorb(m.tune.kind(), learned);
             continue;

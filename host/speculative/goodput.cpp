@@ -304,12 +304,10 @@ int GoodputController::choose(int k_cap) {
     case Why::nothing: return 0;
     case Why::first:  // the trial finds out what a probe would
         started_ = true;
-        plain_since_probe_ = 0;
-        latched_wait_ = -1;
+        restart_probe_count();
         break;
     case Why::probe:
-        plain_since_probe_ = 0;
-        latched_wait_ = -1;
+        restart_probe_count();
         probing_ = true;
         ++report_.probes;
         break;
@@ -400,6 +398,11 @@ void GoodputController::latch_wait() {
     if (off_ && latched_wait_ < 0 && plain_ms_ > 0) latched_wait_ = probe_wait();
 }
 
+void GoodputController::restart_probe_count() {
+    plain_since_probe_ = 0;
+    latched_wait_ = -1;
+}
+
 int GoodputController::wait_for_probe() const { return latched_wait_ > 0 ? latched_wait_ : probe_wait(); }
 
 void GoodputController::decay() {
@@ -443,7 +446,6 @@ int GoodputController::probe_wait() const {
 
 void GoodputController::probe_failed() {
     probe_after_ = std::min(probe_after_ * 2, probe_interval_ * kMaxBackOff);
-    latched_wait_ = -1;
 }
 
 void GoodputController::observe_round(int k, int accepted, double draft_ms, double verify_ms) {
@@ -492,8 +494,7 @@ void GoodputController::count_acceptance(int k, int accepted, bool for_history) 
         if (for_history) seen_hit_[size_t(j)] += 1;
     }
     if (accepted > 0) agreed_ = true;
-    plain_since_probe_ = 0;  // a round finds out what a probe would
-    latched_wait_ = -1;
+    restart_probe_count();  // a round finds out what a probe would
     first_misses_ = accepted == 0 ? first_misses_ + 1 : 0;
     const bool pays = any_k_pays();
     if (probing_) {
@@ -521,7 +522,7 @@ void GoodputController::observe_cut(int position) {
         probing_ = false;
         if (any_k_pays()) probe_after_ = probe_interval_;
         else probe_failed();
-        latched_wait_ = -1;
+        latched_wait_ = -1;  // priced again with the back-off it now has
     }
 }
 
