@@ -337,6 +337,10 @@ bool GoodputController::probe_when_starved() {
     // the batch's passes, so the floor weighs what a probe adds to everyone's pass: without
     // it, a head that never agreed probed every 8th pass at 4 streams of Qwen3.5-0.8B on
     // lavapipe, the probe rows and the head's step costing every stream 5-8% (docs/BENCHMARKS.md).
+    // Priced once, at the first starved pass after a probe or a round, as alone (latch_wait):
+    // the plan never switches this controller off, and priced at every pass the wait followed
+    // the batch's slow stretches down.
+    if (latched_wait_ < 0 && plain_ms_ > 0) latched_wait_ = probe_wait();
     if (++starved_ < wait_for_probe()) return false;
     starved_ = 0;
     probing_ = true;

@@ -143,5 +143,34 @@ TEST(BatchBudget, a_starved_head_that_never_agreed_probes_when_alone_it_would) {
     EXPECT_GE(starved[0], 2 * kGoodputProbeInterval - 4) << "the first waits for the guessed cost, not the interval";
 }
 
+
+// The same head, starved by the plan, through a slow stretch of the machine: two passes of
+// 700 and 900 ms (against 480) late in the wait. The wait is priced once, at the first starved
+// pass after a round, as alone (GoodputController::latch_wait): priced again at every pass,
+// the stretch raised the plain step's estimate while the probe's cost stayed where the last
+// round left it, the probe looked cheap and came right after the stretch, 18 passes early.
+TEST(BatchBudget, a_slow_stretch_does_not_bring_a_starved_probe_forward) {
+    GoodputMemory warm_up;
+    warm_up.tried = {4};
+    warm_up.hit = {0};
+    warm_up.plain_ms = 480;
+    warm_up.verify_ms = {0.0, 960.0};
+    warm_up.resume_draft_ms = 70.0;
+    warm_up.resume_measured = true;
+    auto first_probe = [&](int stretch_at) {
+        GoodputController batched(16, kGoodputProbeInterval, DrafterKind::head, &warm_up);
+        for (int pass = 0; pass < 200; ++pass) {
+            batched.planned(0);
+            if (batched.probe_when_starved()) return pass;
+            const double ms = pass == stretch_at ? 700.0 : pass == stretch_at + 1 ? 900.0 : 480.0;
+            batched.observe_plain(ms, /*alone=*/false);
+        }
+        return -1;
+    };
+    const int steady = first_probe(-1);
+    ASSERT_GT(steady, 40) << "a probe costs about a pass more: it waits for 2% of the time";
+    EXPECT_EQ(first_probe(steady - 20), steady);
+}
+
 }  // namespace
 }  // namespace tdm
