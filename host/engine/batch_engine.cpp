@@ -606,9 +606,11 @@ bool BatchEngine::step() {
         }
     }
     prepare_batches(part);
+    for (Session* s : part)
+        if (s->k > 0 && !s->done && s->slot) s->proposal = draft(*s, s->k);
+    share_draft_time(part);
     for (Session* s : part) {
         if (s->done || !s->slot) continue;  // preempted for an earlier session of this pass
-        if (s->k > 0) s->proposal = draft(*s, s->k);
         // past the row budget a prompt still advances by a few rows
         if (s->chunk > 1 && rows + s->chunk > options_.max_batch_rows)
             s->chunk = std::min(s->chunk, std::max(kMinPrefillRows, options_.max_batch_rows -

@@ -235,6 +235,10 @@ private:
     // Sessions whose first drafter batches with others' (a draft head) start their drafts
     // in one graph per batcher.
     void prepare_batches(std::span<Session* const> part);
+    // Each drafting session's time this pass, for its controller and its statistics. The
+    // sessions of one batch drafted in one graph, whose cost fell on whichever waited for it
+    // first: it is shared out among them by their drafts.
+    void share_draft_time(std::span<Session* const> part);
     // After the pass: a prompt chunk, or a round. The round's steps, in order:
     void settle(Session& s, const ForwardOutput& out, uint32_t row0, uint32_t out0, double pass_ms);
     // logits_all: the chunk's rows to the sink; prompt_logprobs: their tokens' logprobs out;
@@ -303,6 +307,13 @@ private:
     std::unique_ptr<PromptScorer> scorer_;
     bool scorer_held_ = false;
     size_t pass_sequences_ = 0;  // sequences in the pass being settled
+    // This pass's batches of drafts (prepare_batches): their sessions, and what starting
+    // the batch took (the catch-ups of those not ready, the graph's recording and submission).
+    struct DraftBatch {
+        std::vector<Session*> members;
+        double start_ms = 0;
+    };
+    std::vector<DraftBatch> draft_batches_;
 };
 
 }  // namespace tdm

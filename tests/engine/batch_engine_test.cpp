@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <random>
 
 #include "engine/batch_engine.h"
@@ -474,6 +475,60 @@ TEST_F(BatchEngineTest, mtp_sequences_draft_in_one_graph_and_propose_what_they_p
                     << "job " << i << " round " << r << ", " << configs[c].name;
             }
         }
+}
+
+// The sequences of one batched draft share its time by their drafts: the first to take its
+// drafts waited for the whole graph and the others found theirs ready, so before, one round
+// of a pass carried all of the drafting time and the others none, and their controllers
+// took drafting for free. Rounds of one pass are told apart by their verify time (the pass's).
+TEST_F(BatchEngineTest, sequences_drafting_in_one_graph_share_its_time_by_their_drafts) {
+    auto m = Model::load(qwen35_model(), test::build_tree_plugins(), device());
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    std::vector<Job> jobs(4);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        jobs[i].prompt = random_prompt(1400 + i, 12, 500);
+        jobs[i].params = params(12);
+    }
+    auto kv = make_pool(**m, 4);
+    ASSERT_TRUE(kv);
+    DraftHeadOptions ho;
+    ho.kv.n_ctx = 256;
+    ho.kv.n_seq_max = 4;
+    ho.batch = true;
+    auto mtp = mtp_head(**m, *kv, ho);
+    ASSERT_TRUE(mtp.ok()) << mtp.error().message();
+    Runner runner(**m, *kv, device(), pipelines());
+    BatchEngineOptions o;
+    o.n_batch = 16;
+    o.hidden_point = (*mtp)->hidden_point();
+    auto e = BatchEngine::create(runner, nullptr, o);
+    ASSERT_TRUE(e.ok()) << e.error().message();
+    std::map<double, std::vector<RoundRecord>> by_pass;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        SessionRequest r = request(jobs[i], **m, i);
+        r.spec.draft_max = 2;
+        r.spec.auto_k = false;  // every session drafts every round
+        DrafterSlot ds;
+        ds.owned = (*mtp)->another();
+        r.drafters.push_back(std::move(ds));
+        r.on_round = [&by_pass](const RoundRecord& rr) {
+            if (!rr.drafted.empty()) by_pass[rr.verify_ms].push_back(rr);
+        };
+        (*e)->add(std::move(r));
+    }
+    run_all(**e, jobs);
+    ASSERT_GT((*mtp)->batched_graphs(), 0u);
+    size_t shared = 0;
+    for (const auto& [pass_ms, rounds] : by_pass) {
+        if (rounds.size() < 2) continue;
+        ++shared;
+        const double per_draft = rounds[0].draft_ms / double(rounds[0].drafted.size());
+        EXPECT_GT(per_draft, 0.0);
+        for (const RoundRecord& rr : rounds)
+            EXPECT_NEAR(rr.draft_ms / double(rr.drafted.size()), per_draft, 1e-9 * per_draft)
+                << "a pass of " << rounds.size() << " drafting sequences";
+    }
+    EXPECT_GT(shared, 2u) << "passes in which several sequences drafted";
 }
 
 // A server's batches come in many shapes: past the limit the least recently used graph is
