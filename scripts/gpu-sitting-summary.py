@@ -26,6 +26,61 @@ def ratio(a, b):
     return a / b if a and b else None
 
 
+def controller_summary(out, steps):
+    """Issue 40's rows: speculation with the defaults only against plain decoding (goal: 0.97 or
+    more in every row) and, at forced acceptance 0.7, against the best fixed length (goal: 95%)."""
+    names = [n for n, _, _, _ in steps if n.startswith("ctrl-")]
+    if not names:
+        return
+    p = print
+    p("## Speculation by default: the goodput controller (issue 40)")
+    p()
+    p("| row | matched | acceptance | rounds | plain steps | default / plain | goal |")
+    p("|---|---|---|---|---|---|---|")
+    for drafter in ("mtp", "gemma"):
+        for a in ("0", "0.3", "0.7"):
+            name = f"ctrl-{drafter}-a{a}"
+            if name not in names:
+                continue
+            j = load(out, name)
+            if not j:
+                p(f"| {name} | (step failed) | | | | | |")
+                continue
+            s = j.get("speedup_decode")
+            met = "met" if s is not None and s >= 0.97 else "not met"
+            spec = j.get("spec", {})
+            matched = {True: "yes", False: "no"}.get(j.get("matched"), "-")
+            p(f"| {name} | {matched} | {fmt(j.get('acceptance_rate'))} | {spec.get('rounds', '-')} | "
+              f"{spec.get('plain_steps', '-')} | {fmt(s, 3)} | 0.97: {met} |")
+        fixed = {k: load(out, f"ctrl-{drafter}-a0.7-k{k}") for k in (1, 2, 3)}
+        fixed = {k: j.get("speedup_decode") for k, j in fixed.items() if j and j.get("speedup_decode")}
+        default = load(out, f"ctrl-{drafter}-a0.7")
+        if fixed and default and default.get("speedup_decode"):
+            k, best = max(fixed.items(), key=lambda kv: kv[1])
+            share = default["speedup_decode"] / best
+            each = ", ".join(f"k = {kk}: {fmt(v, 3)}" for kk, v in sorted(fixed.items()))
+            p(f"| {drafter}, 0.7: default / best fixed (k = {k}; {each}) | | | | | {fmt(share, 3)} | "
+              f"0.95: {'met' if share >= 0.95 else 'not met'} |")
+    demo = load(out, "ctrl-demo") if "ctrl-demo" in names else None
+    if demo:
+        s = demo.get("speedup")
+        same = {True: "yes", False: "no"}.get(demo.get("same_tokens"), "-")
+        p(f"| ctrl-demo (ngram-simple, repeating model) | {same} | "
+          f"{fmt(demo.get('acceptance_rate'))} | | | {fmt(s, 3)} | 0.97: {'met' if s and s >= 0.97 else 'not met'} |")
+    serve = load(out, "ctrl-serve-mtp") if "ctrl-serve-mtp" in names else None
+    for level in (serve or {}).get("levels", []):
+        s = level.get("speedup_median")
+        p(f"| ctrl-serve-mtp, {level.get('concurrency')} streams (median of {level.get('pairs')} pairs, "
+          f"{fmt(level.get('speedup_min'), 3)}..{fmt(level.get('speedup_max'), 3)}) | | | | | {fmt(s, 3)} | "
+          f"0.97: {'met' if s and s >= 0.97 else 'not met'} |")
+    if "ctrl-serve-mtp" in names and not serve:
+        p("| ctrl-serve-mtp | (step failed) | | | | | |")
+    p()
+    p("default / plain: `speedup_decode` of `bench spec --bracket` (each prompt's plain decode before and")
+    p("after its speculative one), `speedup` of `tandem demo`, the median pair of `bench serve --vs-plain`.")
+    p()
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: gpu-sitting-summary.py OUT")
@@ -53,14 +108,14 @@ def main():
     p()
 
     # ---- matmul against the device copy bandwidth
-    p("## Mat-vec on large matrices (bench ops, kernel time from device timestamps)")
-    p()
-    p("| matrix | type | batch | wall ms | kernel ms | kernel GB/s | device copy GB/s | fraction of copy |")
-    p("|---|---|---|---|---|---|---|---|")
+    ops = [n for n, _, _, _ in steps if n.startswith("ops-")]
+    if ops:
+        p("## Mat-vec on large matrices (bench ops, kernel time from device timestamps)")
+        p()
+        p("| matrix | type | batch | wall ms | kernel ms | kernel GB/s | device copy GB/s | fraction of copy |")
+        p("|---|---|---|---|---|---|---|---|")
     copy_gb_s = None
-    for name, _, _, _ in steps:
-        if not name.startswith("ops-"):
-            continue
+    for name in ops:
         j = load(out, name)
         if not j:
             p(f"| {name[4:]} | (step failed) | | | | | | |")
@@ -69,20 +124,21 @@ def main():
         for r in j.get("matmul", []):
             p(f"| {name[4:]} | {r['type']} | {r['batch']} | {fmt(r['ms'], 3)} | {fmt(r.get('gpu_ms'), 3)} | "
               f"{fmt(r.get('gpu_gb_per_s'), 1)} | {fmt(copy_gb_s, 1)} | {fmt(r.get('fraction_of_copy_bandwidth'))} |")
-    p()
-    p("Goal: batch-1 kernels at 0.75 of the device copy bandwidth or more.")
-    p()
+    if ops:
+        p()
+        p("Goal: batch-1 kernels at 0.75 of the device copy bandwidth or more.")
+        p()
 
     # ---- decode
-    p("## Plain decode (bench decode)")
-    p()
-    p("| model | context | decode tok/s | ms/token | weights/token MiB | fraction of limit | dispatches/step | "
-      "barriers/step | host-memory dispatches/step |")
-    p("|---|---|---|---|---|---|---|---|---|")
+    decode_steps = [n for n, _, _, _ in steps if n.startswith("decode-") and n != "decode-profile"]
+    if decode_steps:
+        p("## Plain decode (bench decode)")
+        p()
+        p("| model | context | decode tok/s | ms/token | weights/token MiB | fraction of limit | dispatches/step | "
+          "barriers/step | host-memory dispatches/step |")
+        p("|---|---|---|---|---|---|---|---|---|")
     decode = {}
-    for name, _, _, _ in steps:
-        if not name.startswith("decode-") or name == "decode-profile":
-            continue
+    for name in decode_steps:
         model, ctx = name[len("decode-"):].rsplit("-ctx", 1)
         j = load(out, name)
         decode[(model, int(ctx))] = j
@@ -93,7 +149,8 @@ def main():
           f"{fmt(j['weight_bytes_per_token'] / 2**20, 0)} | {fmt(j.get('fraction_of_limit'))} | "
           f"{j.get('step_dispatches', '-')} | {j.get('step_barriers', '-')} | "
           f"{j.get('step_host_memory_dispatches', '-')} |")
-    p()
+    if decode_steps:
+        p()
     models = sorted({m for m, _ in decode})
     if models:
         p("Long context against short (goal: at most 1.3):")
@@ -179,6 +236,8 @@ def main():
               f"{fmt(n['us'], 1)} | {fmt(n.get('gb_per_s'), 1)} |")
         p()
 
+    controller_summary(out, steps)
+
     tunes = [n for n, _, _, _ in steps if n.startswith("tune")]
     if tunes:
         p("## Work splits chosen by `tandem tune` (kernel time per batch-1 matmul)")
@@ -194,9 +253,10 @@ def main():
                 p(f"| {name} | {r['key']} | {r.get('split', '-')} | {r.get('default_split', '-')} | "
                   f"{fmt(r.get('us'), 2)} | {fmt(r.get('default_us'), 2)} | {fmt(r.get('speedup'))} | "
                   f"{fmt(r.get('gb_per_s'), 1)} |")
-    else:
+        p()
+    elif ops:
         p("Tuning: this build has no `tandem tune`.")
-    p()
+        p()
 
     p("## Steps")
     p()
