@@ -41,6 +41,33 @@ TEST(BenchSpec, a_forced_head_reports_its_draft_cost_per_token_and_per_round) {
     EXPECT_NEAR(per_round, per_token * double(drafted) / double(rounds), 1e-9 * per_round);
     const double plain_tpot = j["plain_tpot_ms"], draft_ms = s["draft_ms"];
     EXPECT_NEAR(per_token * plain_tpot, draft_ms / double(drafted), 1e-9 * draft_ms);
+    EXPECT_FALSE(j.contains("speedup_vs_own_plain_steps")) << "no plain steps to compare with";
+}
+
+// Where the controller takes plain steps, a speculative run is also compared with its own:
+// its decoded tokens at what its plain steps cost, over what all its passes took. On a
+// machine whose speed drifts that compares the two at the same moment.
+TEST(BenchSpec, a_run_with_plain_steps_is_compared_with_its_own_plain_steps) {
+    const std::string dir = test::make_temp_dir("bench-spec-own-plain");
+    const std::string& target = cli_test_model(dir, "qwen3");
+    const CliRun r = tandem({"bench", "spec", "-m", target, "--force-acceptance", "0", "--prompts", "1",
+                             "--prompt-len", "8", "--gen-tokens", "24", "-c", "128", "--json"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json j = json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r.out;
+    const json& s = j["spec"];
+    const uint64_t plain_steps = s["plain_steps"];
+    ASSERT_GE(plain_steps, 8u) << "a drafter that never agrees is switched off";
+    ASSERT_TRUE(j.contains("speedup_vs_own_plain_steps")) << j.dump();
+    EXPECT_EQ(j["own_plain_prompts"].get<int>(), 1);
+    const json& p = j["per_prompt"][0];
+    const double own_step = double(s["plain_ms"]) / double(plain_steps);
+    EXPECT_NEAR(p["own_plain_step_ms"].get<double>(), own_step, 1e-9 * own_step);
+    const double spent = double(s["plain_ms"]) + double(s["verify_ms"]) + double(s["draft_ms"]) + double(s["accept_ms"]);
+    EXPECT_GT(double(s["accept_ms"]), 0.0);
+    const double want = own_step * 23.0 / spent;  // 24 tokens, the first from the prompt's pass
+    EXPECT_NEAR(p["speedup_vs_own_plain_steps"].get<double>(), want, 1e-9 * want);
+    EXPECT_NEAR(j["speedup_vs_own_plain_steps"].get<double>(), want, 1e-9 * want);
 }
 
 // A draft model with recurrent state (Qwen3.5's Gated DeltaNet layers) drafts a token a pass
