@@ -103,6 +103,8 @@ void BatchEngine::plan_drafts(std::span<Session* const> part) {
             best_case[i].reach.clear();
             if (allocate_drafts(cost_, base_rows, base_outputs, double(decoding), best_case)[i] >= min_k)
                 s.planned_k = int(min_k);
+            else
+                s.tune.probe_dropped();
         }
         if (cand[i].k_cap > 0) s.tune.planned(s.planned_k);
     }

@@ -172,6 +172,10 @@ bool ChainGoodput::probe_when_starved() {
     return p && p->tune.probe_when_starved();
 }
 
+void ChainGoodput::probe_dropped() {
+    if (Member* p = find(planner_)) p->tune.probe_dropped();
+}
+
 void ChainGoodput::observe_plain(double ms, bool alone) {
     for (Member& m : members_) m.tune.observe_plain(ms, alone);
 }

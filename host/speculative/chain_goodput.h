@@ -63,6 +63,7 @@ public:
     const GoodputController& planner() const;
     void planned(int k);
     bool probe_when_starved();
+    void probe_dropped();  // GoodputController::probe_dropped, of the planner
 
     void observe_plain(double ms, bool alone = true);  // GoodputController::observe_plain
     // A verified round: the drafter whose drafts these were is the one whose statistics entry

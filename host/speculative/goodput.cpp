@@ -342,10 +342,16 @@ bool GoodputController::probe_when_starved() {
     // the batch's slow stretches down.
     if (latched_wait_ < 0 && plain_ms_ > 0) latched_wait_ = probe_wait();
     if (++starved_ < wait_for_probe()) return false;
-    starved_ = 0;
+    restart_probe_count();
     probing_ = true;
     ++report_.probes;
     return true;
+}
+
+void GoodputController::probe_dropped() {
+    // the plan found the probe could not pay even accepted: the wait starts again, no back-off
+    probing_ = false;
+    --report_.probes;
 }
 
 void GoodputController::observe_plain(double ms, bool alone) {
@@ -404,6 +410,7 @@ void GoodputController::latch_wait() {
 
 void GoodputController::restart_probe_count() {
     plain_since_probe_ = 0;
+    starved_ = 0;
     latched_wait_ = -1;
 }
 

@@ -148,6 +148,9 @@ public:
     // In a batched pass whose plan gave this sequence no drafts: whether it should probe now
     // (the same wait as alone; its timings are then the batch's passes). Call once per such pass.
     bool probe_when_starved();
+    // The plan did not run the probe probe_when_starved() asked for (it could not pay even if
+    // accepted): no probe was made, and none failed.
+    void probe_dropped();
 
     double acceptance() const;            // the pooled per-draft acceptance
     double acceptance_at(int j) const;    // p_j, j >= 1

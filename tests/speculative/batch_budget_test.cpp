@@ -172,5 +172,67 @@ TEST(BatchBudget, a_slow_stretch_does_not_bring_a_starved_probe_forward) {
     EXPECT_EQ(first_probe(steady - 20), steady);
 }
 
+
+// Starved again after a round, a sequence waits the whole wait again, as alone: a round finds
+// out what a probe would. Before, the count of starved passes went on across the round, and
+// the probe came a pass or two after it.
+TEST(BatchBudget, a_round_restarts_a_starved_sequences_wait) {
+    GoodputMemory warm_up;
+    warm_up.tried = {4};
+    warm_up.hit = {0};
+    warm_up.plain_ms = 480;
+    warm_up.verify_ms = {0.0, 960.0};
+    warm_up.resume_draft_ms = 70.0;
+    warm_up.resume_measured = true;
+    GoodputController batched(16, kGoodputProbeInterval, DrafterKind::head, &warm_up);
+    int wait = 0;
+    for (batched.planned(0); !batched.probe_when_starved(); batched.planned(0)) {
+        batched.observe_plain(480.0, /*alone=*/false);
+        ++wait;
+    }
+    batched.observe_round(1, 0, 70.0, 960.0);  // the probe
+    ASSERT_GT(wait, 20);
+    for (int pass = 0; pass < wait - 2; ++pass) {
+        batched.planned(0);
+        ASSERT_FALSE(batched.probe_when_starved()) << "pass " << pass;
+        batched.observe_plain(480.0, false);
+    }
+    batched.observe_round(1, 0, 70.0, 960.0);  // a round the plan gave it
+    int again = 0;
+    for (batched.planned(0); !batched.probe_when_starved() && again < 1000; batched.planned(0)) {
+        batched.observe_plain(480.0, false);
+        ++again;
+    }
+    EXPECT_GE(again, wait - 1) << "counted from the round, not from the probe before it";
+}
+
+// A probe the plan drops (it could not pay even if accepted) is no probe: the next round the
+// plan gives is an ordinary one, and a miss there does not double the back-off. Where a
+// probe costs little (a GPU) the back-off alone sets the wait: 8 passes, then 8 again.
+TEST(BatchBudget, a_dropped_probe_neither_counts_nor_backs_off) {
+    GoodputMemory warm_up;
+    warm_up.tried = {4};
+    warm_up.hit = {0};
+    warm_up.plain_ms = 10.0;
+    warm_up.verify_ms = {0.0, 10.5};
+    warm_up.resume_draft_ms = 0.5;
+    warm_up.resume_measured = true;
+    GoodputController batched(16, kGoodputProbeInterval, DrafterKind::head, &warm_up);
+    auto starved_until_probe = [&] {
+        int n = 0;
+        for (batched.planned(0); !batched.probe_when_starved() && n < 1000; batched.planned(0)) {
+            batched.observe_plain(10.0, false);
+            ++n;
+        }
+        return n;
+    };
+    const int first = starved_until_probe();
+    EXPECT_EQ(first, kGoodputProbeInterval - 1);
+    batched.probe_dropped();
+    EXPECT_EQ(batched.report().probes, 0u);
+    batched.observe_round(1, 0, 0.5, 10.5);  // a round the plan gave it later: missed
+    EXPECT_EQ(starved_until_probe(), first) << "no failed probe: the back-off is where it was";
+}
+
 }  // namespace
 }  // namespace tdm
