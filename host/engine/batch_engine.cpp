@@ -586,6 +586,7 @@ bool BatchEngine::step() {
         const uint32_t remaining = uint32_t(s->history.size()) - s->n_kv;
         s->proposal = {};
         s->k = 0;
+        s->draft_ms = 0;  // draft() times a session that drafts this pass
         if (remaining == 1) {
             s->chunk = 1;
             s->k = pass_k(*s);
@@ -606,11 +607,9 @@ bool BatchEngine::step() {
         }
     }
     prepare_batches(part);
-    for (Session* s : part)
-        if (s->k > 0 && !s->done && s->slot) s->proposal = draft(*s, s->k);
-    share_draft_time(part);
     for (Session* s : part) {
         if (s->done || !s->slot) continue;  // preempted for an earlier session of this pass
+        if (s->k > 0) s->proposal = draft(*s, s->k);
         // past the row budget a prompt still advances by a few rows
         if (s->chunk > 1 && rows + s->chunk > options_.max_batch_rows)
             s->chunk = std::min(s->chunk, std::max(kMinPrefillRows, options_.max_batch_rows -
@@ -648,6 +647,7 @@ bool BatchEngine::step() {
         run.push_back(s);
         rows += s->chunk + uint32_t(s->proposal.drafts.size());
     }
+    share_draft_time(run);  // before the sessions that ended are dropped: batches may hold them
     std::erase_if(active_, [](const auto& s) { return s->done; });
     if (run.empty()) return true;
 

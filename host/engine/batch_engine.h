@@ -235,10 +235,11 @@ private:
     // Sessions whose first drafter batches with others' (a draft head) start their drafts
     // in one graph per batcher.
     void prepare_batches(std::span<Session* const> part);
-    // Each drafting session's time this pass, for its controller and its statistics. The
-    // sessions of one batch drafted in one graph, whose cost fell on whichever waited for it
-    // first: it is shared out among them by their drafts.
-    void share_draft_time(std::span<Session* const> part);
+    // Each drafting session's time this pass, for its controller and its statistics (the
+    // sessions that run it). The sessions of one batch drafted in one graph, whose cost fell on
+    // whichever waited for it first: it is shared out among those that run by the drafts
+    // the graph computed for them.
+    void share_draft_time(std::span<Session* const> run);
     // After the pass: a prompt chunk, or a round. The round's steps, in order:
     void settle(Session& s, const ForwardOutput& out, uint32_t row0, uint32_t out0, double pass_ms);
     // logits_all: the chunk's rows to the sink; prompt_logprobs: their tokens' logprobs out;

@@ -148,29 +148,30 @@ void BatchEngine::prepare_batches(std::span<Session* const> part) {
     }
 }
 
-void BatchEngine::share_draft_time(std::span<Session* const> part) {
+void BatchEngine::share_draft_time(std::span<Session* const> run) {
     // The first of a batch to draft waited for the whole graph, the others found their drafts
     // ready: each got 0 ms but one, and their controllers took drafting for free (with 4
     // streams of a tiny Qwen3.5 on lavapipe, a miss cost of 0.08 plain steps for three of
     // them, 1.0 for the fourth), while the plan's candidates carried one session's cost each.
+    // Shared by the drafts asked (the graph computed them, whatever a constraint cut after),
+    // among the members that run; one preempted in this pass, before or after it drafted,
+    // has none. Not told apart: a member's catch-up on rows it skipped (after plain steps, or
+    // a prompt's leading chunks, caught up when the batch starts) is shared like the rest.
+    const auto runs = [run](const Session* s) { return std::find(run.begin(), run.end(), s) != run.end(); };
     for (const DraftBatch& b : draft_batches_) {
         double total = b.start_ms;
-        size_t drafts = 0;
+        int asked = 0;
         for (const Session* s : b.members) {
             total += s->draft_ms;
-            drafts += s->proposal.drafts.size();
+            if (runs(s)) asked += std::max(0, s->k);
         }
+        if (asked == 0) continue;
         for (Session* s : b.members)
-            s->draft_ms = drafts > 0 ? total * double(s->proposal.drafts.size()) / double(drafts)
-                                     : total / double(b.members.size());
+            if (runs(s)) s->draft_ms = total * double(std::max(0, s->k)) / double(asked);
     }
     draft_batches_.clear();
-    for (Session* s : part) {
-        if (s->done || !s->slot) continue;
-        if (s->k <= 0) {
-            s->draft_ms = 0;  // a plain step: no drafting time to report
-            continue;
-        }
+    for (Session* s : run) {
+        if (s->k <= 0) continue;
         TDM_LOG_DEBUG("spec", "sequence {} at {}: asked {} drafts, got {} in {:.1f} ms", s->slot->seq, s->pos(), s->k,
                       s->proposal.drafts.size(), s->draft_ms);
         s->result.spec.draft_ms += s->draft_ms;

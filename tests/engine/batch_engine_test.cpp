@@ -477,7 +477,7 @@ TEST_F(BatchEngineTest, mtp_sequences_draft_in_one_graph_and_propose_what_they_p
         }
 }
 
-// The sequences of one batched draft share its time by their drafts: the first to take its
+// The sequences of one batched draft share its time by the drafts asked: the first to take its
 // drafts waited for the whole graph and the others found theirs ready, so before, one round
 // of a pass carried all of the drafting time and the others none, and their controllers
 // took drafting for free. Rounds of one pass are told apart by their verify time (the pass's).
@@ -522,10 +522,10 @@ TEST_F(BatchEngineTest, sequences_drafting_in_one_graph_share_its_time_by_their_
     for (const auto& [pass_ms, rounds] : by_pass) {
         if (rounds.size() < 2) continue;
         ++shared;
-        const double per_draft = rounds[0].draft_ms / double(rounds[0].drafted.size());
+        const double per_draft = rounds[0].draft_ms / double(rounds[0].k);
         EXPECT_GT(per_draft, 0.0);
         for (const RoundRecord& rr : rounds)
-            EXPECT_NEAR(rr.draft_ms / double(rr.drafted.size()), per_draft, 1e-9 * per_draft)
+            EXPECT_NEAR(rr.draft_ms / double(rr.k), per_draft, 1e-9 * per_draft)
                 << "a pass of " << rounds.size() << " drafting sequences";
     }
     EXPECT_GT(shared, 2u) << "passes in which several sequences drafted";
