@@ -465,7 +465,10 @@ bool BatchEngine::commit(Session& s, const RoundResult& round, bool first_token)
 
 void BatchEngine::end_round(Session& s, const RoundResult& round, bool first_token, uint32_t pos, double pass_ms,
                             double accept_ms, bool running) {
-    if (!first_token) s.result.spec.accept_ms += accept_ms;
+    if (!first_token) {
+        s.result.spec.accept_ms += accept_ms;
+        if (round.drafted == 0) s.result.spec.plain_accept_ms += accept_ms;
+    }
     if (s.req.on_round && !first_token) {
         RoundRecord r;
         r.round = s.rounds;

@@ -126,6 +126,7 @@ nlohmann::json SpecStats::json() const {
             {"verify_ms", verify_ms},
             {"accept_ms", accept_ms},
             {"plain_ms", plain_ms},
+            {"plain_accept_ms", plain_accept_ms},
             {"constraint_cut_drafts", constraint_cuts},
             {"constraint_cut_tokens", constraint_cut_tokens},
             {"trees",

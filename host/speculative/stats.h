@@ -48,6 +48,7 @@ struct SpecStats {
     uint64_t emitted = 0;         // tokens produced in the decode phase (first token included)
     std::vector<uint64_t> drafted_at, accepted_at;  // per draft position (0 = first draft token)
     double draft_ms = 0, verify_ms = 0, accept_ms = 0, plain_ms = 0;
+    double plain_accept_ms = 0;   // of accept_ms, the plain steps': settling a token after a pass
     ControllerStats controller;
     // Under a token constraint (constrained_round.h): proposals cut at a draft it forbids,
     // and the drafts cut from them (never verified).
