@@ -340,7 +340,7 @@ bool GoodputController::probe_when_starved() {
     // Priced once, at the first starved pass after a probe or a round, as alone (latch_wait):
     // the plan never switches this controller off, and priced at every pass the wait followed
     // the batch's slow stretches down.
-    if (latched_wait_ < 0 && plain_ms_ > 0) latched_wait_ = probe_wait();
+    latch_wait();
     if (++starved_ < wait_for_probe()) return false;
     restart_probe_count();
     probing_ = true;
@@ -381,8 +381,10 @@ void GoodputController::observe_plain(double ms, bool alone) {
     // The sequence moves on without drafts: old evidence weighs less, so that a probe after
     // a long pause speaks for the text as it is now.
     decay();
-    if (off_) ++plain_since_probe_;
-    latch_wait();
+    if (off_) {
+        ++plain_since_probe_;
+        latch_wait();
+    }
 }
 
 void GoodputController::observe_elsewhere(int k, double verify_ms) {
@@ -393,8 +395,10 @@ void GoodputController::observe_elsewhere(int k, double verify_ms) {
         verify_ms_[size_t(k)] = ema(verify_ms_[size_t(k)], verify_ms);
     if (!started_ && !off_) return;
     decay();
-    if (off_) ++plain_since_probe_;
-    latch_wait();
+    if (off_) {
+        ++plain_since_probe_;
+        latch_wait();
+    }
 }
 
 // The wait before the next probe is priced once, at the first step off after a probe or a
@@ -405,7 +409,7 @@ void GoodputController::observe_elsewhere(int k, double verify_ms) {
 // cost from 0.43 to 0.22, and its probe came 12 steps after a trial instead of 21, itself in
 // the slow stretch (a verify of 792 ms).
 void GoodputController::latch_wait() {
-    if (off_ && latched_wait_ < 0 && plain_ms_ > 0) latched_wait_ = probe_wait();
+    if (latched_wait_ < 0 && plain_ms_ > 0) latched_wait_ = probe_wait();
 }
 
 void GoodputController::restart_probe_count() {

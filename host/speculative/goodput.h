@@ -180,7 +180,7 @@ private:
     bool any_k_pays() const;
     void probe_failed();
     int wait_for_probe() const;  // probe_wait() as priced at the first step off (latch_wait)
-    void latch_wait();
+    void latch_wait();           // prices the wait unless it is priced already
     void restart_probe_count();  // a probe or a round: the count and the wait start again
     int probe_wait() const;  // plain steps before a probe: the back-off, at least the expected loss's
     void start_from(const GoodputMemory& history);

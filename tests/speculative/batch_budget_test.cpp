@@ -144,19 +144,36 @@ TEST(BatchBudget, a_starved_head_that_never_agreed_probes_when_alone_it_would) {
 }
 
 
+// What a warm-up taught a head that never agreed: its drafts missed, and what a plain pass, a
+// verify of 2 rows and a probe's draft cost.
+GoodputMemory never_agreed(double plain_ms, double verify_ms, double draft_ms) {
+    GoodputMemory m;
+    m.tried = {4};
+    m.hit = {0};
+    m.plain_ms = plain_ms;
+    m.verify_ms = {0.0, verify_ms};
+    m.resume_draft_ms = draft_ms;
+    m.resume_measured = true;
+    return m;
+}
+
+// Starved passes of `pass_ms` until the controller asks for a probe (at most 1000): how many.
+int starved_until_probe(GoodputController& batched, double pass_ms) {
+    int n = 0;
+    for (batched.planned(0); !batched.probe_when_starved() && n < 1000; batched.planned(0)) {
+        batched.observe_plain(pass_ms, /*alone=*/false);
+        ++n;
+    }
+    return n;
+}
+
 // The same head, starved by the plan, through a slow stretch of the machine: two passes of
 // 700 and 900 ms (against 480) late in the wait. The wait is priced once, at the first starved
 // pass after a round, as alone (GoodputController::latch_wait): priced again at every pass,
 // the stretch raised the plain step's estimate while the probe's cost stayed where the last
 // round left it, the probe looked cheap and came right after the stretch, 18 passes early.
 TEST(BatchBudget, a_slow_stretch_does_not_bring_a_starved_probe_forward) {
-    GoodputMemory warm_up;
-    warm_up.tried = {4};
-    warm_up.hit = {0};
-    warm_up.plain_ms = 480;
-    warm_up.verify_ms = {0.0, 960.0};
-    warm_up.resume_draft_ms = 70.0;
-    warm_up.resume_measured = true;
+    const GoodputMemory warm_up = never_agreed(480.0, 960.0, 70.0);
     auto first_probe = [&](int stretch_at) {
         GoodputController batched(16, kGoodputProbeInterval, DrafterKind::head, &warm_up);
         for (int pass = 0; pass < 200; ++pass) {
@@ -172,24 +189,13 @@ TEST(BatchBudget, a_slow_stretch_does_not_bring_a_starved_probe_forward) {
     EXPECT_EQ(first_probe(steady - 20), steady);
 }
 
-
 // Starved again after a round, a sequence waits the whole wait again, as alone: a round finds
 // out what a probe would. Before, the count of starved passes went on across the round, and
 // the probe came a pass or two after it.
 TEST(BatchBudget, a_round_restarts_a_starved_sequences_wait) {
-    GoodputMemory warm_up;
-    warm_up.tried = {4};
-    warm_up.hit = {0};
-    warm_up.plain_ms = 480;
-    warm_up.verify_ms = {0.0, 960.0};
-    warm_up.resume_draft_ms = 70.0;
-    warm_up.resume_measured = true;
+    const GoodputMemory warm_up = never_agreed(480.0, 960.0, 70.0);
     GoodputController batched(16, kGoodputProbeInterval, DrafterKind::head, &warm_up);
-    int wait = 0;
-    for (batched.planned(0); !batched.probe_when_starved(); batched.planned(0)) {
-        batched.observe_plain(480.0, /*alone=*/false);
-        ++wait;
-    }
+    const int wait = starved_until_probe(batched, 480.0);
     batched.observe_round(1, 0, 70.0, 960.0);  // the probe
     ASSERT_GT(wait, 20);
     for (int pass = 0; pass < wait - 2; ++pass) {
@@ -198,40 +204,21 @@ TEST(BatchBudget, a_round_restarts_a_starved_sequences_wait) {
         batched.observe_plain(480.0, false);
     }
     batched.observe_round(1, 0, 70.0, 960.0);  // a round the plan gave it
-    int again = 0;
-    for (batched.planned(0); !batched.probe_when_starved() && again < 1000; batched.planned(0)) {
-        batched.observe_plain(480.0, false);
-        ++again;
-    }
-    EXPECT_GE(again, wait - 1) << "counted from the round, not from the probe before it";
+    EXPECT_GE(starved_until_probe(batched, 480.0), wait - 1) << "counted from the round, not from the probe before it";
 }
 
 // A probe the plan drops (it could not pay even if accepted) is no probe: the next round the
 // plan gives is an ordinary one, and a miss there does not double the back-off. Where a
 // probe costs little (a GPU) the back-off alone sets the wait: 8 passes, then 8 again.
 TEST(BatchBudget, a_dropped_probe_neither_counts_nor_backs_off) {
-    GoodputMemory warm_up;
-    warm_up.tried = {4};
-    warm_up.hit = {0};
-    warm_up.plain_ms = 10.0;
-    warm_up.verify_ms = {0.0, 10.5};
-    warm_up.resume_draft_ms = 0.5;
-    warm_up.resume_measured = true;
+    const GoodputMemory warm_up = never_agreed(10.0, 10.5, 0.5);
     GoodputController batched(16, kGoodputProbeInterval, DrafterKind::head, &warm_up);
-    auto starved_until_probe = [&] {
-        int n = 0;
-        for (batched.planned(0); !batched.probe_when_starved() && n < 1000; batched.planned(0)) {
-            batched.observe_plain(10.0, false);
-            ++n;
-        }
-        return n;
-    };
-    const int first = starved_until_probe();
+    const int first = starved_until_probe(batched, 10.0);
     EXPECT_EQ(first, kGoodputProbeInterval - 1);
     batched.probe_dropped();
     EXPECT_EQ(batched.report().probes, 0u);
     batched.observe_round(1, 0, 0.5, 10.5);  // a round the plan gave it later: missed
-    EXPECT_EQ(starved_until_probe(), first) << "no failed probe: the back-off is where it was";
+    EXPECT_EQ(starved_until_probe(batched, 10.0), first) << "no failed probe: the back-off is where it was";
 }
 
 }  // namespace
