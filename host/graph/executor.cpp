@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "graph/fusion.h"
 #include "graph/fusion_glu.h"
@@ -419,6 +420,7 @@ Status CompiledGraph::record_commands() {
 
 Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(vk::Device& device, vk::PipelineManager& pipelines,
                                                               Graph graph, const CompileOptions& options) {
+    const double start_ms = steady_now_ms();
     // Fusion keeps every result bit for bit, but a NaN probe wants each op's own result.
     if (options.fuse && !options.probe_non_finite && fusion_enabled(device.caps())) {
         fuse_graph(graph);
@@ -435,9 +437,10 @@ Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(vk::Device& device
     }
     TDM_TRY(cg->record());
     cg->split_scratch_.buffer.reset();  // idle: submit() takes it again
-    TDM_LOG_DEBUG("graph", "compiled {} nodes: {} dispatches ({} binding host memory), {} barriers, {} activations",
-                  cg->graph_.nodes().size(), cg->dispatch_count(), cg->host_memory_dispatches_, cg->barriers_,
-                  vk::format_bytes(cg->activation_bytes_));
+    TDM_LOG_DEBUG("graph",
+                  "compiled {} nodes in {:.2f} ms: {} dispatches ({} binding host memory), {} barriers, {} activations",
+                  cg->graph_.nodes().size(), steady_now_ms() - start_ms, cg->dispatch_count(), cg->host_memory_dispatches_,
+                  cg->barriers_, vk::format_bytes(cg->activation_bytes_));
     return cg;
 }
 
