@@ -84,7 +84,15 @@ void BatchEngine::plan_drafts(std::span<Session* const> part) {
         if (cap < uint32_t(std::max(1, s->req.spec.draft_min))) cap = 0;  // a shorter proposal is dropped
         std::vector<double> reach;
         for (uint32_t j = 1; j <= cap; ++j) reach.push_back(lead.reach(int(j)));
-        cand.push_back({cap, lead.acceptance(), s->draft_ms_per_token, std::move(reach)});
+        // A head after plain steps (or its prompt) first catches up on the rows it skipped: a
+        // cost the first draft pays, lost if that draft is rejected and the sequence goes back
+        // to plain steps, kept for the rounds that follow if it is accepted. Priced at 0, a
+        // fresh sequence's drafts looked free wherever the pass's tile had room: at 4 streams
+        // of a tiny Qwen3.5 on lavapipe, every request drafted once with a head that never
+        // agreed, each draft's catch-up 1-4 ms against an 8 ms pass.
+        const double per_token = lead.draft_ms_per_token() > 0 ? lead.draft_ms_per_token() : s->draft_ms_per_token;
+        const double first = lead.catch_up_ms() * (1.0 - (reach.empty() ? 0.0 : reach[0]));
+        cand.push_back({cap, lead.acceptance(), per_token, first, std::move(reach)});
     }
     if (auto_sessions.size() < 2) return;
     base_outputs = std::max(base_outputs, 1u);  // a pass always reads back one row
@@ -93,7 +101,7 @@ void BatchEngine::plan_drafts(std::span<Session* const> part) {
         Session& s = *auto_sessions[i];
         const uint32_t min_k = uint32_t(std::max(1, s.req.spec.draft_min));
         s.planned_k = k[i] >= min_k ? int(k[i]) : 0;  // fewer than draft_min would be dropped
-        if (s.planned_k == 0 && cand[i].k_cap > 0 && s.tune.probe_when_starved()) {
+        if (s.planned_k == 0 && cand[i].k_cap > 0 && s.tune.probe_when_starved(decoding)) {
             // A session given nothing drafts now and then (its controller's back-off), so
             // that its acceptance estimate follows what its drafter would do now; but only
             // where its drafts could pay were they all accepted (else the probe only costs:
@@ -101,6 +109,7 @@ void BatchEngine::plan_drafts(std::span<Session* const> part) {
             std::vector<DraftCandidate> best_case = cand;
             best_case[i].acceptance = 1.0;
             best_case[i].reach.clear();
+            best_case[i].first_draft_ms = 0;  // accepted, the catch-up serves the rounds after it
             if (allocate_drafts(cost_, base_rows, base_outputs, double(decoding), best_case)[i] >= min_k)
                 s.planned_k = int(min_k);
             else

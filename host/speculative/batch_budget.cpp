@@ -84,7 +84,7 @@ std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_r
         next.pop();
         order.push_back(n.who);
         tokens += n.value;
-        host_ms += candidates[n.who].draft_ms_per_token;
+        host_ms += candidates[n.who].draft_ms_per_token + (depth[n.who] == 0 ? candidates[n.who].first_draft_ms : 0.0);
         const uint32_t d = uint32_t(order.size());
         const double ms = cost.estimate(base_rows + d, base_outputs + d) + host_ms;
         if (ms > 0 && tokens / ms > best_rate) {

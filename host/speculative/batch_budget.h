@@ -53,6 +53,7 @@ struct DraftCandidate {
     uint32_t k_cap = 0;               // most drafts this sequence may get
     double acceptance = 0;            // per-token acceptance estimate
     double draft_ms_per_token = 0;    // drafting time on the host's critical path
+    double first_draft_ms = 0;        // what the first draft costs on top (a head's catch-up)
     std::vector<double> reach;        // [j-1]: the chance drafts 1..j are accepted; empty: acceptance^j
 };
 

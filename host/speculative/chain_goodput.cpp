@@ -167,9 +167,9 @@ void ChainGoodput::planned(int k) {
     }
 }
 
-bool ChainGoodput::probe_when_starved() {
+bool ChainGoodput::probe_when_starved(uint32_t sequences) {
     Member* p = find(planner_);
-    return p && p->tune.probe_when_starved();
+    return p && p->tune.probe_when_starved(sequences);
 }
 
 void ChainGoodput::probe_dropped() {

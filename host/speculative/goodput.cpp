@@ -258,6 +258,11 @@ double GoodputController::miss_cost() const {
     return (verify_estimate(1) + draft_ms_per_token_ - plain_ms_) / plain_ms_;
 }
 
+double GoodputController::catch_up_ms() const {
+    if (previous_ == Previous::round || kind_ == DrafterKind::ngram || resume_ms_ <= 0) return 0.0;
+    return std::max(0.0, resume_ms_ - draft_ms_per_token_);
+}
+
 double GoodputController::optimism() const {
     // A round of one draft costs 1 + m plain steps (m = miss_cost()): accepted, it gains
     // 1 - m against plain decoding. Where that is nothing (m >= 1) no acceptance makes a
@@ -331,16 +336,21 @@ void GoodputController::planned(int k) {
     report_.predicted_sum += predicted_speedup(k);
 }
 
-bool GoodputController::probe_when_starved() {
+bool GoodputController::probe_when_starved(uint32_t sequences) {
     // The same wait as alone, probe_wait(): the back-off, and the expected loss's floor
     // (n-gram drafters are exempt there). In a batch this controller's timings are
     // the batch's passes, so the floor weighs what a probe adds to everyone's pass: without
     // it, a head that never agreed probed every 8th pass at 4 streams of Qwen3.5-0.8B on
     // lavapipe, the probe rows and the head's step costing every stream 5-8% (docs/BENCHMARKS.md).
+    // And every sequence of the pass waits for that time, while each prices its own probes:
+    // n sequences keeping theirs to 2% of the time each spent n times 2% of it. A probe's loss
+    // is therefore weighed by the sequences that wait for it (probe_wait). Without that, a tiny
+    // Qwen3.5 at 16 streams on lavapipe (a pass 13 ms, the head's catch-up graph 5-6 ms) had
+    // nearly every request probe once and ran at 0.88 of plain decoding.
     // Priced once, at the first starved pass after a probe or a round, as alone (latch_wait):
     // the plan never switches this controller off, and priced at every pass the wait followed
     // the batch's slow stretches down.
-    latch_wait();
+    latch_wait(std::max<uint32_t>(sequences, 1));
     if (++starved_ < wait_for_probe()) return false;
     restart_probe_count();
     probing_ = true;
@@ -408,8 +418,8 @@ void GoodputController::observe_elsewhere(int k, double verify_ms) {
 // lavapipe two plain steps of 551 and 669 ms (against 410) moved the Gemma 4 assistant's miss
 // cost from 0.43 to 0.22, and its probe came 12 steps after a trial instead of 21, itself in
 // the slow stretch (a verify of 792 ms).
-void GoodputController::latch_wait() {
-    if (latched_wait_ < 0 && plain_ms_ > 0) latched_wait_ = probe_wait();
+void GoodputController::latch_wait(uint32_t sequences) {
+    if (latched_wait_ < 0 && plain_ms_ > 0) latched_wait_ = probe_wait(sequences);
 }
 
 void GoodputController::restart_probe_count() {
@@ -434,7 +444,7 @@ void GoodputController::decay() {
     }
 }
 
-int GoodputController::probe_wait() const {
+int GoodputController::probe_wait(uint32_t sequences) const {
     // An n-gram drafter's probe drafts only where its table matches, at no drafting cost, and
     // its matches come and go with the text: the back-off's pace is its own.
     if (plain_ms_ <= 0 || kind_ == DrafterKind::ngram) return probe_after_;
@@ -453,7 +463,10 @@ int GoodputController::probe_wait() const {
     // about a plain step more (the head catches up on the rows it skipped), an acceptance of
     // 0.3 spaces them by some 35 plain steps: at the back-off's 8-16, two probes per 32-token
     // prompt cost 4% (docs/BENCHMARKS.md, issue 40). One that never agreed wins nothing.
-    const double loss = agreed_ ? extra - acceptance_at(1) : extra;
+    // In a batch (probe_when_starved) the extra time is everyone's: in tokens, what the pass's
+    // sequences forgo, against the one token an accepted probe wins.
+    const double paid = extra * double(sequences);
+    const double loss = agreed_ ? paid - acceptance_at(1) : paid;
     const double by_cost = std::ceil(std::max(0.0, loss) / kProbeShare);
     const int cap = probe_interval_ * (measured || trial_ms_ <= 0 ? kMaxBackOff : kTrialWaitIntervals);
     return std::max(probe_after_, int(std::min(by_cost, double(cap))));

@@ -145,9 +145,11 @@ public:
     void observe_cut(int position);
     // Records a draft length chosen for this sequence by the batch's plan (allocate_drafts).
     void planned(int k);
-    // In a batched pass whose plan gave this sequence no drafts: whether it should probe now
-    // (the same wait as alone; its timings are then the batch's passes). Call once per such pass.
-    bool probe_when_starved();
+    // In a batched pass of `sequences` decoding sequences whose plan gave this one no drafts:
+    // whether it should probe now (the wait as alone, its timings the batch's passes, and
+    // what a probe costs weighed by `sequences`: every one of them waits for it). Call once
+    // per such pass.
+    bool probe_when_starved(uint32_t sequences);
     // The plan did not run the probe probe_when_starved() asked for (it could not pay even if
     // accepted): no probe was made, and none failed.
     void probe_dropped();
@@ -160,6 +162,12 @@ public:
     // What a round of one rejected draft costs over a plain step, in plain steps (its draft
     // and its verify of 2 rows, less the plain step): m above. 0 before the plain step is known.
     double miss_cost() const;
+    // What drafting costs per token while drafting is on (0: not measured yet).
+    double draft_ms_per_token() const { return draft_ms_per_token_; }
+    // What the next round's drafting costs beyond its tokens: nothing after a round of this
+    // drafter; after plain steps or the prompt, a draft head first catches up on the rows it
+    // skipped (a probe's draft, less a drafted token). 0 while unmeasured, and for n-grams.
+    double catch_up_ms() const;
     // The benefit of the doubt, in standard errors of each p_j: 1, or 0 where m >= 1.
     double optimism() const;
     bool off() const { return off_; }
@@ -180,9 +188,11 @@ private:
     bool any_k_pays() const;
     void probe_failed();
     int wait_for_probe() const;  // probe_wait() as priced at the first step off (latch_wait)
-    void latch_wait();           // prices the wait unless it is priced already
+    void latch_wait(uint32_t sequences = 1);  // prices the wait unless it is priced already
     void restart_probe_count();  // a probe or a round: the count and the wait start again
-    int probe_wait() const;  // plain steps before a probe: the back-off, at least the expected loss's
+    // plain steps before a probe: the back-off, at least the expected loss's (of a probe that
+    // `sequences` sequences wait for)
+    int probe_wait(uint32_t sequences = 1) const;
     void start_from(const GoodputMemory& history);
     void decay();
     int k_max_, probe_interval_, probe_after_;

@@ -101,6 +101,22 @@ TEST(BatchBudget, drafts_never_exceed_a_cap_and_drafting_time_counts) {
     for (uint32_t x : allocate_drafts(m, 2, 2, 2, slow)) EXPECT_EQ(x, 0u);
 }
 
+// A head's first draft after plain steps pays its catch-up on the rows it skipped. The tiny
+// Qwen3.5 at 4 streams on lavapipe: a pass of 4 rows 8.7 ms, 8 rows in the same tile. With
+// a fresh sequence's drafting priced at 0 (it had none measured), four unlikely drafts (0.11)
+// filled the tile for free; priced at the 2 ms catch-up each may waste, they do not. A likely
+// draft still goes: accepted, its catch-up serves the rounds after it, so only its chance of
+// being wasted is charged.
+TEST(BatchBudget, a_first_draft_pays_the_catch_up_it_may_waste) {
+    const auto m = measured([](uint32_t w) { return w <= 8 ? 8.7 : 12.0; }, {4, 5, 6, 7, 8, 9});
+    std::vector<DraftCandidate> free_catch_up(4, {1, 0.11, 0.0, 0.0});
+    for (uint32_t x : allocate_drafts(m, 4, 4, 4, free_catch_up)) EXPECT_EQ(x, 1u);
+    std::vector<DraftCandidate> priced(4, {1, 0.11, 0.0, 2.0 * (1 - 0.11)});
+    for (uint32_t x : allocate_drafts(m, 4, 4, 4, priced)) EXPECT_EQ(x, 0u);
+    std::vector<DraftCandidate> likely(4, {1, 0.8, 0.2, 2.0 * (1 - 0.8)});
+    for (uint32_t x : allocate_drafts(m, 4, 4, 4, likely)) EXPECT_EQ(x, 1u);
+}
+
 // A head that never agrees (Qwen3.5-0.8B's random-weight MTP head), 4 streams in one pass
 // on lavapipe: a pass of 4 rows 480 ms; one in which the streams probe (a draft each, in
 // step, as after a shared start) 960 ms, and the head's step 70 ms. Each stream's
@@ -128,7 +144,7 @@ TEST(BatchBudget, a_starved_head_that_never_agreed_probes_when_alone_it_would) {
     GoodputController batched(16, kGoodputProbeInterval, DrafterKind::head, &warm_up);
     for (int pass = 0; pass < kPasses; ++pass) {
         batched.planned(0);
-        if (batched.probe_when_starved()) {
+        if (batched.probe_when_starved(1)) {
             starved.push_back(pass);
             batched.observe_round(1, 0, kHeadStep, kProbePass);
         } else {
@@ -157,10 +173,11 @@ GoodputMemory never_agreed(double plain_ms, double verify_ms, double draft_ms) {
     return m;
 }
 
-// Starved passes of `pass_ms` until the controller asks for a probe (at most 1000): how many.
-int starved_until_probe(GoodputController& batched, double pass_ms) {
+// Starved passes of `pass_ms` with `sequences` decoding until the controller asks for a probe
+// (at most 1000): how many.
+int starved_until_probe(GoodputController& batched, double pass_ms, uint32_t sequences = 1) {
     int n = 0;
-    for (batched.planned(0); !batched.probe_when_starved() && n < 1000; batched.planned(0)) {
+    for (batched.planned(0); !batched.probe_when_starved(sequences) && n < 1000; batched.planned(0)) {
         batched.observe_plain(pass_ms, /*alone=*/false);
         ++n;
     }
@@ -178,7 +195,7 @@ TEST(BatchBudget, a_slow_stretch_does_not_bring_a_starved_probe_forward) {
         GoodputController batched(16, kGoodputProbeInterval, DrafterKind::head, &warm_up);
         for (int pass = 0; pass < 200; ++pass) {
             batched.planned(0);
-            if (batched.probe_when_starved()) return pass;
+            if (batched.probe_when_starved(1)) return pass;
             const double ms = pass == stretch_at ? 700.0 : pass == stretch_at + 1 ? 900.0 : 480.0;
             batched.observe_plain(ms, /*alone=*/false);
         }
@@ -200,7 +217,7 @@ TEST(BatchBudget, a_round_restarts_a_starved_sequences_wait) {
     ASSERT_GT(wait, 20);
     for (int pass = 0; pass < wait - 2; ++pass) {
         batched.planned(0);
-        ASSERT_FALSE(batched.probe_when_starved()) << "pass " << pass;
+        ASSERT_FALSE(batched.probe_when_starved(1)) << "pass " << pass;
         batched.observe_plain(480.0, false);
     }
     batched.observe_round(1, 0, 70.0, 960.0);  // a round the plan gave it
@@ -219,6 +236,26 @@ TEST(BatchBudget, a_dropped_probe_neither_counts_nor_backs_off) {
     EXPECT_EQ(batched.report().probes, 0u);
     batched.observe_round(1, 0, 0.5, 10.5);  // a round the plan gave it later: missed
     EXPECT_EQ(starved_until_probe(batched, 10.0), first) << "no failed probe: the back-off is where it was";
+}
+
+// Every sequence of a pass waits for a probe's drafting and its row, so a probe's cost is
+// weighed by how many there are. A tiny Qwen3.5 at 16 streams on lavapipe: a pass 13 ms, one
+// with a probe's row 13.5 ms, the head's catch-up graph 3 ms a prober. Each pricing its probes
+// as if alone, the 16 spent 16 times the 2% they allow, about 30% of the time; weighed, 2%.
+TEST(BatchBudget, a_starved_probe_is_priced_for_every_sequence_that_waits_for_it) {
+    constexpr double kPass = 13.0, kProbeRow = 13.5, kDraft = 3.0;
+    const GoodputMemory warm_up = never_agreed(kPass, kProbeRow, kDraft);
+    auto share_of_time = [&](uint32_t sequences, int wait) {
+        return double(sequences) * (kProbeRow + kDraft - kPass) / (double(wait + 1) * kPass);
+    };
+    GoodputController alone(16, kGoodputProbeInterval, DrafterKind::head, &warm_up);
+    const int alone_wait = starved_until_probe(alone, kPass, 1);
+    EXPECT_LE(share_of_time(1, alone_wait), 0.02);
+    EXPECT_GT(share_of_time(16, alone_wait), 0.25) << "the wait of one, kept by 16";
+    GoodputController in_sixteen(16, kGoodputProbeInterval, DrafterKind::head, &warm_up);
+    const int wait = starved_until_probe(in_sixteen, kPass, 16);
+    EXPECT_LE(share_of_time(16, wait), 0.02);
+    EXPECT_GE(share_of_time(16, wait), 0.015) << "no longer than the share asks";
 }
 
 }  // namespace

@@ -216,7 +216,7 @@ TEST(GoodputController, in_a_batched_pass_wider_batches_get_fewer_drafts_per_seq
     std::vector<double> reach;
     for (int j = 1; j <= 8; ++j) reach.push_back(seq.reach(j));
     const auto mean_k = [&](uint32_t n) {
-        std::vector<DraftCandidate> c(n, DraftCandidate{8, seq.acceptance(), 0.0, reach});
+        std::vector<DraftCandidate> c(n, DraftCandidate{8, seq.acceptance(), 0.0, 0.0, reach});
         double sum = 0;
         for (uint32_t x : allocate_drafts(cost, n, n, double(n), c)) sum += x;
         return sum / n;
@@ -663,6 +663,11 @@ TEST(GoodputController, a_heads_catch_up_after_plain_steps_prices_the_probe_not_
     const GoodputMemory m = t.learned();
     EXPECT_DOUBLE_EQ(m.draft_ms_per_token, 3.0);
     EXPECT_DOUBLE_EQ(m.resume_draft_ms, 9.0) << "what a probe drafts";
+    // what the next round's drafting adds to its tokens': nothing right after a round, the
+    // catch-up after a plain step (the batch's plan prices a first draft with it)
+    EXPECT_DOUBLE_EQ(t.catch_up_ms(), 0.0);
+    t.observe_plain(10.0);
+    EXPECT_DOUBLE_EQ(t.catch_up_ms(), 6.0);
 
     // Until a round follows a round, what a draft costs is unknown: the catch-ups are no
     // measure of it, and taken for one (95-150 ms after `bench spec`'s warm-up) they kept
