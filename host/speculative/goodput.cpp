@@ -419,13 +419,21 @@ void GoodputController::observe_elsewhere(int k, double verify_ms) {
 // cost from 0.43 to 0.22, and its probe came 12 steps after a trial instead of 21, itself in
 // the slow stretch (a verify of 792 ms).
 void GoodputController::latch_wait(uint32_t sequences) {
-    if (latched_wait_ < 0 && plain_ms_ > 0) latched_wait_ = probe_wait(sequences);
+    // Priced again when more sequences wait for the probe than it was priced for: a sequence
+    // switched off alone (or before the batch's plan had its pass costs) and then starved in
+    // a pass of 16 kept the price of one, and at 16 streams of the tiny Qwen3.5 every request
+    // probed 7-15 passes in. Not when fewer do: the plain steps' latch (priced for one) would
+    // undo the batch's at every pass.
+    if (plain_ms_ <= 0 || (latched_wait_ >= 0 && sequences <= latched_for_)) return;
+    latched_wait_ = probe_wait(sequences);
+    latched_for_ = sequences;
 }
 
 void GoodputController::restart_probe_count() {
     plain_since_probe_ = 0;
     starved_ = 0;
     latched_wait_ = -1;
+    latched_for_ = 0;
 }
 
 int GoodputController::wait_for_probe() const { return latched_wait_ > 0 ? latched_wait_ : probe_wait(); }

@@ -188,7 +188,8 @@ private:
     bool any_k_pays() const;
     void probe_failed();
     int wait_for_probe() const;  // probe_wait() as priced at the first step off (latch_wait)
-    void latch_wait(uint32_t sequences = 1);  // prices the wait unless it is priced already
+    // prices the wait unless it is priced already for as many sequences or more
+    void latch_wait(uint32_t sequences = 1);
     void restart_probe_count();  // a probe or a round: the count and the wait start again
     // plain steps before a probe: the back-off, at least the expected loss's (of a probe that
     // `sequences` sequences wait for)
@@ -226,6 +227,7 @@ private:
     std::vector<double> prior_at_;        // the history's acceptance per position (empty: none)
     int plain_since_probe_ = 0, starved_ = 0;
     int latched_wait_ = -1;               // the wait priced at the first step off, -1 = not yet
+    uint32_t latched_for_ = 0;            // the sequences in the pass it was priced for
     int rounds_since_plain_ = 0;          // verified rounds (any drafter's) since the last plain step
     int remeasure_after_;                 // rounds without a plain step before one re-measures it
     bool remeasuring_ = false;            // this plain step was taken to re-measure the baseline

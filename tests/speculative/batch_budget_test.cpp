@@ -256,6 +256,17 @@ TEST(BatchBudget, a_starved_probe_is_priced_for_every_sequence_that_waits_for_it
     const int wait = starved_until_probe(in_sixteen, kPass, 16);
     EXPECT_LE(share_of_time(16, wait), 0.02);
     EXPECT_GE(share_of_time(16, wait), 0.015) << "no longer than the share asks";
+
+    // Switched off alone (the batch's plan had no pass costs yet), its wait priced for one,
+    // then starved in a pass of 16: priced again for them. It kept the price of one before,
+    // and every request of the tiny model probed 7-15 passes in.
+    GoodputMemory drafted = warm_up;
+    drafted.draft_ms_per_token = kDraft;
+    GoodputController switched_off(16, kGoodputProbeInterval, DrafterKind::head, &drafted);
+    ASSERT_EQ(switched_off.choose(16), 0);
+    switched_off.observe_plain(kPass, /*alone=*/false);
+    ASSERT_TRUE(switched_off.off());
+    EXPECT_EQ(starved_until_probe(switched_off, kPass, 16), wait);
 }
 
 }  // namespace
