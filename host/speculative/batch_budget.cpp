@@ -64,7 +64,15 @@ std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_r
     std::vector<uint32_t> k(candidates.size(), 0);
     const double base_ms = cost.estimate(base_rows, base_outputs);
     if (base_ms <= 0) return k;
-    // The drafts in order of worth: each candidate's next draft is worth reach(its depth).
+    // The drafts in order of worth net of their drafting: each candidate's next draft is worth
+    // reach(its depth), less its drafting time in tokens at the pass's rate without drafts (a
+    // first draft's catch-up differs between candidates by milliseconds: ordered by worth
+    // alone, a cheap draft behind a dear one was never tried without it).
+    const double tokens_per_ms = base_tokens / base_ms;
+    const auto net = [&](size_t i, uint32_t depth) {
+        const DraftCandidate& c = candidates[i];
+        return worth(c, depth) - tokens_per_ms * (c.draft_ms_per_token + (depth == 1 ? c.first_draft_ms : 0.0));
+    };
     struct Next {
         double value;
         size_t who;
@@ -72,7 +80,7 @@ std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_r
     };
     std::priority_queue<Next> next;
     for (size_t i = 0; i < candidates.size(); ++i)
-        if (candidates[i].k_cap > 0) next.push({worth(candidates[i], 1), i});
+        if (candidates[i].k_cap > 0) next.push({net(i, 1), i});
     std::vector<size_t> order;  // candidate of the d-th draft
     double tokens = base_tokens, host_ms = 0;
     const uint32_t sequences = uint32_t(std::max(base_tokens, double(candidates.size())));
@@ -83,7 +91,7 @@ std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_r
         const Next n = next.top();
         next.pop();
         order.push_back(n.who);
-        tokens += n.value;
+        tokens += worth(candidates[n.who], depth[n.who] + 1);
         host_ms += candidates[n.who].draft_ms_per_token + (depth[n.who] == 0 ? candidates[n.who].first_draft_ms : 0.0);
         const uint32_t d = uint32_t(order.size());
         const double ms = cost.estimate(base_rows + d, base_outputs + d) + host_ms;
@@ -92,7 +100,7 @@ std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_r
             best_d = order.size();
         }
         if (++depth[n.who] < candidates[n.who].k_cap)
-            next.push({worth(candidates[n.who], depth[n.who] + 1), n.who});
+            next.push({net(n.who, depth[n.who] + 1), n.who});
     }
     for (size_t d = 0; d < best_d; ++d) ++k[order[d]];
     return k;

@@ -167,9 +167,9 @@ void ChainGoodput::planned(int k) {
     }
 }
 
-bool ChainGoodput::probe_when_starved(uint32_t sequences) {
+bool ChainGoodput::probe_when_starved(uint32_t probers, uint32_t sequences) {
     Member* p = find(planner_);
-    return p && p->tune.probe_when_starved(sequences);
+    return p && p->tune.probe_when_starved(probers, sequences);
 }
 
 void ChainGoodput::probe_dropped() {

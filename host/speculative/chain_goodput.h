@@ -62,7 +62,7 @@ public:
     // gave the sequence (its first drafter's length, unless that one is being probed).
     const GoodputController& planner() const;
     void planned(int k);
-    bool probe_when_starved(uint32_t sequences);  // of the planner
+    bool probe_when_starved(uint32_t probers, uint32_t sequences);  // of the planner
     void probe_dropped();  // GoodputController::probe_dropped, of the planner
 
     void observe_plain(double ms, bool alone = true);  // GoodputController::observe_plain

@@ -336,21 +336,21 @@ void GoodputController::planned(int k) {
     report_.predicted_sum += predicted_speedup(k);
 }
 
-bool GoodputController::probe_when_starved(uint32_t sequences) {
+bool GoodputController::probe_when_starved(uint32_t probers, uint32_t sequences) {
     // The same wait as alone, probe_wait(): the back-off, and the expected loss's floor
     // (n-gram drafters are exempt there). In a batch this controller's timings are
     // the batch's passes, so the floor weighs what a probe adds to everyone's pass: without
     // it, a head that never agreed probed every 8th pass at 4 streams of Qwen3.5-0.8B on
     // lavapipe, the probe rows and the head's step costing every stream 5-8% (docs/BENCHMARKS.md).
-    // And every sequence of the pass waits for that time, while each prices its own probes:
-    // n sequences keeping theirs to 2% of the time each spent n times 2% of it. A probe's loss
-    // is therefore weighed by the sequences that wait for it (probe_wait). Without that, a tiny
-    // Qwen3.5 at 16 streams on lavapipe (a pass 13 ms, the head's catch-up graph 5-6 ms) had
-    // nearly every request probe once and ran at 0.88 of plain decoding.
-    // Priced once, at the first starved pass after a probe or a round, as alone (latch_wait):
-    // the plan never switches this controller off, and priced at every pass the wait followed
-    // the batch's slow stretches down.
-    latch_wait(std::max<uint32_t>(sequences, 1));
+    // And every sequence of the pass waits for that time, while each starved one prices its
+    // own probes: p of them keeping theirs to 2% of the time each spent p times 2% of it. The
+    // loss is therefore weighed by the probers (probe_wait). Without that, a tiny Qwen3.5 at
+    // 16 streams on lavapipe (a pass 13 ms, the head's catch-up graph 5-6 ms) had nearly
+    // every request probe once and ran at 0.88 of plain decoding.
+    // Priced once, at the first starved pass after a probe or a round, and again only when the
+    // number of probers changes (latch_wait): the plan never switches this controller off, and
+    // priced at every pass the wait followed the batch's slow stretches down.
+    latch_wait(std::max<uint32_t>(probers, 1), sequences);
     if (++starved_ < wait_for_probe()) return false;
     restart_probe_count();
     probing_ = true;
@@ -393,7 +393,7 @@ void GoodputController::observe_plain(double ms, bool alone) {
     decay();
     if (off_) {
         ++plain_since_probe_;
-        latch_wait();
+        latch_wait(alone ? 1 : 0, 1);  // a batch's pass: the plan's latch (probe_when_starved) stays
     }
 }
 
@@ -407,26 +407,31 @@ void GoodputController::observe_elsewhere(int k, double verify_ms) {
     decay();
     if (off_) {
         ++plain_since_probe_;
-        latch_wait();
+        latch_wait(0, 1);
     }
 }
 
 // The wait before the next probe is priced once, at the first step off after a probe or a
-// round, not again at every step: priced at every step it was the least of many noisy prices.
+// round, not again at every step (only when the probers it was priced for change): priced at
+// every step it was the least of many noisy prices.
 // A slow stretch raises the plain step's estimate within a step or two while the verify's
 // stays where the last round left it, so the miss looks cheap for as long as it lasts: on
 // lavapipe two plain steps of 551 and 669 ms (against 410) moved the Gemma 4 assistant's miss
 // cost from 0.43 to 0.22, and its probe came 12 steps after a trial instead of 21, itself in
 // the slow stretch (a verify of 792 ms).
-void GoodputController::latch_wait(uint32_t sequences) {
-    // Priced again when more sequences wait for the probe than it was priced for: a sequence
-    // switched off alone (or before the batch's plan had its pass costs) and then starved in
-    // a pass of 16 kept the price of one, and at 16 streams of the tiny Qwen3.5 every request
-    // probed 7-15 passes in. Not when fewer do: the plain steps' latch (priced for one) would
-    // undo the batch's at every pass.
-    if (plain_ms_ <= 0 || (latched_wait_ >= 0 && sequences <= latched_for_)) return;
-    latched_wait_ = probe_wait(sequences);
-    latched_for_ = sequences;
+void GoodputController::latch_wait(uint32_t probers, uint32_t sequences) {
+    if (plain_ms_ <= 0) return;
+    if (probers == 0) probers = latched_wait_ >= 0 ? latched_for_ : 1;
+    if (latched_wait_ >= 0 && probers == latched_for_) return;
+    // Priced again when the probers change: a sequence switched off alone (or before the
+    // batch's plan had its pass costs) and then starved among 16 kept the price of one, and at
+    // 16 streams of the tiny Qwen3.5 every request probed 7-15 passes in; one alone again
+    // would keep the price of 16. With more probers the wait never shortens: the passes that
+    // brought them (their prompts) also raised the plain step's estimate, which makes a probe
+    // look cheap.
+    const int wait = probe_wait(probers, sequences);
+    latched_wait_ = latched_wait_ >= 0 && probers > latched_for_ ? std::max(latched_wait_, wait) : wait;
+    latched_for_ = probers;
 }
 
 void GoodputController::restart_probe_count() {
@@ -452,7 +457,7 @@ void GoodputController::decay() {
     }
 }
 
-int GoodputController::probe_wait(uint32_t sequences) const {
+int GoodputController::probe_wait(uint32_t probers, uint32_t sequences) const {
     // An n-gram drafter's probe drafts only where its table matches, at no drafting cost, and
     // its matches come and go with the text: the back-off's pace is its own.
     if (plain_ms_ <= 0 || kind_ == DrafterKind::ngram) return probe_after_;
@@ -471,10 +476,13 @@ int GoodputController::probe_wait(uint32_t sequences) const {
     // about a plain step more (the head catches up on the rows it skipped), an acceptance of
     // 0.3 spaces them by some 35 plain steps: at the back-off's 8-16, two probes per 32-token
     // prompt cost 4% (docs/BENCHMARKS.md, issue 40). One that never agreed wins nothing.
-    // In a batch (probe_when_starved) the extra time is everyone's: in tokens, what the pass's
-    // sequences forgo, against the one token an accepted probe wins.
-    const double paid = extra * double(sequences);
-    const double loss = agreed_ ? paid - acceptance_at(1) : paid;
+    // In a batch (probe_when_starved) `probers` starved sequences each probe on this wait, and
+    // the pass of `sequences` waits for each probe's extra time, while an accepted probe wins
+    // one of that pass's tokens.
+    const double p = double(std::max<uint32_t>(probers, 1));
+    const double n = double(std::max({sequences, probers, 1u}));
+    const double paid = extra * p;
+    const double loss = agreed_ ? paid - p / n * acceptance_at(1) : paid;
     const double by_cost = std::ceil(std::max(0.0, loss) / kProbeShare);
     const int cap = probe_interval_ * (measured || trial_ms_ <= 0 ? kMaxBackOff : kTrialWaitIntervals);
     return std::max(probe_after_, int(std::min(by_cost, double(cap))));

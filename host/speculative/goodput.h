@@ -145,11 +145,11 @@ public:
     void observe_cut(int position);
     // Records a draft length chosen for this sequence by the batch's plan (allocate_drafts).
     void planned(int k);
-    // In a batched pass of `sequences` decoding sequences whose plan gave this one no drafts:
-    // whether it should probe now (the wait as alone, its timings the batch's passes, and
-    // what a probe costs weighed by `sequences`: every one of them waits for it). Call once
-    // per such pass.
-    bool probe_when_starved(uint32_t sequences);
+    // In a batched pass of `sequences` decoding sequences whose plan gave this one and
+    // `probers` - 1 others no drafts: whether it should probe now (the wait as alone, its
+    // timings the batch's passes, and what the probes cost weighed by `probers`: every
+    // sequence waits for each of them). Call once per such pass.
+    bool probe_when_starved(uint32_t probers, uint32_t sequences);
     // The plan did not run the probe probe_when_starved() asked for (it could not pay even if
     // accepted): no probe was made, and none failed.
     void probe_dropped();
@@ -187,13 +187,14 @@ private:
     double speedup(int k, double optimism) const;
     bool any_k_pays() const;
     void probe_failed();
-    int wait_for_probe() const;  // probe_wait() as priced at the first step off (latch_wait)
-    // prices the wait unless it is priced already for as many sequences or more
-    void latch_wait(uint32_t sequences = 1);
+    int wait_for_probe() const;  // probe_wait() as latched (latch_wait)
+    // Prices the wait for `probers` starved sequences of `sequences` unless it is priced for
+    // as many already; probers 0: keeps any price, else prices it alone.
+    void latch_wait(uint32_t probers, uint32_t sequences);
     void restart_probe_count();  // a probe or a round: the count and the wait start again
-    // plain steps before a probe: the back-off, at least the expected loss's (of a probe that
-    // `sequences` sequences wait for)
-    int probe_wait(uint32_t sequences = 1) const;
+    // plain steps before a probe: the back-off, at least the expected loss's (of `probers`
+    // sequences probing in passes of `sequences`)
+    int probe_wait(uint32_t probers = 1, uint32_t sequences = 1) const;
     void start_from(const GoodputMemory& history);
     void decay();
     int k_max_, probe_interval_, probe_after_;
@@ -227,7 +228,7 @@ private:
     std::vector<double> prior_at_;        // the history's acceptance per position (empty: none)
     int plain_since_probe_ = 0, starved_ = 0;
     int latched_wait_ = -1;               // the wait priced at the first step off, -1 = not yet
-    uint32_t latched_for_ = 0;            // the sequences in the pass it was priced for
+    uint32_t latched_for_ = 0;            // the probers it was priced for
     int rounds_since_plain_ = 0;          // verified rounds (any drafter's) since the last plain step
     int remeasure_after_;                 // rounds without a plain step before one re-measures it
     bool remeasuring_ = false;            // this plain step was taken to re-measure the baseline

@@ -115,6 +115,17 @@ TEST(BatchBudget, a_first_draft_pays_the_catch_up_it_may_waste) {
     for (uint32_t x : allocate_drafts(m, 4, 4, 4, priced)) EXPECT_EQ(x, 0u);
     std::vector<DraftCandidate> likely(4, {1, 0.8, 0.2, 2.0 * (1 - 0.8)});
     for (uint32_t x : allocate_drafts(m, 4, 4, 4, likely)) EXPECT_EQ(x, 1u);
+    // the catch-up is the first draft's: a second draft of the same sequence pays its row only
+    std::vector<DraftCandidate> deeper(4, {0, 0.0, 0.0, 0.0});
+    deeper[0] = {2, 0.9, 0.0, 2.0};
+    EXPECT_EQ(allocate_drafts(m, 4, 4, 4, deeper)[0], 2u);
+    // a cheap draft is tried without a dear one ahead of it in worth
+    std::vector<DraftCandidate> dear_and_cheap(4, {0, 0.0, 0.0, 0.0});
+    dear_and_cheap[0] = {1, 0.5, 0.0, 3.0};
+    dear_and_cheap[1] = {1, 0.45, 0.0, 0.0};
+    const auto k = allocate_drafts(m, 4, 4, 4, dear_and_cheap);
+    EXPECT_EQ(k[0], 0u);
+    EXPECT_EQ(k[1], 1u);
 }
 
 // A head that never agrees (Qwen3.5-0.8B's random-weight MTP head), 4 streams in one pass
@@ -144,7 +155,7 @@ TEST(BatchBudget, a_starved_head_that_never_agreed_probes_when_alone_it_would) {
     GoodputController batched(16, kGoodputProbeInterval, DrafterKind::head, &warm_up);
     for (int pass = 0; pass < kPasses; ++pass) {
         batched.planned(0);
-        if (batched.probe_when_starved(1)) {
+        if (batched.probe_when_starved(1, 1)) {
             starved.push_back(pass);
             batched.observe_round(1, 0, kHeadStep, kProbePass);
         } else {
@@ -173,11 +184,13 @@ GoodputMemory never_agreed(double plain_ms, double verify_ms, double draft_ms) {
     return m;
 }
 
-// Starved passes of `pass_ms` with `sequences` decoding until the controller asks for a probe
-// (at most 1000): how many.
-int starved_until_probe(GoodputController& batched, double pass_ms, uint32_t sequences = 1) {
+// Starved passes of `pass_ms` with `sequences` decoding, `probers` of them starved, until the
+// controller asks for a probe (at most 1000): how many.
+int starved_until_probe(GoodputController& batched, double pass_ms, uint32_t sequences = 1,
+                        uint32_t probers = 0) {
+    if (probers == 0) probers = sequences;
     int n = 0;
-    for (batched.planned(0); !batched.probe_when_starved(sequences) && n < 1000; batched.planned(0)) {
+    for (batched.planned(0); !batched.probe_when_starved(probers, sequences) && n < 1000; batched.planned(0)) {
         batched.observe_plain(pass_ms, /*alone=*/false);
         ++n;
     }
@@ -195,7 +208,7 @@ TEST(BatchBudget, a_slow_stretch_does_not_bring_a_starved_probe_forward) {
         GoodputController batched(16, kGoodputProbeInterval, DrafterKind::head, &warm_up);
         for (int pass = 0; pass < 200; ++pass) {
             batched.planned(0);
-            if (batched.probe_when_starved(1)) return pass;
+            if (batched.probe_when_starved(1, 1)) return pass;
             const double ms = pass == stretch_at ? 700.0 : pass == stretch_at + 1 ? 900.0 : 480.0;
             batched.observe_plain(ms, /*alone=*/false);
         }
@@ -217,7 +230,7 @@ TEST(BatchBudget, a_round_restarts_a_starved_sequences_wait) {
     ASSERT_GT(wait, 20);
     for (int pass = 0; pass < wait - 2; ++pass) {
         batched.planned(0);
-        ASSERT_FALSE(batched.probe_when_starved(1)) << "pass " << pass;
+        ASSERT_FALSE(batched.probe_when_starved(1, 1)) << "pass " << pass;
         batched.observe_plain(480.0, false);
     }
     batched.observe_round(1, 0, 70.0, 960.0);  // a round the plan gave it
@@ -267,6 +280,25 @@ TEST(BatchBudget, a_starved_probe_is_priced_for_every_sequence_that_waits_for_it
     switched_off.observe_plain(kPass, /*alone=*/false);
     ASSERT_TRUE(switched_off.off());
     EXPECT_EQ(starved_until_probe(switched_off, kPass, 16), wait);
+
+    // One starved among 16 that draft: its probes are the only ones, so it waits as alone.
+    GoodputController among_drafters(16, kGoodputProbeInterval, DrafterKind::head, &warm_up);
+    EXPECT_EQ(starved_until_probe(among_drafters, kPass, 16, 1), alone_wait);
+
+    // Priced for 16, then alone again (the others finished): priced for one again.
+    GoodputController left_alone(16, kGoodputProbeInterval, DrafterKind::head, &drafted);
+    ASSERT_EQ(left_alone.choose(16), 0);
+    for (int pass = 0; pass < 3; ++pass) {
+        left_alone.planned(0);
+        ASSERT_FALSE(left_alone.probe_when_starved(16, 16));
+        left_alone.observe_plain(kPass, /*alone=*/false);
+    }
+    int steps = 3;
+    while (left_alone.choose(16) == 0 && steps < 1000) {
+        left_alone.observe_plain(kPass, /*alone=*/true);
+        ++steps;
+    }
+    EXPECT_LE(steps, alone_wait + 4);
 }
 
 }  // namespace
