@@ -98,12 +98,14 @@ void BatchEngine::plan_drafts(std::span<Session* const> part) {
     base_outputs = std::max(base_outputs, 1u);  // a pass always reads back one row
     const std::vector<uint32_t> k = allocate_drafts(cost_, base_rows, base_outputs, double(decoding), cand);
     uint32_t starved = 0;  // the sessions that may probe this pass
-    for (size_t i = 0; i < auto_sessions.size(); ++i)
-        starved += cand[i].k_cap > 0 && k[i] < uint32_t(std::max(1, auto_sessions[i]->req.spec.draft_min));
+    for (size_t i = 0; i < auto_sessions.size(); ++i) {
+        Session& s = *auto_sessions[i];
+        s.planned_k = k[i] >= uint32_t(std::max(1, s.req.spec.draft_min)) ? int(k[i]) : 0;  // fewer would be dropped
+        starved += s.planned_k == 0 && cand[i].k_cap > 0;
+    }
     for (size_t i = 0; i < auto_sessions.size(); ++i) {
         Session& s = *auto_sessions[i];
         const uint32_t min_k = uint32_t(std::max(1, s.req.spec.draft_min));
-        s.planned_k = k[i] >= min_k ? int(k[i]) : 0;  // fewer than draft_min would be dropped
         if (s.planned_k == 0 && cand[i].k_cap > 0 && s.tune.probe_when_starved(starved, decoding)) {
             // A session given nothing drafts now and then (its controller's back-off), so
             // that its acceptance estimate follows what its drafter would do now; but only

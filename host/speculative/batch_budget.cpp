@@ -20,6 +20,11 @@ double worth(const DraftCandidate& c, uint32_t depth) {
     return std::pow(std::clamp(c.acceptance, 0.0, 0.999), double(depth));
 }
 
+// The drafting time of a candidate's draft at `depth`: the first also pays its catch-up.
+double drafting_ms(const DraftCandidate& c, uint32_t depth) {
+    return c.draft_ms_per_token + (depth == 1 ? c.first_draft_ms : 0.0);
+}
+
 }  // namespace
 
 void PassCostModel::observe(uint32_t rows, uint32_t outputs, double ms) {
@@ -70,8 +75,7 @@ std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_r
     // alone, a cheap draft behind a dear one was never tried without it).
     const double tokens_per_ms = base_tokens / base_ms;
     const auto net = [&](size_t i, uint32_t depth) {
-        const DraftCandidate& c = candidates[i];
-        return worth(c, depth) - tokens_per_ms * (c.draft_ms_per_token + (depth == 1 ? c.first_draft_ms : 0.0));
+        return worth(candidates[i], depth) - tokens_per_ms * drafting_ms(candidates[i], depth);
     };
     struct Next {
         double value;
@@ -92,7 +96,7 @@ std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_r
         next.pop();
         order.push_back(n.who);
         tokens += worth(candidates[n.who], depth[n.who] + 1);
-        host_ms += candidates[n.who].draft_ms_per_token + (depth[n.who] == 0 ? candidates[n.who].first_draft_ms : 0.0);
+        host_ms += drafting_ms(candidates[n.who], depth[n.who] + 1);
         const uint32_t d = uint32_t(order.size());
         const double ms = cost.estimate(base_rows + d, base_outputs + d) + host_ms;
         if (ms > 0 && tokens / ms > best_rate) {
