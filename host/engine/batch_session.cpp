@@ -61,6 +61,7 @@ void BatchEngine::plan_drafts(std::span<Session* const> part) {
     for (Session* s : part) s->planned_k = -1;
     if (!cost_.ready()) return;
     std::vector<Session*> auto_sessions;
+    std::vector<const GoodputController*> leads;  // each auto session's planner
     std::vector<DraftCandidate> cand;
     uint32_t base_rows = 0, base_outputs = 0, decoding = 0;
     for (Session* s : part) {
@@ -84,17 +85,12 @@ void BatchEngine::plan_drafts(std::span<Session* const> part) {
         if (cap < uint32_t(std::max(1, s->req.spec.draft_min))) cap = 0;  // a shorter proposal is dropped
         std::vector<double> reach;
         for (uint32_t j = 1; j <= cap; ++j) reach.push_back(lead.reach(int(j)));
-        // A head after plain steps (or its prompt) first catches up on the rows it skipped: a
-        // cost the first draft pays, lost if that draft is rejected and the sequence goes back
-        // to plain steps, kept for the rounds that follow if it is accepted. Priced at 0, a
-        // fresh sequence's drafts looked free wherever the pass's tile had room: at 4 streams
-        // of a tiny Qwen3.5 on lavapipe, every request drafted once with a head that never
-        // agreed, each draft's catch-up 1-4 ms against an 8 ms pass.
-        const double per_token = lead.draft_ms_per_token() > 0 ? lead.draft_ms_per_token() : s->draft_ms_per_token;
-        const double first = lead.catch_up_ms() * (1.0 - (reach.empty() ? 0.0 : reach[0]));
-        cand.push_back({cap, lead.acceptance(), per_token, first, std::move(reach)});
+        cand.push_back({cap, lead.acceptance(), 0, 0, std::move(reach)});
+        leads.push_back(&lead);
     }
     if (auto_sessions.size() < 2) return;
+    for (size_t i = 0; i < cand.size(); ++i)
+        price_drafting(cand[i], *leads[i], leads, auto_sessions[i]->draft_ms_per_token);
     base_outputs = std::max(base_outputs, 1u);  // a pass always reads back one row
     const std::vector<uint32_t> k = allocate_drafts(cost_, base_rows, base_outputs, double(decoding), cand);
     uint32_t starved = 0;  // the sessions that may probe this pass

@@ -60,8 +60,47 @@ bool PassCostModel::measured(uint32_t rows, uint32_t outputs) const {
 }
 
 double PassCostModel::estimate(uint32_t rows, uint32_t outputs) const {
-    if (auto it = shapes_.find({rows, outputs}); it != shapes_.end() && it->second.seen >= 2) return it->second.ms;
-    return a() + b() * double(rows);
+    double ms = 0;
+    if (auto it = shapes_.find({rows, outputs}); it != shapes_.end() && it->second.seen >= 2) ms = it->second.ms;
+    else ms = a() + b() * double(rows);
+    // A pass of more rows does all the work of one of fewer, and more: it is never estimated
+    // cheaper than a measured shape it contains. Without this floor one noisy shape priced
+    // a draft's row below nothing: on lavapipe a tiny Qwen3.5's 16-row pass, measured in a
+    // slow stretch at 12.9 ms, put the fitted 17-row pass 4% under it, and the plan gave a
+    // draft at an acceptance of 0.17 in one pass after another (docs/perf-notes).
+    for (const auto& [shape, s] : shapes_)
+        if (s.seen >= 2 && shape.first <= rows && shape.second <= outputs) ms = std::max(ms, s.ms);
+    return ms;
+}
+
+void price_drafting(DraftCandidate& c, const GoodputController& lead,
+                    std::span<const GoodputController* const> peers, double fallback_per_token) {
+    // A head after plain steps (or its prompt) first catches up on the rows it skipped: a cost
+    // the first draft pays, lost if that draft is rejected and the sequence goes back to plain
+    // steps, kept for the rounds that follow if it is accepted. Priced at 0, a fresh sequence's
+    // drafts looked free wherever the pass's tile had room: at 4 streams of a tiny Qwen3.5 on
+    // lavapipe, every request drafted once with a head that never agreed, each draft's
+    // catch-up 1-4 ms against an 8 ms pass. And a sequence that has not drafted has measured
+    // neither cost: at 16 streams the first wave's sequences each found out for themselves,
+    // one draft per pass, where the peers that had drafted knew.
+    const auto from_peers = [&](double (GoodputController::*measure)() const) {
+        double sum = 0;
+        int n = 0;
+        for (const GoodputController* p : peers)
+            if (p && p->kind() == lead.kind() && (p->*measure)() > 0) {
+                sum += (p->*measure)();
+                ++n;
+            }
+        return n > 0 ? sum / n : 0.0;
+    };
+    double per_token = lead.draft_ms_per_token();
+    if (per_token <= 0) per_token = from_peers(&GoodputController::draft_ms_per_token);
+    if (per_token <= 0) per_token = fallback_per_token;
+    double catch_up = lead.measured_catch_up_ms();
+    if (catch_up <= 0) catch_up = from_peers(&GoodputController::measured_catch_up_ms);
+    const double rejected = 1.0 - (c.reach.empty() ? std::clamp(c.acceptance, 0.0, 1.0) : c.reach[0]);
+    c.draft_ms_per_token = per_token;
+    c.first_draft_ms = lead.catches_up() ? catch_up * rejected : 0.0;
 }
 
 std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_rows, uint32_t base_outputs,

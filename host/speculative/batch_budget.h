@@ -15,7 +15,9 @@
 // The pass time is measured per shape (rows, rows with logits), not assumed linear: kernels
 // work on tiles of rows, so on lavapipe a 9th row costs 38% more than 8 rows (a new tile)
 // while rows 10 to 12 cost almost nothing more. A shape not measured yet is estimated from
-// a + b * rows fitted over recent passes, so the first passes of a new width explore it.
+// a + b * rows fitted over recent passes, so the first passes of a new width explore it;
+// no shape is estimated below a measured one with fewer rows, which timing noise would
+// otherwise make look like a free draft.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +37,8 @@ public:
     bool ready() const;
     double a() const;
     double b() const;
-    // The time of such a pass: as measured (a decayed average), else from the fit.
+    // The time of such a pass: as measured (a decayed average), else from the fit; never less
+    // than a measured pass of no more rows and no more outputs.
     double estimate(uint32_t rows, uint32_t outputs) const;
     bool measured(uint32_t rows, uint32_t outputs) const;
 
@@ -56,6 +59,17 @@ struct DraftCandidate {
     double first_draft_ms = 0;        // what the first draft costs on top (a head's catch-up)
     std::vector<double> reach;        // [j-1]: the chance drafts 1..j are accepted; empty: acceptance^j
 };
+
+class GoodputController;
+
+// Sets c's drafting costs from `lead`, the controller that plans its drafts: the time per
+// drafted token, and for a draft head after plain steps or its prompt the catch-up on the
+// rows it skipped, which its first draft pays and loses if that draft is rejected (weighed
+// by c.reach[0]). What `lead` has not measured yet comes from the controllers of the same
+// drafter kind among `peers` (the pass's other sequences), else the per token from
+// `fallback_per_token` (the session's own average) and the catch-up from nothing.
+void price_drafting(DraftCandidate& c, const GoodputController& lead,
+                    std::span<const GoodputController* const> peers, double fallback_per_token);
 
 // Drafts per candidate (<= its k_cap) for a pass of `base_rows` rows (`base_outputs` with
 // logits) that yields `base_tokens` tokens without drafts. Each draft adds a row with

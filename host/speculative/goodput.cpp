@@ -258,8 +258,8 @@ double GoodputController::miss_cost() const {
     return (verify_estimate(1) + draft_ms_per_token_ - plain_ms_) / plain_ms_;
 }
 
-double GoodputController::catch_up_ms() const {
-    if (previous_ == Previous::round || kind_ == DrafterKind::ngram || resume_ms_ <= 0) return 0.0;
+double GoodputController::measured_catch_up_ms() const {
+    if (kind_ == DrafterKind::ngram || resume_ms_ <= 0) return 0.0;
     return std::max(0.0, resume_ms_ - draft_ms_per_token_);
 }
 

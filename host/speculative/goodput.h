@@ -167,7 +167,13 @@ public:
     // What the next round's drafting costs beyond its tokens: nothing after a round of this
     // drafter; after plain steps or the prompt, a draft head first catches up on the rows it
     // skipped (a probe's draft, less a drafted token). 0 while unmeasured, and for n-grams.
-    double catch_up_ms() const;
+    double catch_up_ms() const { return catches_up() ? measured_catch_up_ms() : 0.0; }
+    // Whether the next round's draft first catches up on skipped rows (a draft head after
+    // plain steps or its prompt), and what a catch-up was measured to cost (0: unmeasured,
+    // or an n-gram drafter): a sequence that has not measured one yet is priced by the
+    // catch-ups its engine's other sequences measured (BatchEngine::plan_drafts).
+    bool catches_up() const { return previous_ != Previous::round && kind_ != DrafterKind::ngram; }
+    double measured_catch_up_ms() const;
     // The benefit of the doubt, in standard errors of each p_j: 1, or 0 where m >= 1.
     double optimism() const;
     bool off() const { return off_; }

@@ -128,6 +128,87 @@ TEST(BatchBudget, a_first_draft_pays_the_catch_up_it_may_waste) {
     EXPECT_EQ(k[1], 1u);
 }
 
+// A pass of more rows does the work of one of fewer, so noise in one measured shape must not
+// make a wider pass look cheaper. The tiny Qwen3.5 at 16 streams on lavapipe: passes of 8-24
+// rows near 10-12 ms, the 16-row one measured in a slow stretch at 13 ms. The fit put 17 rows
+// 1.3 ms under that, and a draft at an acceptance of 0.17 with no drafting cost measured
+// looked worth 5%: the plan gave one in pass after pass.
+TEST(BatchBudget, a_pass_of_more_rows_is_never_estimated_cheaper_than_a_measured_one) {
+    PassCostModel m;
+    m.observe(16, 16, 14.0);  // builds the graph: not counted
+    m.observe(16, 16, 14.0);  // one pass in a slow stretch
+    for (int round = 0; round < 3; ++round)
+        for (uint32_t w : {4u, 6u, 8u, 10u, 12u}) m.observe(w, w, 10.0 + 0.1 * w);
+    ASSERT_TRUE(m.ready());
+    ASSERT_FALSE(m.measured(17, 17));
+    EXPECT_LT(m.a() + m.b() * 17, 14.0 * 0.96) << "the fit alone prices 17 rows under 16";
+    EXPECT_GE(m.estimate(17, 17), 14.0);
+    EXPECT_DOUBLE_EQ(m.estimate(12, 12), 10.0 + 0.1 * 12) << "fewer rows: as measured";
+    EXPECT_LT(m.estimate(16, 1), 14.0) << "fewer outputs than the measured shape: not bound by it";
+    // four sequences whose drafts (0.17) cost nothing measured yet, twelve that may not draft
+    std::vector<DraftCandidate> unlikely(16, {0, 0.0, 0.0, 0.0});
+    for (size_t i = 0; i < 4; ++i) unlikely[i] = {1, 0.17, 0.0, 0.0};
+    for (uint32_t x : allocate_drafts(m, 16, 16, 16, unlikely)) EXPECT_EQ(x, 0u);
+}
+
+// A sequence that has not drafted yet has measured neither what a draft costs per token nor
+// its head's catch-up: it is priced by what the pass's other sequences of the same drafter kind
+// measured. At 16 streams of the tiny Qwen3.5 the first wave's sequences each found out for
+// themselves instead, one draft (a catch-up of 5-6 ms against a 13 ms pass) per pass.
+TEST(BatchBudget, a_fresh_sequence_is_priced_by_what_its_peers_measured) {
+    GoodputMemory probed;
+    probed.tried = {4};
+    probed.hit = {0};
+    probed.plain_ms = 13.0;
+    probed.verify_ms = {0.0, 13.5};
+    probed.draft_ms_per_token = 1.0;
+    probed.resume_draft_ms = 6.0;
+    probed.resume_measured = true;
+    const GoodputController peer(16, kGoodputProbeInterval, DrafterKind::head, &probed);
+    ASSERT_DOUBLE_EQ(peer.measured_catch_up_ms(), 5.0);
+    const GoodputController fresh(16, kGoodputProbeInterval, DrafterKind::head);
+    ASSERT_TRUE(fresh.catches_up()) << "its first draft catches up on its prompt";
+    ASSERT_EQ(fresh.measured_catch_up_ms(), 0.0);
+    const GoodputController other_kind(16, kGoodputProbeInterval, DrafterKind::ngram, &probed);
+
+    DraftCandidate alone{1, 0.2, 0, 0, {0.2}};
+    const std::vector<const GoodputController*> only_fresh = {&fresh, &other_kind};
+    price_drafting(alone, fresh, only_fresh, 0.0);
+    EXPECT_EQ(alone.first_draft_ms, 0.0) << "nobody of its kind measured a catch-up";
+    EXPECT_EQ(alone.draft_ms_per_token, 0.0);
+
+    DraftCandidate c{1, 0.2, 0, 0, {0.2}};
+    const std::vector<const GoodputController*> pass = {&fresh, &peer, &other_kind};
+    price_drafting(c, fresh, pass, 0.0);
+    EXPECT_DOUBLE_EQ(c.draft_ms_per_token, 1.0);
+    EXPECT_DOUBLE_EQ(c.first_draft_ms, 5.0 * (1 - 0.2)) << "the peer's catch-up, at the chance it is wasted";
+
+    // its own measurements come first, and a head right after a round of its own catches up
+    // on nothing
+    DraftCandidate own{1, 0.2, 0, 0, {0.2}};
+    price_drafting(own, peer, pass, 0.0);
+    EXPECT_DOUBLE_EQ(own.first_draft_ms, 5.0 * (1 - 0.2));
+    GoodputController drafting(16, kGoodputProbeInterval, DrafterKind::head, &probed);
+    drafting.observe_round(1, 1, 1.0, 13.5);
+    ASSERT_FALSE(drafting.catches_up());
+    DraftCandidate next{1, 0.2, 0, 0, {0.2}};
+    price_drafting(next, drafting, pass, 0.0);
+    EXPECT_EQ(next.first_draft_ms, 0.0);
+
+    // with four such drafts to place, the pass of 16 gives none at this acceptance
+    const auto m = measured([](uint32_t w) { return w <= 16 ? 13.0 : 13.5; }, {12, 16, 17, 18, 20});
+    std::vector<DraftCandidate> free_drafts(16, {1, 0.2, 0, 0, {0.2}});
+    std::vector<DraftCandidate> priced = free_drafts;
+    std::vector<const GoodputController*> peers(16, &fresh);
+    peers[15] = &peer;
+    for (DraftCandidate& d : priced) price_drafting(d, fresh, peers, 0.0);
+    uint32_t free_total = 0, priced_total = 0;
+    for (uint32_t x : allocate_drafts(m, 16, 16, 16, free_drafts)) free_total += x;
+    for (uint32_t x : allocate_drafts(m, 16, 16, 16, priced)) priced_total += x;
+    EXPECT_GT(free_total, 0u) << "unpriced, they look free";
+    EXPECT_EQ(priced_total, 0u);
+}
+
 // A head that never agrees (Qwen3.5-0.8B's random-weight MTP head), 4 streams in one pass
 // on lavapipe: a pass of 4 rows 480 ms; one in which the streams probe (a draft each, in
 // step, as after a shared start) 960 ms, and the head's step 70 ms. Each stream's
