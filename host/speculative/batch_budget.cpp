@@ -60,16 +60,21 @@ bool PassCostModel::measured(uint32_t rows, uint32_t outputs) const {
 }
 
 double PassCostModel::estimate(uint32_t rows, uint32_t outputs) const {
-    double ms = 0;
-    if (auto it = shapes_.find({rows, outputs}); it != shapes_.end() && it->second.seen >= 2) ms = it->second.ms;
-    else ms = a() + b() * double(rows);
+    const auto it = shapes_.find({rows, outputs});
+    const bool seen = it != shapes_.end() && it->second.seen >= 2;
+    double ms = seen ? it->second.ms : a() + b() * double(rows);
     // A pass of more rows does all the work of one of fewer, and more: it is never estimated
-    // cheaper than a measured shape it contains. Without this floor one noisy shape priced
-    // a draft's row below nothing: on lavapipe a tiny Qwen3.5's 16-row pass, measured in a
-    // slow stretch at 12.9 ms, put the fitted 17-row pass 4% under it, and the plan gave a
-    // draft at an acceptance of 0.17 in one pass after another (docs/perf-notes).
+    // under a measured shape it contains, nor, where it was not measured itself, under such a
+    // shape plus the fit's cost of the rows it adds (a measured shape knows its kernels'
+    // tiles, whose rows may cost nothing more until the next). Without this floor timing noise
+    // made rows look free: at 16 streams of a tiny Qwen3.5 on lavapipe the plan gave drafts
+    // at an acceptance of 0.17 (their drafting not measured yet), because the 16-row pass,
+    // measured in a slow stretch, cost more than the fit gave wider passes
+    // (docs/perf-notes/goodput-controller.md, "Drafts priced before they are measured").
+    const double per_row = seen || w_ <= 0 ? 0.0 : b();
     for (const auto& [shape, s] : shapes_)
-        if (s.seen >= 2 && shape.first <= rows && shape.second <= outputs) ms = std::max(ms, s.ms);
+        if (s.seen >= 2 && shape.first <= rows && shape.second <= outputs)
+            ms = std::max(ms, s.ms + per_row * double(rows - shape.first));
     return ms;
 }
 

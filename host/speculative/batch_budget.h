@@ -16,8 +16,8 @@
 // work on tiles of rows, so on lavapipe a 9th row costs 38% more than 8 rows (a new tile)
 // while rows 10 to 12 cost almost nothing more. A shape not measured yet is estimated from
 // a + b * rows fitted over recent passes, so the first passes of a new width explore it;
-// no shape is estimated below a measured one with fewer rows, which timing noise would
-// otherwise make look like a free draft.
+// no shape is estimated below a measured one with fewer rows (plus b per added row, if it was
+// not measured itself), which timing noise would otherwise make look like free drafts.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +38,8 @@ public:
     double a() const;
     double b() const;
     // The time of such a pass: as measured (a decayed average), else from the fit; never less
-    // than a measured pass of no more rows and no more outputs.
+    // than a measured pass of no more rows and no more outputs, plus the fit's b per added row
+    // where the shape itself was not measured.
     double estimate(uint32_t rows, uint32_t outputs) const;
     bool measured(uint32_t rows, uint32_t outputs) const;
 

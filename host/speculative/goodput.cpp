@@ -68,7 +68,8 @@ constexpr double kProbeShare = 0.02;
 // Until a probe has been timed warm, its cost is the first trial's, which includes building the
 // head's and the verify's graphs: on a GPU that can be several plain steps, so the wait it
 // implies is capped at this many probe intervals (a good head whose first trial missed gets
-// its second chance within 32 steps, not 256).
+// its second chance within 32 steps, not 256); starved with others in a batch, as many times
+// as there are of them (probe_wait).
 constexpr int kTrialWaitIntervals = 4;
 // Only a plain step measures a plain step, and a controller that drafts every round takes
 // none: a baseline that came out too high makes every length look better than it is, is
@@ -484,7 +485,13 @@ int GoodputController::probe_wait(uint32_t probers, uint32_t sequences) const {
     const double paid = extra * p;
     const double loss = agreed_ ? paid - p / n * acceptance_at(1) : paid;
     const double by_cost = std::ceil(std::max(0.0, loss) / kProbeShare);
-    const int cap = probe_interval_ * (measured || trial_ms_ <= 0 ? kMaxBackOff : kTrialWaitIntervals);
+    // The cap on a wait priced by the trial alone gives a good head whose first trial missed
+    // a second chance soon. Starved together, p sequences' trials all missed, which is p
+    // times the evidence, and each probe's cost is paid p times: the cap grows with them. At
+    // one it held the tiny Qwen3.5's first wave of 16 streams (lavapipe) to 32 passes, where a
+    // third of them probed together, the head catching up on 56 rows each: 3.5 passes lost.
+    const int trial_cap = std::min(kMaxBackOff, kTrialWaitIntervals * int(p));
+    const int cap = probe_interval_ * (measured || trial_ms_ <= 0 ? kMaxBackOff : trial_cap);
     return std::max(probe_after_, int(std::min(by_cost, double(cap))));
 }
 

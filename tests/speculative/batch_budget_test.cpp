@@ -129,10 +129,11 @@ TEST(BatchBudget, a_first_draft_pays_the_catch_up_it_may_waste) {
 }
 
 // A pass of more rows does the work of one of fewer, so noise in one measured shape must not
-// make a wider pass look cheaper. The tiny Qwen3.5 at 16 streams on lavapipe: passes of 8-24
-// rows near 10-12 ms, the 16-row one measured in a slow stretch at 13 ms. The fit put 17 rows
-// 1.3 ms under that, and a draft at an acceptance of 0.17 with no drafting cost measured
-// looked worth 5%: the plan gave one in pass after pass.
+// make a wider pass look cheaper. At 16 streams of the tiny Qwen3.5 on lavapipe the plan gave
+// drafts at an acceptance of 0.17, their drafting unmeasured, in pass after pass: worth the 5%
+// margin only with the 17-row pass estimated 4% under the 16-row one. Here passes of 4-12 rows
+// take 10-11 ms and the one 16-row pass counted ran in a slow stretch (14 ms): the fit alone
+// puts 17 rows under it.
 TEST(BatchBudget, a_pass_of_more_rows_is_never_estimated_cheaper_than_a_measured_one) {
     PassCostModel m;
     m.observe(16, 16, 14.0);  // builds the graph: not counted
@@ -149,6 +150,13 @@ TEST(BatchBudget, a_pass_of_more_rows_is_never_estimated_cheaper_than_a_measured
     std::vector<DraftCandidate> unlikely(16, {0, 0.0, 0.0, 0.0});
     for (size_t i = 0; i < 4; ++i) unlikely[i] = {1, 0.17, 0.0, 0.0};
     for (uint32_t x : allocate_drafts(m, 16, 16, 16, unlikely)) EXPECT_EQ(x, 0u);
+    // Nor is a wider pass as cheap as the measured one: each added row costs at least the
+    // fit's b. Nine such drafts at once (the second wave of that run, its 16-row pass measured
+    // at 20 ms in a slow stretch) would otherwise ride on the measured pass for free.
+    EXPECT_GE(m.estimate(25, 25), 14.0 + 9 * m.b() - 1e-9);
+    std::vector<DraftCandidate> nine(16, {0, 0.0, 0.0, 0.0});
+    for (size_t i = 0; i < 9; ++i) nine[i] = {1, 0.17, 0.0, 0.0};
+    for (uint32_t x : allocate_drafts(m, 16, 16, 16, nine)) EXPECT_EQ(x, 0u);
 }
 
 // A sequence that has not drafted yet has measured neither what a draft costs per token nor
@@ -380,6 +388,39 @@ TEST(BatchBudget, a_starved_probe_is_priced_for_every_sequence_that_waits_for_it
         ++steps;
     }
     EXPECT_LE(steps, alone_wait + 4);
+}
+
+// Until a probe has been timed, what one costs is the trial's time (graph builds included),
+// and the wait it implies is capped so that a good head whose first trial missed gets another
+// chance soon. Sixteen streams whose trials all missed together are sixteen times that
+// evidence, and pay for each probe sixteen times: the tiny Qwen3.5's first wave on lavapipe,
+// held to the cap of one (32 passes), probed a third of its streams together, the head
+// catching up on 56 rows each: 3.5 passes lost in a 32-token request.
+TEST(BatchBudget, a_wait_priced_by_a_trial_alone_is_capped_by_the_streams_that_wait) {
+    GoodputMemory warm_up;  // 16 trials in one batched pass of a warm-up, all missed
+    warm_up.tried = {16};
+    warm_up.hit = {0};
+    warm_up.plain_ms = 13.0;
+    warm_up.trial_ms = 26.0;
+    warm_up.built = {false, true};
+    const auto switched_off = [&] {
+        GoodputController c(16, kGoodputProbeInterval, DrafterKind::head, &warm_up);
+        EXPECT_EQ(c.choose(16), 0);
+        EXPECT_TRUE(c.off());
+        return c;
+    };
+    GoodputController alone = switched_off();
+    int steps = 0;
+    while (alone.choose(16) == 0 && steps < 1000) {
+        alone.observe_plain(13.0);
+        ++steps;
+    }
+    EXPECT_LE(steps, 4 * kGoodputProbeInterval) << "alone: a second chance within the trial's cap";
+    GoodputController in_sixteen = switched_off();
+    EXPECT_GE(starved_until_probe(in_sixteen, 13.0, 16), 16 * kGoodputProbeInterval);
+    GoodputController one_starved = switched_off();
+    EXPECT_LE(starved_until_probe(one_starved, 13.0, 16, 1), 4 * kGoodputProbeInterval)
+        << "the only one starved among 16 that draft: as alone";
 }
 
 }  // namespace
