@@ -71,10 +71,12 @@ double PassCostModel::estimate(uint32_t rows, uint32_t outputs) const {
     // at an acceptance of 0.17 (their drafting not measured yet), because the 16-row pass,
     // measured in a slow stretch, cost more than the fit gave wider passes
     // (docs/perf-notes/goodput-controller.md, "Drafts priced before they are measured").
+    // The shapes are ordered by rows: a decode pass's estimate reads only the narrow ones,
+    // not every prefill width a long-running server has met.
     const double per_row = seen || w_ <= 0 ? 0.0 : b();
-    for (const auto& [shape, s] : shapes_)
-        if (s.seen >= 2 && shape.first <= rows && shape.second <= outputs)
-            ms = std::max(ms, s.ms + per_row * double(rows - shape.first));
+    for (auto s = shapes_.begin(); s != shapes_.end() && s->first.first <= rows; ++s)
+        if (s->second.seen >= 2 && s->first.second <= outputs)
+            ms = std::max(ms, s->second.ms + per_row * double(rows - s->first.first));
     return ms;
 }
 
