@@ -60,24 +60,8 @@ bool PassCostModel::measured(uint32_t rows, uint32_t outputs) const {
 }
 
 double PassCostModel::estimate(uint32_t rows, uint32_t outputs) const {
-    const auto it = shapes_.find({rows, outputs});
-    const bool seen = it != shapes_.end() && it->second.seen >= 2;
-    double ms = seen ? it->second.ms : a() + b() * double(rows);
-    // A pass of more rows does all the work of one of fewer, and more: it is never estimated
-    // under a measured shape it contains, nor, where it was not measured itself, under such a
-    // shape plus the fit's cost of the rows it adds (a measured shape knows its kernels'
-    // tiles, whose rows may cost nothing more until the next). Without this floor timing noise
-    // made rows look free: at 16 streams of a tiny Qwen3.5 on lavapipe the plan gave drafts
-    // at an acceptance of 0.17 (their drafting not measured yet), because the 16-row pass,
-    // measured in a slow stretch, cost more than the fit gave wider passes
-    // (docs/perf-notes/goodput-controller.md, "Drafts priced before they are measured").
-    // The shapes are ordered by rows: a decode pass's estimate reads only the narrow ones,
-    // not every prefill width a long-running server has met.
-    const double per_row = seen || w_ <= 0 ? 0.0 : b();
-    for (auto s = shapes_.begin(); s != shapes_.end() && s->first.first <= rows; ++s)
-        if (s->second.seen >= 2 && s->first.second <= outputs)
-            ms = std::max(ms, s->second.ms + per_row * double(rows - s->first.first));
-    return ms;
+    if (auto it = shapes_.find({rows, outputs}); it != shapes_.end() && it->second.seen >= 2) return it->second.ms;
+    return a() + b() * double(rows);
 }
 
 void price_drafting(DraftCandidate& c, const GoodputController& lead,
@@ -115,6 +99,21 @@ std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_r
     std::vector<uint32_t> k(candidates.size(), 0);
     const double base_ms = cost.estimate(base_rows, base_outputs);
     if (base_ms <= 0) return k;
+    // A pass of d more rows does all the work of this pass, and more: it is never priced under
+    // it, nor, where that shape was not measured, under it plus the fit's b per added row (a
+    // measured shape knows its kernels' tiles, whose rows may cost nothing until the next).
+    // Without this floor timing noise made rows look free: at 16 streams of a tiny Qwen3.5 on
+    // lavapipe the plan gave drafts at an acceptance of 0.17 (their drafting not measured
+    // yet), because the 16-row pass, measured in a slow stretch, cost more than the fit gave
+    // wider passes (docs/perf-notes/goodput-controller.md, "Drafts priced before they are
+    // measured"). Anchored at this pass, not at every narrower shape ever measured: one stale
+    // or noisy narrow shape would otherwise floor every wider one for good.
+    const double per_row = cost.ready() ? cost.b() : 0.0;
+    const auto pass_ms = [&](uint32_t d) {
+        const uint32_t rows = base_rows + d, outputs = base_outputs + d;
+        const double floor = base_ms + (cost.measured(rows, outputs) ? 0.0 : per_row * double(d));
+        return std::max(cost.estimate(rows, outputs), floor);
+    };
     // The drafts in order of worth net of their drafting: each candidate's next draft is worth
     // reach(its depth), less its drafting time in tokens at the pass's rate without drafts (a
     // first draft's catch-up differs between candidates by milliseconds: ordered by worth
@@ -144,7 +143,7 @@ std::vector<uint32_t> allocate_drafts(const PassCostModel& cost, uint32_t base_r
         tokens += worth(candidates[n.who], depth[n.who] + 1);
         host_ms += drafting_ms(candidates[n.who], depth[n.who] + 1);
         const uint32_t d = uint32_t(order.size());
-        const double ms = cost.estimate(base_rows + d, base_outputs + d) + host_ms;
+        const double ms = pass_ms(d) + host_ms;
         if (ms > 0 && tokens / ms > best_rate) {
             best_rate = tokens / ms;
             best_d = order.size();

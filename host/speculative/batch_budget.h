@@ -15,9 +15,9 @@
 // The pass time is measured per shape (rows, rows with logits), not assumed linear: kernels
 // work on tiles of rows, so on lavapipe a 9th row costs 38% more than 8 rows (a new tile)
 // while rows 10 to 12 cost almost nothing more. A shape not measured yet is estimated from
-// a + b * rows fitted over recent passes, so the first passes of a new width explore it;
-// no shape is estimated below a measured one with fewer rows (plus b per added row, if it was
-// not measured itself), which timing noise would otherwise make look like free drafts.
+// a + b * rows fitted over recent passes, so the first passes of a new width explore it.
+// The plan never prices a wider pass under the pass it widens (plus b per added row, if the
+// wider shape was not measured), which timing noise would otherwise make look like free drafts.
 #pragma once
 
 #include <cstdint>
@@ -37,9 +37,7 @@ public:
     bool ready() const;
     double a() const;
     double b() const;
-    // The time of such a pass: as measured (a decayed average), else from the fit; never less
-    // than a measured pass of no more rows and no more outputs, plus the fit's b per added row
-    // where the shape itself was not measured.
+    // The time of such a pass: as measured (a decayed average), else from the fit.
     double estimate(uint32_t rows, uint32_t outputs) const;
     bool measured(uint32_t rows, uint32_t outputs) const;
 

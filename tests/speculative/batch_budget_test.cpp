@@ -128,13 +128,13 @@ TEST(BatchBudget, a_first_draft_pays_the_catch_up_it_may_waste) {
     EXPECT_EQ(k[1], 1u);
 }
 
-// A pass of more rows does the work of one of fewer, so noise in one measured shape must not
-// make a wider pass look cheaper. At 16 streams of the tiny Qwen3.5 on lavapipe the plan gave
-// drafts at an acceptance of 0.17, their drafting unmeasured, in pass after pass: worth the 5%
-// margin only with the 17-row pass estimated 4% under the 16-row one. Here passes of 4-12 rows
-// take 10-11 ms and the one 16-row pass counted ran in a slow stretch (14 ms): the fit alone
-// puts 17 rows under it.
-TEST(BatchBudget, a_pass_of_more_rows_is_never_estimated_cheaper_than_a_measured_one) {
+// A pass of more rows does the work of the pass it widens, so noise in that pass's measured
+// time must not make the wider one look cheaper. At 16 streams of the tiny Qwen3.5 on lavapipe
+// the plan gave drafts at an acceptance of 0.17, their drafting unmeasured, in pass after
+// pass: worth the 5% margin only with the 17-row pass estimated 4% under the 16-row one. Here
+// passes of 4-12 rows take 10-11 ms and the one 16-row pass counted ran in a slow stretch
+// (14 ms): the fit alone puts 17 rows (and 25) under it.
+TEST(BatchBudget, a_wider_pass_is_never_priced_under_the_pass_it_widens) {
     PassCostModel m;
     m.observe(16, 16, 14.0);  // builds the graph: not counted
     m.observe(16, 16, 14.0);  // one pass in a slow stretch
@@ -142,21 +142,23 @@ TEST(BatchBudget, a_pass_of_more_rows_is_never_estimated_cheaper_than_a_measured
         for (uint32_t w : {4u, 6u, 8u, 10u, 12u}) m.observe(w, w, 10.0 + 0.1 * w);
     ASSERT_TRUE(m.ready());
     ASSERT_FALSE(m.measured(17, 17));
-    EXPECT_LT(m.a() + m.b() * 17, 14.0 * 0.96) << "the fit alone prices 17 rows under 16";
-    EXPECT_GE(m.estimate(17, 17), 14.0);
-    EXPECT_DOUBLE_EQ(m.estimate(12, 12), 10.0 + 0.1 * 12) << "fewer rows: as measured";
-    EXPECT_LT(m.estimate(16, 1), 14.0) << "fewer outputs than the measured shape: not bound by it";
+    ASSERT_LT(m.estimate(17, 17), 14.0 * 0.96) << "the fit alone prices 17 rows under 16";
     // four sequences whose drafts (0.17) cost nothing measured yet, twelve that may not draft
     std::vector<DraftCandidate> unlikely(16, {0, 0.0, 0.0, 0.0});
     for (size_t i = 0; i < 4; ++i) unlikely[i] = {1, 0.17, 0.0, 0.0};
     for (uint32_t x : allocate_drafts(m, 16, 16, 16, unlikely)) EXPECT_EQ(x, 0u);
-    // Nor is a wider pass as cheap as the measured one: each added row costs at least the
+    // Nor is a wider pass not measured as cheap as this one: each added row costs at least the
     // fit's b. Nine such drafts at once (the second wave of that run, its 16-row pass measured
-    // at 20 ms in a slow stretch) would otherwise ride on the measured pass for free.
-    EXPECT_GE(m.estimate(25, 25), 14.0 + 9 * m.b() - 1e-9);
+    // at 20 ms in a slow stretch) would otherwise ride on it for free.
     std::vector<DraftCandidate> nine(16, {0, 0.0, 0.0, 0.0});
     for (size_t i = 0; i < 9; ++i) nine[i] = {1, 0.17, 0.0, 0.0};
     for (uint32_t x : allocate_drafts(m, 16, 16, 16, nine)) EXPECT_EQ(x, 0u);
+    // A narrow shape measured high does not floor wider passes of other plans: the floor is the
+    // pass being widened. From 4 rows, three likely drafts still go.
+    std::vector<DraftCandidate> from_four(4, {1, 0.9, 0.0, 0.0});
+    uint32_t total = 0;
+    for (uint32_t x : allocate_drafts(m, 4, 4, 4, from_four)) total += x;
+    EXPECT_GT(total, 0u);
 }
 
 // A sequence that has not drafted yet has measured neither what a draft costs per token nor
@@ -203,7 +205,7 @@ TEST(BatchBudget, a_fresh_sequence_is_priced_by_what_its_peers_measured) {
     price_drafting(next, drafting, pass, 0.0);
     EXPECT_EQ(next.first_draft_ms, 0.0);
 
-    // with four such drafts to place, the pass of 16 gives none at this acceptance
+    // with sixteen such drafts to place, the pass of 16 gives none at this acceptance
     const auto m = measured([](uint32_t w) { return w <= 16 ? 13.0 : 13.5; }, {12, 16, 17, 18, 20});
     std::vector<DraftCandidate> free_drafts(16, {1, 0.2, 0, 0, {0.2}});
     std::vector<DraftCandidate> priced = free_drafts;
