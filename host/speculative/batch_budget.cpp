@@ -78,7 +78,7 @@ void price_drafting(DraftCandidate& c, const GoodputController& lead,
         double sum = 0;
         int n = 0;
         for (const GoodputController* p : peers)
-            if (p && p->kind() == lead.kind() && (p->*measure)() > 0) {
+            if (p && (p->*measure)() > 0) {
                 sum += (p->*measure)();
                 ++n;
             }

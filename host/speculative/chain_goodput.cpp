@@ -35,9 +35,11 @@ const ChainGoodput::Member* ChainGoodput::find(size_t stat) const {
 void ChainGoodput::meet(std::span<const ChainedDrafter> chain) {
     for (const ChainedDrafter& d : chain) {
         if (find(d.stat)) continue;
-        const DrafterKind kind = d.drafter->kind();
+        const std::string& name = d.drafter->history_name();
         Member m{.stat = d.stat,
-                 .tune = GoodputController(k_max_, kGoodputProbeInterval, kind, history_ ? history_->find(kind) : nullptr)};
+                 .drafter = name,
+                 .tune = GoodputController(k_max_, kGoodputProbeInterval, d.drafter->kind(),
+                                           history_ ? history_->find(name) : nullptr)};
         m.revisit_after = kRevisitInterval;
         if (members_.empty()) planner_ = d.stat;
         members_.push_back(std::move(m));
@@ -152,6 +154,12 @@ const GoodputController& ChainGoodput::planner() const {
     return m ? m->tune : none;
 }
 
+const std::string& ChainGoodput::planner_drafter() const {
+    static const std::string none;
+    const Member* m = find(planner_);
+    return m ? m->drafter : none;
+}
+
 void ChainGoodput::planned(int k) {
     Member* p = find(planner_);
     if (!p) return;
@@ -231,29 +239,29 @@ ControllerStats ChainGoodput::report() const {
 void ChainGoodput::teach(GoodputHistory& history) const {
     std::vector<GoodputMemory> learned_by;
     for (const Member& m : members_) learned_by.push_back(m.tune.learned());
-    const auto drafted = [&](DrafterKind kind) {
+    const auto drafted = [&](const std::string& drafter) {
         for (size_t i = 0; i < members_.size(); ++i)
-            if (members_[i].tune.kind() == kind && learned_by[i].tried_total() > 0) return true;
+            if (members_[i].drafter == drafter && learned_by[i].tried_total() > 0) return true;
         return false;
     };
     for (size_t i = 0; i < members_.size(); ++i) {
         const Member& m = members_[i];
         const GoodputMemory& learned = learned_by[i];
         if (members_.size() == 1 || learned.tried_total() > 0) {
-            history.absorb(m.tune.kind(), learned);
+            history.absorb(m.drafter, learned);
             continue;
         }
         // One never asked leaves the history's costs and acceptance alone (its own are the
         // history's as it started, stale if other sequences taught it since), but one that is
         // off hands on its count toward the next probe: else a member switched off in an
         // earlier sequence, outranked in every short one after, counted from the same start in
-        // each and never probed again. Not over a member of its kind that drafted: that one's
-        // count is the kind's.
-        if (learned.off_steps <= 0 || drafted(m.tune.kind())) continue;
+        // each and never probed again. Not over a member of its name that drafted (a drafter
+        // chained twice): that one's count is the history's.
+        if (learned.off_steps <= 0 || drafted(m.drafter)) continue;
         GoodputMemory count;
         count.off_steps = learned.off_steps;
         count.probe_after = learned.probe_after;
-        history.absorb(m.tune.kind(), count);
+        history.absorb(m.drafter, count);
     }
 }
 

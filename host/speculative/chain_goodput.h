@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "speculative/goodput.h"
@@ -38,11 +39,12 @@ class ChainGoodput {
 public:
     ChainGoodput() = default;
     // k_max: the longest draft (SpecParams::draft_max); history: what earlier sequences'
-    // controllers learned, per drafter kind (null: nothing).
+    // controllers learned, per drafter (null: nothing).
     ChainGoodput(int k_max, const GoodputHistory* history);
 
-    // Gives each drafter of the chain not met before a controller of its kind (keyed by
-    // ChainedDrafter::stat, which outlives a preemption) and forgets the round's ranking.
+    // Gives each drafter of the chain not met before a controller of its kind, started from
+    // that drafter's history (keyed by ChainedDrafter::stat, which outlives a preemption), and
+    // forgets the round's ranking.
     // Call whenever the chain is built (again).
     void meet(std::span<const ChainedDrafter> chain);
 
@@ -61,6 +63,9 @@ public:
     // The controller whose estimates plan a batched pass (allocate_drafts), and what the plan
     // gave the sequence (its first drafter's length, unless that one is being probed).
     const GoodputController& planner() const;
+    // The history name (Drafter::history_name) of the drafter planner() plans for: the pass's
+    // other sequences drafting with it have measured what this one's drafts cost.
+    const std::string& planner_drafter() const;
     void planned(int k);
     bool probe_when_starved(uint32_t probers, uint32_t sequences);  // of the planner
     void probe_dropped();  // GoodputController::probe_dropped, of the planner
@@ -75,7 +80,7 @@ public:
     bool off() const;  // every drafter's controller has stopped drafting (probes only)
     double predicted_speedup(int k) const;  // of the drafter ranked first
     ControllerStats report() const;
-    // Hands what each drafter's controller learned to the engine's history (by kind): one
+    // Hands what each drafter's controller learned to the engine's history (by drafter): one
     // that never drafted in a chain adds nothing, unless it is off and counting plain steps
     // toward its next probe (that count goes on in the next sequence).
     void teach(GoodputHistory& history) const;
@@ -88,6 +93,7 @@ public:
 private:
     struct Member {
         size_t stat = 0;
+        std::string drafter;  // its history's name (Drafter::history_name)
         GoodputController tune;
         GoodputOffer offer;    // this round's
         int passed = 0;        // rounds another drafter drafted while this one offered a length

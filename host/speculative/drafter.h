@@ -92,6 +92,11 @@ public:
     virtual ~Drafter() = default;
     virtual const std::string& name() const = 0;
     virtual DrafterKind kind() const { return DrafterKind::head; }
+    // Whose costs and acceptance this drafter's sequences teach the engine's goodput history
+    // (goodput_history.h) and start from: its own name. A wrapper that drafts with another
+    // drafter (ForcedDrafter) answers that one's, so that a benchmark's warm-up hands its
+    // costs to the runs after it.
+    virtual const std::string& history_name() const { return name(); }
     virtual Status begin(std::span<const int32_t> prompt) = 0;
     // A continuation: the target's KV keeps prompt[0, n_cached) from an earlier
     // request of this drafter (a chat turn, a restored prompt cache) and

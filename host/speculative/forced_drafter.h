@@ -47,6 +47,7 @@ public:
                   uint64_t seed, Drafter* inner = nullptr);
     const std::string& name() const override { return name_; }
     DrafterKind kind() const override { return inner_ ? inner_->kind() : DrafterKind::head; }
+    const std::string& history_name() const override { return inner_ ? inner_->history_name() : name_; }
     Status begin(std::span<const int32_t> prompt) override;
     bool can_resume(uint32_t n) const override { return inner_ ? inner_->can_resume(n) : true; }
     Status resume(std::span<const int32_t> prompt, uint32_t n) override {

@@ -13,7 +13,7 @@
 // the best E(k) * T_plain / (T_draft(k) + T_verify(k)), if that beats a plain step by
 // min_gain(). When none does, drafting is switched off (unless one would with each p_j raised
 // by the benefit of the doubt, the drafter has agreed before (a draft accepted in this
-// sequence or in its kind's history) and the last rounds did not all miss their first draft:
+// sequence or in its history) and the last rounds did not all miss their first draft:
 // then k = 1, since at a moderate acceptance a few rejections in a row are chance) and probed
 // again with k = 1 after `probe_interval` plain steps, or after as many as keep what the
 // probes are expected to lose to 2% of the time, if that is more (a probe's extra cost, a
@@ -52,11 +52,11 @@
 // time is); one that finds the estimate right doubles that wait, up to 256 rounds.
 //
 // A server's sequences (a benchmark's prompts) start from what the engine's earlier
-// sequences of the same drafter kind learned (goodput_history.h): each position's acceptance
+// sequences of the same drafter learned (goodput_history.h): each position's acceptance
 // as a prior (weighing 4 to 16 drafts, as much as those sequences agree with each other, and
 // decaying with the sequence's own data, as the kind's fixed prior does), and
 // the measured costs, so that neither the kind's first length nor the calibrating plain
-// steps are paid again; a kind whose history says drafting does not pay starts off, probing.
+// steps are paid again; a drafter whose history says drafting does not pay starts off, probing.
 // One rejected draft is no such verdict: a history of fewer than 1.5 drafts, none accepted,
 // leaves the sequence to make its own trial. A width an earlier sequence ran has its graphs
 // built, so the first round there is timed (a never-agreeing head's trial or probe hands
@@ -111,7 +111,7 @@ struct GoodputOffer {
 
 class GoodputController {
 public:
-    // `history`: what earlier sequences of drafters of `kind` learned (null: none).
+    // `history`: what earlier sequences of this drafter (of `kind`) learned (null: none).
     explicit GoodputController(int k_max, int probe_interval = kGoodputProbeInterval,
                                DrafterKind kind = DrafterKind::head, const GoodputMemory* history = nullptr);
 

@@ -49,13 +49,15 @@ double GoodputMemory::prior_weight(double least, double most) const {
     return std::clamp(spread / tau2 - 1.0, least, most);
 }
 
-const GoodputMemory* GoodputHistory::find(DrafterKind kind) const {
-    auto it = by_kind_.find(kind);
-    return it == by_kind_.end() ? nullptr : &it->second;
+const GoodputMemory* GoodputHistory::find(std::string_view drafter) const {
+    auto it = by_drafter_.find(drafter);
+    return it == by_drafter_.end() ? nullptr : &it->second;
 }
 
-void GoodputHistory::absorb(DrafterKind kind, const GoodputMemory& seq) {
-    GoodputMemory& m = by_kind_[kind];
+void GoodputHistory::absorb(std::string_view drafter, const GoodputMemory& seq) {
+    auto it = by_drafter_.find(drafter);
+    if (it == by_drafter_.end()) it = by_drafter_.emplace(std::string(drafter), GoodputMemory{}).first;
+    GoodputMemory& m = it->second;
     // A sequence that drafted nothing (its drafter off from its start, no probe due) says
     // nothing of the acceptance, so it does not age what the others saw: else a few of them
     // decayed a never-agreeing head's one rejected trial until the guess of the kind's prior
@@ -97,7 +99,7 @@ void GoodputHistory::absorb(DrafterKind kind, const GoodputMemory& seq) {
 }
 
 void GoodputHistory::forget_acceptance() {
-    for (auto& [kind, m] : by_kind_) {
+    for (auto& [drafter, m] : by_drafter_) {
         m.tried.clear();
         m.hit.clear();
         m.seqs = m.seq_rate = m.seq_rate_sq = m.seq_inv_drafts = 0;
@@ -108,7 +110,7 @@ void GoodputHistory::forget_acceptance() {
 
 void GoodputHistory::set_plain_ms(double ms) {
     if (ms <= 0) return;
-    for (auto& [kind, m] : by_kind_) m.plain_ms = ms;
+    for (auto& [drafter, m] : by_drafter_) m.plain_ms = ms;
 }
 
 }  // namespace tdm

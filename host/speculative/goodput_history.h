@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // host/speculative/goodput_history.h: what the goodput controllers (goodput.h) of one engine
-// learned, per drafter kind, so that a new sequence starts from it: a server's requests, a
+// learned, per drafter, so that a new sequence starts from it: a server's requests, a
 // benchmark's prompts. Without it every sequence starts from the kind's fixed prior and
 // measures the device's costs again: a first round at the kind's length and two plain steps
 // to calibrate, a few percent of a short reply each time.
 //
-// Kept per drafter kind: the drafts tried and accepted at each position, decayed by sequence
+// Kept per drafter (by Drafter::history_name), not per kind: a server's MTP head and the
+// draft model its requests may pick instead are both heads, and two n-gram drafters may run
+// in one chain, with acceptances and costs of their own. Kept per kind, each started from
+// the other's (a sequence of the draft model off from its first step because the MTP head's
+// sequences had missed, or priced at the head's catch-up), and a chain of two n-gram
+// drafters folded each of its sequences in twice. A drafter's first sequence starts from its
+// kind's fixed prior, as a first sequence always has.
+//
+// Kept per drafter: the drafts tried and accepted at each position, decayed by sequence
 // that drafted (the newest sequences weigh most, and the counts are capped so that the
 // server's text of a while ago does not outvote what it serves now), how far those
 // sequences agree, the newest cost estimates (the plain step, the verify per width, the
@@ -17,13 +25,13 @@
 #pragma once
 
 #include <map>
+#include <string>
+#include <string_view>
 #include <vector>
-
-#include "speculative/drafter.h"  // DrafterKind
 
 namespace tdm {
 
-// One drafter kind's history, or one sequence's contribution to it.
+// One drafter's history, or one sequence's contribution to it.
 struct GoodputMemory {
     std::vector<double> tried, hit;   // drafts per position (index j - 1)
     double plain_ms = 0;              // a plain step, 0 = unmeasured
@@ -47,7 +55,7 @@ struct GoodputMemory {
     // whose one round is its first at that width (a head that never agrees: its trial) hands
     // on no cost, and every later sequence prices its probes by the guess.
     std::vector<bool> built;
-    // The kind's probing while its sequences are off, from the newest sequence that ended
+    // The drafter's probing while its sequences are off, from the newest sequence that ended
     // off: the plain steps since its last probe or round (including those it started from),
     // and its back-off (plain steps between probes); 0 and 0 after one that ended drafting.
     // Without them every short sequence counted from 0 and a request shorter than the wait
@@ -71,20 +79,21 @@ struct GoodputMemory {
 
 class GoodputHistory {
 public:
-    // The history of drafters of `kind`, null before any sequence of that kind ended.
-    const GoodputMemory* find(DrafterKind kind) const;
-    // Folds in what one sequence learned (GoodputController::learned()).
-    void absorb(DrafterKind kind, const GoodputMemory& seq);
-    // Keeps the costs and drops the acceptance of every kind: after a warm-up whose drafts
+    // The history of the drafter named `drafter` (Drafter::history_name), null before any of
+    // its sequences ended.
+    const GoodputMemory* find(std::string_view drafter) const;
+    // Folds in what one sequence of that drafter learned (GoodputController::learned()).
+    void absorb(std::string_view drafter, const GoodputMemory& seq);
+    // Keeps the costs and drops the acceptance of every drafter: after a warm-up whose drafts
     // were forced (bench spec), whose acceptance says nothing of the drafter's.
     void forget_acceptance();
-    // Sets the plain step of every kind held: one measured over many warm plain steps (a
+    // Sets the plain step of every drafter held: one measured over many warm plain steps (a
     // benchmark's warm-up decode) is a better baseline than the few plain steps a speculative
     // sequence's controller chose to take.
     void set_plain_ms(double ms);
 
 private:
-    std::map<DrafterKind, GoodputMemory> by_kind_;
+    std::map<std::string, GoodputMemory, std::less<>> by_drafter_;
 };
 
 }  // namespace tdm

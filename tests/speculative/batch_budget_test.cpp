@@ -162,8 +162,8 @@ TEST(BatchBudget, a_wider_pass_is_never_priced_under_the_pass_it_widens) {
 }
 
 // A sequence that has not drafted yet has measured neither what a draft costs per token nor
-// its head's catch-up: it is priced by what the pass's other sequences of the same drafter kind
-// measured. At 16 streams of the tiny Qwen3.5 the first wave's sequences each found out for
+// its head's catch-up: it is priced by what the pass's other sequences of the same drafter
+// measured (BatchEngine::plan_drafts hands it those: Drafter::history_name). At 16 streams of the tiny Qwen3.5 the first wave's sequences each found out for
 // themselves instead, one draft (a catch-up of 5-6 ms against a 13 ms pass) per pass.
 TEST(BatchBudget, a_fresh_sequence_is_priced_by_what_its_peers_measured) {
     GoodputMemory probed;
@@ -179,16 +179,15 @@ TEST(BatchBudget, a_fresh_sequence_is_priced_by_what_its_peers_measured) {
     const GoodputController fresh(16, kGoodputProbeInterval, DrafterKind::head);
     ASSERT_TRUE(fresh.catches_up()) << "its first draft catches up on its prompt";
     ASSERT_EQ(fresh.measured_catch_up_ms(), 0.0);
-    const GoodputController other_kind(16, kGoodputProbeInterval, DrafterKind::ngram, &probed);
 
     DraftCandidate alone{1, 0.2, 0, 0, {0.2}};
-    const std::vector<const GoodputController*> only_fresh = {&fresh, &other_kind};
+    const std::vector<const GoodputController*> only_fresh = {&fresh, &fresh};
     price_drafting(alone, fresh, only_fresh, 0.0);
-    EXPECT_EQ(alone.first_draft_ms, 0.0) << "nobody of its kind measured a catch-up";
+    EXPECT_EQ(alone.first_draft_ms, 0.0) << "nobody drafting with its drafter measured a catch-up";
     EXPECT_EQ(alone.draft_ms_per_token, 0.0);
 
     DraftCandidate c{1, 0.2, 0, 0, {0.2}};
-    const std::vector<const GoodputController*> pass = {&fresh, &peer, &other_kind};
+    const std::vector<const GoodputController*> pass = {&fresh, &peer};
     price_drafting(c, fresh, pass, 0.0);
     EXPECT_DOUBLE_EQ(c.draft_ms_per_token, 1.0);
     EXPECT_DOUBLE_EQ(c.first_draft_ms, 5.0 * (1 - 0.2)) << "the peer's catch-up, at the chance it is wasted";

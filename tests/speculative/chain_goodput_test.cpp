@@ -47,9 +47,11 @@ struct Sim {
     uint32_t pos = 64;
     std::vector<uint64_t> asked, won;  // per drafter
 
-    explicit Sim(std::vector<DrafterKind> kinds, const GoodputHistory* history = nullptr) : tune(8, history) {
+    // The drafters are named `prefix` followed by their place in the chain.
+    explicit Sim(std::vector<DrafterKind> kinds, const GoodputHistory* history = nullptr, const std::string& prefix = "d")
+        : tune(8, history) {
         for (size_t i = 0; i < kinds.size(); ++i) {
-            drafters.push_back(std::make_unique<SimDrafter>("d" + std::to_string(i), kinds[i]));
+            drafters.push_back(std::make_unique<SimDrafter>(prefix + std::to_string(i), kinds[i]));
             chain.push_back(ChainedDrafter{.drafter = drafters.back().get(), .on = true, .stat = i});
         }
         tune.meet(chain);
@@ -203,9 +205,9 @@ TEST(ChainGoodput, one_drafter_alone_is_exactly_its_controller) {
     EXPECT_EQ(a.chosen_k_sum, b.chosen_k_sum);
 }
 
-// A chain's drafters start from the engine's history of their own kinds, and only a drafter
-// that drafted adds to it.
-TEST(ChainGoodput, each_drafter_starts_from_its_kinds_history_and_teaches_it_only_if_it_drafted) {
+// A chain's drafters start from the engine's history of each, and only a drafter that
+// drafted adds to it.
+TEST(ChainGoodput, each_drafter_starts_from_its_own_history_and_teaches_it_only_if_it_drafted) {
     GoodputHistory history;
     {
         Sim sim({DrafterKind::ngram, DrafterKind::head});
@@ -213,27 +215,64 @@ TEST(ChainGoodput, each_drafter_starts_from_its_kinds_history_and_teaches_it_onl
         for (int i = 0; i < 200; ++i) sim.step(b);
         sim.tune.teach(history);
     }
-    ASSERT_NE(history.find(DrafterKind::ngram), nullptr);
-    const GoodputMemory* head = history.find(DrafterKind::head);
+    ASSERT_NE(history.find("d0"), nullptr);
+    const GoodputMemory* head = history.find("d1");
     ASSERT_NE(head, nullptr) << "the head drafted its first rounds";
     EXPECT_LT(head->hit_total(), 1.0);
 
     ChainGoodput next(8, &history);
     Sim shape({DrafterKind::ngram, DrafterKind::head});
     next.meet(shape.chain);
-    EXPECT_GT(next.controller(0)->acceptance(), 0.8) << "the n-gram kind's history";
-    EXPECT_LT(next.controller(1)->acceptance(), 0.2) << "the head kind's history";
+    EXPECT_GT(next.controller(0)->acceptance(), 0.8) << "the n-gram drafter's history";
+    EXPECT_LT(next.controller(1)->acceptance(), 0.2) << "the head's history";
     EXPECT_EQ(next.choose(shape.chain, 8, 10), 8) << "the n-gram drafter first, long";
     EXPECT_EQ(next.order().front(), 0u);
 
-    // a drafter never asked in a chain leaves its kind's history alone
+    // a drafter never asked in a chain leaves its history alone
     GoodputHistory fresh;
     Sim idle({DrafterKind::ngram, DrafterKind::head});
     const std::vector<Behaviour> b = {{0.9, 1.0, 0.0}, {0.9, 1.0, 1.0}};
     idle.step(b);  // the n-gram drafter is first and proposes
     idle.tune.teach(fresh);
-    EXPECT_NE(fresh.find(DrafterKind::ngram), nullptr);
-    EXPECT_EQ(fresh.find(DrafterKind::head), nullptr);
+    EXPECT_NE(fresh.find("d0"), nullptr);
+    EXPECT_EQ(fresh.find("d1"), nullptr);
+}
+
+// Two drafters of one kind keep histories of their own: a server's MTP head that never agrees
+// does not switch off, from its first step, the sequences of the draft model that other
+// requests pick, and a chain of two n-gram drafters teaches each what it did (kept per kind,
+// the draft model started off, and the chain folded each sequence into one history twice,
+// the matching drafter's acceptance diluted by the other's misses).
+TEST(ChainGoodput, drafters_of_one_kind_keep_histories_of_their_own) {
+    GoodputHistory history;
+    const std::vector<Behaviour> never = {{0.0, 1.0, 1.0}};
+    for (int seq = 0; seq < 3; ++seq) {
+        Sim mtp({DrafterKind::head}, &history, "mtp");
+        for (int i = 0; i < 40; ++i) mtp.step(never);
+        mtp.tune.teach(history);
+    }
+    ASSERT_NE(history.find("mtp0"), nullptr);
+    Sim again({DrafterKind::head}, &history, "mtp");
+    EXPECT_EQ(again.tune.choose(again.chain, 8, again.pos), 0) << "the MTP head's history: off";
+    Sim draft({DrafterKind::head}, &history, "draft");
+    EXPECT_EQ(draft.tune.choose(draft.chain, 8, draft.pos), 1) << "the draft model's first trial";
+    EXPECT_FALSE(draft.tune.controller(0)->off());
+
+    GoodputHistory pair;
+    Sim chain({DrafterKind::ngram, DrafterKind::ngram}, &pair);
+    const std::vector<Behaviour> b = {{0.9, 0.6, 0.0}, {0.0, 1.0, 0.0}};
+    for (int i = 0; i < 200; ++i) chain.step(b);
+    ASSERT_GT(chain.won[1], 0u) << "the second drafter drafted where the first had no match";
+    chain.tune.teach(pair);
+    const GoodputMemory* matching = pair.find("d0");
+    const GoodputMemory* missing = pair.find("d1");
+    ASSERT_NE(matching, nullptr);
+    ASSERT_NE(missing, nullptr);
+    EXPECT_GT(matching->hit_total() / matching->tried_total(), 0.8);
+    EXPECT_LT(missing->hit_total(), 1.0);
+    const GoodputMemory own = chain.tune.controller(0)->learned();
+    EXPECT_NEAR(matching->hit_total() / matching->tried_total(), own.hit_total() / own.tried_total(), 1e-9)
+        << "its own drafts alone";
 }
 
 // A head switched off in an earlier sequence (it never agreed), outranked by an n-gram drafter
@@ -251,20 +290,20 @@ TEST(ChainGoodput, a_member_off_and_never_asked_hands_on_its_count_toward_the_ne
     off.resume_measured = true;
     off.off_steps = 2;
     off.probe_after = kGoodputProbeInterval;
-    history.absorb(DrafterKind::head, off);
+    history.absorb("d1", off);
     const std::vector<Behaviour> b = {{0.9, 1.0, 0.0}, {0.0, 1.0, 1.0}};
     Sim sim({DrafterKind::ngram, DrafterKind::head}, &history);
     // meanwhile another request of the kind measured a dearer draft: the head, which started
     // from the history before it, must not hand its stale copy back
     GoodputMemory other;
     other.draft_ms_per_token = 3.0;
-    history.absorb(DrafterKind::head, other);
+    history.absorb("d1", other);
     for (int i = 0; i < 5; ++i) sim.step(b);  // the n-gram drafter's rounds, and its plain steps measuring the baseline
     EXPECT_GT(sim.won[0], 0u);
     EXPECT_EQ(sim.asked[1], 0u) << "the head is off, its probe not due (a wait of 10 steps)";
     ASSERT_TRUE(sim.tune.controller(1)->off());
     sim.tune.teach(history);
-    const GoodputMemory* head = history.find(DrafterKind::head);
+    const GoodputMemory* head = history.find("d1");
     ASSERT_NE(head, nullptr);
     EXPECT_EQ(head->off_steps, 7.0) << "the 2 it started from and the 5 rounds it sat out";
     EXPECT_EQ(head->probe_after, kGoodputProbeInterval);

@@ -127,10 +127,10 @@ TEST(GoodputController, at_acceptance_0_3_on_lavapipe_short_sequences_probe_by_t
     GoodputHistory history;
     SimRun total;
     for (uint64_t seq = 0; seq < 22; ++seq) {
-        GoodputController t(16, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head));
+        GoodputController t(16, kGoodputProbeInterval, DrafterKind::head, history.find("mtp"));
         // two long sequences first: the history learns that the head agrees, at 0.3
         const SimRun r = simulate_costs(t, kLavapipeMtp, seq < 2 ? 400 : 32, seq + 1, [](int) { return 0.3; });
-        history.absorb(DrafterKind::head, t.learned());
+        history.absorb("mtp", t.learned());
         if (seq < 2) continue;
         total.rounds += r.rounds;
         total.tokens += r.tokens;

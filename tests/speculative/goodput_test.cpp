@@ -299,26 +299,26 @@ TEST(GoodputController, with_iid_acceptance_settles_on_the_analytic_best_length)
     }
 }
 
-// A new sequence starts from what the engine's earlier sequences of the same drafter kind
+// A new sequence starts from what the engine's earlier sequences of the same drafter
 // learned: their acceptance as its prior and their measured costs, so it neither pays the
 // kind's first length nor calibrates; with no history, the kind's fixed prior.
-TEST(GoodputController, a_new_sequence_starts_from_the_history_of_its_drafter_kind) {
+TEST(GoodputController, a_new_sequence_starts_from_the_history_of_its_drafter) {
     const auto verify = [](int k) { return 10.0 * (1.0 + 0.1 * k); };
     GoodputHistory history;
-    EXPECT_EQ(history.find(DrafterKind::head), nullptr);
+    EXPECT_EQ(history.find("mtp"), nullptr);
     for (int seq = 0; seq < 3; ++seq) {  // three sequences whose drafts are accepted 90% of the time
-        GoodputController t(16, 24, DrafterKind::head, history.find(DrafterKind::head));
+        GoodputController t(16, 24, DrafterKind::head, history.find("mtp"));
         Draws d{uint64_t(seq + 1)};
         for (int i = 0; i < 60; ++i) {
             const int k = t.choose(16);
             if (k == 0) t.observe_plain(verify(0));
             else t.observe_round(k, d.accepted(k, 0.9), 0.0, verify(k));
         }
-        history.absorb(DrafterKind::head, t.learned());
+        history.absorb("mtp", t.learned());
     }
-    const GoodputMemory* head = history.find(DrafterKind::head);
+    const GoodputMemory* head = history.find("mtp");
     ASSERT_NE(head, nullptr);
-    EXPECT_EQ(history.find(DrafterKind::ngram), nullptr) << "another kind's history is its own";
+    EXPECT_EQ(history.find("draft"), nullptr) << "another drafter's history is its own";
     EXPECT_GT(head->hit_total() / head->tried_total(), 0.8);
     EXPECT_GT(head->plain_ms, 0.0);
 
@@ -331,15 +331,15 @@ TEST(GoodputController, a_new_sequence_starts_from_the_history_of_its_drafter_ki
     // a kind whose history says drafting does not pay starts off, and only probes
     GoodputHistory never;
     for (int seq = 0; seq < 2; ++seq) {
-        GoodputController t(16, 24, DrafterKind::head, never.find(DrafterKind::head));
+        GoodputController t(16, 24, DrafterKind::head, never.find("mtp"));
         for (int i = 0; i < 40; ++i) {
             const int k = t.choose(16);
             if (k == 0) t.observe_plain(verify(0));
             else t.observe_round(k, 0, 0.0, verify(k));
         }
-        never.absorb(DrafterKind::head, t.learned());
+        never.absorb("mtp", t.learned());
     }
-    GoodputController t(16, 24, DrafterKind::head, never.find(DrafterKind::head));
+    GoodputController t(16, 24, DrafterKind::head, never.find("mtp"));
     // each sequence drafted a trial and a probe or two: few drafts, so the kind's prior
     // still weighs in the history's estimate
     EXPECT_LT(t.acceptance(), 0.2);
@@ -491,11 +491,11 @@ TEST(GoodputController, two_trials_make_a_verdict_and_a_warm_first_round_hands_i
     LavapipeQwen35 cost;  // one engine: each width's graphs are built once
     std::vector<int> first_gap;
     for (int seq = 0; seq < 5; ++seq) {
-        GoodputController t(8, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head));
+        GoodputController t(8, kGoodputProbeInterval, DrafterKind::head, history.find("mtp"));
         const std::vector<int> runs = request_with_a_head_that_never_agrees(t, cost, seq < 4 ? 24 : 64);
         first_gap.push_back(runs.size() > 1 ? runs[0] : -1);
-        history.absorb(DrafterKind::head, t.learned());
-        const GoodputMemory* h = history.find(DrafterKind::head);
+        history.absorb("mtp", t.learned());
+        const GoodputMemory* h = history.find("mtp");
         ASSERT_NE(h, nullptr);
         EXPECT_EQ(h->hit_total(), 0.0);
         EXPECT_NEAR(h->trial_ms, 57.0 + 245.0 * 1.26 + 60.0, 1.0) << "the first trial, graph builds included";
@@ -505,7 +505,7 @@ TEST(GoodputController, two_trials_make_a_verdict_and_a_warm_first_round_hands_i
     }
     EXPECT_EQ(first_gap, (std::vector<int>{0, 0, 2, 4, 13}))
         << "two trials, then probes priced by the measured cost and backed off, across requests";
-    const GoodputMemory* h = history.find(DrafterKind::head);
+    const GoodputMemory* h = history.find("mtp");
     ASSERT_GT(h->verify_ms.size(), 1u);
     EXPECT_NEAR(h->verify_ms[1], 245.0 * 1.26, 1.0) << "the warm verify of 2 rows, handed on";
     EXPECT_NEAR(h->resume_draft_ms, 57.0, 1.0) << "a probe's draft: the warm trial's, after its prompt";
@@ -778,7 +778,7 @@ TEST(GoodputController, short_requests_probe_as_one_long_sequence_would) {
     std::vector<int> gaps;
     int since = 0;
     for (int seq = 0; seq < 24; ++seq) {
-        GoodputController t(8, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head));
+        GoodputController t(8, kGoodputProbeInterval, DrafterKind::head, history.find("mtp"));
         const std::vector<int> runs = request_with_a_head_that_never_agrees(t, cost, 10);
         for (size_t r = 0; r + 1 < runs.size(); ++r) {
             since += runs[r];
@@ -786,7 +786,7 @@ TEST(GoodputController, short_requests_probe_as_one_long_sequence_would) {
             since = 0;
         }
         since += runs.back();
-        history.absorb(DrafterKind::head, t.learned());
+        history.absorb("mtp", t.learned());
     }
     ASSERT_GE(gaps.size(), 3u) << "probes across requests of 10 tokens";
     EXPECT_EQ(gaps[0], 25);
@@ -798,28 +798,28 @@ TEST(GoodputController, short_requests_probe_as_one_long_sequence_would) {
 
 // `bench spec`'s warm-up hands on the plain step of its reference decode (many warm plain
 // steps), not its speculative sequence's estimate, which can rest on one slow sample: every
-// kind's estimate is replaced, the verify and draft costs kept, and a controller starting
+// drafter's estimate is replaced, the verify and draft costs kept, and a controller starting
 // from it prices a rejected draft at what it costs (0.6 plain steps, not a third of a step won).
 TEST(GoodputController, a_plain_step_measured_apart_replaces_the_warm_up_estimate) {
     GoodputHistory history;
     const GoodputMemory warm_up = history_with_a_baseline_too_high();
-    history.absorb(DrafterKind::head, warm_up);
-    history.absorb(DrafterKind::ngram, warm_up);
+    history.absorb("mtp", warm_up);
+    history.absorb("ngram-simple", warm_up);
     history.forget_acceptance();
     {
-        GoodputController stale(1, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head));
+        GoodputController stale(1, kGoodputProbeInterval, DrafterKind::head, history.find("mtp"));
         EXPECT_LT(stale.miss_cost(), 0.0) << "(13 + 3 - 24) / 24: a miss looks like a gain";
     }
     history.set_plain_ms(10.0);
     history.set_plain_ms(0.0);  // no measurement: nothing changes
-    for (DrafterKind kind : {DrafterKind::head, DrafterKind::ngram}) {
-        const GoodputMemory* m = history.find(kind);
+    for (const char* drafter : {"mtp", "ngram-simple"}) {
+        const GoodputMemory* m = history.find(drafter);
         ASSERT_NE(m, nullptr);
         EXPECT_EQ(m->plain_ms, 10.0);
         EXPECT_EQ(m->verify_ms[1], 13.0);
         EXPECT_EQ(m->draft_ms_per_token, 3.0);
     }
-    GoodputController t(1, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head));
+    GoodputController t(1, kGoodputProbeInterval, DrafterKind::head, history.find("mtp"));
     EXPECT_NEAR(t.miss_cost(), 0.6, 1e-9);
 }
 
@@ -853,10 +853,10 @@ TEST(GoodputController, a_history_of_costs_alone_spares_the_calibration_not_the_
             if (k == 0) warm_up.observe_plain(10.0);
             else warm_up.observe_round(k, d.accepted(k, 0.5), 0.5 * k, 10.0 * (1.0 + 0.05 * k));
         }
-        history.absorb(DrafterKind::head, warm_up.learned());
+        history.absorb("mtp", warm_up.learned());
     }
     history.forget_acceptance();
-    const GoodputMemory* costs = history.find(DrafterKind::head);
+    const GoodputMemory* costs = history.find("mtp");
     ASSERT_NE(costs, nullptr);
     EXPECT_EQ(costs->tried_total(), 0.0);
     EXPECT_GT(costs->plain_ms, 0.0);
