@@ -204,6 +204,17 @@ TEST(BatchBudget, a_fresh_sequence_is_priced_by_what_its_peers_measured) {
     price_drafting(next, drafting, pass, 0.0);
     EXPECT_EQ(next.first_draft_ms, 0.0);
 
+    // one that has only probed measured a probe's draft (6 ms: its catch-up and one token)
+    // but no time per token: the token is priced once, at the peer's 1 ms
+    GoodputMemory only_probed = probed;
+    only_probed.draft_ms_per_token = 0;
+    const GoodputController prober(16, kGoodputProbeInterval, DrafterKind::head, &only_probed);
+    ASSERT_DOUBLE_EQ(prober.measured_catch_up_ms(), 6.0);
+    DraftCandidate probe{1, 0.2, 0, 0, {0.2}};
+    price_drafting(probe, prober, pass, 0.0);
+    EXPECT_DOUBLE_EQ(probe.draft_ms_per_token, 1.0);
+    EXPECT_DOUBLE_EQ(probe.first_draft_ms, 5.0 * (1 - 0.2)) << "not 6: the probe's token is priced per token";
+
     // with sixteen such drafts to place, the pass of 16 gives none at this acceptance
     const auto m = measured([](uint32_t w) { return w <= 16 ? 13.0 : 13.5; }, {12, 16, 17, 18, 20});
     std::vector<DraftCandidate> free_drafts(16, {1, 0.2, 0, 0, {0.2}});
