@@ -26,6 +26,10 @@ Shared& shared() {
         }
         out.device = std::move(dev).value();
         out.pipelines = std::make_unique<vk::PipelineManager>(*out.device);
+        // The default work splits, whatever table `tandem tune` left in this user's cache: a
+        // tuned table changes which matmuls split rows alike (so which of them group into one
+        // dispatch, as the fused-op tests count), and never saved, so no test writes one.
+        out.pipelines->work_splits() = vk::WorkSplits();
         return out;
     }();
     return s;
