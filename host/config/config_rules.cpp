@@ -109,11 +109,14 @@ void check_sampling(Checker& c, const SamplingConfig& s) {
 void check_speculative(Checker& c, const SpeculativeConfig& s) {
     std::set<std::string> seen;
     for (const std::string& t : s.type) {
+        // '-' and '_' spell one type (ngram-simple, ngram_simple: spec_type_key)
+        std::string key = t;
+        std::replace(key.begin(), key.end(), '_', '-');
         if (!plain_name(t))
             c.fail("speculative.type",
                    fmt::format("'{}' is not a drafter name (lowercase letters, digits, '-' and '_')", t));
-        else if (!seen.insert(t).second)
-            c.fail("speculative.type", fmt::format("'{}' is listed twice", t));
+        else if (!seen.insert(key).second)
+            c.fail("speculative.type", fmt::format("'{}' is listed twice", key));
     }
     if (seen.count("none") && s.type.size() > 1)
         c.fail("speculative.type", "'none' cannot be combined with other drafters");

@@ -87,12 +87,12 @@ void price_drafting(DraftCandidate& c, const GoodputController& lead,
     double per_token = lead.draft_ms_per_token();
     if (per_token <= 0) per_token = from_peers(&GoodputController::draft_ms_per_token);
     if (per_token <= 0) per_token = fallback_per_token;
-    double catch_up = lead.measured_catch_up_ms();
-    // A controller that measured a probe's draft but no time per token (a head that has only
-    // probed) counts the probe's drafted token in its catch-up: priced again per token below,
-    // it would be paid twice.
-    if (catch_up > 0 && lead.draft_ms_per_token() <= 0) catch_up = std::max(0.0, catch_up - per_token);
-    if (catch_up <= 0) catch_up = from_peers(&GoodputController::measured_catch_up_ms);
+    // A probe's draft is the catch-up and one drafted token: the token is priced per token,
+    // once. (A controller that has only probed has no time per token of its own: its
+    // catch-up was its whole probe's draft, and the peers' time per token was added on top.)
+    double probe_ms = lead.probe_draft_ms();
+    if (probe_ms <= 0) probe_ms = from_peers(&GoodputController::probe_draft_ms);
+    const double catch_up = std::max(0.0, probe_ms - per_token);
     const double rejected = 1.0 - (c.reach.empty() ? std::clamp(c.acceptance, 0.0, 1.0) : c.reach[0]);
     c.draft_ms_per_token = per_token;
     c.first_draft_ms = lead.catches_up() ? catch_up * rejected : 0.0;

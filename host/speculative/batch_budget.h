@@ -64,10 +64,10 @@ class GoodputController;
 // Sets c's drafting costs from `lead`, the controller that plans its drafts: the time per
 // drafted token, and for a draft head after plain steps or its prompt the catch-up on the
 // rows it skipped, which its first draft pays and loses if that draft is rejected (weighed
-// by c.reach[0]). What `lead` has not measured yet comes from `peers` (the controllers of
-// the pass's sequences that plan drafts of the same drafter: Drafter::history_name), else
-// the per token from `fallback_per_token` (the session's own average) and the catch-up
-// from nothing.
+// by c.reach[0]): a probe's draft less one token at the per-token price. What `lead` has not
+// measured yet comes from `peers` (the controllers of the pass's sequences that plan drafts
+// of the same drafter: Drafter::history_name and kind), else the per token from
+// `fallback_per_token` (the session's own average) and the catch-up from nothing.
 void price_drafting(DraftCandidate& c, const GoodputController& lead,
                     std::span<const GoodputController* const> peers, double fallback_per_token);
 

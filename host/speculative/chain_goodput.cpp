@@ -3,6 +3,7 @@
 #include "speculative/chain_goodput.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "speculative/goodput_history.h"
 
@@ -35,11 +36,12 @@ const ChainGoodput::Member* ChainGoodput::find(size_t stat) const {
 void ChainGoodput::meet(std::span<const ChainedDrafter> chain) {
     for (const ChainedDrafter& d : chain) {
         if (find(d.stat)) continue;
+        const DrafterKind kind = d.drafter->kind();
         const std::string& name = d.drafter->history_name();
+        const std::optional<GoodputMemory> start = history_ ? history_->start_for(kind, name) : std::nullopt;
         Member m{.stat = d.stat,
                  .drafter = name,
-                 .tune = GoodputController(k_max_, kGoodputProbeInterval, d.drafter->kind(),
-                                           history_ ? history_->find(name) : nullptr)};
+                 .tune = GoodputController(k_max_, kGoodputProbeInterval, kind, start ? &*start : nullptr)};
         m.revisit_after = kRevisitInterval;
         if (members_.empty()) planner_ = d.stat;
         members_.push_back(std::move(m));
@@ -239,16 +241,18 @@ ControllerStats ChainGoodput::report() const {
 void ChainGoodput::teach(GoodputHistory& history) const {
     std::vector<GoodputMemory> learned_by;
     for (const Member& m : members_) learned_by.push_back(m.tune.learned());
-    const auto drafted = [&](const std::string& drafter) {
+    const auto drafted = [&](const Member& m) {
         for (size_t i = 0; i < members_.size(); ++i)
-            if (members_[i].drafter == drafter && learned_by[i].tried_total() > 0) return true;
+            if (members_[i].tune.kind() == m.tune.kind() && members_[i].drafter == m.drafter &&
+                learned_by[i].tried_total() > 0)
+                return true;
         return false;
     };
     for (size_t i = 0; i < members_.size(); ++i) {
         const Member& m = members_[i];
         const GoodputMemory& learned = learned_by[i];
         if (members_.size() == 1 || learned.tried_total() > 0) {
-            history.absorb(m.drafter, learned);
+            history.absorb(m.tune.kind(), m.drafter, learned);
             continue;
         }
         // One never asked leaves the history's costs and acceptance alone (its own are the
@@ -257,11 +261,11 @@ void ChainGoodput::teach(GoodputHistory& history) const {
         // earlier sequence, outranked in every short one after, counted from the same start in
         // each and never probed again. Not over a member of its name that drafted (a drafter
         // chained twice): that one's count is the history's.
-        if (learned.off_steps <= 0 || drafted(m.drafter)) continue;
+        if (learned.off_steps <= 0 || drafted(m)) continue;
         GoodputMemory count;
         count.off_steps = learned.off_steps;
         count.probe_after = learned.probe_after;
-        history.absorb(m.drafter, count);
+        history.absorb(m.tune.kind(), m.drafter, count);
     }
 }
 

@@ -54,7 +54,7 @@ constexpr int kMaxBackOff = 32;   // a probe interval grows to at most 32x the f
 // standard error (kOptimism) where an accepted draft can pay for its round
 // (GoodputController::optimism). Not after a streak of rounds whose first draft was rejected,
 // so that a drafter that stopped agreeing is still stopped within a few rounds. And only for
-// a drafter that has shown it agrees (a draft accepted in this sequence or in its kind's
+// a drafter that has shown it agrees (a draft accepted in this sequence or in its
 // history): a first trial that missed is no evidence of a moderate acceptance, and at
 // acceptance 0 two more trials cost a plain step on a CPU device.
 constexpr double kOptimism = 1.0;
@@ -125,7 +125,7 @@ GoodputController::GoodputController(int k_max, int probe_interval, DrafterKind 
 void GoodputController::start_from(const GoodputMemory& h) {
     const double tried = h.tried_total();
     agreed_ = h.hit_total() > 0;
-    // One rejected draft is no verdict on a kind (kVerdictDrafts): without another, this
+    // One rejected draft is no verdict on a drafter (kVerdictDrafts): without another, this
     // sequence makes its own trial, as if the history held costs alone.
     const bool verdict = agreed_ || tried >= kVerdictDrafts;
     if (verdict) {  // a few drafts of the kind's prior keep a short history from being all of it
@@ -140,12 +140,12 @@ void GoodputController::start_from(const GoodputMemory& h) {
     for (size_t k = 1; k < rounds_at_.size() && k < h.built.size(); ++k)
         if (h.built[k]) rounds_at_[k] = std::max(rounds_at_[k], 1);
     if (h.trial_ms > 0 && trial_ms_ == 0) trial_ms_ = h.trial_ms;  // the probe's cost until one is timed warm
-    // the kind's probing goes on where the sequences before left it, if this one starts off
+    // the drafter's probing goes on where the sequences before left it, if this one starts off
     plain_since_probe_ = int(std::min(h.off_steps, double(probe_interval_ * kMaxBackOff)));
     if (h.probe_after > 0) probe_after_ = std::clamp(h.probe_after, probe_interval_, probe_interval_ * kMaxBackOff);
     if (h.plain_ms <= 0) return;
     // the device's costs are known: no calibration, and the graphs of the widths measured
-    // are built; with the kind's acceptance too, no first round at the kind's length (a
+    // are built; with the drafter's acceptance too, no first round at the kind's length (a
     // history of costs alone, a benchmark's warm-up with forced drafts, still has it)
     plain_ms_ = h.plain_ms;
     plain_seen_ = 2;
@@ -259,8 +259,8 @@ double GoodputController::miss_cost() const {
     return (verify_estimate(1) + draft_ms_per_token_ - plain_ms_) / plain_ms_;
 }
 
-double GoodputController::measured_catch_up_ms() const {
-    if (kind_ == DrafterKind::ngram || resume_ms_ <= 0) return 0.0;
+double GoodputController::catch_up_ms() const {
+    if (!catches_up() || resume_ms_ <= 0) return 0.0;
     return std::max(0.0, resume_ms_ - draft_ms_per_token_);
 }
 

@@ -166,14 +166,16 @@ public:
     double draft_ms_per_token() const { return draft_ms_per_token_; }
     // What the next round's drafting costs beyond its tokens: nothing after a round of this
     // drafter; after plain steps or the prompt, a draft head first catches up on the rows it
-    // skipped (a probe's draft, less a drafted token). 0 while unmeasured, and for n-grams.
-    double catch_up_ms() const { return catches_up() ? measured_catch_up_ms() : 0.0; }
+    // skipped (a probe's draft, less a drafted token at draft_ms_per_token(), or the whole
+    // probe's draft while that is unmeasured). 0 while unmeasured, and for n-grams.
+    double catch_up_ms() const;
     // Whether the next round's draft first catches up on skipped rows (a draft head after
-    // plain steps or its prompt), and what a catch-up was measured to cost (0: unmeasured,
-    // or an n-gram drafter): a sequence that has not measured one yet is priced by the
-    // catch-ups its engine's other sequences measured (BatchEngine::plan_drafts).
+    // plain steps or its prompt), and what a probe's draft was measured to cost: the catch-up
+    // and one drafted token (0: unmeasured, or an n-gram drafter). A sequence that has not
+    // measured one yet is priced by its engine's other sequences of the same drafter
+    // (price_drafting, BatchEngine::plan_drafts).
     bool catches_up() const { return previous_ != Previous::round && kind_ != DrafterKind::ngram; }
-    double measured_catch_up_ms() const;
+    double probe_draft_ms() const { return kind_ == DrafterKind::ngram ? 0.0 : resume_ms_; }
     // The benefit of the doubt, in standard errors of each p_j: 1, or 0 where m >= 1.
     double optimism() const;
     bool off() const { return off_; }

@@ -49,14 +49,24 @@ double GoodputMemory::prior_weight(double least, double most) const {
     return std::clamp(spread / tau2 - 1.0, least, most);
 }
 
-const GoodputMemory* GoodputHistory::find(std::string_view drafter) const {
-    auto it = by_drafter_.find(drafter);
+const GoodputMemory* GoodputHistory::find(DrafterKind kind, std::string_view drafter) const {
+    auto it = by_drafter_.find(Key(kind, drafter));
     return it == by_drafter_.end() ? nullptr : &it->second;
 }
 
-void GoodputHistory::absorb(std::string_view drafter, const GoodputMemory& seq) {
-    auto it = by_drafter_.find(drafter);
-    if (it == by_drafter_.end()) it = by_drafter_.emplace(std::string(drafter), GoodputMemory{}).first;
+std::optional<GoodputMemory> GoodputHistory::start_for(DrafterKind kind, std::string_view drafter) const {
+    if (const GoodputMemory* m = find(kind, drafter)) return *m;
+    if (plain_ms_ <= 0) return std::nullopt;
+    // Not the verify widths: a width marked measured makes the new drafter's first round
+    // there count as timed, and that round's drafting builds the drafter's own graphs.
+    GoodputMemory target;
+    target.plain_ms = plain_ms_;
+    return target;
+}
+
+void GoodputHistory::absorb(DrafterKind kind, std::string_view drafter, const GoodputMemory& seq) {
+    auto it = by_drafter_.try_emplace(Key(kind, drafter)).first;
+    if (seq.plain_ms > 0) plain_ms_ = seq.plain_ms;
     GoodputMemory& m = it->second;
     // A sequence that drafted nothing (its drafter off from its start, no probe due) says
     // nothing of the acceptance, so it does not age what the others saw: else a few of them
@@ -110,6 +120,7 @@ void GoodputHistory::forget_acceptance() {
 
 void GoodputHistory::set_plain_ms(double ms) {
     if (ms <= 0) return;
+    plain_ms_ = ms;
     for (auto& [drafter, m] : by_drafter_) m.plain_ms = ms;
 }
 

@@ -11,7 +11,8 @@
 // the other's (a sequence of the draft model off from its first step because the MTP head's
 // sequences had missed, or priced at the head's catch-up), and a chain of two n-gram
 // drafters folded each of its sequences in twice. A drafter's first sequence starts from its
-// kind's fixed prior, as a first sequence always has.
+// kind's fixed prior, as a first sequence always has, and from the target's plain step if
+// another drafter's sequence measured it (start_for).
 //
 // Kept per drafter: the drafts tried and accepted at each position, decayed by sequence
 // that drafted (the newest sequences weigh most, and the counts are capped so that the
@@ -25,9 +26,13 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "speculative/drafter.h"  // DrafterKind
 
 namespace tdm {
 
@@ -79,21 +84,30 @@ struct GoodputMemory {
 
 class GoodputHistory {
 public:
-    // The history of the drafter named `drafter` (Drafter::history_name), null before any of
-    // its sequences ended.
-    const GoodputMemory* find(std::string_view drafter) const;
+    // The history of the drafter of `kind` named `drafter` (Drafter::history_name), null
+    // before any of its sequences ended.
+    const GoodputMemory* find(DrafterKind kind, std::string_view drafter) const;
+    // What a new sequence of that drafter starts from: its history; else, once any drafter's
+    // sequence measured one, the target's plain step alone (a cost of the device and the
+    // target, not of the drafter: the new drafter's sequence need not calibrate it, and makes
+    // its kind's trial); else nothing.
+    std::optional<GoodputMemory> start_for(DrafterKind kind, std::string_view drafter) const;
     // Folds in what one sequence of that drafter learned (GoodputController::learned()).
-    void absorb(std::string_view drafter, const GoodputMemory& seq);
+    void absorb(DrafterKind kind, std::string_view drafter, const GoodputMemory& seq);
     // Keeps the costs and drops the acceptance of every drafter: after a warm-up whose drafts
     // were forced (bench spec), whose acceptance says nothing of the drafter's.
     void forget_acceptance();
-    // Sets the plain step of every drafter held: one measured over many warm plain steps (a
-    // benchmark's warm-up decode) is a better baseline than the few plain steps a speculative
-    // sequence's controller chose to take.
+    // Sets the plain step of every drafter held, and of those met later: one measured over
+    // many warm plain steps (a benchmark's warm-up decode) is a better baseline than the few
+    // plain steps a speculative sequence's controller chose to take.
     void set_plain_ms(double ms);
 
 private:
-    std::map<std::string, GoodputMemory, std::less<>> by_drafter_;
+    // By kind as well as by name: names come from separate places (a head's spec type, a
+    // plugin's descriptor, "draft"), and a drafter of another kind is no prior for this one.
+    using Key = std::pair<DrafterKind, std::string>;
+    std::map<Key, GoodputMemory> by_drafter_;
+    double plain_ms_ = 0;  // the newest plain step any sequence measured
 };
 
 }  // namespace tdm

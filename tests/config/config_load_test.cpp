@@ -280,6 +280,9 @@ TEST(ConfigLoad, rejects_inconsistent_settings) {
 
 TEST(ConfigLoad, rejects_bad_drafter_lists) {
     EXPECT_TRUE(fails_with(load("[speculative]\ntype = [\"mtp\", \"mtp\"]\n"), "'mtp' is listed twice"));
+    // one type in its two spellings is one drafter, chained twice
+    EXPECT_TRUE(fails_with(load("[speculative]\ntype = [\"ngram_simple\", \"ngram-simple\"]\n"),
+                           "'ngram-simple' is listed twice"));
     EXPECT_TRUE(fails_with(load("[speculative]\ntype = \"none,mtp\"\n"), "'none' cannot be combined"));
     EXPECT_TRUE(fails_with(load("[speculative]\ntype = \"mtp,,draft\"\n"), "'' is not a drafter name"));
     EXPECT_TRUE(fails_with(load("[speculative]\ntype = [\"Draft Model\"]\n"), "'Draft Model' is not a drafter name"));

@@ -175,10 +175,10 @@ TEST(BatchBudget, a_fresh_sequence_is_priced_by_what_its_peers_measured) {
     probed.resume_draft_ms = 6.0;
     probed.resume_measured = true;
     const GoodputController peer(16, kGoodputProbeInterval, DrafterKind::head, &probed);
-    ASSERT_DOUBLE_EQ(peer.measured_catch_up_ms(), 5.0);
+    ASSERT_DOUBLE_EQ(peer.probe_draft_ms(), 6.0) << "its catch-up and one token";
     const GoodputController fresh(16, kGoodputProbeInterval, DrafterKind::head);
     ASSERT_TRUE(fresh.catches_up()) << "its first draft catches up on its prompt";
-    ASSERT_EQ(fresh.measured_catch_up_ms(), 0.0);
+    ASSERT_EQ(fresh.probe_draft_ms(), 0.0);
 
     DraftCandidate alone{1, 0.2, 0, 0, {0.2}};
     const std::vector<const GoodputController*> only_fresh = {&fresh, &fresh};
@@ -209,11 +209,23 @@ TEST(BatchBudget, a_fresh_sequence_is_priced_by_what_its_peers_measured) {
     GoodputMemory only_probed = probed;
     only_probed.draft_ms_per_token = 0;
     const GoodputController prober(16, kGoodputProbeInterval, DrafterKind::head, &only_probed);
-    ASSERT_DOUBLE_EQ(prober.measured_catch_up_ms(), 6.0);
+    ASSERT_DOUBLE_EQ(prober.probe_draft_ms(), 6.0);
     DraftCandidate probe{1, 0.2, 0, 0, {0.2}};
-    price_drafting(probe, prober, pass, 0.0);
+    const std::vector<const GoodputController*> with_peer = {&prober, &peer};
+    price_drafting(probe, prober, with_peer, 0.0);
     EXPECT_DOUBLE_EQ(probe.draft_ms_per_token, 1.0);
     EXPECT_DOUBLE_EQ(probe.first_draft_ms, 5.0 * (1 - 0.2)) << "not 6: the probe's token is priced per token";
+    // nobody measured a time per token: the session's own average of its drafts (which, for
+    // one that has only probed, holds whole probes' drafts) prices the token, and the catch-up
+    // is what the probe's draft leaves; a probe is priced at about one probe's draft, not two,
+    // however the average falls against it
+    const std::vector<const GoodputController*> only_probers = {&prober, &prober};
+    for (double average : {5.9, 6.0, 6.5}) {
+        DraftCandidate p{1, 0.2, 0, 0, {0.2}};
+        price_drafting(p, prober, only_probers, average);
+        EXPECT_DOUBLE_EQ(p.draft_ms_per_token, average);
+        EXPECT_NEAR(p.first_draft_ms, std::max(0.0, 6.0 - average) * (1 - 0.2), 1e-12) << average;
+    }
 
     // with sixteen such drafts to place, the pass of 16 gives none at this acceptance
     const auto m = measured([](uint32_t w) { return w <= 16 ? 13.0 : 13.5; }, {12, 16, 17, 18, 20});

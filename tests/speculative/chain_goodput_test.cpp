@@ -215,8 +215,8 @@ TEST(ChainGoodput, each_drafter_starts_from_its_own_history_and_teaches_it_only_
         for (int i = 0; i < 200; ++i) sim.step(b);
         sim.tune.teach(history);
     }
-    ASSERT_NE(history.find("d0"), nullptr);
-    const GoodputMemory* head = history.find("d1");
+    ASSERT_NE(history.find(DrafterKind::ngram, "d0"), nullptr);
+    const GoodputMemory* head = history.find(DrafterKind::head, "d1");
     ASSERT_NE(head, nullptr) << "the head drafted its first rounds";
     EXPECT_LT(head->hit_total(), 1.0);
 
@@ -234,8 +234,8 @@ TEST(ChainGoodput, each_drafter_starts_from_its_own_history_and_teaches_it_only_
     const std::vector<Behaviour> b = {{0.9, 1.0, 0.0}, {0.9, 1.0, 1.0}};
     idle.step(b);  // the n-gram drafter is first and proposes
     idle.tune.teach(fresh);
-    EXPECT_NE(fresh.find("d0"), nullptr);
-    EXPECT_EQ(fresh.find("d1"), nullptr);
+    EXPECT_NE(fresh.find(DrafterKind::ngram, "d0"), nullptr);
+    EXPECT_EQ(fresh.find(DrafterKind::head, "d1"), nullptr);
 }
 
 // Two drafters of one kind keep histories of their own: a server's MTP head that never agrees
@@ -251,12 +251,17 @@ TEST(ChainGoodput, drafters_of_one_kind_keep_histories_of_their_own) {
         for (int i = 0; i < 40; ++i) mtp.step(never);
         mtp.tune.teach(history);
     }
-    ASSERT_NE(history.find("mtp0"), nullptr);
+    ASSERT_NE(history.find(DrafterKind::head, "mtp0"), nullptr);
     Sim again({DrafterKind::head}, &history, "mtp");
     EXPECT_EQ(again.tune.choose(again.chain, 8, again.pos), 0) << "the MTP head's history: off";
     Sim draft({DrafterKind::head}, &history, "draft");
     EXPECT_EQ(draft.tune.choose(draft.chain, 8, draft.pos), 1) << "the draft model's first trial";
     EXPECT_FALSE(draft.tune.controller(0)->off());
+    EXPECT_DOUBLE_EQ(draft.tune.controller(0)->report().plain_ms, Sim::verify(0))
+        << "the target's plain step, measured by the head's sequences: no calibration";
+    // a drafter of another kind that happens to bear the head's name is no kin of it
+    Sim namesake({DrafterKind::ngram}, &history, "mtp");
+    EXPECT_EQ(namesake.tune.choose(namesake.chain, 8, namesake.pos), 8) << "an n-gram drafter's first length";
 
     GoodputHistory pair;
     Sim chain({DrafterKind::ngram, DrafterKind::ngram}, &pair);
@@ -264,8 +269,8 @@ TEST(ChainGoodput, drafters_of_one_kind_keep_histories_of_their_own) {
     for (int i = 0; i < 200; ++i) chain.step(b);
     ASSERT_GT(chain.won[1], 0u) << "the second drafter drafted where the first had no match";
     chain.tune.teach(pair);
-    const GoodputMemory* matching = pair.find("d0");
-    const GoodputMemory* missing = pair.find("d1");
+    const GoodputMemory* matching = pair.find(DrafterKind::ngram, "d0");
+    const GoodputMemory* missing = pair.find(DrafterKind::ngram, "d1");
     ASSERT_NE(matching, nullptr);
     ASSERT_NE(missing, nullptr);
     EXPECT_GT(matching->hit_total() / matching->tried_total(), 0.8);
@@ -290,20 +295,20 @@ TEST(ChainGoodput, a_member_off_and_never_asked_hands_on_its_count_toward_the_ne
     off.resume_measured = true;
     off.off_steps = 2;
     off.probe_after = kGoodputProbeInterval;
-    history.absorb("d1", off);
+    history.absorb(DrafterKind::head, "d1", off);
     const std::vector<Behaviour> b = {{0.9, 1.0, 0.0}, {0.0, 1.0, 1.0}};
     Sim sim({DrafterKind::ngram, DrafterKind::head}, &history);
-    // meanwhile another request of the kind measured a dearer draft: the head, which started
+    // meanwhile another request of the drafter measured a dearer draft: the head, which started
     // from the history before it, must not hand its stale copy back
     GoodputMemory other;
     other.draft_ms_per_token = 3.0;
-    history.absorb("d1", other);
+    history.absorb(DrafterKind::head, "d1", other);
     for (int i = 0; i < 5; ++i) sim.step(b);  // the n-gram drafter's rounds, and its plain steps measuring the baseline
     EXPECT_GT(sim.won[0], 0u);
     EXPECT_EQ(sim.asked[1], 0u) << "the head is off, its probe not due (a wait of 10 steps)";
     ASSERT_TRUE(sim.tune.controller(1)->off());
     sim.tune.teach(history);
-    const GoodputMemory* head = history.find("d1");
+    const GoodputMemory* head = history.find(DrafterKind::head, "d1");
     ASSERT_NE(head, nullptr);
     EXPECT_EQ(head->off_steps, 7.0) << "the 2 it started from and the 5 rounds it sat out";
     EXPECT_EQ(head->probe_after, kGoodputProbeInterval);

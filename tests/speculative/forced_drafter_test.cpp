@@ -68,5 +68,26 @@ TEST(ForcedDrafter, its_rate_over_many_positions_is_a_and_the_seed_changes_the_d
     EXPECT_GT(differ, 50);
 }
 
+// `bench spec`'s warm-up forces its head's drafts and hands the costs it measured to the
+// prompts after it, which draft with the head itself: the forced drafter teaches the engine's
+// history under its head's name (GoodputHistory is kept per drafter), and alone under its own.
+TEST(ForcedDrafter, teaches_the_history_under_its_inner_drafters_name) {
+    class Head final : public Drafter {
+    public:
+        const std::string& name() const override { return name_; }
+        Status begin(std::span<const int32_t>) override { return {}; }
+        Result<std::vector<int32_t>> draft(const DraftRequest&) override { return std::vector<int32_t>{}; }
+        Status accept(std::span<const int32_t>, uint32_t, uint32_t) override { return {}; }
+
+    private:
+        std::string name_ = "mtp";
+    } head;
+    const std::vector<int32_t> ref = reference(8);
+    const ForcedDrafter wrapped(ref, kPrompt, 0.5, kVocab, 1, &head), alone(ref, kPrompt, 0.5, kVocab, 1);
+    EXPECT_EQ(wrapped.history_name(), "mtp");
+    EXPECT_NE(wrapped.name(), "mtp");
+    EXPECT_EQ(alone.history_name(), alone.name());
+}
+
 }  // namespace
 }  // namespace tdm

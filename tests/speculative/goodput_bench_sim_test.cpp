@@ -102,16 +102,16 @@ Ratios simulate_bench_spec(double acceptance, int reps, const RoundCosts& costs 
         {  // the warm-up: forced drafts at 1/2, 96 tokens; its costs alone are handed on
             GoodputController warm(16, kGoodputProbeInterval, DrafterKind::head);
             decode(&warm, 0, 1000000 + uint64_t(rep), 0.5, 96, machine, costs);
-            history.absorb("mtp", warm.learned());
+            history.absorb(DrafterKind::head, "mtp", warm.learned());
             history.forget_acceptance();
             history.set_plain_ms(10.0);
         }
         Decoded spec, fixed, plain;
         for (uint64_t prompt = 0; prompt < 4; ++prompt) {
             const uint64_t seed = uint64_t(rep) * 100 + prompt + 1;
-            GoodputController c(16, kGoodputProbeInterval, DrafterKind::head, history.find("mtp"));
+            GoodputController c(16, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head, "mtp"));
             const Decoded s = decode(&c, 0, seed, acceptance, 32, machine, costs);
-            history.absorb("mtp", c.learned());
+            history.absorb(DrafterKind::head, "mtp", c.learned());
             const Decoded f = decode(nullptr, 1, seed, acceptance, 32, machine, costs);
             const Decoded p = decode(nullptr, 0, seed, acceptance, 32, machine, costs);
             spec.tokens += s.tokens;

@@ -119,7 +119,7 @@ TEST(GoodputController, on_lavapipe_text_that_turns_predictable_gets_drafts_back
 
 // At acceptance 0.3 on lavapipe a probe loses about 0.4 of a plain step: it costs 0.69 more
 // than one and wins a token 30% of the time. Short sequences (a benchmark's prompts, a
-// server's requests) start from their kind's history, which says the head agrees, so each
+// server's requests) start from their drafter's history, which says the head agrees, so each
 // probed at the back-off's first interval, 8 plain steps, and again 8 after an accepted
 // probe: two or three probes per 32-token sequence. The wait now keeps the probes' expected
 // loss to 2% of the time: about 20 plain steps here, one probe or none per sequence.
@@ -127,10 +127,10 @@ TEST(GoodputController, at_acceptance_0_3_on_lavapipe_short_sequences_probe_by_t
     GoodputHistory history;
     SimRun total;
     for (uint64_t seq = 0; seq < 22; ++seq) {
-        GoodputController t(16, kGoodputProbeInterval, DrafterKind::head, history.find("mtp"));
+        GoodputController t(16, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head, "mtp"));
         // two long sequences first: the history learns that the head agrees, at 0.3
         const SimRun r = simulate_costs(t, kLavapipeMtp, seq < 2 ? 400 : 32, seq + 1, [](int) { return 0.3; });
-        history.absorb("mtp", t.learned());
+        history.absorb(DrafterKind::head, "mtp", t.learned());
         if (seq < 2) continue;
         total.rounds += r.rounds;
         total.tokens += r.tokens;

@@ -305,20 +305,20 @@ TEST(GoodputController, with_iid_acceptance_settles_on_the_analytic_best_length)
 TEST(GoodputController, a_new_sequence_starts_from_the_history_of_its_drafter) {
     const auto verify = [](int k) { return 10.0 * (1.0 + 0.1 * k); };
     GoodputHistory history;
-    EXPECT_EQ(history.find("mtp"), nullptr);
+    EXPECT_EQ(history.find(DrafterKind::head, "mtp"), nullptr);
     for (int seq = 0; seq < 3; ++seq) {  // three sequences whose drafts are accepted 90% of the time
-        GoodputController t(16, 24, DrafterKind::head, history.find("mtp"));
+        GoodputController t(16, 24, DrafterKind::head, history.find(DrafterKind::head, "mtp"));
         Draws d{uint64_t(seq + 1)};
         for (int i = 0; i < 60; ++i) {
             const int k = t.choose(16);
             if (k == 0) t.observe_plain(verify(0));
             else t.observe_round(k, d.accepted(k, 0.9), 0.0, verify(k));
         }
-        history.absorb("mtp", t.learned());
+        history.absorb(DrafterKind::head, "mtp", t.learned());
     }
-    const GoodputMemory* head = history.find("mtp");
+    const GoodputMemory* head = history.find(DrafterKind::head, "mtp");
     ASSERT_NE(head, nullptr);
-    EXPECT_EQ(history.find("draft"), nullptr) << "another drafter's history is its own";
+    EXPECT_EQ(history.find(DrafterKind::head, "draft"), nullptr) << "another drafter's history is its own";
     EXPECT_GT(head->hit_total() / head->tried_total(), 0.8);
     EXPECT_GT(head->plain_ms, 0.0);
 
@@ -328,18 +328,18 @@ TEST(GoodputController, a_new_sequence_starts_from_the_history_of_its_drafter) {
     EXPECT_EQ(cold.choose(16), 1) << "the kind's first length";
     EXPECT_GE(warm.choose(16), 6) << "long drafts at once: the history's acceptance and costs";
 
-    // a kind whose history says drafting does not pay starts off, and only probes
+    // a drafter whose history says drafting does not pay starts off, and only probes
     GoodputHistory never;
     for (int seq = 0; seq < 2; ++seq) {
-        GoodputController t(16, 24, DrafterKind::head, never.find("mtp"));
+        GoodputController t(16, 24, DrafterKind::head, never.find(DrafterKind::head, "mtp"));
         for (int i = 0; i < 40; ++i) {
             const int k = t.choose(16);
             if (k == 0) t.observe_plain(verify(0));
             else t.observe_round(k, 0, 0.0, verify(k));
         }
-        never.absorb("mtp", t.learned());
+        never.absorb(DrafterKind::head, "mtp", t.learned());
     }
-    GoodputController t(16, 24, DrafterKind::head, never.find("mtp"));
+    GoodputController t(16, 24, DrafterKind::head, never.find(DrafterKind::head, "mtp"));
     // each sequence drafted a trial and a probe or two: few drafts, so the kind's prior
     // still weighs in the history's estimate
     EXPECT_LT(t.acceptance(), 0.2);
@@ -491,11 +491,11 @@ TEST(GoodputController, two_trials_make_a_verdict_and_a_warm_first_round_hands_i
     LavapipeQwen35 cost;  // one engine: each width's graphs are built once
     std::vector<int> first_gap;
     for (int seq = 0; seq < 5; ++seq) {
-        GoodputController t(8, kGoodputProbeInterval, DrafterKind::head, history.find("mtp"));
+        GoodputController t(8, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head, "mtp"));
         const std::vector<int> runs = request_with_a_head_that_never_agrees(t, cost, seq < 4 ? 24 : 64);
         first_gap.push_back(runs.size() > 1 ? runs[0] : -1);
-        history.absorb("mtp", t.learned());
-        const GoodputMemory* h = history.find("mtp");
+        history.absorb(DrafterKind::head, "mtp", t.learned());
+        const GoodputMemory* h = history.find(DrafterKind::head, "mtp");
         ASSERT_NE(h, nullptr);
         EXPECT_EQ(h->hit_total(), 0.0);
         EXPECT_NEAR(h->trial_ms, 57.0 + 245.0 * 1.26 + 60.0, 1.0) << "the first trial, graph builds included";
@@ -505,7 +505,7 @@ TEST(GoodputController, two_trials_make_a_verdict_and_a_warm_first_round_hands_i
     }
     EXPECT_EQ(first_gap, (std::vector<int>{0, 0, 2, 4, 13}))
         << "two trials, then probes priced by the measured cost and backed off, across requests";
-    const GoodputMemory* h = history.find("mtp");
+    const GoodputMemory* h = history.find(DrafterKind::head, "mtp");
     ASSERT_GT(h->verify_ms.size(), 1u);
     EXPECT_NEAR(h->verify_ms[1], 245.0 * 1.26, 1.0) << "the warm verify of 2 rows, handed on";
     EXPECT_NEAR(h->resume_draft_ms, 57.0, 1.0) << "a probe's draft: the warm trial's, after its prompt";
@@ -778,7 +778,7 @@ TEST(GoodputController, short_requests_probe_as_one_long_sequence_would) {
     std::vector<int> gaps;
     int since = 0;
     for (int seq = 0; seq < 24; ++seq) {
-        GoodputController t(8, kGoodputProbeInterval, DrafterKind::head, history.find("mtp"));
+        GoodputController t(8, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head, "mtp"));
         const std::vector<int> runs = request_with_a_head_that_never_agrees(t, cost, 10);
         for (size_t r = 0; r + 1 < runs.size(); ++r) {
             since += runs[r];
@@ -786,7 +786,7 @@ TEST(GoodputController, short_requests_probe_as_one_long_sequence_would) {
             since = 0;
         }
         since += runs.back();
-        history.absorb("mtp", t.learned());
+        history.absorb(DrafterKind::head, "mtp", t.learned());
     }
     ASSERT_GE(gaps.size(), 3u) << "probes across requests of 10 tokens";
     EXPECT_EQ(gaps[0], 25);
@@ -803,23 +803,23 @@ TEST(GoodputController, short_requests_probe_as_one_long_sequence_would) {
 TEST(GoodputController, a_plain_step_measured_apart_replaces_the_warm_up_estimate) {
     GoodputHistory history;
     const GoodputMemory warm_up = history_with_a_baseline_too_high();
-    history.absorb("mtp", warm_up);
-    history.absorb("ngram-simple", warm_up);
+    history.absorb(DrafterKind::head, "mtp", warm_up);
+    history.absorb(DrafterKind::ngram, "ngram-simple", warm_up);
     history.forget_acceptance();
     {
-        GoodputController stale(1, kGoodputProbeInterval, DrafterKind::head, history.find("mtp"));
+        GoodputController stale(1, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head, "mtp"));
         EXPECT_LT(stale.miss_cost(), 0.0) << "(13 + 3 - 24) / 24: a miss looks like a gain";
     }
     history.set_plain_ms(10.0);
     history.set_plain_ms(0.0);  // no measurement: nothing changes
-    for (const char* drafter : {"mtp", "ngram-simple"}) {
-        const GoodputMemory* m = history.find(drafter);
+    for (auto [kind, drafter] : {std::pair{DrafterKind::head, "mtp"}, std::pair{DrafterKind::ngram, "ngram-simple"}}) {
+        const GoodputMemory* m = history.find(kind, drafter);
         ASSERT_NE(m, nullptr);
         EXPECT_EQ(m->plain_ms, 10.0);
         EXPECT_EQ(m->verify_ms[1], 13.0);
         EXPECT_EQ(m->draft_ms_per_token, 3.0);
     }
-    GoodputController t(1, kGoodputProbeInterval, DrafterKind::head, history.find("mtp"));
+    GoodputController t(1, kGoodputProbeInterval, DrafterKind::head, history.find(DrafterKind::head, "mtp"));
     EXPECT_NEAR(t.miss_cost(), 0.6, 1e-9);
 }
 
@@ -853,10 +853,10 @@ TEST(GoodputController, a_history_of_costs_alone_spares_the_calibration_not_the_
             if (k == 0) warm_up.observe_plain(10.0);
             else warm_up.observe_round(k, d.accepted(k, 0.5), 0.5 * k, 10.0 * (1.0 + 0.05 * k));
         }
-        history.absorb("mtp", warm_up.learned());
+        history.absorb(DrafterKind::head, "mtp", warm_up.learned());
     }
     history.forget_acceptance();
-    const GoodputMemory* costs = history.find("mtp");
+    const GoodputMemory* costs = history.find(DrafterKind::head, "mtp");
     ASSERT_NE(costs, nullptr);
     EXPECT_EQ(costs->tried_total(), 0.0);
     EXPECT_GT(costs->plain_ms, 0.0);
