@@ -65,7 +65,9 @@ void BatchEngine::plan_drafts(std::span<Session* const> part) {
     if (!cost_.ready()) return;
     std::vector<Session*> auto_sessions;
     std::vector<const GoodputController*> leads;  // each auto session's planner
-    std::map<std::pair<DrafterKind, std::string_view>, std::vector<const GoodputController*>> by_drafter;  // the leads
+    // the leads by drafter (kind and history name), and each lead's group: its peers
+    std::map<std::pair<DrafterKind, std::string_view>, std::vector<const GoodputController*>> by_drafter;
+    std::vector<const std::vector<const GoodputController*>*> peers;
     std::vector<DraftCandidate> cand;
     uint32_t base_rows = 0, base_outputs = 0, decoding = 0;
     for (Session* s : part) {
@@ -91,12 +93,13 @@ void BatchEngine::plan_drafts(std::span<Session* const> part) {
         for (uint32_t j = 1; j <= cap; ++j) reach.push_back(lead.reach(int(j)));
         cand.push_back({cap, lead.acceptance(), 0, 0, std::move(reach)});
         leads.push_back(&lead);
-        by_drafter[{lead.kind(), s->tune.planner_drafter()}].push_back(&lead);
+        std::vector<const GoodputController*>& group = by_drafter[{lead.kind(), s->tune.planner_drafter()}];
+        group.push_back(&lead);
+        peers.push_back(&group);  // a map's elements stay where they are
     }
     if (auto_sessions.size() < 2) return;
     for (size_t i = 0; i < cand.size(); ++i)
-        price_drafting(cand[i], *leads[i], by_drafter[{leads[i]->kind(), auto_sessions[i]->tune.planner_drafter()}],
-                       auto_sessions[i]->draft_ms_per_token);
+        price_drafting(cand[i], *leads[i], *peers[i], auto_sessions[i]->draft_ms_per_token);
     base_outputs = std::max(base_outputs, 1u);  // a pass always reads back one row
     const std::vector<uint32_t> k = allocate_drafts(cost_, base_rows, base_outputs, double(decoding), cand);
     uint32_t starved = 0;  // the sessions that may probe this pass
